@@ -1,0 +1,116 @@
+"""The `kgen` command: list, emit, validate."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from kgen import __version__
+from kgen.params import ParamError
+from kgen.specs import DEFAULT_SPEC, REGISTRY, UnknownSpec
+
+
+def _all_params():
+    """Every parameter any spec takes, once each: `emit` offers the union, and rejects what the
+    chosen spec does not take. A new spec's parameters appear here without editing this file."""
+    seen = {}
+    for spec in REGISTRY.values():
+        for p in spec.params:
+            seen.setdefault(p.name, p)
+    return list(seen.values())
+
+
+def _param_options(command):
+    for p in reversed(_all_params()):
+        kwargs = dict(default=None, help=p.help, show_default=False)
+        if p.choices is not None:
+            kwargs["type"] = click.Choice([str(c) for c in p.choices])
+        else:
+            kwargs["type"] = p.type
+        command = click.option(p.flag, p.name, **kwargs)(command)
+    return command
+
+
+@click.group()
+@click.version_option(__version__, prog_name="kgen")
+def main():
+    """kgen: fused-CUDA KernelBench solutions, emitted from templates and proven against the reference."""
+
+
+@main.command("list")
+def list_specs():
+    """Every spec, with the parameters its templates take."""
+    for spec in REGISTRY.values():
+        marker = " (default)" if spec.name == DEFAULT_SPEC else ""
+        click.echo(f"{spec.name}{marker}: {spec.title}")
+        click.echo(f"    {spec.summary}")
+        for p in spec.params:
+            allowed = f" one of {', '.join(map(str, p.choices))}" if p.choices else ""
+            click.echo(f"    {p.flag:<14} default {p.default!s:<6}{allowed}  {p.help}")
+
+
+@main.command("emit")
+@click.argument("spec_name", metavar="[SPEC]", required=False, default=DEFAULT_SPEC)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="write here instead of stdout (atomically: no partial file on error)")
+@_param_options
+def emit_command(spec_name, output, **given):
+    """Render SPEC's templates into one self-contained solution file."""
+    from kgen.emit import emit
+
+    given = {name: value for name, value in given.items() if value is not None}
+    try:
+        text, notes = emit(spec_name, given)
+    except (UnknownSpec, ParamError) as error:
+        raise click.UsageError(str(error)) from None
+    for note in notes:
+        click.echo(f"kgen: warning: {note}", err=True)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    _write_atomically(Path(output), text)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    handle, temp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(handle, "w") as stream:
+        stream.write(text)
+    os.replace(temp, path)
+
+
+@main.command("validate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="reference file (KernelBench format); default: the one named by the kgen header")
+@click.option("--trials", type=click.IntRange(1), default=3, show_default=True)
+@click.option("--atol", type=float, default=1e-4, show_default=True)
+@click.option("--rtol", type=float, default=1e-4, show_default=True)
+@click.option("--no-backward", is_flag=True, help="skip the gradient checks")
+@click.option("--bench", is_flag=True, help="time forward and forward+backward against eager and torch.compile")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="also write the report as JSON")
+@click.option("--timeout", type=float, default=900.0, show_default=True, help="seconds before the GPU run is killed")
+@click.option("--init-args", default=None, help="JSON list overriding get_init_inputs(), e.g. '[96, 12]'")
+@click.option("--input-shape", "input_shapes", multiple=True,
+              help="JSON shape overriding one get_inputs() tensor, e.g. '[4, 96, 33, 17]' (repeat per input)")
+def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes):
+    """Prove FILE equal to its reference (outputs, gradients) and, with --bench, time it.
+
+    Exit codes: 0 pass, 1 a check failed, 2 the file is broken, 3 no CUDA device (runtime checks not run).
+    """
+    from kgen.validate import validate
+
+    code = validate(
+        file, ref=ref, trials=trials, atol=atol, rtol=rtol, backward=not no_backward, bench=bench,
+        json_path=json_path, timeout=timeout,
+        init_args=json.loads(init_args) if init_args else None,
+        input_shapes=[json.loads(s) for s in input_shapes] or None,
+    )
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Spec + parameters -> one self-contained solution file.
+
+The CUDA of a solution is assembled from plain building blocks (kgen/templates/cuda/*.cuh, pure CUDA,
+shared by every spec) followed by the spec's bindings template, which instantiates those blocks for the
+parameters (block size, group count, GELU variant...). The Python around it is a Jinja template that
+extends kgen/templates/solution.py.j2. Rendering is deterministic: same arguments, same bytes.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import jinja2
+
+from kgen import __version__
+from kgen.header import render_header_fields
+from kgen.params import resolve_params
+from kgen.specs import get_spec
+from kgen.specs.base import Spec
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+# What KernelBench's static checker rejects anywhere in the file outside `#` / `//` comments; an
+# emitted file must never contain them, so a template that would produce one fails at emit time.
+_FORBIDDEN = [re.compile(p) for p in (r"\btry\s*:", r"\bexcept\b", r"\bpass\b")]
+
+
+class TemplateError(RuntimeError):
+    """A template rendered into something an emitted file must not be (a kgen bug, not a user error)."""
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def emit_command(spec: Spec, params: dict) -> str:
+    flags = " ".join(f"{spec.param(name).flag} {value}" for name, value in params.items())
+    return f"kgen emit {spec.name} {flags}".strip()
+
+
+def cuda_source(spec: Spec, params: dict, env: jinja2.Environment) -> str:
+    parts = [(TEMPLATES / "cuda" / name).read_text() for name in spec.cuda_parts]
+    parts.append(env.get_template(spec.bindings).render(**params))
+    return "\n".join(parts)
+
+
+def render(spec: Spec, params: dict) -> str:
+    """Renders an already-resolved parameter set (see kgen.params.resolve_params)."""
+    env = _environment()
+    context = dict(
+        spec=spec,
+        params=params,
+        version=__version__,
+        command=emit_command(spec, params),
+        params_line=" ".join(f"{k}={v}" for k, v in params.items()),
+        notes=spec.notes(params),
+        header_fields=render_header_fields(spec.name, params, __version__),
+        cuda_source=cuda_source(spec, params, env),
+        functions=json.dumps(spec.functions),
+        input_shapes=[list(shape) for shape in spec.input_shapes],
+        init_args=repr(spec.init_args_for(params)),
+    )
+    text = env.get_template(spec.template).render(**context)
+    _check_static_rules(text)
+    return text
+
+
+def _check_static_rules(text: str) -> None:
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("#", 1)[0].split("//", 1)[0]
+        for pattern in _FORBIDDEN:
+            if pattern.search(code):
+                raise TemplateError(f"emitted line {number} matches {pattern.pattern!r}: {line.strip()}")
+
+
+def emit(spec_name: str, given: dict | None = None) -> tuple[str, list[str]]:
+    """Resolves and checks the parameters, renders the file. Returns (text, notes for stderr).
+    Raises UnknownSpec or ParamError (one-line messages) before anything is rendered."""
+    spec = get_spec(spec_name)
+    params = resolve_params(spec, given or {})
+    return render(spec, params), spec.notes(params)

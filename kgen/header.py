@@ -1,0 +1,42 @@
+"""The header at the top of every emitted solution file.
+
+It is made of ordinary Python comments, so the file stays a plain KernelBench solution, and it is
+machine-readable, so `kgen validate` can find the reference and the parameters without being told:
+
+    # kgen-spec: groupnorm
+    # kgen-params: {"block_size": 256, "groups": 8}
+    # kgen-version: 0.1.0
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_FIELD = re.compile(r"^# kgen-(spec|params|version): (.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SolutionHeader:
+    spec: str
+    params: dict
+    version: str
+
+
+def render_header_fields(spec: str, params: dict, version: str) -> str:
+    """The three machine-readable lines (the template adds the human-readable ones around them)."""
+    return (
+        f"# kgen-spec: {spec}\n"
+        f"# kgen-params: {json.dumps(params, sort_keys=True)}\n"
+        f"# kgen-version: {version}"
+    )
+
+
+def parse_header(source: str) -> SolutionHeader | None:
+    """Return the kgen header of a solution file's text, or None for a file kgen did not write."""
+    head = "\n".join(source.splitlines()[:40])
+    fields = dict(_FIELD.findall(head))
+    if "spec" not in fields:
+        return None
+    params = json.loads(fields.get("params", "{}"))
+    return SolutionHeader(spec=fields["spec"].strip(), params=params, version=fields.get("version", "?").strip())

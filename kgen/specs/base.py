@@ -1,0 +1,85 @@
+"""Declarative problem descriptions (one `Spec` per supported problem), in the manner of CUTLASS's
+operation descriptions: a spec names its reference, its default init arguments and input shapes, the
+template that renders it, and the parameters that template is specialised by."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+REFERENCES = Path(__file__).parent / "references"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One template parameter: `kgen emit --<name> VALUE`."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple | None = None
+    # Returns an error message for a bad value, or None; sees every resolved parameter of the spec.
+    check: Callable[[Any, dict, "Spec"], str | None] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def power_of_two_block(value: int, params: dict, spec: "Spec") -> str | None:
+    if value < 32 or value > 1024 or value & (value - 1):
+        return f"--block-size must be a power of two in [32, 1024], got {value}"
+    return None
+
+
+def groups_divide_channels(value: int, params: dict, spec: "Spec") -> str | None:
+    channels = spec.init_args[spec.channels_arg]
+    if value < 1:
+        return f"--groups must be positive, got {value}"
+    if channels % value:
+        return f"{spec.channels_arg}={channels} is not divisible by --groups {value}"
+    return None
+
+
+BLOCK_SIZE = Param("block_size", int, 256, "threads per block of every kernel (power of two, 32..1024)",
+                   check=power_of_two_block)
+
+
+def groups_param(default: int) -> Param:
+    return Param("groups", int, default, "GroupNorm group count the kernels are specialised for",
+                 check=groups_divide_channels)
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    title: str                      # e.g. "KernelBench L1-35: GroupNorm"
+    reference_file: str             # a file in kgen/specs/references/, KernelBench format
+    template: str                   # the solution's Python template, a path under kgen/templates/
+    bindings: str                   # the CUDA template that instantiates the kernels for the parameters
+    cuda_parts: tuple               # plain CUDA building blocks (kgen/templates/cuda/), in include order
+    functions: tuple                # the host functions the bindings export to Python
+    init_args: dict                 # the reference's get_init_inputs(), by __init__ argument name, in order
+    input_shapes: tuple             # the reference's get_inputs() shapes
+    channels_arg: str               # which init argument is the GroupNorm channel count
+    groups_arg: str                 # which init argument is the GroupNorm group count
+    params: tuple = field(default_factory=tuple)
+    summary: str = ""
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def reference_path(self, params: dict) -> Path:
+        """The reference an emitted file must equal (a spec may pick a variant by its parameters)."""
+        return REFERENCES / self.reference_file
+
+    def init_args_for(self, params: dict) -> list:
+        """get_init_inputs() of the emitted file: the reference's, with the group count the user asked for."""
+        args = dict(self.init_args)
+        args[self.groups_arg] = params["groups"]
+        return list(args.values())
+
+    def notes(self, params: dict) -> list[str]:
+        """Warnings `emit` prints on stderr and writes into the header (e.g. a non-equivalent variant)."""
+        return []

@@ -1,0 +1,18 @@
+"""L1-35: GroupNorm alone."""
+from kgen.specs.base import BLOCK_SIZE, Spec, groups_param
+
+SPEC = Spec(
+    name="groupnorm",
+    title="KernelBench L1-35: GroupNorm",
+    reference_file="level1_35_groupnorm.py",
+    template="groupnorm/solution.py.j2",
+    bindings="groupnorm/bindings.cu.j2",
+    cuda_parts=("common.cuh", "pointwise.cuh", "groupnorm.cuh"),
+    functions=("groupnorm_forward", "groupnorm_backward"),
+    init_args={"num_features": 64, "num_groups": 8},
+    input_shapes=((112, 64, 512, 512),),
+    channels_arg="num_features",
+    groups_arg="num_groups",
+    params=(groups_param(8), BLOCK_SIZE),
+    summary="nn.GroupNorm(G, C) forward and backward: split Welford statistics, vectorised normalise",
+)

@@ -1,0 +1,134 @@
+// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <vector>
+
+namespace kgen {
+
+constexpr int kWarpSize = 32;
+// Independent 16-byte loads each thread issues before it consumes the first one.
+constexpr int kUnroll = 4;
+
+// Running moments of a stream of values (Welford / Chan). `count` is a float: one block never
+// folds more than 2^24 values, and the cross-block combine below runs in double.
+struct Moments {
+  float count;
+  float mean;
+  float m2;  // sum of squared deviations from `mean`
+};
+
+// Chan et al.'s pairwise combine: exact in real arithmetic, and it never forms E[x^2] - E[x]^2,
+// so a large common offset in the data costs no precision.
+__device__ __forceinline__ Moments combine(const Moments& a, const Moments& b) {
+  const float n = a.count + b.count;
+  if (n == 0.f) return a;
+  const float delta = b.mean - a.mean;
+  const float wb = b.count / n;
+  return Moments{n, a.mean + delta * wb, a.m2 + b.m2 + delta * delta * a.count * wb};
+}
+
+// Folds four fresh values into a running state: their own mean and deviation first, then one combine.
+__device__ __forceinline__ void accumulate4(Moments& acc, float a, float b, float c, float d) {
+  const float m4 = 0.25f * ((a + b) + (c + d));
+  const float q = (a - m4) * (a - m4) + (b - m4) * (b - m4) + (c - m4) * (c - m4) + (d - m4) * (d - m4);
+  acc = combine(acc, Moments{4.f, m4, q});
+}
+
+__device__ __forceinline__ void accumulate1(Moments& acc, float v) {
+  acc = combine(acc, Moments{1.f, v, 0.f});
+}
+
+__device__ __forceinline__ Moments warp_combine(Moments m) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset),
+                  __shfl_xor_sync(0xffffffffu, m.mean, offset),
+                  __shfl_xor_sync(0xffffffffu, m.m2, offset)};
+    m = combine(m, other);
+  }
+  return m;
+}
+
+// Tree combine over the block; the result is valid in thread 0.
+template <int kBlock>
+__device__ __forceinline__ Moments block_combine(Moments m) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ Moments per_warp[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  m = warp_combine(m);
+  if (lane == 0) per_warp[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < kWarps ? per_warp[lane] : Moments{0.f, 0.f, 0.f};
+    m = warp_combine(m);
+  }
+  return m;
+}
+
+__device__ __forceinline__ float2 warp_sum(float2 v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    v.x += __shfl_xor_sync(0xffffffffu, v.x, offset);
+    v.y += __shfl_xor_sync(0xffffffffu, v.y, offset);
+  }
+  return v;
+}
+
+__device__ __forceinline__ double warp_sum(double v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+// Tree sum of a pair over the block; the result is valid in thread 0.
+template <int kBlock>
+__device__ __forceinline__ float2 block_sum(float2 v) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float2 per_warp[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  v = warp_sum(v);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kWarps ? per_warp[lane] : make_float2(0.f, 0.f);
+    v = warp_sum(v);
+  }
+  return v;
+}
+
+// How a reduction over `rows` independent slices of `elems` values each is cut into blocks. Every
+// (sample, group) slice of L1-35 holds 2 M values and there are only 896 of them: one block per slice
+// would leave most SMs idle, so each slice is split into chunks of about kTargetChunk values, each
+// chunk a block, and the chunks' partial results are combined exactly by a small second kernel.
+struct SplitPlan {
+  int splits;     // blocks per slice
+  int64_t chunk;  // values per block, a multiple of 4 so 16-byte loads stay aligned
+};
+
+template <int kBlock>
+inline SplitPlan plan_split(int64_t elems) {
+  constexpr int64_t kTargetChunk = int64_t(kBlock) * 4 * kUnroll * 4;
+  int64_t splits = (elems + kTargetChunk - 1) / kTargetChunk;
+  splits = std::max<int64_t>(1, std::min<int64_t>(splits, 4096));
+  int64_t chunk = (elems + splits - 1) / splits;
+  chunk = (chunk + 3) / 4 * 4;
+  splits = std::max<int64_t>(1, (elems + chunk - 1) / chunk);
+  return SplitPlan{static_cast<int>(splits), chunk};
+}
+
+inline bool is_16_byte_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+inline void check_float_cuda(const at::Tensor& t, const char* what) {
+  TORCH_CHECK(t.is_cuda(), "kgen: ", what, " must be a CUDA tensor, got a tensor on ", t.device());
+  TORCH_CHECK(t.scalar_type() == at::kFloat, "kgen: ", what,
+              " must be float32 (these kernels are specialised for float32), got ", t.scalar_type());
+}
+
+inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }
+
+}  // namespace kgen

@@ -1,0 +1,444 @@
+// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+//
+// Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
+// D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
+// `Op` is applied to x on the fly (Identity for plain GroupNorm, GELU for a fused GELU->GroupNorm):
+// its result z = op(x) is never stored, every kernel recomputes it from x.
+//
+// Forward, 2 reads + 1 write of x:
+//   moments_partial   Welford moments of z over chunks of each slice, many blocks per slice
+//   moments_finalize  exact (double) combine of the chunks -> mean, rstd per (sample, group)
+//   normalize         y = (z - mean) * (rstd * gamma[c]) + beta[c], 16-byte loads and stores
+// Backward, 2 reads, then 2 reads + 1 write:
+//   backward_partial  per (sample, channel) plane: sum dy and sum dy * (z - mean)
+//   backward_group    per (sample, group): the two coefficients of dz (below); plane sums kept
+//   param_grad        dgamma[c] = sum_n rstd * sum dy (z - mean),  dbeta[c] = sum_n sum dy
+//   backward_apply    dx = op'(x) * (rstd gamma[c] dy + B (z - mean) + C)
+// with, over a group of D values, B = -rstd^3 / D * sum gamma dy (z - mean) and
+// C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
+// in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
+namespace kgen {
+
+template <int W>
+struct Pack {
+  static constexpr int kWidth = W;
+  float v[W];
+};
+
+template <int W>
+__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
+  if constexpr (W == 4) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
+    return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else {
+    return Pack<1>{{__ldg(p + i)}};
+  }
+}
+
+template <int W>
+__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
+  if constexpr (W == 4) {
+    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
+  } else {
+    p[i] = v.v[0];
+  }
+}
+
+// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
+// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
+// loads per thread are in flight at once.
+template <int kBlock, int W, int kInputs, class Body>
+__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll][kInputs];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+#pragma unroll
+      for (int k = 0; k < kInputs; ++k) {
+        if (i < packs) v[u][k] = load_pack<W>(in[k], i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) body(i, v[u]);
+    }
+  }
+}
+
+template <class Op>
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op) {
+  accumulate4(acc, op(x.v[0]), op(x.v[1]), op(x.v[2]), op(x.v[3]));
+}
+
+template <class Op>
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op) {
+  accumulate1(acc, op(x.v[0]));
+}
+
+// Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
+struct GroupShape {
+  int64_t batch;
+  int64_t channels;
+  int64_t groups;
+  int64_t plane_elems;  // HW: product of the dimensions after the channel
+
+  template <int kGroups>
+  __host__ __device__ __forceinline__ int64_t group_count() const { return kGroups > 0 ? kGroups : groups; }
+  __host__ __device__ __forceinline__ int64_t channels_per_group() const { return channels / groups; }
+  __host__ __device__ __forceinline__ int64_t slice_elems() const { return channels_per_group() * plane_elems; }
+  // (sample, group) row of the statistics for a (sample, channel) plane.
+  template <int kGroups>
+  __device__ __forceinline__ int64_t row_of_plane(int64_t plane) const {
+    const int64_t n = plane / channels;
+    const int64_t c = plane - n * channels;
+    return n * group_count<kGroups>() + c / channels_per_group();
+  }
+};
+
+// ---------------------------------------------------------------- forward kernels
+
+template <class Op, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPlan plan,
+                       Moments* __restrict__ partial, Op op) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t slice = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, slice_elems - begin);
+  const float* in[1] = {x + slice * slice_elems + begin};
+  Moments acc{0.f, 0.f, 0.f};
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], op); });
+  acc = block_combine<kBlock>(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// One warp per (sample, group): combines that slice's chunk moments in double.
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock)
+moments_finalize_kernel(const Moments* __restrict__ partial, int splits, int64_t rows, double eps,
+                        float* __restrict__ mean, float* __restrict__ rstd) {
+  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= rows) return;  // warp-uniform
+  double n = 0.0, mu = 0.0, m2 = 0.0;
+  for (int s = lane; s < splits; s += kWarpSize) {
+    const Moments p = partial[row * splits + s];
+    const double nb = p.count, total = n + nb;
+    if (nb == 0.0) continue;
+    const double delta = double(p.mean) - mu;
+    mu += delta * nb / total;
+    m2 += double(p.m2) + delta * delta * n * nb / total;
+    n = total;
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const double nb = __shfl_xor_sync(0xffffffffu, n, offset);
+    const double mb = __shfl_xor_sync(0xffffffffu, mu, offset);
+    const double qb = __shfl_xor_sync(0xffffffffu, m2, offset);
+    const double total = n + nb;
+    if (total > 0.0) {
+      const double delta = mb - mu;
+      mu += delta * nb / total;
+      m2 += qb + delta * delta * n * nb / total;
+      n = total;
+    }
+  }
+  if (lane == 0) {
+    const double var = n > 0.0 ? fmax(m2 / n, 0.0) : 0.0;  // biased, as nn.GroupNorm
+    mean[row] = static_cast<float>(mu);
+    rstd[row] = static_cast<float>(1.0 / sqrt(var + eps));
+  }
+}
+
+template <class Op, int kGroups, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+normalize_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+                 const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
+                 GroupShape shape, SplitPlan plan, Op op) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t plane = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
+  const int64_t c = plane % shape.channels;
+  const int64_t row = shape.row_of_plane<kGroups>(plane);
+  const float mu = mean[row];
+  const float scale = rstd[row] * gamma[c];
+  const float shift = beta[c];
+  const int64_t offset = plane * shape.plane_elems + begin;
+  const float* in[1] = {x + offset};
+  float* out = y + offset;
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    Pack<W> r;
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = (op(v[0].v[j]) - mu) * scale + shift;
+    store_pack<W>(out, i, r);
+  });
+}
+
+// ---------------------------------------------------------------- backward kernels
+
+template <class Op, int kGroups, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
+                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t plane = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
+  const float mu = mean[shape.row_of_plane<kGroups>(plane)];
+  const int64_t offset = plane * shape.plane_elems + begin;
+  const float* in[2] = {dy + offset, x + offset};
+  float2 sums = make_float2(0.f, 0.f);
+  sweep<kBlock, W, 2>(in, count / W, [&](int64_t, const Pack<W>(&v)[2]) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      sums.x += v[0].v[j];
+      sums.y += v[0].v[j] * (op(v[1].v[j]) - mu);
+    }
+  });
+  sums = block_sum<kBlock>(sums);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sums;
+}
+
+// One warp per (sample, group): plane sums of its channels (kept for the parameter gradients) and
+// the group's two coefficients B, C of dz.
+template <int kGroups, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+backward_group_kernel(const float2* __restrict__ partial, int splits, const float* __restrict__ gamma,
+                      const float* __restrict__ rstd, GroupShape shape, double2* __restrict__ plane_sums,
+                      float2* __restrict__ coef) {
+  const int64_t groups = shape.group_count<kGroups>();
+  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= shape.batch * groups) return;  // warp-uniform
+  const int64_t n = row / groups, g = row - n * groups;
+  const int64_t cpg = shape.channels_per_group();
+  double sum_gamma_dy = 0.0, sum_gamma_dy_centered = 0.0;
+  for (int64_t k = lane; k < cpg; k += kWarpSize) {
+    const int64_t c = g * cpg + k;
+    const int64_t plane = n * shape.channels + c;
+    double s0 = 0.0, s1 = 0.0;
+    for (int s = 0; s < splits; ++s) {
+      const float2 p = partial[plane * splits + s];
+      s0 += p.x;
+      s1 += p.y;
+    }
+    plane_sums[plane] = make_double2(s0, s1);
+    sum_gamma_dy += double(gamma[c]) * s0;
+    sum_gamma_dy_centered += double(gamma[c]) * s1;
+  }
+  sum_gamma_dy = warp_sum(sum_gamma_dy);
+  sum_gamma_dy_centered = warp_sum(sum_gamma_dy_centered);
+  if (lane == 0) {
+    const double r = rstd[row];
+    const double d = double(cpg) * double(shape.plane_elems);
+    coef[row] = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered),
+                            static_cast<float>(-r / d * sum_gamma_dy));
+  }
+}
+
+// One thread per channel, a fixed-order loop over the batch: deterministic, and tiny.
+template <int kGroups>
+__global__ void param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restrict__ rstd,
+                                  GroupShape shape, float* __restrict__ dgamma, float* __restrict__ dbeta) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= shape.channels) return;
+  double dg = 0.0, db = 0.0;
+  for (int64_t n = 0; n < shape.batch; ++n) {
+    const int64_t plane = n * shape.channels + c;
+    const double2 s = plane_sums[plane];
+    dg += double(rstd[shape.row_of_plane<kGroups>(plane)]) * s.y;
+    db += s.x;
+  }
+  dgamma[c] = static_cast<float>(dg);
+  dbeta[c] = static_cast<float>(db);
+}
+
+template <class Op, int kGroups, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
+                      const float* __restrict__ rstd, const float* __restrict__ gamma,
+                      const float2* __restrict__ coef, float* __restrict__ dx, GroupShape shape, SplitPlan plan,
+                      Op op) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t plane = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
+  const int64_t row = shape.row_of_plane<kGroups>(plane);
+  const float mu = mean[row];
+  const float a = rstd[row] * gamma[plane % shape.channels];
+  const float2 bc = coef[row];
+  const int64_t offset = plane * shape.plane_elems + begin;
+  const float* in[2] = {dy + offset, x + offset};
+  float* out = dx + offset;
+  sweep<kBlock, W, 2>(in, count / W, [&](int64_t i, const Pack<W>(&v)[2]) {
+    Pack<W> r;
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      float z, dz_dx;
+      op.value_and_derivative(v[1].v[j], z, dz_dx);
+      r.v[j] = dz_dx * (a * v[0].v[j] + bc.x * (z - mu) + bc.y);
+    }
+    store_pack<W>(out, i, r);
+  });
+}
+
+// ---------------------------------------------------------------- host side
+
+// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
+// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
+template <int kSpecialisedGroups, class F>
+inline void dispatch_groups(int64_t groups, F&& f) {
+  if (groups == kSpecialisedGroups) {
+    f(std::integral_constant<int, kSpecialisedGroups>{});
+  } else {
+    f(std::integral_constant<int, 0>{});
+  }
+}
+
+template <class F>
+inline void dispatch_vec(bool vec, F&& f) {
+  if (vec) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
+                                        const at::Tensor& beta, int64_t groups) {
+  check_float_cuda(x, "input");
+  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", x.sizes());
+  const int64_t channels = x.size(1);
+  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", channels,
+              " channels are not divisible into ", groups, " groups");
+  for (const auto* t : {&gamma, &beta}) {
+    check_float_cuda(*t, "GroupNorm weight/bias");
+    TORCH_CHECK(t->dim() == 1 && t->size(0) == channels, "kgen: GroupNorm weight/bias must have shape (",
+                channels, "), got ", t->sizes());
+    TORCH_CHECK(t->device() == x.device(), "kgen: GroupNorm weight/bias are on ", t->device(),
+                " but the input is on ", x.device());
+  }
+  const int64_t plane_elems = x.dim() > 2 ? x.numel() / (x.size(0) * channels) : 1;
+  return GroupShape{x.size(0), channels, groups, plane_elems};
+}
+
+// Statistics of op(x) per (sample, group): returns {mean, rstd}, each (N, G).
+template <class Op, int kBlock>
+std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape& shape, double eps, Op op) {
+  auto stats_options = x.options().dtype(at::kFloat);
+  const int64_t rows = shape.batch * shape.groups;
+  auto mean = at::empty({shape.batch, shape.groups}, stats_options);
+  auto rstd = at::empty({shape.batch, shape.groups}, stats_options);
+  const int64_t slice = shape.slice_elems();
+  const SplitPlan plan = plan_split<kBlock>(slice);
+  auto partial = at::empty({rows * plan.splits * int64_t(sizeof(Moments) / sizeof(float))}, stats_options);
+  auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const bool vec = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>());
+  dispatch_vec(vec, [&](auto kv) {
+    moments_partial_kernel<Op, kBlock, decltype(kv)::value><<<rows * plan.splits, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), slice, plan, partial_ptr, op);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  moments_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      partial_ptr, plan.splits, rows, eps, mean.data_ptr<float>(), rstd.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {mean, rstd};
+}
+
+// y = (op(x) - mean) * rstd * gamma + beta, written into `y` (same shape as x, contiguous).
+template <class Op, int kBlock, int kSpecialisedGroups>
+void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
+                         const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
+                         const GroupShape& shape, Op op) {
+  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
+  const int64_t planes = shape.batch * shape.channels;
+  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(y.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
+    dispatch_vec(vec, [&](auto kv) {
+      normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value>
+          <<<planes * plan.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
+                                                       rstd.data_ptr<float>(), gamma.data_ptr<float>(),
+                                                       beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op);
+    });
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Forward of op -> GroupNorm: returns {y, mean, rstd}.
+template <class Op, int kBlock, int kSpecialisedGroups>
+std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
+                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op) {
+  const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const auto x = input.contiguous();
+  const auto gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  auto y = at::empty_like(x, at::MemoryFormat::Contiguous);
+  if (x.numel() == 0) {
+    auto stats = at::zeros({shape.batch, shape.groups}, x.options());
+    return {y, stats, stats.clone()};
+  }
+  auto stats = groupnorm_moments<Op, kBlock>(x, shape, eps, op);
+  groupnorm_normalize<Op, kBlock, kSpecialisedGroups>(x, stats[0], stats[1], gamma, beta, y, shape, op);
+  return {y, stats[0], stats[1]};
+}
+
+// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}.
+template <class Op, int kBlock, int kSpecialisedGroups>
+std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                                              const at::Tensor& gamma_in, const at::Tensor& mean,
+                                              const at::Tensor& rstd, int64_t groups, Op op) {
+  const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
+  check_float_cuda(grad_out, "gradient of the output");
+  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", grad_out.sizes(),
+              ", expected ", input.sizes());
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const auto dy = grad_out.contiguous();
+  const auto x = input.contiguous();
+  const auto gamma = gamma_in.contiguous();
+  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto dgamma = at::zeros_like(gamma);
+  auto dbeta = at::zeros_like(gamma);
+  if (x.numel() == 0) return {dx, dgamma, dbeta};
+
+  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
+  auto partial = at::empty({planes * plan.splits, 2}, x.options());
+  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, x.options());
+  auto* partial_ptr = reinterpret_cast<float2*>(partial.data_ptr<float>());
+  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  auto* coef_ptr = reinterpret_cast<float2*>(coef.data_ptr<float>());
+  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
+    constexpr int kGroups = decltype(kg)::value;
+    dispatch_vec(vec, [&](auto kv) {
+      backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
+          dy.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), shape, plan, partial_ptr, op);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+        partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef_ptr);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    param_grad_kernel<kGroups><<<blocks_for(shape.channels, 128), 128, 0, stream>>>(
+        plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    dispatch_vec(vec, [&](auto kv) {
+      backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
+          dy.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+          gamma.data_ptr<float>(), coef_ptr, dx.data_ptr<float>(), shape, plan, op);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return {dx, dgamma, dbeta};
+}
+
+}  // namespace kgen

@@ -1,0 +1,108 @@
+"""emit: parameters checked before anything is written, deterministic output, golden files, and the
+static rules every emitted file must satisfy."""
+import ast
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kgen.cli import main
+from kgen.emit import emit
+from kgen.golden import GENERATED, GOLDEN, render_all
+from kgen.header import parse_header
+from kgen.params import ParamError
+from kgen.specs import REGISTRY, UnknownSpec, get_spec
+
+
+def run_cli(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_list_shows_every_spec_and_its_parameters():
+    result = run_cli("list")
+    assert result.exit_code == 0
+    for spec in REGISTRY.values():
+        assert spec.name in result.output
+        for p in spec.params:
+            assert p.flag in result.output
+
+
+def test_emit_is_deterministic():
+    assert emit("groupnorm", {"groups": 8})[0] == emit("groupnorm", {"groups": 8})[0]
+
+
+def test_parameters_change_the_kernels():
+    text = emit("groupnorm", {"groups": 16, "block_size": 128})[0]
+    assert "constexpr int kBlock = 128;" in text
+    assert "constexpr int kSpecialisedGroups = 16;" in text
+    assert "return [64, 16]" in text  # get_init_inputs follows --groups
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_golden_files_match_the_templates(name):
+    assert (GENERATED / name).read_text() == render_all()[name], f"re-run: python -m kgen.golden"
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_header_names_spec_and_parameters(name):
+    spec_name, given = GOLDEN[name]
+    header = parse_header((GENERATED / name).read_text())
+    assert header is not None and header.spec == spec_name
+    spec = get_spec(spec_name)
+    assert set(header.params) == {p.name for p in spec.params}
+    assert header.params.items() >= given.items()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_emitted_file_shape(name):
+    text = (GENERATED / name).read_text()
+    tree = ast.parse(text)
+    top = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
+    assert {"ModelNew", "get_inputs", "get_init_inputs"} <= top
+    assert "__global__" in text and "load_inline" in text
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["groupnorm", "--groups", "12"], "not divisible"),
+        (["groupnorm", "--groups", "0"], "positive"),
+        (["groupnorm", "--block-size", "48"], "power of two"),
+        (["groupnorm", "--block-size", "2048"], "power of two"),
+        (["groupnorm", "--block-size", "16"], "power of two"),
+        (["no-such-spec"], "unknown spec"),
+    ],
+)
+def test_bad_parameters_are_one_line_errors_and_write_nothing(tmp_path, args, message):
+    out = tmp_path / "solution.py"
+    result = run_cli("emit", *args, "-o", str(out))
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_parameter_the_spec_does_not_take():
+    for spec in REGISTRY.values():
+        others = {p.name for s in REGISTRY.values() for p in s.params} - {p.name for p in spec.params}
+        for name in others:
+            with pytest.raises(ParamError, match="does not take"):
+                emit(spec.name, {name: 1})
+
+
+def test_unknown_spec_lists_known_ones():
+    with pytest.raises(UnknownSpec) as info:
+        get_spec("conv3d")
+    assert "groupnorm" in str(info.value)
+
+
+def test_emit_to_file_equals_stdout(tmp_path):
+    out = tmp_path / "gn.py"
+    assert run_cli("emit", "groupnorm", "-o", str(out)).exit_code == 0
+    assert out.read_text() == run_cli("emit", "groupnorm").output
+
+
+def test_console_script_runs():
+    result = subprocess.run([sys.executable, "-m", "kgen.cli", "list"], capture_output=True, text=True)
+    assert result.returncode == 0 and "groupnorm" in result.stdout
