@@ -8,6 +8,9 @@
 // Forward, 2 reads + 1 write of x:
 //   moments_partial   Welford moments of z over chunks of each slice, many blocks per slice
 //   moments_finalize  exact (double) combine of the chunks -> mean, rstd per (sample, group)
+// The moments are taken of z - K, K the slice's first value, and the mean is kept as a float pair
+// (hi, lo) with hi + lo = the double mean: with data like 1e4 + 1e-2 randn, a float mean alone would
+// be off by a sizeable fraction of the spread, and z - mean is formed as (z - hi) - lo, exactly.
 //   normalize         y = (z - mean) * (rstd * gamma[c]) + beta[c], 16-byte loads and stores
 // Backward, 2 reads, then 2 reads + 1 write:
 //   backward_partial  per (sample, channel) plane: sum dy and sum dy * (z - mean)
@@ -68,14 +71,17 @@ __device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t
 }
 
 template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op) {
-  accumulate4(acc, op(x.v[0]), op(x.v[1]), op(x.v[2]), op(x.v[3]));
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op, float shift) {
+  accumulate4(acc, op(x.v[0]) - shift, op(x.v[1]) - shift, op(x.v[2]) - shift, op(x.v[3]) - shift);
 }
 
 template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op) {
-  accumulate1(acc, op(x.v[0]));
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op, float shift) {
+  accumulate1(acc, op(x.v[0]) - shift);
 }
+
+// z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
+__device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
 struct GroupShape {
@@ -107,18 +113,20 @@ moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPl
   const int64_t slice = blockIdx.x / plan.splits;
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
   const int64_t count = min(plan.chunk, slice_elems - begin);
+  const float pilot = op(x[slice * slice_elems]);
   const float* in[1] = {x + slice * slice_elems + begin};
   Moments acc{0.f, 0.f, 0.f};
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], op); });
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], op, pilot); });
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
 // One warp per (sample, group): combines that slice's chunk moments in double.
-template <int kBlock>
+template <class Op, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-moments_finalize_kernel(const Moments* __restrict__ partial, int splits, int64_t rows, double eps,
-                        float* __restrict__ mean, float* __restrict__ rstd) {
+moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
+                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
+                        Op op) {
   const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   if (row >= rows) return;  // warp-uniform
@@ -147,14 +155,16 @@ moments_finalize_kernel(const Moments* __restrict__ partial, int splits, int64_t
   }
   if (lane == 0) {
     const double var = n > 0.0 ? fmax(m2 / n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-    mean[row] = static_cast<float>(mu);
+    const double full_mean = double(op(x[row * slice_elems])) + mu;  // the partial kernel's pilot back
+    const float hi = static_cast<float>(full_mean);
+    mean[row] = make_float2(hi, static_cast<float>(full_mean - double(hi)));
     rstd[row] = static_cast<float>(1.0 / sqrt(var + eps));
   }
 }
 
 template <class Op, int kGroups, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
-normalize_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
                  const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
                  GroupShape shape, SplitPlan plan, Op op) {
   constexpr int W = kVec ? 4 : 1;
@@ -163,7 +173,7 @@ normalize_kernel(const float* __restrict__ x, const float* __restrict__ mean, co
   const int64_t count = min(plan.chunk, shape.plane_elems - begin);
   const int64_t c = plane % shape.channels;
   const int64_t row = shape.row_of_plane<kGroups>(plane);
-  const float mu = mean[row];
+  const float2 mu = mean[row];
   const float scale = rstd[row] * gamma[c];
   const float shift = beta[c];
   const int64_t offset = plane * shape.plane_elems + begin;
@@ -172,7 +182,7 @@ normalize_kernel(const float* __restrict__ x, const float* __restrict__ mean, co
   sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
     Pack<W> r;
 #pragma unroll
-    for (int j = 0; j < W; ++j) r.v[j] = (op(v[0].v[j]) - mu) * scale + shift;
+    for (int j = 0; j < W; ++j) r.v[j] = centered(op(v[0].v[j]), mu) * scale + shift;
     store_pack<W>(out, i, r);
   });
 }
@@ -181,13 +191,13 @@ normalize_kernel(const float* __restrict__ x, const float* __restrict__ mean, co
 
 template <class Op, int kGroups, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
-backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
+backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
                         GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op) {
   constexpr int W = kVec ? 4 : 1;
   const int64_t plane = blockIdx.x / plan.splits;
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
   const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const float mu = mean[shape.row_of_plane<kGroups>(plane)];
+  const float2 mu = mean[shape.row_of_plane<kGroups>(plane)];
   const int64_t offset = plane * shape.plane_elems + begin;
   const float* in[2] = {dy + offset, x + offset};
   float2 sums = make_float2(0.f, 0.f);
@@ -195,7 +205,7 @@ backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ 
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       sums.x += v[0].v[j];
-      sums.y += v[0].v[j] * (op(v[1].v[j]) - mu);
+      sums.y += v[0].v[j] * centered(op(v[1].v[j]), mu);
     }
   });
   sums = block_sum<kBlock>(sums);
@@ -258,7 +268,7 @@ __global__ void param_grad_kernel(const double2* __restrict__ plane_sums, const 
 
 template <class Op, int kGroups, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
-backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float* __restrict__ mean,
+backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
                       const float* __restrict__ rstd, const float* __restrict__ gamma,
                       const float2* __restrict__ coef, float* __restrict__ dx, GroupShape shape, SplitPlan plan,
                       Op op) {
@@ -267,7 +277,7 @@ backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
   const int64_t count = min(plan.chunk, shape.plane_elems - begin);
   const int64_t row = shape.row_of_plane<kGroups>(plane);
-  const float mu = mean[row];
+  const float2 mu = mean[row];
   const float a = rstd[row] * gamma[plane % shape.channels];
   const float2 bc = coef[row];
   const int64_t offset = plane * shape.plane_elems + begin;
@@ -279,7 +289,7 @@ backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
     for (int j = 0; j < W; ++j) {
       float z, dz_dx;
       op.value_and_derivative(v[1].v[j], z, dz_dx);
-      r.v[j] = dz_dx * (a * v[0].v[j] + bc.x * (z - mu) + bc.y);
+      r.v[j] = dz_dx * (a * v[0].v[j] + bc.x * centered(z, mu) + bc.y);
     }
     store_pack<W>(out, i, r);
   });
@@ -307,6 +317,8 @@ inline void dispatch_vec(bool vec, F&& f) {
   }
 }
 
+inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
+
 inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
                                         const at::Tensor& beta, int64_t groups) {
   check_float_cuda(x, "input");
@@ -325,12 +337,12 @@ inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& g
   return GroupShape{x.size(0), channels, groups, plane_elems};
 }
 
-// Statistics of op(x) per (sample, group): returns {mean, rstd}, each (N, G).
+// Statistics of op(x) per (sample, group): returns {mean (N, G, 2) as (hi, lo) pairs, rstd (N, G)}.
 template <class Op, int kBlock>
 std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape& shape, double eps, Op op) {
   auto stats_options = x.options().dtype(at::kFloat);
   const int64_t rows = shape.batch * shape.groups;
-  auto mean = at::empty({shape.batch, shape.groups}, stats_options);
+  auto mean = at::empty({shape.batch, shape.groups, 2}, stats_options);
   auto rstd = at::empty({shape.batch, shape.groups}, stats_options);
   const int64_t slice = shape.slice_elems();
   const SplitPlan plan = plan_split<kBlock>(slice);
@@ -343,8 +355,8 @@ std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape&
         x.data_ptr<float>(), slice, plan, partial_ptr, op);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  moments_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      partial_ptr, plan.splits, rows, eps, mean.data_ptr<float>(), rstd.data_ptr<float>());
+  moments_finalize_kernel<Op, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      x.data_ptr<float>(), slice, partial_ptr, plan.splits, rows, eps, as_float2(mean), rstd.data_ptr<float>(), op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {mean, rstd};
 }
@@ -362,7 +374,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     dispatch_vec(vec, [&](auto kv) {
       normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value>
-          <<<planes * plan.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
+          <<<planes * plan.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), as_float2(mean),
                                                        rstd.data_ptr<float>(), gamma.data_ptr<float>(),
                                                        beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op);
     });
@@ -380,8 +392,7 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   const auto gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
   auto y = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (x.numel() == 0) {
-    auto stats = at::zeros({shape.batch, shape.groups}, x.options());
-    return {y, stats, stats.clone()};
+    return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
   }
   auto stats = groupnorm_moments<Op, kBlock>(x, shape, eps, op);
   groupnorm_normalize<Op, kBlock, kSpecialisedGroups>(x, stats[0], stats[1], gamma, beta, y, shape, op);
@@ -397,6 +408,10 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   check_float_cuda(grad_out, "gradient of the output");
   TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", grad_out.sizes(),
               ", expected ", input.sizes());
+  const int64_t rows = shape.batch * shape.groups;
+  for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
+  TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
+              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto dy = grad_out.contiguous();
   const auto x = input.contiguous();
@@ -408,13 +423,12 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   const int64_t planes = shape.batch * shape.channels;
-  const int64_t rows = shape.batch * shape.groups;
   auto partial = at::empty({planes * plan.splits, 2}, x.options());
   auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, x.options());
-  auto* partial_ptr = reinterpret_cast<float2*>(partial.data_ptr<float>());
+  auto* partial_ptr = as_float2(partial);
   auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
-  auto* coef_ptr = reinterpret_cast<float2*>(coef.data_ptr<float>());
+  auto* coef_ptr = as_float2(coef);
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
                    is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
   const auto stream = at::cuda::getCurrentCUDAStream();
@@ -422,7 +436,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
     constexpr int kGroups = decltype(kg)::value;
     dispatch_vec(vec, [&](auto kv) {
       backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
-          dy.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), shape, plan, partial_ptr, op);
+          dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), shape, plan, partial_ptr, op);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
@@ -433,7 +447,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     dispatch_vec(vec, [&](auto kv) {
       backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
-          dy.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+          dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
           gamma.data_ptr<float>(), coef_ptr, dx.data_ptr<float>(), shape, plan, op);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
