@@ -663,28 +663,28 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
 }  // namespace kgen
 
-// ---- L1-35 bindings: GroupNorm, 256 threads per block, specialised for 8 groups ----
+// ---- bindings: kgen::Identity -> GroupNorm, 256 threads per block, specialised for 8 groups ----
 constexpr int kBlock = 256;
 constexpr int kSpecialisedGroups = 8;
+using InputOp = kgen::Identity;
 
-std::vector<at::Tensor> groupnorm_forward(at::Tensor x, at::Tensor weight, at::Tensor bias,
-                                             int64_t groups, double eps) {
-  return kgen::groupnorm_forward<kgen::Identity, kBlock, kSpecialisedGroups>(x, weight, bias, groups, eps,
-                                                                              kgen::Identity{});
+std::vector<at::Tensor> groupnorm_forward(at::Tensor x, at::Tensor weight, at::Tensor bias, int64_t groups,
+                                          double eps) {
+  return kgen::groupnorm_forward<InputOp, kBlock, kSpecialisedGroups>(x, weight, bias, groups, eps, InputOp{});
 }
 
-std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::Tensor weight,
-                                              at::Tensor mean, at::Tensor rstd, int64_t groups) {
-  return kgen::groupnorm_backward<kgen::Identity, kBlock, kSpecialisedGroups>(grad_y, x, weight, mean, rstd, groups,
-                                                                               kgen::Identity{});
+std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::Tensor weight, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups) {
+  return kgen::groupnorm_backward<InputOp, kBlock, kSpecialisedGroups>(grad_y, x, weight, mean, rstd, groups,
+                                                                        InputOp{});
 }
 """
 
 CPP_SOURCE = r"""
-std::vector<torch::Tensor> groupnorm_forward(torch::Tensor x, torch::Tensor weight, torch::Tensor bias,
-                                             int64_t groups, double eps);
-std::vector<torch::Tensor> groupnorm_backward(torch::Tensor grad_y, torch::Tensor x, torch::Tensor weight,
-                                              torch::Tensor mean, torch::Tensor rstd, int64_t groups);
+std::vector<at::Tensor> groupnorm_forward(at::Tensor x, at::Tensor weight, at::Tensor bias, int64_t groups,
+                                          double eps);
+std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::Tensor weight, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups);
 """
 
 
@@ -705,7 +705,8 @@ def _build_extension():
 _ext = _build_extension()
 
 class GroupNormFunction(torch.autograd.Function):
-    """y = GroupNorm(x); the per-(sample, group) mean and 1/std of the forward are kept for backward."""
+    """y = GroupNorm(x); the per-(sample, group) statistics of the forward are kept for backward.
+    The op's output is never stored: backward recomputes it from x."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, num_groups, eps):

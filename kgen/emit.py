@@ -48,7 +48,7 @@ def emit_command(spec: Spec, params: dict) -> str:
 
 def cuda_source(spec: Spec, params: dict, env: jinja2.Environment) -> str:
     parts = [(TEMPLATES / "cuda" / name).read_text() for name in spec.cuda_parts]
-    parts.append(env.get_template(spec.bindings).render(**params))
+    parts.append(env.get_template(spec.bindings).render(**params, **spec.template_context(params)))
     return "\n".join(parts)
 
 
@@ -56,6 +56,7 @@ def render(spec: Spec, params: dict) -> str:
     """Renders an already-resolved parameter set (see kgen.params.resolve_params)."""
     env = _environment()
     context = dict(
+        spec.template_context(params),
         spec=spec,
         params=params,
         version=__version__,

@@ -12,6 +12,8 @@ GENERATED = Path(__file__).resolve().parent.parent / "generated"
 # file name -> (spec, parameters given on the command line)
 GOLDEN: dict[str, tuple[str, dict]] = {
     "groupnorm.py": ("groupnorm", {}),
+    "convt_gelu_groupnorm.py": ("convt-gelu-groupnorm", {}),
+    "convt_gelu_groupnorm_tanh.py": ("convt-gelu-groupnorm", {"gelu": "tanh"}),
 }
 
 

@@ -7,7 +7,7 @@ import pkgutil
 
 from kgen.specs.base import Spec
 
-DEFAULT_SPEC = "groupnorm"
+DEFAULT_SPEC = "convt-gelu-groupnorm"
 
 
 def _discover() -> dict[str, Spec]:

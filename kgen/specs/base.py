@@ -66,6 +66,7 @@ class Spec:
     groups_arg: str                 # which init argument is the GroupNorm group count
     params: tuple = field(default_factory=tuple)
     summary: str = ""
+    context: dict = field(default_factory=dict)  # constant template values, see template_context()
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -79,6 +80,10 @@ class Spec:
         args = dict(self.init_args)
         args[self.groups_arg] = params["groups"]
         return list(args.values())
+
+    def template_context(self, params: dict) -> dict:
+        """Values the templates need beyond the parameters themselves (e.g. the C++ type of an op)."""
+        return dict(self.context)
 
     def notes(self, params: dict) -> list[str]:
         """Warnings `emit` prints on stderr and writes into the header (e.g. a non-equivalent variant)."""

@@ -14,5 +14,6 @@ SPEC = Spec(
     channels_arg="num_features",
     groups_arg="num_groups",
     params=(groups_param(8), BLOCK_SIZE),
+    context={"op": "kgen::Identity"},
     summary="nn.GroupNorm(G, C) forward and backward: split Welford statistics, vectorised normalise",
 )

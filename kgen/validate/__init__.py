@@ -1,0 +1,14 @@
+"""kgen.validate: prove a solution file equal to its reference (and, with bench=True, time it).
+
+    validate(path, ...) -> exit code      core.py     the whole run and its report
+    static_checks(source, ref_source)     static.py   rules checked without running anything
+    python -m kgen.validate.runner CFG    runner.py   the runtime checks, in a child process (CUDA)
+    runtime.py, process.py                            spawning that child safely (timeout, process group)
+    numerics.py, bench.py, report.py, checks.py       comparisons, timing, output, the Check record
+"""
+from kgen.validate.checks import (EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, NOT_RUN_NO_CUDA, Check)
+from kgen.validate.core import validate
+from kgen.validate.static import static_checks
+
+__all__ = ["validate", "static_checks", "Check", "EXIT_PASS", "EXIT_FAIL", "EXIT_BROKEN", "EXIT_NO_CUDA",
+           "NOT_RUN_NO_CUDA"]

@@ -1,0 +1,147 @@
+"""`kgen validate --bench`: time the solution against the reference, eager and under torch.compile.
+
+Each contender is timed with `torch.utils.benchmark.Timer.blocked_autorange` (which synchronises the
+device around each block) after a warm-up; the figure is the median in milliseconds. Two measurements:
+  forward           under torch.no_grad()
+  forward+backward  one leaf input and a fixed, precomputed upstream gradient; the input's and every
+                    parameter's .grad set to None between iterations, so no accumulation is timed.
+A torch.compile that fails is reported as unavailable, not as a failure of the solution.
+"""
+from __future__ import annotations
+
+import gc
+from typing import Callable
+
+import torch
+from torch.utils import benchmark
+
+METHOD = ("torch.utils.benchmark blocked_autorange, median ms after warm-up; forward under no_grad; "
+          "forward+backward: fixed upstream gradient, input and parameter grads set to None each iteration")
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _free(device: torch.device) -> None:
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def _outputs(out) -> list:
+    return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+
+
+def median_ms(fn: Callable[[], None], device: torch.device, min_run_time: float, warmup: int = 3) -> dict:
+    for _ in range(warmup):
+        fn()
+    _sync(device)
+    measurement = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_time)
+    return {"ms": measurement.median * 1e3, "iqr_ms": measurement.iqr * 1e3,
+            "runs": len(measurement.times), "per_run": measurement.number_per_run}
+
+
+def forward_step(model, inputs: list) -> Callable[[], None]:
+    def step() -> None:
+        with torch.no_grad():
+            model(*inputs)
+    return step
+
+
+def forward_backward_step(model, inputs: list, upstream: list) -> Callable[[], None]:
+    leaves = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
+    params = list(model.parameters())
+
+    def step() -> None:
+        for x in leaves:
+            x.grad = None
+        for p in params:
+            p.grad = None
+        outs = _outputs(model(*inputs))
+        torch.autograd.backward(outs, upstream)
+    return step
+
+
+def _leaf_inputs(inputs: list) -> list:
+    return [x.detach().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs]
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:300]
+
+
+def time_contender(model, inputs: list, upstream: list | None, device, min_run_time: float) -> dict:
+    """{"forward": {...} or {"error": ...}, "forward_backward": ...} for one model."""
+    result = {}
+    try:
+        result["forward"] = median_ms(forward_step(model, inputs), device, min_run_time)
+    except Exception as error:
+        result["forward"] = {"error": _first_line(error)}
+    _free(device)
+    if upstream is not None:
+        leaves = _leaf_inputs(inputs)
+        try:
+            result["forward_backward"] = median_ms(forward_backward_step(model, leaves, upstream), device,
+                                                   min_run_time)
+        except Exception as error:
+            result["forward_backward"] = {"error": _first_line(error)}
+        for p in model.parameters():
+            p.grad = None
+        del leaves
+        _free(device)
+    return result
+
+
+def _speedups(times: dict, mode: str) -> dict:
+    row = {name: times[name].get(mode, {}).get("ms") for name in times}
+    new = row.get("new")
+    out = {f"{name}_ms": ms for name, ms in row.items()}
+    for name in ("eager", "compile"):
+        base = row.get(name)
+        out[f"speedup_vs_{name}"] = base / new if base and new else None
+    errors = {name: times[name][mode]["error"] for name in times if "error" in times[name].get(mode, {})}
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def run_bench(ref_model, new_model, make_inputs: Callable[[], list], backward: bool, device: torch.device,
+              min_run_time: float = 1.0, log: Callable[[str], None] = print) -> dict:
+    """Time ModelNew, the reference eager, and torch.compile(reference); speedups are eager/new and
+    compile/new (above 1: the solution is faster)."""
+    inputs = make_inputs()
+    upstream = None
+    if backward:
+        with torch.no_grad():
+            upstream = [torch.randn_like(o) for o in _outputs(ref_model(*inputs))]
+    times = {}
+    for name in ("new", "eager", "compile"):
+        log(f"[kgen-bench] {name}")
+        if name == "compile":
+            times[name] = time_compiled(ref_model, inputs, upstream, device, min_run_time)
+        else:
+            model = new_model if name == "new" else ref_model
+            times[name] = time_contender(model, inputs, upstream, device, min_run_time)
+        log(f"[kgen-bench] {name}: {times[name]}")
+        _free(device)
+    result = {"method": METHOD, "contenders": times, "forward": _speedups(times, "forward")}
+    if backward:
+        result["forward_backward"] = _speedups(times, "forward_backward")
+    return result
+
+
+def time_compiled(ref_model, inputs: list, upstream: list | None, device, min_run_time: float) -> dict:
+    try:
+        compiled = torch.compile(ref_model)
+    except Exception as error:
+        message = {"error": "torch.compile unavailable: " + _first_line(error)}
+        return {"forward": message, "forward_backward": message}
+    try:
+        return time_contender(compiled, inputs, upstream, device, min_run_time)
+    finally:
+        del compiled
+        torch._dynamo.reset()

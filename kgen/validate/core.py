@@ -1,0 +1,110 @@
+"""`validate(...)`: the whole validation of one solution file, and its exit code.
+
+    static checks (in this process, no GPU)  ->  runtime checks (a child process, needs CUDA)  ->  report
+
+Exit codes: 0 every check passed; 1 a check failed; 2 the file is broken (does not parse, lacks ModelNew /
+get_inputs / get_init_inputs, does not build or import, crashes, hangs); 3 no CUDA device, so only the
+static checks ran and nothing about correctness is known. A static failure without CUDA is still 1.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kgen.validate.checks import NOT_RUN_NO_CUDA, Check, broken, exit_code, skipped
+from kgen.validate.report import Report, render
+from kgen.validate.runtime import run_child
+from kgen.validate.static import static_checks
+
+
+class NoReference(Exception):
+    """The reference could not be determined (no header and no --ref, unknown spec, bad header)."""
+
+
+def resolve_reference(source: str, ref) -> tuple[Path, object]:
+    """The reference's path, and the solution's kgen header (or None)."""
+    from kgen.header import parse_header
+
+    try:
+        header = parse_header(source)
+    except ValueError as error:
+        header = None
+        if ref is None:
+            raise NoReference(f"unreadable kgen header ({error}): pass --ref REFERENCE.py") from None
+    if ref is not None:
+        return Path(ref), header
+    if header is None:
+        raise NoReference("no kgen header: pass --ref REFERENCE.py")
+    from kgen.specs import UnknownSpec, get_spec
+
+    try:
+        return Path(get_spec(header.spec).reference_path(header.params)), header
+    except UnknownSpec as error:
+        raise NoReference(f"kgen header names {error}; pass --ref REFERENCE.py") from None
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _torch_version() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.__version__
+
+
+def run_validation(report: Report, path: Path, ref, settings: dict, timeout: float) -> None:
+    """Fill the report's checks (and info, bench); the exit code is derived from them afterwards."""
+    try:
+        source = path.read_text()
+    except OSError as error:
+        report.checks.append(broken("read solution", f"cannot read {path}: {error.strerror or error}"))
+        return
+    try:
+        ref_path, header = resolve_reference(source, ref)
+    except NoReference as error:
+        report.checks.append(broken("reference", str(error)))
+        return
+    report.reference = str(ref_path)
+    if header is not None:
+        report.spec, report.params = header.spec, header.params
+    try:
+        ref_source = ref_path.read_text()
+    except OSError as error:
+        report.checks.append(broken("reference", f"cannot read {ref_path}: {error.strerror or error}"))
+        return
+    report.checks += static_checks(source, ref_source)
+    if any(c.ok is False and c.broken for c in report.checks):
+        report.checks.append(skipped("runtime checks", "not run: the file is broken"))
+        return
+    if not cuda_available():
+        report.checks.append(skipped("runtime checks", NOT_RUN_NO_CUDA))
+        return
+    config = {"solution": str(path.resolve()), "reference": str(ref_path.resolve()), "device": "cuda", **settings}
+    result = run_child(config, timeout)
+    report.runtime_ran = result.ran
+    report.checks += result.checks
+    report.info.update(result.info)
+    report.bench = result.bench
+
+
+def validate(path, ref=None, trials=3, atol=1e-4, rtol=1e-4, backward=True, bench=False, json_path=None,
+             timeout=900.0, init_args=None, input_shapes=None, out=sys.stdout) -> int:
+    """Validate one solution file against its reference; print the report on `out`, write it as JSON to
+    `json_path` if given, and return the exit code (0 pass, 1 fail, 2 broken, 3 runtime not run)."""
+    settings = {"trials": int(trials), "atol": float(atol), "rtol": float(rtol), "backward": bool(backward),
+                "bench": bool(bench), "init_args": None if init_args is None else list(init_args),
+                "input_shapes": None if input_shapes is None else [list(s) for s in input_shapes]}
+    report = Report(file=str(path), settings={**settings, "timeout": float(timeout)},
+                    info={"torch_version": _torch_version()})
+    run_validation(report, Path(path), ref, settings, float(timeout))
+    report.exit_code = exit_code(report.checks, report.runtime_ran)
+    out.write(render(report))
+    out.flush()
+    if json_path is not None:
+        report.write_json(json_path)
+    return report.exit_code

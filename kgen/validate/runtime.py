@@ -1,0 +1,88 @@
+"""The parent's side of the runtime checks: write the child's config, run `python -m kgen.validate.runner`
+in its own process group under a time limit (kgen.validate.process), and turn what it left behind -- its
+result file, possibly partial, its exit status and its log -- into checks.
+
+How a run ends, and what the report says:
+  result file says "done"            the child's checks, as they are
+  result file has an error           a broken check of that kind (build, import, cuda, ...), with the
+                                     traceback / compiler tail
+  timed out                          broken: "timed out after N s (hung kernel?)" + the log's tail
+  died (signal, exit status)         broken: how it died, in which stage, + the log's tail
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import kgen
+from kgen.validate.checks import Check, broken, skipped
+from kgen.validate.process import ChildOutcome, run_isolated
+
+LOG_TAIL_LINES = 40
+KGEN_ROOT = Path(kgen.__file__).resolve().parent.parent
+
+
+@dataclass
+class RuntimeResult:
+    checks: list[Check] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+    bench: dict | None = None
+    ran: bool = True            # False: the runtime checks did not run (no CUDA in the child)
+    log_tail: str = ""
+    seconds: float = 0.0
+
+
+def child_environment() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(KGEN_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_child(config: dict, timeout: float) -> RuntimeResult:
+    """Run the runner on `config` (solution, reference, trials, ...; its "result" path is filled in here)."""
+    with tempfile.TemporaryDirectory(prefix="kgen-validate-") as tmp:
+        config = {**config, "result": str(Path(tmp) / "result.json"),
+                  "solution": str(Path(config["solution"]).resolve()),
+                  "reference": str(Path(config["reference"]).resolve())}
+        config_path = Path(tmp) / "config.json"
+        config_path.write_text(json.dumps(config, indent=1))
+        argv = [sys.executable, "-m", "kgen.validate.runner", str(config_path)]
+        outcome = run_isolated(argv, timeout, env=child_environment(), log_path=Path(tmp) / "child.log")
+        return interpret(outcome, read_result(Path(config["result"])), timeout)
+
+
+def read_result(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def interpret(outcome: ChildOutcome, result: dict | None, timeout: float) -> RuntimeResult:
+    """Checks from the child's (possibly partial) result, plus one broken check if it did not finish."""
+    result = result or {}
+    out = RuntimeResult(checks=[Check.from_dict(c) for c in result.get("checks", [])],
+                        info=result.get("info", {}), bench=result.get("bench"),
+                        log_tail=outcome.tail(LOG_TAIL_LINES), seconds=outcome.seconds)
+    stage = result.get("stage") or "start-up"
+    error = result.get("error")
+    if outcome.timed_out:
+        out.checks.append(broken("runtime", f"timed out after {timeout:g} s (hung kernel?) during stage "
+                                            f"'{stage}'\n{out.log_tail}", stage=stage, timed_out=True))
+    elif error and error.get("kind") == "no-cuda":
+        out.ran = False
+        out.checks.append(skipped("runtime checks", "RUNTIME CHECKS NOT RUN: no CUDA device in the child process"))
+    elif error:
+        out.checks.append(broken(error.get("kind", "runtime"),
+                                 f"{error.get('summary', '')} [stage '{error.get('stage', stage)}']\n"
+                                 f"{error.get('message', '').rstrip()}", **error))
+    elif outcome.returncode != 0 or result.get("status") != "done":
+        how = f"killed by {outcome.signal_name}" if outcome.signal_name else f"exit status {outcome.returncode}"
+        out.checks.append(broken("runtime", f"child process died ({how}) during stage '{stage}'\n{out.log_tail}",
+                                 stage=stage, returncode=outcome.returncode))
+    return out
