@@ -60,8 +60,9 @@ def main() -> int:
     model = module.ModelNew(*module.get_init_inputs()).cuda()
     (x,) = [t.cuda() for t in module.get_inputs()]
     x.requires_grad_()
-    dy = torch.randn_like(x)
-    tensor_bytes = x.numel() * x.element_size()
+    with torch.no_grad():
+        dy = torch.randn_like(model(x))
+    tensor_bytes = dy.numel() * dy.element_size()  # the GroupNorm tensor: the model's output
 
     def forward():
         with torch.no_grad():

@@ -29,6 +29,7 @@ CUDA_SOURCE = r"""
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kgen {
@@ -147,6 +148,17 @@ inline SplitPlan plan_split(int64_t elems) {
 }
 
 inline bool is_16_byte_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Error messages format numbers with std::to_string, never by streaming an integer into TORCH_CHECK:
+// an extension whose host compiler differs from PyTorch's can crash inside libstdc++'s numeric
+// ostream formatting (seen on the H100 machine: a segfault instead of the error message).
+inline std::string str(int64_t value) { return std::to_string(value); }
+
+inline std::string str(c10::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
 
 inline void check_float_cuda(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.is_cuda(), "kgen: ", what, " must be a CUDA tensor, got a tensor on ", t.device());
@@ -528,14 +540,14 @@ inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>
 inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
                                         const at::Tensor& beta, int64_t groups) {
   check_float_cuda(x, "input");
-  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", x.sizes());
+  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", str(x.sizes()));
   const int64_t channels = x.size(1);
-  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", channels,
-              " channels are not divisible into ", groups, " groups");
+  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", str(channels),
+              " channels are not divisible into ", str(groups), " groups");
   for (const auto* t : {&gamma, &beta}) {
     check_float_cuda(*t, "GroupNorm weight/bias");
     TORCH_CHECK(t->dim() == 1 && t->size(0) == channels, "kgen: GroupNorm weight/bias must have shape (",
-                channels, "), got ", t->sizes());
+                str(channels), "), got ", str(t->sizes()));
     TORCH_CHECK(t->device() == x.device(), "kgen: GroupNorm weight/bias are on ", t->device(),
                 " but the input is on ", x.device());
   }
@@ -612,8 +624,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
                                               const at::Tensor& rstd, int64_t groups, Op op) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
   check_float_cuda(grad_out, "gradient of the output");
-  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", grad_out.sizes(),
-              ", expected ", input.sizes());
+  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
+              ", expected ", str(input.sizes()));
   const int64_t rows = shape.batch * shape.groups;
   for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
   TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,

@@ -17,6 +17,7 @@ This module may use try/except; only solution files are forbidden from using it.
 from __future__ import annotations
 
 import gc
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -209,7 +210,9 @@ class Context:
 
 
 def import_file(path: str | Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, str(path))
+    """Import a Python file as a module, whatever its suffix (test data is stored as .py.txt)."""
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
     if spec is None or spec.loader is None:
         raise StageError("import", f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
@@ -443,12 +446,14 @@ def check_deterministic(label: str, first: list, again: list) -> Check:
     return passed(name, "two calls, bitwise identical")
 
 
-def upstream_for(ctx: Context, seed: int) -> Callable[[list], list]:
-    """A function giving the same random upstream gradients for outputs of the same shapes."""
+def upstream_for(ctx: Context, seed: int, draw_dtype: torch.dtype | None = None) -> Callable[[list], list]:
+    """A function giving the same random upstream gradients for outputs of the same shapes: drawn in
+    `draw_dtype` (default: each output's own dtype), then cast to the output's dtype."""
     def upstream(outs: list) -> list:
         generator = torch.Generator(device=ctx.device)
         generator.manual_seed(seed)
-        return [torch.randn(o.shape, generator=generator, device=o.device, dtype=o.dtype) for o in outs]
+        return [torch.randn(o.shape, generator=generator, device=o.device, dtype=draw_dtype or o.dtype).to(o.dtype)
+                for o in outs]
     return upstream
 
 
@@ -550,12 +555,9 @@ def stage_fp64(ctx: Context) -> None:
     ref64 = _construct(ctx, ctx.ref_mod.Model, ctx.seed).double()
     ref64.load_state_dict(ctx.ref_model.state_dict())
     upstream = upstream_for(ctx, seed + 1)
+    up64 = upstream_for(ctx, seed + 1, draw_dtype=torch.float32)   # the same draws, cast to float64
     x32 = ctx.inputs("rand", seed, specs)
     x64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in x32]
-
-    def up64(outs: list) -> list:   # the same draws, in float64
-        return [g.double() for g in upstream(outs)]
-
     out64, grads64 = forward_backward(ctx, ref64, x64, up64, backward)
     del ref64, x64
     out_ref, grads_ref = forward_backward(ctx, ctx.ref_model, x32, upstream, backward)

@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kgen {
@@ -122,6 +123,17 @@ inline SplitPlan plan_split(int64_t elems) {
 }
 
 inline bool is_16_byte_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Error messages format numbers with std::to_string, never by streaming an integer into TORCH_CHECK:
+// an extension whose host compiler differs from PyTorch's can crash inside libstdc++'s numeric
+// ostream formatting (seen on the H100 machine: a segfault instead of the error message).
+inline std::string str(int64_t value) { return std::to_string(value); }
+
+inline std::string str(c10::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
 
 inline void check_float_cuda(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.is_cuda(), "kgen: ", what, " must be a CUDA tensor, got a tensor on ", t.device());

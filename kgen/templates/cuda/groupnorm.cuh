@@ -322,14 +322,14 @@ inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>
 inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
                                         const at::Tensor& beta, int64_t groups) {
   check_float_cuda(x, "input");
-  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", x.sizes());
+  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", str(x.sizes()));
   const int64_t channels = x.size(1);
-  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", channels,
-              " channels are not divisible into ", groups, " groups");
+  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", str(channels),
+              " channels are not divisible into ", str(groups), " groups");
   for (const auto* t : {&gamma, &beta}) {
     check_float_cuda(*t, "GroupNorm weight/bias");
     TORCH_CHECK(t->dim() == 1 && t->size(0) == channels, "kgen: GroupNorm weight/bias must have shape (",
-                channels, "), got ", t->sizes());
+                str(channels), "), got ", str(t->sizes()));
     TORCH_CHECK(t->device() == x.device(), "kgen: GroupNorm weight/bias are on ", t->device(),
                 " but the input is on ", x.device());
   }
@@ -406,8 +406,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
                                               const at::Tensor& rstd, int64_t groups, Op op) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
   check_float_cuda(grad_out, "gradient of the output");
-  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", grad_out.sizes(),
-              ", expected ", input.sizes());
+  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
+              ", expected ", str(input.sizes()));
   const int64_t rows = shape.batch * shape.groups;
   for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
   TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,

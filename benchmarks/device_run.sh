@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: the steps named on the command line, logs and JSON under $OUT.
+#   bash benchmarks/device_run.sh tests validate:groupnorm.py profile:groupnorm.py verdicts
+# Steps:
+#   tests                 pytest -m gpu (every GPU test)
+#   validate:FILE[:ARGS]  kgen validate generated/FILE --bench --json (extra validate ARGS after a colon)
+#   profile:FILE          per-kernel time and bandwidth (benchmarks/profile_kernels.py)
+#   verdicts              validate a planted-bug file (expect exit 1) and a file that does not compile (expect 2)
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+OUT=${OUT:-/tmp/kgen-out}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt"
+python3 -c "import torch; print('torch', torch.__version__)" >> "$OUT/gpu.txt"
+
+for step in "$@"; do
+  kind=${step%%:*}; rest=${step#*:}
+  case $kind in
+    tests)
+      python3 -m pytest -q -m gpu -p no:cacheprovider tests 2>&1 | tee "$OUT/pytest_gpu.log" | tail -15 ;;
+    validate)
+      file=${rest%%:*}; args=""; [ "$rest" != "$file" ] && args=${rest#*:}
+      name=$(basename "$file" .py)${args:+_ref}
+      python3 -m kgen.cli validate "generated/$file" --bench --json "$OUT/validate_$name.json" $args 2>&1 \
+        | tee "$OUT/validate_$name.log" | tail -40
+      echo "exit code: ${PIPESTATUS[0]}" | tee -a "$OUT/validate_$name.log" ;;
+    profile)
+      python3 benchmarks/profile_kernels.py "generated/$rest" --json "$OUT/profile_$(basename "$rest" .py).json" 2>&1 \
+        | grep -v Warn | tee "$OUT/profile_$(basename "$rest" .py).log" ;;
+    verdicts)
+      sed 's/var + eps/var + 100.0 * eps/' generated/groupnorm.py > /tmp/planted_variance_bug.py
+      python3 -m kgen.cli validate /tmp/planted_variance_bug.py --trials 1 --no-backward 2>&1 | tail -25 > "$OUT/verdict_planted_bug.log"
+      echo "exit code: ${PIPESTATUS[0]}" >> "$OUT/verdict_planted_bug.log"
+      sed 's/constexpr int kBlock = 256;/constexpr int kBlock = 256/' generated/groupnorm.py > /tmp/does_not_compile.py
+      python3 -m kgen.cli validate /tmp/does_not_compile.py 2>&1 | tail -25 > "$OUT/verdict_build_error.log"
+      echo "exit code: ${PIPESTATUS[0]}" >> "$OUT/verdict_build_error.log"
+      tail -3 "$OUT"/verdict_*.log ;;
+    debug1d)
+      python3 benchmarks/_dbg1d.py > "$OUT/debug1d.log" 2>&1; echo "exit code: $?" >> "$OUT/debug1d.log"
+      cuda-gdb -batch -ex run -ex bt --args python3 benchmarks/_dbg1d.py 2>&1 | grep -E "^#[0-9] |^#1[0-9] |SIG|OK error" \
+        | cut -c1-400 >> "$OUT/debug1d.log"; tail -5 "$OUT/debug1d.log" ;;
+    *) echo "unknown step $step" ;;
+  esac
+done
