@@ -39,6 +39,11 @@ for step in "$@"; do
       python3 benchmarks/_dbg1d.py > "$OUT/debug1d.log" 2>&1; echo "exit code: $?" >> "$OUT/debug1d.log"
       cuda-gdb -batch -ex run -ex bt --args python3 benchmarks/_dbg1d.py 2>&1 | grep -E "^#[0-9] |^#1[0-9] |SIG|OK error" \
         | cut -c1-400 >> "$OUT/debug1d.log"; tail -5 "$OUT/debug1d.log" ;;
+    streamstores)  # A/B: evict-first (streaming) 16-byte stores in the sweeps that write
+      sed -e 's/reinterpret_cast<float4\*>(p)\[i\] = make_float4(v.v\[0\], v.v\[1\], v.v\[2\], v.v\[3\]);/__stcs(reinterpret_cast<float4*>(p) + i, make_float4(v.v[0], v.v[1], v.v[2], v.v[3]));/' \
+        "generated/$rest" > "/tmp/stcs_$rest"
+      grep -c __stcs "/tmp/stcs_$rest"
+      python3 benchmarks/profile_kernels.py "/tmp/stcs_$rest" 2>&1 | grep -v Warn | tee "$OUT/profile_stcs_$(basename "$rest" .py).log" ;;
     *) echo "unknown step $step" ;;
   esac
 done

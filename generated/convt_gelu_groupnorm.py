@@ -718,6 +718,7 @@ def _build_extension():
 
 _ext = _build_extension()
 
+
 class GeluGroupNormFunction(torch.autograd.Function):
     """y = GroupNorm(gelu(x)); the per-(sample, group) statistics of the forward are kept for backward.
     The op's output is never stored: backward recomputes it from x."""
@@ -734,6 +735,7 @@ class GeluGroupNormFunction(torch.autograd.Function):
         x, weight, mean, rstd = ctx.saved_tensors
         grad_x, grad_weight, grad_bias = _ext.groupnorm_backward(grad_y, x, weight, mean, rstd, ctx.num_groups)
         return grad_x, grad_weight, grad_bias, None, None
+
 
 class ModelNew(nn.Module):
     """Drop-in for the reference Model: the same modules under the same names, created in the same

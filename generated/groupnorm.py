@@ -716,6 +716,7 @@ def _build_extension():
 
 _ext = _build_extension()
 
+
 class GroupNormFunction(torch.autograd.Function):
     """y = GroupNorm(x); the per-(sample, group) statistics of the forward are kept for backward.
     The op's output is never stored: backward recomputes it from x."""
@@ -732,6 +733,7 @@ class GroupNormFunction(torch.autograd.Function):
         x, weight, mean, rstd = ctx.saved_tensors
         grad_x, grad_weight, grad_bias = _ext.groupnorm_backward(grad_y, x, weight, mean, rstd, ctx.num_groups)
         return grad_x, grad_weight, grad_bias, None, None
+
 
 class ModelNew(nn.Module):
     """Drop-in for the reference Model: the same nn.GroupNorm parameters (names, shapes, RNG order),

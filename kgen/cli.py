@@ -7,7 +7,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import warnings
+
 import click
+
+# torch warns at import when NumPy is absent; kgen never needs NumPy, so the warning is noise here.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 from kgen import __version__
 from kgen.params import ParamError
