@@ -25,8 +25,8 @@ def _sync(device: torch.device) -> None:
 
 
 def _free(device: torch.device) -> None:
-    gc.collect()
     if device.type == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
 
 

@@ -11,10 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kgen.validate.checks import NOT_RUN_NO_CUDA, Check, broken, exit_code, skipped
+from kgen.validate.checks import NOT_RUN_NO_CUDA, broken, exit_code, skipped
 from kgen.validate.report import Report, render
 from kgen.validate.runtime import run_child
 from kgen.validate.static import static_checks
+
+
+RUNTIME_DEVICE = "cuda"   # the tests run the runtime path on "cpu" (with cuda_available patched)
 
 
 class NoReference(Exception):
@@ -57,7 +60,7 @@ def _torch_version() -> str | None:
     return torch.__version__
 
 
-def run_validation(report: Report, path: Path, ref, settings: dict, timeout: float) -> None:
+def run_validation(report: Report, path: Path, ref, settings: dict, timeout: float, out=sys.stdout) -> None:
     """Fill the report's checks (and info, bench); the exit code is derived from them afterwards."""
     try:
         source = path.read_text()
@@ -84,7 +87,10 @@ def run_validation(report: Report, path: Path, ref, settings: dict, timeout: flo
     if not cuda_available():
         report.checks.append(skipped("runtime checks", NOT_RUN_NO_CUDA))
         return
-    config = {"solution": str(path.resolve()), "reference": str(ref_path.resolve()), "device": "cuda", **settings}
+    config = {"solution": str(path.resolve()), "reference": str(ref_path.resolve()), "device": RUNTIME_DEVICE,
+              **settings}
+    out.write(f"kgen validate: {path}: building and running in a child process (timeout {timeout:g} s)...\n")
+    out.flush()
     result = run_child(config, timeout)
     report.runtime_ran = result.ran
     report.checks += result.checks
@@ -101,7 +107,7 @@ def validate(path, ref=None, trials=3, atol=1e-4, rtol=1e-4, backward=True, benc
                 "input_shapes": None if input_shapes is None else [list(s) for s in input_shapes]}
     report = Report(file=str(path), settings={**settings, "timeout": float(timeout)},
                     info={"torch_version": _torch_version()})
-    run_validation(report, Path(path), ref, settings, float(timeout))
+    run_validation(report, Path(path), ref, settings, float(timeout), out)
     report.exit_code = exit_code(report.checks, report.runtime_ran)
     out.write(render(report))
     out.flush()

@@ -54,7 +54,8 @@ def _kill_group(pgid: int) -> None:
 def run_isolated(argv: list[str], timeout: float, env: dict | None = None, cwd: str | Path | None = None,
                  log_path: str | Path | None = None) -> ChildOutcome:
     """Run argv in a new session with a wall-clock limit; return how it ended and what it printed."""
-    if log_path is None:
+    own_log = log_path is None
+    if own_log:
         handle, log_path = tempfile.mkstemp(prefix="kgen-child-", suffix=".log")
         os.close(handle)
     log_path = Path(log_path)
@@ -75,4 +76,6 @@ def run_isolated(argv: list[str], timeout: float, env: dict | None = None, cwd: 
         returncode = proc.wait()
     seconds = time.monotonic() - started
     text = log_path.read_text(errors="replace")
+    if own_log:
+        log_path.unlink(missing_ok=True)
     return ChildOutcome(None if timed_out else returncode, timed_out, seconds, text)

@@ -5,7 +5,8 @@
 It imports the reference and the solution (which builds the solution's kernels), then runs the runtime
 checks in stages: parameters (same RNG draws, strict state_dict round trip), forward trials on fresh
 inputs (allclose, layout, inputs untouched, no aliasing, determinism), backward trials (input and
-parameter gradients), a float64 cross-check on a slice of the batch, and optionally the benchmark.
+parameter gradients; a parameter gradient that misses the reference is arbitrated by the full-batch
+float64 gradient, since the reference's own float32 sum can be the inaccurate one), a float64 cross-check on a slice of the batch, and optionally the benchmark.
 
 Results go to the JSON file named in the config, rewritten after every check, so a crash or a hang
 leaves what was found before it. An exception raised while the solution runs (a build error, an import
@@ -191,8 +192,9 @@ class Context:
             torch.cuda.synchronize(self.device)
 
     def free(self) -> None:
-        gc.collect()
+        """Give freed device memory back between stages (L1-35's tensors are 7.5 GB each)."""
         if self.device.type == "cuda":
+            gc.collect()
             torch.cuda.empty_cache()
 
     def add(self, check: Check) -> None:
@@ -369,8 +371,9 @@ def stage_forward(ctx: Context, trial: int) -> None:
         ctx.add(check_contiguous(label, new_outs))
         if layout.ok:
             for i, (new, ref) in enumerate(zip(new_outs, ref_outs)):
-                suffix = f" output[{i}]" if len(ref_outs) > 1 else ""
-                ctx.add(check_close(f"{label} forward{suffix}", new, ref, ctx.atol, ctx.rtol))
+                if isinstance(ref, torch.Tensor):
+                    suffix = f" output[{i}]" if len(ref_outs) > 1 else ""
+                    ctx.add(check_close(f"{label} forward{suffix}", new, ref, ctx.atol, ctx.rtol))
         else:
             ctx.add(skipped(f"{label} forward", "outputs not comparable (see layout)"))
         del ref_outs
@@ -402,6 +405,10 @@ def check_layout(label: str, new_outs: list, ref_outs: list) -> Check:
         return failed(name, f"{len(new_outs)} outputs, reference returns {len(ref_outs)}")
     problems = []
     for i, (new, ref) in enumerate(zip(new_outs, ref_outs)):
+        if not isinstance(ref, torch.Tensor):
+            if not _same(new, ref):
+                problems.append(f"output[{i}] is {new!r}, reference {ref!r}")
+            continue
         if not isinstance(new, torch.Tensor):
             problems.append(f"output[{i}] is a {type(new).__name__}, not a tensor")
             continue
@@ -411,9 +418,9 @@ def check_layout(label: str, new_outs: list, ref_outs: list) -> Check:
     if problems:
         return failed(name, "; ".join(problems), new=[tensor_meta(o) for o in new_outs],
                       ref=[tensor_meta(o) for o in ref_outs])
-    first = ref_outs[0]
-    return passed(name, f"{tuple(first.shape)} {str(first.dtype).replace('torch.', '')} {first.device}",
-                  outputs=[tensor_meta(o) for o in ref_outs])
+    first = next((o for o in ref_outs if isinstance(o, torch.Tensor)), None)
+    detail = "" if first is None else f"{tuple(first.shape)} {str(first.dtype).replace('torch.', '')} {first.device}"
+    return passed(name, detail, outputs=[tensor_meta(o) for o in ref_outs])
 
 
 def check_contiguous(label: str, outs: list) -> Check:
@@ -492,20 +499,34 @@ def stage_backward(ctx: Context, trial: int) -> None:
     _, ref_grads = forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
     ctx.free()
     _, new_grads = forward_backward(ctx, ctx.new_model, inputs, upstream, True)
-    del inputs
     if new_grads is None:
         ctx.add(failed(f"{label} backward", "the solution's output does not require grad (not trainable)"))
         return
     if ref_grads is None:
         ctx.add(skipped(f"{label} backward", "the reference's output does not require grad"))
         return
-    for check in grad_checks(label, new_grads, ref_grads, ctx.atol, ctx.rtol):
+    checks = grad_checks(label, new_grads, ref_grads, ctx.atol, ctx.rtol)
+    disputed = [key for key, check in zip(grad_keys(new_grads, ref_grads), checks)
+                if check.ok is False and key in ref_grads and not key.startswith("input[")
+                and new_grads.get(key) is not None and ref_grads[key] is not None
+                and new_grads[key].shape == ref_grads[key].shape]
+    if disputed:
+        exact = fp64_param_grads(ctx, inputs, upstream, disputed)
+        checks = [arbitrate(check, key, new_grads[key], ref_grads[key], exact, ctx.atol, ctx.rtol)
+                  if key in disputed else check
+                  for key, check in zip(grad_keys(new_grads, ref_grads), checks)]
+    del inputs
+    for check in checks:
         ctx.add(check)
+
+
+def grad_keys(new_grads: dict, ref_grads: dict) -> list[str]:
+    return list(ref_grads) + [k for k in new_grads if k not in ref_grads]
 
 
 def grad_checks(label: str, new_grads: dict, ref_grads: dict, atol: float, rtol: float) -> list[Check]:
     checks = []
-    for key in list(ref_grads) + [k for k in new_grads if k not in ref_grads]:
+    for key in grad_keys(new_grads, ref_grads):
         name = f"{label} grad {key}"
         if key not in new_grads or key not in ref_grads:
             where = "solution" if key in new_grads else "reference"
@@ -521,6 +542,61 @@ def grad_checks(label: str, new_grads: dict, ref_grads: dict, atol: float, rtol:
         else:
             checks.append(check_close(name, new, ref, atol, rtol))
     return checks
+
+
+# ---- float64 arbitration of parameter gradients -----------------------------------------------------
+# A parameter gradient sums over the whole batch: for L1-35, 29 M terms per GroupNorm weight. The
+# reference's own float32 sum can then be further from the truth than the tolerance (seen: 2.2e-3 off
+# float64 at |value| ~ 4), so "allclose to the reference" can fail for a solution that is MORE accurate.
+# When a parameter gradient misses the reference, the full-batch float64 gradient decides: computed with a
+# float64 copy of the reference over chunks of the batch (the models are per-sample independent; checked
+# by comparing the chunked float64 outputs with the float32 reference), it passes the solution only if
+# the solution is within tolerance of float64, or at least as close to it as the reference is.
+
+def fp64_param_grads(ctx: Context, inputs: list, upstream: Callable, keys: list[str]) -> dict | None:
+    """{name: full-batch float64 gradient} for the named parameters, or None if it cannot be computed
+    (no batched tensor input, or a model whose samples are not independent)."""
+    batched = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim()]
+    if not batched:
+        return None
+    batch = inputs[batched[0]].shape[0]
+    with torch.no_grad():
+        full_out = tensors_of(ctx.run(ctx.ref_model, inputs))
+    grads_out = upstream(full_out)
+    chunk = max(1, fp64_samples(ctx, batch) * 4)
+    ref64 = _construct(ctx, ctx.ref_mod.Model, ctx.seed).double()
+    ref64.load_state_dict(ctx.ref_model.state_dict())
+    params = dict(ref64.named_parameters())
+    total = {key: torch.zeros_like(params[key]) for key in keys}
+    for start in range(0, batch, chunk):
+        part = [x[start:start + chunk].double() if i in batched else x for i, x in enumerate(inputs)]
+        outs = tensors_of(outputs_of(ref64(*part)))
+        for o, f in zip(outs, full_out):
+            if o.shape[1:] != f.shape[1:] or not torch.allclose(o, f[start:start + chunk].double(), atol=1e-2, rtol=1e-2):
+                return None   # the chunked model does not reproduce the batched one: samples interact
+        gs = torch.autograd.grad(outs, [params[k] for k in keys],
+                                 [g[start:start + chunk].double() for g in grads_out], allow_unused=True)
+        for key, g in zip(keys, gs):
+            if g is not None:
+                total[key] += g
+    ctx.free()
+    return total
+
+
+def arbitrate(check: Check, key: str, new: torch.Tensor, ref: torch.Tensor, exact: dict | None, atol: float,
+              rtol: float) -> Check:
+    if exact is None:
+        check.detail += "; no float64 arbiter (batch not separable)"
+        return check
+    new_cmp = compare(new, exact[key], atol, rtol)
+    ref_cmp = compare(ref, exact[key], atol, rtol)
+    ok = new_cmp.nan_mismatch == 0 and (new_cmp.allclose or new_cmp.max_abs <= ref_cmp.max_abs)
+    detail = (f"{check.detail}; float64 arbiter (full batch): solution max|Δ| {new_cmp.max_abs:.3g}, "
+              f"reference {ref_cmp.max_abs:.3g} -> "
+              + ("the solution is the more accurate" if ok else "the solution is further from float64"))
+    return Check(check.name, ok, detail,
+                 {**check.data, "arbiter": {"solution_vs_fp64": new_cmp.as_dict(),
+                                            "reference_vs_fp64": ref_cmp.as_dict()}})
 
 
 def fp64_samples(ctx: Context, batch: int) -> int:
@@ -564,9 +640,15 @@ def stage_fp64(ctx: Context) -> None:
     out_new, grads_new = forward_backward(ctx, ctx.new_model, x32, upstream, backward)
     label = f"fp64 ({k} of {batch} samples)"
     for i, (n, r, e) in enumerate(zip(out_new, out_ref, out64)):
+        if not isinstance(e, torch.Tensor):
+            continue
         suffix = f" output[{i}]" if len(out64) > 1 else ""
         ctx.add(check_vs_fp64(f"{label} forward{suffix}", n, r, e, ctx.atol, ctx.rtol))
-    if backward and grads64 is not None and grads_ref is not None and grads_new is not None:
+    comparable = len(out_new) == len(out64) and all(
+        isinstance(n, torch.Tensor) and n.shape == e.shape for n, e in zip(out_new, out64))
+    if backward and not comparable:
+        ctx.add(skipped(f"{label} gradients", "outputs not comparable"))
+    elif backward and grads64 is not None and grads_ref is not None and grads_new is not None:
         for key, exact in grads64.items():
             n, r = grads_new.get(key), grads_ref.get(key)
             if exact is None or n is None or r is None:
@@ -577,8 +659,8 @@ def stage_fp64(ctx: Context) -> None:
 def check_vs_fp64(name: str, new, ref, exact, atol: float, rtol: float) -> Check:
     """Pass if the solution is within tolerance of float64, or no more than twice as far from it as the
     reference is (plus atol): a TF32 reference is itself ~3e-3 away from float64."""
-    if new.shape != exact.shape:
-        return failed(name, f"shape {tuple(new.shape)} vs {tuple(exact.shape)}")
+    if not isinstance(new, torch.Tensor) or new.shape != exact.shape:
+        return failed(name, f"output {tensor_meta(new)} vs float64 reference {tuple(exact.shape)}")
     new_cmp = compare(new, exact, atol, rtol)
     ref_cmp = compare(ref, exact, atol, rtol)
     bound = 2 * ref_cmp.max_abs + atol
@@ -633,8 +715,8 @@ def classify(stage: str, error: BaseException) -> str:
 
 
 def compiler_errors(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if re.search(r"\berror\b", line, re.IGNORECASE)
-            and not line.lstrip().startswith(("ninja: build stopped", "RuntimeError", "subprocess"))]
+    """nvcc's and the host compiler's error lines (`file(12): error: ...`, `file:12:3: error: ...`)."""
+    return [line.strip() for line in text.splitlines() if re.search(r"\berror\b", line)]
 
 
 def error_summary(kind: str, error: BaseException) -> str:

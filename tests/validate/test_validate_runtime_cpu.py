@@ -1,0 +1,162 @@
+"""The runtime checks themselves, run on the CPU: the child process (kgen.validate.runner) on small
+pure-PyTorch "solutions" with one planted defect each. On a GPU the same code runs with device "cuda";
+only the building of kernels and CUDA's own errors are not exercised here."""
+import io
+import json
+
+import pytest
+
+from kgen.validate import validate
+from kgen.validate.checks import EXIT_BROKEN, EXIT_FAIL, EXIT_PASS, exit_code
+from kgen.validate.runtime import run_child
+from tests.validate.helpers import REFERENCE, RUNTIME_FILES
+
+SMALL = {"device": "cpu", "trials": 2, "atol": 1e-4, "rtol": 1e-4, "backward": True, "bench": False,
+         "init_args": [8, 2], "input_shapes": [[3, 8, 5, 6]]}
+
+# file -> (exit code, names (or name endings) of checks that must fail; every other check must not fail)
+EXPECTED = {
+    "ok": (EXIT_PASS, []),
+    "own_init_args": (EXIT_PASS, []),
+    "wrong_variance": (EXIT_FAIL, ["trial 1 (rand) forward", "trial 2 (3+2*randn) forward",
+                                   "trial 1 (rand) grad input[0]", "trial 1 (rand) grad gn.weight",
+                                   "trial 2 (3+2*randn) grad input[0]", "trial 2 (3+2*randn) grad gn.weight",
+                                   "fp64 (2 of 3 samples) forward", "fp64 (2 of 3 samples) grad input[0]",
+                                   "fp64 (2 of 3 samples) grad gn.weight"]),
+    "writes_input": (EXIT_FAIL, ["inputs untouched", "deterministic", "grad input[0]"]),
+    "aliases_input": (EXIT_FAIL, ["inputs untouched", "output does not alias an input", "deterministic",
+                                  "grad input[0]"]),
+    "caches_output": (EXIT_FAIL, ["trial 2 (3+2*randn) forward", "deterministic", "backward",
+                                  "fp64 (2 of 3 samples) forward"]),
+    "nondeterministic": (EXIT_FAIL, ["trial 1 (rand) deterministic", "trial 2 (3+2*randn) deterministic"]),
+    "different_init": (EXIT_FAIL, ["state_dict values (same RNG draws)", "forward", "grad input[0]"]),
+    "extra_parameter": (EXIT_FAIL, ["state_dict keys and shapes", "load_state_dict(Model().state_dict(), strict=True)",
+                                    "grad scale"]),
+    "not_trainable": (EXIT_FAIL, ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward"]),
+    "wrong_grad": (EXIT_FAIL, ["trial 1 (rand) grad input[0]", "trial 2 (3+2*randn) grad input[0]",
+                               "fp64 (2 of 3 samples) grad input[0]"]),
+    "wrong_shape": (EXIT_FAIL, ["output shape/dtype/device", "output contiguous", "fp64 (2 of 3 samples) forward"]),
+    "noncontiguous": (EXIT_FAIL, ["trial 1 (rand) output contiguous", "trial 2 (3+2*randn) output contiguous"]),
+    "forward_raises": (EXIT_BROKEN, ["exception"]),
+    "import_error": (EXIT_BROKEN, ["import"]),
+    "build_error": (EXIT_BROKEN, ["build"]),
+    "crashes": (EXIT_BROKEN, ["runtime"]),
+}
+
+
+def run(name, timeout=120, **overrides):
+    config = {**SMALL, "solution": str(RUNTIME_FILES / f"{name}.py.txt"), "reference": str(REFERENCE), **overrides}
+    return run_child(config, timeout)
+
+
+def matches(check_name, pattern):
+    return check_name == pattern or check_name.endswith(" " + pattern)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_runtime_verdicts(name):
+    code, patterns = EXPECTED[name]
+    result = run(name)
+    failed = [c.name for c in result.checks if c.ok is False]
+    assert exit_code(result.checks, result.ran) == code, failed
+    for pattern in patterns:
+        assert any(matches(f, pattern) for f in failed), (pattern, failed)
+    for f in failed:
+        assert any(matches(f, p) for p in patterns), (f, "failed unexpectedly")
+
+
+def test_ok_runs_every_stage():
+    result = run("ok")
+    names = [c.name for c in result.checks]
+    for expected in ("build + import", "state_dict keys and shapes", "state_dict values (same RNG draws)",
+                     "trial 1 (rand) forward", "trial 2 (3+2*randn) forward", "trial 1 (rand) inputs untouched",
+                     "trial 1 (rand) output does not alias an input", "trial 1 (rand) deterministic",
+                     "trial 1 (rand) grad input[0]", "trial 2 (3+2*randn) grad gn.bias",
+                     "fp64 (2 of 3 samples) forward", "fp64 (2 of 3 samples) grad gn.weight"):
+        assert expected in names
+    forward = next(c for c in result.checks if c.name == "trial 1 (rand) forward")
+    assert forward.data["max_abs"] < 1e-5 and forward.data["allclose"] is True
+    assert result.info["init_args"] == [8, 2] and result.info["input_shapes"] == [[3, 8, 5, 6]]
+
+
+def test_solution_init_args_are_used_when_they_differ():
+    result = run("own_init_args", init_args=None)
+    note = next(c for c in result.checks if c.name == "init args")
+    assert note.verdict == "INFO"
+    assert "[8, 4]" in note.detail and "[64, 8]" in note.detail and "using the solution's" in note.detail
+    assert result.info["init_args"] == [8, 4]
+
+
+def test_no_backward_skips_gradients():
+    result = run("wrong_grad", backward=False, trials=1)
+    assert not [c for c in result.checks if "grad" in c.name]
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+
+
+def test_hang_times_out_and_leaves_the_checks_found_before():
+    result = run("hangs", timeout=8)
+    assert exit_code(result.checks, result.ran) == EXIT_BROKEN
+    assert "timed out after 8 s (hung kernel?)" in result.checks[-1].detail
+    assert "trial 1 (rand) forward" in result.checks[-1].detail   # the stage it hung in
+    assert any(c.name == "state_dict keys and shapes" and c.ok for c in result.checks)
+
+
+def test_build_error_shows_the_compiler_message():
+    check = run("build_error").checks[-1]
+    assert check.detail.startswith('build failed: kernel.cu(12): error: identifier "blockIdxx" is undefined')
+    assert "1 error detected" in check.detail
+
+
+def test_bench_reports_every_contender():
+    result = run("ok", bench=True, bench_min_run_time=0.01, trials=1)
+    bench = result.bench
+    assert set(bench["contenders"]) == {"new", "eager", "compile"}
+    for mode in ("forward", "forward_backward"):
+        assert bench[mode]["new_ms"] > 0 and bench[mode]["eager_ms"] > 0
+        assert bench[mode]["speedup_vs_eager"] == pytest.approx(bench[mode]["eager_ms"] / bench[mode]["new_ms"])
+
+
+def test_validate_end_to_end_with_the_runtime_on_cpu(monkeypatch, tmp_path):
+    """The whole validate() path, runtime included (static checks fail: these files build no kernels)."""
+    monkeypatch.setattr("kgen.validate.core.cuda_available", lambda: True)
+    monkeypatch.setattr("kgen.validate.core.RUNTIME_DEVICE", "cpu")
+    report = tmp_path / "report.json"
+    out = io.StringIO()
+    code = validate(str(RUNTIME_FILES / "wrong_variance.py.txt"), ref=str(REFERENCE), trials=1, json_path=report,
+                    init_args=[8, 2], input_shapes=[[3, 8, 5, 6]], out=out)
+    assert code == EXIT_FAIL
+    data = json.loads(report.read_text())
+    assert data["runtime_ran"] is True and data["info"]["init_args"] == [8, 2]
+    failed = {c["name"] for c in data["checks"] if c["verdict"] == "FAIL"}
+    assert {"calls load_inline", "has a __global__ kernel", "trial 1 (rand) forward"} <= failed
+    forward = next(c for c in data["checks"] if c["name"] == "trial 1 (rand) forward")
+    assert forward["data"]["max_abs"] > 1e-3
+    assert "trial 1 (rand) forward" in out.getvalue() and "RESULT: FAIL" in out.getvalue()
+
+
+def test_validate_end_to_end_timeout(monkeypatch):
+    monkeypatch.setattr("kgen.validate.core.cuda_available", lambda: True)
+    monkeypatch.setattr("kgen.validate.core.RUNTIME_DEVICE", "cpu")
+    out = io.StringIO()
+    code = validate(str(RUNTIME_FILES / "hangs.py.txt"), ref=str(REFERENCE), trials=1, timeout=6,
+                    init_args=[8, 2], input_shapes=[[3, 8, 5, 6]], out=out)
+    assert code == EXIT_BROKEN
+    assert "timed out after 6 s (hung kernel?)" in out.getvalue()
+
+
+NOISY_REFERENCE = RUNTIME_FILES / "reference_noisy_fp32_weight_grad.py.txt"
+
+
+def test_parameter_gradient_more_accurate_than_the_reference_passes_by_float64_arbitration():
+    result = run("ok", reference=str(NOISY_REFERENCE))
+    weight = [c for c in result.checks if c.name.endswith("grad gn.weight") and c.name.startswith("trial")]
+    assert weight and all(c.ok for c in weight)
+    assert all("float64 arbiter" in c.detail and "more accurate" in c.detail for c in weight)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+
+
+def test_parameter_gradient_less_accurate_than_the_reference_fails_arbitration():
+    result = run("noisier_weight_grad", reference=str(NOISY_REFERENCE))
+    weight = [c for c in result.checks if c.name.endswith("grad gn.weight") and c.name.startswith("trial")]
+    assert weight and not any(c.ok for c in weight)
+    assert all("further from float64" in c.detail for c in weight)
