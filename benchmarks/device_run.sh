@@ -34,7 +34,7 @@ for step in "$@"; do
       sed 's/constexpr int kBlock = 256;/constexpr int kBlock = 256/' generated/groupnorm.py > /tmp/does_not_compile.py
       python3 -m kgen.cli validate /tmp/does_not_compile.py 2>&1 | tail -25 > "$OUT/verdict_build_error.log"
       echo "exit code: ${PIPESTATUS[0]}" >> "$OUT/verdict_build_error.log"
-      tail -3 "$OUT"/verdict_*.log ;;
+      tail -n 3 "$OUT"/verdict_*.log ;;
     debug1d)
       python3 benchmarks/_dbg1d.py > "$OUT/debug1d.log" 2>&1; echo "exit code: $?" >> "$OUT/debug1d.log"
       cuda-gdb -batch -ex run -ex bt --args python3 benchmarks/_dbg1d.py 2>&1 | grep -E "^#[0-9] |^#1[0-9] |SIG|OK error" \

@@ -42,8 +42,12 @@ def groups_divide_channels(value: int, params: dict, spec: "Spec") -> str | None
     return None
 
 
-BLOCK_SIZE = Param("block_size", int, 256, "threads per block of every kernel (power of two, 32..1024)",
-                   check=power_of_two_block)
+def block_size_param(default: int) -> Param:
+    return Param("block_size", int, default, "threads per block of every kernel (power of two, 32..1024)",
+                 check=power_of_two_block)
+
+
+BLOCK_SIZE = block_size_param(256)
 
 
 def groups_param(default: int) -> Param:

@@ -1,5 +1,5 @@
 """L1-35: GroupNorm alone."""
-from kgen.specs.base import BLOCK_SIZE, Spec, groups_param
+from kgen.specs.base import Spec, block_size_param, groups_param
 
 SPEC = Spec(
     name="groupnorm",
@@ -13,7 +13,8 @@ SPEC = Spec(
     input_shapes=((112, 64, 512, 512),),
     channels_arg="num_features",
     groups_arg="num_groups",
-    params=(groups_param(8), BLOCK_SIZE),
+    # 512 threads: measured best of 128/256/512 on an H100 (benchmarks/h100/sweep_groupnorm_*.log)
+    params=(groups_param(8), block_size_param(512)),
     context={"op": "kgen::Identity"},
     summary="nn.GroupNorm(G, C) forward and backward: split Welford statistics, vectorised normalise",
 )
