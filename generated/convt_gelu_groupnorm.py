@@ -684,13 +684,14 @@ using InputOp = kgen::GeluErf;
 
 std::vector<at::Tensor> groupnorm_forward(at::Tensor x, at::Tensor weight, at::Tensor bias, int64_t groups,
                                           double eps) {
-  return kgen::groupnorm_forward<InputOp, kBlock, kSpecialisedGroups>(x, weight, bias, groups, eps, InputOp{});
+  return kgen::groupnorm_forward<InputOp, kBlock, kSpecialisedGroups>(x, weight, bias, groups, eps,
+                                                                              InputOp{});
 }
 
 std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::Tensor weight, at::Tensor mean,
                                            at::Tensor rstd, int64_t groups) {
-  return kgen::groupnorm_backward<InputOp, kBlock, kSpecialisedGroups>(grad_y, x, weight, mean, rstd, groups,
-                                                                        InputOp{});
+  return kgen::groupnorm_backward<InputOp, kBlock, kSpecialisedGroups>(grad_y, x, weight, mean, rstd,
+                                                                               groups, InputOp{});
 }
 """
 

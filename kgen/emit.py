@@ -47,7 +47,7 @@ def emit_command(spec: Spec, params: dict) -> str:
 
 
 def cuda_source(spec: Spec, params: dict, env: jinja2.Environment) -> str:
-    parts = [(TEMPLATES / "cuda" / name).read_text() for name in spec.cuda_parts]
+    parts = [(TEMPLATES / "cuda" / name).read_text() for name in spec.cuda_parts_for(params)]
     parts.append(env.get_template(spec.bindings).render(**params, **spec.template_context(params)))
     return "\n".join(parts)
 

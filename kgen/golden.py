@@ -14,6 +14,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
     "groupnorm.py": ("groupnorm", {}),
     "convt_gelu_groupnorm.py": ("convt-gelu-groupnorm", {}),
     "convt_gelu_groupnorm_tanh.py": ("convt-gelu-groupnorm", {"gelu": "tanh"}),
+    "convt_gelu_groupnorm_fast.py": ("convt-gelu-groupnorm", {"conv": "fast"}),
+    "conv_gn_tanh_hardswish_res_lse.py": ("conv-gn-tanh-hardswish-res-lse", {}),
 }
 
 

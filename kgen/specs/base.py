@@ -85,6 +85,10 @@ class Spec:
         args[self.groups_arg] = params["groups"]
         return list(args.values())
 
+    def cuda_parts_for(self, params: dict) -> tuple:
+        """The CUDA building blocks this parameter set needs (a spec may add a layout variant)."""
+        return self.cuda_parts
+
     def template_context(self, params: dict) -> dict:
         """Values the templates need beyond the parameters themselves (e.g. the C++ type of an op)."""
         return dict(self.context)

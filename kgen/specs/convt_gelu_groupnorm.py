@@ -6,8 +6,11 @@ TANH_REFERENCE = "level2_19_convtranspose2d_gelu_tanh_groupnorm.py"
 
 
 class ConvTransposeGeluGroupNorm(Spec):
+    def cuda_parts_for(self, params):
+        return self.cuda_parts + (("groupnorm_nhwc.cuh",) if params["conv"] == "fast" else ())
+
     def template_context(self, params):
-        return {"op": GELU_OPS[params["gelu"]]}
+        return {"op": GELU_OPS[params["gelu"]], "layout": "nhwc" if params["conv"] == "fast" else "nchw"}
 
     def notes(self, params):
         notes = []
@@ -40,9 +43,7 @@ SPEC = ConvTransposeGeluGroupNorm(
         Param("gelu", str, "erf", "GELU variant: erf (exact, the reference's) or tanh (approximation)",
               choices=("erf", "tanh")),
         Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
-              "fast: channels-last cuDNN (TF32 rounding differs)", choices=("exact", "fast"),
-              check=lambda value, params, spec: "--conv fast is not built yet (channels-last kernels pending)"
-              if value == "fast" else None),
+              "fast: channels-last cuDNN (TF32 rounding differs)", choices=("exact", "fast")),
     ),
     summary="cuDNN ConvTranspose2d, then GELU fused into GroupNorm's statistics, normalise and backward sweeps",
 )

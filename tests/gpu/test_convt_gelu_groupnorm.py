@@ -35,7 +35,9 @@ def load_reference(gelu):
 @pytest.fixture(scope="module")
 def solutions(tmp_path_factory):
     root = tmp_path_factory.mktemp("l2_19")
-    return {gelu: load_solution(root, "convt-gelu-groupnorm", gelu=gelu) for gelu in ("erf", "tanh")}
+    loaded = {gelu: load_solution(root, "convt-gelu-groupnorm", gelu=gelu) for gelu in ("erf", "tanh")}
+    loaded["fast"] = load_solution(root, "convt-gelu-groupnorm", conv="fast")
+    return loaded
 
 
 def grads(model, x, dy):
@@ -97,3 +99,30 @@ def test_groups_argument_is_accepted_and_ignored(solutions):
     a = solutions["erf"].ModelNew(16, 32, 3, 1, 1, 8)
     b = solutions["erf"].ModelNew(16, 32, 3, 1, 99, 8)
     assert [p.shape for p in a.parameters()] == [p.shape for p in b.parameters()]
+
+
+FAST_CASES = [((64, 64, 3, 1, 8, 8), (2, 64, 64, 64)), ((32, 96, 4, 2, 8, 12), (4, 32, 17, 23)),
+              ((6, 6, 3, 1, 8, 3), (2, 6, 9, 9))]
+
+
+@pytest.mark.parametrize("init, shape", FAST_CASES)
+def test_fast_mode_equals_the_reference_run_channels_last(solutions, init, shape):
+    """--conv fast runs the very cuDNN NHWC convolution the reference runs when handed a channels-last
+    input, so against that it must agree at 1e-4; against the reference's NCHW run only TF32 differs."""
+    reference = load_reference("erf")
+    torch.manual_seed(11)
+    ref = reference.Model(*init).cuda()
+    torch.manual_seed(11)
+    new = solutions["fast"].ModelNew(*init).cuda()
+    x = torch.rand(shape, device="cuda")
+    dy = torch.randn(ref(x).shape, device="cuda")
+    y_new, dx_new, g_new = grads(new, x, dy)
+    y_nhwc, dx_nhwc, g_nhwc = grads(ref, x.contiguous(memory_format=torch.channels_last), dy)
+    assert y_new.is_contiguous()
+    torch.testing.assert_close(y_new, y_nhwc.contiguous(), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(dx_new, dx_nhwc, atol=1e-4, rtol=1e-4)
+    for name in g_nhwc:
+        scale = g_nhwc[name].abs().max().item()
+        torch.testing.assert_close(g_new[name], g_nhwc[name], atol=1e-4 * max(1.0, scale), rtol=1e-4, msg=name)
+    y_ref, _, _ = grads(ref, x, dy)
+    torch.testing.assert_close(y_new, y_ref, atol=1e-2, rtol=1e-2)
