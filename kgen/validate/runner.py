@@ -5,7 +5,7 @@
 It imports the reference and the solution (which builds the solution's kernels), then runs the runtime
 checks in stages: parameters (same RNG draws, strict state_dict round trip), forward trials on fresh
 inputs (allclose, layout, inputs untouched, no aliasing, determinism), backward trials (input and
-parameter gradients; a parameter gradient that misses the reference is arbitrated by the full-batch
+parameter gradients; a gradient that misses the reference is arbitrated by the whole-batch
 float64 gradient, since the reference's own float32 sum can be the inaccurate one), a float64 cross-check on a slice of the batch, and optionally the benchmark.
 
 Results go to the JSON file named in the config, rewritten after every check, so a crash or a hang
@@ -507,13 +507,12 @@ def stage_backward(ctx: Context, trial: int) -> None:
         return
     checks = grad_checks(label, new_grads, ref_grads, ctx.atol, ctx.rtol)
     disputed = [key for key, check in zip(grad_keys(new_grads, ref_grads), checks)
-                if check.ok is False and key in ref_grads and not key.startswith("input[")
+                if check.ok is False and key in ref_grads
                 and new_grads.get(key) is not None and ref_grads[key] is not None
                 and new_grads[key].shape == ref_grads[key].shape]
     if disputed:
-        exact = fp64_param_grads(ctx, inputs, upstream, disputed)
-        checks = [arbitrate(check, key, new_grads[key], ref_grads[key], exact, ctx.atol, ctx.rtol)
-                  if key in disputed else check
+        distances = fp64_arbiter(ctx, inputs, upstream, disputed, new_grads, ref_grads)
+        checks = [arbitrate(check, key, distances, ctx.atol) if key in disputed else check
                   for key, check in zip(grad_keys(new_grads, ref_grads), checks)]
     del inputs
     for check in checks:
@@ -544,22 +543,39 @@ def grad_checks(label: str, new_grads: dict, ref_grads: dict, atol: float, rtol:
     return checks
 
 
-# ---- float64 arbitration of parameter gradients -----------------------------------------------------
-# A parameter gradient sums over the whole batch: for L1-35, 29 M terms per GroupNorm weight. The
-# reference's own float32 sum can then be further from the truth than the tolerance (seen: 2.2e-3 off
-# float64 at |value| ~ 4), so "allclose to the reference" can fail for a solution that is MORE accurate.
-# When a parameter gradient misses the reference, the full-batch float64 gradient decides: computed with a
-# float64 copy of the reference over chunks of the batch (the models are per-sample independent; checked
-# by comparing the chunked float64 outputs with the float32 reference), it passes the solution only if
-# the solution is within tolerance of float64, or at least as close to it as the reference is.
+# ---- float64 arbitration of gradients -----------------------------------------------------------------
+# A parameter gradient sums over the whole batch (for L1-35, 29 M terms per GroupNorm weight), and the
+# reference's own float32 sum can be further from the truth than the tolerance; and where the reference
+# runs its convolutions in TF32 (PyTorch's default for cuDNN), a float-rounding difference in the
+# gradient reaching the convolution is amplified to ~1e-3 in its input and weight gradients. Either way
+# "allclose to the reference" can fail for a solution that is as accurate as the reference, or more.
+# So when a gradient misses the reference, the float64 gradient of the whole batch decides, computed
+# with a float64 copy of the reference over chunks of the batch (the models are per-sample independent;
+# checked by comparing each chunk's float64 output with the float32 reference's). The rule is the one of
+# the float64 cross-check (check_vs_fp64): within tolerance of float64, or no more than twice as far
+# from it as the reference (plus atol).
 
-def fp64_param_grads(ctx: Context, inputs: list, upstream: Callable, keys: list[str]) -> dict | None:
-    """{name: full-batch float64 gradient} for the named parameters, or None if it cannot be computed
-    (no batched tensor input, or a model whose samples are not independent)."""
-    batched = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dim()]
-    if not batched:
+@dataclass
+class Distance:
+    """How far one float32 gradient is from the float64 one, accumulated over batch chunks."""
+    max_abs: float = 0.0
+    allclose: bool = True
+    nan_mismatch: int = 0
+
+    def add(self, cmp) -> None:
+        self.max_abs = max(self.max_abs, cmp.max_abs)
+        self.allclose = self.allclose and cmp.allclose
+        self.nan_mismatch += cmp.nan_mismatch
+
+
+def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str], new_grads: dict,
+                 ref_grads: dict) -> dict | None:
+    """{key: (solution's Distance, reference's Distance)} from float64, or None if the float64 gradient
+    cannot be computed by chunks (no batched input, or samples that interact)."""
+    leaves = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+    if not leaves or inputs[leaves[0]].dim() == 0:
         return None
-    batch = inputs[batched[0]].shape[0]
+    batch = inputs[leaves[0]].shape[0]
     with torch.no_grad():
         full_out = tensors_of(ctx.run(ctx.ref_model, inputs))
     grads_out = upstream(full_out)
@@ -567,36 +583,46 @@ def fp64_param_grads(ctx: Context, inputs: list, upstream: Callable, keys: list[
     ref64 = _construct(ctx, ctx.ref_mod.Model, ctx.seed).double()
     ref64.load_state_dict(ctx.ref_model.state_dict())
     params = dict(ref64.named_parameters())
-    total = {key: torch.zeros_like(params[key]) for key in keys}
+    param_keys = [k for k in keys if k in params]
+    input_keys = {f"input[{n}]": i for n, i in enumerate(leaves) if f"input[{n}]" in keys}
+    sums = {k: torch.zeros_like(params[k]) for k in param_keys}
+    distances = {k: (Distance(), Distance()) for k in keys}
     for start in range(0, batch, chunk):
-        part = [x[start:start + chunk].double() if i in batched else x for i, x in enumerate(inputs)]
+        part = [x[start:start + chunk].double().requires_grad_(i in input_keys.values()) if i in leaves else x
+                for i, x in enumerate(inputs)]
         outs = tensors_of(outputs_of(ref64(*part)))
         for o, f in zip(outs, full_out):
             if o.shape[1:] != f.shape[1:] or not torch.allclose(o, f[start:start + chunk].double(), atol=1e-2, rtol=1e-2):
-                return None   # the chunked model does not reproduce the batched one: samples interact
-        gs = torch.autograd.grad(outs, [params[k] for k in keys],
-                                 [g[start:start + chunk].double() for g in grads_out], allow_unused=True)
-        for key, g in zip(keys, gs):
+                return None
+        wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
+        gs = torch.autograd.grad(outs, wrt, [g[start:start + chunk].double() for g in grads_out], allow_unused=True)
+        for key, g in zip(param_keys, gs):
             if g is not None:
-                total[key] += g
+                sums[key] += g
+        for key, g in zip(input_keys, gs[len(param_keys):]):
+            exact = torch.zeros_like(part[input_keys[key]]) if g is None else g
+            for grads, distance in zip((new_grads, ref_grads), distances[key]):
+                distance.add(compare(grads[key][start:start + chunk], exact, ctx.atol, ctx.rtol))
+        del part, outs, gs
+    for key in param_keys:
+        for grads, distance in zip((new_grads, ref_grads), distances[key]):
+            distance.add(compare(grads[key], sums[key], ctx.atol, ctx.rtol))
     ctx.free()
-    return total
+    return distances
 
 
-def arbitrate(check: Check, key: str, new: torch.Tensor, ref: torch.Tensor, exact: dict | None, atol: float,
-              rtol: float) -> Check:
-    if exact is None:
-        check.detail += "; no float64 arbiter (batch not separable)"
+def arbitrate(check: Check, key: str, distances: dict | None, atol: float) -> Check:
+    if distances is None:
+        check.detail += "; no float64 arbiter (the batch is not separable)"
         return check
-    new_cmp = compare(new, exact[key], atol, rtol)
-    ref_cmp = compare(ref, exact[key], atol, rtol)
-    ok = new_cmp.nan_mismatch == 0 and (new_cmp.allclose or new_cmp.max_abs <= ref_cmp.max_abs)
-    detail = (f"{check.detail}; float64 arbiter (full batch): solution max|Δ| {new_cmp.max_abs:.3g}, "
-              f"reference {ref_cmp.max_abs:.3g} -> "
-              + ("the solution is the more accurate" if ok else "the solution is further from float64"))
-    return Check(check.name, ok, detail,
-                 {**check.data, "arbiter": {"solution_vs_fp64": new_cmp.as_dict(),
-                                            "reference_vs_fp64": ref_cmp.as_dict()}})
+    new, ref = distances[key]
+    bound = 2 * ref.max_abs + atol
+    ok = new.nan_mismatch == 0 and (new.allclose or new.max_abs <= bound)
+    detail = (f"{check.detail}; float64 arbiter (whole batch): solution max|Δ| {new.max_abs:.3g}, "
+              f"reference {ref.max_abs:.3g}, bound 2×ref+atol {bound:.3g} -> "
+              + ("as accurate as the reference" if ok else "less accurate than the reference"))
+    return Check(check.name, ok, detail, {**check.data, "arbiter": {
+        "solution_vs_fp64_max_abs": new.max_abs, "reference_vs_fp64_max_abs": ref.max_abs, "bound": bound}})
 
 
 def fp64_samples(ctx: Context, batch: int) -> int:
