@@ -32,6 +32,19 @@ def load_reference(gelu):
     return module
 
 
+@pytest.fixture(autouse=True)
+def exact_fp32_convolutions():
+    """These tests compare OUR kernels, so the convolutions run in exact fp32 here. With TF32 (PyTorch's
+    default for cuDNN convolutions) the conv backward rounds its incoming gradient to 10 mantissa bits,
+    which turns float-rounding differences in that gradient into ~1e-3 differences of the input and
+    weight gradients (seen on the H100: 0.2% of elements off by up to 6.5e-4). `kgen validate` judges
+    that case against float64 instead (see kgen/validate/runner.py, float64 arbitration)."""
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = saved
+
+
 @pytest.fixture(scope="module")
 def solutions(tmp_path_factory):
     root = tmp_path_factory.mktemp("l2_19")
