@@ -382,8 +382,14 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Forward of op -> GroupNorm: returns {y, mean, rstd}.
-template <class Op, int kBlock, int kSpecialisedGroups>
+// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+template <class Op, int kThreads>
+bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op);
+
+// Forward of op -> GroupNorm: returns {y, mean, rstd}. kOnePassThreads > 0: the one-pass kernel with
+// that many threads per block wherever the planner finds a slice fits, the two-pass kernels elsewhere.
+template <class Op, int kBlock, int kSpecialisedGroups, int kOnePassThreads = 0>
 std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
                                              const at::Tensor& beta_in, int64_t groups, double eps, Op op) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
@@ -393,6 +399,13 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   auto y = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (x.numel() == 0) {
     return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
+  }
+  if constexpr (kOnePassThreads > 0) {
+    auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
+    auto rstd = at::empty({shape.batch, shape.groups}, x.options());
+    if (groupnorm_forward_onepass<Op, kOnePassThreads>(x, gamma, beta, y, mean, rstd, shape, eps, op)) {
+      return {y, mean, rstd};
+    }
   }
   auto stats = groupnorm_moments<Op, kBlock>(x, shape, eps, op);
   groupnorm_normalize<Op, kBlock, kSpecialisedGroups>(x, stats[0], stats[1], gamma, beta, y, shape, op);

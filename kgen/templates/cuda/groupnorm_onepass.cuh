@@ -1,0 +1,241 @@
+// ---- groupnorm one-pass forward: each (sample, group) slice is read from DRAM once ----
+//
+// The two-pass forward (groupnorm.cuh) reads x twice: once for the statistics, once to normalise.
+// Here a TEAM of co-resident blocks holds one slice in shared memory: each block loads its chunk
+// (applying the op on the way in), folds it into Welford moments, publishes them, and waits at a
+// team barrier; then every block of the team combines the team's moments -- the same values in the
+// same order, so every block gets the same mean and rstd -- and normalises its chunk out of shared
+// memory. DRAM traffic drops from 2 reads + 1 write of x to 1 read + 1 write.
+//
+// Sizing (plan_onepass, per shape and GPU): a slice of D values takes team_size blocks of
+// chunk = D / team_size values each, chunk * 4 bytes within the shared memory one block may use.
+// The grid is at most as many blocks as the GPU keeps resident at once, launched cooperatively so
+// they ARE resident together (a team barrier never waits on a block that has not started), split
+// into teams; team t normalises slices t, t + teams, t + 2 teams, ... Where a slice does not fit in
+// the shared memory of the whole GPU, the caller falls back to the two-pass kernels.
+//
+// The barrier is a per-team arrival counter in global memory, zeroed before the launch: a block
+// publishes its moments, fences, adds 1, and the slice's statistics are complete once the counter
+// reaches team_size * (round + 1). Published moments are double-buffered by round parity: a block
+// can overwrite round r's slot only in round r + 2, after every block of its team has passed round
+// r + 1's barrier and so has finished reading round r.
+namespace kgen {
+
+template <int W>
+__device__ __forceinline__ Pack<W> load_pack_shared(const float* p, int64_t i) {
+  if constexpr (W == 4) {
+    const float4 f = reinterpret_cast<const float4*>(p)[i];
+    return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else {
+    return Pack<1>{{p[i]}};
+  }
+}
+
+struct OnePassPlan {
+  bool feasible;
+  int threads;        // per block
+  int team_size;      // blocks per slice
+  int teams;          // slices in flight
+  int64_t chunk;      // values per block, a multiple of 4
+  size_t smem_bytes;  // dynamic shared memory per block
+};
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void team_barrier(unsigned* counter, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(counter, 1u);
+    while (load_acquire(counter) < target) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// The team's published moments combined in double, in a fixed order (lane-strided, then a fixed
+// shuffle tree), so every block of the team computes bit-identical statistics. Reads bypass L1
+// (__ldcg): the slots are rewritten every other round by other blocks. Valid in lane 0 of warp 0.
+__device__ __forceinline__ void combine_published(const Moments* published, int team_size, double& n,
+                                                  double& mu, double& m2) {
+  n = 0.0, mu = 0.0, m2 = 0.0;
+  for (int s = threadIdx.x; s < team_size; s += kWarpSize) {
+    const double nb = __ldcg(&published[s].count);
+    if (nb == 0.0) continue;
+    const double total = n + nb;
+    const double delta = double(__ldcg(&published[s].mean)) - mu;
+    mu += delta * nb / total;
+    m2 += double(__ldcg(&published[s].m2)) + delta * delta * n * nb / total;
+    n = total;
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const double nb = __shfl_xor_sync(0xffffffffu, n, offset);
+    const double mb = __shfl_xor_sync(0xffffffffu, mu, offset);
+    const double qb = __shfl_xor_sync(0xffffffffu, m2, offset);
+    const double total = n + nb;
+    if (total > 0.0) {
+      const double delta = mb - mu;
+      mu += delta * nb / total;
+      m2 += qb + delta * delta * n * nb / total;
+      n = total;
+    }
+  }
+}
+
+// W = 4: 16-byte accesses (HW % 4 == 0, so a pack never straddles two channels; pointers aligned).
+template <class Op, int kThreads, int W>
+__global__ void __launch_bounds__(kThreads)
+groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                         const float* __restrict__ beta, float* __restrict__ y, float2* __restrict__ mean_out,
+                         float* __restrict__ rstd_out, Moments* __restrict__ published,
+                         unsigned* __restrict__ arrivals, GroupShape shape, OnePassPlan plan, double eps, Op op) {
+  extern __shared__ float4 smem_raw[];
+  float* held = reinterpret_cast<float*>(smem_raw);  // this block's chunk of op(x), plan.chunk values
+  __shared__ float2 s_mean;
+  __shared__ float s_rstd;
+
+  const int team = blockIdx.x / plan.team_size;
+  const int rank = blockIdx.x % plan.team_size;
+  const int64_t rows = shape.batch * shape.groups;
+  const int64_t slice_elems = shape.slice_elems();
+  const int64_t cpg = shape.channels_per_group();
+  const int64_t plane = shape.plane_elems;
+  const int64_t begin = rank * plan.chunk;
+  const int64_t count = max(int64_t(0), min(plan.chunk, slice_elems - begin));
+  const int64_t packs = count / W;
+
+  int round = 0;
+  for (int64_t row = team; row < rows; row += plan.teams, ++round) {
+    const float* xs = x + row * slice_elems + begin;
+    const float pilot = op(x[row * slice_elems]);  // moments of z - pilot: see groupnorm.cuh
+
+    // 1. Load: z = op(x) into shared memory, Welford moments on the way.
+    Moments acc{0.f, 0.f, 0.f};
+    for (int64_t base = threadIdx.x; base < packs; base += int64_t(kThreads) * kUnroll) {
+      Pack<W> v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t i = base + int64_t(u) * kThreads;
+        if (i < packs) v[u] = load_pack<W>(xs, i);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t i = base + int64_t(u) * kThreads;
+        if (i < packs) {
+          Pack<W> z;
+#pragma unroll
+          for (int j = 0; j < W; ++j) z.v[j] = op(v[u].v[j]);
+          accumulate(acc, z, Identity{}, pilot);
+          store_pack<W>(held, i, z);
+        }
+      }
+    }
+    acc = block_combine<kThreads>(acc);
+
+    // 2. Publish, wait for the team, combine.
+    Moments* slot = published + (int64_t(team) * 2 + (round & 1)) * plan.team_size;
+    if (threadIdx.x == 0) slot[rank] = acc;
+    team_barrier(arrivals + team, unsigned(plan.team_size) * unsigned(round + 1));
+    if (threadIdx.x < kWarpSize) {
+      double n, mu, m2;
+      combine_published(slot, plan.team_size, n, mu, m2);
+      if (threadIdx.x == 0) {
+        const double var = n > 0.0 ? fmax(m2 / n, 0.0) : 0.0;  // biased, as nn.GroupNorm
+        const double full_mean = double(pilot) + mu;
+        const float hi = static_cast<float>(full_mean);
+        s_mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
+        s_rstd = static_cast<float>(1.0 / sqrt(var + eps));
+        if (rank == 0) {
+          mean_out[row] = s_mean;
+          rstd_out[row] = s_rstd;
+        }
+      }
+    }
+    __syncthreads();
+
+    // 3. Normalise out of shared memory (each thread reads back exactly the packs it stored).
+    const float2 mu = s_mean;
+    const float rstd = s_rstd;
+    const int64_t channel0 = (row % shape.groups) * cpg;
+    float* ys = y + row * slice_elems + begin;
+    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
+      const int64_t c = channel0 + (begin + i * W) / plane;
+      const float scale = rstd * __ldg(gamma + c);
+      const float shift = __ldg(beta + c);
+      const Pack<W> z = load_pack_shared<W>(held, i);
+      Pack<W> r;
+#pragma unroll
+      for (int j = 0; j < W; ++j) r.v[j] = centered(z.v[j], mu) * scale + shift;
+      store_pack<W>(ys, i, r);
+    }
+    __syncthreads();  // `held` and s_mean are rewritten next round
+  }
+}
+
+// Team sizes for one slice of `slice_elems` floats on this device, or feasible = false.
+template <class Op, int kThreads>
+inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec) {
+  OnePassPlan plan{false, kThreads, 0, 0, 0, 0};
+  int device = 0, sms = 0, optin = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int64_t rows = shape.batch * shape.groups;
+  const int64_t slice = shape.slice_elems();
+  if (rows == 0 || slice == 0) return plan;
+  // Shared memory one block may hold as its chunk: what is left after the kernel's static arrays.
+  cudaFuncAttributes attributes;
+  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4>)
+                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1>);
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  const int64_t budget = (int64_t(optin) - int64_t(attributes.sharedSizeBytes)) / 16 * 16;
+  if (budget <= 0) return plan;
+  int64_t team_size = (slice * 4 + budget - 1) / budget;
+  int64_t chunk = ((slice + team_size - 1) / team_size + 3) / 4 * 4;
+  team_size = (slice + chunk - 1) / chunk;
+  const size_t smem = size_t(chunk) * sizeof(float);
+  if (smem > size_t(budget)) return plan;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int64_t resident = int64_t(per_sm) * sms;
+  const int64_t teams = std::min<int64_t>(rows, resident / team_size);
+  if (teams < 1) return plan;
+  return OnePassPlan{true, kThreads, int(team_size), int(teams), chunk, smem};
+}
+
+// One-pass forward of op -> GroupNorm into y (contiguous, same shape as x); mean and rstd as the
+// two-pass forward leaves them. Returns false, having launched nothing, if the slice does not fit.
+template <class Op, int kThreads>
+bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op) {
+  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(y.data_ptr<float>());
+  const OnePassPlan plan = plan_onepass<Op, kThreads>(shape, vec);
+  if (!plan.feasible) return false;
+  const int64_t words_per_team = 2 * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
+  auto published = at::empty({plan.teams * words_per_team}, x.options());
+  auto arrivals = at::zeros({plan.teams}, x.options().dtype(at::kInt));
+  auto* published_ptr = reinterpret_cast<Moments*>(published.data_ptr<float>());
+  auto* arrivals_ptr = reinterpret_cast<unsigned*>(arrivals.data_ptr<int>());
+  const float* x_ptr = x.data_ptr<float>();
+  const float* gamma_ptr = gamma.data_ptr<float>();
+  const float* beta_ptr = beta.data_ptr<float>();
+  float* y_ptr = y.data_ptr<float>();
+  float2* mean_ptr = as_float2(mean);
+  float* rstd_ptr = rstd.data_ptr<float>();
+  void* args[] = {&x_ptr, &gamma_ptr, &beta_ptr, &y_ptr, &mean_ptr, &rstd_ptr, &published_ptr, &arrivals_ptr,
+                  const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &op};
+  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4>)
+                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1>);
+  C10_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(plan.teams * plan.team_size), dim3(kThreads), args,
+                                             plan.smem_bytes, at::cuda::getCurrentCUDAStream()));
+  return true;
+}
+
+}  // namespace kgen

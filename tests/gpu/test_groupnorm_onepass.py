@@ -1,0 +1,158 @@
+"""One-pass GroupNorm forward (kgen/templates/cuda/groupnorm_onepass.cuh), built from the .cuh building blocks
+into a small test extension: against float64 PyTorch, against the two-pass kernels, bitwise run to run, with
+the statistics it saves for backward equal to the two-pass ones, and its planner's fallback where a slice does
+not fit on chip.
+
+Shapes: one block per slice and teams of several blocks, more slices than teams (many rounds), the specialised
+and a generic group count, HW % 4 != 0 (scalar path), a large common offset, and a slice too big for the GPU.
+
+`python tests/gpu/test_groupnorm_onepass.py --bench` times one-pass against two-pass at the L1-35 shape."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.gpu
+
+CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "groupnorm_onepass.cuh")
+EPS = 1e-5
+
+BINDINGS = r"""
+constexpr int kBlock = 256;
+constexpr int kSpecialisedGroups = 8;
+
+template <class Op>
+std::vector<at::Tensor> run(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads) {
+  if (threads == 1024) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 1024>(x, w, b, groups, 1e-5, Op{});
+  if (threads == 512) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 512>(x, w, b, groups, 1e-5, Op{});
+  return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 0>(x, w, b, groups, 1e-5, Op{});
+}
+
+// threads: 1024 or 512 = one-pass where it fits, 0 = two-pass.
+std::vector<at::Tensor> forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads, bool gelu) {
+  return gelu ? run<kgen::GeluErf>(x, w, b, groups, threads) : run<kgen::Identity>(x, w, b, groups, threads);
+}
+
+// {feasible, team_size, teams, chunk} of the planner for a contiguous float32 shape.
+std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64_t plane, int64_t threads) {
+  const kgen::GroupShape shape{batch, channels, groups, plane};
+  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::Identity, 1024>(shape, plane % 4 == 0)
+                                              : kgen::plan_onepass<kgen::Identity, 512>(shape, plane % 4 == 0);
+  return {p.feasible ? 1 : 0, p.team_size, p.teams, p.chunk};
+}
+"""
+CPP_SOURCE = r"""
+std::vector<at::Tensor> forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads, bool gelu);
+std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64_t plane, int64_t threads);
+"""
+
+
+def build_extension():
+    from torch.utils.cpp_extension import load_inline
+
+    source = "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + BINDINGS
+    digest = hashlib.sha256((CPP_SOURCE + source).encode()).hexdigest()[:16]
+    return load_inline(name="kgen_test_groupnorm_onepass_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
+                       functions=["forward", "plan"], extra_cuda_cflags=["-O3"])
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return build_extension()
+
+
+def plane_of(shape):
+    n = 1
+    for d in shape[2:]:
+        n *= d
+    return n
+
+
+SHAPES = [
+    # (shape, groups)
+    ((2, 64, 16, 16), 8),        # tiny slices: one block per slice, teams = slices
+    ((3, 64, 256, 256), 8),      # 2 MB slices: teams of several blocks, several rounds
+    ((5, 96, 33, 31), 12),       # generic group count, HW odd: scalar path
+    ((16, 32, 128, 128), 8),     # more slices than teams: many rounds
+    ((2, 8, 512, 520), 1),       # groups = 1: one big slice per sample
+    ((4, 64, 24, 24), 64),       # one channel per group
+]
+
+
+def inputs(shape, seed, offset=0.0, spread=2.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(shape, device="cuda", generator=gen) * spread + offset
+    w = torch.randn(shape[1], device="cuda", generator=gen) * 0.5 + 1.0
+    b = torch.randn(shape[1], device="cuda", generator=gen) * 0.5
+    return x, w, b
+
+
+@pytest.mark.parametrize("threads", [1024, 512])
+@pytest.mark.parametrize("shape,groups", SHAPES)
+def test_onepass_matches_float64_and_two_pass(ext, shape, groups, threads):
+    feasible, team_size, teams, chunk = ext.plan(shape[0], shape[1], groups, plane_of(shape), threads)
+    assert feasible and team_size >= 1 and teams >= 1 and chunk % 4 == 0
+    for seed, gelu in ((1, False), (2, True)):
+        x, w, b = inputs(shape, seed)
+        y, mean, rstd = ext.forward(x, w, b, groups, threads, gelu)
+        z = F.gelu(x.double()) if gelu else x.double()
+        want = F.group_norm(z, groups, w.double(), b.double(), EPS)
+        assert (y.double() - want).abs().max().item() < 2e-5
+        y2, mean2, rstd2 = ext.forward(x, w, b, groups, 0, gelu)
+        assert (y - y2).abs().max().item() < 2e-5
+        assert torch.allclose(mean, mean2, atol=1e-6, rtol=1e-6) and torch.allclose(rstd, rstd2, rtol=1e-5)
+        assert torch.equal(y, ext.forward(x, w, b, groups, threads, gelu)[0])   # bitwise deterministic
+
+
+def test_large_offset_keeps_precision(ext):
+    x, w, b = inputs((2, 64, 128, 128), 3, offset=1e4, spread=1e-2)
+    y = ext.forward(x, w, b, 8, 1024, False)[0]
+    want = F.group_norm(x.double(), 8, w.double(), b.double(), EPS)
+    assert (y.double() - want).abs().max().item() < 5e-3   # float32 inputs hold 1e4 + 1e-2 to ~1e-3 / 1e-2
+
+
+def test_mean_pair_and_rstd_are_the_exact_statistics(ext):
+    x, w, b = inputs((2, 64, 64, 64), 4, offset=3.0)
+    _, mean, rstd = ext.forward(x, w, b, 8, 1024, False)
+    rows = x.double().reshape(2, 8, -1)
+    full_mean = mean.double()[..., 0] + mean.double()[..., 1]
+    assert torch.allclose(full_mean, rows.mean(-1), atol=1e-7, rtol=0)
+    assert torch.allclose(rstd.double(), 1 / torch.sqrt(rows.var(-1, unbiased=False) + EPS), rtol=1e-6)
+
+
+def test_slice_too_large_for_the_gpu_falls_back_to_two_passes(ext):
+    plane = 4096 * 4096   # one 64 MB group slice: more than any GPU's shared memory in total
+    assert ext.plan(1, 1, 1, plane, 1024)[0] == 0
+    x, w, b = inputs((1, 1, 4096, 4096), 5)
+    y = ext.forward(x, w, b, 1, 1024, False)[0]
+    want = F.group_norm(x.double(), 1, w.double(), b.double(), EPS)
+    assert (y.double() - want).abs().max().item() < 2e-5
+
+
+def bench() -> None:
+    from torch.utils import benchmark
+
+    ext = build_extension()
+    x, w, b = inputs((112, 64, 512, 512), 0)
+    print("plan 1024 threads (feasible, team_size, teams, chunk):", ext.plan(112, 64, 8, 512 * 512, 1024))
+    print("plan 512 threads:", ext.plan(112, 64, 8, 512 * 512, 512))
+    gbytes = 2 * x.numel() * 4 / 1e9
+    with torch.no_grad():
+        for threads in (1024, 512, 0):
+            fn = lambda: ext.forward(x, w, b, 8, threads, False)
+            ms = benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=2.0).median * 1e3
+            print(f"threads {threads:5d} ({'one-pass' if threads else 'two-pass'}): {ms:7.3f} ms  "
+                  f"{gbytes / ms:5.2f} TB/s counting 1 read + 1 write")
+        ms = benchmark.Timer("fn()", globals={"fn": lambda: F.group_norm(x, 8, w, b, EPS)}).blocked_autorange(
+            min_run_time=2.0).median * 1e3
+        print(f"eager F.group_norm: {ms:7.3f} ms")
+
+
+if __name__ == "__main__" and "--bench" in sys.argv:
+    bench()
