@@ -385,13 +385,16 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
 // One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op);
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
+                               int blocks_per_sm);
 
-// Forward of op -> GroupNorm: returns {y, mean, rstd}. kOnePassThreads > 0: the one-pass kernel with
-// that many threads per block wherever the planner finds a slice fits, the two-pass kernels elsewhere.
-template <class Op, int kBlock, int kSpecialisedGroups, int kOnePassThreads = 0>
+// Forward of op -> GroupNorm: returns {y, mean, rstd}. kOnePassThreads > 0: the one-pass kernel, that
+// many threads per block and kOnePassBlocksPerSM blocks per SM, wherever the planner finds a slice fits;
+// the two-pass kernels elsewhere.
+template <class Op, int kBlock, int kSpecialisedGroups, int kOnePassThreads = 0, int kOnePassBlocksPerSM = 1>
 std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
-                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op) {
+                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op,
+                                             int onepass_blocks_per_sm = kOnePassBlocksPerSM) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto x = input.contiguous();
@@ -403,7 +406,8 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   if constexpr (kOnePassThreads > 0) {
     auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
     auto rstd = at::empty({shape.batch, shape.groups}, x.options());
-    if (groupnorm_forward_onepass<Op, kOnePassThreads>(x, gamma, beta, y, mean, rstd, shape, eps, op)) {
+    if (groupnorm_forward_onepass<Op, kOnePassThreads>(x, gamma, beta, y, mean, rstd, shape, eps, op,
+                                                        onepass_blocks_per_sm)) {
       return {y, mean, rstd};
     }
   }

@@ -31,6 +31,10 @@ __device__ __forceinline__ Pack<W> load_pack_shared(const float* p, int64_t i) {
   }
 }
 
+// 16-byte loads each thread keeps in flight while filling its chunk: the load phase is all the DRAM
+// reading a block does per slice, so it should have as many bytes on the way as registers allow.
+constexpr int kLoadUnroll = 8;
+
 struct OnePassPlan {
   bool feasible;
   int threads;        // per block
@@ -116,15 +120,15 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
 
     // 1. Load: z = op(x) into shared memory, Welford moments on the way.
     Moments acc{0.f, 0.f, 0.f};
-    for (int64_t base = threadIdx.x; base < packs; base += int64_t(kThreads) * kUnroll) {
-      Pack<W> v[kUnroll];
+    for (int64_t base = threadIdx.x; base < packs; base += int64_t(kThreads) * kLoadUnroll) {
+      Pack<W> v[kLoadUnroll];
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kLoadUnroll; ++u) {
         const int64_t i = base + int64_t(u) * kThreads;
         if (i < packs) v[u] = load_pack<W>(xs, i);
       }
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kLoadUnroll; ++u) {
         const int64_t i = base + int64_t(u) * kThreads;
         if (i < packs) {
           Pack<W> z;
@@ -177,35 +181,42 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
   }
 }
 
-// Team sizes for one slice of `slice_elems` floats on this device, or feasible = false.
+// Team sizes for one slice on this device, or feasible = false. blocks_per_sm blocks share each SM's
+// shared memory: with more than one, one block's loads overlap another's barrier wait and stores.
 template <class Op, int kThreads>
-inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec) {
+inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_per_sm) {
   OnePassPlan plan{false, kThreads, 0, 0, 0, 0};
-  int device = 0, sms = 0, optin = 0;
+  int device = 0, sms = 0, optin = 0, per_sm_bytes = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   const int64_t rows = shape.batch * shape.groups;
   const int64_t slice = shape.slice_elems();
-  if (rows == 0 || slice == 0) return plan;
-  // Shared memory one block may hold as its chunk: what is left after the kernel's static arrays.
+  if (rows == 0 || slice == 0 || blocks_per_sm < 1) return plan;
   cudaFuncAttributes attributes;
   const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4>)
                            : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1>);
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  const int64_t budget = (int64_t(optin) - int64_t(attributes.sharedSizeBytes)) / 16 * 16;
+  // What one block may hold as its chunk: its share of the SM, less its static arrays and the 1 KB
+  // the runtime reserves per block.
+  constexpr int64_t kReservedPerBlock = 1024;
+  const int64_t share = int64_t(per_sm_bytes) / blocks_per_sm - kReservedPerBlock;
+  const int64_t budget = (std::min<int64_t>(optin, share) - int64_t(attributes.sharedSizeBytes)) / 16 * 16;
   if (budget <= 0) return plan;
-  int64_t team_size = (slice * 4 + budget - 1) / budget;
-  int64_t chunk = ((slice + team_size - 1) / team_size + 3) / 4 * 4;
-  team_size = (slice + chunk - 1) / chunk;
+  const int64_t smallest_team = (slice * 4 + budget - 1) / budget;
+  const int64_t resident = int64_t(blocks_per_sm) * sms;
+  const int64_t teams = std::min<int64_t>(rows, resident / smallest_team);
+  if (teams < 1) return plan;
+  // Spread the teams over every resident block: smaller chunks, all SMs busy.
+  const int64_t team_target = std::max<int64_t>(smallest_team, resident / teams);
+  const int64_t chunk = ((slice + team_target - 1) / team_target + 3) / 4 * 4;
+  const int64_t team_size = (slice + chunk - 1) / chunk;
   const size_t smem = size_t(chunk) * sizeof(float);
-  if (smem > size_t(budget)) return plan;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  const int64_t resident = int64_t(per_sm) * sms;
-  const int64_t teams = std::min<int64_t>(rows, resident / team_size);
-  if (teams < 1) return plan;
+  if (int64_t(per_sm) * sms < teams * team_size) return plan;
   return OnePassPlan{true, kThreads, int(team_size), int(teams), chunk, smem};
 }
 
@@ -213,10 +224,11 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec) {
 // two-pass forward leaves them. Returns false, having launched nothing, if the slice does not fit.
 template <class Op, int kThreads>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op) {
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
+                               int blocks_per_sm) {
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
                    is_16_byte_aligned(y.data_ptr<float>());
-  const OnePassPlan plan = plan_onepass<Op, kThreads>(shape, vec);
+  const OnePassPlan plan = plan_onepass<Op, kThreads>(shape, vec, blocks_per_sm);
   if (!plan.feasible) return false;
   const int64_t words_per_team = 2 * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
   auto published = at::empty({plan.teams * words_per_team}, x.options());
