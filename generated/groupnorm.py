@@ -104,6 +104,12 @@ __device__ __forceinline__ float2 warp_sum(float2 v) {
   return v;
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 __device__ __forceinline__ double warp_sum(double v) {
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -122,6 +128,23 @@ __device__ __forceinline__ float2 block_sum(float2 v) {
   __syncthreads();
   if (warp == 0) {
     v = lane < kWarps ? per_warp[lane] : make_float2(0.f, 0.f);
+    v = warp_sum(v);
+  }
+  return v;
+}
+
+// Tree sum over the block; the result is valid in thread 0.
+template <int kBlock>
+__device__ __forceinline__ float block_sum(float v) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float per_warp[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  v = warp_sum(v);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kWarps ? per_warp[lane] : 0.f;
     v = warp_sum(v);
   }
   return v;
@@ -214,6 +237,39 @@ struct GeluTanh {
   }
 };
 
+// op(v + bias) for one channel: a convolution's bias, fused into the kernels that read its output (the
+// conv then runs without its bias, and the separate full-size sweep in which PyTorch adds it disappears).
+// __fadd_rn keeps the add a separately rounded float add, never contracted into an FMA with a nearby
+// multiply: it is the very add PyTorch's bias sweep does, so u = v + bias is bitwise the reference's
+// conv output. Without kChannelBias it is op(v), the same instructions as calling op directly.
+template <class Op, bool kChannelBias>
+struct ChannelOp {
+  Op op;
+  float bias;
+  __device__ __forceinline__ float input(float v) const {
+    if constexpr (kChannelBias) {
+      return __fadd_rn(v, bias);
+    } else {
+      return v;
+    }
+  }
+  __device__ __forceinline__ float operator()(float v) const { return op(input(v)); }
+  __device__ __forceinline__ void value_and_derivative(float v, float& value, float& derivative) const {
+    op.value_and_derivative(input(v), value, derivative);
+  }
+};
+
+// The op of channel c; `bias` (C values) is read only when kChannelBias.
+template <bool kChannelBias, class Op>
+__device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, const float* __restrict__ bias,
+                                                                   int64_t c) {
+  if constexpr (kChannelBias) {
+    return ChannelOp<Op, true>{op, __ldg(bias + c)};
+  } else {
+    return ChannelOp<Op, false>{op, 0.f};
+  }
+}
+
 }  // namespace kgen
 
 // ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
@@ -238,6 +294,13 @@ struct GeluTanh {
 // with, over a group of D values, B = -rstd^3 / D * sum gamma dy (z - mean) and
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
+//
+// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
+// rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
+// writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
+// and column_sums adds those block sums per channel, in double and in a fixed order. Without the flag
+// the kernels are exactly the plain GroupNorm ones.
 namespace kgen {
 
 template <int W>
@@ -323,18 +386,33 @@ struct GroupShape {
 
 // ---------------------------------------------------------------- forward kernels
 
-template <class Op, int kBlock, bool kVec>
+// kChannelBias: each "slice" is a (sample, channel) plane (slice_elems = H W) whose values get that
+// channel's bias. All planes of a group share the group's pilot op(first value + its bias); the blocks
+// of the group's first plane write that biased first value to `pilots` (one per (sample, group)), for
+// moments_finalize. A group's chunks stay contiguous in `partial`: (row C/G + k) splits + split.
+template <class Op, int kBlock, bool kVec, bool kChannelBias = false>
 __global__ void __launch_bounds__(kBlock)
 moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPlan plan,
-                       Moments* __restrict__ partial, Op op) {
+                       Moments* __restrict__ partial, Op op, const float* __restrict__ channel_bias = nullptr,
+                       GroupShape shape = GroupShape{}, float* __restrict__ pilots = nullptr) {
   constexpr int W = kVec ? 4 : 1;
   const int64_t slice = blockIdx.x / plan.splits;
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
   const int64_t count = min(plan.chunk, slice_elems - begin);
-  const float pilot = op(x[slice * slice_elems]);
+  const int64_t c = kChannelBias ? slice % shape.channels : 0;
+  float pilot;
+  if constexpr (kChannelBias) {
+    const int64_t k = c % shape.channels_per_group();  // channel within the group
+    const float first = __fadd_rn(x[(slice - k) * slice_elems], __ldg(channel_bias + (c - k)));
+    pilot = op(first);
+    if (k == 0 && begin == 0 && threadIdx.x == 0) pilots[slice / shape.channels_per_group()] = first;
+  } else {
+    pilot = op(x[slice * slice_elems]);
+  }
+  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
   const float* in[1] = {x + slice * slice_elems + begin};
   Moments acc{0.f, 0.f, 0.f};
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], op, pilot); });
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], f, pilot); });
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -380,11 +458,11 @@ moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const 
   }
 }
 
-template <class Op, int kGroups, int kBlock, bool kVec>
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
                  const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
-                 GroupShape shape, SplitPlan plan, Op op) {
+                 GroupShape shape, SplitPlan plan, Op op, const float* __restrict__ channel_bias) {
   constexpr int W = kVec ? 4 : 1;
   const int64_t plane = blockIdx.x / plan.splits;
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
@@ -394,28 +472,31 @@ normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, c
   const float2 mu = mean[row];
   const float scale = rstd[row] * gamma[c];
   const float shift = beta[c];
+  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
   const int64_t offset = plane * shape.plane_elems + begin;
   const float* in[1] = {x + offset};
   float* out = y + offset;
   sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
     Pack<W> r;
 #pragma unroll
-    for (int j = 0; j < W; ++j) r.v[j] = centered(op(v[0].v[j]), mu) * scale + shift;
+    for (int j = 0; j < W; ++j) r.v[j] = centered(f(v[0].v[j]), mu) * scale + shift;
     store_pack<W>(out, i, r);
   });
 }
 
 // ---------------------------------------------------------------- backward kernels
 
-template <class Op, int kGroups, int kBlock, bool kVec>
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
-                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op) {
+                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op,
+                        const float* __restrict__ channel_bias) {
   constexpr int W = kVec ? 4 : 1;
   const int64_t plane = blockIdx.x / plan.splits;
   const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
   const int64_t count = min(plan.chunk, shape.plane_elems - begin);
   const float2 mu = mean[shape.row_of_plane<kGroups>(plane)];
+  const auto f = channel_op<kChannelBias>(op, channel_bias, kChannelBias ? plane % shape.channels : 0);
   const int64_t offset = plane * shape.plane_elems + begin;
   const float* in[2] = {dy + offset, x + offset};
   float2 sums = make_float2(0.f, 0.f);
@@ -423,7 +504,7 @@ backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ 
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       sums.x += v[0].v[j];
-      sums.y += v[0].v[j] * centered(op(v[1].v[j]), mu);
+      sums.y += v[0].v[j] * centered(f(v[1].v[j]), mu);
     }
   });
   sums = block_sum<kBlock>(sums);
@@ -484,33 +565,83 @@ __global__ void param_grad_kernel(const double2* __restrict__ plane_sums, const 
   dbeta[c] = static_cast<float>(db);
 }
 
-template <class Op, int kGroups, int kBlock, bool kVec>
+// kChannelBias: the block also sums the dx it writes, into bias_partial[(n splits + split) C + c]
+// (one row of C values per (sample, split), as column_sums reads them).
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
                       const float* __restrict__ rstd, const float* __restrict__ gamma,
                       const float2* __restrict__ coef, float* __restrict__ dx, GroupShape shape, SplitPlan plan,
-                      Op op) {
+                      Op op, const float* __restrict__ channel_bias, float* __restrict__ bias_partial) {
   constexpr int W = kVec ? 4 : 1;
   const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t split = blockIdx.x % plan.splits;
+  const int64_t begin = split * plan.chunk;
   const int64_t count = min(plan.chunk, shape.plane_elems - begin);
   const int64_t row = shape.row_of_plane<kGroups>(plane);
+  const int64_t c = plane % shape.channels;
   const float2 mu = mean[row];
-  const float a = rstd[row] * gamma[plane % shape.channels];
+  const float a = rstd[row] * gamma[c];
   const float2 bc = coef[row];
+  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
   const int64_t offset = plane * shape.plane_elems + begin;
   const float* in[2] = {dy + offset, x + offset};
   float* out = dx + offset;
+  float dx_sum = 0.f;
   sweep<kBlock, W, 2>(in, count / W, [&](int64_t i, const Pack<W>(&v)[2]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
       float z, dz_dx;
-      op.value_and_derivative(v[1].v[j], z, dz_dx);
+      f.value_and_derivative(v[1].v[j], z, dz_dx);
       r.v[j] = dz_dx * (a * v[0].v[j] + bc.x * centered(z, mu) + bc.y);
+      if constexpr (kChannelBias) dx_sum += r.v[j];
     }
     store_pack<W>(out, i, r);
   });
+  if constexpr (kChannelBias) {
+    dx_sum = block_sum<kBlock>(dx_sum);
+    const int64_t n = plane / shape.channels;
+    if (threadIdx.x == 0) bias_partial[(n * plan.splits + split) * shape.channels + c] = dx_sum;
+  }
+}
+
+// ---------------------------------------------------------------- conv bias gradient
+
+// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
+// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
+// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
+// one double per (run, column), and column_sum_finalize adds the runs in run order.
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock)
+column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
+                          int64_t rows_per_run, double* __restrict__ run_sums) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ double per_warp[kWarps][kWarpSize];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t run = blockIdx.x / col_tiles;
+  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
+  const int64_t end = min(rows, (run + 1) * rows_per_run);
+  double sum = 0.0;
+  if (c < cols) {
+    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
+  }
+  per_warp[warp][lane] = sum;
+  __syncthreads();
+  if (warp == 0 && c < cols) {
+    double total = 0.0;
+    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
+    run_sums[run * cols + c] = total;
+  }
+}
+
+__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
+                                           float* __restrict__ out) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  double total = 0.0;
+  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
+  out[c] = static_cast<float>(total);
 }
 
 // ---------------------------------------------------------------- host side
@@ -555,35 +686,96 @@ inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& g
   return GroupShape{x.size(0), channels, groups, plane_elems};
 }
 
+// The fused conv bias: C float32 values on the input's device.
+inline void check_channel_bias(const at::Tensor& bias, int64_t channels, const at::Device& device) {
+  check_float_cuda(bias, "convolution bias");
+  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == channels, "kgen: convolution bias must have shape (", str(channels),
+              "), got ", str(bias.sizes()));
+  TORCH_CHECK(bias.device() == device, "kgen: convolution bias is on ", bias.device().str(), " but the input is on ",
+              device.str());
+}
+
+// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
+// at most, each warp lane adding a few dozen rows.
+template <int kBlock>
+void column_sums(const at::Tensor& partial, at::Tensor& out) {
+  constexpr int64_t kWarps = kBlock / kWarpSize;
+  const int64_t rows = partial.size(0), cols = partial.size(1);
+  const int64_t col_tiles = blocks_for(cols, kWarpSize);
+  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
+  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
+  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
+  const int64_t runs = blocks_for(rows, rows_per_run);
+  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
+      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
+                                                                       out.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// A bias tensor's data for the kernels: nullptr without kChannelBias (the kernels never read it then).
+template <bool kChannelBias>
+inline const float* channel_bias_data(const at::Tensor& bias) {
+  if constexpr (kChannelBias) {
+    return bias.data_ptr<float>();
+  } else {
+    return nullptr;
+  }
+}
+
+// {dx, dgamma, dbeta}, and with kChannelBias the conv bias gradient after them.
+template <bool kChannelBias>
+inline std::vector<at::Tensor> backward_result(const at::Tensor& dx, const at::Tensor& dgamma,
+                                               const at::Tensor& dbeta, const at::Tensor& dchannel_bias) {
+  if constexpr (kChannelBias) {
+    return {dx, dgamma, dbeta, dchannel_bias};
+  } else {
+    return {dx, dgamma, dbeta};
+  }
+}
+
 // Statistics of op(x) per (sample, group): returns {mean (N, G, 2) as (hi, lo) pairs, rstd (N, G)}.
-template <class Op, int kBlock>
-std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape& shape, double eps, Op op) {
+// kChannelBias: of op(x + channel_bias[c]); the chunks are cut per (sample, channel) plane, the rows of
+// moments_finalize are still (sample, group), over C/G times as many chunks.
+template <class Op, int kBlock, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape& shape, double eps, Op op,
+                                          const float* channel_bias = nullptr) {
   auto stats_options = x.options().dtype(at::kFloat);
   const int64_t rows = shape.batch * shape.groups;
   auto mean = at::empty({shape.batch, shape.groups, 2}, stats_options);
   auto rstd = at::empty({shape.batch, shape.groups}, stats_options);
-  const int64_t slice = shape.slice_elems();
+  const int64_t slice = kChannelBias ? shape.plane_elems : shape.slice_elems();
+  const int64_t slices = kChannelBias ? shape.batch * shape.channels : rows;
   const SplitPlan plan = plan_split<kBlock>(slice);
-  auto partial = at::empty({rows * plan.splits * int64_t(sizeof(Moments) / sizeof(float))}, stats_options);
+  const int64_t chunks_per_row = plan.splits * (kChannelBias ? shape.channels_per_group() : 1);
+  auto partial = at::empty({slices * plan.splits * int64_t(sizeof(Moments) / sizeof(float))}, stats_options);
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
+  auto pilots = kChannelBias ? at::empty({rows}, stats_options) : at::Tensor();
+  float* pilots_ptr = kChannelBias ? pilots.data_ptr<float>() : nullptr;
   const auto stream = at::cuda::getCurrentCUDAStream();
   const bool vec = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>());
   dispatch_vec(vec, [&](auto kv) {
-    moments_partial_kernel<Op, kBlock, decltype(kv)::value><<<rows * plan.splits, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), slice, plan, partial_ptr, op);
+    moments_partial_kernel<Op, kBlock, decltype(kv)::value, kChannelBias><<<slices * plan.splits, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), slice, plan, partial_ptr, op, channel_bias, shape, pilots_ptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // With kChannelBias the pilots array stands in for x, one value per row: moments_finalize reads op(pilots[row]).
+  const float* pilot_source = kChannelBias ? pilots_ptr : x.data_ptr<float>();
   moments_finalize_kernel<Op, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      x.data_ptr<float>(), slice, partial_ptr, plan.splits, rows, eps, as_float2(mean), rstd.data_ptr<float>(), op);
+      pilot_source, kChannelBias ? 1 : slice, partial_ptr, static_cast<int>(chunks_per_row), rows, eps,
+      as_float2(mean), rstd.data_ptr<float>(), op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {mean, rstd};
 }
 
-// y = (op(x) - mean) * rstd * gamma + beta, written into `y` (same shape as x, contiguous).
-template <class Op, int kBlock, int kSpecialisedGroups>
+// y = (op(x [+ channel_bias]) - mean) * rstd * gamma + beta, written into `y` (same shape as x, contiguous).
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
                          const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                         const GroupShape& shape, Op op) {
+                         const GroupShape& shape, Op op, const float* channel_bias = nullptr) {
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   const int64_t planes = shape.batch * shape.channels;
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
@@ -591,38 +783,47 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     dispatch_vec(vec, [&](auto kv) {
-      normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value>
+      normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value, kChannelBias>
           <<<planes * plan.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), as_float2(mean),
                                                        rstd.data_ptr<float>(), gamma.data_ptr<float>(),
-                                                       beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op);
+                                                       beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op,
+                                                       channel_bias);
     });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Forward of op -> GroupNorm: returns {y, mean, rstd}.
-template <class Op, int kBlock, int kSpecialisedGroups>
+// Forward of op -> GroupNorm: returns {y, mean, rstd}. kChannelBias: of op(x + channel_bias[c]).
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
-                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op) {
+                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op,
+                                             const at::Tensor& channel_bias_in = at::Tensor()) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto x = input.contiguous();
   const auto gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
   auto y = at::empty_like(x, at::MemoryFormat::Contiguous);
   if (x.numel() == 0) {
     return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
   }
-  auto stats = groupnorm_moments<Op, kBlock>(x, shape, eps, op);
-  groupnorm_normalize<Op, kBlock, kSpecialisedGroups>(x, stats[0], stats[1], gamma, beta, y, shape, op);
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  auto stats = groupnorm_moments<Op, kBlock, kChannelBias>(x, shape, eps, op, bias);
+  groupnorm_normalize<Op, kBlock, kSpecialisedGroups, kChannelBias>(x, stats[0], stats[1], gamma, beta, y, shape, op,
+                                                                    bias);
   return {y, stats[0], stats[1]};
 }
 
-// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}.
-template <class Op, int kBlock, int kSpecialisedGroups>
+// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
+// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
                                               const at::Tensor& gamma_in, const at::Tensor& mean,
-                                              const at::Tensor& rstd, int64_t groups, Op op) {
+                                              const at::Tensor& rstd, int64_t groups, Op op,
+                                              const at::Tensor& channel_bias_in = at::Tensor()) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   check_float_cuda(grad_out, "gradient of the output");
   TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
               ", expected ", str(input.sizes()));
@@ -634,27 +835,33 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   const auto dy = grad_out.contiguous();
   const auto x = input.contiguous();
   const auto gamma = gamma_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   auto dgamma = at::zeros_like(gamma);
   auto dbeta = at::zeros_like(gamma);
-  if (x.numel() == 0) return {dx, dgamma, dbeta};
+  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
+  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   const int64_t planes = shape.batch * shape.channels;
   auto partial = at::empty({planes * plan.splits, 2}, x.options());
   auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, x.options());
+  auto bias_partial = kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, x.options()) : at::Tensor();
   auto* partial_ptr = as_float2(partial);
   auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   auto* coef_ptr = as_float2(coef);
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
                    is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     constexpr int kGroups = decltype(kg)::value;
     dispatch_vec(vec, [&](auto kv) {
-      backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
-          dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), shape, plan, partial_ptr, op);
+      backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
+          <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                                       shape, plan, partial_ptr, op, bias);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
@@ -664,13 +871,15 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
         plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     dispatch_vec(vec, [&](auto kv) {
-      backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value><<<planes * plan.splits, kBlock, 0, stream>>>(
-          dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
-          gamma.data_ptr<float>(), coef_ptr, dx.data_ptr<float>(), shape, plan, op);
+      backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
+          <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                                       rstd.data_ptr<float>(), gamma.data_ptr<float>(), coef_ptr,
+                                                       dx.data_ptr<float>(), shape, plan, op, bias, bias_partial_ptr);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  return {dx, dgamma, dbeta};
+  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
+  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 }
 
 }  // namespace kgen

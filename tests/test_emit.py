@@ -106,3 +106,26 @@ def test_emit_to_file_equals_stdout(tmp_path):
 def test_console_script_runs():
     result = subprocess.run([sys.executable, "-m", "kgen.cli", "list"], capture_output=True, text=True)
     assert result.returncode == 0 and "groupnorm" in result.stdout
+
+
+@pytest.mark.parametrize("conv", ["exact", "fast"])
+def test_l2_19_fuses_the_conv_bias(conv):
+    """The conv runs without its bias (every other argument from the module), the kernels take the bias,
+    are instantiated with the bias flag, and the docstring says so."""
+    text = emit("convt-gelu-groupnorm", {"conv": conv})[0]
+    assert "nn.functional.conv_transpose2d(x, conv.weight, None, conv.stride, conv.padding, conv.output_padding," in text
+    assert "conv.groups, conv.dilation)" in text
+    assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
+    assert "self.conv_transpose(" not in text
+    bindings = text[text.index("// ---- bindings:"):text.index('CPP_SOURCE = r"""')]
+    assert bindings.count("kSpecialisedGroups, true>") == 2
+    assert "return grad_x, grad_conv_bias, grad_weight, grad_bias, None, None" in text
+    assert "WITHOUT its bias" in ast.get_docstring(ast.parse(text))
+
+
+def test_groupnorm_bindings_have_no_channel_bias():
+    """L1-35 instantiates the plain kernels only (the bias flag is a compile-time option)."""
+    text = emit("groupnorm", {})[0]
+    bindings = text[text.index("// ---- bindings:"):]
+    assert "conv_bias" not in bindings and ", true>" not in bindings
+    assert "_ext.groupnorm_forward(x, weight, bias, num_groups, eps)" in text

@@ -10,7 +10,9 @@ class ConvTransposeGeluGroupNorm(Spec):
         return self.cuda_parts + (("groupnorm_nhwc.cuh",) if params["conv"] == "fast" else ())
 
     def template_context(self, params):
-        return {"op": GELU_OPS[params["gelu"]], "layout": "nhwc" if params["conv"] == "fast" else "nchw"}
+        # channel_bias: the conv runs without its bias, which the GroupNorm kernels add (and differentiate).
+        return {"op": GELU_OPS[params["gelu"]], "layout": "nhwc" if params["conv"] == "fast" else "nchw",
+                "channel_bias": True}
 
     def notes(self, params):
         notes = []
@@ -45,5 +47,6 @@ SPEC = ConvTransposeGeluGroupNorm(
         Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
               "fast: channels-last cuDNN (TF32 rounding differs)", choices=("exact", "fast")),
     ),
-    summary="cuDNN ConvTranspose2d, then GELU fused into GroupNorm's statistics, normalise and backward sweeps",
+    summary="cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise "
+            "and backward sweeps",
 )

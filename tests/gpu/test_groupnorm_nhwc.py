@@ -2,6 +2,9 @@
 straight from the .cuh building blocks into a small test extension, against PyTorch (F.gelu then F.group_norm
 on the same channels-last input) in float32 and float64, and against the NCHW kernels' statistics.
 
+The fused conv bias (kChannelBias: op(x + bias[c]), and the bias gradient from backward) is tested on
+both layouts against the same PyTorch references fed x + bias, and against the kernels without the flag.
+
 Shapes exercise: the specialised and the generic group count, one channel per group, C % 4 != 0 (scalar
 sweeps), groups that straddle a 16-byte vector (C/G = 9), a partial 32-channel tile, a pixel wider than one
 block (C > 4 * 256: statistics split over column tiles) and a multi-split problem.
@@ -45,6 +48,31 @@ std::vector<at::Tensor> nchw_forward(at::Tensor x, at::Tensor w, at::Tensor b, i
   return kgen::groupnorm_forward<kgen::Identity, kBlock, kSpecialisedGroups>(x, w, b, groups, eps, kgen::Identity{});
 }
 
+// kChannelBias: op(x + conv_bias[c]); backward returns {dx, dw, db, dconv_bias}
+std::vector<at::Tensor> nhwc_forward_bias(at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor b, int64_t groups,
+                                          double eps, bool gelu) {
+  if (gelu) return kgen::groupnorm_forward_nhwc<kgen::GeluErf, kBlock, kSpecialisedGroups, true>(x, w, b, groups, eps, kgen::GeluErf{}, cb);
+  return kgen::groupnorm_forward_nhwc<kgen::Identity, kBlock, kSpecialisedGroups, true>(x, w, b, groups, eps, kgen::Identity{}, cb);
+}
+
+std::vector<at::Tensor> nhwc_backward_bias(at::Tensor dy, at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups, bool gelu) {
+  if (gelu) return kgen::groupnorm_backward_nhwc<kgen::GeluErf, kBlock, kSpecialisedGroups, true>(dy, x, w, mean, rstd, groups, kgen::GeluErf{}, cb);
+  return kgen::groupnorm_backward_nhwc<kgen::Identity, kBlock, kSpecialisedGroups, true>(dy, x, w, mean, rstd, groups, kgen::Identity{}, cb);
+}
+
+std::vector<at::Tensor> nchw_forward_bias(at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor b, int64_t groups,
+                                          double eps, bool gelu) {
+  if (gelu) return kgen::groupnorm_forward<kgen::GeluErf, kBlock, kSpecialisedGroups, true>(x, w, b, groups, eps, kgen::GeluErf{}, cb);
+  return kgen::groupnorm_forward<kgen::Identity, kBlock, kSpecialisedGroups, true>(x, w, b, groups, eps, kgen::Identity{}, cb);
+}
+
+std::vector<at::Tensor> nchw_backward_bias(at::Tensor dy, at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups, bool gelu) {
+  if (gelu) return kgen::groupnorm_backward<kgen::GeluErf, kBlock, kSpecialisedGroups, true>(dy, x, w, mean, rstd, groups, kgen::GeluErf{}, cb);
+  return kgen::groupnorm_backward<kgen::Identity, kBlock, kSpecialisedGroups, true>(dy, x, w, mean, rstd, groups, kgen::Identity{}, cb);
+}
+
 // an error raised in this (nvcc-compiled) translation unit, for the error-path test
 void throw_from_cuda_unit() { TORCH_CHECK(false, "kgen: raised in the CUDA translation unit"); }
 
@@ -68,13 +96,22 @@ std::vector<at::Tensor> nhwc_backward(at::Tensor dy, at::Tensor x, at::Tensor w,
 std::vector<at::Tensor> nchw_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps, bool gelu);
 std::vector<at::Tensor> nchw_backward(at::Tensor dy, at::Tensor x, at::Tensor w, at::Tensor mean, at::Tensor rstd,
                                       int64_t groups, bool gelu);
+std::vector<at::Tensor> nhwc_forward_bias(at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor b, int64_t groups,
+                                          double eps, bool gelu);
+std::vector<at::Tensor> nhwc_backward_bias(at::Tensor dy, at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups, bool gelu);
+std::vector<at::Tensor> nchw_forward_bias(at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor b, int64_t groups,
+                                          double eps, bool gelu);
+std::vector<at::Tensor> nchw_backward_bias(at::Tensor dy, at::Tensor x, at::Tensor cb, at::Tensor w, at::Tensor mean,
+                                           at::Tensor rstd, int64_t groups, bool gelu);
 void throw_from_cuda_unit();
 void throw_with_integers(int64_t count);
 // the same, raised in the host-compiled (g++) translation unit
 void throw_from_cpp_unit() { TORCH_CHECK(false, "kgen: raised in the C++ translation unit"); }
 """
 
-FUNCTIONS = ["nhwc_forward", "nhwc_backward", "nchw_forward", "nchw_backward", "throw_from_cuda_unit",
+FUNCTIONS = ["nhwc_forward", "nhwc_backward", "nchw_forward", "nchw_backward", "nhwc_forward_bias",
+             "nhwc_backward_bias", "nchw_forward_bias", "nchw_backward_bias", "throw_from_cuda_unit",
              "throw_from_cpp_unit", "throw_with_integers"]
 
 
@@ -175,6 +212,87 @@ def test_forward_and_backward_match_pytorch(ext, shape, groups, gelu):
             torch.testing.assert_close(rstd.double(), (zg.var(-1, unbiased=False) + EPS).rsqrt(), atol=0, rtol=1e-5)
 
 
+def conv_bias(channels, seed, scale=2.0):
+    gen = torch.Generator(device="cuda").manual_seed(seed + 2000)
+    return torch.randn(channels, device="cuda", generator=gen) * scale
+
+
+def reference_with_bias(x, cb, w, b, dy, groups, gelu, dtype):
+    """PyTorch on u = x + cb[c]; returns (y, dx, dw, db, dcb)."""
+    xr, cbr, wr, br = (t.detach().to(dtype).requires_grad_() for t in (x, cb, w, b))
+    u = xr + cbr.view(1, -1, 1, 1)
+    z = F.gelu(u) if gelu else u
+    y = F.group_norm(z, groups, wr, br, EPS)
+    y.backward(dy.to(dtype))
+    return y.detach(), xr.grad, wr.grad, br.grad, cbr.grad
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+@pytest.mark.parametrize("gelu", [False, True], ids=["identity", "gelu"])
+@pytest.mark.parametrize("shape, groups", SHAPES)
+def test_fused_channel_bias_matches_pytorch(ext, shape, groups, gelu, layout):
+    """kChannelBias kernels: output, statistics and every gradient (x, weight, bias, conv bias) against
+    PyTorch on x + bias in float32 and float64, and against the kernels without the flag fed x + bias
+    (the same float add: only the statistics' chunking may differ, in the last bits)."""
+    seed = sum(shape) + groups + int(gelu) + 100
+    x = channels_last_input(shape, seed)
+    if layout == "nchw":
+        x = x.contiguous()
+    w, b = affine(shape[1], seed)
+    cb = conv_bias(shape[1], seed)
+    dy = torch.randn(shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed + 7))
+    forward, backward = (ext.nhwc_forward_bias, ext.nhwc_backward_bias) if layout == "nhwc" else (
+        ext.nchw_forward_bias, ext.nchw_backward_bias)
+    plain_forward, plain_backward = (ext.nhwc_forward, ext.nhwc_backward) if layout == "nhwc" else (
+        ext.nchw_forward, ext.nchw_backward)
+
+    y, mean, rstd = forward(x, cb, w, b, groups, EPS, gelu)
+    assert y.shape == x.shape and y.is_contiguous()
+    grads = backward(dy, x, cb, w, mean, rstd, groups, gelu)
+    assert len(grads) == 4
+    dx, dw, db, dcb = grads
+    assert dcb.shape == cb.shape
+    if layout == "nhwc":
+        assert dx.is_contiguous(memory_format=torch.channels_last)
+
+    u = (x + cb.view(1, -1, 1, 1)).contiguous(memory_format=torch.channels_last if layout == "nhwc" else
+                                             torch.contiguous_format)
+    y_u, mean_u, rstd_u = plain_forward(u, w, b, groups, EPS, gelu)
+    dx_u, dw_u, db_u = plain_backward(dy, u, w, mean_u, rstd_u, groups, gelu)
+    torch.testing.assert_close(mean.double().sum(-1), mean_u.double().sum(-1), atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(rstd, rstd_u, atol=0, rtol=1e-5)
+    torch.testing.assert_close(y, y_u, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dx, dx_u, atol=1e-5, rtol=1e-5)
+    for got, want in ((dw, dw_u), (db, db_u), (dcb, dx_u.double().sum((0, 2, 3)).float())):
+        scale = max(1.0, want.abs().max().item())
+        torch.testing.assert_close(got, want, atol=1e-5 * scale, rtol=1e-5)
+
+    for dtype in (torch.float32, torch.float64):
+        yr, dxr, dwr, dbr, dcbr = reference_with_bias(x, cb, w, b, dy, groups, gelu, dtype)
+        torch.testing.assert_close(y.double(), yr.double(), atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(dx.double(), dxr.double(), atol=1e-4, rtol=1e-4)
+        for got, want in ((dw, dwr), (db, dbr), (dcb, dcbr)):
+            scale = max(1.0, want.abs().max().item())
+            torch.testing.assert_close(got.double(), want.double(), atol=1e-4 * scale, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["nhwc", "nchw"])
+def test_fused_channel_bias_carries_the_offset(ext, layout):
+    """x small around 0 and a bias of 1e4 (+ 1e-2 randn per channel): u = x + bias is 1e4 + O(1e-2), so the
+    statistics' pilot must include the bias, or the variance loses its digits."""
+    shape, groups = (2, 64, 33, 17), 8
+    x = channels_last_input(shape, 17, scale=1e-2)
+    if layout == "nchw":
+        x = x.contiguous()
+    w, b = affine(64, 17)
+    cb = 1e4 + conv_bias(64, 17, scale=1e-2)
+    forward = ext.nhwc_forward_bias if layout == "nhwc" else ext.nchw_forward_bias
+    y, _, _ = forward(x, cb, w, b, groups, EPS, False)
+    u = (x + cb.view(1, -1, 1, 1)).double()  # the float add the kernels do, then exact
+    y64 = F.group_norm(u, groups, w.double(), b.double(), EPS)
+    assert rel_err(y, y64) < 1e-3
+
+
 def test_any_gradient_layout(ext):
     shape, groups = (2, 64, 33, 17), 8
     x = channels_last_input(shape, 11)
@@ -201,11 +319,18 @@ def test_deterministic(ext):
     shape, groups = (4, 64, 40, 40), 8
     x = channels_last_input(shape, 13)
     w, b = affine(64, 13)
+    cb = conv_bias(64, 13)
     dy = torch.randn(shape, device="cuda")
     runs = []
     for _ in range(2):
         y, mean, rstd = ext.nhwc_forward(x, w, b, groups, EPS, True)
-        runs.append((y, mean, rstd, *ext.nhwc_backward(dy, x, w, mean, rstd, groups, True)))
+        run = [y, mean, rstd, *ext.nhwc_backward(dy, x, w, mean, rstd, groups, True)]
+        y, mean, rstd = ext.nhwc_forward_bias(x, cb, w, b, groups, EPS, True)
+        run += [y, mean, rstd, *ext.nhwc_backward_bias(dy, x, cb, w, mean, rstd, groups, True)]
+        xc = x.contiguous()
+        y, mean, rstd = ext.nchw_forward_bias(xc, cb, w, b, groups, EPS, True)
+        run += [y, mean, rstd, *ext.nchw_backward_bias(dy, xc, cb, w, mean, rstd, groups, True)]
+        runs.append(run)
     for first, second in zip(*runs):
         assert torch.equal(first, second)
 
@@ -256,9 +381,11 @@ def run_child(call: str, message: str):
         ("ext.nhwc_backward(dy, x.contiguous(), w, mean, rstd, 8, True)", "channels-last"),
         ("ext.nhwc_backward(dy[:, :, :4], x, w, mean, rstd, 8, True)", "output gradient has shape"),
         ("ext.nhwc_backward(dy, x, w, mean[:1], rstd, 8, True)", "saved statistics"),
+        ("ext.nhwc_forward_bias(x, w[:32], w, b, 8, EPS, True)", "convolution bias must have shape"),
+        ("ext.nchw_backward_bias(dy, x.contiguous(), w.cpu(), w, mean, rstd, 8, True)", "CUDA"),
     ],
     ids=["cpp-unit", "cuda-unit", "nchw-1d", "not-channels-last", "cpu", "float64", "3d", "weight-shape",
-         "groups", "bwd-not-channels-last", "bwd-grad-shape", "bwd-stats"],
+         "groups", "bwd-not-channels-last", "bwd-grad-shape", "bwd-stats", "conv-bias-shape", "conv-bias-cpu"],
 )
 def test_bad_input_is_a_clear_error(ext, call, message):
     run_child(call, message)

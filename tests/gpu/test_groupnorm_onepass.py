@@ -29,10 +29,10 @@ constexpr int kSpecialisedGroups = 8;
 
 template <class Op>
 std::vector<at::Tensor> run(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads, int64_t bps) {
-  if (threads == 1024) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 1024>(x, w, b, groups, 1e-5, Op{}, bps);
-  if (threads == 512) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 512>(x, w, b, groups, 1e-5, Op{}, bps);
-  if (threads == 256) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 256>(x, w, b, groups, 1e-5, Op{}, bps);
-  return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, 0>(x, w, b, groups, 1e-5, Op{});
+  if (threads == 1024) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 1024>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
+  if (threads == 512) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 512>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
+  if (threads == 256) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 256>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
+  return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups>(x, w, b, groups, 1e-5, Op{});
 }
 
 // threads: 1024, 512 or 256 = one-pass where it fits (bps blocks per SM), 0 = two-pass.
@@ -45,9 +45,9 @@ std::vector<at::Tensor> forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_
 std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64_t plane, int64_t threads, int64_t bps) {
   const kgen::GroupShape shape{batch, channels, groups, plane};
   const bool vec = plane % 4 == 0;
-  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::Identity, 1024>(shape, vec, bps)
-                            : threads == 512  ? kgen::plan_onepass<kgen::Identity, 512>(shape, vec, bps)
-                                              : kgen::plan_onepass<kgen::Identity, 256>(shape, vec, bps);
+  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::Identity, 1024, false>(shape, vec, bps)
+                            : threads == 512  ? kgen::plan_onepass<kgen::Identity, 512, false>(shape, vec, bps)
+                                              : kgen::plan_onepass<kgen::Identity, 256, false>(shape, vec, bps);
   return {p.feasible ? 1 : 0, p.team_size, p.teams, p.chunk};
 }
 """

@@ -79,6 +79,12 @@ __device__ __forceinline__ float2 warp_sum(float2 v) {
   return v;
 }
 
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 __device__ __forceinline__ double warp_sum(double v) {
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -97,6 +103,23 @@ __device__ __forceinline__ float2 block_sum(float2 v) {
   __syncthreads();
   if (warp == 0) {
     v = lane < kWarps ? per_warp[lane] : make_float2(0.f, 0.f);
+    v = warp_sum(v);
+  }
+  return v;
+}
+
+// Tree sum over the block; the result is valid in thread 0.
+template <int kBlock>
+__device__ __forceinline__ float block_sum(float v) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float per_warp[kWarps];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  v = warp_sum(v);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kWarps ? per_warp[lane] : 0.f;
     v = warp_sum(v);
   }
   return v;

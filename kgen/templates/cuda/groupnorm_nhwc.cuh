@@ -10,8 +10,9 @@
 //                         (16-byte loads along C when C % 4 == 0) and keep per-channel Welford
 //                         moments of z - K (K: the slice's pilot, as in groupnorm.cuh); the block
 //                         combines them per group in shared memory -> Moments per (sample, group, split)
-//   moments_finalize      groupnorm.cuh's kernel, unchanged: fed the raw pilot values as a (N G) array
-//                         with slice_elems = 1, it evaluates op(pilot) exactly as the partial kernel did
+//   moments_finalize      groupnorm.cuh's kernel, unchanged: fed the pilot values (plus their bias with
+//                         kChannelBias, below) as a (N G) array with slice_elems = 1, it evaluates
+//                         op(pilot) exactly as the partial kernel did
 //   nhwc_normalize        tiles of kP pixels x 32 channels: rows read from NHWC into shared memory,
 //                         columns written to NCHW, op recomputed on the way; coalesced on both sides
 // Backward, 2 reads, then 2 reads + 1 write, dx written channels-last (what cuDNN's NHWC conv wants):
@@ -24,6 +25,12 @@
 // The shared tile is [kP][33] floats: a warp reading or writing a row (one pixel, 32 channels) and a
 // warp reading or writing a column (one channel, 32 pixels) both hit 32 distinct banks.
 // No atomics: every reduction is a fixed tree or a fixed-order loop, results are bitwise reproducible.
+//
+// kChannelBias (a convolution's bias fused in, as in groupnorm.cuh): every kernel reads x + bias[c] for
+// x. Threads already own fixed channels (a W-channel vector on the row side, a channel per warp on the
+// column side), so each keeps one ChannelOp per channel it owns. nhwc_backward_apply also sums the dx
+// of its tile per channel (through the shared tile, in a fixed order) into one row of C values per
+// (sample, pixel tile), which groupnorm.cuh's column_sums adds up: the bias gradient.
 #include <cstdio>
 #include <string>
 
@@ -164,10 +171,11 @@ inline NhwcStatsPlan plan_nhwc_stats(int64_t pixels, int64_t channels, int width
 // memory and one warp per group combines its entries in a fixed order. A split that holds no channel
 // of a group (column tiles) writes empty moments, which moments_finalize skips. Blocks of split 0 also
 // write the raw pilot values for moments_finalize_kernel.
-template <class Op, int kBlock, bool kVec, bool kSplitVector>
+template <class Op, int kBlock, bool kVec, bool kSplitVector, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 nhwc_moments_partial_kernel(const float* __restrict__ x, GroupShape shape, NhwcStatsPlan plan,
-                            Moments* __restrict__ partial, float* __restrict__ pilots, Op op) {
+                            Moments* __restrict__ partial, float* __restrict__ pilots, Op op,
+                            const float* __restrict__ channel_bias) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStates = kSplitVector ? W : 1;  // running states per thread
   constexpr int kSpan = W / kStates;             // channels per state
@@ -190,12 +198,16 @@ nhwc_moments_partial_kernel(const float* __restrict__ x, GroupShape shape, NhwcS
   const int64_t p_end = min(pixels, p_begin + plan.chunk);
   const float* sample = x + n * pixels * channels;
 
+  ChannelOp<Op, kChannelBias> f[W];  // the op of each of this thread's channels
+#pragma unroll
+  for (int j = 0; j < W; ++j) f[j] = channel_op<kChannelBias>(op, channel_bias, active ? c + j : 0);
   float pilot[kStates];
   Moments acc[kStates];
 #pragma unroll
   for (int a = 0; a < kStates; ++a) {
     acc[a] = Moments{0.f, 0.f, 0.f};
-    pilot[a] = active ? op(__ldg(sample + (c + a * kSpan) / cpg * cpg)) : 0.f;
+    const int64_t first = (c + a * kSpan) / cpg * cpg;  // the group's first channel
+    pilot[a] = active ? channel_op<kChannelBias>(op, channel_bias, first)(__ldg(sample + first)) : 0.f;
   }
   if (active) {
     // Register double buffer: the loads of step k + 1 are in flight while step k is folded.
@@ -218,20 +230,23 @@ nhwc_moments_partial_kernel(const float* __restrict__ x, GroupShape shape, NhwcS
       if constexpr (kSpan == 4) {  // one state, one pixel's vector at a time
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          if (base + u * stride < p_end) accumulate(acc[0], v[u], op, pilot[0]);
+          if (base + u * stride < p_end) {
+            accumulate4(acc[0], f[0](v[u].v[0]) - pilot[0], f[1](v[u].v[1]) - pilot[0],
+                        f[2](v[u].v[2]) - pilot[0], f[3](v[u].v[3]) - pilot[0]);
+          }
         }
       } else if (base + (kUnroll - 1) * stride < p_end) {  // one state per channel, kUnroll pixels at a time
 #pragma unroll
         for (int a = 0; a < kStates; ++a) {
-          accumulate4(acc[a], op(v[0].v[a]) - pilot[a], op(v[1].v[a]) - pilot[a], op(v[2].v[a]) - pilot[a],
-                      op(v[3].v[a]) - pilot[a]);
+          accumulate4(acc[a], f[a](v[0].v[a]) - pilot[a], f[a](v[1].v[a]) - pilot[a], f[a](v[2].v[a]) - pilot[a],
+                      f[a](v[3].v[a]) - pilot[a]);
         }
       } else {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           if (base + u * stride < p_end) {
 #pragma unroll
-            for (int a = 0; a < kStates; ++a) accumulate1(acc[a], op(v[u].v[a]) - pilot[a]);
+            for (int a = 0; a < kStates; ++a) accumulate1(acc[a], f[a](v[u].v[a]) - pilot[a]);
           }
         }
       }
@@ -242,7 +257,9 @@ nhwc_moments_partial_kernel(const float* __restrict__ x, GroupShape shape, NhwcS
     for (int a = 0; a < kStates; ++a) stage[row * entries + col * kStates + a] = acc[a];
   }
   if (split == 0) {
-    for (int64_t g = threadIdx.x; g < groups; g += kBlock) pilots[n * groups + g] = __ldg(sample + g * cpg);
+    for (int64_t g = threadIdx.x; g < groups; g += kBlock) {
+      pilots[n * groups + g] = channel_op<kChannelBias>(op, channel_bias, g * cpg).input(__ldg(sample + g * cpg));
+    }
   }
   __syncthreads();
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -266,11 +283,11 @@ nhwc_moments_partial_kernel(const float* __restrict__ x, GroupShape shape, NhwcS
 // ---------------------------------------------------------------- normalise
 
 // y[n, c, p] (NCHW) = (op(x[n, p, c]) - mean) * rstd * gamma[c] + beta[c]: one tile per block.
-template <class Op, int kGroups, int kBlock, bool kVec>
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 nhwc_normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
-                      GroupShape shape, NhwcTilePlan plan, Op op) {
+                      GroupShape shape, NhwcTilePlan plan, Op op, const float* __restrict__ channel_bias) {
   constexpr int W = kVec ? 4 : 1;
   using T = TileShape<kBlock, W>;
   __shared__ typename T::Tile tile;
@@ -292,11 +309,12 @@ nhwc_normalize_kernel(const float* __restrict__ x, const float2* __restrict__ me
     const float2 mu = mean[row];
     const float scale = rstd[row] * gamma[c];
     const float shift = beta[c];
+    const auto f = channel_op<kChannelBias>(op, channel_bias, c);
     float* out = y + (n * shape.channels + c) * shape.plane_elems;
 #pragma unroll
     for (int m = 0; m < T::kColumnSteps; ++m) {
       const int pl = lane + m * kWarpSize;
-      if (p0 + pl < shape.plane_elems) out[p0 + pl] = centered(op(tile[pl][cl]), mu) * scale + shift;
+      if (p0 + pl < shape.plane_elems) out[p0 + pl] = centered(f(tile[pl][cl]), mu) * scale + shift;
     }
   }
 }
@@ -308,11 +326,11 @@ nhwc_normalize_kernel(const float* __restrict__ x, const float2* __restrict__ me
 // z - mean (op applied once per value) before it goes into the shared tile; each thread parks its own
 // dy column values in shared memory too, so that both register sets are free to prefetch the next
 // tile while the current one is summed.
-template <class Op, int kGroups, int kBlock, bool kVec>
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 nhwc_backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                              const float2* __restrict__ mean, GroupShape shape, NhwcTilePlan plan,
-                             float2* __restrict__ partial, Op op) {
+                             float2* __restrict__ partial, Op op, const float* __restrict__ channel_bias) {
   constexpr int W = kVec ? 4 : 1;
   using T = TileShape<kBlock, W>;
   __shared__ typename T::Tile tile;   // z - mean, [pixel][channel]
@@ -325,12 +343,15 @@ nhwc_backward_partial_kernel(const float* __restrict__ dy, const float* __restri
   const int64_t t_end = min(plan.pixel_tiles, t_begin + plan.tiles_per_split);
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
 
-  // row side: the means of this thread's W channels
+  // row side: the means and ops of this thread's W channels
   const int64_t c_row = c0 + int64_t(T::row_lane()) * W;
   float2 mu[W];
+  ChannelOp<Op, kChannelBias> f[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) {
-    mu[j] = c_row + j < shape.channels ? mean[nhwc_row<kGroups>(shape, n, c_row + j)] : make_float2(0.f, 0.f);
+    const bool inside = c_row + j < shape.channels;
+    mu[j] = inside ? mean[nhwc_row<kGroups>(shape, n, c_row + j)] : make_float2(0.f, 0.f);
+    f[j] = channel_op<kChannelBias>(op, channel_bias, inside ? c_row + j : 0);
   }
   float2 sums[T::kChannelsPerWarp];
 #pragma unroll
@@ -347,7 +368,7 @@ nhwc_backward_partial_kernel(const float* __restrict__ dy, const float* __restri
 #pragma unroll
     for (int k = 0; k < T::kRowSteps; ++k) {
 #pragma unroll
-      for (int j = 0; j < W; ++j) v[k].v[j] = centered(op(v[k].v[j]), mu[j]);
+      for (int j = 0; j < W; ++j) v[k].v[j] = centered(f[j](v[k].v[j]), mu[j]);
     }
     __syncthreads();  // every thread is done reading the previous tile
     T::store_rows(tile, shape, p0, c0, v);
@@ -385,13 +406,15 @@ nhwc_backward_partial_kernel(const float* __restrict__ dy, const float* __restri
 }
 
 // dx[n, p, c] (NHWC) = op'(x) * (rstd gamma[c] dy[n, c, p] + B (z - mean) + C): dy columns through
-// the shared tile, x and dx as rows. One tile per block.
-template <class Op, int kGroups, int kBlock, bool kVec>
+// the shared tile, x and dx as rows. One tile per block. kChannelBias: the block also writes the tile's
+// dx sum per channel to bias_partial[(n pixel_tiles + pt) C + c].
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
 __global__ void __launch_bounds__(kBlock)
 nhwc_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
                            const float* __restrict__ rstd, const float* __restrict__ gamma,
                            const float2* __restrict__ coef, float* __restrict__ dx, GroupShape shape,
-                           NhwcTilePlan plan, Op op) {
+                           NhwcTilePlan plan, Op op, const float* __restrict__ channel_bias,
+                           float* __restrict__ bias_partial) {
   constexpr int W = kVec ? 4 : 1;
   using T = TileShape<kBlock, W>;
   __shared__ typename T::Tile tile;
@@ -411,8 +434,10 @@ nhwc_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict
   const int64_t c = c0 + lane_c;
   float2 mu[W], bc[W];
   float a[W];
+  ChannelOp<Op, kChannelBias> f[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) {
+    f[j] = channel_op<kChannelBias>(op, channel_bias, c + j < shape.channels ? c + j : 0);
     if (c + j < shape.channels) {
       const int64_t row = nhwc_row<kGroups>(shape, n, c + j);
       mu[j] = mean[row];
@@ -434,20 +459,38 @@ nhwc_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict
     }
   }
   __syncthreads();
-  if (c >= shape.channels) return;  // no barrier below
+  float dx_sum[W];  // kChannelBias: this thread's dx sums, one per channel
 #pragma unroll
-  for (int k = 0; k < T::kRowSteps; ++k) {
-    const int pl = T::row_pixel() + k * T::kPixelsPerStep;
-    const int64_t p = p0 + pl;
-    if (p < shape.plane_elems) {
-      Pack<W> r;
+  for (int j = 0; j < W; ++j) dx_sum[j] = 0.f;
+  if (c < shape.channels) {
 #pragma unroll
-      for (int j = 0; j < W; ++j) {
-        float z, dz_dx;
-        op.value_and_derivative(v[k].v[j], z, dz_dx);
-        r.v[j] = dz_dx * (a[j] * tile[pl][lane_c + j] + bc[j].x * centered(z, mu[j]) + bc[j].y);
+    for (int k = 0; k < T::kRowSteps; ++k) {
+      const int pl = T::row_pixel() + k * T::kPixelsPerStep;
+      const int64_t p = p0 + pl;
+      if (p < shape.plane_elems) {
+        Pack<W> r;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          float z, dz_dx;
+          f[j].value_and_derivative(v[k].v[j], z, dz_dx);
+          r.v[j] = dz_dx * (a[j] * tile[pl][lane_c + j] + bc[j].x * centered(z, mu[j]) + bc[j].y);
+          if constexpr (kChannelBias) dx_sum[j] += r.v[j];
+        }
+        store_pack<W>(dx + (n * shape.plane_elems + p) * shape.channels + c, 0, r);
       }
-      store_pack<W>(dx + (n * shape.plane_elems + p) * shape.channels + c, 0, r);
+    }
+  }
+  if constexpr (kChannelBias) {
+    // The tile is free again: row row_pixel() takes the sums of the threads of that pixel row, then one
+    // thread per channel adds the kPixelsPerStep rows in order.
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < W; ++j) tile[T::row_pixel()][lane_c + j] = dx_sum[j];
+    __syncthreads();
+    if (threadIdx.x < T::kC && c0 + threadIdx.x < shape.channels) {
+      float sum = 0.f;
+      for (int r = 0; r < T::kPixelsPerStep; ++r) sum += tile[r][threadIdx.x];
+      bias_partial[(n * plan.pixel_tiles + pt) * shape.channels + c0 + threadIdx.x] = sum;
     }
   }
 }
@@ -522,8 +565,10 @@ inline GroupShape check_groupnorm_nhwc_input(const at::Tensor& x, const at::Tens
 }
 
 // Statistics of op(x) per (sample, group) of a channels-last x: {mean (N, G, 2) as (hi, lo), rstd (N, G)}.
-template <class Op, int kBlock>
-std::vector<at::Tensor> groupnorm_moments_nhwc(const at::Tensor& x, const GroupShape& shape, double eps, Op op) {
+// kChannelBias: of op(x + channel_bias[c]).
+template <class Op, int kBlock, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_moments_nhwc(const at::Tensor& x, const GroupShape& shape, double eps, Op op,
+                                               const float* channel_bias = nullptr) {
   auto stats_options = x.options().dtype(at::kFloat);
   const int64_t rows = shape.batch * shape.groups;
   auto mean = at::empty({shape.batch, shape.groups, 2}, stats_options);
@@ -536,14 +581,14 @@ std::vector<at::Tensor> groupnorm_moments_nhwc(const at::Tensor& x, const GroupS
   const auto stream = at::cuda::getCurrentCUDAStream();
   const dim3 grid(static_cast<unsigned>(shape.batch * plan.splits));
   if (!vec) {
-    nhwc_moments_partial_kernel<Op, kBlock, false, false><<<grid, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op);
+    nhwc_moments_partial_kernel<Op, kBlock, false, false, kChannelBias><<<grid, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op, channel_bias);
   } else if (shape.channels_per_group() % 4 != 0) {  // a 16-byte vector can hold channels of two groups
-    nhwc_moments_partial_kernel<Op, kBlock, true, true><<<grid, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op);
+    nhwc_moments_partial_kernel<Op, kBlock, true, true, kChannelBias><<<grid, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op, channel_bias);
   } else {
-    nhwc_moments_partial_kernel<Op, kBlock, true, false><<<grid, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op);
+    nhwc_moments_partial_kernel<Op, kBlock, true, false, kChannelBias><<<grid, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), shape, plan, partial_ptr, pilots.data_ptr<float>(), op, channel_bias);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   // The pilots array stands in for x with one value per slice: moments_finalize reads op(pilots[row]).
@@ -554,26 +599,31 @@ std::vector<at::Tensor> groupnorm_moments_nhwc(const at::Tensor& x, const GroupS
 }
 
 // Forward of op -> GroupNorm on a channels-last x: returns {y (NCHW-contiguous), mean (N, G, 2), rstd (N, G)}.
-template <class Op, int kBlock, int kSpecialisedGroups>
+// kChannelBias: of op(x + channel_bias[c]).
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 std::vector<at::Tensor> groupnorm_forward_nhwc(const at::Tensor& x, const at::Tensor& gamma_in,
-                                               const at::Tensor& beta_in, int64_t groups, double eps, Op op) {
+                                               const at::Tensor& beta_in, int64_t groups, double eps, Op op,
+                                               const at::Tensor& channel_bias_in = at::Tensor()) {
   const GroupShape shape = check_groupnorm_nhwc_input(x, gamma_in, beta_in, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, x.device());
   const c10::cuda::CUDAGuard device_guard(x.device());
   const auto gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
   auto y = at::empty(x.sizes(), x.options());  // NCHW-contiguous
   if (x.numel() == 0) {
     return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
   }
-  const std::vector<at::Tensor> stats = groupnorm_moments_nhwc<Op, kBlock>(x, shape, eps, op);
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  const std::vector<at::Tensor> stats = groupnorm_moments_nhwc<Op, kBlock, kChannelBias>(x, shape, eps, op, bias);
   const NhwcTilePlan plan = plan_nhwc_tiles<kBlock>(shape);
   const bool vec = shape.channels % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>());
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     dispatch_vec(vec, [&](auto kv) {
-      nhwc_normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value>
+      nhwc_normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value, kChannelBias>
           <<<shape.batch * plan.pixel_tiles * plan.channel_tiles, kBlock, 0, stream>>>(
               x.data_ptr<float>(), as_float2(stats[0]), stats[1].data_ptr<float>(), gamma.data_ptr<float>(),
-              beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op);
+              beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op, bias);
     });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -581,12 +631,14 @@ std::vector<at::Tensor> groupnorm_forward_nhwc(const at::Tensor& x, const at::Te
 }
 
 // Backward of op -> GroupNorm on a channels-last x: grad_y in any layout; returns {dx (channels-last),
-// dgamma, dbeta}.
-template <class Op, int kBlock, int kSpecialisedGroups>
+// dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c])) the bias gradient as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 std::vector<at::Tensor> groupnorm_backward_nhwc(const at::Tensor& grad_y, const at::Tensor& x,
                                                 const at::Tensor& gamma_in, const at::Tensor& mean,
-                                                const at::Tensor& rstd, int64_t groups, Op op) {
+                                                const at::Tensor& rstd, int64_t groups, Op op,
+                                                const at::Tensor& channel_bias_in = at::Tensor()) {
   const GroupShape shape = check_groupnorm_nhwc_input(x, gamma_in, gamma_in, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, x.device());
   check_float_cuda(grad_y, "gradient of the output");
   require(grad_y.sizes() == x.sizes(), [&] {
     return error_text("kgen: output gradient has shape %s, expected %s", sizes_text(grad_y.sizes()).c_str(),
@@ -609,28 +661,34 @@ std::vector<at::Tensor> groupnorm_backward_nhwc(const at::Tensor& grad_y, const 
   const c10::cuda::CUDAGuard device_guard(x.device());
   const auto dy = grad_y.contiguous();  // NCHW
   const auto gamma = gamma_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
   auto dx = at::empty_like(x, at::MemoryFormat::ChannelsLast);
   auto dgamma = at::zeros_like(gamma);
   auto dbeta = at::zeros_like(gamma);
-  if (x.numel() == 0) return {dx, dgamma, dbeta};
+  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
+  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 
   const NhwcTilePlan plan = plan_nhwc_tiles<kBlock>(shape);
   const int64_t planes = shape.batch * shape.channels;
   auto partial = at::empty({planes * plan.splits, 2}, x.options());
   auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, x.options());
+  auto bias_partial =
+      kChannelBias ? at::empty({shape.batch * plan.pixel_tiles, shape.channels}, x.options()) : at::Tensor();
   auto* partial_ptr = as_float2(partial);
   auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   auto* coef_ptr = as_float2(coef);
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
   const bool vec_x = shape.channels % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>());
   const bool vec_apply = vec_x && is_16_byte_aligned(dx.data_ptr<float>());
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     constexpr int kGroups = decltype(kg)::value;
     dispatch_vec(vec_x, [&](auto kv) {
-      nhwc_backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value>
+      nhwc_backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
           <<<shape.batch * plan.splits * plan.channel_tiles, kBlock, 0, stream>>>(
-              dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), shape, plan, partial_ptr, op);
+              dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), shape, plan, partial_ptr, op, bias);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
@@ -640,14 +698,15 @@ std::vector<at::Tensor> groupnorm_backward_nhwc(const at::Tensor& grad_y, const 
         plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     dispatch_vec(vec_apply, [&](auto kv) {
-      nhwc_backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value>
+      nhwc_backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
           <<<shape.batch * plan.pixel_tiles * plan.channel_tiles, kBlock, 0, stream>>>(
               dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
-              gamma.data_ptr<float>(), coef_ptr, dx.data_ptr<float>(), shape, plan, op);
+              gamma.data_ptr<float>(), coef_ptr, dx.data_ptr<float>(), shape, plan, op, bias, bias_partial_ptr);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  return {dx, dgamma, dbeta};
+  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
+  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 }
 
 }  // namespace kgen

@@ -92,12 +92,14 @@ __device__ __forceinline__ void combine_published(const Moments* published, int 
 }
 
 // W = 4: 16-byte accesses (HW % 4 == 0, so a pack never straddles two channels; pointers aligned).
-template <class Op, int kThreads, int W>
+// kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
+template <class Op, int kThreads, int W, bool kChannelBias>
 __global__ void __launch_bounds__(kThreads)
 groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
                          const float* __restrict__ beta, float* __restrict__ y, float2* __restrict__ mean_out,
                          float* __restrict__ rstd_out, Moments* __restrict__ published,
-                         unsigned* __restrict__ arrivals, GroupShape shape, OnePassPlan plan, double eps, Op op) {
+                         unsigned* __restrict__ arrivals, GroupShape shape, OnePassPlan plan, double eps, Op op,
+                         const float* __restrict__ channel_bias) {
   extern __shared__ float4 smem_raw[];
   float* held = reinterpret_cast<float*>(smem_raw);  // this block's chunk of op(x), plan.chunk values
   __shared__ float2 s_mean;
@@ -116,7 +118,9 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
   int round = 0;
   for (int64_t row = team; row < rows; row += plan.teams, ++round) {
     const float* xs = x + row * slice_elems + begin;
-    const float pilot = op(x[row * slice_elems]);  // moments of z - pilot: see groupnorm.cuh
+    const int64_t channel0 = (row % shape.groups) * cpg;
+    // moments of z - pilot, pilot the slice's first z: see groupnorm.cuh
+    const float pilot = channel_op<kChannelBias>(op, channel_bias, channel0)(x[row * slice_elems]);
 
     // 1. Load: z = op(x) into shared memory, Welford moments on the way.
     Moments acc{0.f, 0.f, 0.f};
@@ -131,9 +135,10 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       for (int u = 0; u < kLoadUnroll; ++u) {
         const int64_t i = base + int64_t(u) * kThreads;
         if (i < packs) {
+          const auto op_c = channel_op<kChannelBias>(op, channel_bias, channel0 + (begin + i * W) / plane);
           Pack<W> z;
 #pragma unroll
-          for (int j = 0; j < W; ++j) z.v[j] = op(v[u].v[j]);
+          for (int j = 0; j < W; ++j) z.v[j] = op_c(v[u].v[j]);
           accumulate(acc, z, Identity{}, pilot);
           store_pack<W>(held, i, z);
         }
@@ -165,7 +170,6 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
     // 3. Normalise out of shared memory (each thread reads back exactly the packs it stored).
     const float2 mu = s_mean;
     const float rstd = s_rstd;
-    const int64_t channel0 = (row % shape.groups) * cpg;
     float* ys = y + row * slice_elems + begin;
     for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
       const int64_t c = channel0 + (begin + i * W) / plane;
@@ -183,7 +187,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
 
 // Team sizes for one slice on this device, or feasible = false. blocks_per_sm blocks share each SM's
 // shared memory: with more than one, one block's loads overlap another's barrier wait and stores.
-template <class Op, int kThreads>
+template <class Op, int kThreads, bool kChannelBias>
 inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_per_sm) {
   OnePassPlan plan{false, kThreads, 0, 0, 0, 0};
   int device = 0, sms = 0, optin = 0, per_sm_bytes = 0;
@@ -195,8 +199,8 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   const int64_t slice = shape.slice_elems();
   if (rows == 0 || slice == 0 || blocks_per_sm < 1) return plan;
   cudaFuncAttributes attributes;
-  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4>)
-                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1>);
+  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4, kChannelBias>)
+                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1, kChannelBias>);
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
   // What one block may hold as its chunk: its share of the SM, less its static arrays and the 1 KB
   // the runtime reserves per block.
@@ -222,13 +226,13 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
 
 // One-pass forward of op -> GroupNorm into y (contiguous, same shape as x); mean and rstd as the
 // two-pass forward leaves them. Returns false, having launched nothing, if the slice does not fit.
-template <class Op, int kThreads>
+template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
-                               int blocks_per_sm) {
+                               const float* channel_bias, int blocks_per_sm) {
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
                    is_16_byte_aligned(y.data_ptr<float>());
-  const OnePassPlan plan = plan_onepass<Op, kThreads>(shape, vec, blocks_per_sm);
+  const OnePassPlan plan = plan_onepass<Op, kThreads, kChannelBias>(shape, vec, blocks_per_sm);
   if (!plan.feasible) return false;
   const int64_t words_per_team = 2 * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
   auto published = at::empty({plan.teams * words_per_team}, x.options());
@@ -242,9 +246,9 @@ bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, con
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   void* args[] = {&x_ptr, &gamma_ptr, &beta_ptr, &y_ptr, &mean_ptr, &rstd_ptr, &published_ptr, &arrivals_ptr,
-                  const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &op};
-  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4>)
-                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1>);
+                  const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &op, &channel_bias};
+  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4, kChannelBias>)
+                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1, kChannelBias>);
   C10_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(plan.teams * plan.team_size), dim3(kThreads), args,
                                              plan.smem_bytes, at::cuda::getCurrentCUDAStream()));
   return true;

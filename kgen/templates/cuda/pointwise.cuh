@@ -42,4 +42,37 @@ struct GeluTanh {
   }
 };
 
+// op(v + bias) for one channel: a convolution's bias, fused into the kernels that read its output (the
+// conv then runs without its bias, and the separate full-size sweep in which PyTorch adds it disappears).
+// __fadd_rn keeps the add a separately rounded float add, never contracted into an FMA with a nearby
+// multiply: it is the very add PyTorch's bias sweep does, so u = v + bias is bitwise the reference's
+// conv output. Without kChannelBias it is op(v), the same instructions as calling op directly.
+template <class Op, bool kChannelBias>
+struct ChannelOp {
+  Op op;
+  float bias;
+  __device__ __forceinline__ float input(float v) const {
+    if constexpr (kChannelBias) {
+      return __fadd_rn(v, bias);
+    } else {
+      return v;
+    }
+  }
+  __device__ __forceinline__ float operator()(float v) const { return op(input(v)); }
+  __device__ __forceinline__ void value_and_derivative(float v, float& value, float& derivative) const {
+    op.value_and_derivative(input(v), value, derivative);
+  }
+};
+
+// The op of channel c; `bias` (C values) is read only when kChannelBias.
+template <bool kChannelBias, class Op>
+__device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, const float* __restrict__ bias,
+                                                                   int64_t c) {
+  if constexpr (kChannelBias) {
+    return ChannelOp<Op, true>{op, __ldg(bias + c)};
+  } else {
+    return ChannelOp<Op, false>{op, 0.f};
+  }
+}
+
 }  // namespace kgen
