@@ -807,11 +807,20 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+template <class Op, int kThreads, bool kChannelBias>
+bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
+                               const float* channel_bias, int blocks_per_sm);
+
 // Forward of op -> GroupNorm: returns {y, mean, rstd}. kChannelBias: of op(x + channel_bias[c]).
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+// kOnePassThreads > 0: the one-pass kernel, that many threads per block and `onepass_blocks_per_sm` blocks
+// per SM, wherever the planner finds that a slice fits on chip; the two-pass kernels elsewhere.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false, int kOnePassThreads = 0>
 std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
                                              const at::Tensor& beta_in, int64_t groups, double eps, Op op,
-                                             const at::Tensor& channel_bias_in = at::Tensor()) {
+                                             const at::Tensor& channel_bias_in = at::Tensor(),
+                                             int onepass_blocks_per_sm = 1) {
   const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
   if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   const c10::cuda::CUDAGuard device_guard(input.device());
@@ -823,6 +832,14 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
     return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
   }
   const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  if constexpr (kOnePassThreads > 0) {
+    auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
+    auto rstd = at::empty({shape.batch, shape.groups}, x.options());
+    if (groupnorm_forward_onepass<Op, kOnePassThreads, kChannelBias>(x, gamma, beta, y, mean, rstd, shape, eps, op,
+                                                                      bias, onepass_blocks_per_sm)) {
+      return {y, mean, rstd};
+    }
+  }
   auto stats = groupnorm_moments<Op, kBlock, kChannelBias>(x, shape, eps, op, bias);
   groupnorm_normalize<Op, kBlock, kSpecialisedGroups, kChannelBias>(x, stats[0], stats[1], gamma, beta, y, shape, op,
                                                                     bias);

@@ -65,7 +65,7 @@ def render(spec: Spec, params: dict) -> str:
         notes=spec.notes(params),
         header_fields=render_header_fields(spec.name, params, __version__),
         cuda_source=cuda_source(spec, params, env),
-        functions=json.dumps(spec.functions),
+        functions=json.dumps(spec.functions_for(params)),
         input_shapes=[list(shape) for shape in spec.input_shapes],
         init_args=repr(spec.init_args_for(params)),
     )

@@ -118,7 +118,7 @@ def test_l2_19_fuses_the_conv_bias(conv):
     assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
     assert "self.conv_transpose(" not in text
     bindings = text[text.index("// ---- bindings:"):text.index('CPP_SOURCE = r"""')]
-    assert bindings.count("kSpecialisedGroups, true>") == 2
+    assert bindings.count("kSpecialisedGroups, true>") + bindings.count("kSpecialisedGroups, true, kOnePassThreads>") == 2
     assert "return grad_x, grad_conv_bias, grad_weight, grad_bias, None, None" in text
     assert "WITHOUT its bias" in ast.get_docstring(ast.parse(text))
 
@@ -129,3 +129,20 @@ def test_groupnorm_bindings_have_no_channel_bias():
     bindings = text[text.index("// ---- bindings:"):]
     assert "conv_bias" not in bindings and ", true>" not in bindings
     assert "_ext.groupnorm_forward(x, weight, bias, num_groups, eps)" in text
+
+
+@pytest.mark.parametrize("spec", ["groupnorm", "convt-gelu-groupnorm"])
+def test_forward_auto_includes_the_one_pass_kernel_and_two_pass_does_not(spec):
+    auto = emit(spec, {})[0]
+    two = emit(spec, {"forward": "two-pass"})[0]
+    assert "groupnorm_onepass_kernel" in auto and "constexpr int kOnePassThreads = " in auto
+    assert "groupnorm_onepass_kernel" not in two and "constexpr int kOnePassThreads" not in two
+    doc = ast.get_docstring(ast.parse(auto))
+    assert "shared memory" in doc and "planner" in doc
+
+
+def test_fast_conv_uses_the_layout_kernels_and_two_pass_forward():
+    text = emit("convt-gelu-groupnorm", {"conv": "fast"})[0]
+    assert "x = ChannelsLastCopy.apply(x)" in text and "_ext.to_contiguous_nchw(grad)" in text
+    assert '"to_channels_last", "to_contiguous_nchw"' in text
+    assert "groupnorm_onepass_kernel" not in text

@@ -49,6 +49,25 @@ def block_size_param(default: int) -> Param:
 
 BLOCK_SIZE = block_size_param(256)
 
+# The one-pass forward's block shape (groupnorm_onepass.cuh), chosen on an H100: see benchmarks/h100/.
+ONEPASS_THREADS = 512
+ONEPASS_BLOCKS_PER_SM = 2
+
+FORWARD = Param("forward", str, "auto",
+                "auto: GroupNorm forward in one pass (each slice held on chip) where the planner finds it fits "
+                "this GPU, two passes elsewhere; two-pass: always two passes", choices=("auto", "two-pass"))
+
+
+def onepass_wanted(params: dict) -> bool:
+    return params.get("forward") == "auto"
+
+
+def onepass_context(params: dict) -> dict:
+    """Template values of the one-pass forward: 0 threads means the two-pass kernels only."""
+    wanted = onepass_wanted(params)
+    return {"onepass_threads": ONEPASS_THREADS if wanted else 0,
+            "onepass_blocks_per_sm": ONEPASS_BLOCKS_PER_SM if wanted else 0}
+
 
 def groups_param(default: int) -> Param:
     return Param("groups", int, default, "GroupNorm group count the kernels are specialised for",
@@ -87,11 +106,15 @@ class Spec:
 
     def cuda_parts_for(self, params: dict) -> tuple:
         """The CUDA building blocks this parameter set needs (a spec may add a layout variant)."""
-        return self.cuda_parts
+        return self.cuda_parts + (("groupnorm_onepass.cuh",) if onepass_wanted(params) else ())
+
+    def functions_for(self, params: dict) -> tuple:
+        """The host functions the bindings export for this parameter set."""
+        return self.functions
 
     def template_context(self, params: dict) -> dict:
         """Values the templates need beyond the parameters themselves (e.g. the C++ type of an op)."""
-        return dict(self.context)
+        return {**self.context, **onepass_context(params)}
 
     def notes(self, params: dict) -> list[str]:
         """Warnings `emit` prints on stderr and writes into the header (e.g. a non-equivalent variant)."""

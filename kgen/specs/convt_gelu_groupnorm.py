@@ -1,5 +1,5 @@
 """L2-19: ConvTranspose2d -> GELU -> GroupNorm, trainable."""
-from kgen.specs.base import BLOCK_SIZE, REFERENCES, Param, Spec, groups_param
+from kgen.specs.base import BLOCK_SIZE, FORWARD, REFERENCES, Param, Spec, groups_param, onepass_context
 
 GELU_OPS = {"erf": "kgen::GeluErf", "tanh": "kgen::GeluTanh"}
 TANH_REFERENCE = "level2_19_convtranspose2d_gelu_tanh_groupnorm.py"
@@ -7,12 +7,18 @@ TANH_REFERENCE = "level2_19_convtranspose2d_gelu_tanh_groupnorm.py"
 
 class ConvTransposeGeluGroupNorm(Spec):
     def cuda_parts_for(self, params):
-        return self.cuda_parts + (("groupnorm_nhwc.cuh",) if params["conv"] == "fast" else ())
+        if params["conv"] == "fast":   # channels-last kernels (two passes) and the layout copies around the conv
+            return self.cuda_parts + ("groupnorm_nhwc.cuh", "layout.cuh")
+        return super().cuda_parts_for(params)
+
+    def functions_for(self, params):
+        return self.functions + (("to_channels_last", "to_contiguous_nchw") if params["conv"] == "fast" else ())
 
     def template_context(self, params):
         # channel_bias: the conv runs without its bias, which the GroupNorm kernels add (and differentiate).
-        return {"op": GELU_OPS[params["gelu"]], "layout": "nhwc" if params["conv"] == "fast" else "nchw",
-                "channel_bias": True}
+        layout = "nhwc" if params["conv"] == "fast" else "nchw"
+        onepass = onepass_context(params) if layout == "nchw" else onepass_context({})
+        return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True, **onepass}
 
     def notes(self, params):
         notes = []
@@ -46,6 +52,7 @@ SPEC = ConvTransposeGeluGroupNorm(
               choices=("erf", "tanh")),
         Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
               "fast: channels-last cuDNN (TF32 rounding differs)", choices=("exact", "fast")),
+        FORWARD,
     ),
     summary="cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise "
             "and backward sweeps",
