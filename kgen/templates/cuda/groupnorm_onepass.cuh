@@ -93,8 +93,9 @@ __device__ __forceinline__ void combine_published(const Moments* published, int 
 
 // W = 4: 16-byte accesses (HW % 4 == 0, so a pack never straddles two channels; pointers aligned).
 // kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
+// At least 1024 threads per SM stay resident (64 registers a thread): 1024 x 1, 512 x 2, 256 x 4.
 template <class Op, int kThreads, int W, bool kChannelBias>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
 groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
                          const float* __restrict__ beta, float* __restrict__ y, float2* __restrict__ mean_out,
                          float* __restrict__ rstd_out, Moments* __restrict__ published,
@@ -220,8 +221,11 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  if (int64_t(per_sm) * sms < teams * team_size) return plan;
-  return OnePassPlan{true, kThreads, int(team_size), int(teams), chunk, smem};
+  // Fewer teams if fewer blocks fit than asked for (registers): a team must never wait on a block that
+  // cannot be resident.
+  const int64_t fitting_teams = std::min<int64_t>(teams, int64_t(per_sm) * sms / team_size);
+  if (fitting_teams < 1) return plan;
+  return OnePassPlan{true, kThreads, int(team_size), int(fitting_teams), chunk, smem};
 }
 
 // One-pass forward of op -> GroupNorm into y (contiguous, same shape as x); mean and rstd as the
