@@ -11,6 +11,7 @@ import failed (its output's tail is printed).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -47,7 +48,9 @@ def emit_to_file(spec: str, params: dict) -> Path:
 
     path = emitted_path(spec, params)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(emit(spec, dict(params))[0])
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")   # atomic: concurrent writers and readers
+    temp.write_text(emit(spec, dict(params))[0])
+    os.replace(temp, path)
     return path
 
 

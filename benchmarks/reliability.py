@@ -107,6 +107,8 @@ def forward_backward(model, x: torch.Tensor, dtype, seed: int = 1) -> tuple[torc
 
 def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float, float, float, str]:
     """(ok, err vs reference, err vs float64, reference's err vs float64, problem) for one tensor."""
+    if isinstance(new, str):   # "only-solution" / "only-reference": a parameter the other model lacks
+        return False, math.nan, math.nan, math.nan, f"{name}: a parameter only in the {new[5:]}"
     if new is None or ref is None or exact is None:
         if new is None and ref is None:
             return True, 0.0, 0.0, 0.0, ""
@@ -138,7 +140,8 @@ def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL) -> tuple[str
     tensors = [("output", new_y, ref_y, y64)]
     for key in list(ref_g) + [k for k in new_g if k not in ref_g]:
         if key not in new_g or key not in ref_g:
-            tensors.append((f"grad {key}", None, ref_g.get(key, torch.zeros(0)), g64.get(key)))
+            where = "solution" if key in new_g else "reference"
+            tensors.append((f"grad {key}", "only-" + where, None, None))
             continue
         tensors.append((f"grad {key}", new_g[key], ref_g[key], g64.get(key)))
     oks, problems, errs = [], [], []
