@@ -6,6 +6,15 @@
 #   validate:FILE[:ARGS]  kgen validate generated/FILE --bench --json (extra validate ARGS after a colon)
 #   profile:FILE          per-kernel time and bandwidth (benchmarks/profile_kernels.py)
 #   verdicts              validate a planted-bug file (expect exit 1) and a file that does not compile (expect 2)
+#   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
+#                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
+#                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
+#                           tests/validate (less the --bench test), benchmarks/reliability.py (numerics, memory/build-once, validator);
+#                           then the sanitizer section is merged into the table. $OUT gets exactly 3 files:
+#                           RELIABILITY.md, reliability.json and reliability_logs.tar.gz (every log, gpu.txt).
+#                           RELIABILITY_BUDGET (default 330 s) bounds the parallel phase; what ran out of time
+#                           shows as NOT RUN / a timeout in the logs. RELIABILITY_SKIP="sanitize pytest table"
+#                           (any of them) leaves parts out, to split the step over two device calls.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -44,6 +53,45 @@ for step in "$@"; do
         "generated/$rest" > "/tmp/stcs_$rest"
       grep -c __stcs "/tmp/stcs_$rest"
       python3 benchmarks/profile_kernels.py "/tmp/stcs_$rest" 2>&1 | grep -v Warn | tee "$OUT/profile_stcs_$(basename "$rest" .py).log" ;;
+    reliability)
+      LOGS=$(mktemp -d /tmp/kgen-reliability.XXXXXX)
+      t0=$(date +%s)
+      mv "$OUT/gpu.txt" "$LOGS/gpu.txt" 2>/dev/null
+      echo "== prebuild"
+      python3 benchmarks/prebuild.py -j 16 generated/*.py tests/validate/files/gpu_groupnorm*.py.txt \
+        emit:groupnorm:groups=4 > "$LOGS/prebuild.log" 2>&1
+      tail -1 "$LOGS/prebuild.log"; echo "prebuild: $(( $(date +%s) - t0 )) s"
+      budget=${RELIABILITY_BUDGET:-330}
+      skip=" ${RELIABILITY_SKIP:-} "
+      pid_sanitize="" pid_pytest=""
+      if [[ $skip != *" sanitize "* ]]; then
+        SANITIZE_JOBS=${SANITIZE_JOBS:-6} timeout -k 10 "$budget" bash benchmarks/sanitize.sh "$LOGS/sanitize" \
+          > "$LOGS/sanitize.log" 2>&1 &
+        pid_sanitize=$!
+      fi
+      if [[ $skip != *" pytest "* ]]; then
+        timeout -k 10 "$budget" python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests/validate \
+          --deselect tests/validate/test_runtime_gpu.py::test_bench_on_gpu \
+          > "$LOGS/pytest_gpu_validate.log" 2>&1 &
+        pid_pytest=$!
+      fi
+      if [[ $skip != *" table "* ]]; then
+        timeout -k 10 "$budget" python3 benchmarks/reliability.py --sections numerics,memory,validator \
+          --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" > "$LOGS/reliability.log" 2>&1
+        echo "reliability.py exit $?: $(( $(date +%s) - t0 )) s"
+      fi
+      [ -n "$pid_pytest" ] && { wait $pid_pytest; echo "pytest exit $?: $(( $(date +%s) - t0 )) s"; }
+      [ -n "$pid_sanitize" ] && { wait $pid_sanitize; echo "sanitize.sh exit $?: $(( $(date +%s) - t0 )) s"; }
+      [ -f "$LOGS/sanitize/runs.tsv" ] && [ ! -f "$LOGS/sanitize/summary.txt" ] && \
+        python3 benchmarks/sanitize_summary.py "$LOGS/sanitize" > /dev/null
+      timeout 120 python3 benchmarks/reliability.py --sections sanitizer --sanitize-dir "$LOGS/sanitize" \
+        --merge "$LOGS/reliability.json" --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" \
+        >> "$LOGS/reliability.log" 2>&1
+      echo "total: $(( $(date +%s) - t0 )) s" | tee "$LOGS/duration.txt"
+      tail -3 "$LOGS/pytest_gpu_validate.log"; cat "$LOGS/sanitize/summary.txt" 2>/dev/null | tail -25
+      tail -1 "$LOGS/reliability.log"
+      cp "$LOGS/RELIABILITY.md" "$LOGS/reliability.json" "$OUT/" 2>/dev/null
+      tar czf "$OUT/reliability_logs.tar.gz" -C "$LOGS" . ;;
     *) echo "unknown step $step" ;;
   esac
 done

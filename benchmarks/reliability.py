@@ -1,17 +1,32 @@
-"""Reliability table for issue 5: every adversarial case x every emitted solution, on a GPU.
+"""Reliability tables for issue 5, on a GPU: benchmarks/RELIABILITY.md and (--json) the same as JSON.
 
     PYTHONPATH=. python3 benchmarks/reliability.py [--out benchmarks/RELIABILITY.md] [--json out.json]
+        [--sanitize-dir .build/sanitize] [--sections numerics,memory,validator,sanitizer] [--no-huge]
 
-For each golden file in generated/ and each case below, runs the solution and its reference (and a
-float64 copy of the reference) on the same input and records a verdict:
-  PASS         results agree with the reference (NaN where it has NaN) within 1e-4, or are closer to
-               float64 than the reference is
-  RAISES-OK    the case is invalid input and the solution raised a clear error (message recorded)
-  WRONG        the solution returned a different answer (the cell that must never appear)
-  CRASH        the solution raised on valid input (message recorded)
-Small shapes keep the whole table to a few minutes; the >2^31-element case runs for GroupNorm only.
-Status: written without a GPU at hand (the session's device time was spent); run it on the device and
-commit its output, fixing whatever it shows.
+Sections (each written to the file as soon as it is done, so a time limit leaves what was found):
+ (a) numerics: every golden file in generated/ x every case below. The solution, its reference and a
+     float64 copy of the reference run forward AND backward on the same input and upstream gradient; the
+     output and EVERY gradient (input and parameters) is compared:
+       PASS       each tensor agrees with the reference within the file's tolerance (1e-4; 1e-2 for
+                  --conv fast, whose header says it is not equivalent at 1e-4), or is no more than twice as
+                  far from float64 as the reference is (+ tol: a TF32 reference is itself ~3e-3 off);
+                  NaN/Inf exactly where the reference (or float64) has them
+       WRONG      anything else: a different answer, a NaN/Inf pattern that is neither the reference's nor
+                  float64's, a wrong shape, a missing gradient (the cell that must never appear)
+       CRASH      the solution raised on valid input (message recorded)
+       RAISES-OK  invalid input: the solution raised, and so does the reference (message recorded)
+       REFUSED    the reference accepts this input, the solution raises a clear error instead
+       ACCEPTED   invalid input the reference rejects but the solution accepted (a failure)
+ (b) memory and build-once: 1,000 forward+backward iterations per golden file (memory_allocated after
+     iteration 10 == after 1,000); the same file executed twice in one process (no ninja run, < 5 s, same
+     extension); two different emitted files in one process (different extensions, both correct);
+     benchmarks/reliability_checks.py
+ (c) validator: every adversarial file of tests/validate/adversarial.py (static files: static verdicts;
+     runtime files: the runner child on "cuda"; GPU files: the whole validate()) -> expected and observed
+     exit code, seconds, leftover processes
+ (d) sanitizer: the runs of benchmarks/sanitize.sh found in --sanitize-dir (its runs.tsv and logs)
+Exit status 1 if any cell is a failure (WRONG, CRASH, ACCEPTED, memory growth, a build reused wrongly, a
+validator verdict other than expected or a leftover process, a sanitizer run not clean).
 """
 from __future__ import annotations
 
@@ -30,6 +45,7 @@ from kgen.header import parse_header
 from kgen.specs import get_spec
 
 ATOL = RTOL = 1e-4
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 
 @dataclass
@@ -41,6 +57,7 @@ class Row:
     err_fp64: float | None = None
     ref_err_fp64: float | None = None
     message: str = ""
+    tol: float | None = None
 
 
 def load(path: Path, name: str):
@@ -55,46 +72,112 @@ def build(cls, init, seed=0):
     return cls(*init).cuda()
 
 
+def tolerance_for(params: dict) -> float:
+    """1e-4, or 1e-2 for a variant whose header says it is not equivalent at 1e-4 (--conv fast)."""
+    return 1e-2 if params.get("conv") == "fast" else ATOL
+
+
 def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    both_nan = a.isnan() & b.isnan()
-    d = (a.double() - b.double()).abs().masked_fill(both_nan, 0)
+    """max |a - b| (in float64) over the elements where both are finite."""
+    if a.numel() == 0:
+        return 0.0
+    both = torch.isfinite(a) & torch.isfinite(b)
+    d = (a.double() - b.double()).abs()[both]
     return float(d.max()) if d.numel() else 0.0
 
 
-def judge(new_model, ref_model, x: torch.Tensor) -> tuple[str, float, float, float]:
-    """Forward and backward of both models (and a float64 reference) on x."""
-    outs, grads = [], []
-    for model, dtype in ((new_model, torch.float32), (ref_model, torch.float32)):
-        xi = x.detach().clone().to(dtype).requires_grad_()
-        y = model(xi)
-        torch.manual_seed(1)
-        g = torch.randn_like(y)
-        y.backward(g)
-        outs.append(y.detach())
-        grads.append(xi.grad)
-        model.zero_grad(set_to_none=True)
-    x64 = x.detach().double().requires_grad_()
-    model64 = _double_copy(ref_model)
-    y64 = model64(x64)
-    torch.manual_seed(1)
-    y64.backward(torch.randn_like(y64, dtype=torch.float32).double())
-    new_y, ref_y = outs
-    nan_ok = torch.equal(new_y.isnan(), ref_y.isnan()) and torch.equal(new_y.isinf(), ref_y.isinf())
-    finite = ~(ref_y.isnan() | ref_y.isinf())
-    err_ref = max_err(new_y[finite], ref_y[finite])
-    err_fp64 = max(max_err(new_y[finite], y64.detach()[finite]), max_err(grads[0], x64.grad))
-    ref_err_fp64 = max(max_err(ref_y[finite], y64.detach()[finite]), max_err(grads[1], x64.grad))
-    close = torch.allclose(new_y[finite], ref_y[finite], atol=ATOL, rtol=RTOL) and torch.allclose(
-        grads[0], grads[1], atol=ATOL, rtol=RTOL, equal_nan=True)
-    better = err_fp64 <= 2 * ref_err_fp64 + ATOL
-    verdict = "PASS" if nan_ok and (close or better) else "WRONG"
-    return verdict, err_ref, err_fp64, ref_err_fp64
+def special_pattern(t: torch.Tensor) -> torch.Tensor:
+    """0 finite, 1 NaN, 2 +Inf, 3 -Inf, per element."""
+    return t.isnan().to(torch.int8) + 2 * t.isposinf().to(torch.int8) + 3 * t.isneginf().to(torch.int8)
+
+
+def forward_backward(model, x: torch.Tensor, dtype, seed: int = 1) -> tuple[torch.Tensor, dict]:
+    """Output and {name: gradient} (input and every parameter), with an upstream gradient drawn from its
+    own generator in float32 (the same numbers for every model and dtype)."""
+    xi = x.detach().clone().to(dtype).requires_grad_()
+    y = model(xi)
+    generator = torch.Generator(device=y.device)
+    generator.manual_seed(seed)
+    upstream = torch.randn(y.shape, generator=generator, device=y.device, dtype=torch.float32).to(dtype)
+    y.backward(upstream)
+    grads = {"input": xi.grad, **{name: p.grad for name, p in model.named_parameters()}}
+    model.zero_grad(set_to_none=True)
+    return y.detach(), grads
+
+
+def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float, float, float, str]:
+    """(ok, err vs reference, err vs float64, reference's err vs float64, problem) for one tensor."""
+    if isinstance(new, str):   # "only-solution" / "only-reference": a parameter the other model lacks
+        return False, math.nan, math.nan, math.nan, f"{name}: a parameter only in the {new[5:]}"
+    if new is None or ref is None or exact is None:
+        if new is None and ref is None:
+            return True, 0.0, 0.0, 0.0, ""
+        return False, math.nan, math.nan, math.nan, f"{name}: gradient missing in the " + (
+            "solution" if new is None else "reference" if ref is None else "float64 reference")
+    if new.shape != ref.shape or new.shape != exact.shape:
+        return False, math.nan, math.nan, math.nan, f"{name}: shape {tuple(new.shape)} vs reference {tuple(ref.shape)}"
+    pattern = special_pattern(new)
+    pattern_ok = torch.equal(pattern, special_pattern(ref)) or torch.equal(pattern, special_pattern(exact))
+    err_ref, err_64, ref_64 = max_err(new, ref), max_err(new, exact), max_err(ref, exact)
+    finite = torch.isfinite(new) & torch.isfinite(ref)
+    close = torch.allclose(new[finite], ref[finite], atol=tol, rtol=tol)
+    better = err_64 <= 2 * ref_64 + tol
+    ok = pattern_ok and (close or better)
+    problem = ""
+    if not pattern_ok:
+        problem = f"{name}: NaN/Inf where neither the reference nor float64 has them (or missing)"
+    elif not ok:
+        problem = f"{name}: max err {err_ref:.2e} vs reference, {err_64:.2e} vs float64 (reference {ref_64:.2e})"
+    return ok, err_ref, err_64, ref_64, problem
+
+
+def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL) -> tuple[str, float, float, float, str]:
+    """Forward and backward of the solution, the reference and a float64 copy of the reference on x: the
+    output and every gradient (input and parameters, matched by name) compared."""
+    new_y, new_g = forward_backward(new_model, x, torch.float32)
+    ref_y, ref_g = forward_backward(ref_model, x, torch.float32)
+    y64, g64 = forward_backward(_double_copy(ref_model), x, torch.float64)
+    tensors = [("output", new_y, ref_y, y64)]
+    for key in list(ref_g) + [k for k in new_g if k not in ref_g]:
+        if key not in new_g or key not in ref_g:
+            where = "solution" if key in new_g else "reference"
+            tensors.append((f"grad {key}", "only-" + where, None, None))
+            continue
+        tensors.append((f"grad {key}", new_g[key], ref_g[key], g64.get(key)))
+    oks, problems, errs = [], [], []
+    for name, new, ref, exact in tensors:
+        ok, e_ref, e_64, r_64, problem = compare_tensor(name, new, ref, exact, tol)
+        oks.append(ok)
+        errs.append((e_ref, e_64, r_64))
+        if problem:
+            problems.append(problem)
+    def worst(i: int) -> float:
+        values = [e[i] for e in errs]
+        return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+    verdict = "PASS" if all(oks) else "WRONG"
+    message = "; ".join(problems[:3]) if problems else f"{len(tensors)} tensors compared (output + gradients)"
+    return verdict, worst(0), worst(1), worst(2), message
 
 
 def _double_copy(model):
     import copy
 
     return copy.deepcopy(model).double()
+
+
+def settle() -> None:
+    """Wait for the device and free cached memory; a sticky CUDA error surfaces in the next row instead."""
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+    except Exception as error:
+        print(f"reliability: device error after a case: {first_line(error)}", flush=True)
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:160]
 
 
 def small_problem(spec_name: str, params: dict) -> tuple[list, tuple]:
@@ -170,79 +253,306 @@ def invalid_cases(shape: tuple):
 
 def run_solution(file_name: str, spec_name: str, params: dict, reference) -> list[Row]:
     rows = []
+    tol = tolerance_for(params)
     module = load(GENERATED / file_name, "solution_" + Path(file_name).stem)
     for case, init, make, *tweak in valid_cases(spec_name, params):
         tweak = tweak[0] if tweak else no_tweak
-        new, ref = tweak(build(module.ModelNew, init)), tweak(build(reference.Model, init))
-        x = make()
-        try:
-            verdict, e_ref, e_64, r_64 = judge(new, ref, x)
-            rows.append(Row(file_name, case, verdict, e_ref, e_64, r_64))
+        new = ref = x = None
+        try:   # construction inside: a solution that cannot be built for these init args is a CRASH row
+            new, ref = tweak(build(module.ModelNew, init)), tweak(build(reference.Model, init))
+            x = make()
+            verdict, e_ref, e_64, r_64, message = judge(new, ref, x, tol)
+            rows.append(Row(file_name, case, verdict, e_ref, e_64, r_64, message if verdict != "PASS" else "", tol))
         except Exception as error:  # the table records it; this harness is not a solution file
-            rows.append(Row(file_name, case, "CRASH", message=str(error).splitlines()[0][:160]))
+            rows.append(Row(file_name, case, "CRASH", message=first_line(error), tol=tol))
         del new, ref, x
-        torch.cuda.empty_cache()
+        settle()
     init, shape = small_problem(spec_name, params)
-    new = build(module.ModelNew, init)
+    new, ref = build(module.ModelNew, init), build(reference.Model, init)
     for case, make in invalid_cases(shape):
-        try:
-            new(make())
-            rows.append(Row(file_name, case, "ACCEPTED", message="no error raised: check the result by hand"))
-        except Exception as error:
-            rows.append(Row(file_name, case, "RAISES-OK", message=str(error).splitlines()[0][:160]))
+        rows.append(invalid_row(file_name, case, new, ref, make, tol))
     if torch.cuda.device_count() > 1:
-        with torch.cuda.device(1):
-            other = build(module.ModelNew, init).to("cuda:1")
-            ref1 = build(reference.Model, init).to("cuda:1")
-            x1 = torch.rand(shape, device="cuda:1")
-            ok = torch.allclose(other(x1), ref1(x1), atol=ATOL, rtol=RTOL)
-            rows.append(Row(file_name, "model and input on a second GPU", "PASS" if ok else "WRONG"))
+        try:
+            with torch.cuda.device(1):
+                other = build(module.ModelNew, init).to("cuda:1")
+                ref1 = build(reference.Model, init).to("cuda:1")
+                x1 = torch.rand(shape, device="cuda:1")
+                err = max_err(other(x1), ref1(x1))
+                rows.append(Row(file_name, "model and input on a second GPU", "PASS" if err <= tol else "WRONG",
+                                err, tol=tol))
+        except Exception as error:
+            rows.append(Row(file_name, "model and input on a second GPU", "CRASH", message=first_line(error), tol=tol))
     else:
-        rows.append(Row(file_name, "model and input on a second GPU", "SKIP", message="one GPU"))
+        rows.append(Row(file_name, "model and input on a second GPU", "SKIP", message="one GPU", tol=tol))
     return rows
+
+
+def invalid_row(file_name: str, case: str, new, ref, make, tol: float) -> Row:
+    """An input the contract does not promise to support: the solution must raise if the reference does;
+    if the reference accepts it, the solution must either raise a clear error or agree."""
+    x = make()
+    outs, errors = [], []
+    for model in (new, ref):
+        try:
+            with torch.no_grad():
+                outs.append(model(x))
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()   # an asynchronous error belongs to this model's call
+            errors.append(None)
+        except Exception as error:
+            outs.append(None)
+            errors.append(error)
+    new_error, ref_error = errors
+    if new_error is not None and ref_error is not None:
+        return Row(file_name, case, "RAISES-OK", message=first_line(new_error), tol=tol)
+    if new_error is not None:
+        return Row(file_name, case, "REFUSED", message="reference accepts; solution raises: " + first_line(new_error),
+                   tol=tol)
+    if ref_error is not None:
+        return Row(file_name, case, "ACCEPTED", message="reference raises (" + first_line(ref_error)
+                   + "); the solution returned a result", tol=tol)
+    new_y, ref_y = outs
+    if new_y.shape != ref_y.shape:
+        return Row(file_name, case, "WRONG", message=f"both accept; shapes {tuple(new_y.shape)} vs {tuple(ref_y.shape)}",
+                   tol=tol)
+    err = max_err(new_y.float(), ref_y.float())
+    same = torch.equal(special_pattern(new_y), special_pattern(ref_y))
+    return Row(file_name, case, "PASS" if same and err <= tol else "WRONG", err,
+               message="both accept (forward compared)", tol=tol)
 
 
 def huge_groupnorm(module, reference) -> Row:
     """More than 2^31 elements (64-bit indexing): 4 x 64 x 2900 x 2900 = 2.15e9."""
-    shape = (4, 64, 2900, 2900)
-    new, ref = build(module.ModelNew, [64, 8]), build(reference.Model, [64, 8])
-    with torch.no_grad():
-        x = torch.rand(shape, device="cuda")
-        y = new(x)
-        err = max_err(y[-1], ref(x[-1:])[0])   # the last sample lies beyond element 2^31
-    return Row("groupnorm.py", "> 2^31 elements (forward, last sample)", "PASS" if err < 1e-4 else "WRONG", err)
+    case = "> 2^31 elements (forward, last sample)"
+    try:
+        new, ref = build(module.ModelNew, [64, 8]), build(reference.Model, [64, 8])
+        with torch.no_grad():
+            x = torch.rand((4, 64, 2900, 2900), device="cuda")
+            y = new(x)
+            err = max_err(y[-1], ref(x[-1:])[0])   # the last sample lies beyond element 2^31
+            finite = bool(torch.isfinite(y[-1]).all())
+        del x, y
+        torch.cuda.empty_cache()
+        return Row("groupnorm.py", case, "PASS" if finite and err < ATOL else "WRONG", err, tol=ATOL)
+    except Exception as error:
+        torch.cuda.empty_cache()
+        return Row("groupnorm.py", case, "CRASH", message=first_line(error), tol=ATOL)
 
 
-def render(rows: list[Row]) -> str:
+# ---- (b) memory and build-once --------------------------------------------------------------------------
+
+def memory_rows(iterations: int) -> list[dict]:
+    from benchmarks.reliability_checks import memory_check
+
+    rows = []
+    for file_name in GOLDEN:
+        try:
+            r = memory_check(GENERATED / file_name, iterations=iterations)
+            rows.append({"check": f"memory: {iterations} x forward+backward", "subject": file_name,
+                         "verdict": "PASS" if r["ok"] else "FAIL",
+                         "detail": f"allocated after iteration {r['probe']}: {r['allocated_at_probe']} B, after "
+                                   f"{iterations}: {r['allocated_at_end']} B ({r['seconds']:.1f} s)", "data": r})
+        except Exception as error:
+            rows.append({"check": f"memory: {iterations} x forward+backward", "subject": file_name,
+                         "verdict": "CRASH", "detail": first_line(error), "data": {}})
+        torch.cuda.empty_cache()
+    return rows
+
+
+def build_rows() -> list[dict]:
+    from benchmarks.prebuild import emit_to_file
+    from benchmarks.reliability_checks import build_once, two_files
+
+    rows = []
+    try:
+        r = build_once(GENERATED / "groupnorm.py")
+        rows.append({"check": "build once: same file executed twice in one process", "subject": "groupnorm.py",
+                     "verdict": "PASS" if r["ok"] else "FAIL",
+                     "detail": f"loads {r['first_load_s']:.2f} s then {r['second_load_s']:.2f} s; ninja runs "
+                               f"{r['ninja_runs_first']} then {r['ninja_runs_second']}; extension {r['extension'][1]}",
+                     "data": r})
+    except Exception as error:
+        rows.append({"check": "build once: same file twice", "subject": "groupnorm.py", "verdict": "CRASH",
+                     "detail": first_line(error), "data": {}})
+    try:
+        paths = [emit_to_file("groupnorm", {"groups": 8}), emit_to_file("groupnorm", {"groups": 4})]
+        r = two_files(paths)
+        rows.append({"check": "build once: two different emitted files in one process",
+                     "subject": "groupnorm --groups 8 / --groups 4", "verdict": "PASS" if r["ok"] else "FAIL",
+                     "detail": f"extensions {r['extensions']}; max err vs reference "
+                               + ", ".join(f"{e:.2e}" for e in r["max_err"]), "data": r})
+    except Exception as error:
+        rows.append({"check": "build once: two different emitted files", "subject": "groupnorm g8/g4",
+                     "verdict": "CRASH", "detail": first_line(error), "data": {}})
+    return rows
+
+
+# ---- (c) validator ----------------------------------------------------------------------------------------
+
+def validator_rows() -> list[dict]:
+    from tests.validate.adversarial import all_cases, judge as judge_case, run_case
+
+    rows = []
+    for case in all_cases():
+        try:
+            outcome = run_case(case)
+            problems = judge_case(case, outcome.code, outcome.failed)
+            if outcome.leftovers:
+                problems.append(f"leftover processes {outcome.leftovers}")
+            rows.append({"file": case.path.name, "mode": case.mode, "defect": case.defect,
+                         "expected": case.exit, "observed": outcome.code, "seconds": round(outcome.seconds, 1),
+                         "leftover": bool(outcome.leftovers), "verdict": "OK" if not problems else "MISMATCH",
+                         "failed_checks": outcome.failed, "detail": "; ".join(problems) or outcome.detail})
+        except Exception as error:
+            rows.append({"file": case.path.name, "mode": case.mode, "defect": case.defect, "expected": case.exit,
+                         "observed": None, "seconds": None, "leftover": None, "verdict": "CRASH",
+                         "failed_checks": [], "detail": first_line(error)})
+        print(f"validator {case.mode:7s} {case.path.name:45s} expected {case.exit} observed {rows[-1]['observed']} "
+              f"{rows[-1]['verdict']}", flush=True)
+    return rows
+
+
+# ---- (d) sanitizer ------------------------------------------------------------------------------------------
+
+def sanitizer_rows(logdir: Path | None) -> list[dict]:
+    from benchmarks.sanitize_summary import summarize
+
+    if logdir is None:
+        return []
+    rows = [{"file": r.file, "tool": r.tool, "exit": r.exit, "errors": r.errors, "seconds": r.seconds,
+             "verdict": "CLEAN" if r.clean else "REPORTED", "where": r.where(), "racecheck": r.racecheck,
+             "log": r.log, "script": r.script_line} for r in summarize(logdir)]
+    done = {(r["file"], r["tool"]) for r in rows}
+    for file_name in GOLDEN:   # a run that never finished (the step's time limit) is a row too, not a gap
+        for tool in SANITIZER_TOOLS:
+            if (f"generated/{file_name}", tool) not in done:
+                rows.append({"file": f"generated/{file_name}", "tool": tool, "exit": None, "errors": None,
+                             "seconds": None, "verdict": "NOT RUN", "where": "", "racecheck": "", "log": "",
+                             "script": ""})
+    return rows
+
+
+# ---- output -------------------------------------------------------------------------------------------------
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else f"{v:.2e}"
+    return str(v)
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def render(sections: dict) -> str:
     lines = ["# Reliability (generated by benchmarks/reliability.py; do not edit by hand)", "",
-             f"GPU: {torch.cuda.get_device_name()}, PyTorch {torch.__version__}. Tolerance {ATOL:g}.", "",
-             "| solution | case | verdict | max err vs reference | vs float64 | reference vs float64 | message |",
-             "|---|---|---|---|---|---|---|"]
-    fmt = lambda v: "" if v is None else f"{v:.2e}"
-    for r in rows:
-        lines.append(f"| {r.solution} | {r.case} | {r.verdict} | {fmt(r.err_ref)} | {fmt(r.err_fp64)} | "
-                     f"{fmt(r.ref_err_fp64)} | {r.message.replace('|', '/')} |")
+             f"GPU: {torch.cuda.get_device_name() if torch.cuda.is_available() else 'none (no CUDA device)'}, "
+             f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}. "
+             f"See the script's docstring for what each verdict means.", ""]
+    if "numerics" in sections:
+        lines += ["## (a) Numerics and input checks", "",
+                  "Solution vs its reference and vs a float64 copy of the reference, forward and backward (output "
+                  "and every gradient; the errors are the worst over them), at small shapes.", "",
+                  "| solution | case | verdict | tol | max err vs reference | vs float64 | reference vs float64 | message |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in sections["numerics"]:
+            lines.append(f"| {r['solution']} | {r['case']} | {r['verdict']} | {_fmt(r['tol'])} | {_fmt(r['err_ref'])} | "
+                         f"{_fmt(r['err_fp64'])} | {_fmt(r['ref_err_fp64'])} | {_cell(r['message'])} |")
+        lines.append("")
+    if "memory" in sections:
+        lines += ["## (b) Memory and build-once", "", "| check | subject | verdict | detail |", "|---|---|---|---|"]
+        for r in sections["memory"]:
+            lines.append(f"| {r['check']} | {r['subject']} | {r['verdict']} | {_cell(r['detail'])} |")
+        lines.append("")
+    if "validator" in sections:
+        lines += ["## (c) Validator on adversarial files", "",
+                  "Exit codes: 0 pass, 1 a check failed, 2 broken, 3 runtime not run (no CUDA). Modes: static = "
+                  "static checks only (the verdict without a GPU); runtime = the runner child with device cuda; "
+                  "gpu = the whole `kgen validate`. Seconds include the child's start-up (and the run's timeout "
+                  "for a hang).", "",
+                  "| file | mode | defect | expected exit | observed | verdict | seconds | leftover process | detail |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in sections["validator"]:
+            leftover = "" if r["leftover"] is None else ("yes" if r["leftover"] else "no")
+            lines.append(f"| {r['file']} | {r['mode']} | {_cell(r['defect'])} | {r['expected']} | {_fmt(r['observed'])} | "
+                         f"{r['verdict']} | {_fmt(r['seconds']) if r['seconds'] is None else r['seconds']} | {leftover} | "
+                         f"{_cell(r['detail'])[:200]} |")
+        lines.append("")
+    if "sanitizer" in sections:
+        lines += ["## (d) compute-sanitizer", "",
+                  "benchmarks/sanitize.sh: each generated file at batch 2, spatial <= 16, forward + backward. Where a "
+                  "tool reports errors, the kernels its reports name (ours = kgen kernels; library = cuDNN/cuBLAS/"
+                  "PyTorch) or the CUDA API call.", "",
+                  "| file | tool | exit | errors | verdict | seconds | reports name | log |", "|---|---|---|---|---|---|---|---|"]
+        for r in sections["sanitizer"]:
+            lines.append(f"| {r['file']} | {r['tool']} | {_fmt(r['exit'])} | {_fmt(r['errors'])} | {r['verdict']} | "
+                         f"{_fmt(r['seconds']) if r['seconds'] is None else round(r['seconds'])} | {_cell(r['where'])} | {r['log']} |")
+        if not sections["sanitizer"]:
+            lines.append("| (no sanitize.sh results found: pass --sanitize-dir) | | | | | | | |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", default="benchmarks/RELIABILITY.md")
-    parser.add_argument("--json")
-    args = parser.parse_args()
+FAILING = {"WRONG", "CRASH", "ACCEPTED", "FAIL", "MISMATCH", "REPORTED", "NOT RUN"}
+
+
+def failures(sections: dict) -> int:
+    return sum(r["verdict"] in FAILING for rows in sections.values() for r in rows)
+
+
+def numerics_rows(huge: bool) -> list[dict]:
     rows = []
     for file_name in GOLDEN:
         header = parse_header((GENERATED / file_name).read_text())
         spec = get_spec(header.spec)
         reference = load(spec.reference_path(header.params), "reference_" + Path(file_name).stem)
-        rows += run_solution(file_name, header.spec, header.params, reference)
-        if header.spec == "groupnorm":
-            rows.append(huge_groupnorm(load(GENERATED / file_name, "gn_huge"), reference))
-        print(render(rows[-3:]), flush=True)
-    Path(args.out).write_text(render(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps([r.__dict__ for r in rows], indent=2))
-    return 1 if any(r.verdict in ("WRONG", "CRASH") for r in rows) else 0
+        new_rows = run_solution(file_name, header.spec, header.params, reference)
+        if header.spec == "groupnorm" and huge:
+            new_rows.append(huge_groupnorm(load(GENERATED / file_name, "gn_huge"), reference))
+        for r in new_rows:
+            print(f"numerics {r.solution:36s} {r.case:60s} {r.verdict:9s} {_fmt(r.err_ref):9s} {r.message[:80]}",
+                  flush=True)
+        rows += [r.__dict__ for r in new_rows]
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="benchmarks/RELIABILITY.md")
+    parser.add_argument("--json")
+    parser.add_argument("--sanitize-dir", type=Path, help="a benchmarks/sanitize.sh log directory")
+    parser.add_argument("--sections", default="numerics,memory,validator,sanitizer")
+    parser.add_argument("--iterations", type=int, default=1000, help="memory check iterations (default 1000)")
+    parser.add_argument("--no-huge", action="store_true", help="skip the > 2^31-element GroupNorm case")
+    parser.add_argument("--merge", type=Path, help="start from the sections of an earlier --json output (e.g. add "
+                                                   "the sanitizer section once sanitize.sh has finished)")
+    args = parser.parse_args()
+    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = set(wanted) - {"numerics", "memory", "validator", "sanitizer"}
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}")
+    sections: dict = {}
+    if args.merge is not None and args.merge.exists():
+        sections = {k: v for k, v in json.loads(args.merge.read_text()).items() if k not in wanted}
+
+    def write() -> None:
+        Path(args.out).write_text(render(sections))
+        if args.json:
+            Path(args.json).write_text(json.dumps(sections, indent=1, default=repr))
+
+    producers = {"numerics": lambda: numerics_rows(not args.no_huge),
+                 "memory": lambda: memory_rows(args.iterations) + build_rows(),
+                 "validator": validator_rows,
+                 "sanitizer": lambda: sanitizer_rows(args.sanitize_dir)}
+    for name in ("numerics", "memory", "validator", "sanitizer"):   # rendered in this order whatever the merge
+        if name in wanted:
+            sections[name] = producers[name]()
+            write()   # after every section: a time limit leaves what was found
+    bad = failures(sections)
+    print(f"reliability: {sum(len(r) for r in sections.values())} rows, {bad} failing; wrote {args.out}", flush=True)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -47,7 +47,8 @@ RULES: list[Rule] = [
                                 r"torch\.Tensor\.__new__"),
          "tensor subclasses / lazy tensors are rejected"),
     Rule("no extra CUDA streams", (r"torch\.cuda\.Stream\s*\(", r"cuda\.Stream\s*\(", r"with\s+torch\.cuda\.stream",
-                                   r"\.wait_stream\s*\(", r"\.record_stream\s*\(", r"cudaStreamCreate"),
+                                   r"\.wait_stream\s*\(", r"\.record_stream\s*\(", r"cudaStreamCreate",
+                                   r"getStreamFromPool", r"torch\.cuda\.set_stream\s*\("),
          "extra CUDA streams are forbidden by the contract (KernelBench warns)"),
 ]
 

@@ -1,6 +1,9 @@
 """The validator on a real GPU: a small hand-written CUDA solution passes; the same with a planted bug
 (the variance taken as E[x^2]) fails the numerics; one with an out-of-bounds write is reported broken; the
-emitted groupnorm solution passes; --bench reports every contender."""
+emitted groupnorm solution passes; --bench reports every contender. Then issue 5's adversarial files
+(tests/validate/adversarial.py): a hang, a write into the input, a cached result, a wrong shape, a side
+stream, each with its exit code and failed checks and no leftover process; and the CPU runtime-verdict
+table run with device "cuda"."""
 import io
 import json
 
@@ -68,3 +71,41 @@ def test_bench_on_gpu(tmp_path):
     for mode in ("forward", "forward_backward"):
         assert data["bench"][mode]["new_ms"] > 0 and data["bench"][mode]["eager_ms"] > 0
     assert "benchmark" in text
+
+
+# ---- adversarial GPU files (issue 5): verdict, exit code, time, no leftover process --------------------
+
+from tests.validate.adversarial import (GPU_CASES, HANG_MARGIN, HANG_TIMEOUT, judge, run_case,  # noqa: E402
+                                        runtime_cases)
+
+
+@pytest.mark.parametrize("case", [c for c in GPU_CASES if c.name != "gpu_groupnorm_hangs"], ids=lambda c: c.name)
+def test_adversarial_gpu_file(case):
+    """Expected exit code and failed checks; no process of this run left behind (the children carry a tag
+    in their environment, so a concurrent run of benchmarks/reliability.py is not mistaken for ours)."""
+    outcome = run_case(case)
+    print(case.name, outcome.code, outcome.failed, f"{outcome.seconds:.1f} s", outcome.detail)
+    assert judge(case, outcome.code, outcome.failed) == [], (outcome.failed, outcome.detail)
+    assert outcome.leftovers == [], outcome.leftovers
+
+
+def test_hanging_kernel_times_out_in_its_forward_and_leaves_nothing():
+    """The kernel spins for ever: validate() ends at its timeout (+ margin), exit 2, in the forward stage."""
+    case = next(c for c in GPU_CASES if c.name == "gpu_groupnorm_hangs")
+    outcome = run_case(case)
+    assert outcome.code == EXIT_BROKEN
+    timeout = next(c for c in outcome.checks if c["ok"] is False)
+    assert f"timed out after {HANG_TIMEOUT:g} s (hung kernel?)" in timeout["detail"]
+    assert "trial 1 (rand) forward" in timeout["detail"]          # it got as far as running the kernel
+    assert outcome.seconds < HANG_TIMEOUT + HANG_MARGIN, outcome.seconds
+    assert outcome.leftovers == []
+    assert any(c["name"] == "state_dict keys and shapes" and c["ok"] for c in outcome.checks)
+
+
+@pytest.mark.parametrize("case", runtime_cases(), ids=lambda c: c.name)
+def test_cpu_runtime_table_on_cuda(case):
+    """The CPU runtime-verdict table (test_validate_runtime_cpu.EXPECTED, plus the hang) with device "cuda"."""
+    outcome = run_case(case)
+    print(case.name, outcome.code, outcome.failed, f"{outcome.seconds:.1f} s", outcome.detail)
+    assert judge(case, outcome.code, outcome.failed) == [], (outcome.failed, outcome.detail)
+    assert outcome.leftovers == [], outcome.leftovers

@@ -96,6 +96,8 @@ def test_pass_rule_follows_kernelbench_comment_stripping(snippet, ok):
     ("t = torch.Tensor._make_subclass", "no tensor subclass"),
     ("s = torch.cuda.current_stream(); s.wait_stream(s)", "no extra CUDA streams"),
     ("y.record_stream(s)", "no extra CUDA streams"),
+    ("CUDA = 'auto s = at::cuda::getStreamFromPool();'", "no extra CUDA streams"),
+    ("torch.cuda.set_stream(s)", "no extra CUDA streams"),
 ])
 def test_rule_patterns(snippet, rule):
     verdicts = rule_verdicts(snippet)
