@@ -58,10 +58,14 @@ std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64
 """
 
 
-def build_extension():
+def build_extension(replace: tuple[str, str] | None = None):
+    """The test extension; `replace` = (old, new) edits the kernel source first (benchmark variants)."""
     from torch.utils.cpp_extension import load_inline
 
     source = "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + BINDINGS
+    if replace:
+        assert replace[0] in source
+        source = source.replace(*replace)
     digest = hashlib.sha256((CPP_SOURCE + source).encode()).hexdigest()[:16]
     return load_inline(name="kgen_test_groupnorm_onepass_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
                        functions=["forward", "plan"], extra_cuda_cflags=["-O3"])
@@ -146,11 +150,17 @@ def test_slice_too_large_for_the_gpu_falls_back_to_two_passes(ext):
 def bench() -> None:
     from torch.utils import benchmark
 
+    no_prefetch = build_extension(("constexpr bool kPrefetchNext = true;", "constexpr bool kPrefetchNext = false;"))
     ext = build_extension()
     x, w, b = inputs((112, 64, 512, 512), 0)
+    with torch.no_grad():
+        for threads, bps in CONFIGS:
+            fn = lambda: no_prefetch.forward(x, w, b, 8, threads, bps, False)
+            ms = benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median * 1e3
+            print(f"no L2 prefetch: threads {threads:5d} x {bps}: {ms:7.3f} ms")
     gbytes = 2 * x.numel() * 4 / 1e9
     with torch.no_grad():
-        for threads, bps in CONFIGS + [(512, 4), (256, 8), (0, 1)]:
+        for threads, bps in CONFIGS + [(0, 1)]:
             if threads:
                 print(f"plan {threads} threads x {bps} per SM (feasible, team_size, teams, chunk):",
                       ext.plan(112, 64, 8, 512 * 512, threads, bps))

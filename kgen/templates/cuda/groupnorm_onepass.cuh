@@ -35,6 +35,22 @@ __device__ __forceinline__ Pack<W> load_pack_shared(const float* p, int64_t i) {
 // reading a block does per slice, so it should have as many bytes on the way as registers allow.
 constexpr int kLoadUnroll = 8;
 
+// Whether a block prefetches its next chunk into L2 during the team barrier (see step 2 below).
+constexpr bool kPrefetchNext = true;
+
+__device__ __forceinline__ void prefetch_l2_evict_last(const void* p) {
+  asm volatile("prefetch.global.L2::evict_last [%0];" : : "l"(p));
+}
+
+template <int W>
+__device__ __forceinline__ void store_pack_streaming(float* p, int64_t i, const Pack<W>& v) {
+  if constexpr (W == 4) {
+    __stcs(reinterpret_cast<float4*>(p) + i, make_float4(v.v[0], v.v[1], v.v[2], v.v[3]));
+  } else {
+    __stcs(p + i, v.v[0]);
+  }
+}
+
 struct OnePassPlan {
   bool feasible;
   int threads;        // per block
@@ -147,9 +163,15 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
     acc = block_combine<kThreads>(acc);
 
-    // 2. Publish, wait for the team, combine.
+    // 2. Publish; while the team gathers, pull this block's chunk of its next slice into L2, so DRAM
+    //    keeps streaming through the barrier and the normalise phase, and the next load hits L2.
     Moments* slot = published + (int64_t(team) * 2 + (round & 1)) * plan.team_size;
     if (threadIdx.x == 0) slot[rank] = acc;
+    if (kPrefetchNext && row + plan.teams < rows) {
+      const char* next = reinterpret_cast<const char*>(xs + plan.teams * slice_elems);
+      const int64_t lines = (count * int64_t(sizeof(float)) + 127) / 128;
+      for (int64_t line = threadIdx.x; line < lines; line += kThreads) prefetch_l2_evict_last(next + line * 128);
+    }
     team_barrier(arrivals + team, unsigned(plan.team_size) * unsigned(round + 1));
     if (threadIdx.x < kWarpSize) {
       double n, mu, m2;
@@ -180,7 +202,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) r.v[j] = centered(z.v[j], mu) * scale + shift;
-      store_pack<W>(ys, i, r);
+      store_pack_streaming<W>(ys, i, r);  // evict-first: y must not push the prefetched x out of L2
     }
     __syncthreads();  // `held` and s_mean are rewritten next round
   }
