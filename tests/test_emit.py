@@ -132,9 +132,9 @@ def test_groupnorm_bindings_have_no_channel_bias():
 
 
 @pytest.mark.parametrize("spec", ["groupnorm", "convt-gelu-groupnorm"])
-def test_forward_auto_includes_the_one_pass_kernel_and_two_pass_does_not(spec):
-    auto = emit(spec, {})[0]
-    two = emit(spec, {"forward": "two-pass"})[0]
+def test_forward_one_pass_includes_the_one_pass_kernel_and_two_pass_does_not(spec):
+    auto = emit(spec, {"forward": "one-pass"})[0]
+    two = emit(spec, {})[0]
     assert "groupnorm_onepass_kernel" in auto and "constexpr int kOnePassThreads = " in auto
     assert "groupnorm_onepass_kernel" not in two and "constexpr int kOnePassThreads" not in two
     doc = ast.get_docstring(ast.parse(auto))

@@ -53,13 +53,15 @@ BLOCK_SIZE = block_size_param(256)
 ONEPASS_THREADS = 512
 ONEPASS_BLOCKS_PER_SM = 2
 
-FORWARD = Param("forward", str, "auto",
-                "auto: GroupNorm forward in one pass (each slice held on chip) where the planner finds it fits "
-                "this GPU, two passes elsewhere; two-pass: always two passes", choices=("auto", "two-pass"))
+FORWARD = Param("forward", str, "two-pass",
+                "two-pass: statistics sweep, then normalise sweep; one-pass: each (sample, group) slice held in "
+                "the shared memory of a team of blocks where the planner finds it fits this GPU (two passes "
+                "elsewhere; measured slower on an H100, see groupnorm_onepass.cuh); channels-last input "
+                "(--conv fast) always takes two passes", choices=("two-pass", "one-pass"))
 
 
 def onepass_wanted(params: dict) -> bool:
-    return params.get("forward") == "auto"
+    return params.get("forward") == "one-pass"
 
 
 def onepass_context(params: dict) -> dict:

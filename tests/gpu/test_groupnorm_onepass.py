@@ -150,15 +150,8 @@ def test_slice_too_large_for_the_gpu_falls_back_to_two_passes(ext):
 def bench() -> None:
     from torch.utils import benchmark
 
-    no_prefetch = build_extension(("constexpr bool kPrefetchNext = true;", "constexpr bool kPrefetchNext = false;"))
     ext = build_extension()
     x, w, b = inputs((112, 64, 512, 512), 0)
-    with torch.no_grad():
-        for threads, bps in CONFIGS:
-            fn = lambda: no_prefetch.forward(x, w, b, 8, threads, bps, False)
-            ms = benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median * 1e3
-            print(f"no L2 prefetch: threads {threads:5d} x {bps}: {ms:7.3f} ms")
-    gbytes = 2 * x.numel() * 4 / 1e9
     with torch.no_grad():
         for threads, bps in CONFIGS + [(0, 1)]:
             if threads:

@@ -7,6 +7,13 @@
 // same order, so every block gets the same mean and rstd -- and normalises its chunk out of shared
 // memory. DRAM traffic drops from 2 reads + 1 write of x to 1 read + 1 write.
 //
+// Measured on an H100 (L1-35, 112 x 64 x 512 x 512; benchmarks/h100/onepass_*.log): SLOWER than the two
+// passes, 8.14 ms (512 threads x 2 blocks per SM) against 7.55 ms. Every round each block waits at its
+// team's barrier for the slowest of ~88 loads, and its SM's DRAM traffic stalls meanwhile; the two-pass
+// kernels never wait and stream at 3 TB/s. Prefetching the next chunk into L2 during the wait made it
+// slower still (10.2 ms). So `--forward two-pass` is the default and this kernel is opt-in
+// (`--forward one-pass`) until a design that keeps DRAM busy through the barrier exists.
+//
 // Sizing (plan_onepass, per shape and GPU): a slice of D values takes team_size blocks of
 // chunk = D / team_size values each, chunk * 4 bytes within the shared memory one block may use.
 // The grid is at most as many blocks as the GPU keeps resident at once, launched cooperatively so
@@ -34,13 +41,6 @@ __device__ __forceinline__ Pack<W> load_pack_shared(const float* p, int64_t i) {
 // 16-byte loads each thread keeps in flight while filling its chunk: the load phase is all the DRAM
 // reading a block does per slice, so it should have as many bytes on the way as registers allow.
 constexpr int kLoadUnroll = 8;
-
-// Whether a block prefetches its next chunk into L2 during the team barrier (see step 2 below).
-constexpr bool kPrefetchNext = true;
-
-__device__ __forceinline__ void prefetch_l2_evict_last(const void* p) {
-  asm volatile("prefetch.global.L2::evict_last [%0];" : : "l"(p));
-}
 
 template <int W>
 __device__ __forceinline__ void store_pack_streaming(float* p, int64_t i, const Pack<W>& v) {
@@ -163,15 +163,9 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
     acc = block_combine<kThreads>(acc);
 
-    // 2. Publish; while the team gathers, pull this block's chunk of its next slice into L2, so DRAM
-    //    keeps streaming through the barrier and the normalise phase, and the next load hits L2.
+    // 2. Publish, wait for the team, combine.
     Moments* slot = published + (int64_t(team) * 2 + (round & 1)) * plan.team_size;
     if (threadIdx.x == 0) slot[rank] = acc;
-    if (kPrefetchNext && row + plan.teams < rows) {
-      const char* next = reinterpret_cast<const char*>(xs + plan.teams * slice_elems);
-      const int64_t lines = (count * int64_t(sizeof(float)) + 127) / 128;
-      for (int64_t line = threadIdx.x; line < lines; line += kThreads) prefetch_l2_evict_last(next + line * 128);
-    }
     team_barrier(arrivals + team, unsigned(plan.team_size) * unsigned(round + 1));
     if (threadIdx.x < kWarpSize) {
       double n, mu, m2;
@@ -202,7 +196,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) r.v[j] = centered(z.v[j], mu) * scale + shift;
-      store_pack_streaming<W>(ys, i, r);  // evict-first: y must not push the prefetched x out of L2
+      store_pack_streaming<W>(ys, i, r);  // evict-first: y is not read again
     }
     __syncthreads();  // `held` and s_mean are rewritten next round
   }
