@@ -131,11 +131,15 @@ def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float,
     return ok, err_ref, err_64, ref_64, problem
 
 
-def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL) -> tuple[str, float, float, float, str]:
+def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL,
+          reference_channels_last: bool = False) -> tuple[str, float, float, float, str]:
     """Forward and backward of the solution, the reference and a float64 copy of the reference on x: the
-    output and every gradient (input and parameters, matched by name) compared."""
+    output and every gradient (input and parameters, matched by name) compared. reference_channels_last:
+    the float32 reference gets x in channels-last memory, so it runs the same cuDNN kernels as a
+    --conv fast solution (whose TF32 weight gradient differs from the NCHW one; the float64 copy stays NCHW)."""
     new_y, new_g = forward_backward(new_model, x, torch.float32)
-    ref_y, ref_g = forward_backward(ref_model, x, torch.float32)
+    x_ref = x.contiguous(memory_format=torch.channels_last) if reference_channels_last and x.dim() == 4 else x
+    ref_y, ref_g = forward_backward(ref_model, x_ref, torch.float32)
     y64, g64 = forward_backward(_double_copy(ref_model), x, torch.float64)
     tensors = [("output", new_y, ref_y, y64)]
     for key in list(ref_g) + [k for k in new_g if k not in ref_g]:
@@ -261,7 +265,8 @@ def run_solution(file_name: str, spec_name: str, params: dict, reference) -> lis
         try:   # construction inside: a solution that cannot be built for these init args is a CRASH row
             new, ref = tweak(build(module.ModelNew, init)), tweak(build(reference.Model, init))
             x = make()
-            verdict, e_ref, e_64, r_64, message = judge(new, ref, x, tol)
+            verdict, e_ref, e_64, r_64, message = judge(new, ref, x, tol,
+                                                        reference_channels_last=params.get("conv") == "fast")
             rows.append(Row(file_name, case, verdict, e_ref, e_64, r_64, message if verdict != "PASS" else "", tol))
         except Exception as error:  # the table records it; this harness is not a solution file
             rows.append(Row(file_name, case, "CRASH", message=first_line(error), tol=tol))
@@ -422,6 +427,7 @@ def sanitizer_rows(logdir: Path | None) -> list[dict]:
     rows = [{"file": r.file, "tool": r.tool, "exit": r.exit, "errors": r.errors, "seconds": r.seconds,
              "verdict": "CLEAN" if r.clean else "REPORTED", "where": r.where(), "racecheck": r.racecheck,
              "log": r.log, "script": r.script_line} for r in summarize(logdir)]
+    library_writes_explained(rows)
     done = {(r["file"], r["tool"]) for r in rows}
     for file_name in GOLDEN:   # a run that never finished (the step's time limit) is a row too, not a gap
         for tool in SANITIZER_TOOLS:
@@ -430,6 +436,25 @@ def sanitizer_rows(logdir: Path | None) -> list[dict]:
                              "seconds": None, "verdict": "NOT RUN", "where": "", "racecheck": "", "log": "",
                              "script": ""})
     return rows
+
+
+def library_writes_explained(rows: list[dict]) -> None:
+    """initcheck cannot see cuDNN's writes of a channels-last conv output (H100: sm90 kernels), so every read
+    of it is reported, by whichever kernel reads it. The verdict of the --conv fast initcheck run becomes
+    LIBRARY-WRITES, not a failure, only when both probes agree: PyTorch's own reduction over that output is
+    reported too, AND our fast-mode kernels on PyTorch-written inputs report 0 errors."""
+    probes = {r["tool"]: r for r in rows if r["file"].endswith("diagnose_fast_mode.py")}
+    pytorch, kernels = probes.get("initcheck-probe-pytorch"), probes.get("initcheck-probe-kernels")
+    for r in probes.values():   # a probe is evidence, not a verdict on a solution
+        r["verdict"] = "PROBE"
+    if not (pytorch and kernels and (pytorch["errors"] or 0) > 0 and kernels["errors"] == 0):
+        return
+    for r in rows:
+        if r["file"].endswith("_fast.py") and r["tool"] == "initcheck" and r["verdict"] == "REPORTED":
+            r["verdict"] = "LIBRARY-WRITES"
+            r["where"] += ("; the same reads are reported for PyTorch's own sum over cuDNN's channels-last output "
+                           f"(probe: {pytorch['errors']} errors) and our fast-mode kernels on PyTorch-written "
+                           "inputs report 0: initcheck does not see cuDNN's writes")
 
 
 # ---- output -------------------------------------------------------------------------------------------------
@@ -454,7 +479,13 @@ def render(sections: dict) -> str:
     if "numerics" in sections:
         lines += ["## (a) Numerics and input checks", "",
                   "Solution vs its reference and vs a float64 copy of the reference, forward and backward (output "
-                  "and every gradient; the errors are the worst over them), at small shapes.", "",
+                  "and every gradient; the errors are the worst over them), at small shapes. "
+                  "convt_gelu_groupnorm_tanh.py is compared with the tanh-GELU reference it computes "
+                  "(kgen/specs/references/level2_19_convtranspose2d_gelu_tanh_groupnorm.py); "
+                  "convt_gelu_groupnorm_fast.py (tolerance 1e-2) with the reference fed a channels-last input, "
+                  "which runs the same cuDNN kernels: cuDNN's channels-last TF32 weight gradient is ~0.26 from "
+                  "float64 at these shapes against ~3e-3 for its NCHW one, with or without kgen "
+                  "(benchmarks/h100/diagnose_fast_accuracy.log).", "",
                   "| solution | case | verdict | tol | max err vs reference | vs float64 | reference vs float64 | message |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in sections["numerics"]:
@@ -507,7 +538,8 @@ def numerics_rows(huge: bool) -> list[dict]:
     for file_name in GOLDEN:
         header = parse_header((GENERATED / file_name).read_text())
         spec = get_spec(header.spec)
-        reference = load(spec.reference_path(header.params), "reference_" + Path(file_name).stem)
+        # the reference the variant computes exactly (--gelu tanh: the tanh-GELU reference)
+        reference = load(spec.matching_reference_path(header.params), "reference_" + Path(file_name).stem)
         new_rows = run_solution(file_name, header.spec, header.params, reference)
         if header.spec == "groupnorm" and huge:
             new_rows.append(huge_groupnorm(load(GENERATED / file_name, "gn_huge"), reference))

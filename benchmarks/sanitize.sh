@@ -64,6 +64,23 @@ echo "== $(echo $TOOLS | wc -w) tools x ${#FILES[@]} files, $JOBS at a time, tim
 for f in "${FILES[@]}"; do for t in $TOOLS; do printf '%s %s\n' "$f" "$t"; done; done \
   | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "'"$LOGDIR"'"'
 
+# Probes (benchmarks/diagnose_fast_mode.py) telling the library's initcheck reports from ours in --conv fast:
+# a PyTorch-only reduction over cuDNN's channels-last conv output, and the fast file's own kernels on
+# PyTorch-written inputs. Logged as tools "initcheck-probe-pytorch" and "initcheck-probe-kernels".
+if [ -z "${SANITIZE_NO_PROBES:-}" ]; then
+  for probe in initcheck kernels; do
+    tool=initcheck-probe-$([ $probe = initcheck ] && echo pytorch || echo kernels)
+    log="$LOGDIR/diagnose_fast_mode.$tool.log"
+    start=$(date +%s%N)
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout -k 10 "$SANITIZE_TIMEOUT" "$CS" --tool initcheck \
+      --target-processes application-only --error-exitcode 9 --print-limit 50 \
+      python3 benchmarks/diagnose_fast_mode.py $probe > "$log" 2>&1
+    code=$?
+    printf '%s\t%s\t%s\t%.1f\n' benchmarks/diagnose_fast_mode.py "$tool" "$code" \
+      "$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" >> "$LOGDIR/runs.tsv"
+  done
+fi
+
 # runs.tsv in a stable order (file, then tool order) for the summary
 python3 - "$LOGDIR" $TOOLS <<'EOF'
 import sys

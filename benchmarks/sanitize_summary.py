@@ -101,7 +101,11 @@ def parse_log(text: str, ours: list[str]) -> dict:
         short = name.split("::")[-1]
         mine = short in ours or name.startswith("kgen::")      # the emitted kernels live in namespace kgen
         (counts["ours"] if mine else counts["library"])[short if mine else name] += 1
-    return {"errors": int(found[-1]) if found else None, "racecheck": race[-1].strip() if race else "",
+    errors = int(found[-1]) if found else None
+    if errors is None and race:   # racecheck ends with "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
+        race_errors = re.search(r"\((\d+) errors?", race[-1])
+        errors = int(race_errors.group(1)) if race_errors else None
+    return {"errors": errors, "racecheck": race[-1].strip() if race else "",
             "ours": dict(counts["ours"]), "library": dict(counts["library"]), "api": dict(counts["api"]),
             "other": counts["other"]}
 

@@ -100,6 +100,11 @@ class Spec:
         """The reference an emitted file must equal (a spec may pick a variant by its parameters)."""
         return REFERENCES / self.reference_file
 
+    def matching_reference_path(self, params: dict) -> Path:
+        """The reference this parameter set computes exactly: reference_path, unless a variant is a
+        deliberate approximation of it with a reference of its own (e.g. --gelu tanh)."""
+        return self.reference_path(params)
+
     def init_args_for(self, params: dict) -> list:
         """get_init_inputs() of the emitted file: the reference's, with the group count the user asked for."""
         args = dict(self.init_args)

@@ -20,6 +20,9 @@ class ConvTransposeGeluGroupNorm(Spec):
         onepass = onepass_context(params) if layout == "nchw" else onepass_context({})
         return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True, **onepass}
 
+    def matching_reference_path(self, params):
+        return REFERENCES / TANH_REFERENCE if params["gelu"] == "tanh" else self.reference_path(params)
+
     def notes(self, params):
         notes = []
         if params["gelu"] == "tanh":

@@ -1,0 +1,98 @@
+"""Two questions about `--conv fast` that the reliability run raised, answered on the GPU.
+
+    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py accuracy      # conv weight-gradient error sources
+    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py initcheck     # run under compute-sanitizer initcheck
+    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py kernels       # likewise
+
+accuracy: the fast solution's conv weight gradient at the reliability table's small shape was ~0.2 from
+float64 while the reference (NCHW) was ~3e-3. Is that cuDNN's channels-last TF32 weight-gradient kernel or
+our kernels? Prints, against float64, the error of: the reference NCHW, the reference fed a channels-last
+input (no kgen code at all), and the kgen fast solution; each with TF32 on (PyTorch's default) and off.
+
+initcheck: initcheck flagged every read of the channels-last conv output by our statistics kernel. Does it
+flag a plain PyTorch kernel reading the same cuDNN output too (then the sanitizer does not see cuDNN's
+writes, and the report is not about our code)? Runs the channels-last conv and a PyTorch sum over its output.
+
+kernels: the fast solution's own kernels (layout copies, channels-last GroupNorm forward and backward with the
+fused bias) on inputs PyTorch wrote, no cuDNN involved: what initcheck says about OUR kernels in fast mode.
+Both sanitizer probes run from benchmarks/sanitize.sh; benchmarks/reliability.py reads their verdicts.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sys
+
+import torch
+
+from kgen.specs import get_spec
+
+SHAPE = (2, 64, 24, 24)
+INIT = [64, 64, 3, 1, 8, 8]
+
+
+def load(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def weight_grad(model, x, dy):
+    model.zero_grad(set_to_none=True)
+    xi = x.detach().clone().requires_grad_()
+    model(xi).backward(dy)
+    return model.conv_transpose.weight.grad.detach().double(), xi.grad.detach().double()
+
+
+def accuracy() -> None:
+    reference = load(str(get_spec("convt-gelu-groupnorm").reference_path({})), "reference")
+    fast = load("generated/convt_gelu_groupnorm_fast.py", "fast")
+    torch.manual_seed(0)
+    ref = reference.Model(*INIT).cuda()
+    torch.manual_seed(0)
+    new = fast.ModelNew(*INIT).cuda()
+    x = torch.rand(SHAPE, device="cuda")
+    dy = torch.randn(SHAPE[0], 64, SHAPE[2] + 2, SHAPE[3] + 2, device="cuda")
+    w64, x64 = weight_grad(copy.deepcopy(ref).double(), x.double(), dy.double())
+    print(f"float64 conv weight grad: max |g| {w64.abs().max():.3e}, input grad max |g| {x64.abs().max():.3e}")
+    for tf32 in (True, False):
+        torch.backends.cudnn.allow_tf32 = tf32
+        for label, model, xin in (("reference NCHW", ref, x),
+                                  ("reference, channels-last input", ref, x.contiguous(memory_format=torch.channels_last)),
+                                  ("kgen fast", new, x)):
+            w, g = weight_grad(model, xin, dy)
+            print(f"TF32 {'on ' if tf32 else 'off'}  {label:32s} weight grad err {(w - w64).abs().max():.3e}   "
+                  f"input grad err {(g - x64).abs().max():.3e}")
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def initcheck() -> None:
+    torch.manual_seed(0)
+    conv = torch.nn.ConvTranspose2d(64, 64, 3).cuda()
+    x = torch.rand(SHAPE, device="cuda").contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        y = torch.nn.functional.conv_transpose2d(x, conv.weight, None)
+        total = y.sum()          # a PyTorch reduction reading every element of cuDNN's output
+    torch.cuda.synchronize()
+    print(f"channels-last conv output {tuple(y.shape)} strides {y.stride()}, sum {total.item():.4f}")
+
+
+def kernels() -> None:
+    ext = load("generated/convt_gelu_groupnorm_fast.py", "fast")._ext
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x_nchw = torch.randn(SHAPE, device="cuda", generator=gen)
+    x = ext.to_channels_last(x_nchw)                       # our layout copy, of a PyTorch-written tensor
+    assert torch.equal(x, x_nchw)
+    conv_bias, gamma, beta = (torch.randn(64, device="cuda", generator=gen) for _ in range(3))
+    y, mean, rstd = ext.groupnorm_forward(x, conv_bias, gamma, beta, 8, 1e-5)
+    dy = torch.randn(y.shape, device="cuda", generator=gen)
+    dx, dgamma, dbeta, dconv_bias = ext.groupnorm_backward(dy, x, conv_bias, gamma, mean, rstd, 8)
+    back = ext.to_contiguous_nchw(dx)
+    torch.cuda.synchronize()
+    finite = all(bool(t.isfinite().all()) for t in (y, dx, dgamma, dbeta, dconv_bias, back))
+    print(f"fast-mode kernels on PyTorch-written inputs: y {tuple(y.shape)}, dx {tuple(dx.shape)}, all finite {finite}")
+
+
+if __name__ == "__main__":
+    {"accuracy": accuracy, "initcheck": initcheck, "kernels": kernels}[sys.argv[1]]()
