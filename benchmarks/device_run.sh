@@ -59,7 +59,7 @@ for step in "$@"; do
       mv "$OUT/gpu.txt" "$LOGS/gpu.txt" 2>/dev/null
       echo "== prebuild"
       # the opt-in one-pass forward is sanitized too (it is in no golden file)
-      python3 -m kgen.cli emit groupnorm --forward one-pass -o .build/groupnorm_onepass.py
+      mkdir -p .build && python3 -m kgen.cli emit groupnorm --forward one-pass -o .build/groupnorm_onepass.py
       python3 benchmarks/prebuild.py -j 16 generated/*.py .build/groupnorm_onepass.py \
         tests/validate/files/gpu_groupnorm*.py.txt emit:groupnorm:groups=4 > "$LOGS/prebuild.log" 2>&1
       tail -1 "$LOGS/prebuild.log"; echo "prebuild: $(( $(date +%s) - t0 )) s"

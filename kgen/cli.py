@@ -77,6 +77,9 @@ def emit_command(spec_name, output, **given):
     if output is None:
         click.echo(text, nl=False)
         return
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise click.UsageError(f"cannot write {output}: the folder {folder} does not exist")
     _write_atomically(Path(output), text)
 
 

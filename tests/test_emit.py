@@ -146,3 +146,14 @@ def test_fast_conv_uses_the_layout_kernels_and_two_pass_forward():
     assert "x = ChannelsLastCopy.apply(x)" in text and "_ext.to_contiguous_nchw(grad)" in text
     assert '"to_channels_last", "to_contiguous_nchw"' in text
     assert "groupnorm_onepass_kernel" not in text
+
+
+def test_emit_into_a_missing_folder_is_a_clear_error(tmp_path):
+    from click.testing import CliRunner
+
+    from kgen.cli import main
+
+    target = tmp_path / "no_such_folder" / "solution.py"
+    result = CliRunner().invoke(main, ["emit", "groupnorm", "-o", str(target)])
+    assert result.exit_code == 2 and "the folder" in result.output and "does not exist" in result.output
+    assert not target.parent.exists()
