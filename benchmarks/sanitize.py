@@ -11,14 +11,13 @@ comes through its --error-exitcode).
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
-import importlib.util
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.reliability_checks import exec_file
 from kgen.header import parse_header
 from kgen.specs import get_spec
 
@@ -36,13 +35,7 @@ def small_problem(spec_name: str, params: dict, batch: int = 2, spatial: int = S
 
 
 def load_solution(path: Path):
-    name = "sanitized_" + path.stem.replace(".", "_")
-    loader = importlib.machinery.SourceFileLoader(name, str(path))
-    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+    return exec_file(path, "sanitized_" + path.stem.replace(".", "_"))
 
 
 def main() -> int:
