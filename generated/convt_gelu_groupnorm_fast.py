@@ -4,7 +4,7 @@
 # KernelBench L2-19: ConvTranspose2d -> GELU -> GroupNorm
 #   cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise and backward sweeps
 # Parameters: groups=8 block_size=256 gelu=erf conv=fast forward=two-pass
-# NOTE: --conv fast runs the convolution in channels-last (TF32 in cuDNN's NHWC kernels): it differs from the reference's NCHW convolution by up to ~3e-3, so it passes at 1e-2, not at 1e-4.
+# NOTE: --conv fast runs the convolution in channels-last (TF32 in cuDNN's NHWC kernels): it differs from the reference's NCHW convolution by up to ~3e-3, so it passes at 1e-2, not at 1e-4. cuDNN's channels-last TF32 weight gradient strays further from float64 than its NCHW one (H100, 2x64x24x24: 0.26 vs 2.7e-3; the reference fed a channels-last input does the same); set torch.backends.cudnn.allow_tf32 = False for float32 accuracy.
 # Reference: level2_19_convtranspose2d_gelu_groupnorm.py (a copy ships in kgen/specs/references/)
 # kgen-spec: convt-gelu-groupnorm
 # kgen-params: {"block_size": 256, "conv": "fast", "forward": "two-pass", "gelu": "erf", "groups": 8}
