@@ -427,30 +427,11 @@ moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPl
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
-// One warp per (sample, group): combines that slice's chunk moments in double.
-template <class Op, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
-                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
-                        Op op) {
-  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  if (row >= rows) return;  // warp-uniform
-  double n = 0.0, mu = 0.0, m2 = 0.0;
-  for (int s = lane; s < splits; s += kWarpSize) {
-    const Moments p = partial[row * splits + s];
-    const double nb = p.count, total = n + nb;
-    if (nb == 0.0) continue;
-    const double delta = double(p.mean) - mu;
-    mu += delta * nb / total;
-    m2 += double(p.m2) + delta * delta * n * nb / total;
-    n = total;
-  }
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const double nb = __shfl_xor_sync(0xffffffffu, n, offset);
-    const double mb = __shfl_xor_sync(0xffffffffu, mu, offset);
-    const double qb = __shfl_xor_sync(0xffffffffu, m2, offset);
+// Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
+struct MomentsD {
+  double n, mu, m2;
+
+  __device__ __forceinline__ void merge(double nb, double mb, double qb) {
     const double total = n + nb;
     if (total > 0.0) {
       const double delta = mb - mu;
@@ -459,12 +440,49 @@ moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const 
       n = total;
     }
   }
-  if (lane == 0) {
-    const double var = n > 0.0 ? fmax(m2 / n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-    const double full_mean = double(op(x[row * slice_elems])) + mu;  // the partial kernel's pilot back
-    const float hi = static_cast<float>(full_mean);
-    mean[row] = make_float2(hi, static_cast<float>(full_mean - double(hi)));
-    rstd[row] = static_cast<float>(1.0 / sqrt(var + eps));
+};
+
+// Merges `count` partial moments (`partial(s)` returns the s-th) across one warp in a fixed order:
+// lane-strided folds, then a fixed shuffle tree. Bitwise reproducible; the result is valid in every lane.
+template <class Partial>
+__device__ __forceinline__ MomentsD warp_merge(int count, Partial&& partial) {
+  MomentsD m{0.0, 0.0, 0.0};
+  for (int s = threadIdx.x % kWarpSize; s < count; s += kWarpSize) {
+    const Moments p = partial(s);
+    if (p.count > 0.f) m.merge(p.count, p.mean, p.m2);
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const double nb = __shfl_xor_sync(0xffffffffu, m.n, offset);
+    const double mb = __shfl_xor_sync(0xffffffffu, m.mu, offset);
+    const double qb = __shfl_xor_sync(0xffffffffu, m.m2, offset);
+    m.merge(nb, mb, qb);
+  }
+  return m;
+}
+
+// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
+__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
+                                                  float& rstd) {
+  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
+  const double full_mean = pilot + m.mu;
+  const float hi = static_cast<float>(full_mean);
+  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
+  rstd = static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+// One warp per (sample, group): combines that slice's chunk moments in double.
+template <class Op, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
+                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
+                        Op op) {
+  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
+  if (row >= rows) return;  // warp-uniform
+  const MomentsD m = warp_merge(splits, [&](int s) { return partial[row * splits + s]; });
+  if (threadIdx.x % kWarpSize == 0) {
+    // the partial kernel's pilot back
+    finish_statistics(m, double(op(x[row * slice_elems])), eps, mean[row], rstd[row]);
   }
 }
 

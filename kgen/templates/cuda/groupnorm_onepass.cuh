@@ -77,36 +77,6 @@ __device__ __forceinline__ void team_barrier(unsigned* counter, unsigned target)
   __syncthreads();
 }
 
-// The team's published moments combined in double, in a fixed order (lane-strided, then a fixed
-// shuffle tree), so every block of the team computes bit-identical statistics. Reads bypass L1
-// (__ldcg): the slots are rewritten every other round by other blocks. Valid in lane 0 of warp 0.
-__device__ __forceinline__ void combine_published(const Moments* published, int team_size, double& n,
-                                                  double& mu, double& m2) {
-  n = 0.0, mu = 0.0, m2 = 0.0;
-  for (int s = threadIdx.x; s < team_size; s += kWarpSize) {
-    const double nb = __ldcg(&published[s].count);
-    if (nb == 0.0) continue;
-    const double total = n + nb;
-    const double delta = double(__ldcg(&published[s].mean)) - mu;
-    mu += delta * nb / total;
-    m2 += double(__ldcg(&published[s].m2)) + delta * delta * n * nb / total;
-    n = total;
-  }
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const double nb = __shfl_xor_sync(0xffffffffu, n, offset);
-    const double mb = __shfl_xor_sync(0xffffffffu, mu, offset);
-    const double qb = __shfl_xor_sync(0xffffffffu, m2, offset);
-    const double total = n + nb;
-    if (total > 0.0) {
-      const double delta = mb - mu;
-      mu += delta * nb / total;
-      m2 += qb + delta * delta * n * nb / total;
-      n = total;
-    }
-  }
-}
-
 // W = 4: 16-byte accesses (HW % 4 == 0, so a pack never straddles two channels; pointers aligned).
 // kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
 // At least 1024 threads per SM stay resident (64 registers a thread): 1024 x 1, 512 x 2, 256 x 4.
@@ -168,14 +138,13 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
     if (threadIdx.x == 0) slot[rank] = acc;
     team_barrier(arrivals + team, unsigned(plan.team_size) * unsigned(round + 1));
     if (threadIdx.x < kWarpSize) {
-      double n, mu, m2;
-      combine_published(slot, plan.team_size, n, mu, m2);
+      // Every block of the team merges the same values in the same order: identical statistics. Reads
+      // bypass L1 (__ldcg): the slots are rewritten every other round by other blocks.
+      const MomentsD m = warp_merge(plan.team_size, [&](int s) {
+        return Moments{__ldcg(&slot[s].count), __ldcg(&slot[s].mean), __ldcg(&slot[s].m2)};
+      });
       if (threadIdx.x == 0) {
-        const double var = n > 0.0 ? fmax(m2 / n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-        const double full_mean = double(pilot) + mu;
-        const float hi = static_cast<float>(full_mean);
-        s_mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
-        s_rstd = static_cast<float>(1.0 / sqrt(var + eps));
+        finish_statistics(m, double(pilot), eps, s_mean, s_rstd);
         if (rank == 0) {
           mean_out[row] = s_mean;
           rstd_out[row] = s_rstd;
