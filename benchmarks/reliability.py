@@ -283,8 +283,8 @@ def run_solution(file_name: str, spec_name: str, params: dict, reference) -> lis
             ref1 = build(reference.Model, init).to("cuda:1")
             x1 = torch.rand(shape, device="cuda:1")
             err = max_err(other(x1), ref1(x1))
-                rows.append(Row(file_name, "model and input on a second GPU", "PASS" if err <= tol else "WRONG",
-                                err, tol=tol))
+            rows.append(Row(file_name, "model and input on a second GPU", "PASS" if err <= tol else "WRONG",
+                            err, tol=tol))
         except Exception as error:
             rows.append(Row(file_name, "model and input on a second GPU", "CRASH", message=first_line(error), tol=tol))
     else:
