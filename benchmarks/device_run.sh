@@ -5,6 +5,8 @@
 #   tests                 pytest -m gpu (every GPU test)
 #   validate:FILE[:ARGS]  kgen validate generated/FILE --bench --json (extra validate ARGS after a colon)
 #   profile:FILE          per-kernel time and bandwidth (benchmarks/profile_kernels.py)
+#   onepass               the one-pass forward: its GPU tests, its --bench (thread shapes against two passes),
+#                         and kgen validate --bench of `kgen emit groupnorm --forward one-pass`
 #   verdicts              validate a planted-bug file (expect exit 1) and a file that does not compile (expect 2)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
@@ -36,6 +38,14 @@ for step in "$@"; do
     profile)
       python3 benchmarks/profile_kernels.py "generated/$rest" --json "$OUT/profile_$(basename "$rest" .py).json" 2>&1 \
         | grep -v Warn | tee "$OUT/profile_$(basename "$rest" .py).log" ;;
+    onepass)
+      timeout 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_groupnorm_onepass.py 2>&1 \
+        | tee "$OUT/onepass_pytest.log" | tail -8
+      timeout 300 python3 tests/gpu/test_groupnorm_onepass.py --bench 2>&1 | grep -v Warn | tee "$OUT/onepass_bench.log"
+      mkdir -p .build && python3 -m kgen.cli emit groupnorm --forward one-pass -o .build/groupnorm_onepass.py
+      timeout 400 python3 -m kgen.cli validate .build/groupnorm_onepass.py --bench --json "$OUT/validate_groupnorm_onepass.json" \
+        2>&1 | tee "$OUT/validate_groupnorm_onepass.log" | tail -40
+      echo "exit code: ${PIPESTATUS[0]}" | tee -a "$OUT/validate_groupnorm_onepass.log" ;;
     verdicts)
       sed 's/var + eps/var + 100.0 * eps/' generated/groupnorm.py > /tmp/planted_variance_bug.py
       python3 -m kgen.cli validate /tmp/planted_variance_bug.py --trials 1 --no-backward 2>&1 | tail -25 > "$OUT/verdict_planted_bug.log"

@@ -131,10 +131,15 @@ def test_groupnorm_bindings_have_no_channel_bias():
     assert "_ext.groupnorm_forward(x, weight, bias, num_groups, eps)" in text
 
 
+def test_forward_defaults_one_pass_for_l1_35_and_two_pass_for_l2_19():
+    assert "groupnorm_onepass_kernel" in emit("groupnorm", {})[0]
+    assert "groupnorm_onepass_kernel" not in emit("convt-gelu-groupnorm", {})[0]
+
+
 @pytest.mark.parametrize("spec", ["groupnorm", "convt-gelu-groupnorm"])
 def test_forward_one_pass_includes_the_one_pass_kernel_and_two_pass_does_not(spec):
     auto = emit(spec, {"forward": "one-pass"})[0]
-    two = emit(spec, {})[0]
+    two = emit(spec, {"forward": "two-pass"})[0]
     assert "groupnorm_onepass_kernel" in auto and "constexpr int kOnePassThreads = " in auto
     assert "groupnorm_onepass_kernel" not in two and "constexpr int kOnePassThreads" not in two
     doc = ast.get_docstring(ast.parse(auto))

@@ -49,15 +49,21 @@ def block_size_param(default: int) -> Param:
 
 BLOCK_SIZE = block_size_param(256)
 
-# The one-pass forward's block shape (groupnorm_onepass.cuh), chosen on an H100: see benchmarks/h100/.
+# The one-pass forward's block shape (groupnorm_onepass.cuh), chosen on an H100:
+# benchmarks/h100/onepass_pipeline/README.md.
 ONEPASS_THREADS = 512
-ONEPASS_BLOCKS_PER_SM = 2
+ONEPASS_BLOCKS_PER_SM = 1
 
-FORWARD = Param("forward", str, "two-pass",
-                "two-pass: statistics sweep, then normalise sweep; one-pass: each (sample, group) slice held in "
-                "the shared memory of a team of blocks where the planner finds it fits this GPU (two passes "
-                "elsewhere; measured slower on an H100, see groupnorm_onepass.cuh); channels-last input "
-                "(--conv fast) always takes two passes", choices=("two-pass", "one-pass"))
+def forward_param(default: str) -> Param:
+    return Param("forward", str, default,
+                 "one-pass: each (sample, group) slice held in the shared memory of a team of blocks where the "
+                 "planner finds it fits this GPU (Hopper bulk copies: sm_90 and newer; two passes elsewhere); "
+                 "two-pass: statistics sweep, then normalise sweep. Channels-last input (--conv fast) always "
+                 "takes two passes", choices=("two-pass", "one-pass"))
+
+
+# L2-19 keeps two passes by default: its one-pass forward is validated but was not timed.
+FORWARD = forward_param("two-pass")
 
 
 def onepass_wanted(params: dict) -> bool:

@@ -1,5 +1,5 @@
 """L1-35: GroupNorm alone."""
-from kgen.specs.base import FORWARD, Spec, block_size_param, groups_param
+from kgen.specs.base import Spec, block_size_param, forward_param, groups_param
 
 SPEC = Spec(
     name="groupnorm",
@@ -15,8 +15,9 @@ SPEC = Spec(
     groups_arg="num_groups",
     # 512 threads measured 0.75% faster than 256 on an H100 (benchmarks/h100/sweep_groupnorm_*.log); the
     # default stays at the fully validated 256 until `kgen tune` picks per GPU.
-    params=(groups_param(8), block_size_param(256), FORWARD),
+    # One pass by default: 7.22 ms against 7.55 for two passes on an H100 (benchmarks/h100/onepass_pipeline/).
+    params=(groups_param(8), block_size_param(256), forward_param("one-pass")),
     context={"op": "kgen::Identity"},
-    summary="nn.GroupNorm(G, C) forward and backward: one-pass forward (slices held on chip) or split Welford "
-            "statistics + vectorised normalise; two-pass backward",
+    summary="nn.GroupNorm(G, C) forward and backward: one-pass forward (slices held on chip, Hopper) or split "
+            "Welford statistics + vectorised normalise; two-pass backward",
 )

@@ -3,8 +3,9 @@ into a small test extension: against float64 PyTorch, against the two-pass kerne
 the statistics it saves for backward equal to the two-pass ones, and its planner's fallback where a slice does
 not fit on chip.
 
-Shapes: one block per slice and teams of several blocks, more slices than teams (many rounds), the specialised
-and a generic group count, HW % 4 != 0 (scalar path), a large common offset, and a slice too big for the GPU.
+Shapes: one block per slice and teams of several blocks, more slices than teams (many rounds of the pipeline),
+fewer slices than pipeline stages, the specialised and a generic group count, a large common offset; and where the
+planner must decline (two passes run instead): HW % 4 != 0, an unaligned input, a slice too big for the GPU.
 
 `python tests/gpu/test_groupnorm_onepass.py --bench` times one-pass against two-pass at the L1-35 shape."""
 from __future__ import annotations
@@ -87,7 +88,9 @@ SHAPES = [
     # (shape, groups)
     ((2, 64, 16, 16), 8),        # tiny slices: one block per slice, teams = slices
     ((3, 64, 256, 256), 8),      # 2 MB slices: teams of several blocks, several rounds
-    ((5, 96, 33, 31), 12),       # generic group count, HW odd: scalar path
+    ((1, 16, 512, 512), 8),      # 8 slices of 2 MB in 4 teams: 2 rounds each, fewer than the pipeline stages
+    ((5, 96, 33, 31), 12),       # generic group count, HW odd: no 16-byte copies, the planner declines
+    ((6, 96, 20, 20), 12),       # generic group count, 16-byte path, slices shorter than a block's stride
     ((16, 32, 128, 128), 8),     # more slices than teams: many rounds
     ((2, 8, 512, 520), 1),       # groups = 1: one big slice per sample
     ((4, 64, 24, 24), 64),       # one channel per group
@@ -102,14 +105,16 @@ def inputs(shape, seed, offset=0.0, spread=2.0):
     return x, w, b
 
 
-CONFIGS = [(1024, 1), (512, 2), (256, 4)]   # (threads per block, blocks per SM)
+CONFIGS = [(1024, 1), (512, 1), (256, 2)]   # (threads per block, blocks per SM)
 
 
 @pytest.mark.parametrize("threads,bps", CONFIGS)
 @pytest.mark.parametrize("shape,groups", SHAPES)
 def test_onepass_matches_float64_and_two_pass(ext, shape, groups, threads, bps):
     feasible, team_size, teams, chunk = ext.plan(shape[0], shape[1], groups, plane_of(shape), threads, bps)
-    assert feasible and team_size >= 1 and teams >= 1 and chunk % 4 == 0
+    assert feasible == (plane_of(shape) % 4 == 0)
+    if feasible:
+        assert team_size >= 1 and teams >= 1 and chunk % 4 == 0 and team_size * chunk >= shape[1] // groups * plane_of(shape)
     for seed, gelu in ((1, False), (2, True)):
         x, w, b = inputs(shape, seed)
         y, mean, rstd = ext.forward(x, w, b, groups, threads, bps, gelu)
@@ -131,11 +136,21 @@ def test_large_offset_keeps_precision(ext):
 
 def test_mean_pair_and_rstd_are_the_exact_statistics(ext):
     x, w, b = inputs((2, 64, 64, 64), 4, offset=3.0)
-    _, mean, rstd = ext.forward(x, w, b, 8, 512, 2, False)
+    _, mean, rstd = ext.forward(x, w, b, 8, 512, 1, False)
     rows = x.double().reshape(2, 8, -1)
     full_mean = mean.double()[..., 0] + mean.double()[..., 1]
     assert torch.allclose(full_mean, rows.mean(-1), atol=2e-6, rtol=0)   # float32 partial moments
     assert torch.allclose(rstd.double(), 1 / torch.sqrt(rows.var(-1, unbiased=False) + EPS), rtol=1e-6)
+
+
+def test_unaligned_input_falls_back_to_two_passes(ext):
+    x, w, b = inputs((2, 64, 64, 64), 6)
+    storage = torch.empty(x.numel() + 1, device="cuda")
+    shifted = storage[1:].view_as(x)   # contiguous, but 4 bytes past a 16-byte boundary
+    shifted.copy_(x)
+    y = ext.forward(shifted, w, b, 8, 512, 1, False)[0]
+    want = F.group_norm(x.double(), 8, w.double(), b.double(), EPS)
+    assert (y.double() - want).abs().max().item() < 2e-5
 
 
 def test_slice_too_large_for_the_gpu_falls_back_to_two_passes(ext):
@@ -148,22 +163,25 @@ def test_slice_too_large_for_the_gpu_falls_back_to_two_passes(ext):
 
 
 def bench() -> None:
+    """One-pass thread shapes against two passes and eager, at the L1-35 shape."""
     from torch.utils import benchmark
 
-    ext = build_extension()
     x, w, b = inputs((112, 64, 512, 512), 0)
+    gbytes = 2 * x.numel() * 4 / 1e9
+
+    def time_ms(fn, seconds=1.0):
+        return benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=seconds).median * 1e3
+
+    ext = build_extension()
     with torch.no_grad():
-        for threads, bps in CONFIGS + [(0, 1)]:
+        for threads, bps in CONFIGS + [(256, 1), (0, 1)]:
             if threads:
                 print(f"plan {threads} threads x {bps} per SM (feasible, team_size, teams, chunk):",
                       ext.plan(112, 64, 8, 512 * 512, threads, bps))
-            fn = lambda: ext.forward(x, w, b, 8, threads, bps, False)
-            ms = benchmark.Timer("fn()", globals={"fn": fn}).blocked_autorange(min_run_time=1.0).median * 1e3
-            print(f"threads {threads:5d} x {bps} ({'one-pass' if threads else 'two-pass'}): {ms:7.3f} ms  "
-                  f"{gbytes / ms:5.2f} TB/s counting 1 read + 1 write")
-        ms = benchmark.Timer("fn()", globals={"fn": lambda: F.group_norm(x, 8, w, b, EPS)}).blocked_autorange(
-            min_run_time=2.0).median * 1e3
-        print(f"eager F.group_norm: {ms:7.3f} ms")
+            ms = time_ms(lambda: ext.forward(x, w, b, 8, threads, bps, False))
+            name = "one-pass" if threads else "two-pass"
+            print(f"threads {threads:5d} x {bps} ({name}): {ms:7.3f} ms  {gbytes / ms:5.2f} TB/s counting 1 read + 1 write")
+        print(f"eager F.group_norm: {time_ms(lambda: F.group_norm(x, 8, w, b, EPS), 2.0):7.3f} ms")
 
 
 if __name__ == "__main__" and "--bench" in sys.argv:

@@ -1,64 +1,96 @@
 // ---- groupnorm one-pass forward: each (sample, group) slice is read from DRAM once ----
 //
 // The two-pass forward (groupnorm.cuh) reads x twice: once for the statistics, once to normalise.
-// Here a TEAM of co-resident blocks holds one slice in shared memory: each block loads its chunk
-// (applying the op on the way in), folds it into Welford moments, publishes them, and waits at a
-// team barrier; then every block of the team combines the team's moments -- the same values in the
-// same order, so every block gets the same mean and rstd -- and normalises its chunk out of shared
-// memory. DRAM traffic drops from 2 reads + 1 write of x to 1 read + 1 write.
+// Here a TEAM of co-resident blocks holds a slice in shared memory: each block brings its chunk in,
+// folds it into Welford moments and publishes them; the team's last block to arrive merges the team's
+// moments (double, fixed order: see warp_merge) into the slice's mean and rstd; then every block
+// normalises its chunk in shared memory and sends it out. DRAM traffic drops from 2 reads + 1 write of x
+// to 1 read + 1 write (L1-35: 22.5 GB -> 15 GB).
 //
-// Measured on an H100 (L1-35, 112 x 64 x 512 x 512; benchmarks/h100/onepass_*.log): SLOWER than the two
-// passes, 8.14 ms (512 threads x 2 blocks per SM) against 7.55 ms. Every round each block waits at its
-// team's barrier for the slowest of ~88 loads, and its SM's DRAM traffic stalls meanwhile; the two-pass
-// kernels never wait and stream at 3 TB/s. Prefetching the next chunk into L2 during the wait made it
-// slower still (10.2 ms). So `--forward two-pass` is the default and this kernel is opt-in
-// (`--forward one-pass`) until a design that keeps DRAM busy through the barrier exists.
+// What limits it is the wait for a slice's statistics: a trip through L2 to publish, the team's same-
+// address atomics, the merge, a trip to fetch, all while DRAM is saturated (measured ~12 us on an H100,
+// against ~5 us of DRAM time per 8 MB slice at L1-35). So one block is a pipeline over the team's
+// slices, with every wait given to a warp of its own (roles below) so that no other role stalls:
 //
-// Sizing (plan_onepass, per shape and GPU): a slice of D values takes team_size blocks of
-// chunk = D / team_size values each, chunk * 4 bytes within the shared memory one block may use.
-// The grid is at most as many blocks as the GPU keeps resident at once, launched cooperatively so
-// they ARE resident together (a team barrier never waits on a block that has not started), split
-// into teams; team t normalises slices t, t + teams, t + 2 teams, ... Where a slice does not fit in
-// the shared memory of the whole GPU, the caller falls back to the two-pass kernels.
+//   producer:   bulk-loads the next slices' chunks            (Hopper TMA: no registers, no L1 lines)
+//   workers:    fold slice k, hand the moments on; normalise slice k - 1 in place
+//   publisher:  slice k's moments out to the team (release), count in (atomic); the last block merges
+//   fetcher:    waits for slice k - 1's statistics and hands them to the workers
+//   producer:   bulk-stores slice k - 1's y, reloads the stage once the store has read it
 //
-// The barrier is a per-team arrival counter in global memory, zeroed before the launch: a block
-// publishes its moments, fences, adds 1, and the slice's statistics are complete once the counter
-// reaches team_size * (round + 1). Published moments are double-buffered by round parity: a block
-// can overwrite round r's slot only in round r + 2, after every block of its team has passed round
-// r + 1's barrier and so has finished reading round r.
+// Shared memory holds three chunks (normalising/storing, folding/waiting, loading): a slice must be
+// done within about a round of the team's last fold, which is what still bounds it (L1-35: 8 us a round,
+// 7.2 ms, against 7.55 ms for two passes; benchmarks/h100/onepass_pipeline/README.md has every design
+// tried and what each measured). Roles meet only at mbarriers in shared memory.
+//
+// Sizing (plan_onepass, per shape and GPU): a slice of D values takes team_size blocks of chunk =
+// D / team_size values, three chunks within the shared memory one block may use. The grid is at most as
+// many blocks as the GPU keeps resident, launched cooperatively so that they ARE resident together (a
+// wait is never on a block that has not started), split into teams; team t handles slices t, t + teams,
+// ... The planner declines (the caller then runs the two-pass kernels) where three slices per team do
+// not fit in the whole GPU's shared memory, where 16-byte bulk copies are impossible (HW % 4 != 0, an
+// unaligned pointer), or where the kernel was not built for sm_90 or newer.
+//
+// Global synchronisation, per slice, all zeroed before the launch and never reused: one moments slot per
+// block, an arrival counter, a ready flag. A publisher writes its slot and adds 1 with acquire-release
+// semantics; the block whose add completes the count merges, writes mean and rstd and releases the flag;
+// a fetcher acquires the flag before it reads them (through L2: they were written during this kernel).
 namespace kgen {
 
-template <int W>
-__device__ __forceinline__ Pack<W> load_pack_shared(const float* p, int64_t i) {
-  if constexpr (W == 4) {
-    const float4 f = reinterpret_cast<const float4*>(p)[i];
-    return Pack<4>{{f.x, f.y, f.z, f.w}};
-  } else {
-    return Pack<1>{{p[i]}};
+// Chunks a block holds in shared memory: one being normalised and stored, one being folded or waiting
+// for its statistics, one on its way in.
+constexpr int kOnePassStages = 3;
+
+// ---- Hopper bulk copies (the TMA engine) between global and shared memory, and the mbarrier that
+// counts a copy's bytes in. Compiled for sm_90 and newer only; the planner declines on older GPUs.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KGEN_BULK_COPY 1
+#endif
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+#ifdef KGEN_BULK_COPY
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(arrivals) : "memory");
+}
+
+// Global -> shared, `bytes` (a multiple of 16) counted into `bar`, which this thread arms first.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+  if (bytes) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(shared_address(dst)), "l"(src), "r"(bytes), "r"(shared_address(bar))
+                 : "memory");
   }
 }
 
-// 16-byte loads each thread keeps in flight while filling its chunk: the load phase is all the DRAM
-// reading a block does per slice, so it should have as many bytes on the way as registers allow.
-constexpr int kLoadUnroll = 8;
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
+}
 
-template <int W>
-__device__ __forceinline__ void store_pack_streaming(float* p, int64_t i, const Pack<W>& v) {
-  if constexpr (W == 4) {
-    __stcs(reinterpret_cast<float4*>(p) + i, make_float4(v.v[0], v.v[1], v.v[2], v.v[3]));
-  } else {
-    __stcs(p + i, v.v[0]);
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
   }
 }
 
-struct OnePassPlan {
-  bool feasible;
-  int threads;        // per block
-  int team_size;      // blocks per slice
-  int teams;          // slices in flight
-  int64_t chunk;      // values per block, a multiple of 4
-  size_t smem_bytes;  // dynamic shared memory per block
-};
+// Shared -> global; a bulk group per call. Shared writes that feed it must be fenced to the async proxy.
+__device__ __forceinline__ void bulk_store(void* dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(shared_address(src)),
+               "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+// Waits until every bulk store this thread issued has finished READING shared memory.
+__device__ __forceinline__ void bulk_stores_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+__device__ __forceinline__ void bulk_stores_done() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void fence_to_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+#endif
 
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   unsigned v;
@@ -66,135 +98,292 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   return v;
 }
 
-__device__ __forceinline__ void team_barrier(unsigned* counter, unsigned target) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    atomicAdd(counter, 1u);
-    while (load_acquire(counter) < target) __nanosleep(32);
-    __threadfence();
-  }
-  __syncthreads();
+__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// W = 4: 16-byte accesses (HW % 4 == 0, so a pack never straddles two channels; pointers aligned).
-// kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
-// At least 1024 threads per SM stay resident (64 registers a thread): 1024 x 1, 512 x 2, 256 x 4.
-template <class Op, int kThreads, int W, bool kChannelBias>
-__global__ void __launch_bounds__(kThreads, 1024 / kThreads)
-groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
-                         const float* __restrict__ beta, float* __restrict__ y, float2* __restrict__ mean_out,
-                         float* __restrict__ rstd_out, Moments* __restrict__ published,
-                         unsigned* __restrict__ arrivals, GroupShape shape, OnePassPlan plan, double eps, Op op,
-                         const float* __restrict__ channel_bias) {
-  extern __shared__ float4 smem_raw[];
-  float* held = reinterpret_cast<float*>(smem_raw);  // this block's chunk of op(x), plan.chunk values
-  __shared__ float2 s_mean;
-  __shared__ float s_rstd;
+// Adds v, returns the old value; releases this thread's earlier writes and acquires those the other
+// adders released.
+__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
 
+// The channel of successive offsets within a slice (32-bit: the planner keeps slices under 2^31 values),
+// for offsets that only grow: a compare per step, a division only on a jump past a whole plane. It starts
+// before any channel, so the first advance() always reports a move: nothing is read for a thread that
+// has no pack (its offset may lie past the slice).
+struct ChannelCursor {
+  int first_channel;  // the slice's first channel
+  int plane;
+  int channel = -1;   // channel of the last offset seen
+  int next = 0;       // slice offset where channel + 1 begins
+
+  __device__ __forceinline__ ChannelCursor(int first, int plane_elems) : first_channel(first), plane(plane_elems) {}
+
+  // Moves to `offset` (never below the last one); true if the channel changed.
+  __device__ __forceinline__ bool advance(int offset) {
+    if (offset < next) return false;
+    if (channel < 0 || offset - next >= plane) {
+      channel = first_channel + offset / plane;
+      next = (offset / plane + 1) * plane;
+    } else {
+      ++channel;
+      next += plane;
+    }
+    return true;
+  }
+};
+
+struct OnePassPlan {
+  bool feasible;
+  int threads;        // per block
+  int team_size;      // blocks per slice
+  int teams;          // slices in flight
+  int64_t chunk;      // values per block, a multiple of 4
+  size_t smem_bytes;  // dynamic shared memory per block: kOnePassStages chunks
+};
+
+// Per-slice synchronisation state; every array is indexed by (sample, group) row.
+struct OnePassSync {
+  Moments* published;  // rows x team_size: each block's moments of its chunk
+  unsigned* arrivals;  // rows: blocks that have published
+  unsigned* ready;     // rows: 1 once mean and rstd are written
+};
+
+// The team's last block, one warp: merges the team's moments of slice `row` (lane 0's acquiring add saw
+// every other block's released moments; the fence extends that to the other lanes), writes mean and
+// rstd, and releases the slice's flag. Out of line, so that its double-precision registers do not
+// crowd the streaming loop.
+__device__ __noinline__ void merge_team_moments(const OnePassSync& sync, int64_t row, int team_size, float pilot,
+                                                double eps, float2* mean_out, float* rstd_out) {
+  __threadfence();
+  const Moments* slots = sync.published + row * team_size;
+  // __ldcg: through L2, the slots were written during this kernel
+  const MomentsD m = warp_merge(team_size, [&](int s) {
+    return Moments{__ldcg(&slots[s].count), __ldcg(&slots[s].mean), __ldcg(&slots[s].m2)};
+  });
+  if (threadIdx.x % kWarpSize == 0) {
+    finish_statistics(m, double(pilot), eps, mean_out[row], rstd_out[row]);
+    store_release(sync.ready + row, 1u);  // orders the two writes above before the flag
+  }
+}
+
+// Barrier among the worker warps only (id 1; id 0 is __syncthreads).
+template <int kCount>
+__device__ __forceinline__ void workers_barrier() {
+  asm volatile("bar.sync 1, %0;" ::"n"(kCount) : "memory");
+}
+
+// kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
+// Warp roles: all but the last three warps are WORKERS (fold and normalise the chunks); then the
+// PUBLISHER (sends the block's moments of each slice to the team, merges as the team's last block), the
+// FETCHER (waits for each slice's statistics and hands them to the workers), and the PRODUCER (its first
+// thread issues the bulk loads of x and bulk stores of y). They meet only at mbarriers in shared memory:
+// no role waits on another's trips to L2.
+template <class Op, int kThreads, bool kChannelBias>
+__global__ void __launch_bounds__(kThreads, 1)
+groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                         const float* __restrict__ beta, float* __restrict__ y, float2* mean_out, float* rstd_out,
+                         OnePassSync sync, GroupShape shape, OnePassPlan plan, double eps, Op op,
+                         const float* __restrict__ channel_bias) {
+#ifdef KGEN_BULK_COPY
+  constexpr int kWorkers = kThreads - 3 * kWarpSize;
+  constexpr int kWorkerWarps = kWorkers / kWarpSize;
+  static_assert(kWorkerWarps >= 1 && kWorkerWarps <= kWarpSize, "3 + 1..29 warps per block");
+  constexpr int kPublisher = kWorkerWarps, kFetcher = kWorkerWarps + 1, kProducer = kWorkerWarps + 2;
+  extern __shared__ float4 stages[];  // kOnePassStages chunks of plan.chunk / 4 packs
+  // Each mbarrier completes one phase per use. A use is waited on by parity, so no barrier may complete
+  // two phases before its waiters saw the first: the per-round ones alternate between two barriers.
+  __shared__ uint64_t loaded[kOnePassStages];      // a chunk has landed (producer -> workers)
+  __shared__ uint64_t normalised[kOnePassStages];  // a chunk holds y (workers -> producer)
+  __shared__ uint64_t partial_ready[2];            // s_partial[k & 1] is set (workers -> publisher)
+  __shared__ uint64_t stats_ready[2];              // s_stats[j & 1] is set (fetcher -> workers)
+  __shared__ Moments s_warp[2][kWorkerWarps];
+  __shared__ Moments s_partial[2];
+  __shared__ float4 s_stats[2];  // mean hi, mean lo, rstd
+
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
   const int team = blockIdx.x / plan.team_size;
   const int rank = blockIdx.x % plan.team_size;
   const int64_t rows = shape.batch * shape.groups;
-  const int64_t slice_elems = shape.slice_elems();
-  const int64_t cpg = shape.channels_per_group();
-  const int64_t plane = shape.plane_elems;
-  const int64_t begin = rank * plan.chunk;
-  const int64_t count = max(int64_t(0), min(plan.chunk, slice_elems - begin));
-  const int64_t packs = count / W;
+  const int slice_elems = static_cast<int>(shape.slice_elems());
+  const int cpg = static_cast<int>(shape.channels_per_group());
+  const int plane = static_cast<int>(shape.plane_elems);
+  const int groups = static_cast<int>(shape.groups);
+  const int chunk_packs = static_cast<int>(plan.chunk / 4);
+  const int begin = rank * chunk_packs * 4;
+  const int packs = max(0, min(chunk_packs * 4, slice_elems - begin)) / 4;
+  const unsigned bytes = static_cast<unsigned>(packs) * 16u;
+  const int64_t rounds = team < rows ? (rows - team + plan.teams - 1) / plan.teams : 0;
 
-  int round = 0;
-  for (int64_t row = team; row < rows; row += plan.teams, ++round) {
-    const float* xs = x + row * slice_elems + begin;
-    const int64_t channel0 = (row % shape.groups) * cpg;
-    // moments of z - pilot, pilot the slice's first z: see groupnorm.cuh
-    const float pilot = channel_op<kChannelBias>(op, channel_bias, channel0)(x[row * slice_elems]);
+  const auto row_of = [&](int64_t k) { return team + k * plan.teams; };
+  const auto first_channel = [&](int64_t row) { return static_cast<int>(row % groups) * cpg; };
+  const auto slot = [&](int64_t k) { return static_cast<int>(k % kOnePassStages); };
+  const auto use = [&](int64_t k) { return static_cast<unsigned>((k / kOnePassStages) & 1); };
+  const auto stage = [&](int64_t k) { return stages + slot(k) * chunk_packs; };
+  // The moments are of z - pilot, pilot the slice's first z: see groupnorm.cuh.
+  const auto pilot_of = [&](int64_t k) {
+    const int64_t row = row_of(k);
+    return channel_op<kChannelBias>(op, channel_bias, first_channel(row))(__ldg(x + row * slice_elems));
+  };
 
-    // 1. Load: z = op(x) into shared memory, Welford moments on the way.
-    Moments acc{0.f, 0.f, 0.f};
-    for (int64_t base = threadIdx.x; base < packs; base += int64_t(kThreads) * kLoadUnroll) {
-      Pack<W> v[kLoadUnroll];
-#pragma unroll
-      for (int u = 0; u < kLoadUnroll; ++u) {
-        const int64_t i = base + int64_t(u) * kThreads;
-        if (i < packs) v[u] = load_pack<W>(xs, i);
-      }
-#pragma unroll
-      for (int u = 0; u < kLoadUnroll; ++u) {
-        const int64_t i = base + int64_t(u) * kThreads;
-        if (i < packs) {
-          const auto op_c = channel_op<kChannelBias>(op, channel_bias, channel0 + (begin + i * W) / plane);
-          Pack<W> z;
-#pragma unroll
-          for (int j = 0; j < W; ++j) z.v[j] = op_c(v[u].v[j]);
-          accumulate(acc, z, Identity{}, pilot);
-          store_pack<W>(held, i, z);
-        }
-      }
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kOnePassStages; ++s) {
+      mbarrier_init(&loaded[s], 1);
+      mbarrier_init(&normalised[s], kWorkerWarps);
     }
-    acc = block_combine<kThreads>(acc);
-
-    // 2. Publish, wait for the team, combine.
-    Moments* slot = published + (int64_t(team) * 2 + (round & 1)) * plan.team_size;
-    if (threadIdx.x == 0) slot[rank] = acc;
-    team_barrier(arrivals + team, unsigned(plan.team_size) * unsigned(round + 1));
-    if (threadIdx.x < kWarpSize) {
-      // Every block of the team merges the same values in the same order: identical statistics. Reads
-      // bypass L1 (__ldcg): the slots are rewritten every other round by other blocks.
-      const MomentsD m = warp_merge(plan.team_size, [&](int s) {
-        return Moments{__ldcg(&slot[s].count), __ldcg(&slot[s].mean), __ldcg(&slot[s].m2)};
-      });
-      if (threadIdx.x == 0) {
-        finish_statistics(m, double(pilot), eps, s_mean, s_rstd);
-        if (rank == 0) {
-          mean_out[row] = s_mean;
-          rstd_out[row] = s_rstd;
-        }
-      }
+    for (int s = 0; s < 2; ++s) {
+      mbarrier_init(&partial_ready[s], 1);
+      mbarrier_init(&stats_ready[s], 1);
     }
-    __syncthreads();
-
-    // 3. Normalise out of shared memory (each thread reads back exactly the packs it stored).
-    const float2 mu = s_mean;
-    const float rstd = s_rstd;
-    float* ys = y + row * slice_elems + begin;
-    for (int64_t i = threadIdx.x; i < packs; i += kThreads) {
-      const int64_t c = channel0 + (begin + i * W) / plane;
-      const float scale = rstd * __ldg(gamma + c);
-      const float shift = __ldg(beta + c);
-      const Pack<W> z = load_pack_shared<W>(held, i);
-      Pack<W> r;
-#pragma unroll
-      for (int j = 0; j < W; ++j) r.v[j] = centered(z.v[j], mu) * scale + shift;
-      store_pack_streaming<W>(ys, i, r);  // evict-first: y is not read again
-    }
-    __syncthreads();  // `held` and s_mean are rewritten next round
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+  __syncthreads();  // the only block-wide barrier
+
+  if (warp == kProducer) {
+    // PRODUCER: three chunks ahead; a stage is reloaded once its y has been read out of it.
+    if (lane == 0) {
+      const auto load = [&](int64_t k) {
+        bulk_load(stage(k), x + row_of(k) * slice_elems + begin, bytes, &loaded[slot(k)]);
+      };
+      for (int64_t k = 0; k < rounds && k < kOnePassStages; ++k) load(k);
+      for (int64_t j = 0; j < rounds; ++j) {
+        mbarrier_wait(&normalised[slot(j)], use(j));
+        if (bytes) bulk_store(y + row_of(j) * slice_elems + begin, stage(j), bytes);
+        if (j + kOnePassStages < rounds) {
+          bulk_stores_read();
+          load(j + kOnePassStages);
+        }
+      }
+      bulk_stores_done();
+    }
+    return;
+  }
+
+  if (warp == kFetcher) {
+    // FETCHER: the statistics of each slice, once its team's last block has merged them.
+    if (lane == 0) {
+      for (int64_t j = 0; j < rounds; ++j) {
+        const int64_t row = row_of(j);
+        while (load_acquire(sync.ready + row) == 0u) __nanosleep(32);
+        const float2 mu = __ldcg(mean_out + row);
+        s_stats[j & 1] = make_float4(mu.x, mu.y, __ldcg(rstd_out + row), 0.f);
+        mbarrier_arrive(&stats_ready[j & 1]);
+      }
+    }
+    return;
+  }
+
+  if (warp == kPublisher) {
+    // PUBLISHER: this block's moments of each slice out to the team; the last block to arrive merges.
+    for (int64_t k = 0; k < rounds; ++k) {
+      const int64_t row = row_of(k);
+      mbarrier_wait(&partial_ready[k & 1], static_cast<unsigned>((k >> 1) & 1));
+      unsigned last = 0;
+      if (lane == 0) {
+        sync.published[row * plan.team_size + rank] = s_partial[k & 1];
+        last = atomic_add_acq_rel(sync.arrivals + row, 1u) == unsigned(plan.team_size - 1);
+      }
+      if (__shfl_sync(0xffffffffu, last, 0)) {
+        merge_team_moments(sync, row, plan.team_size, pilot_of(k), eps, mean_out, rstd_out);
+      }
+    }
+    return;
+  }
+
+  // WORKERS: fold chunk k, then normalise chunk k - 1 in place (its statistics arrive meanwhile).
+  float pilot = rounds > 0 ? pilot_of(0) : 0.f;
+  for (int64_t k = 0; k <= rounds; ++k) {
+    if (k < rounds) {
+      const int64_t row = row_of(k);
+      float4* held = stage(k);
+      mbarrier_wait(&loaded[slot(k)], use(k));
+      Moments acc{0.f, 0.f, 0.f};
+      ChannelCursor cursor(first_channel(row), plane);
+      ChannelOp<Op, kChannelBias> op_c{op, 0.f};
+      for (int i = threadIdx.x; i < packs; i += kWorkers) {
+        if (cursor.advance(begin + 4 * i)) op_c = channel_op<kChannelBias>(op, channel_bias, cursor.channel);
+        const float4 v = held[i];
+        const Pack<4> z{{op_c(v.x), op_c(v.y), op_c(v.z), op_c(v.w)}};
+        accumulate(acc, z, Identity{}, pilot);
+        if constexpr (kChannelBias || !std::is_same<Op, Identity>::value) {
+          held[i] = make_float4(z.v[0], z.v[1], z.v[2], z.v[3]);
+        }
+      }
+      // The workers' tree combine (as block_combine), handed to the publisher.
+      acc = warp_combine(acc);
+      if (lane == 0) s_warp[k & 1][warp] = acc;
+      workers_barrier<kWorkers>();
+      if (warp == 0) {
+        acc = warp_combine(lane < kWorkerWarps ? s_warp[k & 1][lane] : Moments{0.f, 0.f, 0.f});
+        if (lane == 0) {
+          s_partial[k & 1] = acc;
+          mbarrier_arrive(&partial_ready[k & 1]);
+        }
+      }
+      if (k + 1 < rounds) pilot = pilot_of(k + 1);
+    }
+    if (k >= 1) {
+      const int64_t j = k - 1;
+      const int64_t row = row_of(j);
+      float4* held = stage(j);
+      mbarrier_wait(&stats_ready[j & 1], static_cast<unsigned>((j >> 1) & 1));
+      const float4 stats = s_stats[j & 1];
+      const float2 mu = make_float2(stats.x, stats.y);
+      ChannelCursor cursor(first_channel(row), plane);
+      float scale = 0.f, shift = 0.f;
+      for (int i = threadIdx.x; i < packs; i += kWorkers) {
+        if (cursor.advance(begin + 4 * i)) {
+          scale = stats.z * __ldg(gamma + cursor.channel);
+          shift = __ldg(beta + cursor.channel);
+        }
+        const float4 z = held[i];
+        held[i] = make_float4(centered(z.x, mu) * scale + shift, centered(z.y, mu) * scale + shift,
+                              centered(z.z, mu) * scale + shift, centered(z.w, mu) * scale + shift);
+      }
+      fence_to_async_proxy();  // the producer's bulk store reads these values
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(&normalised[slot(j)]);
+    }
+  }
+#endif
 }
 
 // Team sizes for one slice on this device, or feasible = false. blocks_per_sm blocks share each SM's
-// shared memory: with more than one, one block's loads overlap another's barrier wait and stores.
+// shared memory: with more than one, one block's waits overlap another's copies and stores.
 template <class Op, int kThreads, bool kChannelBias>
 inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_per_sm) {
   OnePassPlan plan{false, kThreads, 0, 0, 0, 0};
-  int device = 0, sms = 0, optin = 0, per_sm_bytes = 0;
+  const int64_t rows = shape.batch * shape.groups;
+  const int64_t slice = shape.slice_elems();
+  // 16-byte loads only; offsets within a slice are 32-bit.
+  if (!vec || rows == 0 || slice == 0 || slice % 4 || slice >= (int64_t(1) << 31) || blocks_per_sm < 1) {
+    return plan;
+  }
+  int device = 0, sms = 0, optin = 0, per_sm_bytes = 0, cooperative = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  const int64_t rows = shape.batch * shape.groups;
-  const int64_t slice = shape.slice_elems();
-  if (rows == 0 || slice == 0 || blocks_per_sm < 1) return plan;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+  if (!cooperative) return plan;
+  const void* kernel = reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
   cudaFuncAttributes attributes;
-  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4, kChannelBias>)
-                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1, kChannelBias>);
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-  // What one block may hold as its chunk: its share of the SM, less its static arrays and the 1 KB
-  // the runtime reserves per block.
+  // The kernel's body exists only in code built for sm_90 or newer (bulk copies): not in code built for an
+  // older GPU, nor in older PTX compiled just in time for this one.
+  if (attributes.binaryVersion < 90 || attributes.ptxVersion < 90) return plan;
+  // What one block may hold: its share of the SM, less its static arrays and the 1 KB the runtime
+  // reserves per block; kOnePassStages chunks of it, each also within the registers of the incoming one.
   constexpr int64_t kReservedPerBlock = 1024;
   const int64_t share = int64_t(per_sm_bytes) / blocks_per_sm - kReservedPerBlock;
-  const int64_t budget = (std::min<int64_t>(optin, share) - int64_t(attributes.sharedSizeBytes)) / 16 * 16;
-  if (budget <= 0) return plan;
-  const int64_t smallest_team = (slice * 4 + budget - 1) / budget;
+  const int64_t budget = std::min<int64_t>(optin, share) - int64_t(attributes.sharedSizeBytes);
+  const int64_t chunk_budget = budget / kOnePassStages / 16 * 16;
+  if (chunk_budget <= 0) return plan;
+  const int64_t smallest_team = (slice * 4 + chunk_budget - 1) / chunk_budget;
   const int64_t resident = int64_t(blocks_per_sm) * sms;
   const int64_t teams = std::min<int64_t>(rows, resident / smallest_team);
   if (teams < 1) return plan;
@@ -202,7 +391,7 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   const int64_t team_target = std::max<int64_t>(smallest_team, resident / teams);
   const int64_t chunk = ((slice + team_target - 1) / team_target + 3) / 4 * 4;
   const int64_t team_size = (slice + chunk - 1) / chunk;
-  const size_t smem = size_t(chunk) * sizeof(float);
+  const size_t smem = size_t(kOnePassStages) * size_t(chunk) * sizeof(float);
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
@@ -214,7 +403,7 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
 }
 
 // One-pass forward of op -> GroupNorm into y (contiguous, same shape as x); mean and rstd as the
-// two-pass forward leaves them. Returns false, having launched nothing, if the slice does not fit.
+// two-pass forward leaves them. Returns false, having launched nothing, where the planner declines.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
@@ -223,21 +412,21 @@ bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, con
                    is_16_byte_aligned(y.data_ptr<float>());
   const OnePassPlan plan = plan_onepass<Op, kThreads, kChannelBias>(shape, vec, blocks_per_sm);
   if (!plan.feasible) return false;
-  const int64_t words_per_team = 2 * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
-  auto published = at::empty({plan.teams * words_per_team}, x.options());
-  auto arrivals = at::zeros({plan.teams}, x.options().dtype(at::kInt));
-  auto* published_ptr = reinterpret_cast<Moments*>(published.data_ptr<float>());
-  auto* arrivals_ptr = reinterpret_cast<unsigned*>(arrivals.data_ptr<int>());
+  const int64_t rows = shape.batch * shape.groups;
+  const int64_t moment_words = rows * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
+  auto published = at::empty({moment_words}, x.options());
+  auto flags = at::zeros({2 * rows}, x.options().dtype(at::kInt));  // arrivals, then ready
+  auto* flag_ptr = reinterpret_cast<unsigned*>(flags.data_ptr<int>());
+  OnePassSync sync{reinterpret_cast<Moments*>(published.data_ptr<float>()), flag_ptr, flag_ptr + rows};
   const float* x_ptr = x.data_ptr<float>();
   const float* gamma_ptr = gamma.data_ptr<float>();
   const float* beta_ptr = beta.data_ptr<float>();
   float* y_ptr = y.data_ptr<float>();
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  void* args[] = {&x_ptr, &gamma_ptr, &beta_ptr, &y_ptr, &mean_ptr, &rstd_ptr, &published_ptr, &arrivals_ptr,
+  void* args[] = {&x_ptr, &gamma_ptr, &beta_ptr, &y_ptr, &mean_ptr, &rstd_ptr, &sync,
                   const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &op, &channel_bias};
-  const void* kernel = vec ? reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 4, kChannelBias>)
-                           : reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, 1, kChannelBias>);
+  const void* kernel = reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
   C10_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(plan.teams * plan.team_size), dim3(kThreads), args,
                                              plan.smem_bytes, at::cuda::getCurrentCUDAStream()));
   return true;
