@@ -377,7 +377,7 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   // older GPU, nor in older PTX compiled just in time for this one.
   if (attributes.binaryVersion < 90 || attributes.ptxVersion < 90) return plan;
   // What one block may hold: its share of the SM, less its static arrays and the 1 KB the runtime
-  // reserves per block; kOnePassStages chunks of it, each also within the registers of the incoming one.
+  // reserves per block; kOnePassStages chunks of it.
   constexpr int64_t kReservedPerBlock = 1024;
   const int64_t share = int64_t(per_sm_bytes) / blocks_per_sm - kReservedPerBlock;
   const int64_t budget = std::min<int64_t>(optin, share) - int64_t(attributes.sharedSizeBytes);
