@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from kgen.golden import GENERATED, GOLDEN
-from tests.cuda_env import BUILD_ARCHS, build_environment, toolkit_root
+from tests.cuda_env import BUILD_ARCHS, build_environment, build_problem
 
 pytestmark = pytest.mark.build
 
@@ -21,7 +21,7 @@ print("BUILT", module._ext.__name__)
 """
 
 
-@pytest.mark.skipif(toolkit_root() is None, reason="nvcc is not installed here")
+@pytest.mark.skipif(build_problem() is not None, reason=build_problem() or "")
 @pytest.mark.parametrize("name", sorted(GOLDEN))
 def test_generated_file_builds_for_sm80_and_sm90(name, tmp_path):
     env = dict(os.environ, **build_environment(), TORCH_EXTENSIONS_DIR=str(tmp_path), MAX_JOBS="2")
