@@ -35,6 +35,8 @@
 // block, an arrival counter, a ready flag. A publisher writes its slot and adds 1 with acquire-release
 // semantics; the block whose add completes the count merges, writes mean and rstd and releases the flag;
 // a fetcher acquires the flag before it reads them (through L2: they were written during this kernel).
+#include <mutex>
+
 namespace kgen {
 
 // Chunks a block holds in shared memory: one being normalised and stored, one being folded or waiting
@@ -352,6 +354,73 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
 #endif
 }
 
+// What the planner needs to know of a device and of the kernel built for it, queried once per device
+// (the first forward call on it) instead of on every call: the SM count and shared-memory limits, the
+// kernel's binary and static shared memory, and, per dynamic shared-memory size asked for, the
+// occupancy. `max_dynamic_smem` is the largest dynamic size already granted to the kernel on the device,
+// so cudaFuncSetAttribute runs only when a larger one is needed.
+struct OnePassDeviceFacts {
+  bool known = false;
+  int sms = 0, optin = 0, per_sm_bytes = 0;
+  bool cooperative = false;
+  int binary_version = 0, ptx_version = 0;
+  int64_t static_smem = 0;
+  size_t max_dynamic_smem = 0;
+  std::vector<std::pair<size_t, int>> occupancy;  // (dynamic smem bytes, blocks per SM), few entries
+};
+
+template <class Op, int kThreads, bool kChannelBias>
+struct OnePassDeviceCache {
+  static std::mutex& lock() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<OnePassDeviceFacts>& facts() {
+    static std::vector<OnePassDeviceFacts> f;
+    return f;
+  }
+  static const void* kernel() {
+    return reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
+  }
+
+  // The facts of `device`, queried on first use. Call with lock() held.
+  static OnePassDeviceFacts& of(int device) {
+    auto& all = facts();
+    if (int(all.size()) <= device) all.resize(device + 1);
+    OnePassDeviceFacts& f = all[device];
+    if (!f.known) {
+      int cooperative = 0;
+      C10_CUDA_CHECK(cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device));
+      C10_CUDA_CHECK(cudaDeviceGetAttribute(&f.optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      C10_CUDA_CHECK(cudaDeviceGetAttribute(&f.per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+      C10_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
+      f.cooperative = cooperative != 0;
+      cudaFuncAttributes attributes;
+      C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel()));
+      f.binary_version = attributes.binaryVersion;
+      f.ptx_version = attributes.ptxVersion;
+      f.static_smem = int64_t(attributes.sharedSizeBytes);
+      f.known = true;
+    }
+    return f;
+  }
+
+  // Blocks per SM at `smem` dynamic bytes, granting the kernel that much first. Call with lock() held.
+  static int occupancy(OnePassDeviceFacts& f, size_t smem) {
+    for (const auto& entry : f.occupancy) {
+      if (entry.first == smem) return entry.second;
+    }
+    if (smem > f.max_dynamic_smem) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel(), cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      f.max_dynamic_smem = smem;
+    }
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel(), kThreads, smem));
+    if (f.occupancy.size() < 64) f.occupancy.emplace_back(smem, per_sm);
+    return per_sm;
+  }
+};
+
 // Team sizes for one slice on this device, or feasible = false. blocks_per_sm blocks share each SM's
 // shared memory: with more than one, one block's waits overlap another's copies and stores.
 template <class Op, int kThreads, bool kChannelBias>
@@ -363,28 +432,24 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   if (!vec || rows == 0 || slice == 0 || slice % 4 || slice >= (int64_t(1) << 31) || blocks_per_sm < 1) {
     return plan;
   }
-  int device = 0, sms = 0, optin = 0, per_sm_bytes = 0, cooperative = 0;
+  using Cache = OnePassDeviceCache<Op, kThreads, kChannelBias>;
+  int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  if (!cooperative) return plan;
-  const void* kernel = reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
-  cudaFuncAttributes attributes;
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  std::lock_guard<std::mutex> guard(Cache::lock());
+  OnePassDeviceFacts& f = Cache::of(device);
+  if (!f.cooperative) return plan;
   // The kernel's body exists only in code built for sm_90 or newer (bulk copies): not in code built for an
   // older GPU, nor in older PTX compiled just in time for this one.
-  if (attributes.binaryVersion < 90 || attributes.ptxVersion < 90) return plan;
+  if (f.binary_version < 90 || f.ptx_version < 90) return plan;
   // What one block may hold: its share of the SM, less its static arrays and the 1 KB the runtime
   // reserves per block; kOnePassStages chunks of it.
   constexpr int64_t kReservedPerBlock = 1024;
-  const int64_t share = int64_t(per_sm_bytes) / blocks_per_sm - kReservedPerBlock;
-  const int64_t budget = std::min<int64_t>(optin, share) - int64_t(attributes.sharedSizeBytes);
+  const int64_t share = int64_t(f.per_sm_bytes) / blocks_per_sm - kReservedPerBlock;
+  const int64_t budget = std::min<int64_t>(f.optin, share) - f.static_smem;
   const int64_t chunk_budget = budget / kOnePassStages / 16 * 16;
   if (chunk_budget <= 0) return plan;
   const int64_t smallest_team = (slice * 4 + chunk_budget - 1) / chunk_budget;
-  const int64_t resident = int64_t(blocks_per_sm) * sms;
+  const int64_t resident = int64_t(blocks_per_sm) * f.sms;
   const int64_t teams = std::min<int64_t>(rows, resident / smallest_team);
   if (teams < 1) return plan;
   // Spread the teams over every resident block: smaller chunks, all SMs busy.
@@ -392,12 +457,10 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   const int64_t chunk = ((slice + team_target - 1) / team_target + 3) / 4 * 4;
   const int64_t team_size = (slice + chunk - 1) / chunk;
   const size_t smem = size_t(kOnePassStages) * size_t(chunk) * sizeof(float);
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
+  const int per_sm = Cache::occupancy(f, smem);
   // Fewer teams if fewer blocks fit than asked for (registers): a team must never wait on a block that
   // cannot be resident.
-  const int64_t fitting_teams = std::min<int64_t>(teams, int64_t(per_sm) * sms / team_size);
+  const int64_t fitting_teams = std::min<int64_t>(teams, int64_t(per_sm) * f.sms / team_size);
   if (fitting_teams < 1) return plan;
   return OnePassPlan{true, kThreads, int(team_size), int(fitting_teams), chunk, smem};
 }
