@@ -62,16 +62,55 @@ def list_specs():
 @click.argument("spec_name", metavar="[SPEC]", required=False, default=DEFAULT_SPEC)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write here instead of stdout (atomically: no partial file on error)")
+@click.option("--ref", "reference", type=click.Path(dir_okay=False), default=None,
+              help="plan the solution from this KernelBench reference file alone (any GroupNorm-family model)")
+@click.option("--explain", is_flag=True, help="with --ref: print the plan (which ops run in which kernel) and stop")
 @_param_options
-def emit_command(spec_name, output, **given):
-    """Render SPEC's templates into one self-contained solution file."""
+def emit_command(spec_name, output, reference, explain, **given):
+    """Render SPEC's templates (or, with --ref, a plan of REFERENCE) into one self-contained solution file."""
     from kgen.emit import emit
 
     given = {name: value for name, value in given.items() if value is not None}
+    if reference is not None:
+        _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC)
+        return
+    if explain:
+        raise click.UsageError("--explain needs --ref FILE")
     try:
         text, notes = emit(spec_name, given)
     except (UnknownSpec, ParamError) as error:
         raise click.UsageError(str(error)) from None
+    for note in notes:
+        click.echo(f"kgen: warning: {note}", err=True)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise click.UsageError(f"cannot write {output}: the folder {folder} does not exist")
+    _write_atomically(Path(output), text)
+
+
+def _emit_reference(reference, output, explain, given, spec_given) -> None:
+    from kgen.ref.emit import emit_reference, explain as explain_plan
+    from kgen.ref.plan import make_plan
+    from kgen.ref.trace import RefError, load_reference
+
+    if spec_given:
+        raise click.UsageError("give either a SPEC or --ref FILE, not both")
+    unknown = [name for name in given if name != "block_size"]
+    if unknown:
+        raise click.UsageError(f"--ref takes --block-size only, not {', '.join('--' + n.replace('_', '-') for n in unknown)} "
+                               "(the rest comes from the reference)")
+    try:
+        if explain:
+            for line in explain_plan(make_plan(load_reference(reference))):
+                click.echo(line)
+            return
+        text, notes, _ = emit_reference(reference, given.get("block_size", 256))
+    except RefError as error:
+        click.echo(f"kgen: error: {error}", err=True)
+        sys.exit(2)
     for note in notes:
         click.echo(f"kgen: warning: {note}", err=True)
     if output is None:

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-_FIELD = re.compile(r"^# kgen-(spec|params|version): (.*)$", re.MULTILINE)
+_FIELD = re.compile(r"^# kgen-(spec|params|version|reference|reference-sha256): (.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -21,15 +21,21 @@ class SolutionHeader:
     spec: str
     params: dict
     version: str
+    reference: str | None = None          # `kgen emit --ref`: the reference file it was planned from
+    reference_sha256: str | None = None   # ... and the SHA-256 of its text then
 
 
-def render_header_fields(spec: str, params: dict, version: str) -> str:
-    """The three machine-readable lines (the template adds the human-readable ones around them)."""
-    return (
+def render_header_fields(spec: str, params: dict, version: str, reference: str | None = None,
+                         reference_sha256: str | None = None) -> str:
+    """The machine-readable lines (the template adds the human-readable ones around them)."""
+    text = (
         f"# kgen-spec: {spec}\n"
         f"# kgen-params: {json.dumps(params, sort_keys=True)}\n"
         f"# kgen-version: {version}"
     )
+    if reference is not None:
+        text += f"\n# kgen-reference: {reference}\n# kgen-reference-sha256: {reference_sha256}"
+    return text
 
 
 def parse_header(source: str) -> SolutionHeader | None:
@@ -39,4 +45,6 @@ def parse_header(source: str) -> SolutionHeader | None:
     if "spec" not in fields:
         return None
     params = json.loads(fields.get("params", "{}"))
-    return SolutionHeader(spec=fields["spec"].strip(), params=params, version=fields.get("version", "?").strip())
+    return SolutionHeader(spec=fields["spec"].strip(), params=params, version=fields.get("version", "?").strip(),
+                          reference=(fields.get("reference") or "").strip() or None,
+                          reference_sha256=(fields.get("reference-sha256") or "").strip() or None)

@@ -1,0 +1,189 @@
+"""Plan -> the template context of one solution file (the third room of `kgen emit --ref`).
+
+For every region: its two functors (functors.py), the order in which its parameters go to the kernels,
+and the Python that calls it; for every library step, the PyTorch call the reference makes (bias dropped
+where a region adds it); ModelNew.__init__ is the reference's own (same modules, same RNG draws).
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx
+import torch.nn as nn
+
+from kgen.ref import functors
+from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.trace import tensor_shape
+
+CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
+CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
+                    nn.ConvTranspose3d: "conv_transpose3d"}
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+
+
+def var(name: str) -> str:
+    return name
+
+
+class ForwardWriter:
+    """ModelNew.forward, one statement per step, in the reference's order."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.modules = dict(plan.ref.gm.named_modules())
+        self.alias: dict[str, str] = {}   # region-internal value -> the variable that stands for it (x.device)
+
+    def value(self, arg) -> str:
+        if isinstance(arg, torch.fx.Node):
+            return self.alias.get(arg.name, var(arg.name))
+        if isinstance(arg, (list, tuple)):
+            inner = ", ".join(self.value(a) for a in arg)
+            return f"[{inner}]" if isinstance(arg, list) else f"({inner}{',' if len(arg) == 1 else ''})"
+        if isinstance(arg, dict):
+            return "{" + ", ".join(f"{k!r}: {self.value(v)}" for k, v in arg.items()) + "}"
+        if isinstance(arg, torch.dtype):
+            return str(arg)
+        if isinstance(arg, torch.device):
+            return f"torch.device({str(arg)!r})"
+        return repr(arg)
+
+    def call_args(self, node) -> str:
+        parts = [self.value(a) for a in node.args] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
+        return ", ".join(parts)
+
+    def library(self, step: LibraryStep) -> str:
+        node = step.node
+        if node.op == "get_attr":
+            return f"{var(node.name)} = self.{node.target}"
+        if node.op == "call_module":
+            module = self.modules[node.target]
+            if step.drop_bias:
+                return f"{var(node.name)} = {self._without_bias(node, module)}"
+            return f"{var(node.name)} = self.{node.target}({self.call_args(node)})"
+        if node.op == "call_method":
+            rest = [self.value(a) for a in node.args[1:]] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
+            return f"{var(node.name)} = {self.value(node.args[0])}.{node.target}({', '.join(rest)})"
+        if node.target is operator.getitem:
+            return f"{var(node.name)} = {self.value(node.args[0])}[{self.value(node.args[1])}]"
+        if node.target in INFIX:
+            return f"{var(node.name)} = {self.value(node.args[0])} {INFIX[node.target]} {self.value(node.args[1])}"
+        if node.target is getattr:
+            return f"{var(node.name)} = {self.value(node.args[0])}.{node.args[1]}"
+        name = torch.fx.node._get_qualified_name(node.target)
+        name = name.replace("torch.nn.functional.", "F.")
+        return f"{var(node.name)} = {name}({self.call_args(node)})"
+
+    def _without_bias(self, node, module) -> str:
+        x = self.value(node.args[0])
+        m = f"self.{node.target}"
+        if isinstance(module, nn.Linear):
+            return f"F.linear({x}, {m}.weight, None)"
+        if type(module) in CONV_FUNCTIONAL:
+            return f"{m}._conv_forward({x}, {m}.weight, None)"
+        fn = CONVT_FUNCTIONAL[type(module)]
+        return (f"F.{fn}({x}, {m}.weight, None, {m}.stride, {m}.padding, {m}.output_padding, {m}.groups, "
+                f"{m}.dilation)")
+
+    def lines(self) -> list[str]:
+        out = []
+        for step in self.plan.steps:
+            if isinstance(step, LibraryStep):
+                out.append(self.library(step))
+            elif isinstance(step, RegionStep):
+                for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
+                    self.alias[name] = var(step.input)
+                params = ", ".join(p.expr for p in step.params)
+                gn = step.gn_args
+                window = step.window_expr or "()"
+                out.append(f"{var(step.output)} = _Region{step.index}.apply({var(step.input)}, {gn['weight']}, "
+                           f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}{', ' if params else ''}{params})")
+            else:
+                params = ", ".join(p.expr for p in step.params)
+                out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({var(step.input)}"
+                           f"{', ' if params else ''}{params})")
+        out.append(f"return {self.value(self.plan.outputs)}")
+        return _dead_code_removed(out)
+
+
+def _dead_code_removed(lines: list[str]) -> list[str]:
+    """Drops assignments nothing reads (x.device for a scalar the kernels bake in, a parameter read)."""
+    import re
+    kept = list(lines)
+    changed = True
+    while changed:
+        changed = False
+        for i, line in enumerate(kept[:-1]):
+            target = line.split(" = ", 1)[0]
+            used = any(re.search(rf"\b{re.escape(target)}\b", other.split(" = ", 1)[-1])
+                       for j, other in enumerate(kept) if j != i)
+            if not used:
+                kept.pop(i)
+                changed = True
+                break
+    return kept
+
+
+def region_context(step: RegionStep) -> dict:
+    labels = [p.label for p in step.params]
+    x = step.input
+    z = step.prologue[-1].name if step.prologue else None
+    prologue, pro_slots = functors.prologue_functor(f"Region{step.index}Prologue", step.prologue, x, z, labels)
+    epilogue, epi_slots = functors.epilogue_functor(f"Region{step.index}Epilogue", step.prologue, step.epilogue,
+                                                    x, z, step.gn, step.result, labels)
+    return {
+        "index": step.index, "prologue": prologue, "epilogue": epilogue,
+        "reduce_kind": step.reduce_kind, "reduce_op": step.reduce_op, "keepdim": step.keepdim,
+        "rank": len(step.shape), "affine": step.affine,
+        "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
+        "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
+        "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
+        "summary": describe_region(step),
+    }
+
+
+def pointwise_context(step: PointwiseStep) -> dict:
+    labels = [p.label for p in step.params]
+    struct, slots = functors.prologue_functor(f"Pointwise{step.index}Op", step.nodes, step.input,
+                                              step.nodes[-1].name, labels)
+    return {"index": step.index, "functor": struct,
+            "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
+            "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
+            "summary": " -> ".join(n.op for n in step.nodes)}
+
+
+def describe_region(step: RegionStep) -> str:
+    pro = " -> ".join(n.op for n in step.prologue)
+    epi = " -> ".join(n.op for n in step.epilogue)
+    parts = [p for p in (pro, "GroupNorm" + ("" if step.affine else " (affine=False)"), epi) if p]
+    text = " -> ".join(parts)
+    if step.reduce_kind != "kNone":
+        text += f" -> {step.reduce_op[1:].lower()} over {_REDUCE_WORDS[step.reduce_kind]}"
+        if step.window:
+            text += " " + "x".join(map(str, step.window))
+    return text
+
+
+_REDUCE_WORDS = {"kChannel": "channels", "kPlane": "spatial dims", "kSample": "all but the batch",
+                 "kWindow": "windows"}
+
+
+def solution_context(plan: Plan) -> dict:
+    ref = plan.ref
+    regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
+    pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
+    placeholders = [n.name for n in ref.graph.nodes if n.op == "placeholder"]
+    return {
+        "regions": regions,
+        "pointwise": pointwise,
+        "init_source": ref.init_source,
+        "forward_args": placeholders,
+        "forward_lines": ForwardWriter(plan).lines(),
+        "input_shapes": ref.input_shapes,
+        "init_args": ref.init_args,
+        "has_window": any(r["reduce_kind"] == "kWindow" for r in regions),
+    }
+
+
+def output_shape_note(step: RegionStep) -> list:
+    return tensor_shape(step) if False else step.out_shape

@@ -1,0 +1,89 @@
+"""`kgen emit --ref REFERENCE.py`: reference -> trace -> plan -> render (the rooms of kgen/ref/).
+
+Errors are `RefError`s (one line, naming the op and its source line); nothing is rendered before the
+whole plan stands, and the rendered text passes the same static rules as every emitted file.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kgen import __version__
+from kgen.emit import TEMPLATES, _check_static_rules, _environment
+from kgen.header import render_header_fields
+from kgen.ref.codegen import solution_context
+from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep, make_plan
+from kgen.ref.trace import RefError, load_reference
+
+CUDA_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_ops.cuh",
+              "gn_region_resident.cuh", "gn_region_twopass.cuh", "gn_region_pointwise.cuh")
+
+
+def check_block_size(block_size: int) -> None:
+    if block_size < 32 or block_size > 1024 or block_size & (block_size - 1):
+        raise RefError(f"--block-size must be a power of two in [32, 1024], got {block_size}")
+
+
+def explain(plan: Plan) -> list[str]:
+    """The plan, one line per step: which ops run in which kernel, which stay in PyTorch."""
+    lines = []
+    for step in plan.steps:
+        if isinstance(step, RegionStep):
+            from kgen.ref.codegen import describe_region
+            params = ", ".join(p.label for p in step.params) or "none"
+            lines.append(f"kgen region {step.index}: {describe_region(step)}  "
+                         f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
+        elif isinstance(step, PointwiseStep):
+            lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  "
+                         f"[{step.input} {step.shape}]")
+        elif isinstance(step, LibraryStep):
+            node = step.node
+            if node.op in ("get_attr",) or (node.op == "call_function" and getattr(node.target, "__name__", "")
+                                            in ("getattr", "tensor")):
+                continue
+            what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
+            tail = " (bias added by the next region)" if step.drop_bias else ""
+            if step.elementwise_fallback:
+                tail = " (element-wise op broadcasting a reduced tensor to a new shape: PyTorch)"
+            lines.append(f"PyTorch: {what}{tail}")
+    return lines
+
+
+def emit_reference(path: str, block_size: int = 256) -> tuple[str, list[str], list[str]]:
+    """Returns (file text, notes, plan lines). Raises RefError."""
+    check_block_size(block_size)
+    ref = load_reference(path)
+    for shape in ref.input_shapes:
+        if shape is None:
+            raise RefError(f"{path}: get_inputs() returns a non-tensor input: kgen emits torch.rand inputs only")
+    plan = make_plan(ref)
+    context = solution_context(plan)
+    for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
+        region["groups"] = _groups_of(ref, step)
+    env = _environment()
+    params = {"block_size": block_size}
+    functions = []
+    for r in context["regions"]:
+        functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
+    for p in context["pointwise"]:
+        functions += [f"pointwise{p['index']}_forward", f"pointwise{p['index']}_backward"]
+    parts = [(TEMPLATES / "cuda" / name).read_text() for name in CUDA_PARTS]
+    parts.append(env.get_template("ref/bindings.cu.j2").render(block_size=block_size, **context))
+    plan_lines = explain(plan)
+    notes: list[str] = []
+    text = env.get_template("ref/solution.py.j2").render(
+        version=__version__, command=f"kgen emit --ref {path} --block-size {block_size}", reference=path,
+        reference_name=Path(path).name, plan_lines=plan_lines, params_line=f"block_size={block_size}",
+        notes=notes,
+        header_fields=render_header_fields("ref", params, __version__, reference=str(path),
+                                           reference_sha256=ref.sha256),
+        cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
+    _check_static_rules(text)
+    return text, notes, plan_lines
+
+
+def _groups_of(ref, step: RegionStep) -> int:
+    if step.gn_module is not None:
+        return int(dict(ref.gm.named_modules())[step.gn_module].num_groups)
+    groups = step.gn_args["groups"]
+    return int(groups) if str(groups).isdigit() else 0

@@ -1,0 +1,156 @@
+"""Element-wise DAG -> a CUDA functor with its value and its reverse-mode derivative (part of codegen).
+
+Forward: one `const float` per DAG node, in topological order, its PyTorch formula quoted beside it.
+Backward: the forward recomputed (nothing is stored between forward and backward), then the adjoints of
+every node in reverse order, each operand's adjoint += the node's adjoint x the op's local derivative
+(ops.OPS). Parameters (per channel, read once per channel by `at`) collect `dparam[k] +=`.
+"""
+from __future__ import annotations
+
+import re
+
+from kgen.ref import ops
+from kgen.ref.plan import Operand, PwNode
+
+_TOKEN = re.compile(r"\b([abr])\b")
+
+
+def _var(name: str) -> str:
+    return "v_" + re.sub(r"\W", "_", name)
+
+
+def _adj(name: str) -> str:
+    return "g_" + re.sub(r"\W", "_", name)
+
+
+class DagWriter:
+    """Writes one DAG's forward and backward statements. `leaves` maps a value name the DAG reads to the
+    C++ expression it is in the functor (`x`, `y`, `z`); `table` maps a region parameter index to the
+    functor's parameter slot."""
+
+    def __init__(self, nodes: list[PwNode], leaves: dict[str, str], table: dict[int, int]):
+        self.nodes = nodes
+        self.leaves = leaves
+        self.table = table
+
+    def operand(self, o: Operand) -> str:
+        if o.kind == "scalar":
+            return ops.cuda_float(o.ref)
+        if o.kind == "param":
+            return f"p{self.table[o.ref]}"
+        if o.ref in self.leaves:
+            return self.leaves[o.ref]
+        return _var(o.ref)
+
+    def expression(self, template: str, node: PwNode, result: str | None = None) -> str:
+        consts = {k: ops.cuda_float(v) for k, v in node.consts.items()}
+        text = template.format(**consts)
+        names = {"a": self.operand(node.operands[0]) if node.operands else "",
+                 "b": self.operand(node.operands[1]) if len(node.operands) > 1 else "",
+                 "r": result or ""}
+        return _TOKEN.sub(lambda m: names[m.group(1)], text)
+
+    def forward(self, indent: str) -> list[str]:
+        lines = []
+        for node in self.nodes:
+            op = ops.OPS[node.op]
+            formula = op.torch.format(**{k: repr(v) for k, v in node.consts.items()})
+            comment = f"  // {node.line}" if node.line else f"  // {formula}"
+            lines.append(f"{indent}const float {_var(node.name)} = {self.expression(op.value, node)};{comment}")
+        return lines
+
+    def backward(self, indent: str, seed: str, seed_value: str, leaf_adjoints: dict[str, str]) -> list[str]:
+        """Adjoints from d(seed) = seed_value back to the leaves; leaf_adjoints maps a leaf expression
+        (`x`, `y`, `z`) to the C++ variable that collects its adjoint."""
+        lines = [f"{indent}float {_adj(n.name)} = 0.f;" for n in self.nodes if n.name != seed]
+        lines.append(f"{indent}float {_adj(seed)} = {seed_value};")
+        for node in reversed(self.nodes):
+            op = ops.OPS[node.op]
+            for i, o in enumerate(node.operands):
+                if o.kind == "scalar":
+                    continue
+                local = self.expression(op.grads[i], node, result=_var(node.name))
+                term = f"{_adj(node.name)} * ({local})" if local != "1.f" else _adj(node.name)
+                if o.kind == "param":
+                    lines.append(f"{indent}dparam[{self.table[o.ref]}] += {term};")
+                elif o.ref in self.leaves:
+                    lines.append(f"{indent}{leaf_adjoints[self.leaves[o.ref]]} += {term};")
+                else:
+                    lines.append(f"{indent}{_adj(o.ref)} += {term};")
+        return lines
+
+
+def needed(nodes: list[PwNode], result: str) -> list[PwNode]:
+    """The nodes `result` depends on, in order."""
+    by_name = {n.name: n for n in nodes}
+    keep, stack = set(), [result]
+    while stack:
+        name = stack.pop()
+        if name in keep or name not in by_name:
+            continue
+        keep.add(name)
+        stack += [o.ref for o in by_name[name].operands if o.kind == "value"]
+    return [n for n in nodes if n.name in keep]
+
+
+def param_slots(nodes: list[PwNode]) -> dict[int, int]:
+    """Region parameter index -> this functor's slot, in order of first use."""
+    slots: dict[int, int] = {}
+    for node in nodes:
+        for o in node.operands:
+            if o.kind == "param" and o.ref not in slots:
+                slots[o.ref] = len(slots)
+    return slots
+
+
+def _params_block(name: str, table: str, slots: dict[int, int], labels: list[str]) -> list[str]:
+    lines = [f"  static constexpr int kParams = {len(slots)};"]
+    for region_index, slot in sorted(slots.items(), key=lambda kv: kv[1]):
+        lines.append(f"  float p{slot};  // {labels[region_index]}")
+    loads = ", ".join(f"p.{table}.at({slot}, c)" for slot in sorted(slots.values()))
+    lines.append(f"  __device__ static {name} at(const kgen::RegionParams& p, int64_t c) {{ "
+                 f"return {name}{{{loads}}}; }}" if slots else
+                 f"  __device__ static {name} at(const kgen::RegionParams&, int64_t) {{ return {name}{{}}; }}")
+    return lines
+
+
+def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None, labels: list[str]) -> tuple:
+    """z = P(x). Returns (C++ struct, slots) — slots map region parameter indices to the functor's."""
+    if result is None or not nodes:
+        return f"using {name} = kgen::NoPrologue;\n", {}
+    body = needed(nodes, result)
+    slots = param_slots(body)
+    writer = DagWriter(body, {x: "x"}, slots)
+    lines = [f"struct {name} {{"] + _params_block(name, "prologue", slots, labels)
+    lines += ["  __device__ __forceinline__ float value(float x) const {"] + writer.forward("    ")
+    lines += [f"    return {_var(result)};", "  }"]
+    lines += ["  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {"]
+    lines += writer.forward("    ") + ["    float dx = 0.f;"]
+    lines += writer.backward("    ", result, "dz", {"x": "dx"})
+    lines += ["    return dx;", "  }", "};"]
+    return "\n".join(lines) + "\n", slots
+
+
+def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], x: str, z: str | None, y: str,
+                     result: str, labels: list[str]) -> tuple:
+    """v = E(y, z, x): the epilogue DAG, and any prologue value it reads recomputed from x."""
+    if result == y:
+        return f"using {name} = kgen::NoEpilogue;\n", {}
+    leaves = {y: "y", x: "x"}
+    if z is not None:
+        leaves[z] = "z"
+    nodes = needed([n for n in prologue if n.name != z] + epilogue, result)
+    # Prologue nodes that only lead to z are read through `z`, never recomputed.
+    slots = param_slots(nodes)
+    writer = DagWriter(nodes, leaves, slots)
+    lines = [f"struct {name} {{"] + _params_block(name, "epilogue", slots, labels)
+    lines += ["  __device__ __forceinline__ float value(float y, float z, float x) const {"]
+    lines += writer.forward("    ") + [f"    return {_var(result)};", "  }"]
+    lines += ["  __device__ __forceinline__ void backward(float y, float z, float x, float dv, float& dy, float& dz,",
+              "                                           float& dx, float (&dparam)[kgen::kMaxParams]) const {"]
+    lines += writer.forward("    ") + ["    float gy = 0.f;"]
+    lines += writer.backward("    ", result, "dv", {"y": "gy", "z": "dz", "x": "dx"})
+    lines += ["    dy = gy;", "  }", "};"]
+    text = "\n".join(lines) + "\n"
+    # (void) the unused arguments: the functor need not read all of y, z, x.
+    return text, slots

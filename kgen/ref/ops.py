@@ -1,0 +1,230 @@
+"""The op table: every element-wise op kgen fuses, with its CUDA value and the local derivative of each
+operand, in PyTorch's own formulas (so a fused region computes what the reference computes, and its
+backward what autograd computes: ties, thresholds and clamps included).
+
+Expressions are C++ over `a`, `b` (operands), `r` (the op's result) and named scalar constants
+(`{slope}`, `{lo}`...), which the planner fills in as float literals. Device helpers (`kgen::sigmoidf`...)
+live in kgen/templates/cuda/gn_region_ops.cuh.
+
+`recognise(node, module)` maps one torch.fx node to (op name, tensor operands, constants) or None.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class OpDef:
+    name: str
+    arity: int
+    value: str
+    grads: tuple           # local derivative per operand
+    torch: str             # the PyTorch formula it follows, quoted in the generated comment
+
+
+OPS = {o.name: o for o in [
+    OpDef("add", 2, "a + b", ("1.f", "1.f"), "a + b"),
+    OpDef("sub", 2, "a - b", ("1.f", "-1.f"), "a - b"),
+    OpDef("mul", 2, "a * b", ("b", "a"), "a * b"),
+    OpDef("div", 2, "a / b", ("1.f / b", "-a / (b * b)"), "a / b"),
+    OpDef("neg", 1, "-a", ("-1.f",), "-a"),
+    OpDef("relu", 1, "kgen::reluf(a)", ("a > 0.f ? 1.f : 0.f",), "relu(a)"),
+    OpDef("leaky_relu", 1, "a > 0.f ? a : a * {slope}", ("a > 0.f ? 1.f : {slope}",),
+          "leaky_relu(a, {slope})"),
+    OpDef("sigmoid", 1, "kgen::sigmoidf(a)", ("(1.f - r) * r",), "sigmoid(a)"),
+    OpDef("tanh", 1, "tanhf(a)", ("1.f - r * r",), "tanh(a)"),
+    OpDef("gelu_erf", 1, "kgen::gelu_erf(a)", ("kgen::gelu_erf_grad(a)",), "gelu(a)"),
+    OpDef("gelu_tanh", 1, "kgen::gelu_tanh(a)", ("kgen::gelu_tanh_grad(a)",), "gelu(a, approximate='tanh')"),
+    OpDef("silu", 1, "kgen::siluf(a)", ("kgen::silu_grad(a)",), "silu(a)"),
+    OpDef("hardswish", 1, "kgen::hardswishf(a)", ("kgen::hardswish_grad(a)",), "hardswish(a)"),
+    OpDef("hardsigmoid", 1, "kgen::hardsigmoidf(a)", ("(a > -3.f && a < 3.f) ? (1.f / 6.f) : 0.f",),
+          "hardsigmoid(a)"),
+    OpDef("hardtanh", 1, "kgen::clampf(a, {lo}, {hi})", ("(a <= {lo} || a >= {hi}) ? 0.f : 1.f",),
+          "hardtanh(a, {lo}, {hi})"),
+    OpDef("clamp", 1, "kgen::clampf(a, {lo}, {hi})", ("(a >= {lo} && a <= {hi}) ? 1.f : 0.f",),
+          "clamp(a, {lo}, {hi})"),
+    OpDef("minimum", 2, "kgen::minimumf(a, b)",
+          ("a < b ? 1.f : (a == b ? 0.5f : 0.f)", "b < a ? 1.f : (a == b ? 0.5f : 0.f)"), "minimum(a, b)"),
+    OpDef("maximum", 2, "kgen::maximumf(a, b)",
+          ("a > b ? 1.f : (a == b ? 0.5f : 0.f)", "b > a ? 1.f : (a == b ? 0.5f : 0.f)"), "maximum(a, b)"),
+    OpDef("mish", 1, "kgen::mishf(a)", ("kgen::mish_grad(a)",), "mish(a)"),
+    OpDef("softplus", 1, "kgen::softplusf(a, {beta}, {threshold})",
+          ("kgen::softplus_grad(a, {beta}, {threshold})",), "softplus(a, {beta}, {threshold})"),
+    OpDef("exp", 1, "expf(a)", ("r",), "exp(a)"),
+    OpDef("log", 1, "logf(a)", ("1.f / a",), "log(a)"),
+    OpDef("abs", 1, "fabsf(a)", ("a > 0.f ? 1.f : (a < 0.f ? -1.f : 0.f)",), "abs(a)"),
+    OpDef("sqrt", 1, "sqrtf(a)", ("0.5f / r",), "sqrt(a)"),
+    OpDef("square", 1, "a * a", ("2.f * a",), "a * a"),
+]}
+
+INF = float("inf")
+
+
+def _scalar(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _unary(name, consts=None):
+    return lambda args, kwargs: (name, [args[0]], consts or {})
+
+
+def _clamp(args, kwargs):
+    lo = kwargs.get("min", args[1] if len(args) > 1 else None)
+    hi = kwargs.get("max", args[2] if len(args) > 2 else None)
+    return "clamp", [args[0]], {"lo": -INF if lo is None else lo, "hi": INF if hi is None else hi}
+
+
+def _gelu(args, kwargs):
+    approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
+    return ("gelu_tanh" if approximate == "tanh" else "gelu_erf"), [args[0]], {}
+
+
+def _leaky(args, kwargs):
+    return "leaky_relu", [args[0]], {"slope": kwargs.get("negative_slope", args[1] if len(args) > 1 else 0.01)}
+
+
+def _hardtanh(args, kwargs):
+    return "hardtanh", [args[0]], {"lo": kwargs.get("min_val", args[1] if len(args) > 1 else -1.0),
+                                   "hi": kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)}
+
+
+def _softplus(args, kwargs):
+    return "softplus", [args[0]], {"beta": kwargs.get("beta", args[1] if len(args) > 1 else 1.0),
+                                   "threshold": kwargs.get("threshold", args[2] if len(args) > 2 else 20.0)}
+
+
+def _binary(name):
+    def make(args, kwargs):
+        other = kwargs.get("other", args[1] if len(args) > 1 else None)
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1:
+            return None
+        return name, [args[0], other], {}
+    return make
+
+
+def _rbinary(name):
+    return lambda args, kwargs: (name, [args[0], args[1]], {})
+
+
+def _min_max(name):
+    def make(args, kwargs):
+        # torch.min(a, b) / torch.max(a, b) with two tensors (or a tensor constant) is element-wise;
+        # with a dim it is a reduction (see reductions in plan.py).
+        if len(args) == 2 and not isinstance(args[1], int) and "dim" not in kwargs:
+            return name, [args[0], args[1]], {}
+        return None
+    return make
+
+
+FUNCTIONS = {
+    torch.relu: _unary("relu"), F.relu: _unary("relu"),
+    torch.sigmoid: _unary("sigmoid"), F.sigmoid: _unary("sigmoid"),
+    torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"),
+    F.gelu: _gelu, F.silu: _unary("silu"), F.hardswish: _unary("hardswish"), F.hardsigmoid: _unary("hardsigmoid"),
+    F.hardtanh: _hardtanh, F.relu6: lambda a, k: ("hardtanh", [a[0]], {"lo": 0.0, "hi": 6.0}),
+    F.leaky_relu: _leaky, F.mish: _unary("mish"), F.softplus: _softplus,
+    torch.clamp: _clamp, torch.clip: _clamp,
+    torch.clamp_min: lambda a, k: ("clamp", [a[0]], {"lo": k.get("min", a[1] if len(a) > 1 else None), "hi": INF}),
+    torch.clamp_max: lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
+    torch.exp: _unary("exp"), torch.log: _unary("log"), torch.abs: _unary("abs"), torch.sqrt: _unary("sqrt"),
+    torch.square: _unary("square"), torch.neg: _unary("neg"),
+    torch.add: _binary("add"), torch.sub: _binary("sub"), torch.mul: _binary("mul"), torch.div: _binary("div"),
+    torch.minimum: _rbinary("minimum"), torch.maximum: _rbinary("maximum"),
+    torch.min: _min_max("minimum"), torch.max: _min_max("maximum"),
+    operator.add: _rbinary("add"), operator.sub: _rbinary("sub"), operator.mul: _rbinary("mul"),
+    operator.truediv: _rbinary("div"), operator.neg: _unary("neg"),
+}
+
+METHODS = {
+    "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
+    "log": _unary("log"), "abs": _unary("abs"), "sqrt": _unary("sqrt"), "square": _unary("square"),
+    "neg": _unary("neg"), "clamp": _clamp, "clip": _clamp,
+    "clamp_min": lambda a, k: ("clamp", [a[0]], {"lo": k.get("min", a[1] if len(a) > 1 else None), "hi": INF}),
+    "clamp_max": lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
+    "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
+    "minimum": _rbinary("minimum"), "maximum": _rbinary("maximum"),
+}
+
+
+def _module_op(module: nn.Module):
+    if isinstance(module, nn.ReLU):
+        return "relu", {}
+    if isinstance(module, nn.ReLU6):
+        return "hardtanh", {"lo": 0.0, "hi": 6.0}
+    if isinstance(module, nn.Hardtanh):
+        return "hardtanh", {"lo": module.min_val, "hi": module.max_val}
+    if isinstance(module, nn.LeakyReLU):
+        return "leaky_relu", {"slope": module.negative_slope}
+    if isinstance(module, nn.Sigmoid):
+        return "sigmoid", {}
+    if isinstance(module, nn.Tanh):
+        return "tanh", {}
+    if isinstance(module, nn.GELU):
+        return ("gelu_tanh" if module.approximate == "tanh" else "gelu_erf"), {}
+    if isinstance(module, nn.SiLU):
+        return "silu", {}
+    if isinstance(module, nn.Hardswish):
+        return "hardswish", {}
+    if isinstance(module, nn.Hardsigmoid):
+        return "hardsigmoid", {}
+    if isinstance(module, nn.Mish):
+        return "mish", {}
+    if isinstance(module, nn.Softplus):
+        return "softplus", {"beta": module.beta, "threshold": module.threshold}
+    return None
+
+
+# Module attributes behind each constant of a module op: checked again by ModelNew at construction.
+MODULE_CONSTANT_ATTRS = {"slope": "negative_slope", "lo": "min_val", "hi": "max_val", "beta": "beta",
+                         "threshold": "threshold"}
+
+
+def recognise(node, module: nn.Module | None = None):
+    """(op name, operands (fx nodes or Python scalars), constants) for an element-wise node, else None."""
+    if node.op == "call_module" and module is not None:
+        found = _module_op(module)
+        if found is None or len(node.args) != 1 or node.kwargs:
+            return None
+        return found[0], [node.args[0]], dict(found[1])
+    if node.op == "call_function" and node.target in FUNCTIONS:
+        made = FUNCTIONS[node.target](list(node.args), dict(node.kwargs))
+    elif node.op == "call_method" and node.target in METHODS:
+        made = METHODS[node.target](list(node.args), dict(node.kwargs))
+    else:
+        return None
+    if made is None:
+        return None
+    name, operands, consts = made
+    if "inplace" in node.kwargs and node.kwargs["inplace"]:
+        return None
+    for key, value in consts.items():
+        if _scalar(value) is None:
+            return None  # a tensor-valued clamp bound, say: not a constant
+        consts[key] = float(value)
+    return name, operands, consts
+
+
+def cuda_float(value: float) -> str:
+    """A float literal that round-trips exactly (or the infinity/NaN spelling)."""
+    if math.isinf(value):
+        return "INFINITY" if value > 0 else "(-INFINITY)"
+    if math.isnan(value):
+        return "NAN"
+    text = repr(float(value))
+    if "e" in text or "E" in text:
+        mantissa, exponent = text.lower().split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}e{exponent}f"
+    return text + "f"

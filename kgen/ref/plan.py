@@ -1,0 +1,533 @@
+"""Traced graph -> Plan (the second room of `kgen emit --ref`).
+
+A Plan is the reference's forward as a list of steps, each one of:
+  LibraryStep    a PyTorch call kept as the reference makes it (conv, linear, batch norm, dropout...), maybe
+                 with its bias peeled off into the region that consumes it;
+  RegionStep     a GroupNorm with the element-wise ops before it (prologue), after it (epilogue) and the
+                 reduction or window pooling that follows (one kgen kernel family, forward and backward);
+  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel).
+Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
+differentiated by codegen.py, never matched against a table of fixed chains.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kgen.ref import ops
+from kgen.ref.trace import Reference, RefError, tensor_shape
+
+
+@dataclass(frozen=True)
+class Operand:
+    kind: str          # "value" (a PwNode or a region leaf, by node name) | "param" (index) | "scalar"
+    ref: object
+
+
+@dataclass
+class PwNode:
+    name: str
+    op: str
+    operands: list
+    consts: dict
+    line: str = ""
+
+
+@dataclass
+class Param:
+    expr: str          # the Python expression ModelNew reads it by, e.g. "self.bias"
+    shape: tuple
+    label: str
+
+
+@dataclass
+class LibraryStep:
+    node: object                  # the fx node
+    drop_bias: bool = False       # the bias is added by the region that consumes this output
+    elementwise_fallback: bool = False   # an element-wise op that broadcasts to a new shape, left to PyTorch
+
+
+@dataclass
+class RegionStep:
+    index: int
+    input: str                    # fx node name of x
+    gn: str                       # fx node name of the GroupNorm
+    gn_module: str | None         # attribute path of the nn.GroupNorm, or None for F.group_norm
+    gn_args: dict                 # functional form: groups/weight/bias/eps as Python expressions
+    affine: bool
+    shape: list                   # x's shape
+    prologue: list                # PwNode, topological
+    epilogue: list                # PwNode, topological
+    params: list                  # Param, every per-channel or scalar tensor the functors read
+    result: str                   # the node whose value the reduction reads (epilogue result or the GN)
+    reduce_kind: str = "kNone"
+    reduce_op: str = "kSum"
+    keepdim: bool = False
+    window: tuple = ()
+    window_expr: str = ""         # Python expression of the window at run time
+    output: str = ""              # fx node name the step defines
+    out_shape: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class PointwiseStep:
+    index: int
+    input: str
+    nodes: list
+    params: list
+    output: str
+    shape: list
+
+
+@dataclass
+class Plan:
+    ref: Reference
+    steps: list
+    outputs: object               # the fx output node's argument
+
+
+LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+                   nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
+                   nn.InstanceNorm2d, nn.InstanceNorm3d, nn.LayerNorm, nn.Dropout, nn.Dropout1d, nn.Dropout2d,
+                   nn.Dropout3d, nn.AlphaDropout, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d,
+                   nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+                   nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d, nn.Flatten, nn.Identity,
+                   nn.Upsample, nn.PixelShuffle, nn.Embedding, nn.Softmax, nn.LogSoftmax)
+LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F.conv1d, F.conv2d, F.conv3d,
+                     F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.dropout, F.batch_norm,
+                     F.layer_norm, F.instance_norm, F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d,
+                     F.avg_pool2d, F.avg_pool3d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d,
+                     F.interpolate, F.softmax, F.log_softmax, torch.flatten, torch.cat, torch.stack, torch.reshape,
+                     torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze, torch.softmax, torch.log_softmax,
+                     torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp,
+                     torch.tensor, operator.getitem, getattr, torch.einsum}
+LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
+                   "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
+                   "matmul", "mm", "bmm", "t", "float", "to"}
+PEELABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear)
+REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
+                 "logsumexp": "kLogSumExp"}
+POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
+         nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
+POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
+
+
+class Planner:
+    def __init__(self, ref: Reference):
+        self.ref = ref
+        self.nodes = list(ref.graph.nodes)
+        self.order = {n.name: i for i, n in enumerate(self.nodes)}
+        self.modules = dict(ref.gm.named_modules())
+        self.claimed: dict[str, object] = {}     # node name -> the step that computes it
+        self.steps: list = []
+
+    # ---------------------------------------------------------------- helpers
+    def where(self, node) -> str:
+        line = self.ref.forward_lines.get(node.name)
+        return f"{self.ref.path}: `{line}`" if line else f"{self.ref.path}: node {node.name}"
+
+    def module(self, node):
+        return self.modules.get(node.target) if node.op == "call_module" else None
+
+    def is_groupnorm(self, node) -> bool:
+        return isinstance(self.module(node), nn.GroupNorm) or (node.op == "call_function" and
+                                                                node.target is F.group_norm)
+
+    def scalar_of(self, value):
+        """A Python number, or a node that is a constant scalar (torch.tensor(0.0, device=...))."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, torch.fx.Node) and value.op == "call_function" and value.target is torch.tensor \
+                and value.args and isinstance(value.args[0], (int, float)) and not isinstance(value.args[0], bool):
+            return float(value.args[0])
+        return None
+
+    def param_of(self, value, full: list):
+        """A Param for a get_attr tensor that broadcasts per channel (or as one value) against `full`."""
+        if not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
+            return None
+        tensor = self.ref.gm.get_parameter(value.target) if _is_param(self.ref.gm, value.target) else \
+            _get_attr(self.ref.gm, value.target)
+        if not isinstance(tensor, torch.Tensor):
+            return None
+        shape = tuple(tensor.shape)
+        if len(shape) > len(full):
+            return None
+        aligned = (1,) * (len(full) - len(shape)) + shape
+        if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
+            return None
+        return Param(expr=f"self.{value.target}", shape=shape, label=value.target)
+
+    # ---------------------------------------------------------------- element-wise recognition
+    def elementwise(self, node, full: list):
+        """(op, operands, consts) of an element-wise node producing `full`'s shape, or None."""
+        if tensor_shape(node) != full:
+            return None
+        found = ops.recognise(node, self.module(node))
+        if found is None:
+            return None
+        name, operands, consts = found
+        if ops.OPS[name].arity != len(operands):
+            return None
+        return name, operands, consts
+
+    # ---------------------------------------------------------------- regions
+    def plan(self) -> Plan:
+        gns = [n for n in self.nodes if self.is_groupnorm(n)]
+        if not gns:
+            raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward: kgen --ref plans GroupNorm-family "
+                           "references only")
+        for gn in gns:
+            if gn.name not in self.claimed:
+                self.region(gn)
+        self.pointwise_and_library()
+        self.steps.sort(key=lambda s: self.order[_step_anchor(s)])
+        output = next(n for n in self.nodes if n.op == "output")
+        return Plan(ref=self.ref, steps=self.steps, outputs=output.args[0])
+
+    def region(self, gn) -> None:
+        full = tensor_shape(gn)
+        if full is None or len(full) < 2 or len(full) > 5:
+            raise RefError(f"{self.where(gn)}: GroupNorm input of rank {len(full or [])}: kgen supports (N, C) "
+                           "to (N, C, D, H, W)")
+        gn_input = gn.args[0]
+        params: list[Param] = []
+        prologue, x = self.absorb_prologue(gn, gn_input, full, params)
+        region_values = {x.name} | {p.name for p in prologue} | {gn.name}
+        epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
+        result, reduce = self.region_output(gn, prologue, epilogue, x, full)
+        # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
+        xmod = self.module(x)
+        peel = x if (isinstance(xmod, PEELABLE) and xmod.bias is not None and x.users
+                     and all(u.name in region_values for u in x.users)
+                     and (not isinstance(xmod, nn.Linear) or len(full) == 2)) else None
+        if peel is not None:
+            bias_param = Param(expr=f"self.{peel.target}.bias", shape=tuple(self.module(peel).bias.shape),
+                               label=f"{peel.target}.bias")
+            params.insert(0, bias_param)
+            _shift_params(prologue + epilogue, 1)
+            biased = PwNode(name=f"{x.name}_biased", op="add",
+                            operands=[Operand("value", x.name), Operand("param", 0)], consts={},
+                            line=f"{peel.target} bias, added by the region")
+            _rename_value(prologue + epilogue, x.name, biased.name)
+            prologue.insert(0, biased)
+        gn_module = gn.target if gn.op == "call_module" else None
+        affine, gn_args = self.gn_arguments(gn)
+        step = RegionStep(index=len([s for s in self.steps if isinstance(s, RegionStep)]), input=x.name, gn=gn.name,
+                          gn_module=gn_module, gn_args=gn_args, affine=affine, shape=full, prologue=prologue,
+                          epilogue=epilogue, params=params, result=result)
+        output_node = self.apply_reduction(step, reduce, full)
+        step.output = output_node.name
+        step.out_shape = tensor_shape(output_node) or []
+        for name in {p.name for p in prologue} | {e.name for e in epilogue} | {gn.name, output_node.name}:
+            self.claimed[name] = step
+        if reduce is not None and reduce[0].name != output_node.name:
+            self.claimed[reduce[0].name] = step
+        if peel is not None:
+            self.claimed.setdefault(f"peel:{peel.name}", step)
+        self.steps.append(step)
+
+    def gn_arguments(self, gn):
+        if gn.op == "call_module":
+            module = self.module(gn)
+            return module.affine, {"groups": f"self.{gn.target}.num_groups", "eps": f"self.{gn.target}.eps",
+                                   "weight": f"self.{gn.target}.weight" if module.affine else "None",
+                                   "bias": f"self.{gn.target}.bias" if module.affine else "None"}
+        args = list(gn.args) + [None] * 5
+        kw = dict(gn.kwargs)
+        groups = kw.get("num_groups", args[1])
+        weight, bias, eps = kw.get("weight", args[2]), kw.get("bias", args[3]), kw.get("eps", args[4] or 1e-5)
+        for value, what in ((weight, "weight"), (bias, "bias")):
+            if value is not None and not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
+                raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
+        if (weight is None) != (bias is None):
+            raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
+        return weight is not None, {"groups": repr(groups), "eps": repr(float(eps)),
+                                    "weight": f"self.{weight.target}" if weight is not None else "None",
+                                    "bias": f"self.{bias.target}" if bias is not None else "None"}
+
+    def absorb_prologue(self, gn, start, full, params):
+        """Element-wise nodes between the region's one tensor input x and the GroupNorm."""
+        members: dict[str, PwNode] = {}
+        leaves: set[str] = set()
+
+        def visit(node) -> None:
+            if node.name in members or node.name in leaves:
+                return
+            found = self.elementwise(node, full) if node.name not in self.claimed else None
+            inside = found is not None and all(u is gn or u.name in members for u in node.users)
+            if not inside:
+                leaves.add(node.name)
+                return
+            name, operands, consts = found
+            converted = self.operands(node, operands, full, params)
+            if converted is None:
+                leaves.add(node.name)
+                return
+            members[node.name] = PwNode(node.name, name, converted, consts, self.ref.forward_lines.get(node.name, ""))
+            for operand in operands:
+                if isinstance(operand, torch.fx.Node) and tensor_shape(operand) == full and \
+                        self.param_of(operand, full) is None:
+                    visit(operand)
+
+        if not isinstance(start, torch.fx.Node):
+            raise RefError(f"{self.where(gn)}: GroupNorm of a non-tensor")
+        visit(start)
+        if len(leaves) != 1:
+            # More than one tensor feeds the element-wise ops: keep them out of the region.
+            members.clear()
+            leaves = {start.name}
+        x = next(n for n in self.nodes if n.name in leaves)
+        prologue = [members[n.name] for n in self.nodes if n.name in members]
+        return prologue, x
+
+    def operands(self, node, operands, full, params):
+        converted = []
+        for operand in operands:
+            scalar = self.scalar_of(operand)
+            if scalar is not None:
+                converted.append(Operand("scalar", scalar))
+                continue
+            param = self.param_of(operand, full)
+            if param is not None:
+                index = next((i for i, p in enumerate(params) if p.expr == param.expr), None)
+                if index is None:
+                    params.append(param)
+                    index = len(params) - 1
+                converted.append(Operand("param", index))
+                continue
+            if isinstance(operand, torch.fx.Node) and tensor_shape(operand) == full:
+                converted.append(Operand("value", operand.name))
+                continue
+            return None
+        return converted
+
+    def absorb_epilogue(self, gn, x, full, region_values: set, params):
+        epilogue = []
+        for node in self.nodes[self.order[gn.name] + 1:]:
+            if node.name in self.claimed:
+                continue
+            found = self.elementwise(node, full)
+            if found is None:
+                continue
+            name, operands, consts = found
+            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                       and self.param_of(o, full) is None]
+            if not tensors or any(t.name not in region_values for t in tensors):
+                continue
+            trial = list(params)
+            converted = self.operands(node, operands, full, trial)
+            if converted is None:
+                continue
+            params[:] = trial
+            epilogue.append(PwNode(node.name, name, converted, consts, self.ref.forward_lines.get(node.name, "")))
+            region_values.add(node.name)
+        # Exactly one value may leave the region (x, a library op's output, may be read elsewhere too):
+        # drop trailing epilogue nodes until that holds.
+        while epilogue:
+            inside = region_values - {x.name}
+            leaving = [n for n in self.nodes if n.name in inside and any(u.name not in region_values and not _metadata(u)
+                                                                         for u in n.users)]
+            if len(leaving) <= 1:
+                break
+            region_values.discard(epilogue.pop().name)
+        return epilogue
+
+    def region_output(self, gn, prologue, epilogue, x, full):
+        inside = {gn.name} | {p.name for p in prologue} | {e.name for e in epilogue}
+        leaving = [n for n in self.nodes if n.name in inside and any(u.name not in inside and not _metadata(u)
+                                                                     for u in n.users)]
+        if len(leaving) != 1:
+            names = ", ".join(n.name for n in leaving) or "none"
+            raise RefError(f"{self.where(gn)}: the GroupNorm region has {len(leaving)} values used outside it "
+                           f"({names}); kgen fuses regions with one output")
+        result = leaving[0]
+        if result.name in {p.name for p in prologue}:
+            raise RefError(f"{self.where(result)}: a value before the GroupNorm is the region's output")
+        reduce = None
+        if len(result.users) == 1:
+            user = next(iter(result.users))
+            reduce = self.reduction(user, result, full)
+        return result.name, reduce
+
+    def reduction(self, node, source, full):
+        """(node defining the reduced value, kind, op, keepdim, window, window_expr) or None."""
+        rank = len(full)
+        module = self.module(node)
+        if module is not None and type(module) in POOLS:
+            dims = POOL_DIMS[type(module)]
+            if dims != rank - 2:
+                return None
+            k = _tuple(module.kernel_size, dims)
+            s = _tuple(module.stride if module.stride is not None else module.kernel_size, dims)
+            pad = _tuple(module.padding, dims)
+            dil = _tuple(getattr(module, "dilation", 1), dims)
+            if k != s or any(pad) or any(d != 1 for d in dil) or module.ceil_mode or \
+                    getattr(module, "return_indices", False) or getattr(module, "divisor_override", None):
+                return None
+            window_expr = f"_window(self.{node.target}.kernel_size, {dims})"
+            return node, "kWindow", POOLS[type(module)], False, k, window_expr
+        op_name = None
+        args, kw = list(node.args), dict(node.kwargs)
+        if node.op == "call_method" and node.target in REDUCTION_OPS:
+            op_name = node.target
+        elif node.op == "call_function" and getattr(node.target, "__name__", None) in REDUCTION_OPS and \
+                node.target in (torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp):
+            op_name = node.target.__name__
+        if op_name is None or not args or args[0] is not source:
+            return None
+        dim = kw.get("dim", args[1] if len(args) > 1 else None)
+        keepdim = kw.get("keepdim", args[2] if len(args) > 2 else False)
+        if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
+            return None
+        dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})
+        if dims == [1]:
+            kind = "kChannel"
+        elif rank > 2 and dims == list(range(2, rank)):
+            kind = "kPlane"
+        elif dims == list(range(1, rank)):
+            kind = "kSample"
+        else:
+            return None
+        defined = node
+        if op_name in ("max", "min"):
+            if not isinstance(dim, int):
+                return None
+            users = list(node.users)
+            if len(users) != 1 or not (users[0].op == "call_function" and users[0].target is operator.getitem
+                                       and users[0].args[1] == 0):
+                return None  # the indices are used: keep PyTorch's max/min
+            defined = users[0]
+        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+
+    def apply_reduction(self, step: RegionStep, reduce, full):
+        result_node = next(n for n in self.nodes if n.name == step.result)
+        if reduce is None:
+            return result_node
+        defined, kind, op, keepdim, window, window_expr = reduce
+        step.reduce_kind, step.reduce_op, step.keepdim = kind, op, keepdim
+        step.window, step.window_expr = window, window_expr
+        # torch.max(x, dim) defines a (values, indices) node and a getitem; claim both.
+        for n in self.nodes:
+            if n is defined or (defined.op == "call_function" and defined.target is operator.getitem
+                                and n is defined.args[0]):
+                self.claimed[n.name] = step
+        return defined
+
+    # ---------------------------------------------------------------- the rest
+    def pointwise_and_library(self) -> None:
+        pending: list = []
+        for node in self.nodes:
+            if node.op in ("placeholder", "output") or node.name in self.claimed:
+                continue
+            full = tensor_shape(node)
+            found = self.elementwise(node, full) if full else None
+            if found is not None:
+                name, operands, consts = found
+                tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                           and self.param_of(o, full) is None]
+                if len(tensors) == 1:
+                    pending.append((node, name, operands, consts, tensors[0]))
+                    continue
+            self.library(node)
+        self.pointwise_steps(pending)
+
+    def pointwise_steps(self, pending) -> None:
+        """Chains of element-wise nodes on one tensor become one kgen kernel each."""
+        by_name = {p[0].name: p for p in pending}
+        done = set()
+        for node, name, operands, consts, source in pending:
+            if node.name in done:
+                continue
+            full = tensor_shape(node)
+            params: list[Param] = []
+            chain = []
+            current = (node, name, operands, consts, source)
+            while True:
+                cnode, cname, cops, cconsts, csource = current
+                converted = self.operands(cnode, cops, full, params)
+                if converted is None:
+                    break
+                chain.append(PwNode(cnode.name, cname, converted, cconsts, self.ref.forward_lines.get(cnode.name, "")))
+                done.add(cnode.name)
+                users = list(cnode.users)
+                if len(users) == 1 and users[0].name in by_name and by_name[users[0].name][4] is cnode \
+                        and tensor_shape(users[0]) == full:
+                    current = by_name[users[0].name]
+                    continue
+                break
+            if not chain:
+                # Broadcasting to a new shape (e.g. a reduced (N, 1) plus a (1, C, 1, 1) parameter): PyTorch's
+                # own element-wise kernel, on a tensor the region already reduced.
+                self.library(node, fallback=True)
+                done.add(node.name)
+                continue
+            step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
+                                 input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full)
+            for c in chain:
+                self.claimed[c.name] = step
+            self.steps.append(step)
+
+    def library(self, node, fallback: bool = False) -> None:
+        module = self.module(node)
+        known = (fallback or node.op == "get_attr" or
+                 (module is not None and isinstance(module, LIBRARY_MODULES)) or
+                 (node.op == "call_function" and node.target in LIBRARY_FUNCTIONS) or
+                 (node.op == "call_method" and node.target in LIBRARY_METHODS))
+        if not known:
+            what = (type(module).__name__ if module is not None else
+                    getattr(node.target, "__name__", str(node.target)))
+            raise RefError(f"{self.where(node)}: kgen cannot plan `{what}` ({node.op}): it is neither a library "
+                           "op kgen keeps in PyTorch nor an element-wise op, GroupNorm or reduction it fuses")
+        drop = f"peel:{node.name}" in self.claimed
+        step = LibraryStep(node=node, drop_bias=drop, elementwise_fallback=fallback)
+        self.claimed[node.name] = step
+        self.steps.append(step)
+
+
+def _metadata(node) -> bool:
+    """x.device / x.dtype: reads no data (the emitted code takes them from the region's input)."""
+    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
+        node.args[1] in ("device", "dtype")
+
+
+def _is_param(gm, target) -> bool:
+    return any(name == target for name, _ in gm.named_parameters())
+
+
+def _get_attr(gm, target):
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _tuple(value, dims):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+
+
+def _shift_params(nodes, by: int) -> None:
+    for node in nodes:
+        node.operands = [Operand("param", o.ref + by) if o.kind == "param" else o for o in node.operands]
+
+
+def _rename_value(nodes, old: str, new: str) -> None:
+    for node in nodes:
+        node.operands = [Operand("value", new) if o.kind == "value" and o.ref == old else o for o in node.operands]
+
+
+def _step_anchor(step) -> str:
+    if isinstance(step, LibraryStep):
+        return step.node.name
+    if isinstance(step, RegionStep):
+        return step.gn
+    return step.nodes[0].name
+
+
+def make_plan(ref: Reference) -> Plan:
+    return Planner(ref).plan()

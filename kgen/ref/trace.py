@@ -1,0 +1,142 @@
+"""Reference file -> traced graph with shapes (the first room of `kgen emit --ref`).
+
+The reference is a KernelBench file: `Model`, `get_inputs`, `get_init_inputs`. It is executed in a fresh
+module namespace, `Model(*get_init_inputs())` is built on the CPU (parameters are never needed here, only
+the module tree), and its forward is traced with torch.fx. Shapes are propagated with meta tensors
+(`get_inputs()` runs under `torch.device("meta")`, so a 7.5 GB input costs nothing).
+
+Every failure is a `RefError`: one line, naming the file (and the source line where there is one).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+class RefError(ValueError):
+    """A reference kgen cannot read or plan: a one-line, user-facing message."""
+
+
+@dataclass
+class Reference:
+    path: Path
+    text: str
+    sha256: str
+    namespace: dict
+    model: torch.nn.Module                 # built on the CPU with get_init_inputs()
+    init_args: list
+    input_shapes: list                     # get_inputs() shapes (tensors) or None for a non-tensor input
+    graph: torch.fx.Graph
+    gm: torch.fx.GraphModule
+    init_source: str                       # Model.__init__, rewritten for ModelNew
+    forward_lines: dict = field(default_factory=dict)   # node name -> source line text of the reference
+
+
+def _short(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def load_reference(path: str | Path) -> Reference:
+    path = Path(path)
+    if not path.is_file():
+        raise RefError(f"{path}: no such file")
+    text = path.read_text()
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as error:
+        raise RefError(f"{path}:{error.lineno}: syntax error: {error.msg}") from None
+    names = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
+    if missing:
+        raise RefError(f"{path}: not a KernelBench reference: missing {', '.join(missing)}")
+    module = types.ModuleType("kgen_reference")
+    module.__file__ = str(path)
+    try:
+        exec(compile(tree, str(path), "exec"), module.__dict__)
+    except Exception as error:  # the reference's own top-level code failed
+        raise RefError(f"{path}: executing the reference failed: {type(error).__name__}: {_short(error)}") from None
+    ns = module.__dict__
+    try:
+        init_args = list(ns["get_init_inputs"]())
+        torch.manual_seed(0)
+        model = ns["Model"](*init_args)
+    except Exception as error:
+        raise RefError(f"{path}: Model(*get_init_inputs()) failed: {type(error).__name__}: {_short(error)}") from None
+    try:
+        with torch.device("meta"):
+            inputs = list(ns["get_inputs"]())
+    except Exception as error:
+        raise RefError(f"{path}: get_inputs() failed: {type(error).__name__}: {_short(error)}") from None
+    try:
+        tracer = torch.fx.Tracer()
+        tracer.record_stack_traces = True
+        gm = torch.fx.GraphModule(model, tracer.trace(model))
+    except Exception as error:
+        raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
+    meta_gm = copy.deepcopy(gm).to("meta")
+    try:
+        ShapeProp(meta_gm).propagate(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs])
+    except Exception as error:
+        raise RefError(f"{path}: running Model.forward on the reference's input shapes failed: "
+                       f"{type(error).__name__}: {_short(error)}") from None
+    # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
+    for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
+        node.meta.update(meta_node.meta)
+    return Reference(
+        path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
+        init_args=init_args,
+        input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
+        graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
+        forward_lines=_forward_lines(gm, path),
+    )
+
+
+def _init_source(tree: ast.Module, path: Path) -> str:
+    """Model.__init__ as ModelNew's: the same statements (same modules, same parameters, same RNG draws,
+    same attribute names), with `super(Model, self)` made `super(ModelNew, self)`."""
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    if init is None:
+        raise RefError(f"{path}:{cls.lineno}: Model has no __init__")
+    init = copy.deepcopy(init)
+    for node in ast.walk(init):
+        if isinstance(node, ast.Name) and node.id == "Model":
+            node.id = "ModelNew"
+        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) \
+                and isinstance(node.value.value, str):
+            node.value.value = ""  # docstrings dropped below
+    init.body = [s for s in init.body
+                 if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value == "")]
+    return ast.unparse(init)
+
+
+def _forward_lines(gm: torch.fx.GraphModule, path: Path) -> dict:
+    """node name -> the reference's source line it came from (fx records the stack trace)."""
+    lines = {}
+    for node in gm.graph.nodes:
+        trace = (node.meta.get("stack_trace") or "").splitlines()
+        for i, part in enumerate(trace[:-1]):
+            if part.strip().startswith(f'File "{path}"'):
+                lines[node.name] = trace[i + 1].strip()
+                break
+    return lines
+
+
+def tensor_shape(node) -> list | None:
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    if meta is None or not hasattr(meta, "shape"):
+        return None
+    return list(meta.shape)
+
+
+def tensor_dtype(node):
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return getattr(meta, "dtype", None)

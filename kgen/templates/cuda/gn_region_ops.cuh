@@ -1,0 +1,56 @@
+// ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
+// Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
+// included where PyTorch propagates), so a fused op is the reference's op.
+namespace kgen {
+
+__device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
+__device__ __forceinline__ float sigmoidf(float a) { return 1.f / (1.f + expf(-a)); }
+__device__ __forceinline__ float siluf(float a) { return a / (1.f + expf(-a)); }
+__device__ __forceinline__ float silu_grad(float a) {
+  const float s = 1.f / (1.f + expf(-a));
+  return s * (1.f + a * (1.f - s));
+}
+__device__ __forceinline__ float gelu_erf(float a) { return 0.5f * a * (1.f + erff(a * float(M_SQRT1_2))); }
+__device__ __forceinline__ float gelu_erf_grad(float a) {
+  constexpr float kBeta = float(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  const float cdf = 0.5f * (1.f + erff(a * float(M_SQRT1_2)));
+  return cdf + a * (kBeta * expf(-0.5f * a * a));
+}
+__device__ __forceinline__ float gelu_tanh(float a) {
+  constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
+  return 0.5f * a * (1.f + tanhf(kBeta * (a + kKappa * a * a * a)));
+}
+__device__ __forceinline__ float gelu_tanh_grad(float a) {
+  constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
+  const float a_sq = a * a;
+  const float t = tanhf(kBeta * (a + kKappa * a_sq * a));
+  return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * a_sq);
+}
+// F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward.
+__device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+__device__ __forceinline__ float hardswish_grad(float a) {
+  return a < -3.f ? 0.f : (a <= 3.f ? a / 3.f + 0.5f : 1.f);
+}
+__device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+// clamp / hardtanh: NaN stays NaN, as torch.clamp.
+__device__ __forceinline__ float clampf(float a, float lo, float hi) {
+  return a != a ? a : fminf(fmaxf(a, lo), hi);
+}
+__device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+// F.mish: a * tanh(softplus(a)), as PyTorch's kernel: a * tanh(log1p(exp(a))).
+__device__ __forceinline__ float mishf(float a) { return a * tanhf(log1pf(expf(a))); }
+__device__ __forceinline__ float mish_grad(float a) {
+  const float s = 1.f / (1.f + expf(-a));
+  const float t = tanhf(log1pf(expf(a)));
+  return t + a * s * (1.f - t * t);
+}
+__device__ __forceinline__ float softplusf(float a, float beta, float threshold) {
+  return a * beta > threshold ? a : log1pf(expf(a * beta)) / beta;
+}
+__device__ __forceinline__ float softplus_grad(float a, float beta, float threshold) {
+  const float z = expf(a * beta);
+  return a * beta > threshold ? 1.f : z / (z + 1.f);
+}
+
+}  // namespace kgen
