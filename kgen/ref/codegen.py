@@ -14,7 +14,6 @@ import torch.nn as nn
 
 from kgen.ref import functors
 from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep
-from kgen.ref.trace import tensor_shape
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -92,7 +91,8 @@ class ForwardWriter:
                 out.append(self.library(step))
             elif isinstance(step, RegionStep):
                 for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
-                    self.alias[name] = var(step.input)
+                    if name != step.output:
+                        self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
                 params = ", ".join(p.expr for p in step.params)
                 gn = step.gn_args
                 window = step.window_expr or "()"
@@ -184,6 +184,3 @@ def solution_context(plan: Plan) -> dict:
         "has_window": any(r["reduce_kind"] == "kWindow" for r in regions),
     }
 
-
-def output_shape_note(step: RegionStep) -> list:
-    return tensor_shape(step) if False else step.out_shape

@@ -29,10 +29,12 @@ class OpDef:
 
 
 OPS = {o.name: o for o in [
-    OpDef("add", 2, "a + b", ("1.f", "1.f"), "a + b"),
-    OpDef("sub", 2, "a - b", ("1.f", "-1.f"), "a - b"),
-    OpDef("mul", 2, "a * b", ("b", "a"), "a * b"),
-    OpDef("div", 2, "a / b", ("1.f / b", "-a / (b * b)"), "a / b"),
+    # add/sub/mul/div as separately rounded float ops (never contracted into an FMA with a neighbour):
+    # PyTorch runs each in its own kernel, so this is the reference's rounding.
+    OpDef("add", 2, "__fadd_rn(a, b)", ("1.f", "1.f"), "a + b"),
+    OpDef("sub", 2, "__fsub_rn(a, b)", ("1.f", "-1.f"), "a - b"),
+    OpDef("mul", 2, "__fmul_rn(a, b)", ("b", "a"), "a * b"),
+    OpDef("div", 2, "__fdiv_rn(a, b)", ("1.f / b", "-a / (b * b)"), "a / b"),
     OpDef("neg", 1, "-a", ("-1.f",), "-a"),
     OpDef("relu", 1, "kgen::reluf(a)", ("a > 0.f ? 1.f : 0.f",), "relu(a)"),
     OpDef("leaky_relu", 1, "a > 0.f ? a : a * {slope}", ("a > 0.f ? 1.f : {slope}",),
