@@ -1,0 +1,123 @@
+"""`kgen emit --ref`: what the planner makes of every KernelBench GroupNorm problem and of our own
+references, and its one-line errors (CPU only: nothing is built here)."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgen.ref.plan import LibraryStep, PointwiseStep, RegionStep, make_plan
+from kgen.ref.trace import RefError, load_reference
+
+HERE = Path(__file__).parent
+KERNELBENCH = HERE.parent.parent.parent / "shared" / "kernelbench" / "problems"
+OWN = sorted((HERE / "references").glob("*.py"))
+FAMILY = sorted(KERNELBENCH.glob("level*.py")) if KERNELBENCH.is_dir() else []
+
+
+def regions(plan):
+    return [s for s in plan.steps if isinstance(s, RegionStep)]
+
+
+def pytorch_ops(plan):
+    return [s for s in plan.steps if isinstance(s, LibraryStep) and s.node.op != "get_attr"
+            and getattr(s.node.target, "__name__", "") not in ("getattr", "tensor")]
+
+
+@pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
+@pytest.mark.parametrize("path", FAMILY, ids=lambda p: p.name[:20])
+def test_every_groupnorm_is_fused_and_only_library_ops_stay(path):
+    plan = make_plan(load_reference(path))
+    assert regions(plan), "no region"
+    for step in pytorch_ops(plan):
+        node = step.node
+        allowed = step.elementwise_fallback or node.op == "call_module" or node.op == "call_method"
+        assert allowed, f"{node.name} stays in PyTorch"
+        if node.op == "call_module":
+            kind = type(dict(plan.ref.gm.named_modules())[node.target]).__name__
+            assert kind.startswith(("Conv", "Linear", "BatchNorm", "Dropout", "MaxPool")), kind
+
+
+EXPECTED = {
+    "level2_19": ("kNone", "kSum", ["add", "gelu_erf"], []),
+    "level2_21": ("kNone", "kSum", ["add", "add", "mul", "sigmoid"], []),
+    "level2_23": ("kSample", "kMean", ["add"], []),
+    "level2_27": ("kPlane", "kMean", ["add", "hardswish"], []),
+    "level2_75": ("kChannel", "kMin", ["add"], []),
+    "level2_85": ("kWindow", "kMax", ["add"], ["mul"]),
+    "level2_88": ("kNone", "kSum", ["add"], ["sigmoid", "mul", "mul", "sigmoid", "mul"]),
+    "level2_92": ("kChannel", "kLogSumExp", ["add"], ["tanh", "hardswish", "add"]),
+}
+
+
+@pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
+@pytest.mark.parametrize("key", sorted(EXPECTED))
+def test_region_shapes(key):
+    path = next(p for p in FAMILY if p.name.startswith(key + "_"))
+    (region,) = regions(make_plan(load_reference(path)))
+    kind, op, prologue, epilogue = EXPECTED[key]
+    assert (region.reduce_kind, region.reduce_op) == (kind, op)
+    assert [n.op for n in region.prologue] == prologue
+    assert [n.op for n in region.epilogue] == epilogue
+    # The conv / linear bias is peeled into the region (its first parameter) wherever the reference has one.
+    assert region.params and region.params[0].label.endswith(".bias")
+
+
+@pytest.mark.parametrize("path", OWN, ids=lambda p: p.stem)
+def test_own_references_plan(path):
+    plan = make_plan(load_reference(path))
+    assert regions(plan)
+    for region in regions(plan):
+        assert region.out_shape, region
+
+
+def test_two_groupnorms_two_regions_and_residual_through_z():
+    plan = make_plan(load_reference(HERE / "references" / "two_groupnorms.py"))
+    first, second = regions(plan)
+    assert [n.op for n in first.epilogue] == ["mul", "add", "silu"]
+    # the residual reads the GroupNorm's input, which is the prologue's result
+    residual = first.epilogue[1]
+    assert {o.ref for o in residual.operands if o.kind == "value"} == {first.epilogue[0].name,
+                                                                       first.prologue[-1].name}
+    assert not second.epilogue[0].consts and second.epilogue[0].op == "tanh"
+
+
+def test_affine_false_and_functional_groupnorm():
+    plan = make_plan(load_reference(HERE / "references" / "conv1d_gn_noaffine_relu.py"))
+    assert regions(plan)[0].affine is False
+    plan = make_plan(load_reference(HERE / "references" / "functional_gn_swish_mean.py"))
+    (region,) = regions(plan)
+    assert region.gn_module is None and region.gn_args["weight"] == "self.weight"
+    assert region.keepdim and region.reduce_kind == "kPlane"
+
+
+def run_emit(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "kgen.cli", "emit", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("name, words", [
+    ("unsupported_cumsum.py", ["cumsum", "torch.cumsum(self.gn(x), dim=1)"]),
+    ("syntax_error.py", ["syntax error", ":6:"]),
+    ("no_groupnorm.py", ["no GroupNorm"]),
+])
+def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
+    out = tmp_path / "solution.py"
+    result = run_emit("--ref", str(HERE / "bad" / name), "-o", str(out))
+    assert result.returncode == 2
+    lines = [l for l in result.stderr.splitlines() if l.startswith("kgen:")]
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0]
+    assert not out.exists()
+
+
+def test_ref_and_spec_options_do_not_mix(tmp_path):
+    result = run_emit("--ref", str(HERE / "references" / "two_groupnorms.py"), "--groups", "4")
+    assert result.returncode == 2 and "--block-size only" in result.stderr
+    result = run_emit("--explain")
+    assert result.returncode == 2 and "--explain needs --ref" in result.stderr
+
+
+def test_missing_reference_file_is_a_clear_error():
+    with pytest.raises(RefError, match="no such file"):
+        load_reference("/nonexistent/reference.py")
