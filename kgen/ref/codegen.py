@@ -12,7 +12,7 @@ import torch
 import torch.fx
 import torch.nn as nn
 
-from kgen.ref import functors
+from kgen.ref import functors, ops
 from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
@@ -168,6 +168,33 @@ _REDUCE_WORDS = {"kChannel": "channels", "kPlane": "spatial dims", "kSample": "a
                  "kWindow": "windows"}
 
 
+def baked_constants(plan: Plan) -> dict:
+    """Attributes of the model whose values the kernels bake in as literals: the constants of module ops
+    (nn.Hardtanh's min_val...) and float attributes of the model equal to a constant the kernels use
+    (self.clamp_min...). ModelNew checks them at construction, so a model built with other values fails
+    loudly instead of computing with the emitted ones."""
+    nodes = []
+    for step in plan.steps:
+        if isinstance(step, RegionStep):
+            nodes += step.prologue + step.epilogue
+        elif isinstance(step, PointwiseStep):
+            nodes += step.nodes
+    found = {}
+    values = set()
+    for node in nodes:
+        values |= {float(v) for v in node.consts.values()}
+        values |= {float(o.ref) for o in node.operands if o.kind == "scalar"}
+        if node.module:
+            for key, value in node.consts.items():
+                attr = ops.MODULE_CONSTANT_ATTRS.get(key)
+                if attr is not None:
+                    found[f"{node.module}.{attr}"] = float(value)
+    for name, value in sorted(vars(plan.ref.model).items()):
+        if isinstance(value, float) and value in values:
+            found[name] = value
+    return found
+
+
 def solution_context(plan: Plan) -> dict:
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
@@ -181,6 +208,6 @@ def solution_context(plan: Plan) -> dict:
         "forward_lines": ForwardWriter(plan).lines(),
         "input_shapes": ref.input_shapes,
         "init_args": ref.init_args,
-        "has_window": any(r["reduce_kind"] == "kWindow" for r in regions),
+        "baked_constants": baked_constants(plan),
     }
 

@@ -35,6 +35,7 @@ class PwNode:
     operands: list
     consts: dict
     line: str = ""
+    module: str = ""   # attribute path of the nn.Module it was called as (its constants are that module's)
 
 
 @dataclass
@@ -163,6 +164,10 @@ class Planner:
             return None
         return Param(expr=f"self.{value.target}", shape=shape, label=value.target)
 
+    def pw_node(self, node, op, operands, consts) -> PwNode:
+        return PwNode(node.name, op, operands, consts, self.ref.forward_lines.get(node.name, ""),
+                      module=node.target if node.op == "call_module" else "")
+
     # ---------------------------------------------------------------- element-wise recognition
     def elementwise(self, node, full: list):
         """(op, operands, consts) of an element-wise node producing `full`'s shape, or None."""
@@ -269,7 +274,7 @@ class Planner:
             if converted is None:
                 leaves.add(node.name)
                 return
-            members[node.name] = PwNode(node.name, name, converted, consts, self.ref.forward_lines.get(node.name, ""))
+            members[node.name] = self.pw_node(node, name, converted, consts)
             for operand in operands:
                 if isinstance(operand, torch.fx.Node) and tensor_shape(operand) == full and \
                         self.param_of(operand, full) is None:
@@ -325,7 +330,7 @@ class Planner:
             if converted is None:
                 continue
             params[:] = trial
-            epilogue.append(PwNode(node.name, name, converted, consts, self.ref.forward_lines.get(node.name, "")))
+            epilogue.append(self.pw_node(node, name, converted, consts))
             region_values.add(node.name)
         # Exactly one value may leave the region (x, a library op's output, may be read elsewhere too):
         # drop trailing epilogue nodes until that holds.
@@ -453,7 +458,7 @@ class Planner:
                 converted = self.operands(cnode, cops, full, params)
                 if converted is None:
                     break
-                chain.append(PwNode(cnode.name, cname, converted, cconsts, self.ref.forward_lines.get(cnode.name, "")))
+                chain.append(self.pw_node(cnode, cname, converted, cconsts))
                 done.add(cnode.name)
                 users = list(cnode.users)
                 if len(users) == 1 and users[0].name in by_name and by_name[users[0].name][4] is cnode \
