@@ -143,10 +143,14 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.option("--init-args", default=None, help="JSON list overriding get_init_inputs(), e.g. '[96, 12]'")
 @click.option("--input-shape", "input_shapes", multiple=True,
               help="JSON shape overriding one get_inputs() tensor, e.g. '[4, 96, 33, 17]' (repeat per input)")
-def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes):
-    """Prove FILE equal to its reference (outputs, gradients) and, with --bench, time it.
+@click.option("--quiet", is_flag=True, help="no progress lines on stderr")
+def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes,
+                     quiet):
+    """Prove FILE equal to its reference (outputs, gradients, its own kernels at work) and, with --bench,
+    time it. The report (stdout) also says what KernelBench alone would conclude; progress goes to stderr.
 
     Exit codes: 0 pass, 1 a check failed, 2 the file is broken, 3 no CUDA device (runtime checks not run).
+    The KernelBench verdict never changes them.
     """
     from kgen.validate import validate
 
@@ -155,6 +159,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
         json_path=json_path, timeout=timeout,
         init_args=json.loads(init_args) if init_args else None,
         input_shapes=[json.loads(s) for s in input_shapes] or None,
+        progress=None if quiet else sys.stderr,
     )
     sys.exit(code)
 

@@ -60,7 +60,8 @@ def _torch_version() -> str | None:
     return torch.__version__
 
 
-def run_validation(report: Report, path: Path, ref, settings: dict, timeout: float, out=sys.stdout) -> None:
+def run_validation(report: Report, path: Path, ref, settings: dict, timeout: float, out=sys.stdout,
+                   progress=None) -> None:
     """Fill the report's checks (and info, bench); the exit code is derived from them afterwards."""
     try:
         source = path.read_text()
@@ -91,23 +92,26 @@ def run_validation(report: Report, path: Path, ref, settings: dict, timeout: flo
               **settings}
     out.write(f"kgen validate: {path}: building and running in a child process (timeout {timeout:g} s)...\n")
     out.flush()
-    result = run_child(config, timeout)
+    result = run_child(config, timeout, progress=progress)
     report.runtime_ran = result.ran
     report.checks += result.checks
     report.info.update(result.info)
     report.bench = result.bench
+    report.kernelbench = result.kernelbench
+    report.kernels = result.kernels
 
 
 def validate(path, ref=None, trials=3, atol=1e-4, rtol=1e-4, backward=True, bench=False, json_path=None,
-             timeout=900.0, init_args=None, input_shapes=None, out=sys.stdout) -> int:
+             timeout=900.0, init_args=None, input_shapes=None, out=sys.stdout, progress=None) -> int:
     """Validate one solution file against its reference; print the report on `out`, write it as JSON to
-    `json_path` if given, and return the exit code (0 pass, 1 fail, 2 broken, 3 runtime not run)."""
+    `json_path` if given, and return the exit code (0 pass, 1 fail, 2 broken, 3 runtime not run).
+    `progress`: a text stream (the CLI gives stderr) on which the stages are shown as they start."""
     settings = {"trials": int(trials), "atol": float(atol), "rtol": float(rtol), "backward": bool(backward),
                 "bench": bool(bench), "init_args": None if init_args is None else list(init_args),
                 "input_shapes": None if input_shapes is None else [list(s) for s in input_shapes]}
     report = Report(file=str(path), settings={**settings, "timeout": float(timeout)},
                     info={"torch_version": _torch_version()})
-    run_validation(report, Path(path), ref, settings, float(timeout), out)
+    run_validation(report, Path(path), ref, settings, float(timeout), out, progress)
     report.exit_code = exit_code(report.checks, report.runtime_ran)
     out.write(render(report))
     out.flush()

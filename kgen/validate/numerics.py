@@ -113,6 +113,14 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK) -> bool:
     return all(torch.equal(a_flat[i:i + chunk], b_flat[i:i + chunk]) for i in range(0, a_flat.numel(), chunk))
 
 
+def count_nan(t: torch.Tensor, chunk: int = CHUNK) -> int:
+    """How many elements are NaN (0 for non-floating tensors)."""
+    if not (t.is_floating_point() or t.is_complex()):
+        return 0
+    flat = _flat(t)
+    return int(sum(int(flat[i:i + chunk].isnan().sum()) for i in range(0, flat.numel(), chunk)))
+
+
 def storage_span(t: torch.Tensor) -> tuple[int, int]:
     storage = t.untyped_storage()
     return storage.data_ptr(), storage.data_ptr() + storage.nbytes()

@@ -15,6 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 POLL_S = 0.05
 
@@ -52,8 +53,9 @@ def _kill_group(pgid: int) -> None:
 
 
 def run_isolated(argv: list[str], timeout: float, env: dict | None = None, cwd: str | Path | None = None,
-                 log_path: str | Path | None = None) -> ChildOutcome:
-    """Run argv in a new session with a wall-clock limit; return how it ended and what it printed."""
+                 log_path: str | Path | None = None, on_poll: Callable[[], None] | None = None) -> ChildOutcome:
+    """Run argv in a new session with a wall-clock limit; return how it ended and what it printed.
+    `on_poll` is called every poll while the child runs (e.g. to follow its log)."""
     own_log = log_path is None
     if own_log:
         handle, log_path = tempfile.mkstemp(prefix="kgen-child-", suffix=".log")
@@ -70,6 +72,8 @@ def run_isolated(argv: list[str], timeout: float, env: dict | None = None, cwd: 
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
+            if on_poll is not None:
+                on_poll()
             time.sleep(POLL_S)
     finally:
         _kill_group(proc.pid)   # the child is not reaped yet, so this group id is still ours

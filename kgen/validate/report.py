@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgen.validate.checks import EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, NOT_RUN_NO_CUDA, Check
+from kgen.validate.verdicts import kernelbench_verdict, kgen_verdict
 
 DETAIL_WIDTH = 150
 
@@ -21,15 +22,22 @@ class Report:
     info: dict = field(default_factory=dict)         # torch version, GPU, init args, input shapes, ...
     checks: list[Check] = field(default_factory=list)
     bench: dict | None = None
+    kernelbench: dict | None = None                  # KernelBench's protocol, as run (stages/kernelbench.py)
+    kernels: dict | None = None                      # the profiled kernels (stages/kernels.py)
     runtime_ran: bool = False
     exit_code: int | None = None
+
+    def verdicts(self) -> dict:
+        return {"kernelbench": kernelbench_verdict(self.checks, self.kernelbench, self.runtime_ran),
+                "kgen": kgen_verdict(self.checks, self.exit_code)}
 
     def to_json(self) -> dict:
         return {"file": self.file, "reference": self.reference, "spec": self.spec, "params": self.params,
                 "settings": self.settings, "torch_version": self.info.get("torch_version"),
                 "gpu": self.info.get("gpu"), "info": self.info, "runtime_ran": self.runtime_ran,
                 "exit_code": self.exit_code, "result": result_word(self.exit_code),
-                "checks": [c.to_dict() for c in self.checks], "bench": self.bench}
+                "verdicts": self.verdicts(), "checks": [c.to_dict() for c in self.checks], "bench": self.bench,
+                "kernelbench": self.kernelbench, "kernels": self.kernels}
 
     def write_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=2, default=repr) + "\n")
@@ -80,6 +88,31 @@ def render_bench(bench: dict) -> str:
     return "\n".join(lines)
 
 
+def render_kernels(kernels: dict, top: int = 8) -> str:
+    """The profiled kernels of each phase: whose, how many launches, GPU time and share."""
+    lines = [f"kernels (torch.profiler, one call after warm-up; attributed by {kernels.get('method', '?')})"]
+    for phase, title in (("forward", "forward"), ("backward", "backward"), ("reference_forward", "reference forward")):
+        data = kernels.get(phase)
+        if not data:
+            continue
+        lines.append(f"  {title}: {data['launches']} launches, {data['total_us'] / 1e3:.3f} ms; the solution's "
+                     f"kernels {data['solution_share']:.0%} ({data['solution_launches']} launches)")
+        for row in data["kernels"][:top]:
+            name = row["name"] if len(row["name"]) <= 70 else row["name"][:67] + "..."
+            lines.append(f"    {row['owner']:<8} {name:<70} {row['launches']:>4}x {row['us'] / 1e3:9.3f} ms "
+                         f"{row['share']:6.1%}")
+        if len(data["kernels"]) > top:
+            lines.append(f"    ... {len(data['kernels']) - top} more")
+    return "\n".join(lines)
+
+
+def render_verdicts(report: Report) -> str:
+    verdicts = report.verdicts()
+    kb, kg = verdicts["kernelbench"], verdicts["kgen"]
+    return (f"KernelBench verdict: {kb['verdict']} ({kb['summary']})\n"
+            f"kgen verdict:        {kg['verdict']} ({kg['summary']})")
+
+
 def summary_line(report: Report) -> str:
     code = report.exit_code
     failed = [c for c in report.checks if c.ok is False]
@@ -109,7 +142,10 @@ def render(report: Report) -> str:
     details = render_details(report.checks)
     if details:
         parts.append(details)
+    if report.kernels:
+        parts.append(render_kernels(report.kernels))
     if report.bench:
         parts.append(render_bench(report.bench))
+    parts.append(render_verdicts(report))
     parts.append(summary_line(report))
     return "\n\n".join(parts) + "\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 import kgen
 from kgen.validate.checks import Check, broken, skipped
 from kgen.validate.process import ChildOutcome, run_isolated
+from kgen.validate.progress import ProgressWatcher
 
 LOG_TAIL_LINES = 40
 KGEN_ROOT = Path(kgen.__file__).resolve().parent.parent
@@ -31,6 +32,8 @@ class RuntimeResult:
     checks: list[Check] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     bench: dict | None = None
+    kernelbench: dict | None = None   # KernelBench's own protocol (stages/kernelbench.py)
+    kernels: dict | None = None       # the profiled kernels (stages/kernels.py)
     ran: bool = True            # False: the runtime checks did not run (no CUDA in the child)
     log_tail: str = ""
     seconds: float = 0.0
@@ -43,8 +46,9 @@ def child_environment() -> dict:
     return env
 
 
-def run_child(config: dict, timeout: float) -> RuntimeResult:
-    """Run the runner on `config` (solution, reference, trials, ...; its "result" path is filled in here)."""
+def run_child(config: dict, timeout: float, progress=None) -> RuntimeResult:
+    """Run the runner on `config` (solution, reference, trials, ...; its "result" path is filled in here).
+    `progress`: a text stream on which to show the child's stages as they start (kgen.validate.progress)."""
     with tempfile.TemporaryDirectory(prefix="kgen-validate-") as tmp:
         config = {**config, "result": str(Path(tmp) / "result.json"),
                   "solution": str(Path(config["solution"]).resolve()),
@@ -52,7 +56,12 @@ def run_child(config: dict, timeout: float) -> RuntimeResult:
         config_path = Path(tmp) / "config.json"
         config_path.write_text(json.dumps(config, indent=1))
         argv = [sys.executable, "-m", "kgen.validate.runner", str(config_path)]
-        outcome = run_isolated(argv, timeout, env=child_environment(), log_path=Path(tmp) / "child.log")
+        log_path = Path(tmp) / "child.log"
+        watcher = None if progress is None else ProgressWatcher(log_path, progress)
+        outcome = run_isolated(argv, timeout, env=child_environment(), log_path=log_path,
+                               on_poll=None if watcher is None else watcher.poll)
+        if watcher is not None:
+            watcher.finish()
         return interpret(outcome, read_result(Path(config["result"])), timeout)
 
 
@@ -68,6 +77,7 @@ def interpret(outcome: ChildOutcome, result: dict | None, timeout: float) -> Run
     result = result or {}
     out = RuntimeResult(checks=[Check.from_dict(c) for c in result.get("checks", [])],
                         info=result.get("info", {}), bench=result.get("bench"),
+                        kernelbench=result.get("kernelbench"), kernels=result.get("kernels"),
                         log_tail=outcome.tail(LOG_TAIL_LINES), seconds=outcome.seconds)
     stage = result.get("stage") or "start-up"
     error = result.get("error")

@@ -49,11 +49,16 @@ def test_judge():
 def test_leftover_scan_finds_a_tagged_child_and_not_after_it_ends():
     import subprocess
     import sys
+    import time
 
     with Tagged("scan-test") as tag:
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
         try:
-            assert [pid for pid, _ in tagged_processes(tag)] == [child.pid]
+            found, deadline = [], time.monotonic() + 5
+            while not found and time.monotonic() < deadline:   # /proc shows the tag once the child has exec'd
+                found = [pid for pid, _ in tagged_processes(tag)]
+                time.sleep(0.05)
+            assert found == [child.pid]
         finally:
             child.kill()
             child.wait()

@@ -21,7 +21,7 @@ EXPECTED = {
     "numpy_import": ("imports: torch + stdlib only", False),
     "wrong_init": ("ModelNew.__init__ signature", False),
     "syntax_error": ("parses", True),
-    "missing_modelnew": ("defines ModelNew, get_inputs, get_init_inputs", True),
+    "missing_modelnew": ("defines ModelNew", True),
     "no_load_inline": ("calls load_inline", False),
     "no_global_kernel": ("has a __global__ kernel", False),
 }

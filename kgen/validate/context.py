@@ -1,0 +1,231 @@
+"""What every stage of the runner (kgen.validate.runner) shares: the results file it keeps up to date, the
+context object passed from stage to stage, and the drawing of inputs.
+
+    Results     the child's result JSON, rewritten after every check (a crash leaves what was found)
+    Context     config, device, tolerances, the two imported modules and the two constructed models
+    InputSpec   one positional input of forward (shape and dtype, or a plain value); make_inputs draws them
+    StageError  a problem that ends the run with a kind the report shows ("usage", "no-cuda", ...)
+"""
+from __future__ import annotations
+
+import gc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from kgen.validate.checks import Check
+
+PROGRESS_PREFIX = "[kgen-progress] "   # a line of the child's log that the parent shows as progress
+
+
+class StageError(Exception):
+    """A problem that ends the run, with the kind the report shows (e.g. "usage")."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def progress(text: str) -> None:
+    """A progress line for the parent (kgen.validate.progress shows it on stderr); not part of any result."""
+    print(PROGRESS_PREFIX + text, flush=True)
+
+
+# ---- results file --------------------------------------------------------------------------------------
+
+class Results:
+    """The result JSON, rewritten atomically after every change; progress lines go to stdout (the log)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.data = {"status": "running", "stage": None, "checks": [], "info": {}, "bench": None, "error": None,
+                     "kernelbench": None, "kernels": None}
+        self.flush()
+
+    def stage(self, name: str) -> None:
+        self.data["stage"] = name
+        print(f"[kgen-runner] stage: {name}", flush=True)
+        self.flush()
+
+    def add(self, check: Check) -> None:
+        self.data["checks"].append(check.to_dict())
+        print(f"[kgen-runner] {check.verdict} {check.name}: {check.detail}", flush=True)
+        self.flush()
+
+    def info(self, **values) -> None:
+        self.data["info"].update(values)
+        self.flush()
+
+    def put(self, key: str, value) -> None:
+        """A top-level section of the result (bench, kernelbench, kernels)."""
+        self.data[key] = value
+        self.flush()
+
+    def error(self, kind: str, summary: str, message: str) -> None:
+        self.data["error"] = {"kind": kind, "stage": self.data["stage"], "summary": summary, "message": message}
+        self.flush()
+
+    def done(self) -> None:
+        self.data["status"] = "done"
+        self.flush()
+
+    def flush(self) -> None:
+        temp = self.path.with_name(self.path.name + ".tmp")
+        temp.write_text(json.dumps(self.data, indent=1, default=repr))
+        os.replace(temp, self.path)
+
+
+# ---- inputs --------------------------------------------------------------------------------------------
+
+@dataclass
+class InputSpec:
+    """One positional input of forward: a tensor's shape and dtype, or a value passed as it is."""
+
+    shape: tuple | None
+    dtype: torch.dtype | None = None
+    value: object = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.shape is not None
+
+    def describe(self):
+        if not self.is_tensor:
+            return repr(self.value)
+        return list(self.shape)
+
+
+def describe_inputs(get_inputs: Callable) -> list[InputSpec]:
+    """The shapes and dtypes get_inputs() returns, found on the meta device (no 7.5 GB allocation)."""
+    try:
+        with torch.device("meta"):
+            sample = list(get_inputs())
+    except Exception:
+        sample = list(get_inputs())
+    return [InputSpec(tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else InputSpec(None, value=x)
+            for x in sample]
+
+
+def with_shapes(specs: list[InputSpec], shapes: list[list[int]]) -> list[InputSpec]:
+    tensors = [s for s in specs if s.is_tensor]
+    if len(shapes) != len(tensors):
+        raise StageError("usage", f"{len(shapes)} input shapes given, the reference's get_inputs() returns "
+                                  f"{len(tensors)} tensors")
+    it = iter(shapes)
+    return [InputSpec(tuple(next(it)), s.dtype) if s.is_tensor else s for s in specs]
+
+
+def sliced(specs: list[InputSpec], batch: int, k: int) -> list[InputSpec]:
+    """The same inputs with every tensor whose leading dimension is the batch cut to k samples."""
+    return [InputSpec((k,) + s.shape[1:], s.dtype) if s.is_tensor and s.shape and s.shape[0] == batch else s
+            for s in specs]
+
+
+def make_inputs(specs: list[InputSpec], kind: str, seed: int, device: torch.device,
+                materialize: Callable[[], list] | None = None) -> list:
+    """Fresh inputs: floating tensors drawn with `kind`; other tensors taken from the reference's
+    get_inputs() (called under the same seed); non-tensors passed as they are."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+    real = None
+    inputs = []
+    for i, spec in enumerate(specs):
+        if not spec.is_tensor:
+            inputs.append(spec.value)
+        elif spec.dtype.is_floating_point:
+            inputs.append(draw(spec.shape, spec.dtype, kind, generator, device))
+        else:
+            if real is None:
+                torch.manual_seed(seed)
+                real = list(materialize())
+            inputs.append(real[i].to(device))
+    return inputs
+
+
+def draw(shape, dtype, kind: str, generator, device) -> torch.Tensor:
+    if kind == "rand":
+        return torch.rand(shape, generator=generator, device=device, dtype=dtype)
+    t = torch.randn(shape, generator=generator, device=device, dtype=dtype)
+    return t.mul_(2).add_(3)
+
+
+def outputs_of(out) -> list:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def tensors_of(values) -> list[torch.Tensor]:
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+def same_value(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return repr(a) == repr(b)
+
+
+# ---- context shared by the stages ----------------------------------------------------------------------
+
+@dataclass
+class Context:
+    config: dict
+    results: Results
+    device: torch.device
+    atol: float
+    rtol: float
+    seed: int
+    ref_mod: object = None
+    new_mod: object = None
+    init: list = field(default_factory=list)
+    specs: list = field(default_factory=list)
+    ref_model: object = None
+    new_model: object = None
+    layout_ok: dict = field(default_factory=dict)   # trial -> whether outputs could be compared
+    extensions: list = field(default_factory=list)  # shared libraries the solution loaded (kgen.validate.stages.kernels)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def free(self) -> None:
+        """Give freed device memory back between stages (L1-35's tensors are 7.5 GB each)."""
+        if self.device.type == "cuda":
+            gc.collect()
+            torch.cuda.empty_cache()
+
+    def add(self, check: Check) -> None:
+        self.results.add(check)
+
+    def inputs(self, kind: str, seed: int, specs: list | None = None) -> list:
+        return make_inputs(self.specs if specs is None else specs, kind, seed, self.device,
+                           materialize=self.ref_mod.get_inputs)
+
+    def run(self, model, inputs) -> list:
+        """Call a model and wait for the device, so an asynchronous CUDA error surfaces here."""
+        out = outputs_of(model(*inputs))
+        self.sync()
+        return out
+
+    def construct(self, cls, seed: int | None = None, init: list | None = None):
+        """cls(*init) right after torch.manual_seed(seed) (the evaluator's same-seed construction), on the device."""
+        torch.manual_seed(self.seed if seed is None else seed)
+        return cls(*(self.init if init is None else init)).to(self.device)
+
+
+def import_file(path: str | Path, name: str):
+    """Import a Python file as a module, whatever its suffix (test data is stored as .py.txt)."""
+    loader = importlib.machinery.SourceFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None or spec.loader is None:
+        raise StageError("import", f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,59 @@
+"""Calling the models: the trials' inputs and seeds, random upstream gradients, and one forward+backward
+that returns the outputs and every gradient (of the floating inputs and the trainable parameters)."""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from kgen.validate.context import Context, tensors_of
+
+INPUT_KINDS = ("rand", "3+2*randn")   # the reference's distribution, then a shifted and scaled one
+
+
+def trial_kind(trial: int) -> str:
+    return INPUT_KINDS[trial % len(INPUT_KINDS)]
+
+
+def trial_seed(ctx: Context, trial: int) -> int:
+    return ctx.seed + 1000 * (trial + 1)
+
+
+def trial_label(trial: int) -> str:
+    return f"trial {trial + 1} ({trial_kind(trial)})"
+
+
+def upstream_for(ctx: Context, seed: int, draw_dtype: torch.dtype | None = None) -> Callable[[list], list]:
+    """A function giving the same random upstream gradients for outputs of the same shapes: drawn in
+    `draw_dtype` (default: each output's own dtype), then cast to the output's dtype."""
+    def upstream(outs: list) -> list:
+        generator = torch.Generator(device=ctx.device)
+        generator.manual_seed(seed)
+        return [torch.randn(o.shape, generator=generator, device=o.device, dtype=draw_dtype or o.dtype).to(o.dtype)
+                for o in outs]
+    return upstream
+
+
+def forward_backward(ctx: Context, model, inputs: list, upstream: Callable, want_grads: bool):
+    """Outputs (detached) and, if asked, {name: gradient} for the floating inputs and every trainable
+    parameter; gradients are None if the outputs do not require grad at all."""
+    leaves = [x for x in tensors_of(inputs) if x.is_floating_point()]
+    for x in leaves:
+        x.requires_grad_(want_grads)
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    with torch.set_grad_enabled(want_grads):
+        outs = ctx.run(model, inputs)
+    if not want_grads:
+        return outs, None
+    touts = tensors_of(outs)
+    diff = [(o, g) for o, g in zip(touts, upstream(touts)) if o.requires_grad]
+    if not diff:
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs], None
+    grads = torch.autograd.grad([o for o, _ in diff], leaves + [p for _, p in named],
+                                grad_outputs=[g for _, g in diff], allow_unused=True)
+    ctx.sync()
+    del diff
+    names = [f"input[{i}]" for i in range(len(leaves))] + [n for n, _ in named]
+    for x in leaves:
+        x.requires_grad_(False)
+    return [o.detach() if isinstance(o, torch.Tensor) else o for o in outs], dict(zip(names, grads))

@@ -1,0 +1,110 @@
+"""What KernelBench alone would conclude: its correctness protocol, reproduced
+(kernelbench/eval.py, eval_kernel_against_ref and run_and_check_correctness):
+
+  - init inputs: the reference's get_init_inputs() called after set_seed(seed) (or --init-args)
+  - Model(*init) and ModelNew(*init), each constructed right after set_seed(seed), seed 42
+  - num_correct_trials seeds drawn with torch.randint after torch.manual_seed(seed)
+  - per trial: set_seed(trial_seed); inputs = the reference's get_inputs(), every tensor cast to float32
+    and put on the device; under no_grad the reference's output, then the solution's
+  - correct iff every trial has the same shape and torch.allclose(output, output_new, atol=tol, rtol=tol)
+    (tol = 1e-4 at fp32; NaN anywhere is a mismatch, as allclose's equal_nan=False)
+
+Two differences, neither changing what is compared: get_inputs() runs with the device as the default
+device (KernelBench draws on the CPU and copies, which for L1-35's 7.5 GB input takes seconds), so the
+values differ but not their distribution; with --input-shape the floating inputs are torch.rand of the
+given shapes. Forward only: KernelBench checks no gradient, no state_dict, no determinism. The result
+goes to the "kernelbench" section of the results; it never changes kgen's exit code.
+"""
+from __future__ import annotations
+
+import torch
+
+from kgen.validate.context import Context, outputs_of, progress, same_value
+from kgen.validate.numerics import compare, count_nan
+
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}   # get_tolerance_for_precision
+DEFAULT_TRIALS = 5     # kb_eval.py's --trials (eval_kernel_against_ref's own default is 1)
+PROTOCOL = ("KernelBench eval_kernel_against_ref: same seed before constructing each model, reference's "
+            "get_inputs() per trial seed, forward under no_grad, torch.allclose(atol=rtol={tol:g}) at fp32")
+
+
+def set_seed(seed: int) -> None:
+    """kernelbench.eval.set_seed."""
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed(seed)
+
+
+def trial_seeds(seed: int, trials: int) -> list[int]:
+    torch.manual_seed(seed)
+    return [torch.randint(0, 2**32 - 1, (1,)).item() for _ in range(trials)]
+
+
+def kernelbench_inputs(ctx: Context, trial_seed: int) -> list:
+    set_seed(trial_seed)
+    if ctx.config.get("input_shapes"):
+        inputs = ctx.inputs("rand", trial_seed)
+    elif hasattr(torch.device, "__enter__"):   # torch >= 2.0
+        with torch.device(ctx.device):
+            inputs = list(ctx.ref_mod.get_inputs())
+    else:
+        inputs = list(ctx.ref_mod.get_inputs())
+    return [x.to(dtype=torch.float32).to(ctx.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def compare_trial(output, output_new, tol: float) -> dict:
+    """One trial of run_and_check_correctness: shape, then allclose(output, output_new) (rtol scales |output_new|)."""
+    if not isinstance(output, torch.Tensor) or not isinstance(output_new, torch.Tensor):
+        return {"ok": False, "problem": f"outputs are {type(output).__name__} and {type(output_new).__name__}, "
+                                        f"KernelBench compares one tensor"}
+    if output.shape != output_new.shape:
+        return {"ok": False, "problem": f"output shape mismatch: expected {tuple(output.shape)}, "
+                                        f"got {tuple(output_new.shape)}"}
+    cmp = compare(output, output_new.to(output.dtype), tol, tol)
+    nan = count_nan(output) + count_nan(output_new)
+    ok = cmp.allclose and nan == 0
+    result = {"ok": ok, "max_abs": cmp.max_abs, "outside": cmp.outside, "numel": cmp.numel, "nan": nan}
+    if not ok:
+        result["problem"] = (f"output mismatch: max|Δ| {cmp.max_abs:.3g}, {cmp.outside}/{cmp.numel} outside"
+                             + (f", {nan} NaN" if nan else ""))
+    return result
+
+
+def stage_kernelbench(ctx: Context) -> None:
+    trials = int(ctx.config.get("kernelbench_trials", DEFAULT_TRIALS))
+    tol = TOLERANCE[torch.float32]
+    given = ctx.config.get("init_args")
+    if given is not None:
+        init = list(given)
+    else:
+        set_seed(ctx.seed)
+        init = list(ctx.ref_mod.get_init_inputs())
+    if same_value(init, ctx.init):
+        ref_model, new_model = ctx.ref_model, ctx.new_model   # constructed exactly so (setup.stage_parameters)
+    else:
+        with torch.no_grad():
+            ref_model = ctx.construct(ctx.ref_mod.Model, init=init)
+            new_model = ctx.construct(ctx.new_mod.ModelNew, init=init)
+    results = []
+    for n, seed in enumerate(trial_seeds(ctx.seed, trials)):
+        progress(f"KernelBench trial {n + 1} of {trials}")
+        inputs = kernelbench_inputs(ctx, seed)
+        with torch.no_grad():
+            output = outputs_of(ref_model(*inputs))
+            ctx.sync()
+            output_new = outputs_of(new_model(*inputs))
+            ctx.sync()
+        single = len(output) == 1 and len(output_new) == 1
+        trial = compare_trial(output[0], output_new[0], tol) if single else {
+            "ok": False, "problem": f"{len(output)} and {len(output_new)} outputs, KernelBench compares one tensor"}
+        results.append({"seed": seed, **trial})
+        del inputs, output, output_new
+        ctx.free()
+        if "shape mismatch" in trial.get("problem", ""):
+            break   # run_and_check_correctness returns at the first shape mismatch
+    ctx.results.put("kernelbench", {
+        "correct": all(t["ok"] for t in results) and len(results) == trials, "tolerance": tol,
+        "trials": results, "num_correct_trials": trials, "init_args": init, "seed": ctx.seed,
+        "inputs": "torch.rand inputs of the given shapes" if ctx.config.get("input_shapes")
+        else "reference's get_inputs()",
+        "protocol": PROTOCOL.format(tol=tol)})

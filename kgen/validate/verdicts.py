@@ -1,0 +1,103 @@
+"""Two verdicts on one file, side by side:
+
+  KernelBench  what KernelBench alone would conclude: its correctness protocol (forward only, atol=rtol=1e-4
+               at fp32; run by stages/kernelbench.py) and its static checker's strict rules (reproduced
+               by kgen.validate.static). Information only: it never changes the exit code.
+  kgen         kgen's exit code, with its failed checks grouped by what they are about (static rules,
+               state_dict, forward, inputs, determinism, gradients, float64, kernels, broken).
+"""
+from __future__ import annotations
+
+from kgen.validate.checks import EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, Check
+
+# kgen's static checks that reproduce a strict rule of KernelBench's static checker (code_bypass,
+# timing_event_patch, thread_injection, lazy_eval, cuda_impl); its stream rule is only a warning there
+KERNELBENCH_STATIC = ("parses", "defines ModelNew", "no try/except", "no pass", "no timer monkey-patch",
+                      "no threads/processes", "no tensor subclass", "calls load_inline", "has a __global__ kernel")
+STATIC_NAMES = KERNELBENCH_STATIC + ("defines get_inputs, get_init_inputs", "imports: torch + stdlib only",
+                                     "no extra CUDA streams", "ModelNew.__init__ signature")
+AREAS = ("broken", "static", "state_dict", "forward", "inputs", "determinism", "gradients", "float64", "kernels")
+SHOWN_PER_AREA = 2
+
+
+def area_of(check: Check) -> str:
+    name = check.name
+    if check.broken:
+        return "broken"
+    if name in STATIC_NAMES:
+        return "static"
+    if name.startswith(("state_dict", "load_state_dict")):
+        return "state_dict"
+    if name.startswith("fp64"):
+        return "float64"
+    if name.startswith("kernels"):
+        return "kernels"
+    if name.endswith("deterministic"):
+        return "determinism"
+    if " grad " in name or name.endswith(" backward"):
+        return "gradients"
+    if name.endswith(("inputs untouched", "alias an input")):
+        return "inputs"
+    return "forward"
+
+
+def kgen_verdict(checks: list[Check], exit_code: int | None) -> dict:
+    word = {EXIT_PASS: "PASS", EXIT_FAIL: "FAIL", EXIT_BROKEN: "BROKEN", EXIT_NO_CUDA: "NOT RUN"}.get(exit_code)
+    failed: dict[str, list[str]] = {}
+    for check in checks:
+        if check.ok is False:
+            failed.setdefault(area_of(check), []).append(check.name)
+    failed = {area: failed[area] for area in AREAS if area in failed}
+    if failed:
+        parts = []
+        for area, names in failed.items():
+            shown = ", ".join(names[:SHOWN_PER_AREA])
+            more = f" (+{len(names) - SHOWN_PER_AREA} more)" if len(names) > SHOWN_PER_AREA else ""
+            parts.append(f"{area}: {shown}{more}")
+        summary = "; ".join(parts)
+    elif exit_code == EXIT_PASS:
+        summary = "static rules, state_dict, forward, inputs, determinism, gradients, float64, kernels"
+    elif exit_code == EXIT_NO_CUDA:
+        summary = "static checks passed; runtime checks not run (no CUDA device)"
+    else:
+        summary = ""
+    return {"verdict": word, "exit_code": exit_code, "failed": failed, "summary": summary}
+
+
+def tolerance_text(tol: float) -> str:
+    """1e-4 rather than 0.0001."""
+    mantissa, exponent = f"{tol:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}" if float(f"{tol:.0e}") == tol else f"{tol:g}"
+
+
+def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_ran: bool) -> dict:
+    static = [c.name for c in checks if c.name in KERNELBENCH_STATIC and c.ok is False]
+    broken = next((c for c in checks if c.ok is False and c.broken), None)
+    correct = None
+    if kernelbench is not None:
+        trials = kernelbench.get("trials", [])
+        n = kernelbench.get("num_correct_trials", len(trials))
+        good = sum(1 for t in trials if t.get("ok"))
+        correct = bool(kernelbench.get("correct"))
+        what = (f"forward only, atol=rtol={tolerance_text(kernelbench.get('tolerance', 1e-4))}: {good} of {n} "
+                f"trials correct on the {kernelbench.get('inputs', 'inputs')}")
+        if not correct:
+            problem = next((t.get("problem") for t in trials if not t.get("ok")), None) or "incomplete"
+            what += f"; first failure: {problem}"
+    elif broken is not None and broken.name not in ("reference", "read solution"):
+        correct = False
+        first = broken.detail.strip().splitlines()[0][:120] if broken.detail.strip() else ""
+        what = f"would not compile or run: {broken.name}: {first}"
+    elif not runtime_ran:
+        what = "correctness not run (no CUDA device)"
+    else:
+        what = "correctness not run"
+    if static:
+        what += "; its static checker rejects the file: " + ", ".join(static)
+    if static or correct is False:
+        word = "FAIL"
+    elif correct:
+        word = "PASS"
+    else:
+        word = "NOT RUN"
+    return {"verdict": word, "correct": correct, "static_violations": static, "summary": what}

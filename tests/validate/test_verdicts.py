@@ -1,0 +1,135 @@
+"""Issue 11, item 4: `kgen validate` judges any KernelBench solution the way KernelBench does (its protocol:
+same seed before each construction, forward only, atol=rtol=1e-4; get_inputs/get_init_inputs from the
+reference when the solution has none), and reports that verdict apart from kgen's own, in the report and
+the JSON; the exit code stays kgen's. The pure verdict functions, then the whole path on the CPU."""
+import io
+import json
+
+import pytest
+
+from kgen.validate import EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, validate
+from kgen.validate.checks import Check, broken, failed, note, passed, skipped
+from kgen.validate.runtime import run_child
+from kgen.validate.static import static_checks
+from kgen.validate.verdicts import kernelbench_verdict, kgen_verdict
+from tests.validate.helpers import FILES, REFERENCE, RUNTIME_FILES
+
+SMALL = {"init_args": [8, 2], "input_shapes": [[3, 8, 5, 6]], "trials": 2}
+KB_OK = {"correct": True, "tolerance": 1e-4, "num_correct_trials": 5, "inputs": "reference's get_inputs()",
+         "trials": [{"ok": True}] * 5}
+KB_BAD = {"correct": False, "tolerance": 1e-4, "num_correct_trials": 5, "inputs": "reference's get_inputs()",
+          "trials": [{"ok": True}, {"ok": False, "problem": "output mismatch: max|Δ| 0.1"}] + [{"ok": True}] * 3}
+
+
+# ---- the verdict functions -------------------------------------------------------------------------------
+
+def test_kgen_verdict_groups_failures_by_area():
+    checks = [passed("parses"), failed("no pass", "line 3"), failed("state_dict keys and shapes", "missing"),
+              failed("trial 1 (rand) backward", "not trainable"), failed("trial 2 (3+2*randn) backward", "x"),
+              failed("trial 1 (rand) grad gn.weight", "x"), failed("trial 1 (rand) deterministic", "x"),
+              failed("fp64 (2 of 4 samples) forward", "x"), failed("kernels: forward", "none"),
+              failed("trial 1 (rand) inputs untouched", "x"), failed("trial 1 (rand) forward", "x"),
+              note("init args", "[1]")]
+    verdict = kgen_verdict(checks, EXIT_FAIL)
+    assert verdict["verdict"] == "FAIL"
+    assert list(verdict["failed"]) == ["static", "state_dict", "forward", "inputs", "determinism", "gradients",
+                                       "float64", "kernels"]
+    assert verdict["failed"]["gradients"] == ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward",
+                                              "trial 1 (rand) grad gn.weight"]
+    assert "gradients: trial 1 (rand) backward, trial 2 (3+2*randn) backward (+1 more)" in verdict["summary"]
+    assert kgen_verdict([passed("parses")], EXIT_PASS)["verdict"] == "PASS"
+    assert kgen_verdict([broken("build", "nvcc")], 2)["failed"] == {"broken": ["build"]}
+
+
+@pytest.mark.parametrize("checks, kb, ran, word, words", [
+    ([passed("parses")], KB_OK, True, "PASS", ["5 of 5 trials correct", "atol=rtol=1e-4"]),
+    ([passed("parses")], KB_BAD, True, "FAIL", ["4 of 5", "output mismatch"]),
+    # kgen's own failures (gradients, state_dict) are not KernelBench's business
+    ([failed("trial 1 (rand) backward", "x"), failed("state_dict keys and shapes", "x")], KB_OK, True, "PASS", []),
+    # KernelBench's static checker's strict rules
+    ([failed("no try/except", "line 3")], KB_OK, True, "FAIL", ["static checker rejects the file: no try/except"]),
+    # kgen fails extra CUDA streams; KernelBench only warns
+    ([failed("no extra CUDA streams", "line 3")], KB_OK, True, "PASS", []),
+    ([broken("build", "build failed: x.cu(3): error")], None, True, "FAIL", ["would not compile or run: build"]),
+    ([passed("parses"), skipped("runtime checks", "no CUDA")], None, False, "NOT RUN", ["no CUDA device"]),
+    ([broken("reference", "no kgen header")], None, False, "NOT RUN", []),
+])
+def test_kernelbench_verdict(checks, kb, ran, word, words):
+    verdict = kernelbench_verdict(checks, kb, ran)
+    assert verdict["verdict"] == word, verdict
+    for w in words:
+        assert w in verdict["summary"], verdict["summary"]
+
+
+# ---- a solution without get_inputs/get_init_inputs: INFO, not BROKEN --------------------------------------
+
+def test_missing_input_functions_are_info_not_broken(monkeypatch):
+    checks = static_checks((FILES / "third_party_groupnorm.py.txt").read_text(), REFERENCE.read_text())
+    assert [c.verdict for c in checks if c.ok is not True] == ["INFO"]
+    info = next(c for c in checks if c.name == "defines get_inputs, get_init_inputs")
+    assert "get_inputs, get_init_inputs" in info.detail and "reference's are used" in info.detail
+    monkeypatch.setattr("kgen.validate.core.cuda_available", lambda: False)
+    out = io.StringIO()
+    assert validate(str(FILES / "third_party_groupnorm.py.txt"), ref=str(REFERENCE), out=out) == EXIT_NO_CUDA
+    assert "KernelBench verdict: NOT RUN" in out.getvalue()
+
+
+def test_runner_takes_the_references_inputs_when_the_solution_has_none():
+    config = {"device": "cpu", "solution": str(RUNTIME_FILES / "third_party_like.py.txt"),
+              "reference": str(REFERENCE), "trials": 1, "input_shapes": [[2, 64, 4, 4]], "init_args": None}
+    result = run_child(config, 120)
+    init = next(c for c in result.checks if c.name == "init args")
+    assert init.verdict == "INFO" and "[64, 8]" in init.detail and "the solution defines none" in init.detail
+    assert result.info["init_args"] == [64, 8]
+    assert result.kernelbench["init_args"] == [64, 8] and result.kernelbench["correct"] is True
+
+
+# ---- the whole path: both verdicts in the report and the JSON -------------------------------------------
+
+@pytest.fixture
+def cpu_runtime(monkeypatch):
+    monkeypatch.setattr("kgen.validate.core.cuda_available", lambda: True)
+    monkeypatch.setattr("kgen.validate.core.RUNTIME_DEVICE", "cpu")
+
+
+def test_third_party_solution_kernelbench_pass_kgen_fail(cpu_runtime, tmp_path):
+    out = io.StringIO()
+    report = tmp_path / "report.json"
+    code = validate(str(RUNTIME_FILES / "third_party_like.py.txt"), ref=str(REFERENCE), json_path=report, out=out,
+                    **SMALL)
+    text = out.getvalue()
+    data = json.loads(report.read_text())
+    assert code == EXIT_FAIL == data["exit_code"]                      # the exit code stays kgen's
+    kb, kg = data["verdicts"]["kernelbench"], data["verdicts"]["kgen"]
+    assert kb["verdict"] == "PASS" and kb["correct"] is True and kb["static_violations"] == []
+    assert kg["verdict"] == "FAIL" and set(kg["failed"]) == {"state_dict", "gradients"}
+    assert kg["failed"]["gradients"] == ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward"]
+    assert "load_state_dict(Model().state_dict(), strict=True)" in kg["failed"]["state_dict"]
+    assert data["kernelbench"]["num_correct_trials"] == 5 and len(data["kernelbench"]["trials"]) == 5
+    kb_line = next(l for l in text.splitlines() if l.startswith("KernelBench verdict:"))
+    kgen_line = next(l for l in text.splitlines() if l.startswith("kgen verdict:"))
+    assert kb_line.startswith("KernelBench verdict: PASS (forward only, atol=rtol=1e-4: 5 of 5 trials correct")
+    assert kgen_line.startswith("kgen verdict:        FAIL (state_dict: state_dict keys and shapes")
+    assert "gradients: trial 1 (rand) backward" in kgen_line
+    assert text.index("KernelBench verdict:") < text.index("RESULT: FAIL")
+
+
+def test_kernelbench_fails_what_its_protocol_catches(cpu_runtime, tmp_path):
+    report = tmp_path / "report.json"
+    code = validate(str(RUNTIME_FILES / "wrong_variance.py.txt"), ref=str(REFERENCE), json_path=report,
+                    out=io.StringIO(), **SMALL)
+    data = json.loads(report.read_text())
+    assert code == EXIT_FAIL
+    assert data["verdicts"]["kernelbench"]["verdict"] == "FAIL"
+    assert data["kernelbench"]["correct"] is False
+    assert "output mismatch" in data["verdicts"]["kernelbench"]["summary"]
+
+
+def test_kernelbench_uses_its_own_tolerance_not_kgens(cpu_runtime, tmp_path):
+    """kgen at a loose 1e-1 passes the planted variance bug's forward; KernelBench at 1e-4 still does not."""
+    report = tmp_path / "report.json"
+    validate(str(RUNTIME_FILES / "wrong_variance.py.txt"), ref=str(REFERENCE), json_path=report,
+             out=io.StringIO(), atol=10.0, rtol=10.0, **SMALL)
+    data = json.loads(report.read_text())
+    assert not [c for c in data["checks"] if c["name"].endswith(" forward") and c["verdict"] == "FAIL"]
+    assert data["verdicts"]["kernelbench"]["verdict"] == "FAIL"
