@@ -123,3 +123,40 @@ def test_forward_with_the_solutions_kernel_passes():
 def test_a_forward_without_any_gpu_work_fails():
     (forward, _) = judge_kernels(phase([]), None)
     assert forward.verdict == "FAIL" and "no GPU work" in forward.detail
+
+
+def test_profile_phases_flow_with_a_stand_in_profiler(monkeypatch, tmp_path):
+    """The stage's flow on the CPU, the profiler replaced by one that runs the call and reports fixed
+    kernels: the reference's forward, the solution's forward and (trainable only) its backward."""
+    import torch
+
+    import kgen.validate.stages.kernels as kernels
+    from kgen.validate.context import Context, Results
+    from kgen.validate.stages import setup
+    from tests.validate.helpers import REFERENCE, RUNTIME_FILES
+
+    ran = []
+
+    def stand_in(fn, sync):
+        fn()
+        sync()
+        ran.append(torch.is_grad_enabled())
+        return [("group_norm_kernel(float*)", 3.0), ("void at::native::reduce_kernel<512, 1>(int)", 1.0)]
+
+    monkeypatch.setattr(kernels, "profiled_kernels", stand_in)
+    attribution = Attribution(set(), {"group_norm_kernel"}, [])
+    results = {}
+    for name in ("ok", "not_trainable"):
+        config = {"solution": str(RUNTIME_FILES / f"{name}.py.txt"), "reference": str(REFERENCE),
+                  "init_args": [8, 2], "input_shapes": [[3, 8, 5, 6]]}
+        ctx = Context(config, Results(tmp_path / f"{name}.json"), torch.device("cpu"), 1e-4, 1e-4, 42)
+        for stage in (setup.stage_import_reference, setup.stage_import_solution, setup.stage_arguments,
+                      setup.stage_parameters):
+            stage(ctx)
+        results[name] = kernels.profile_phases(ctx, attribution)
+    assert len(ran) == 3 + 2          # ok: reference, forward, backward; not_trainable: no backward
+    ok, frozen = results["ok"], results["not_trainable"]
+    assert ok["forward"]["solution_share"] == pytest.approx(0.75) and ok["backward"]["launches"] == 2
+    assert frozen["backward"] is None and "does not require grad" in frozen["backward_why"]
+    forward, backward = judge_kernels(frozen["forward"], frozen["backward"], frozen["backward_why"])
+    assert forward.verdict == "PASS" and backward.verdict == "SKIP"

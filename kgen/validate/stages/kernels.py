@@ -275,6 +275,23 @@ def stage_kernels(ctx: Context) -> None:
         ctx.add(skipped("kernels", "kernel attribution needs a CUDA device"))
         return
     attribution = Attribution.of(ctx.extensions, Path(ctx.config["solution"]).read_text(errors="replace"))
+    try:
+        phases = profile_phases(ctx, attribution)
+    except ProfilerUnavailable as error:
+        ctx.add(skipped("kernels", f"torch.profiler unavailable: {error}"))
+        return
+    ctx.results.put("kernels", {"method": attribution.method, "libraries": attribution.libraries, **phases})
+    if phases["reference_forward"]["launches"] == 0:
+        ctx.add(skipped("kernels", "the profiler saw no kernel even in the reference's forward (CUPTI unavailable?)"))
+        return
+    for check in judge_kernels(phases["forward"], phases["backward"], phases["backward_why"]):
+        check.data.setdefault("method", attribution.method)
+        ctx.add(check)
+
+
+def profile_phases(ctx: Context, attribution: Attribution) -> dict:
+    """Warm up, then profile the reference's forward, the solution's forward (no_grad) and its backward
+    (the forward that builds the graph runs outside the profiler)."""
     inputs = ctx.inputs("rand", ctx.seed + 5)
     upstream = upstream_for(ctx, ctx.seed + 6)
     backward = ctx.config.get("backward", True)
@@ -283,7 +300,8 @@ def stage_kernels(ctx: Context) -> None:
         with torch.no_grad():
             model(*inputs)
 
-    def forward_backward(model):
+    def graph(model):
+        """Outputs that require grad, from a forward with autograd on."""
         leaves = [x.requires_grad_(True) for x in tensors_of(inputs) if x.is_floating_point()]
         outs = [o for o in tensors_of(ctx.run(model, inputs)) if o.requires_grad]
         for x in leaves:
@@ -293,35 +311,23 @@ def stage_kernels(ctx: Context) -> None:
     progress("kernels: warm-up")
     forward(ctx.ref_model)
     forward(ctx.new_model)
-    outs = forward_backward(ctx.new_model) if backward else []
+    outs = graph(ctx.new_model) if backward else []
     if outs:
         torch.autograd.backward(outs, upstream(outs))
     del outs
     ctx.new_model.zero_grad(set_to_none=True)
     ctx.sync()
     progress("kernels: profiling one forward and one backward")
-    try:
-        reference = summarize(profiled_kernels(lambda: forward(ctx.ref_model), ctx.sync), attribution)
-        fwd = summarize(profiled_kernels(lambda: forward(ctx.new_model), ctx.sync), attribution)
-        bwd, why = None, "--no-backward" if not backward else ""
-        if backward:
-            outs = forward_backward(ctx.new_model)
-            if outs:
-                grads = upstream(outs)
-                bwd = summarize(profiled_kernels(lambda: torch.autograd.backward(outs, grads), ctx.sync),
-                                attribution)
-            else:
-                why = "the solution's output does not require grad: no backward to profile"
-            del outs
-            ctx.new_model.zero_grad(set_to_none=True)
-    except ProfilerUnavailable as error:
-        ctx.add(skipped("kernels", f"torch.profiler unavailable: {error}"))
-        return
-    ctx.results.put("kernels", {"method": attribution.method, "libraries": attribution.libraries,
-                                "forward": fwd, "backward": bwd, "reference_forward": reference})
-    if reference["launches"] == 0:
-        ctx.add(skipped("kernels", "the profiler saw no kernel even in the reference's forward (CUPTI unavailable?)"))
-        return
-    for check in judge_kernels(fwd, bwd, why):
-        check.data.setdefault("method", attribution.method)
-        ctx.add(check)
+    reference = summarize(profiled_kernels(lambda: forward(ctx.ref_model), ctx.sync), attribution)
+    fwd = summarize(profiled_kernels(lambda: forward(ctx.new_model), ctx.sync), attribution)
+    bwd, why = None, "--no-backward" if not backward else ""
+    if backward:
+        outs = graph(ctx.new_model)
+        if outs:
+            grads = upstream(outs)
+            bwd = summarize(profiled_kernels(lambda: torch.autograd.backward(outs, grads), ctx.sync), attribution)
+        else:
+            why = "the solution's output does not require grad: no backward to profile"
+        del outs
+        ctx.new_model.zero_grad(set_to_none=True)
+    return {"forward": fwd, "backward": bwd, "backward_why": why, "reference_forward": reference}
