@@ -58,6 +58,8 @@ def run_child(config: dict, timeout: float, progress=None) -> RuntimeResult:
         argv = [sys.executable, "-m", "kgen.validate.runner", str(config_path)]
         log_path = Path(tmp) / "child.log"
         watcher = None if progress is None else ProgressWatcher(log_path, progress)
+        if watcher is not None:
+            watcher.say(f"starting the child process (python, torch; timeout {timeout:g} s)")
         outcome = run_isolated(argv, timeout, env=child_environment(), log_path=log_path,
                                on_poll=None if watcher is None else watcher.poll)
         if watcher is not None:

@@ -83,6 +83,7 @@ def test_progress_goes_to_its_own_stream_and_changes_neither_report_nor_json(mon
     lines = stream.getvalue().splitlines()
     assert all(line.startswith("kgen validate [") for line in lines)
     shown = [line.split("] ", 1)[1] for line in lines]
+    assert shown[0].startswith("starting the child process")      # at once, before python and torch load
     order = ["environment", "building and importing the solution", "KernelBench protocol",
              "trial 1 (rand) forward", "trial 1 (rand) backward", "trial 2 (3+2*randn) forward",
              "float64 cross-check", "profiling the kernels"]
