@@ -24,8 +24,10 @@ class NoReference(Exception):
     """The reference could not be determined (no header and no --ref, unknown spec, bad header)."""
 
 
-def resolve_reference(source: str, ref) -> tuple[Path, object]:
-    """The reference's path, and the solution's kgen header (or None)."""
+def resolve_reference(source: str, ref, solution: Path | None = None) -> tuple[Path, object]:
+    """The reference's path, and the solution's kgen header (or None). A file emitted with
+    `kgen emit --ref` names its reference and the SHA-256 of its text: it is looked up as written, then
+    beside the solution, and must still have that text."""
     from kgen.header import parse_header
 
     try:
@@ -38,12 +40,29 @@ def resolve_reference(source: str, ref) -> tuple[Path, object]:
         return Path(ref), header
     if header is None:
         raise NoReference("no kgen header: pass --ref REFERENCE.py")
+    if header.reference is not None:
+        return _emitted_reference(header, solution), header
     from kgen.specs import UnknownSpec, get_spec
 
     try:
         return Path(get_spec(header.spec).reference_path(header.params)), header
     except UnknownSpec as error:
         raise NoReference(f"kgen header names {error}; pass --ref REFERENCE.py") from None
+
+
+def _emitted_reference(header, solution: Path | None) -> Path:
+    import hashlib
+
+    written = Path(header.reference)
+    candidates = [written] + ([solution.parent / written.name, solution.parent / written] if solution else [])
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
+        raise NoReference(f"the reference this file was emitted from, {written}, is not there: pass --ref REFERENCE.py")
+    digest = hashlib.sha256(found.read_text().encode()).hexdigest()
+    if header.reference_sha256 and digest != header.reference_sha256:
+        raise NoReference(f"{found} has changed since this file was emitted from it (SHA-256 {digest[:12]}..., "
+                          f"header {header.reference_sha256[:12]}...): re-emit, or pass --ref REFERENCE.py")
+    return found
 
 
 def cuda_available() -> bool:
@@ -69,7 +88,7 @@ def run_validation(report: Report, path: Path, ref, settings: dict, timeout: flo
         report.checks.append(broken("read solution", f"cannot read {path}: {error.strerror or error}"))
         return
     try:
-        ref_path, header = resolve_reference(source, ref)
+        ref_path, header = resolve_reference(source, ref, Path(path))
     except NoReference as error:
         report.checks.append(broken("reference", str(error)))
         return

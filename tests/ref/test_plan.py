@@ -121,3 +121,20 @@ def test_ref_and_spec_options_do_not_mix(tmp_path):
 def test_missing_reference_file_is_a_clear_error():
     with pytest.raises(RefError, match="no such file"):
         load_reference("/nonexistent/reference.py")
+
+
+def test_emitted_file_names_its_reference_and_validate_finds_it(tmp_path):
+    from kgen.validate.core import NoReference, resolve_reference
+
+    reference = tmp_path / "ref.py"
+    reference.write_text((HERE / "references" / "two_groupnorms.py").read_text())
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    for out in (a, b):
+        result = run_emit("--ref", str(reference), "-o", str(out))
+        assert result.returncode == 0, result.stderr
+    assert a.read_bytes() == b.read_bytes()  # deterministic
+    path, header = resolve_reference(a.read_text(), None, a)
+    assert path == reference and header.spec == "ref"
+    reference.write_text(reference.read_text() + "\n# edited\n")
+    with pytest.raises(NoReference, match="changed since"):
+        resolve_reference(a.read_text(), None, a)

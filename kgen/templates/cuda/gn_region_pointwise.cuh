@@ -79,13 +79,13 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Ten
   const auto dv = grad.contiguous();
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   const int64_t channels = x.size(1);
-  auto dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
+  at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
   if (x.numel() == 0) return {dx, dparams};
   const int64_t plane = x.numel() / (x.size(0) * channels);
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
   const SplitPlan plan = plan_split<kBlock>(plane);
   const int64_t rows = x.size(0) * plan.splits;
-  auto partial = at::empty({std::max<int64_t>(1, int64_t(F::kParams)) * rows, channels}, x.options());
+  at::Tensor partial = at::empty({std::max<int64_t>(1, int64_t(F::kParams)) * rows, channels}, x.options());
   pointwise_backward_kernel<F, kBlock><<<x.size(0) * channels * plan.splits, kBlock, 0,
                                          at::cuda::getCurrentCUDAStream()>>>(
       dv.data_ptr<float>(), x.data_ptr<float>(), dx.data_ptr<float>(), channels, plane, plan, table,
