@@ -1,0 +1,242 @@
+"""Test harness of the two-pass GroupNorm region kernels (kgen/templates/cuda/gn_region_twopass.cuh): example
+functors written as the generator would write them, one load_inline extension holding every instantiation the
+tests use, and a float64 PyTorch re-implementation of a region (outputs and, through autograd, every gradient).
+
+Functors (the same math in CUDA and in the PyTorch reference below):
+  SigmoidAffine   z = sigmoid((x + p0[c]) * p1[c])               2 prologue params
+  HardswishRes    v = hardswish(y) * p0[c] + z                   1 epilogue param, residual of z
+  TanhGateX       v = tanh(y) * p0 + p1[c] * x                   2 epilogue params (p0 may be a scalar), residual of x
+  NoPrologue / NoEpilogue (gn_region_common.cuh)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_twopass.cuh")
+BLOCK = 256
+
+FUNCTORS = r"""
+// ---- example functors, written as kgen's generator writes them ----
+struct SigmoidAffine {  // z = sigmoid((x + p0[c]) * p1[c])
+  static constexpr int kParams = 2;
+  float bias, scale;
+  __device__ static SigmoidAffine at(const kgen::RegionParams& p, int64_t c) {
+    return SigmoidAffine{p.prologue.at(0, c), p.prologue.at(1, c)};
+  }
+  __device__ __forceinline__ float value(float x) const {
+    const float u = (x + bias) * scale;
+    return 1.f / (1.f + expf(-u));
+  }
+  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {
+    const float t = x + bias;
+    const float s = 1.f / (1.f + expf(-t * scale));
+    const float du = dz * s * (1.f - s);
+    dparam[0] += du * scale;
+    dparam[1] += du * t;
+    return du * scale;
+  }
+};
+
+struct HardswishRes {  // v = hardswish(y) * p0[c] + z
+  static constexpr int kParams = 1;
+  float w;
+  __device__ static HardswishRes at(const kgen::RegionParams& p, int64_t c) { return HardswishRes{p.epilogue.at(0, c)}; }
+  __device__ __forceinline__ static float hardswish(float y) { return y * fminf(fmaxf(y + 3.f, 0.f), 6.f) * (1.f / 6.f); }
+  __device__ __forceinline__ float value(float y, float z, float) const { return hardswish(y) * w + z; }
+  __device__ __forceinline__ void backward(float y, float, float, float dv, float& dy, float& dz, float&,
+                                           float (&dparam)[kgen::kMaxParams]) const {
+    const float d = y < -3.f ? 0.f : (y <= 3.f ? y / 3.f + 0.5f : 1.f);
+    dy = dv * w * d;
+    dz += dv;
+    dparam[0] += dv * hardswish(y);
+  }
+};
+
+struct TanhGateX {  // v = tanh(y) * p0 + p1[c] * x
+  static constexpr int kParams = 2;
+  float gate, mix;
+  __device__ static TanhGateX at(const kgen::RegionParams& p, int64_t c) {
+    return TanhGateX{p.epilogue.at(0, c), p.epilogue.at(1, c)};
+  }
+  __device__ __forceinline__ float value(float y, float, float x) const { return tanhf(y) * gate + mix * x; }
+  __device__ __forceinline__ void backward(float y, float, float x, float dv, float& dy, float&, float& dx,
+                                           float (&dparam)[kgen::kMaxParams]) const {
+    const float t = tanhf(y);
+    dy = dv * gate * (1.f - t * t);
+    dx += dv * mix;
+    dparam[0] += dv * t;
+    dparam[1] += dv * x;
+  }
+};
+"""
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kind: str        # none | channel | plane | sample | window
+    op: str          # sum | mean | max | min | lse
+    prologue: str    # SigmoidAffine | NoPrologue
+    epilogue: str    # HardswishRes | TanhGateX | NoEpilogue
+    groups: int = 0  # kGroups template argument
+
+
+VARIANTS = [
+    Variant("none_sig_hs", "none", "sum", "SigmoidAffine", "HardswishRes"),
+    Variant("none_plain_g4", "none", "sum", "NoPrologue", "NoEpilogue", groups=4),
+    Variant("plane_mean", "plane", "mean", "SigmoidAffine", "HardswishRes"),
+    Variant("plane_max", "plane", "max", "NoPrologue", "TanhGateX"),
+    Variant("sample_mean", "sample", "mean", "SigmoidAffine", "HardswishRes"),
+    Variant("sample_lse", "sample", "lse", "NoPrologue", "TanhGateX"),
+    Variant("window_max", "window", "max", "SigmoidAffine", "HardswishRes"),
+    Variant("window_mean", "window", "mean", "NoPrologue", "TanhGateX"),
+    Variant("channel_lse", "channel", "lse", "SigmoidAffine", "HardswishRes"),
+    Variant("channel_min", "channel", "min", "SigmoidAffine", "HardswishRes"),
+    Variant("channel_sum", "channel", "sum", "NoPrologue", "TanhGateX"),
+]
+BY_NAME = {v.name: v for v in VARIANTS}
+
+KIND = {"none": "kNone", "channel": "kChannel", "plane": "kPlane", "sample": "kSample", "window": "kWindow"}
+OP = {"sum": "kSum", "mean": "kMean", "max": "kMax", "min": "kMin", "lse": "kLogSumExp"}
+PARAM_COUNT = {"SigmoidAffine": 2, "HardswishRes": 1, "TanhGateX": 2, "NoPrologue": 0, "NoEpilogue": 0}
+
+
+def _qualified(functor: str) -> str:
+    return "kgen::" + functor if functor.startswith("No") else functor
+
+
+def bindings() -> str:
+    lines = ["\n// ---- test bindings: one forward and one backward entry, dispatching on the variant index ----"]
+    fwd_cases, bwd_cases = [], []
+    for i, v in enumerate(VARIANTS):
+        targs = (f"{_qualified(v.prologue)}, {_qualified(v.epilogue)}, kgen::ReduceKind::{KIND[v.kind]}, "
+                 f"kgen::ReduceOp::{OP[v.op]}, {BLOCK}, {v.groups}")
+        fwd_cases.append(f"    case {i}: return kgen::region_forward_twopass<{targs}>(x, gamma, beta, pro, epi, groups, "
+                         "eps, window);")
+        bwd_cases.append(f"    case {i}: return kgen::region_backward_twopass<{targs}>(dout, x, gamma, beta, pro, epi, "
+                         "mean, rstd, out, aux, groups, window);")
+    lines += [
+        "std::vector<at::Tensor> region_forward(int64_t variant, at::Tensor x, c10::optional<at::Tensor> gamma_opt,",
+        "    c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro, std::vector<at::Tensor> epi,",
+        "    int64_t groups, double eps, std::vector<int64_t> window) {",
+        "  const at::Tensor gamma = gamma_opt.value_or(at::Tensor()), beta = beta_opt.value_or(at::Tensor());",
+        "  switch (variant) {", *fwd_cases, "  }",
+        '  TORCH_CHECK(false, "kgen test: unknown variant");', "}", "",
+        "std::vector<at::Tensor> region_backward(int64_t variant, at::Tensor dout, at::Tensor x,",
+        "    c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,",
+        "    std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,",
+        "    c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window) {",
+        "  const at::Tensor gamma = gamma_opt.value_or(at::Tensor()), beta = beta_opt.value_or(at::Tensor());",
+        "  const at::Tensor out = out_opt.value_or(at::Tensor()), aux = aux_opt.value_or(at::Tensor());",
+        "  switch (variant) {", *bwd_cases, "  }",
+        '  TORCH_CHECK(false, "kgen test: unknown variant");', "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+CPP_SOURCE = r"""
+std::vector<at::Tensor> region_forward(int64_t variant, at::Tensor x, c10::optional<at::Tensor> gamma_opt,
+    c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro, std::vector<at::Tensor> epi,
+    int64_t groups, double eps, std::vector<int64_t> window);
+std::vector<at::Tensor> region_backward(int64_t variant, at::Tensor dout, at::Tensor x,
+    c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,
+    std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,
+    c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window);
+"""
+FUNCTIONS = ["region_forward", "region_backward"]
+
+
+def cuda_source() -> str:
+    return "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + FUNCTORS + bindings()
+
+
+def build_extension(verbose: bool = False):
+    """Builds (or reuses) the one test extension; its name carries a hash of the sources."""
+    from torch.utils.cpp_extension import load_inline
+
+    source = cuda_source()
+    digest = hashlib.sha256((CPP_SOURCE + source).encode()).hexdigest()[:16]
+    return load_inline(
+        name="kgen_test_gn_region_twopass_" + digest,
+        cpp_sources=CPP_SOURCE,
+        cuda_sources=source,
+        functions=FUNCTIONS,
+        extra_cuda_cflags=["-O3"],
+        verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")),
+    )
+
+
+# ---------------------------------------------------------------- PyTorch reference (any dtype)
+
+def prologue_ref(name, x, params):
+    if name == "NoPrologue":
+        return x
+    bias, scale = (p.reshape(-1) for p in params)
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    return torch.sigmoid((x + bias.reshape(shape)) * scale.reshape(shape))
+
+
+def epilogue_ref(name, y, z, x, params):
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    if name == "NoEpilogue":
+        return y
+    if name == "HardswishRes":
+        (w,) = params
+        return F.hardswish(y) * w.reshape(-1).reshape(shape) + z
+    gate, mix = (p.reshape(-1) for p in params)
+    return torch.tanh(y) * gate.reshape(shape if gate.numel() > 1 else ()) + mix.reshape(shape) * x
+
+
+def to_rows(v, kind, window):
+    """v (N, C, *spatial) -> (outputs, extent), each row one output's values in the reduction's order."""
+    n, c = v.shape[:2]
+    spatial = v.shape[2:]
+    if kind == "plane":
+        return v.reshape(n * c, -1)
+    if kind == "sample":
+        return v.reshape(n, -1)
+    if kind == "channel":
+        return v.reshape(n, c, -1).transpose(1, 2).reshape(-1, c)
+    if kind == "window":
+        dims = len(spatial)
+        pooled = [s // k for s, k in zip(spatial, window)]
+        crop = v[(slice(None), slice(None)) + tuple(slice(0, p * k) for p, k in zip(pooled, window))]
+        split = [n, c]
+        for p, k in zip(pooled, window):
+            split += [p, k]
+        t = crop.reshape(split)
+        order = [0, 1] + [2 + 2 * d for d in range(dims)] + [3 + 2 * d for d in range(dims)]
+        return t.permute(order).reshape(-1, int(torch.tensor(window).prod()))
+    raise ValueError(kind)
+
+
+def out_shape(x_shape, kind, window):
+    n, c, *spatial = x_shape
+    return {"none": tuple(x_shape), "plane": (n, c), "sample": (n,), "channel": (n, *spatial),
+            "window": (n, c, *[s // k for s, k in zip(spatial, window)])}[kind]
+
+
+def region_ref(variant, x, gamma, beta, pro, epi, groups, eps, window, choice=None):
+    """Forward of the region in x's dtype. `choice` ((outputs,) long): for max/min, the in-row position to
+    route the result (and the gradient) through; torch's own argmax/argmin if None. Returns (out, rows, pos)."""
+    z = prologue_ref(variant.prologue, x, pro)
+    y = F.group_norm(z, groups, gamma, beta, eps)
+    v = epilogue_ref(variant.epilogue, y, z, x, epi)
+    if variant.kind == "none":
+        return v, None, None
+    rows = to_rows(v, variant.kind, window)
+    shape = out_shape(x.shape, variant.kind, window)
+    if variant.op in ("sum", "mean"):
+        red = rows.sum(1) if variant.op == "sum" else rows.mean(1)
+        return red.reshape(shape), rows, None
+    if variant.op == "lse":
+        return torch.logsumexp(rows, 1).reshape(shape), rows, None
+    pos = (rows.argmax(1) if variant.op == "max" else rows.argmin(1)) if choice is None else choice
+    return rows.gather(1, pos[:, None]).reshape(shape), rows, pos

@@ -1,0 +1,364 @@
+"""Two-pass fused GroupNorm region kernels (kgen/templates/cuda/gn_region_twopass.cuh), built straight from the
+.cuh building blocks into ONE test extension (every instantiation below; tests/gpu/region_harness_twopass.py),
+against a PyTorch re-implementation of the same region in float64: the output, the saved statistics, the
+argmax/argmin positions, and every gradient (x, GroupNorm weight and bias, each prologue and epilogue
+parameter) through torch.autograd.grad.
+
+Instantiations: kNone (sigmoid-affine prologue, hardswish*w + z epilogue; and plain GroupNorm with a
+specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mean (1D, 2D, 3D windows, sizes
+that the window does not divide), kChannel log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4
+!= 0, C > 128, groups 1 and == C, N = 1, no spatial dims (plane 1), a plane split over two blocks, 16-byte
+packs that span rows of a window reduction; affine and not;
+per-channel and scalar (stride 0) parameters. Also: first-extreme positions on exact ties, bitwise
+determinism, a large common offset, empty inputs, clear errors.
+
+`python tests/gpu/test_gn_region_twopass.py --bench` times the kernels at (128, 32, 254, 254)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.gpu import region_harness_twopass as H  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+EPS = 1e-5
+TOL = 1e-4
+
+# (shape, groups, affine, scalar prologue params)
+PLAIN_CASES = [
+    ((2, 12, 3, 5, 7), 3, True, False),   # 3D, plane 105 (odd): scalar sweeps
+    ((3, 6, 13, 29), 2, False, True),     # C = 6 (not a multiple of 4), plane 377, affine=False, scalar params
+    ((1, 10, 16, 20), 5, True, False),    # N = 1, plane 320: 16-byte sweeps
+    ((2, 8, 12, 12), 8, True, False),     # groups == C
+    ((2, 4, 130, 130), 1, False, False),  # groups = 1, plane 16900: two blocks per plane
+    ((2, 5, 7), 5, True, False),          # 1D, plane 7
+    ((4, 6), 3, True, False),             # no spatial dims: plane 1
+    ((2, 136, 5, 4), 8, True, False),     # C > 128: channel reductions stage their constants in two tiles
+]
+# (shape, groups, affine, scalar prologue params, window)
+WINDOW_CASES = [
+    ((3, 6, 13, 29), 2, False, True, (2, 3)),       # floor: the last row and two columns fill no window
+    ((1, 10, 16, 20), 5, True, False, (4, 4)),      # divides exactly, 16-byte backward sweeps
+    ((2, 4, 130, 130), 1, True, False, (3, 3)),     # two blocks per plane, remainder 1
+    ((2, 12, 3, 5, 7), 3, True, False, (2, 2, 3)),  # 3D, remainder in every dim
+    ((2, 4, 4, 8, 8), 2, False, False, (2, 2, 2)),  # 3D, 16-byte sweeps
+    ((2, 5, 7), 5, True, False, (3,)),              # 1D
+    ((2, 4, 6, 2), 2, True, False, (4, 1)),         # 16-byte packs span two rows; rows 4, 5 fill no window
+    ((2, 4, 3, 2, 2), 4, False, False, (2, 1, 2)),  # 3D, packs span (d, h) rows
+]
+
+
+def all_cases():
+    for v in H.VARIANTS:
+        if v.kind == "window":
+            for shape, groups, affine, scalar, window in WINDOW_CASES:
+                yield pytest.param(v, shape, groups, affine, scalar, window,
+                                   id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}-w{'x'.join(map(str, window))}")
+        else:
+            for shape, groups, affine, scalar in PLAIN_CASES:
+                yield pytest.param(v, shape, groups, affine, scalar, (),
+                                   id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}{'' if affine else '-noaffine'}")
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return H.build_extension()
+
+
+def make_inputs(variant, shape, affine, scalar_pro, seed, x=None):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    c = shape[1]
+
+    def randn(*size, scale=1.0, mean=0.0):
+        return torch.randn(size, device="cuda", generator=gen) * scale + mean
+
+    if x is None:
+        x = randn(*shape, scale=1.5, mean=0.3)
+    gamma = randn(c, scale=0.5, mean=1.0) if affine else None
+    beta = randn(c, scale=0.5) if affine else None
+    pro = []
+    if variant.prologue == "SigmoidAffine":
+        n = 1 if scalar_pro else c
+        pro = [randn(n, scale=0.5), randn(n, scale=0.3, mean=1.2)]
+    epi = []
+    if variant.epilogue == "HardswishRes":
+        epi = [randn(c, scale=0.5, mean=1.0)]
+    elif variant.epilogue == "TanhGateX":
+        epi = [randn(1, scale=0.2, mean=1.3), randn(c, scale=0.3, mean=0.5)]  # a scalar gate: stride 0
+    return x, gamma, beta, pro, epi
+
+
+def index_of(variant):
+    return H.VARIANTS.index(variant)
+
+
+def close(got, want, what, tol=TOL):
+    assert got is not None, what
+    got, want = got.double(), want.double()
+    assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+    scale = want.abs().max().clamp_min(1.0).item() if want.numel() else 1.0
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
+
+
+def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, x=None):
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, affine, scalar_pro, seed, x)
+    i = index_of(variant)
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+    want_shape = H.out_shape(x.shape, variant.kind, window)
+    assert tuple(out.shape) == want_shape and out.dtype == torch.float32 and out.is_contiguous()
+    assert mean.shape == (shape[0], groups, 2) and rstd.shape == (shape[0], groups)
+    dout = torch.randn(want_shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(seed + 99))
+
+    # float64 reference: leaves with gradients
+    xd = x.double().requires_grad_()
+    gd = gamma.double().requires_grad_() if affine else None
+    bd = beta.double().requires_grad_() if affine else None
+    prod = [p.double().requires_grad_() for p in pro]
+    epid = [p.double().requires_grad_() for p in epi]
+
+    # statistics of z
+    with torch.no_grad():
+        z = H.prologue_ref(variant.prologue, xd, prod).reshape(shape[0], groups, -1)
+        close(mean.double().sum(-1), z.mean(-1), "mean", tol=1e-5)
+        close(rstd, (z.var(-1, unbiased=False) + EPS).rsqrt(), "rstd")
+
+    choice = None
+    if variant.op in ("max", "min") and variant.kind != "none":
+        assert aux is not None and aux.dtype == torch.int32 and tuple(aux.shape) == want_shape
+        with torch.no_grad():
+            _, rows, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, window)
+            ours = aux.reshape(-1).long()
+            assert bool(((ours >= 0) & (ours < rows.shape[1])).all()), "aux out of range"
+            best = rows.amax(1) if variant.op == "max" else rows.amin(1)
+            picked = rows.gather(1, ours[:, None])[:, 0]
+            # our position holds an extreme up to float32 rounding ...
+            close(picked, best, "value at aux")
+            # ... and where the extreme is clear (no near tie), exactly torch's first extreme
+            top2 = rows.topk(2, 1, largest=variant.op == "max").values if rows.shape[1] > 1 else None
+            if top2 is not None:
+                clear = (top2[:, 0] - top2[:, 1]).abs() > 1e-4 * (1 + top2[:, 0].abs())
+                torch_pos = rows.argmax(1) if variant.op == "max" else rows.argmin(1)
+                assert torch.equal(ours[clear], torch_pos[clear]), "aux differs from torch's argmax/argmin"
+        choice = ours
+    else:
+        assert aux is None
+
+    ref, _, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, window, choice)
+    close(out, ref, "out")
+
+    dx, dgamma, dbeta, dpro, depi = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux,
+                                                        groups, list(window))
+    leaves = [xd] + ([gd, bd] if affine else []) + prod + epid
+    grads = torch.autograd.grad(ref, leaves, dout.double(), allow_unused=True)
+    grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(grads, leaves)]
+    close(dx, grads[0], "dx")
+    k = 1
+    if affine:
+        close(dgamma, grads[1], "dgamma")
+        close(dbeta, grads[2], "dbeta")
+        k = 3
+    else:
+        assert dgamma is None and dbeta is None
+    assert tuple(dpro.shape) == (len(pro), shape[1]) and tuple(depi.shape) == (len(epi), shape[1])
+    for j, p in enumerate(pro):  # per-channel rows; a scalar parameter's gradient is its row's sum
+        close(dpro[j] if p.numel() > 1 else dpro[j].sum(), grads[k + j].reshape(-1 if p.numel() > 1 else ()),
+              f"dprologue[{j}]")
+    k += len(pro)
+    for j, p in enumerate(epi):
+        close(depi[j] if p.numel() > 1 else depi[j].sum(), grads[k + j].reshape(-1 if p.numel() > 1 else ()),
+              f"depilogue[{j}]")
+    return x, dout
+
+
+@pytest.mark.parametrize("variant, shape, groups, affine, scalar_pro, window", list(all_cases()))
+def test_matches_float64(ext, variant, shape, groups, affine, scalar_pro, window):
+    seed = sum(shape) * 7 + groups + index_of(variant) * 1000 + len(window)
+    check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed)
+
+
+@pytest.mark.parametrize("name, shape, groups, window", [
+    ("plane_max", (2, 6, 9, 11), 3, ()),
+    ("window_max", (2, 6, 9, 11), 3, (2, 3)),
+    ("window_max", (1, 4, 4, 6, 6), 2, (2, 2, 3)),
+    ("channel_min", (2, 8, 5, 7), 4, ()),
+])
+def test_first_extreme_on_exact_ties(ext, name, shape, groups, window):
+    """Integer-valued inputs: equal x in one channel give bitwise-equal v, so there are exact ties; the
+    kernels must report the first one, as torch (argmax/argmin, MaxPool) does."""
+    variant = H.BY_NAME[name]
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randint(0, 3, shape, device="cuda", generator=gen).float()
+    _, gamma, beta, pro, epi = make_inputs(variant, shape, True, True, 5, x)  # scalar prologue parameters
+    if name == "channel_min":  # the same parameters in every channel: channels of a group tie too
+        gamma, beta = torch.ones_like(gamma), torch.zeros_like(beta)
+        epi = [torch.ones_like(epi[0])]
+    out, mean, rstd, aux = H_forward(ext, variant, x, gamma, beta, pro, epi, groups, window)
+    with torch.no_grad():
+        _, rows, _ = H.region_ref(variant, x.double(), gamma.double(), beta.double(), [p.double() for p in pro],
+                                  [p.double() for p in epi], groups, EPS, window)
+        rows = rows.cpu()
+        want = rows.argmax(1) if variant.op == "max" else rows.argmin(1)
+        best = rows.amax(1) if variant.op == "max" else rows.amin(1)
+        ties = ((rows == best[:, None]).sum(1) > 1).sum().item()
+    assert ties > 0, "the input was meant to have ties"
+    ours = aux.reshape(-1).long().cpu()
+    # where fp32 rounding and fp64 agree on the tie set, the first position must match
+    same = rows.gather(1, ours[:, None])[:, 0] == best
+    assert bool(same.all()), "aux is not an extreme"
+    assert torch.equal(ours, want)
+
+
+def H_forward(ext, variant, x, gamma, beta, pro, epi, groups, window):
+    return ext.region_forward(index_of(variant), x, gamma, beta, pro, epi, groups, EPS, list(window))
+
+
+@pytest.mark.parametrize("variant", H.VARIANTS, ids=lambda v: v.name)
+def test_bitwise_deterministic(ext, variant):
+    shape, groups = (2, 4, 132, 130), 2  # two blocks per plane
+    window = (3, 4) if variant.kind == "window" else ()
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 11)
+    i = index_of(variant)
+    first = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+    second = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+    for a, b in zip(first, second):
+        assert (a is None and b is None) or torch.equal(a, b)
+    out, mean, rstd, aux = first
+    dout = torch.randn_like(out)
+    g1 = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, list(window))
+    g2 = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, list(window))
+    for a, b in zip(g1, g2):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["none_plain_g4", "plane_mean"])
+def test_large_common_offset(ext, name):
+    """x = 1e4 + 1e-2 randn: statistics around a pilot value keep the spread's precision."""
+    variant = H.BY_NAME[name]
+    shape = (2, 8, 33, 31)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = 1e4 + 1e-2 * torch.randn(shape, device="cuda", generator=gen)
+    if name == "none_plain_g4":
+        check_region(ext, variant, shape, 4, True, False, (), 3, x=x)
+    else:  # the sigmoid saturates at 1e4: its bias parameter brings the input back (x + bias is exact)
+        _, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 3, x)
+        pro = [pro[0] - 1e4, pro[1]]
+        out, mean, rstd, _ = H_forward(ext, variant, x, gamma, beta, pro, epi, 4, ())
+        ref, _, _ = H.region_ref(variant, x.double(), gamma.double(), beta.double(), [p.double() for p in pro],
+                                 [e.double() for e in epi], 4, EPS, ())
+        # z = sigmoid(u) spreads over ~3e-3 only: its float32 rounding (3e-8) is ~1e-5 of the spread
+        close(out, ref, "out", tol=1e-3)
+
+
+def test_specialised_group_count_any_groups(ext):
+    """none_plain_g4 is instantiated with kGroups = 4: other counts still run, with the same results."""
+    variant = H.BY_NAME["none_plain_g4"]
+    for groups in (4, 2, 8):
+        check_region(ext, variant, (2, 8, 10, 10), groups, True, False, (), 17 + groups)
+
+
+@pytest.mark.parametrize("name", ["none_sig_hs", "plane_max", "sample_lse", "channel_min", "window_mean"])
+def test_empty_input(ext, name):
+    variant = H.BY_NAME[name]
+    window = (2, 2) if variant.kind == "window" else ()
+    shape = (0, 4, 6, 6)
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 1, torch.empty(shape, device="cuda"))
+    i = index_of(variant)
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, 2, EPS, list(window))
+    assert tuple(out.shape) == H.out_shape(shape, variant.kind, window)
+    dx, dgamma, dbeta, dpro, depi = ext.region_backward(i, torch.zeros_like(out), x, gamma, beta, pro, epi, mean,
+                                                        rstd, out, aux, 2, list(window))
+    assert dx.shape == x.shape and float(dgamma.abs().sum()) == 0.0 and float(depi.abs().sum()) == 0.0
+    # a reduction over nothing: sum 0 and log-sum-exp -inf, as torch; max/min an error
+    if name == "sample_lse":
+        e = torch.empty((2, 0, 3), device="cuda")
+        o = ext.region_forward(i, e, None, None, pro[:0] + [], [torch.ones(1, device="cuda")] * 2, 1, EPS, [])
+        assert bool(torch.isneginf(o[0]).all()) and o[0].shape == (2,)
+    if name == "plane_max":
+        e = torch.empty((2, 4, 0), device="cuda")
+        with pytest.raises(RuntimeError, match="kgen: max/min of an empty"):
+            ext.region_forward(i, e, None, None, [], [torch.ones(1, device="cuda")] * 2, 1, EPS, [])
+
+
+def test_clear_errors(ext):
+    v = H.BY_NAME["none_sig_hs"]
+    i = index_of(v)
+    x, gamma, beta, pro, epi = make_inputs(v, (2, 4, 5, 5), True, False, 2)
+    cases = [
+        ((x.cpu(), gamma, beta, pro, epi, 2), "must be a CUDA tensor"),
+        ((x.double(), gamma, beta, pro, epi, 2), "must be float32"),
+        ((x[0, 0, 0], gamma, beta, pro, epi, 2), r"shape \(N, C, \*spatial\)"),
+        ((x, gamma, beta, pro, epi, 3), "not divisible into 3 groups"),
+        ((x, gamma, None, pro, epi, 2), "both be given"),
+        ((x, gamma[:3], beta, pro, epi, 2), "weight/bias must have shape"),
+        ((x, gamma, beta, pro[:1], epi, 2), "the prologue takes 2 parameters, got 1"),
+        ((x, gamma, beta, pro, [torch.ones(3, device="cuda")], 2), "expected 1 or 4"),
+    ]
+    for args, message in cases:
+        with pytest.raises(RuntimeError, match=message):
+            ext.region_forward(i, *args, EPS, [])
+    w = H.BY_NAME["window_max"]
+    with pytest.raises(RuntimeError, match="one size per spatial dim"):
+        ext.region_forward(index_of(w), x, gamma, beta, pro, epi, 2, EPS, [2])
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, 2, EPS, [])
+    with pytest.raises(RuntimeError, match="output gradient has shape"):
+        ext.region_backward(i, out[:1], x, gamma, beta, pro, epi, mean, rstd, out, aux, 2, [])
+    m = H.BY_NAME["channel_min"]
+    out, mean, rstd, aux = ext.region_forward(index_of(m), x, gamma, beta, pro, epi, 2, EPS, [])
+    with pytest.raises(RuntimeError, match="aux"):
+        ext.region_backward(index_of(m), out, x, gamma, beta, pro, epi, mean, rstd, out, None, 2, [])
+
+
+# ---------------------------------------------------------------- timing (not a test)
+
+def bench():
+    ext = H.build_extension()
+    shape, groups = (128, 32, 254, 254), 8
+    gb = torch.empty(shape).numel() * 4 / 1e9
+
+    def timed(fn, iters=10):
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iters):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end))
+        return sorted(times)[len(times) // 2]
+
+    print(f"device: {torch.cuda.get_device_name()}, x {shape} = {gb:.2f} GB")
+    x0 = torch.randn(shape, device="cuda")
+    t = timed(lambda: x0.clone())
+    print(f"copy (x.clone): {t:.3f} ms, {2 * gb / t * 1e3:.0f} GB/s")
+    # bytes moved, in units of x (full-size tensors only; out/dout of a reduction are small)
+    for name, window, fwd_bytes, bwd_bytes in [
+        ("none_sig_hs", (), 3, 5),    # fwd: 2 reads + v written; bwd: (x, dout) then (x, dout, dx)
+        ("none_plain_g4", (), 3, 5),
+        ("plane_mean", (), 2, 3),     # fwd: 2 reads; bwd: x, then (x, dx)
+        ("channel_lse", (), 2, 3),
+        ("window_max", (2, 2), 2, 3),
+    ]:
+        v = H.BY_NAME[name]
+        x, gamma, beta, pro, epi = make_inputs(v, shape, True, False, 1, x0)
+        i = index_of(v)
+        fwd = lambda: ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))  # noqa: E731
+        out, mean, rstd, aux = fwd()
+        dout = torch.randn_like(out)
+        bwd = lambda: ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,  # noqa: E731
+                                          list(window))
+        tf, tb = timed(fwd), timed(bwd)
+        print(f"{name:14s} forward {tf:7.3f} ms ({fwd_bytes * gb / tf * 1e3:5.0f} GB/s)   "
+              f"backward {tb:7.3f} ms ({bwd_bytes * gb / tb * 1e3:5.0f} GB/s)")
+        del out, dout, mean, rstd, aux
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    if "--bench" in sys.argv:
+        bench()
