@@ -1,10 +1,14 @@
 """kgen.validate: prove a solution file equal to its reference (and, with bench=True, time it).
 
-    validate(path, ...) -> exit code      core.py     the whole run and its report
-    static_checks(source, ref_source)     static.py   rules checked without running anything
-    python -m kgen.validate.runner CFG    runner.py   the runtime checks, in a child process (CUDA)
-    runtime.py, process.py                            spawning that child safely (timeout, process group)
-    numerics.py, bench.py, report.py, checks.py       comparisons, timing, output, the Check record
+    validate(path, ...) -> exit code      core.py       the whole run and its report
+    static_checks(source, ref_source)     static.py     rules checked without running anything
+    python -m kgen.validate.runner CFG    runner.py     the runtime checks, in a child process (CUDA), stage
+                                                        by stage (stages/: setup, kernelbench, trials,
+                                                        determinism, fp64, kernels; context.py: what they share)
+    runtime.py, process.py, progress.py                 spawning that child safely (timeout, process group),
+                                                        following its progress on stderr
+    report.py, verdicts.py                              the report; KernelBench's verdict beside kgen's
+    numerics.py, bench.py, checks.py                    comparisons, timing, the Check record
 """
 from kgen.validate.checks import (EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, NOT_RUN_NO_CUDA, Check)
 from kgen.validate.core import validate

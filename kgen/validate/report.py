@@ -95,8 +95,9 @@ def render_kernels(kernels: dict, top: int = 8) -> str:
         data = kernels.get(phase)
         if not data:
             continue
-        lines.append(f"  {title}: {data['launches']} launches, {data['total_us'] / 1e3:.3f} ms; the solution's "
-                     f"kernels {data['solution_share']:.0%} ({data['solution_launches']} launches)")
+        mine = "" if phase == "reference_forward" else (f"; the solution's kernels {data['solution_share']:.0%} "
+                                                         f"({data['solution_launches']} launches)")
+        lines.append(f"  {title}: {data['launches']} launches, {data['total_us'] / 1e3:.3f} ms{mine}")
         for row in data["kernels"][:top]:
             name = row["name"] if len(row["name"]) <= 70 else row["name"][:67] + "..."
             lines.append(f"    {row['owner']:<8} {name:<70} {row['launches']:>4}x {row['us'] / 1e3:9.3f} ms "

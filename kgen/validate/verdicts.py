@@ -51,7 +51,7 @@ def kgen_verdict(checks: list[Check], exit_code: int | None) -> dict:
     if failed:
         parts = []
         for area, names in failed.items():
-            shown = ", ".join(names[:SHOWN_PER_AREA])
+            shown = ", ".join(n[len(area) + 2:] if n.startswith(area + ": ") else n for n in names[:SHOWN_PER_AREA])
             more = f" (+{len(names) - SHOWN_PER_AREA} more)" if len(names) > SHOWN_PER_AREA else ""
             parts.append(f"{area}: {shown}{more}")
         summary = "; ".join(parts)

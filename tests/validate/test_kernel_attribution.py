@@ -160,3 +160,19 @@ def test_profile_phases_flow_with_a_stand_in_profiler(monkeypatch, tmp_path):
     assert frozen["backward"] is None and "does not require grad" in frozen["backward_why"]
     forward, backward = judge_kernels(frozen["forward"], frozen["backward"], frozen["backward_why"])
     assert forward.verdict == "PASS" and backward.verdict == "SKIP"
+
+
+def test_report_section_lists_each_phase_with_owners():
+    from kgen.validate.report import render_kernels
+
+    attribution = Attribution({"mine"}, set(), ["/x/ext.so"])
+    text = render_kernels({"method": attribution.method,
+                           "forward": phase([("mine(float*)", 3.0), ("void at::native::x<1>(int)", 1.0)]),
+                           "backward": None,
+                           "reference_forward": phase([("void at::native::x<1>(int)", 1.0)])})
+    lines = text.splitlines()
+    assert "ext.so" in lines[0]
+    assert lines[1] == "  forward: 2 launches, 0.004 ms; the solution's kernels 75% (1 launches)"
+    assert lines[2].split()[:2] == ["solution", "mine"] and lines[3].split()[:2] == ["torch", "at::native::x"]
+    assert lines[4] == "  reference forward: 1 launches, 0.001 ms"      # no "solution's share" for the reference
+    assert not any("backward" in line for line in lines)

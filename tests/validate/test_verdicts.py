@@ -37,6 +37,7 @@ def test_kgen_verdict_groups_failures_by_area():
     assert verdict["failed"]["gradients"] == ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward",
                                               "trial 1 (rand) grad gn.weight"]
     assert "gradients: trial 1 (rand) backward, trial 2 (3+2*randn) backward (+1 more)" in verdict["summary"]
+    assert verdict["summary"].endswith("; kernels: forward")          # not "kernels: kernels: forward"
     assert kgen_verdict([passed("parses")], EXIT_PASS)["verdict"] == "PASS"
     assert kgen_verdict([broken("build", "nvcc")], 2)["failed"] == {"broken": ["build"]}
 
