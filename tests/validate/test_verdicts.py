@@ -8,7 +8,7 @@ import json
 import pytest
 
 from kgen.validate import EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, validate
-from kgen.validate.checks import Check, broken, failed, note, passed, skipped
+from kgen.validate.checks import broken, failed, note, passed, skipped
 from kgen.validate.runtime import run_child
 from kgen.validate.static import static_checks
 from kgen.validate.verdicts import kernelbench_verdict, kgen_verdict

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from kgen.validate.checks import Check, failed, note, passed
+from kgen.validate.checks import Check, failed, note
 from kgen.validate.context import Context, progress
 from kgen.validate.numerics import bitwise_equal, compare, shares_memory
 
