@@ -1,0 +1,320 @@
+"""The resident GroupNorm-region kernels (kgen/templates/cuda/gn_region_resident.cuh) built as ONE load_inline
+extension with hand-written functors of the kind kgen generates, a float64 PyTorch reference of every
+instantiation, and a forward benchmark (`python -m tests.gpu.region_harness_resident`).
+
+Instantiations (name: prologue, epilogue, reduction):
+  none_plain     identity, identity, kNone (kGroups = 16: G = 16 runs the specialised kernels)
+  none_fused     mish(hardtanh(x + p0[c])), swish(swish(y) * p0[c]), kNone
+  channel_min    mish(hardtanh(x + p0[c])), z + hardswish(tanh(y)), kChannel min
+  channel_lse    identity, z + hardswish(tanh(y)), kChannel logsumexp
+  sample_mean    mish(hardtanh(x + p0[c])), swish(swish(y) * p0[c]), kSample mean
+  plane_mean     identity, swish(swish(y) * p0[c]), kPlane mean
+  window_max     mish(hardtanh(x + p0[c])), identity, kWindow max
+  plane_max_xres mish(hardtanh(x + p0[c])), y * p0[c] + x (a residual of x), kPlane max
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+CUDA_DIR = ROOT / "kgen" / "templates" / "cuda"
+HEADERS = ["common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_resident.cuh"]
+
+FUNCTORS = r"""
+// ---- functors as kgen generates them
+struct MishHardtanhBias {  // z = mish(hardtanh(x + p0[c]))
+  static constexpr int kParams = 1;
+  float b;
+  __device__ static MishHardtanhBias at(const kgen::RegionParams& p, int64_t c) { return {p.prologue.at(0, c)}; }
+  __device__ __forceinline__ float value(float x) const {
+    const float h = fminf(fmaxf(x + b, -1.f), 1.f);
+    return h * tanhf(log1pf(expf(h)));
+  }
+  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {
+    const float u = x + b;
+    const float h = fminf(fmaxf(u, -1.f), 1.f);
+    const float t = tanhf(log1pf(expf(h)));
+    const float sig = 1.f / (1.f + expf(-h));
+    const float d = (u > -1.f && u < 1.f) ? dz * (t + h * sig * (1.f - t * t)) : 0.f;
+    dparam[0] += d;
+    return d;
+  }
+};
+
+struct SwishSwishScale {  // v = swish(swish(y) * p0[c])
+  static constexpr int kParams = 1;
+  float p;
+  __device__ static SwishSwishScale at(const kgen::RegionParams& rp, int64_t c) { return {rp.epilogue.at(0, c)}; }
+  __device__ __forceinline__ float value(float y, float, float) const {
+    const float t = y / (1.f + expf(-y));
+    const float a = t * p;
+    return a / (1.f + expf(-a));
+  }
+  __device__ __forceinline__ void backward(float y, float, float, float dv, float& dy, float&, float&,
+                                           float (&dparam)[kgen::kMaxParams]) const {
+    const float s1 = 1.f / (1.f + expf(-y));
+    const float t = y * s1;
+    const float a = t * p;
+    const float s2 = 1.f / (1.f + expf(-a));
+    const float da = dv * (s2 + a * s2 * (1.f - s2));
+    dparam[0] += da * t;
+    dy = da * p * (s1 + y * s1 * (1.f - s1));
+  }
+};
+
+struct ResidualZTanhHardswish {  // v = z + hardswish(tanh(y))
+  static constexpr int kParams = 0;
+  __device__ static ResidualZTanhHardswish at(const kgen::RegionParams&, int64_t) { return {}; }
+  __device__ __forceinline__ float value(float y, float z, float) const {
+    const float t = tanhf(y);
+    return z + t * fminf(fmaxf(t + 3.f, 0.f), 6.f) * (1.f / 6.f);
+  }
+  __device__ __forceinline__ void backward(float y, float, float, float dv, float& dy, float& dz, float&,
+                                           float (&)[kgen::kMaxParams]) const {
+    const float t = tanhf(y);
+    const float dh = t < -3.f ? 0.f : (t <= 3.f ? t * (1.f / 3.f) + 0.5f : 1.f);
+    dy = dv * dh * (1.f - t * t);
+    dz += dv;
+  }
+};
+
+struct ScaleResidualX {  // v = y * p0[c] + x
+  static constexpr int kParams = 1;
+  float p;
+  __device__ static ScaleResidualX at(const kgen::RegionParams& rp, int64_t c) { return {rp.epilogue.at(0, c)}; }
+  __device__ __forceinline__ float value(float y, float, float x) const { return y * p + x; }
+  __device__ __forceinline__ void backward(float y, float, float, float dv, float& dy, float&, float& dx,
+                                           float (&dparam)[kgen::kMaxParams]) const {
+    dy = dv * p;
+    dx += dv;
+    dparam[0] += dv * y;
+  }
+};
+"""
+
+# name -> (prologue, epilogue, ReduceKind, ReduceOp, kGroups)
+INSTANCES = {
+    "none_plain": ("kgen::NoPrologue", "kgen::NoEpilogue", "kNone", "kSum", 16),
+    "none_fused": ("MishHardtanhBias", "SwishSwishScale", "kNone", "kSum", 0),
+    "channel_min": ("MishHardtanhBias", "ResidualZTanhHardswish", "kChannel", "kMin", 0),
+    "channel_lse": ("kgen::NoPrologue", "ResidualZTanhHardswish", "kChannel", "kLogSumExp", 0),
+    "sample_mean": ("MishHardtanhBias", "SwishSwishScale", "kSample", "kMean", 0),
+    "plane_mean": ("kgen::NoPrologue", "SwishSwishScale", "kPlane", "kMean", 0),
+    "window_max": ("MishHardtanhBias", "kgen::NoEpilogue", "kWindow", "kMax", 0),
+    "plane_max_xres": ("MishHardtanhBias", "ScaleResidualX", "kPlane", "kMax", 0),
+}
+KINDS = ["kNone", "kChannel", "kPlane", "kSample", "kWindow"]
+BLOCK = 256
+
+_FORWARD_ARGS = ("torch::Tensor x, c10::optional<torch::Tensor> gamma, c10::optional<torch::Tensor> beta, "
+                 "std::vector<torch::Tensor> pp, std::vector<torch::Tensor> ep, int64_t groups, double eps, "
+                 "std::vector<int64_t> window")
+_BACKWARD_ARGS = ("torch::Tensor dout, torch::Tensor x, c10::optional<torch::Tensor> gamma, "
+                  "c10::optional<torch::Tensor> beta, std::vector<torch::Tensor> pp, std::vector<torch::Tensor> ep, "
+                  "torch::Tensor mean, torch::Tensor rstd, c10::optional<torch::Tensor> out, "
+                  "c10::optional<torch::Tensor> aux, int64_t groups, std::vector<int64_t> window")
+
+
+def _bindings() -> tuple[str, str, list[str]]:
+    cuda = [FUNCTORS, "static at::Tensor opt(const c10::optional<at::Tensor>& t) { return t ? *t : at::Tensor(); }"]
+    cpp = []
+    names = []
+    for name, (pro, epi, kind, op, groups) in INSTANCES.items():
+        targs = f"{pro}, {epi}, kgen::ReduceKind::{kind}, kgen::ReduceOp::{op}, {BLOCK}, {groups}"
+        cuda.append(
+            f"std::vector<at::Tensor> {name}_forward({_FORWARD_ARGS}) {{\n"
+            f"  return kgen::region_forward_resident<{targs}>(x, opt(gamma), opt(beta), pp, ep, groups, eps, window);\n}}\n"
+            f"std::vector<at::Tensor> {name}_backward({_BACKWARD_ARGS}) {{\n"
+            f"  return kgen::region_backward_resident<{targs}>(dout, x, opt(gamma), opt(beta), pp, ep, mean, rstd,\n"
+            f"                                                   opt(out), opt(aux), groups, window);\n}}\n")
+        cpp.append(f"std::vector<torch::Tensor> {name}_forward({_FORWARD_ARGS});")
+        cpp.append(f"std::vector<torch::Tensor> {name}_backward({_BACKWARD_ARGS});")
+        names += [f"{name}_forward", f"{name}_backward"]
+    for kind in KINDS:
+        cuda.append(f"bool fits_{kind}(torch::Tensor x, int64_t groups) {{\n"
+                    f"  return kgen::region_resident_fits<kgen::ReduceKind::{kind}>(x, groups);\n}}\n")
+        cpp.append(f"bool fits_{kind}(torch::Tensor x, int64_t groups);")
+        names.append(f"fits_{kind}")
+    return "\n".join(cpp), "\n".join(cuda), names
+
+
+def cuda_source() -> str:
+    parts = ["#include <torch/extension.h>"] + [(CUDA_DIR / h).read_text() for h in HEADERS]
+    return "\n".join(parts) + "\n" + _bindings()[1]
+
+
+_EXT = None
+
+
+def extension():
+    """Builds (once per process; ninja reuses an unchanged build) and returns the extension."""
+    global _EXT
+    if _EXT is None:
+        from torch.utils.cpp_extension import load_inline
+
+        cpp, _, names = _bindings()
+        cuda = cuda_source()
+        digest = hashlib.sha256((cpp + cuda).encode()).hexdigest()[:12]
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+        _EXT = load_inline(name="kgen_region_resident_" + digest, cpp_sources=cpp, cuda_sources=cuda,
+                           functions=names, extra_cuda_cflags=["-O3"],
+                           verbose=bool(os.environ.get("KGEN_VERBOSE_BUILD")))
+    return _EXT
+
+
+# ---------------------------------------------------------------- float64 reference
+
+def _per_channel(p, ndim):
+    return p.view((1, -1) + (1,) * (ndim - 2)) if p.numel() > 1 else p.view(())
+
+
+def prologue_ref(name, x, pp):
+    if name == "kgen::NoPrologue":
+        return x
+    h = F.hardtanh(x + _per_channel(pp[0], x.dim()))
+    return F.mish(h)
+
+
+def epilogue_ref(name, y, z, x, ep):
+    if name == "kgen::NoEpilogue":
+        return y
+    if name == "SwishSwishScale":
+        return F.silu(F.silu(y) * _per_channel(ep[0], y.dim()))
+    if name == "ResidualZTanhHardswish":
+        return z + F.hardswish(torch.tanh(y))
+    if name == "ScaleResidualX":
+        return y * _per_channel(ep[0], y.dim()) + x
+    raise KeyError(name)
+
+
+def _windows(v, window):
+    """(N, C, *pooled, window_elems): each window's values in scan order d, h, w."""
+    n, c = v.shape[:2]
+    spatial = v.shape[2:]
+    dims = len(spatial)
+    pooled = [s // k for s, k in zip(spatial, window)]
+    v = v[(slice(None), slice(None)) + tuple(slice(0, p * k) for p, k in zip(pooled, window))]
+    shape = [n, c]
+    for p, k in zip(pooled, window):
+        shape += [p, k]
+    v = v.reshape(shape)
+    order = [0, 1] + [2 + 2 * i for i in range(dims)] + [3 + 2 * i for i in range(dims)]
+    return v.permute(order).reshape([n, c] + pooled + [-1])
+
+
+def reduce_ref(kind, op, v, window):
+    """out and, for max/min, the positions (aux)."""
+    if kind == "kNone":
+        return v, None
+    if kind == "kChannel":
+        t, dim = v, 1
+    elif kind == "kPlane":
+        t, dim = v.reshape(v.shape[0], v.shape[1], -1), 2
+    elif kind == "kSample":
+        t, dim = v.reshape(v.shape[0], -1), 1
+    else:
+        t, dim = _windows(v, window), -1
+    if op == "kSum":
+        return t.sum(dim), None
+    if op == "kMean":
+        return t.mean(dim), None
+    if op == "kLogSumExp":
+        return torch.logsumexp(t, dim), None
+    r = t.max(dim) if op == "kMax" else t.min(dim)
+    return r.values, r.indices
+
+
+def reference(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
+    """float64 outputs, aux and gradients {x, gamma, beta, pp..., ep...} of instance `name`."""
+    pro, epi, kind, op, _ = INSTANCES[name]
+    leaves = [t.detach().double().requires_grad_() for t in [x] + ([gamma, beta] if gamma is not None else []) + pp + ep]
+    x64 = leaves[0]
+    rest = leaves[1:]
+    g64, b64 = (rest[0], rest[1]) if gamma is not None else (None, None)
+    rest = rest[2:] if gamma is not None else rest
+    pp64, ep64 = rest[:len(pp)], rest[len(pp):]
+    z = prologue_ref(pro, x64, pp64)
+    y = F.group_norm(z, groups, g64, b64, eps)
+    v = epilogue_ref(epi, y, z, x64, ep64)
+    out, aux = reduce_ref(kind, op, v, window)
+    grads = torch.autograd.grad(out, leaves, dout.double(), allow_unused=True)
+    grads = [g if g is not None else torch.zeros_like(l) for g, l in zip(grads, leaves)]
+    return out.detach(), aux, grads
+
+
+def run_kernels(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
+    """Forward and backward through the extension: (out, aux, mean, rstd, grads in reference's order, raw)."""
+    ext = extension()
+    fwd = getattr(ext, f"{name}_forward")
+    bwd = getattr(ext, f"{name}_backward")
+    out, mean, rstd, aux = fwd(x, gamma, beta, pp, ep, groups, eps, window)
+    dx, dgamma, dbeta, dpro, depi = bwd(dout, x, gamma, beta, pp, ep, mean, rstd, out, aux, groups, window)
+    grads = [dx] + ([dgamma, dbeta] if gamma is not None else [])
+    for k, p in enumerate(pp):
+        grads.append(dpro[k] if p.numel() > 1 else dpro[k].sum().view(p.shape))
+    for k, p in enumerate(ep):
+        grads.append(depi[k] if p.numel() > 1 else depi[k].sum().view(p.shape))
+    return out, aux, mean, rstd, grads, (dx, dgamma, dbeta, dpro, depi)
+
+
+# ---------------------------------------------------------------- benchmark
+
+def _time(fn, iters=50, warmup=10):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def bench():
+    ext = extension()
+    torch.manual_seed(0)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for shape, groups in [((1024, 8192), 16), ((1024, 8192), 512), ((1024, 8192), 1), ((512, 128, 17, 17), 8)]:
+        x = torch.randn(shape, device="cuda")
+        c = shape[1]
+        gamma = torch.randn(c, device="cuda")
+        beta = torch.randn(c, device="cuda")
+        nbytes = 2 * x.numel() * 4
+        ours = _time(lambda: ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, []))
+        theirs = _time(lambda: F.group_norm(x, groups, gamma, beta, 1e-5))
+        out = ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])[0]
+        err = (out - F.group_norm(x, groups, gamma, beta, 1e-5)).abs().max().item()
+        dout = torch.randn_like(x)
+        fw = ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])
+        back = _time(lambda: ext.none_plain_backward(dout, x, gamma, beta, [], [], fw[1], fw[2], None, None, groups, []))
+        xr = x.clone().requires_grad_()
+        gr, br = gamma.clone().requires_grad_(), beta.clone().requires_grad_()
+        yr = F.group_norm(xr, groups, gr, br, 1e-5)
+        back_ref = _time(lambda: torch.autograd.grad(yr, [xr, gr, br], dout, retain_graph=True))
+        print(f"x {tuple(shape)} G={groups:4d} kNone forward: kgen {ours * 1e3:8.1f} us ({nbytes / ours / 1e6:7.0f} GB/s)"
+              f"  F.group_norm {theirs * 1e3:8.1f} us ({nbytes / theirs / 1e6:7.0f} GB/s)  speed-up {theirs / ours:5.2f}x"
+              f"  max|diff| {err:.1e}")
+        print(f"    backward (dx, dgamma, dbeta): kgen {back * 1e3:8.1f} us   PyTorch autograd {back_ref * 1e3:8.1f} us")
+    for name, groups in [("none_fused", 16), ("channel_lse", 16), ("sample_mean", 512)]:
+        x = torch.randn(1024, 8192, device="cuda")
+        gamma, beta = torch.randn(8192, device="cuda"), torch.randn(8192, device="cuda")
+        pro, epi = INSTANCES[name][:2]
+        pp = [torch.randn(8192, device="cuda")] if pro != "kgen::NoPrologue" else []
+        ep = [torch.randn(8192, device="cuda")] if epi in ("SwishSwishScale", "ScaleResidualX") else []
+        fwd = getattr(ext, f"{name}_forward")
+        t = _time(lambda: fwd(x, gamma, beta, pp, ep, groups, 1e-5, []))
+        print(f"{name} x (1024, 8192) G={groups}: forward {t * 1e3:8.1f} us ({x.numel() * 4 / t / 1e6:7.0f} GB/s of x read)")
+
+
+if __name__ == "__main__":
+    bench()

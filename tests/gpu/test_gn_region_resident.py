@@ -1,0 +1,205 @@
+"""The resident (one block per unit, on chip) path of a fused GroupNorm region, gn_region_resident.cuh: outputs,
+max/min positions, statistics and EVERY gradient (x, gamma, beta, each functor parameter) of eight
+instantiations against a float64 PyTorch re-implementation (torch.autograd.grad), at shapes that exercise
+each mapping (Linear-like (N, C) with 1, 16 and C groups, C not a multiple of 4, a tile spanning samples, N = 1,
+small 3D/4D/5D with windows leaving remainders, a slice of 4624 values, a sample of 37 k values that needs
+more than 48 KB of shared memory); affine and not; bitwise determinism; the fit decision; errors."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.gpu.region_harness_resident import INSTANCES, extension, prologue_ref, reference, run_kernels
+
+pytestmark = pytest.mark.gpu
+
+# (shape, groups, window, affine)
+CASES = [
+    ((4, 64), 1, [], True),
+    ((4, 64), 16, [], False),
+    ((4, 64), 64, [], True),          # one channel per group (D = 1)
+    ((3, 30), 5, [], True),           # C not a multiple of 4: scalar copies (D = 6)
+    ((3, 30), 1, [], False),
+    ((3, 30), 30, [], True),
+    ((1, 24), 4, [], True),           # N = 1
+    ((16, 64), 16, [], True),         # 4-value slices: one tile spans all 16 samples
+    ((8, 8192), 16, [], True),        # Linear-like, 512-value slices
+    ((8, 8192), 512, [], False),      # Linear-like, 16-value slices
+    ((2, 6, 10), 3, [3], True),       # 3D, window leaves one column
+    ((2, 12, 5, 7), 3, [2, 3], True),  # 4D, D = 140
+    ((2, 12, 5, 7), 4, [2, 3], False),  # 4D, D = 105 (scalar)
+    ((3, 8, 3, 4, 5), 2, [2, 2, 2], True),  # 5D
+    ((3, 8, 3, 4, 5), 8, [1, 3, 2], False),
+    ((2, 128, 17, 17), 8, [2, 2], True),  # 4624-value slices (block teams); samples of 37 k values (> 48 KB)
+]
+
+
+def _case_id(case):
+    shape, groups, window, affine = case
+    return f"{'x'.join(map(str, shape))}-G{groups}-w{''.join(map(str, window)) or '0'}-{'affine' if affine else 'plain'}"
+
+
+def make_inputs(name, shape, groups, window, affine, seed, scalar_epilogue_param=False):
+    pro, epi, kind, op, _ = INSTANCES[name]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    c = shape[1]
+    x = 0.4 * torch.randn(shape, device="cuda", generator=gen) + 0.05
+    gamma = beta = None
+    if affine:
+        gamma = 1 + 0.5 * torch.randn(c, device="cuda", generator=gen)
+        beta = 0.5 * torch.randn(c, device="cuda", generator=gen)
+    pp = [0.1 * torch.randn(c, device="cuda", generator=gen)] if pro != "kgen::NoPrologue" else []
+    ep = []
+    if epi in ("SwishSwishScale", "ScaleResidualX"):
+        n = 1 if scalar_epilogue_param else c
+        ep = [1 + 0.5 * torch.randn(n, device="cuda", generator=gen)]
+    dout = torch.randn(_out_shape(kind, shape, window), device="cuda", generator=gen)
+    return x, gamma, beta, pp, ep, dout
+
+
+def _out_shape(kind, shape, window):
+    n, c, spatial = shape[0], shape[1], list(shape[2:])
+    return {
+        "kNone": list(shape),
+        "kChannel": [n] + spatial,
+        "kPlane": [n, c],
+        "kSample": [n],
+        "kWindow": [n, c] + [s // k for s, k in zip(spatial, window)],
+    }[kind]
+
+
+def assert_close(got, want, what, tol=1e-4):
+    assert got.shape == want.shape, f"{what}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+    scale = max(1.0, want.abs().max().item()) if want.numel() else 1.0
+    torch.testing.assert_close(got.double(), want.double(), rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
+
+
+def check(name, case, seed=0, scalar_epilogue_param=False):
+    shape, groups, window, affine = case
+    x, gamma, beta, pp, ep, dout = make_inputs(name, shape, groups, window, affine, seed, scalar_epilogue_param)
+    out, aux, mean, rstd, grads, _ = run_kernels(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    out_ref, aux_ref, grads_ref = reference(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    assert out.dtype == torch.float32 and out.is_contiguous()
+    assert_close(out, out_ref, "out")
+    if aux_ref is not None:
+        assert aux is not None and aux.dtype == torch.int32
+        assert torch.equal(aux.long(), aux_ref), "max/min positions differ"
+    # statistics: (hi, lo) mean pairs and rstd of z
+    pro = INSTANCES[name][0]
+    with torch.no_grad():
+        z = prologue_ref(pro, x.double(), [p.double() for p in pp]).reshape(shape[0], groups, -1)
+        assert_close(mean[..., 0].double() + mean[..., 1].double(), z.mean(-1), "mean", tol=1e-6)
+        assert_close(rstd, 1 / torch.sqrt(z.var(-1, unbiased=False) + 1e-5), "rstd", tol=2e-5)
+    names = ["dx"] + (["dgamma", "dbeta"] if affine else []) + [f"dprologue{k}" for k in range(len(pp))] + \
+        [f"depilogue{k}" for k in range(len(ep))]
+    assert len(grads) == len(grads_ref) == len(names)
+    for g, r, what in zip(grads, grads_ref, names):
+        assert_close(g, r, what)
+
+
+@pytest.fixture(scope="module")
+def ext():
+    return extension()
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_matches_float64(ext, name, case):
+    check(name, case)
+
+
+def test_scalar_parameter_rows_sum(ext):
+    """A 1-element (stride-0) epilogue parameter: its per-channel gradient rows sum to the reference's."""
+    check("sample_mean", ((3, 8, 3, 4, 5), 2, [], True), seed=3, scalar_epilogue_param=True)
+    check("plane_mean", ((4, 64), 16, [], True), seed=4, scalar_epilogue_param=True)
+
+
+def test_large_offset_keeps_precision(ext):
+    """x = 1000 + randn: the (hi, lo) mean and the exact two-pass variance lose nothing."""
+    torch.manual_seed(5)
+    x = 1000 + torch.randn(4, 256, 3, 3, device="cuda")
+    gamma, beta = torch.randn(256, device="cuda"), torch.randn(256, device="cuda")
+    out = ext.none_plain_forward(x, gamma, beta, [], [], 16, 1e-5, [])[0]
+    want = F.group_norm(x.double(), 16, gamma.double(), beta.double(), 1e-5)
+    assert_close(out, want, "out")
+
+
+def test_specialised_groups_match_generic(ext):
+    """none_plain is built with kGroups = 16: G = 16 takes the specialised kernels, G = 8 the generic ones."""
+    torch.manual_seed(6)
+    for groups in (16, 8):
+        x = torch.randn(5, 128, 6, 6, device="cuda")
+        gamma, beta = torch.randn(128, device="cuda"), torch.randn(128, device="cuda")
+        out, mean, rstd, _ = ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])
+        assert_close(out, F.group_norm(x.double(), groups, gamma.double(), beta.double(), 1e-5), f"G={groups}")
+
+
+@pytest.mark.parametrize("name", list(INSTANCES))
+def test_backward_is_bitwise_deterministic(ext, name):
+    shape, groups, window = (6, 64, 9, 9), 4, [2, 2]
+    x, gamma, beta, pp, ep, dout = make_inputs(name, shape, groups, window, True, seed=11)
+    first = run_kernels(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    second = run_kernels(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    for a, b in zip(first[5], second[5]):
+        if a is not None:
+            assert torch.equal(a, b)
+    assert torch.equal(first[0], second[0])
+
+
+@pytest.mark.parametrize("name", ["none_fused", "sample_mean", "window_max"])
+def test_unaligned_pointers(ext, name):
+    """x, gamma and beta at odd offsets from 16-byte boundaries: scalar copies and scalar affine loads."""
+    shape, groups, window = (5, 256), 16, []
+    x, gamma, beta, pp, ep, dout = make_inputs(name, shape, groups, window, True, seed=21)
+    shifted = lambda t: torch.cat([torch.zeros(1, device="cuda"), t.flatten()])[1:].view(t.shape)
+    x, gamma, beta = shifted(x), shifted(gamma), shifted(beta)
+    assert x.data_ptr() % 16 and gamma.data_ptr() % 16
+    out, aux, mean, rstd, grads, _ = run_kernels(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    out_ref, aux_ref, grads_ref = reference(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    assert_close(out, out_ref, "out")
+    for g, r in zip(grads, grads_ref):
+        assert_close(g, r, "grad")
+    # aligned x, unaligned gamma / beta: the flat path's scalar affine loads
+    x = x.contiguous().clone()
+    out, aux, mean, rstd, grads, _ = run_kernels(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout)
+    assert_close(out, out_ref, "out (aligned x)")
+    for g, r in zip(grads, grads_ref):
+        assert_close(g, r, "grad (aligned x)")
+
+
+def test_fits_decision(ext):
+    big = torch.empty(2, 64, 256, 256, device="cuda")
+    for kind in ("kNone", "kChannel", "kPlane", "kSample", "kWindow"):
+        assert not getattr(ext, f"fits_{kind}")(big, 1), kind  # a 4 M-value slice
+    conv = torch.empty(512, 128, 17, 17, device="cuda")
+    linear = torch.empty(1024, 8192, device="cuda")
+    for kind in ("kNone", "kChannel", "kPlane", "kSample", "kWindow"):
+        assert getattr(ext, f"fits_{kind}")(conv, 8), kind
+        for groups in (1, 16, 512):
+            assert getattr(ext, f"fits_{kind}")(linear, groups), (kind, groups)
+    assert ext.fits_kNone(torch.empty(8, 4, 64, 64, device="cuda"), 4)  # 4 k-value slices
+    assert not ext.fits_kSample(torch.empty(8, 64, 64, 64, device="cuda"), 64)  # 262 k-value samples
+    with pytest.raises(RuntimeError, match="does not fit"):
+        ext.none_plain_forward(big, None, None, [], [], 1, 1e-5, [])
+
+
+def test_errors_and_edge_inputs(ext):
+    x = torch.randn(2, 12, 4, 4, device="cuda")
+    with pytest.raises(RuntimeError, match="not divisible"):
+        ext.none_plain_forward(x, None, None, [], [], 5, 1e-5, [])
+    with pytest.raises(RuntimeError, match="CUDA"):
+        ext.none_plain_forward(x.cpu(), None, None, [], [], 4, 1e-5, [])
+    with pytest.raises(RuntimeError, match="float32"):
+        ext.none_plain_forward(x.double(), None, None, [], [], 4, 1e-5, [])
+    with pytest.raises(RuntimeError, match="window"):
+        ext.window_max_forward(x, None, None, [torch.zeros(12, device="cuda")], [], 4, 1e-5, [2])
+    with pytest.raises(RuntimeError, match="prologue takes"):
+        ext.window_max_forward(x, None, None, [], [], 4, 1e-5, [2, 2])
+    empty = torch.empty(0, 16, device="cuda")
+    out, mean, rstd, _ = ext.none_plain_forward(empty, None, None, [], [], 4, 1e-5, [])
+    assert out.shape == (0, 16) and mean.shape == (0, 4, 2)
+    dx = ext.none_plain_backward(empty, empty, None, None, [], [], mean, rstd, None, None, 4, [])[0]
+    assert dx.shape == (0, 16)
+    # non-contiguous input: taken contiguous
+    xt = torch.randn(64, 6, device="cuda").t()
+    out = ext.none_plain_forward(xt, None, None, [], [], 2, 1e-5, [])[0]
+    assert_close(out, F.group_norm(xt.double(), 2, None, None, 1e-5), "non-contiguous")
