@@ -104,6 +104,24 @@ for step in "$@"; do
       tail -1 "$LOGS/reliability.log"
       cp "$LOGS/RELIABILITY.md" "$LOGS/reliability.json" "$OUT/" 2>/dev/null
       tar czf "$OUT/reliability_logs.tar.gz" -C "$LOGS" . ;;
+    issue11)  # the validator on issue 11's cases, and the one-pass planner's cached set-up at small shapes
+      F=tests/validate/files; L1=kgen/specs/references/level1_35_groupnorm.py
+      mkdir -p .build/issue11
+      for f in third_party_groupnorm gpu_groupnorm_never_launched gpu_index_add_own_atomics gpu_index_add_shared_library \
+               reference_index_add; do cp "$F/$f.py.txt" ".build/issue11/$f.py"; done
+      python3 benchmarks/prebuild.py -j 8 generated/groupnorm.py generated/convt_gelu_groupnorm.py .build/groupnorm_before_cache.py \
+        .build/issue11/third_party_groupnorm.py .build/issue11/gpu_groupnorm_never_launched.py \
+        .build/issue11/gpu_index_add_own_atomics.py .build/issue11/gpu_index_add_shared_library.py | tail -1
+      python3 benchmarks/planner_cache.py .build/groupnorm_before_cache.py generated/groupnorm.py \
+        --json "$OUT/planner_cache.json" 2>&1 | grep -v Warn | tee "$OUT/planner_cache.log"
+      v() { name=$1; shift; python3 -m kgen.cli validate "$@" --json "$OUT/issue11_$name.json" > "$OUT/issue11_$name.log" 2>&1
+            echo "exit code: $?" >> "$OUT/issue11_$name.log"; echo "$name: $(grep -E '^(KernelBench|kgen) verdict|^RESULT' "$OUT/issue11_$name.log" | tr '\n' ' ')"; }
+      v l219_nondeterministic_reference generated/convt_gelu_groupnorm.py --init-args '[16, 48, 5, 3, 4, 6]' --input-shape '[3, 16, 21, 19]'
+      v own_atomics .build/issue11/gpu_index_add_own_atomics.py --ref .build/issue11/reference_index_add.py
+      v shares_library_atomics .build/issue11/gpu_index_add_shared_library.py --ref .build/issue11/reference_index_add.py
+      v third_party .build/issue11/third_party_groupnorm.py --ref $L1 --trials 2
+      v never_launched .build/issue11/gpu_groupnorm_never_launched.py --ref $L1 --trials 1
+      v l135_golden generated/groupnorm.py --trials 1 ;;
     *) echo "unknown step $step" ;;
   esac
 done
