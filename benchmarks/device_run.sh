@@ -121,7 +121,8 @@ for step in "$@"; do
       v shares_library_atomics .build/issue11/gpu_index_add_shared_library.py --ref .build/issue11/reference_index_add.py
       v third_party .build/issue11/third_party_groupnorm.py --ref $L1 --trials 2
       v never_launched .build/issue11/gpu_groupnorm_never_launched.py --ref $L1 --trials 1
-      v l135_golden generated/groupnorm.py --trials 1 ;;
+      v l135_golden generated/groupnorm.py --trials 1
+      tar czf "$OUT/issue11_logs.tar.gz" -C "$OUT" $(cd "$OUT" && ls issue11_* planner_cache.*) ;;
     *) echo "unknown step $step" ;;
   esac
 done

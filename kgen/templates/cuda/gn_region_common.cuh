@@ -107,7 +107,7 @@ struct NoEpilogue {
 // shape such as (C,), (C, 1, 1) or (1, C, 1, 1)).
 inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t channels, const at::Device& device,
                               const char* what) {
-  TORCH_CHECK(params.size() <= size_t(kMaxParams), "kgen: at most ", kMaxParams, " ", what, " parameters");
+  TORCH_CHECK(params.size() <= size_t(kMaxParams), "kgen: at most ", str(int64_t(kMaxParams)), " ", what, " parameters");
   ParamTable t{};
   for (size_t k = 0; k < params.size(); ++k) {
     const at::Tensor& p = params[k];
