@@ -19,8 +19,24 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 }
 
 
+# file name -> a reference (relative to the repository), emitted with `kgen emit --ref` (one per kernel
+# family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
+# regions with a channel reduction and an op PyTorch keeps)
+GOLDEN_REF: dict[str, str] = {
+    "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
+        "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
+    "ref_level2_75_gemm_groupnorm_min_biasadd.py": "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
+}
+
+
 def render_all() -> dict[str, str]:
-    return {name: emit(spec, dict(params))[0] for name, (spec, params) in GOLDEN.items()}
+    from kgen.ref.emit import emit_reference
+
+    texts = {name: emit(spec, dict(params))[0] for name, (spec, params) in GOLDEN.items()}
+    root = GENERATED.parent
+    for name, reference in GOLDEN_REF.items():
+        texts[name] = emit_reference(str(root / reference), display=reference)[0]
+    return texts
 
 
 def main() -> int:

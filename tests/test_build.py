@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from kgen.golden import GENERATED, GOLDEN
+from kgen.golden import GENERATED, GOLDEN, GOLDEN_REF
 from tests.cuda_env import BUILD_ARCHS, build_environment, build_problem
 
 pytestmark = pytest.mark.build
@@ -22,7 +22,7 @@ print("BUILT", module._ext.__name__)
 
 
 @pytest.mark.skipif(build_problem() is not None, reason=build_problem() or "")
-@pytest.mark.parametrize("name", sorted(GOLDEN))
+@pytest.mark.parametrize("name", sorted(GOLDEN) + sorted(GOLDEN_REF))
 def test_generated_file_builds_for_sm80_and_sm90(name, tmp_path):
     env = dict(os.environ, **build_environment(), TORCH_EXTENSIONS_DIR=str(tmp_path), MAX_JOBS="2")
     result = subprocess.run([sys.executable, "-c", _BUILD, str(GENERATED / name)], env=env,

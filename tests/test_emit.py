@@ -1,6 +1,7 @@
 """emit: parameters checked before anything is written, deterministic output, golden files, and the
 static rules every emitted file must satisfy."""
 import ast
+import functools
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ from click.testing import CliRunner
 
 from kgen.cli import main
 from kgen.emit import emit
-from kgen.golden import GENERATED, GOLDEN, render_all
+from kgen.golden import GENERATED, GOLDEN, GOLDEN_REF, render_all
 from kgen.header import parse_header
 from kgen.params import ParamError
 from kgen.specs import REGISTRY, UnknownSpec, get_spec
@@ -39,9 +40,14 @@ def test_parameters_change_the_kernels():
     assert "return [64, 16]" in text  # get_init_inputs follows --groups
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN))
+@pytest.mark.parametrize("name", sorted(GOLDEN) + sorted(GOLDEN_REF))
 def test_golden_files_match_the_templates(name):
-    assert (GENERATED / name).read_text() == render_all()[name], f"re-run: python -m kgen.golden"
+    assert (GENERATED / name).read_text() == _rendered()[name], f"re-run: python -m kgen.golden"
+
+
+@functools.lru_cache(maxsize=None)
+def _rendered() -> dict:
+    return render_all()
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
@@ -54,7 +60,13 @@ def test_header_names_spec_and_parameters(name):
     assert header.params.items() >= given.items()
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN))
+@pytest.mark.parametrize("name", sorted(GOLDEN_REF))
+def test_ref_golden_header_names_its_reference(name):
+    header = parse_header((GENERATED / name).read_text())
+    assert header.spec == "ref" and header.reference == GOLDEN_REF[name] and len(header.reference_sha256) == 64
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN) + sorted(GOLDEN_REF))
 def test_emitted_file_shape(name):
     text = (GENERATED / name).read_text()
     tree = ast.parse(text)

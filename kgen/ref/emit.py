@@ -49,8 +49,9 @@ def explain(plan: Plan) -> list[str]:
     return lines
 
 
-def emit_reference(path: str, block_size: int = 256) -> tuple[str, list[str], list[str]]:
-    """Returns (file text, notes, plan lines). Raises RefError."""
+def emit_reference(path: str, block_size: int = 256, display: str | None = None) -> tuple[str, list[str], list[str]]:
+    """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file names its reference
+    (default: `path` as given)."""
     check_block_size(block_size)
     ref = load_reference(path)
     for shape in ref.input_shapes:
@@ -62,6 +63,7 @@ def emit_reference(path: str, block_size: int = 256) -> tuple[str, list[str], li
         region["groups"] = _groups_of(ref, step)
     env = _environment()
     params = {"block_size": block_size}
+    shown = display or str(path)
     functions = []
     for r in context["regions"]:
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
@@ -72,10 +74,10 @@ def emit_reference(path: str, block_size: int = 256) -> tuple[str, list[str], li
     plan_lines = explain(plan)
     notes: list[str] = []
     text = env.get_template("ref/solution.py.j2").render(
-        version=__version__, command=f"kgen emit --ref {path} --block-size {block_size}", reference=path,
+        version=__version__, command=f"kgen emit --ref {shown} --block-size {block_size}", reference=shown,
         reference_name=Path(path).name, plan_lines=plan_lines, params_line=f"block_size={block_size}",
         notes=notes,
-        header_fields=render_header_fields("ref", params, __version__, reference=str(path),
+        header_fields=render_header_fields("ref", params, __version__, reference=shown,
                                            reference_sha256=ref.sha256),
         cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
     _check_static_rules(text)
