@@ -1,6 +1,7 @@
 """The resident GroupNorm-region kernels (kgen/templates/cuda/gn_region_resident.cuh) built as ONE load_inline
 extension with hand-written functors of the kind kgen generates, a float64 PyTorch reference of every
-instantiation, and a forward benchmark (`python -m tests.gpu.region_harness_resident`).
+instantiation, and a benchmark (`python -m tests.gpu.region_harness_resident`: kNone forward and backward
+against F.group_norm, per call with CUDA events, back-to-back, and kernel time from torch.profiler).
 
 Instantiations (name: prologue, epilogue, reduction):
   none_plain     identity, identity, kNone (kGroups = 16: G = 16 runs the specialised kernels)
@@ -128,7 +129,8 @@ def _bindings() -> tuple[str, str, list[str]]:
         targs = f"{pro}, {epi}, kgen::ReduceKind::{kind}, kgen::ReduceOp::{op}, {BLOCK}, {groups}"
         cuda.append(
             f"std::vector<at::Tensor> {name}_forward({_FORWARD_ARGS}) {{\n"
-            f"  return kgen::region_forward_resident<{targs}>(x, opt(gamma), opt(beta), pp, ep, groups, eps, window);\n}}\n"
+            f"  return kgen::region_forward_resident<{targs}>(x, opt(gamma), opt(beta), pp, ep, groups, eps,\n"
+            f"                                                  window);\n}}\n"
             f"std::vector<at::Tensor> {name}_backward({_BACKWARD_ARGS}) {{\n"
             f"  return kgen::region_backward_resident<{targs}>(dout, x, opt(gamma), opt(beta), pp, ep, mean, rstd,\n"
             f"                                                   opt(out), opt(aux), groups, window);\n}}\n")
@@ -232,7 +234,8 @@ def reduce_ref(kind, op, v, window):
 def reference(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
     """float64 outputs, aux and gradients {x, gamma, beta, pp..., ep...} of instance `name`."""
     pro, epi, kind, op, _ = INSTANCES[name]
-    leaves = [t.detach().double().requires_grad_() for t in [x] + ([gamma, beta] if gamma is not None else []) + pp + ep]
+    inputs = [x] + ([gamma, beta] if gamma is not None else []) + pp + ep
+    leaves = [t.detach().double().requires_grad_() for t in inputs]
     x64 = leaves[0]
     rest = leaves[1:]
     g64, b64 = (rest[0], rest[1]) if gamma is not None else (None, None)
@@ -265,6 +268,7 @@ def run_kernels(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
 # ---------------------------------------------------------------- benchmark
 
 def _time(fn, iters=50, warmup=10):
+    """Median of single calls, CUDA events around each (includes the host's launch latency)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -280,40 +284,86 @@ def _time(fn, iters=50, warmup=10):
     return times[len(times) // 2]
 
 
+def _time_stream(fn, calls=20, reps=11):
+    """Median over reps of (events around `calls` back-to-back calls) / calls: the GPU never waits on the host."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / calls)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _kernel_time(fn, iters=20):
+    """Mean GPU kernel time per call (torch.profiler), in ms; None if the profiler is unavailable."""
+    try:
+        from torch.autograd import DeviceType
+        from torch.profiler import ProfilerActivity, profile
+
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(iters):
+                fn()
+            torch.cuda.synchronize()
+        total = sum(e.time_range.elapsed_us() for e in prof.events() if e.device_type == DeviceType.CUDA)
+        return total / iters / 1e3 if total else None
+    except Exception as error:  # noqa: BLE001 - a measurement aid only
+        print("profiler unavailable:", error)
+        return None
+
+
+def _report(label, nbytes, fn):
+    single, stream, kernel = _time(fn), _time_stream(fn), _kernel_time(fn)
+    kernel_text = f"kernels {kernel * 1e3:7.1f} us ({nbytes / kernel / 1e6:5.0f} GB/s)" if kernel else "kernels ?"
+    print(f"  {label:34s} single call {single * 1e3:7.1f} us ({nbytes / single / 1e6:5.0f} GB/s)   "
+          f"back-to-back {stream * 1e3:7.1f} us ({nbytes / stream / 1e6:5.0f} GB/s)   {kernel_text}")
+    return single, stream, kernel
+
+
 def bench():
     ext = extension()
     torch.manual_seed(0)
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-    for shape, groups in [((1024, 8192), 16), ((1024, 8192), 512), ((1024, 8192), 1), ((512, 128, 17, 17), 8)]:
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; GB/s = bytes of x read + out written")
+    for shape, groups in [((1024, 8192), 16), ((1024, 8192), 512), ((1024, 8192), 1), ((4096, 8192), 16),
+                          ((512, 128, 17, 17), 8)]:
         x = torch.randn(shape, device="cuda")
         c = shape[1]
         gamma = torch.randn(c, device="cuda")
         beta = torch.randn(c, device="cuda")
         nbytes = 2 * x.numel() * 4
-        ours = _time(lambda: ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, []))
-        theirs = _time(lambda: F.group_norm(x, groups, gamma, beta, 1e-5))
-        out = ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])[0]
-        err = (out - F.group_norm(x, groups, gamma, beta, 1e-5)).abs().max().item()
+        err = (ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])[0] -
+               F.group_norm(x, groups, gamma, beta, 1e-5)).abs().max().item()
+        print(f"x {tuple(shape)} G={groups} kNone forward (max|diff| vs F.group_norm {err:.1e}):")
+        ours = _report("kgen resident", nbytes,
+                       lambda: ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, []))
+        theirs = _report("F.group_norm", nbytes, lambda: F.group_norm(x, groups, gamma, beta, 1e-5))
+        print(f"  speed-up: single call {theirs[0] / ours[0]:.2f}x, back-to-back {theirs[1] / ours[1]:.2f}x")
         dout = torch.randn_like(x)
         fw = ext.none_plain_forward(x, gamma, beta, [], [], groups, 1e-5, [])
-        back = _time(lambda: ext.none_plain_backward(dout, x, gamma, beta, [], [], fw[1], fw[2], None, None, groups, []))
         xr = x.clone().requires_grad_()
         gr, br = gamma.clone().requires_grad_(), beta.clone().requires_grad_()
         yr = F.group_norm(xr, groups, gr, br, 1e-5)
-        back_ref = _time(lambda: torch.autograd.grad(yr, [xr, gr, br], dout, retain_graph=True))
-        print(f"x {tuple(shape)} G={groups:4d} kNone forward: kgen {ours * 1e3:8.1f} us ({nbytes / ours / 1e6:7.0f} GB/s)"
-              f"  F.group_norm {theirs * 1e3:8.1f} us ({nbytes / theirs / 1e6:7.0f} GB/s)  speed-up {theirs / ours:5.2f}x"
-              f"  max|diff| {err:.1e}")
-        print(f"    backward (dx, dgamma, dbeta): kgen {back * 1e3:8.1f} us   PyTorch autograd {back_ref * 1e3:8.1f} us")
-    for name, groups in [("none_fused", 16), ("channel_lse", 16), ("sample_mean", 512)]:
+        _report("backward kgen (dx, dgamma, dbeta)", 3 * x.numel() * 4,
+                lambda: ext.none_plain_backward(dout, x, gamma, beta, [], [], fw[1], fw[2], None, None, groups, []))
+        _report("backward PyTorch autograd", 3 * x.numel() * 4,
+                lambda: torch.autograd.grad(yr, [xr, gr, br], dout, retain_graph=True))
+    for name, groups in [("none_fused", 16), ("channel_lse", 16), ("sample_mean", 512), ("plane_mean", 16)]:
         x = torch.randn(1024, 8192, device="cuda")
         gamma, beta = torch.randn(8192, device="cuda"), torch.randn(8192, device="cuda")
         pro, epi = INSTANCES[name][:2]
         pp = [torch.randn(8192, device="cuda")] if pro != "kgen::NoPrologue" else []
         ep = [torch.randn(8192, device="cuda")] if epi in ("SwishSwishScale", "ScaleResidualX") else []
         fwd = getattr(ext, f"{name}_forward")
-        t = _time(lambda: fwd(x, gamma, beta, pp, ep, groups, 1e-5, []))
-        print(f"{name} x (1024, 8192) G={groups}: forward {t * 1e3:8.1f} us ({x.numel() * 4 / t / 1e6:7.0f} GB/s of x read)")
+        nbytes = x.numel() * 4 * (2 if INSTANCES[name][2] == "kNone" else 1)
+        _report(f"{name} (1024, 8192) G={groups} fwd", nbytes, lambda: fwd(x, gamma, beta, pp, ep, groups, 1e-5, []))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ CASES = [
 
 def _case_id(case):
     shape, groups, window, affine = case
-    return f"{'x'.join(map(str, shape))}-G{groups}-w{''.join(map(str, window)) or '0'}-{'affine' if affine else 'plain'}"
+    dims = "x".join(map(str, shape))
+    return f"{dims}-G{groups}-w{''.join(map(str, window)) or '0'}-{'affine' if affine else 'plain'}"
 
 
 def make_inputs(name, shape, groups, window, affine, seed, scalar_epilogue_param=False):
@@ -105,6 +106,17 @@ def ext():
 @pytest.mark.parametrize("name", list(INSTANCES))
 def test_matches_float64(ext, name, case):
     check(name, case)
+
+
+# More tiles than the persistent forward grid has blocks (2048 and 1024 tiles): every block takes several, the
+# next one's copy in flight in the other shared-memory buffer.
+MANY_TILES = [((2048, 4096), 16, [], True), ((8192, 32, 4, 4), 8, [2, 2], False)]
+
+
+@pytest.mark.parametrize("case", MANY_TILES, ids=_case_id)
+@pytest.mark.parametrize("name", ["none_plain", "none_fused", "channel_lse", "plane_mean", "window_max"])
+def test_many_tiles_per_block(ext, name, case):
+    check(name, case, seed=17)
 
 
 def test_scalar_parameter_rows_sum(ext):

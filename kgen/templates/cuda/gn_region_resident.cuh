@@ -7,7 +7,9 @@
 // values (all G slices) for kChannel and kSample, whose outputs cross groups. A block takes a TILE of M
 // consecutive slices (M = G, one sample, for the sample kinds; for the others M is chosen so that a tile
 // holds about 16 values per thread: hundreds of 16-value slices, or one slice of 50 k values), copies it
-// into shared memory once (cp.async, 16 bytes where D % 4 == 0), and from there:
+// into shared memory once (cp.async, 16 bytes where D % 4 == 0), and from there works on chip. The forward
+// grid is persistent (as many blocks as fit on the GPU, each taking tiles b, b + grid, ...) and, where two
+// tiles take at most 96 KB, double-buffered: the next tile's copy is in flight while this one is worked on.
 //
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
@@ -35,13 +37,16 @@
 // Team sizes: the statistics passes read 16-byte packs, a team of tpg threads per slice (tpg a power of
 // two dividing the packs of a slice where that leaves no thread more than 8 packs: then the threads of a
 // warp touch distinct banks), or the whole block for slices of more than 1024 values; the per-channel
-// passes take tpc threads per channel (32 for planes of 64 values and more, 1 for Linear outputs).
+// passes take tpc threads per channel (32 for planes of 64 values and more); Linear outputs (plane == 1,
+// D % 4 == 0) take a flat path instead: 4 channels per thread at a time, 16-byte shared, gamma / beta and
+// output accesses, the loads of several such packs issued before the first is used.
 // Every reduction across threads is an xor-butterfly over a fixed width (and over the block's warps in
 // warp order): every thread ends with the same bits.
 //
 // region_resident_fits<R>(x, groups) says whether one unit (and a tile of it) fits in the shared memory a
-// block may opt in to on x's device (queried once per device), forward and backward: about 56 k values
-// for the forward, 28 k for a kNone backward (it also holds dout), and what the per-channel sums leave.
+// block may opt in to on x's device (queried once per device), forward and backward. On an H100 (227 KB):
+// about 56 k values per unit forward; backward 4 bytes a value (x), + 4 for kNone (dout), + 8 per channel
+// (sum dy, sum dy xhat): e.g. 28 k values for kNone with planes, 14 k for kNone with plane == 1.
 #include <atomic>
 #include <map>
 #include <mutex>
@@ -84,6 +89,8 @@ struct ResidentPlan {
   int plane;           // prod(spatial)
   int slice;           // D = cpg * plane
   int tile_groups;     // M slices per tile (G for the sample kinds)
+  int stages;          // forward: tiles held at once (2: the next one loads while this one is worked on)
+  int64_t grid;        // forward: blocks of the persistent grid
   int tpg, rounds_g;   // statistics: threads per slice (kBlock: the block), rounds over the tile's slices
   int tpc, rounds_c;   // per-channel passes: threads per channel, rounds over the tile's channels
   int tpo, rounds_o;   // forward reduction: threads per output, rounds over the tile's outputs
@@ -103,12 +110,15 @@ namespace resident_detail {
 
 constexpr int kValuesPerThread = 16;  // a tile's target size, in values per thread
 constexpr int kReservedSmem = 1024;   // static shared memory of the kernels (reduction scratch) and slack
+// Forward tiles are double-buffered while two of them take at most this much shared memory (beyond, a tile
+// alone fills a good part of an SM, and other blocks' copies overlap its work instead).
+constexpr int64_t kDoubleBufferLimit = 96 * 1024;
 
 __host__ __device__ __forceinline__ int64_t align4(int64_t floats) { return (floats + 3) / 4 * 4; }
 
-// Shared memory, in floats. Forward: tile | mean (double) | mean (hi, lo) | rstd.
-__host__ __device__ __forceinline__ int64_t forward_smem_floats(int64_t groups_in_tile, int64_t slice) {
-  return align4(groups_in_tile * slice) + 4 * groups_in_tile + align4(groups_in_tile);
+// Shared memory, in floats. Forward: `stages` tiles | mean (double) | mean (hi, lo) | rstd.
+__host__ __device__ __forceinline__ int64_t forward_smem_floats(int64_t groups_in_tile, int64_t slice, int stages = 1) {
+  return stages * align4(groups_in_tile * slice) + 4 * groups_in_tile + align4(groups_in_tile);
 }
 // Backward: x tile | dout tile (kNone) | sum dy, sum dy xhat per tile channel | mean (hi, lo) | rstd | cA | cB.
 __host__ __device__ __forceinline__ int64_t backward_smem_floats(int64_t groups_in_tile, int64_t slice, int64_t cpg,
@@ -158,7 +168,9 @@ __device__ __forceinline__ bool wins(float a, int ia, float b, int ib) {
 
 template <bool kMax>
 struct ExtremeOp {
-  __device__ __forceinline__ Extreme operator()(Extreme a, Extreme b) const { return wins<kMax>(a.v, a.i, b.v, b.i) ? a : b; }
+  __device__ __forceinline__ Extreme operator()(Extreme a, Extreme b) const {
+    return wins<kMax>(a.v, a.i, b.v, b.i) ? a : b;
+  }
 };
 
 // Every thread of the team gets the team's result, with the same bits. `width` is block-uniform; with
@@ -206,6 +218,19 @@ __device__ __forceinline__ void copies_done() {
 #endif
 }
 
+__device__ __forceinline__ void copies_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits for every committed copy group but the most recent one.
+__device__ __forceinline__ void copies_wait_all_but_last() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
+
 // Starts the copy of `count` values (a multiple of W) into shared memory; copies_done + a barrier finish it.
 template <int kBlock, int W>
 __device__ __forceinline__ void copy_tile(float* smem, const float* __restrict__ gmem, int count) {
@@ -247,9 +272,9 @@ struct TileOrigin {
   int c0;           // its first channel
   int slices;       // slices in this tile (the last tile may hold fewer)
 
-  __device__ __forceinline__ TileOrigin(const ResidentPlan& plan) {
+  __device__ __forceinline__ TileOrigin(const ResidentPlan& plan, int64_t tile) {
     const int64_t groups = kGroups > 0 ? int64_t(kGroups) : plan.groups;
-    u0 = int64_t(blockIdx.x) * plan.tile_groups;
+    u0 = tile * plan.tile_groups;
     n0 = u0 / groups;
     g0 = static_cast<int>(u0 - n0 * groups);
     c0 = g0 * plan.cpg;
@@ -295,7 +320,9 @@ __device__ __forceinline__ void load_affine4(const float* __restrict__ p, int c,
   }
 }
 
-__device__ __forceinline__ void split4(const float4& f, float (&v)[4]) { v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w; }
+__device__ __forceinline__ void split4(const float4& f, float (&v)[4]) {
+  v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+}
 __device__ __forceinline__ float4 join4(const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
 
 // Packs of 4 channels a thread takes together in the flat (plane == 1) per-channel passes.
@@ -317,32 +344,23 @@ struct Team {
 
 // ---------------------------------------------------------------- forward
 
+// One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
-__global__ void __launch_bounds__(kBlock)
-region_resident_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
-                               const float* __restrict__ beta, RegionParams params, ResidentPlan plan, double eps,
-                               float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
-                               float* __restrict__ rstd_out) {
+__device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
+                                             double* slice_mean, float2* slice_mean2, float* slice_rstd,
+                                             double2* scratch,
+                                             const float* __restrict__ x, const float* __restrict__ gamma,
+                                             const float* __restrict__ beta, const RegionParams& params,
+                                             const ResidentPlan& plan, double eps, float* __restrict__ out,
+                                             int* __restrict__ aux, float2* __restrict__ mean_out,
+                                             float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
-  extern __shared__ float4 resident_smem[];
-  __shared__ double2 scratch[kBlock / kWarpSize];
-
-  const TileOrigin<kGroups> origin(plan);
-  const int M = plan.tile_groups;
   const int D = plan.slice;
   const int S = plan.plane;
   const int slices = origin.slices;
-  float* tile = reinterpret_cast<float*>(resident_smem);
-  double* slice_mean = reinterpret_cast<double*>(tile + align4(int64_t(M) * D));
-  float2* slice_mean2 = reinterpret_cast<float2*>(slice_mean + M);
-  float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
   const int64_t offset = origin.u0 * D;
   const float* xt = x + offset;
-
-  copy_tile<kBlock, W>(tile, xt, slices * D);
-  copies_done();
-  __syncthreads();
 
   // ---- mean of each slice (z = Pro(x) replaces x in the tile)
   {
@@ -585,6 +603,50 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
   }
 }
 
+// A persistent grid: block b takes tiles b, b + grid, ... With plan.stages == 2 the next tile's copy is in
+// flight (cp.async, its own commit group) while the current one is worked on.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+__global__ void __launch_bounds__(kBlock)
+region_resident_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                               const float* __restrict__ beta, RegionParams params, ResidentPlan plan, double eps,
+                               float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
+                               float* __restrict__ rstd_out) {
+  using namespace resident_detail;
+  extern __shared__ float4 resident_smem[];
+  __shared__ double2 scratch[kBlock / kWarpSize];
+  const int M = plan.tile_groups;
+  const int64_t tile_floats = align4(int64_t(M) * plan.slice);
+  float* buffer[2] = {reinterpret_cast<float*>(resident_smem),
+                      reinterpret_cast<float*>(resident_smem) + (plan.stages == 2 ? tile_floats : 0)};
+  double* slice_mean = reinterpret_cast<double*>(reinterpret_cast<float*>(resident_smem) + plan.stages * tile_floats);
+  float2* slice_mean2 = reinterpret_cast<float2*>(slice_mean + M);
+  float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
+
+  auto start_copy = [&](int64_t tile, float* dst) {
+    const TileOrigin<kGroups> o(plan, tile);
+    copy_tile<kBlock, W>(dst, x + o.u0 * plan.slice, o.slices * plan.slice);
+    copies_commit();
+  };
+  int64_t tile = blockIdx.x;
+  if (tile < plan.tiles) start_copy(tile, buffer[0]);
+  for (int k = 0; tile < plan.tiles; ++k, tile += gridDim.x) {
+    const int64_t next = tile + gridDim.x;
+    float* current = buffer[plan.stages == 2 ? (k & 1) : 0];
+    if (plan.stages == 2 && next < plan.tiles) {
+      start_copy(next, buffer[(k + 1) & 1]);  // that buffer's last tile was finished before the barrier below
+      copies_wait_all_but_last();
+    } else {
+      copies_done();
+    }
+    __syncthreads();
+    const TileOrigin<kGroups> origin(plan, tile);
+    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch, x,
+                                                     gamma, beta, params, plan, eps, out, aux, mean_out, rstd_out);
+    __syncthreads();  // the tile's buffer and the statistics are free again
+    if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
+  }
+}
+
 // ---------------------------------------------------------------- backward
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
@@ -601,7 +663,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
 
-  const TileOrigin<kGroups> origin(plan);
+  const TileOrigin<kGroups> origin(plan, blockIdx.x);
   const int M = plan.tile_groups;
   const int D = plan.slice;
   const int S = plan.plane;
@@ -908,6 +970,17 @@ inline int64_t max_block_smem(int device) {
   return bytes;
 }
 
+inline int multiprocessors(int device) {
+  constexpr int kDevices = 256;
+  static std::atomic<int> cache[kDevices];
+  int count = device >= 0 && device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (count == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    if (device >= 0 && device < kDevices) cache[device].store(count, std::memory_order_relaxed);
+  }
+  return count;
+}
+
 inline int pow2_floor(int64_t v) {
   int p = 1;
   while (int64_t(p) * 2 <= v && p < (1 << 30)) p *= 2;
@@ -1043,7 +1116,13 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   p.div_cpg = FastDiv(cpg);
   p.div_groups = FastDiv(groups);
   p.div_pooled_plane = FastDiv(std::max(1, p.pooled_plane));
+  p.stages = 1;
   p.smem_bytes = bytes(m);
+  if (!backward && 4 * forward_smem_floats(m, slice, 2) <= std::min<int64_t>(budget, kDoubleBufferLimit)) {
+    p.stages = 2;
+    p.smem_bytes = 4 * forward_smem_floats(m, slice, 2);
+  }
+  p.grid = p.tiles;
   p.feasible = true;
   return p;
 }
@@ -1191,8 +1270,12 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
     constexpr int kG = decltype(kg)::value;
     auto launch = [&](auto kernel) {
       allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-      kernel<<<plan.tiles, kBlock, plan.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, plan, eps, out_ptr,
-                                                             aux_ptr, mean_ptr, rstd_ptr);
+      int per_sm = 0;
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
+      ResidentPlan launched = plan;
+      launched.grid = std::min<int64_t>(plan.tiles, int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device()));
+      kernel<<<launched.grid, kBlock, plan.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched, eps,
+                                                                 out_ptr, aux_ptr, mean_ptr, rstd_ptr);
     };
     if (width == 4) {
       launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
