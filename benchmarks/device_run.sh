@@ -124,6 +124,21 @@ for step in "$@"; do
       v never_launched .build/issue11/gpu_groupnorm_never_launched.py --ref $L1 --trials 1
       v l135_golden generated/groupnorm.py --trials 1
       tar czf "$OUT/issue11_logs.tar.gz" -C "$OUT" $(cd "$OUT" && ls issue11_* planner_cache.*) ;;
+    regions)  # a short call: the fused-region kernels' GPU tests and a few --ref problems end to end, at once
+      # (REGIONS_BUDGET seconds, default 200; REGIONS_ONLY the KernelBench problems, default 85,75,30).
+      # Everything lands in one tarball, so the 8-file limit on what comes back never drops a log.
+      budget=${REGIONS_BUDGET:-200}; L=$OUT/regions; mkdir -p "$L"
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      for t in twopass resident; do
+        (timeout -k 5 "$budget" python3 -m pytest -q -p no:cacheprovider "tests/gpu/test_gn_region_$t.py" \
+          > "$L/pytest_region_$t.log" 2>&1; echo "exit code: $?" >> "$L/pytest_region_$t.log") &
+      done
+      (PYTHONPATH=/tmp/site:$PWD timeout -k 5 "$budget" python3 benchmarks/family.py .kb/problems .kb "$L/family" \
+        --only "${REGIONS_ONLY:-85,75,30}" --workers 3 --trials 1 --jobs 6 --timeout 150 > "$L/family.log" 2>&1
+       echo "exit code: $?" >> "$L/family.log") &
+      wait
+      tail -n 3 "$L"/pytest_region_*.log; grep -E "^L[12]-|prebuild" "$L/family.log"
+      tar czf "$OUT/regions_logs.tar.gz" -C "$L" . ;;
     *) echo "unknown step $step" ;;
   esac
 done
