@@ -161,3 +161,43 @@ def test_parameter_gradient_less_accurate_than_the_reference_fails_arbitration()
     weight = [c for c in result.checks if c.name.endswith("grad gn.weight") and c.name.startswith("trial")]
     assert weight and not any(c.ok for c in weight)
     assert all("less accurate than the reference" in c.detail for c in weight)
+
+
+BROADCAST_REFERENCE = RUNTIME_FILES / "reference_noisy_broadcast.py.txt"
+CLAMP_REFERENCE = RUNTIME_FILES / "reference_clamp_on_grid.py.txt"
+
+
+def test_float64_arbiter_takes_the_whole_batch_when_samples_cannot_be_chunked():
+    """L2-75's shape: the output broadcasts the batch into a later dim, so the arbiter cannot cut the batch
+    into chunks; it takes the whole batch at once and clears the more accurate solution."""
+    result = run("broadcast_exact", reference=str(BROADCAST_REFERENCE), init_args=[24, 32, 4, [1, 32, 1, 1]],
+                 input_shapes=[[16, 24]])
+    weight = [c for c in result.checks if c.name.endswith("grad gemm.weight") and c.name.startswith("trial")]
+    assert weight and all(c.ok for c in weight)
+    assert all("float64 arbiter (whole batch)" in c.detail and "as accurate as the reference" in c.detail
+               for c in weight)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+
+
+def test_kink_crossed_by_rounding_passes_by_the_references_rounding_sensitivity():
+    """L2-85's case: values on a clamp bound that the solution rounds one ulp under it. float64 agrees with
+    the reference, so only the reference's own sensitivity to rounding (Monte Carlo arithmetic) clears it."""
+    result = run("clamp_rounds_under_bound", reference=str(CLAMP_REFERENCE), init_args=[4096],
+                 input_shapes=[[64, 4096]])
+    grads = [c for c in result.checks if c.name.endswith("grad input[0]") and c.name.startswith("trial")]
+    assert grads and all(c.ok for c in grads)
+    assert all("less accurate than the reference" in c.detail for c in grads)   # float64 alone would fail it
+    assert all("within the reference's rounding noise" in c.detail for c in grads)
+    assert all(c.data["sensitivity"]["solution_outside"] > 0 for c in grads)    # the kink really was crossed
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+
+
+def test_gradient_wrong_over_a_band_at_a_kink_fails_the_rounding_sensitivity_arbiter():
+    """The same reference, a backward that blocks the gradient over a band below the bound: as large a jump
+    per element as a rounding flip, but in four times as many places. It fails."""
+    result = run("clamp_gradient_band_wrong", reference=str(CLAMP_REFERENCE), init_args=[4096],
+                 input_shapes=[[64, 4096]])
+    failed = [c for c in result.checks if c.ok is False]
+    assert failed and all(c.name.endswith("grad input[0]") for c in failed)
+    assert all("beyond the reference's rounding noise" in c.detail for c in failed)
+    assert exit_code(result.checks, result.ran) == EXIT_FAIL

@@ -11,6 +11,7 @@ from kgen.validate.checks import Check, failed, skipped
 from kgen.validate.context import Context, outputs_of, sliced, tensors_of
 from kgen.validate.numerics import compare, tensor_meta
 from kgen.validate.stages.calls import forward_backward, upstream_for
+from kgen.validate.stages.sensitivity import judge_by_sensitivity, rounding_sensitivity
 
 FP64_MAX_SAMPLES = 2
 
@@ -23,7 +24,8 @@ FP64_MAX_SAMPLES = 2
 # "allclose to the reference" can fail for a solution that is as accurate as the reference, or more.
 # So when a gradient misses the reference, the float64 gradient of the whole batch decides, computed
 # with a float64 copy of the reference over chunks of the batch (the models are per-sample independent;
-# checked by comparing each chunk's float64 output with the float32 reference's). The rule is the one of
+# checked by comparing each chunk's float64 output with the float32 reference's), or over the whole batch
+# at once where the samples interact (L2-75 broadcasts its output over a new first dim). The rule is the one of
 # the float64 cross-check (check_vs_fp64): within tolerance of float64, or no more than twice as far
 # from it as the reference (plus atol).
 
@@ -43,7 +45,8 @@ class Distance:
 def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str], new_grads: dict,
                  ref_grads: dict) -> dict | None:
     """{key: (solution's Distance, reference's Distance)} from float64, or None if the float64 gradient
-    cannot be computed by chunks (no batched input, or samples that interact)."""
+    cannot be had: no batched input, or samples that interact (the batch cannot be chunked) and the whole
+    batch in float64 does not fit on the device."""
     leaves = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
     if not leaves or inputs[leaves[0]].dim() == 0:
         return None
@@ -52,6 +55,24 @@ def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str]
         full_out = tensors_of(ctx.run(ctx.ref_model, inputs))
     grads_out = upstream(full_out)
     chunk = max(1, fp64_samples(ctx, batch) * 4)
+    distances = _fp64_distances(ctx, inputs, leaves, full_out, grads_out, keys, new_grads, ref_grads, chunk)
+    if distances is None and chunk < batch:   # not separable by chunks: the whole batch at once, if it fits
+        ctx.free()
+        oom = getattr(torch.cuda, "OutOfMemoryError", RuntimeError)
+        try:
+            distances = _fp64_distances(ctx, inputs, leaves, full_out, grads_out, keys, new_grads, ref_grads,
+                                        batch)
+        except oom:
+            distances = None
+    ctx.free()
+    return distances
+
+
+def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: list, grads_out: list,
+                    keys: list[str], new_grads: dict, ref_grads: dict, chunk: int) -> dict | None:
+    """fp64_arbiter's work over chunks of `chunk` samples; None as soon as a chunk's float64 output is not
+    the float32 reference's slice (the samples interact)."""
+    batch = inputs[leaves[0]].shape[0]
     ref64 = ctx.construct(ctx.ref_mod.Model).double()
     ref64.load_state_dict(ctx.ref_model.state_dict())
     params = dict(ref64.named_parameters())
@@ -64,10 +85,12 @@ def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str]
                 for i, x in enumerate(inputs)]
         outs = tensors_of(outputs_of(ref64(*part)))
         for o, f in zip(outs, full_out):
-            if o.shape[1:] != f.shape[1:] or not torch.allclose(o, f[start:start + chunk].double(), atol=1e-2, rtol=1e-2):
+            whole = f if chunk >= batch else f[start:start + chunk]
+            if o.shape != whole.shape or not torch.allclose(o, whole.double(), atol=1e-2, rtol=1e-2):
                 return None
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
-        gs = torch.autograd.grad(outs, wrt, [g[start:start + chunk].double() for g in grads_out], allow_unused=True)
+        upstream64 = [(g if chunk >= batch else g[start:start + chunk]).double() for g in grads_out]
+        gs = torch.autograd.grad(outs, wrt, upstream64, allow_unused=True)
         for key, g in zip(param_keys, gs):
             if g is not None:
                 sums[key] += g
@@ -75,17 +98,16 @@ def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str]
             exact = torch.zeros_like(part[input_keys[key]]) if g is None else g
             for grads, distance in zip((new_grads, ref_grads), distances[key]):
                 distance.add(compare(grads[key][start:start + chunk], exact, ctx.atol, ctx.rtol))
-        del part, outs, gs
+        del part, outs, gs, upstream64
     for key in param_keys:
         for grads, distance in zip((new_grads, ref_grads), distances[key]):
             distance.add(compare(grads[key], sums[key], ctx.atol, ctx.rtol))
-    ctx.free()
     return distances
 
 
 def arbitrate(check: Check, key: str, distances: dict | None, atol: float) -> Check:
     if distances is None:
-        check.detail += "; no float64 arbiter (the batch is not separable)"
+        check.detail += "; no float64 arbiter (the batch is not separable and does not fit whole)"
         return check
     new, ref = distances[key]
     bound = 2 * ref.max_abs + atol
@@ -147,11 +169,21 @@ def stage_fp64(ctx: Context) -> None:
     if backward and not comparable:
         ctx.add(skipped(f"{label} gradients", "outputs not comparable"))
     elif backward and grads64 is not None and grads_ref is not None and grads_new is not None:
+        checks = {}
         for key, exact in grads64.items():
             n, r = grads_new.get(key), grads_ref.get(key)
             if exact is None or n is None or r is None:
                 continue   # None-ness is judged in the trials
-            ctx.add(check_vs_fp64(f"{label} grad {key}", n, r, exact, ctx.atol, ctx.rtol))
+            checks[key] = check_vs_fp64(f"{label} grad {key}", n, r, exact, ctx.atol, ctx.rtol)
+        failing = [key for key, check in checks.items() if check.ok is False
+                   and grads_new[key].shape == grads_ref[key].shape]
+        if failing:   # a kink crossed in the slice: the reference's rounding sensitivity decides (sensitivity.py)
+            sensitivity = rounding_sensitivity(ctx, x32, upstream, failing, grads_ref)
+            for key in failing:
+                checks[key] = judge_by_sensitivity(checks[key], grads_new[key], grads_ref[key], sensitivity[key],
+                                                   ctx.atol, ctx.rtol)
+        for check in checks.values():
+            ctx.add(check)
 
 
 def check_vs_fp64(name: str, new, ref, exact, atol: float, rtol: float) -> Check:

@@ -1,7 +1,8 @@
 """The trials: fresh inputs of the reference's shapes (the reference's distribution, then a shifted and
 scaled one), each run forward (outputs allclose, layout, inputs untouched, no aliasing, determinism) and,
 unless --no-backward, backward (the gradient of every floating input and trainable parameter; a gradient
-that misses the reference is arbitrated by the float64 gradient of the whole batch, see fp64.py)."""
+that misses the reference is arbitrated by the float64 gradient of the whole batch, see fp64.py, and one
+that float64 does not clear by the reference's own rounding sensitivity, see sensitivity.py)."""
 from __future__ import annotations
 
 import torch
@@ -12,6 +13,7 @@ from kgen.validate.numerics import bitwise_equal, compare, shares_memory, tensor
 from kgen.validate.stages.calls import forward_backward, trial_kind, trial_label, trial_seed, upstream_for
 from kgen.validate.stages.determinism import check_determinism, reproducibility
 from kgen.validate.stages.fp64 import arbitrate, fp64_arbiter
+from kgen.validate.stages.sensitivity import judge_by_sensitivity, rounding_sensitivity
 
 
 def stage_forward(ctx: Context, trial: int) -> None:
@@ -127,9 +129,22 @@ def stage_backward(ctx: Context, trial: int) -> None:
         distances = fp64_arbiter(ctx, inputs, upstream, disputed, new_grads, ref_grads)
         checks = [arbitrate(check, key, distances, ctx.atol) if key in disputed else check
                   for key, check in zip(grad_keys(new_grads, ref_grads), checks)]
+        checks = rejudge_by_sensitivity(ctx, inputs, upstream, disputed, checks, new_grads, ref_grads)
     del inputs
     for check in checks:
         ctx.add(check)
+
+
+def rejudge_by_sensitivity(ctx: Context, inputs: list, upstream, disputed: list[str], checks: list[Check],
+                           new_grads: dict, ref_grads: dict) -> list[Check]:
+    """The disputed gradients that still fail, judged against the reference's own rounding sensitivity."""
+    keys = grad_keys(new_grads, ref_grads)
+    failing = [key for key, check in zip(keys, checks) if key in disputed and check.ok is False]
+    if not failing:
+        return checks
+    sensitivity = rounding_sensitivity(ctx, inputs, upstream, failing, ref_grads)
+    return [judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol)
+            if key in failing else check for key, check in zip(keys, checks)]
 
 
 def grad_keys(new_grads: dict, ref_grads: dict) -> list[str]:

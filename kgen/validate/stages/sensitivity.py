@@ -1,0 +1,130 @@
+"""Rounding sensitivity: how far the reference's own gradient moves when its arithmetic is disturbed at the
+level of float32 rounding, the last arbiter of a gradient that misses the reference.
+
+Two kinds of gradient cannot be matched by a correct solution that merely rounds differently:
+  * kinks crossed by rounding: clamp/Hardtanh bounds, ReLU at 0, the winner of a max/min or of a MaxPool
+    window. An element whose value sits within an ulp or two of the kink goes one way in the reference and
+    the other way in the solution, and the whole term it contributes (for L2-85, dout * y of one pooled
+    element, ~0.3 in a scale gradient of ~465) appears or disappears. Which way float64 goes is luck too,
+    so the float64 arbiter (fp64.py) cannot settle it: a single flip is a coin toss, not an inaccuracy.
+  * sums with cancellation whose float64 gradient cannot be had by batch chunks (L2-75: its output's first
+    dim is not the batch) or does not fit.
+The measure is Monte Carlo arithmetic: the reference runs forward and backward again under a dispatch mode
+that multiplies every fresh floating result of every ATen operation by (1 + u * 4 eps), u uniform in [-1, 1]
+and eps the dtype's (2^-23 for float32: a few ulps, the size of the differences between two correct float32
+implementations after a few operations), on the same inputs with the same upstream gradient. The sensitivity of a gradient is the largest |Δ| between the
+jittered and the plain reference over a few independent draws, and the most elements one draw moved out of
+tolerance. A disputed gradient passes when the solution is no further from the reference than twice that
+|Δ| plus atol, with no more than twice as many elements out: it differs from the reference no more than
+the reference differs from itself under rounding noise. A wrong gradient (a missing term, a wrong scale, a
+forgotten window, a threshold off by a little) differs systematically, by more or in more places, and still
+fails; the report shows the numbers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kgen.validate.checks import Check
+from kgen.validate.context import Context
+from kgen.validate.numerics import CHUNK, compare
+from kgen.validate.stages.calls import forward_backward
+
+JITTER_ULPS = 4   # each fresh floating result times (1 + u * JITTER_ULPS * eps), u uniform in [-1, 1]
+DRAWS = 3
+
+
+class RoundingJitter(TorchDispatchMode):
+    """Multiplies the fresh floating outputs of every ATen op by (1 + u * ulps * eps). Outputs that alias an
+    input (views, in-place and out= ops) are left alone: their values were made, and jittered, elsewhere."""
+
+    def __init__(self, seed: int, ulps: float = JITTER_ULPS):
+        super().__init__()
+        self.seed, self.ulps = seed, ulps
+        self.generators: dict = {}
+        self.jittered = 0   # tensors jittered (a test can see that the mode saw the model's ops)
+
+    def _generator(self, device: torch.device) -> torch.Generator:
+        key = str(device)
+        if key not in self.generators:
+            generator = torch.Generator(device=device)
+            generator.manual_seed(self.seed)
+            self.generators[key] = generator
+        return self.generators[key]
+
+    def _jitter(self, t: torch.Tensor) -> None:
+        generator = self._generator(t.device)
+        rel = self.ulps * torch.finfo(t.dtype).eps
+        flat = t.view(-1) if t.is_contiguous() else None
+        if flat is None:   # rare: a non-contiguous fresh result; one noise tensor of its size
+            noise = torch.rand(t.shape, generator=generator, device=t.device, dtype=t.dtype)
+            t.mul_(noise.mul_(2 * rel).add_(1 - rel))
+        else:              # chunked, so a 7.5 GB activation needs only a 128 MB scratch
+            for start in range(0, flat.numel(), CHUNK):
+                part = flat[start:start + CHUNK]
+                noise = torch.rand(part.shape, generator=generator, device=t.device, dtype=t.dtype)
+                part.mul_(noise.mul_(2 * rel).add_(1 - rel))
+        self.jittered += 1
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        schema = func._schema
+        if schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
+            return out
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
+                self._jitter(t)
+        return out
+
+
+@dataclass
+class Sensitivity:
+    """How far the jittered reference's gradient got from the plain one, over the draws: the largest |Δ|,
+    and the most elements outside the tolerance in one draw."""
+    max_abs: float = 0.0
+    outside: int = 0
+
+
+def rounding_sensitivity(ctx: Context, inputs: list, upstream: Callable, keys: list[str],
+                         ref_grads: dict) -> dict[str, Sensitivity]:
+    """{key: Sensitivity of the reference's gradient under RoundingJitter, over DRAWS draws}."""
+    sensitivity = {key: Sensitivity() for key in keys}
+    for draw in range(DRAWS):
+        with RoundingJitter(seed=ctx.seed + 7919 * (draw + 1)):
+            _, grads = forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
+        for key in keys:
+            jittered, plain = (grads or {}).get(key), ref_grads.get(key)
+            if jittered is None or plain is None or jittered.shape != plain.shape:
+                continue
+            moved = compare(jittered, plain, ctx.atol, ctx.rtol)
+            s = sensitivity[key]
+            s.max_abs, s.outside = max(s.max_abs, moved.max_abs), max(s.outside, moved.outside)
+        del grads
+        ctx.free()
+    return sensitivity
+
+
+def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sensitivity: Sensitivity,
+                         atol: float, rtol: float) -> Check:
+    """The disputed gradient re-judged against the reference's rounding noise: |solution - reference| at most
+    2 * sensitivity + atol, and (where the jitter moved elements out of tolerance at all) no more than twice
+    as many elements out of tolerance as one jittered draw had. The count keeps a kink handled wrongly over
+    a band (a threshold off by a little: every element near it wrong) from passing as a few rounding flips."""
+    distance = compare(new, ref, atol, rtol)
+    bound = 2 * sensitivity.max_abs + atol
+    within = distance.max_abs <= bound
+    few = sensitivity.outside == 0 or distance.outside <= 2 * sensitivity.outside
+    ok = distance.nan_mismatch == 0 and within and few
+    detail = (f"{check.detail}; rounding-sensitivity arbiter: under ±{JITTER_ULPS}-ulp jitter of its arithmetic "
+              f"({DRAWS} draws) the reference's own gradient moves by up to {sensitivity.max_abs:.3g} with up to "
+              f"{sensitivity.outside} elements out of tolerance; the solution is {distance.max_abs:.3g} from it "
+              f"(bound 2×sensitivity+atol {bound:.3g}) with {distance.outside} out -> "
+              + ("within the reference's rounding noise (a kink crossed, or a cancelling sum)" if ok
+                 else "beyond the reference's rounding noise"))
+    return Check(check.name, ok, detail, {**check.data, "sensitivity": {
+        "reference_jitter_max_abs": sensitivity.max_abs, "reference_jitter_outside": sensitivity.outside,
+        "solution_vs_reference_max_abs": distance.max_abs, "solution_outside": distance.outside,
+        "bound": bound, "draws": DRAWS, "jitter_ulps": JITTER_ULPS}})

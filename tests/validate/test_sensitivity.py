@@ -1,0 +1,34 @@
+"""The rounding jitter behind the rounding-sensitivity arbiter (kgen/validate/stages/sensitivity.py): it
+perturbs every fresh floating result at the size of a few ulps, forward and backward, and nothing else."""
+import torch
+
+from kgen.validate.stages.sensitivity import JITTER_ULPS, RoundingJitter
+
+
+def test_jitter_moves_fresh_results_by_a_few_ulps_and_leaves_the_rest():
+    x = torch.rand(1000) + 1.0
+    with RoundingJitter(seed=1) as jitter:
+        y = x * 1.0                       # a fresh result: jittered
+        view = y[:10]                     # a view: left alone (its values are y's)
+        index = torch.argmax(x)           # integers: left alone
+    rel = ((y - x) / x).abs()
+    assert 0 < rel.max() <= (JITTER_ULPS + 1) * torch.finfo(torch.float32).eps   # + the product's own rounding
+    assert (rel > 0).float().mean() > 0.5
+    assert torch.equal(view, y[:10]) and index.dtype == torch.int64 and int(index) == int(torch.argmax(x))
+    assert jitter.jittered == 1
+
+
+def test_jitter_reaches_the_backward_and_is_reproducible():
+    w = (torch.rand(64, 64) - 0.5).requires_grad_()
+    x = torch.rand(8, 64) - 0.5
+
+    def grad(seed):
+        with RoundingJitter(seed=seed):
+            (g,) = torch.autograd.grad(torch.tanh(x @ w).sum(), [w])
+        return g
+
+    (plain,) = torch.autograd.grad(torch.tanh(x @ w).sum(), [w])
+    first, again, other = grad(3), grad(3), grad(4)
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other) and not torch.equal(first, plain)
+    assert (first - plain).abs().max() < 1e-4 * plain.abs().max()
