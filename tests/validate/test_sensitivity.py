@@ -32,3 +32,12 @@ def test_jitter_reaches_the_backward_and_is_reproducible():
     assert torch.equal(first, again)
     assert not torch.equal(first, other) and not torch.equal(first, plain)
     assert (first - plain).abs().max() < 1e-4 * plain.abs().max()
+
+
+def test_jitter_never_writes_an_operand_through_an_undeclared_alias():
+    weight = torch.rand(4, 6)
+    kept = weight.clone()
+    with RoundingJitter(seed=2) as jitter:
+        flat = torch.ops.aten._unsafe_view(weight, [24])   # shares weight's storage; its schema says fresh
+    assert torch.equal(weight, kept) and flat.data_ptr() == weight.data_ptr()
+    assert jitter.jittered == 0

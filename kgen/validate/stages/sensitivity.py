@@ -27,10 +27,11 @@ from typing import Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from kgen.validate.checks import Check
 from kgen.validate.context import Context
-from kgen.validate.numerics import CHUNK, compare
+from kgen.validate.numerics import CHUNK, compare, shares_memory
 from kgen.validate.stages.calls import forward_backward
 
 JITTER_ULPS = 4   # each fresh floating result times (1 + u * JITTER_ULPS * eps), u uniform in [-1, 1]
@@ -74,9 +75,13 @@ class RoundingJitter(TorchDispatchMode):
         schema = func._schema
         if schema.is_mutable or any(r.alias_info is not None for r in schema.returns):
             return out
+        operands = [a for a in tree_flatten((args, kwargs or {}))[0] if isinstance(a, torch.Tensor)]
         for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0:
-                self._jitter(t)
+            if not (isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() > 0):
+                continue
+            if any(shares_memory(t, a) for a in operands):   # an alias its schema does not declare
+                continue                                      # (_unsafe_view): never write a parameter or input
+            self._jitter(t)
         return out
 
 
