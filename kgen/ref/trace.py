@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import hashlib
+import operator
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,7 @@ def load_reference(path: str | Path) -> Reference:
         gm = torch.fx.GraphModule(model, tracer.trace(model))
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
+    resolve_inplace(gm, path)
     meta_gm = copy.deepcopy(gm).to("meta")
     try:
         ShapeProp(meta_gm).propagate(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs])
@@ -97,6 +99,71 @@ def load_reference(path: str | Path) -> Reference:
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
         forward_lines=_forward_lines(gm, path),
     )
+
+
+# ---- in-place ops ------------------------------------------------------------------------------------
+# `nn.ReLU(inplace=True)`, `F.relu(x, inplace=True)`, `x.relu_()`, `x += 1`: the op overwrites its operand,
+# so every LATER use of the operand reads the op's result (in `y = relu_(x); return y + x` both terms are
+# relu(x)). The planner works on values, not memory: each such op is rewritten to its out-of-place form and
+# the later uses of its operand are pointed at its result, which is what the reference computes. An
+# in-place op on a view (`x[:, :4].relu_()` also changes x) cannot be told apart this way: a RefError.
+
+_VIEW_METHODS = {"view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "squeeze", "unsqueeze",
+                 "transpose", "permute", "narrow", "expand", "expand_as", "t", "select", "split", "chunk",
+                 "unbind", "as_strided", "__getitem__", "movedim", "swapaxes", "diagonal", "unfold"}
+_VIEW_FUNCTIONS = {operator.getitem, torch.flatten, torch.reshape, torch.transpose, torch.permute, torch.squeeze,
+                   torch.unsqueeze, torch.narrow, torch.split, torch.chunk, torch.t, torch.select, torch.unbind,
+                   torch.movedim, torch.swapaxes, torch.diagonal}
+_INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                      operator.itruediv: operator.truediv}
+
+
+def _is_view(node: torch.fx.Node) -> bool:
+    return ((node.op == "call_method" and node.target in _VIEW_METHODS)
+            or (node.op == "call_function" and node.target in _VIEW_FUNCTIONS))
+
+
+def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
+    if node.op == "call_module":
+        return bool(getattr(gm.get_submodule(node.target), "inplace", False))
+    if node.op == "call_function":
+        return node.target in _INPLACE_OPERATORS or bool(node.kwargs.get("inplace", False))
+    if node.op == "call_method":
+        return node.target.endswith("_") and not node.target.startswith("_")
+    return False
+
+
+def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
+    """Rewrites the graph's in-place ops as out-of-place ones whose result later uses of the operand read."""
+    order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    for node in list(gm.graph.nodes):
+        if not _inplace(node, gm) or not node.args or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        operand = node.args[0]
+        where = f"{path}: `{_source_line(node, path) or node.name}`"
+        if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
+            raise RefError(f"{where}: in-place `{node.target}` on a tensor that has views: kgen cannot plan "
+                           f"writes through aliases; write it out of place")
+        for user in list(operand.users):
+            if user is not node and order[user] > order[node]:
+                user.replace_input_with(operand, node)
+        if node.op == "call_function" and node.target in _INPLACE_OPERATORS:
+            node.target = _INPLACE_OPERATORS[node.target]
+        elif node.op == "call_function":
+            node.kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
+        elif node.op == "call_method":
+            node.target = node.target[:-1]
+        # call_module: the module keeps inplace=True; only the values it reads and writes were rewired
+    gm.graph.lint()
+    gm.recompile()
+
+
+def _source_line(node: torch.fx.Node, path: Path) -> str:
+    trace = (node.meta.get("stack_trace") or "").splitlines()
+    for i, part in enumerate(trace[:-1]):
+        if part.strip().startswith(f'File "{path}"'):
+            return trace[i + 1].strip()
+    return ""
 
 
 def _init_source(tree: ast.Module, path: Path) -> str:
@@ -120,14 +187,7 @@ def _init_source(tree: ast.Module, path: Path) -> str:
 
 def _forward_lines(gm: torch.fx.GraphModule, path: Path) -> dict:
     """node name -> the reference's source line it came from (fx records the stack trace)."""
-    lines = {}
-    for node in gm.graph.nodes:
-        trace = (node.meta.get("stack_trace") or "").splitlines()
-        for i, part in enumerate(trace[:-1]):
-            if part.strip().startswith(f'File "{path}"'):
-                lines[node.name] = trace[i + 1].strip()
-                break
-    return lines
+    return {node.name: line for node in gm.graph.nodes if (line := _source_line(node, path))}
 
 
 def tensor_shape(node) -> list | None:

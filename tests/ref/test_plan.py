@@ -91,6 +91,15 @@ def test_affine_false_and_functional_groupnorm():
     assert region.keepdim and region.reduce_kind == "kPlane"
 
 
+def test_inplace_ops_are_planned_by_value():
+    """nn.ReLU(inplace=True) overwrites the GroupNorm output, so the add after it reads relu twice; `+=` and
+    `.mul_()` become the out-of-place ops whose results the later code reads."""
+    (region,) = regions(make_plan(load_reference(HERE / "references" / "inplace_ops_alias.py")))
+    assert [n.op for n in region.epilogue] == ["relu", "add", "add", "mul"]
+    relu, add = region.epilogue[0], region.epilogue[1]
+    assert [o.ref for o in add.operands if o.kind == "value"] == [relu.name, relu.name]
+
+
 def run_emit(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "kgen.cli", "emit", *args], capture_output=True, text=True, cwd=cwd)
 
@@ -99,6 +108,7 @@ def run_emit(*args, cwd=None):
     ("unsupported_cumsum.py", ["cumsum", "torch.cumsum(self.gn(x), dim=1)"]),
     ("syntax_error.py", ["syntax error", ":6:"]),
     ("no_groupnorm.py", ["no GroupNorm"]),
+    ("inplace_on_view.py", ["in-place `relu_`", "views", "x[:, :4].relu_()"]),
 ])
 def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
     out = tmp_path / "solution.py"
