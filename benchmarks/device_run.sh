@@ -8,6 +8,8 @@
 #   onepass               the one-pass forward: its GPU tests, its --bench (thread shapes against two passes),
 #                         and kgen validate --bench of `kgen emit groupnorm --forward one-pass`
 #   verdicts              validate a planted-bug file (expect exit 1) and a file that does not compile (expect 2)
+#   regions               the region kernels' GPU tests and a few --ref problems (a short call)
+#   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
 #                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
@@ -139,6 +141,16 @@ for step in "$@"; do
       wait
       tail -n 3 "$L"/pytest_region_*.log; grep -E "^L[12]-|prebuild" "$L/family.log"
       tar czf "$OUT/regions_logs.tar.gz" -C "$L" . ;;
+    family)  # issue 12's table: every KernelBench GroupNorm problem, emit -> validate -> KernelBench -> timings
+      # (benchmarks/family.py: parallel builds, FAMILY_WORKERS correctness runs at once with Inductor's caches
+      # warmed beside them, then the timings alone on the GPU). FAMILY_ONLY picks problems (e.g. 19,92).
+      # Needs .kb carried (../shared/kernelbench, see its README). One tarball comes back.
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      mkdir -p "$OUT/family"
+      PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$OUT/family" --bench --trials 2 \
+        --workers "${FAMILY_WORKERS:-4}" --jobs 16 ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} 2>&1 \
+        | tee "$OUT/family/family.log" | grep -E "^L[12]-|prebuild:"
+      tar czf "$OUT/family_logs.tar.gz" -C "$OUT/family" . && rm -rf "$OUT/family" ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -1,0 +1,85 @@
+"""Time one solution against its reference eager and under torch.compile, forward and forward+backward, in
+one process: the figures `kgen validate --bench` reports (kgen.validate.bench.run_bench), without the
+validator's checks. For benchmarks/family.py, whose correctness pass has run `kgen validate` already.
+
+    python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
+
+--warm-compile compiles the reference (forward, and forward+backward) once and times nothing: run beside
+other work, it leaves Inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR) warm for a later timing run in
+another process, whose torch.compile then takes seconds instead of tens of seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kgen.validate.bench import run_bench  # noqa: E402
+from kgen.validate.context import import_file  # noqa: E402
+
+SEED = 42
+
+
+def load(solution: str, reference: str, device: torch.device):
+    ref_mod = import_file(reference, "bench_reference")
+    new_mod = import_file(solution, "bench_solution")
+    init = list(ref_mod.get_init_inputs())
+    torch.manual_seed(SEED)
+    ref_model = ref_mod.Model(*init).to(device)
+    torch.manual_seed(SEED)
+    new_model = new_mod.ModelNew(*init).to(device)
+
+    def make_inputs() -> list:
+        torch.manual_seed(SEED + 1)
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+    return ref_model, new_model, make_inputs
+
+
+def warm_compile(ref_model, inputs: list) -> None:
+    compiled = torch.compile(ref_model)
+    with torch.no_grad():
+        compiled(*inputs)
+    leaves = [x.detach().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+              for x in inputs]
+    out = compiled(*leaves)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+    torch.cuda.synchronize()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("solution")
+    parser.add_argument("reference")
+    parser.add_argument("--json")
+    parser.add_argument("--min-run-time", type=float, default=1.0)
+    parser.add_argument("--warm-compile", action="store_true")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_problem: no CUDA device", file=sys.stderr)
+        return 3
+    device = torch.device("cuda")
+    ref_model, new_model, make_inputs = load(args.solution, args.reference, device)
+    if args.warm_compile:
+        warm_compile(ref_model, make_inputs())
+        print("warm-compile: done")
+        return 0
+    result = run_bench(ref_model, new_model, make_inputs, backward=True, device=device,
+                       min_run_time=args.min_run_time, log=lambda line: None)
+    result["gpu"] = torch.cuda.get_device_name(device)
+    result["torch"] = torch.__version__
+    text = json.dumps(result, indent=1, default=str)
+    if args.json:
+        Path(args.json).write_text(text)
+    for mode in ("forward", "forward_backward"):
+        row = result.get(mode, {})
+        print(f"{mode}: kgen {row.get('new_ms')} eager {row.get('eager_ms')} compile {row.get('compile_ms')} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
