@@ -1,0 +1,91 @@
+"""Test harness of kgen's tensor-core ConvTranspose2d (kgen/templates/cuda/convt_igemm.cuh): one load_inline
+extension with the instantiations the tests use, built straight from the .cuh building blocks.
+
+  convt_forward(x, w, b, groups, eps, stride, padding, output_padding, variant) -> [z, mean, rstd]
+  convt_gn_forward(x, w, b, gamma, beta, groups, eps, stride, padding, output_padding, variant) -> [y, z, mean, rstd]
+
+variant: 0 GELU erf, round-to-nearest TF32 (the L2-19 configuration); 1 GELU erf, truncated TF32;
+2 identity (plain conv moments); 3 GELU tanh. Tiles: 128 pixels x 64 channels, K chunks of 16, 8 warps."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_igemm.cuh")
+
+BINDINGS = r"""
+namespace {
+template <class Op, bool kRound>
+std::vector<at::Tensor> forward_with(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t groups,
+                                     double eps, std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                     std::vector<int64_t> output_padding) {
+  return kgen::convt::convt_moments<Op, 128, 64, 16, 4, 2, kRound>(x, w, b, groups, eps, stride, padding,
+                                                                     output_padding, Op{});
+}
+
+template <class Op, bool kRound>
+std::vector<at::Tensor> gn_forward_with(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                                        const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
+                                        std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                        std::vector<int64_t> output_padding) {
+  auto zs = forward_with<Op, kRound>(x, w, b, groups, eps, stride, padding, output_padding);
+  const auto& z = zs[0];
+  auto y = at::empty_like(z);
+  const kgen::GroupShape shape{z.size(0), z.size(1), groups, z.size(2) * z.size(3)};
+  kgen::groupnorm_normalize<Op, 256, 8>(z, zs[1], zs[2], gamma.contiguous(), beta.contiguous(), y, shape, Op{});
+  return {y, zs[0], zs[1], zs[2]};
+}
+}  // namespace
+
+std::vector<at::Tensor> convt_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+                                      std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                      std::vector<int64_t> output_padding, int64_t variant) {
+  switch (variant) {
+    case 0: return forward_with<kgen::GeluErf, true>(x, w, b, groups, eps, stride, padding, output_padding);
+    case 1: return forward_with<kgen::GeluErf, false>(x, w, b, groups, eps, stride, padding, output_padding);
+    case 2: return forward_with<kgen::Identity, true>(x, w, b, groups, eps, stride, padding, output_padding);
+    case 3: return forward_with<kgen::GeluTanh, true>(x, w, b, groups, eps, stride, padding, output_padding);
+  }
+  TORCH_CHECK(false, "kgen test: no variant ", variant);
+}
+
+std::vector<at::Tensor> convt_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
+                                         int64_t groups, double eps, std::vector<int64_t> stride,
+                                         std::vector<int64_t> padding, std::vector<int64_t> output_padding,
+                                         int64_t variant) {
+  switch (variant) {
+    case 0: return gn_forward_with<kgen::GeluErf, true>(x, w, b, gamma, beta, groups, eps, stride, padding, output_padding);
+    case 1: return gn_forward_with<kgen::GeluErf, false>(x, w, b, gamma, beta, groups, eps, stride, padding, output_padding);
+    case 2: return gn_forward_with<kgen::Identity, true>(x, w, b, gamma, beta, groups, eps, stride, padding, output_padding);
+    case 3: return gn_forward_with<kgen::GeluTanh, true>(x, w, b, gamma, beta, groups, eps, stride, padding, output_padding);
+  }
+  TORCH_CHECK(false, "kgen test: no variant ", variant);
+}
+"""
+
+CPP_SOURCE = """
+#include <torch/extension.h>
+std::vector<at::Tensor> convt_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+    std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> output_padding, int64_t variant);
+std::vector<at::Tensor> convt_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
+    int64_t groups, double eps, std::vector<int64_t> stride, std::vector<int64_t> padding,
+    std::vector<int64_t> output_padding, int64_t variant);
+"""
+FUNCTIONS = ["convt_forward", "convt_gn_forward"]
+VARIANTS = {"gelu_erf": 0, "gelu_erf_truncated": 1, "identity": 2, "gelu_tanh": 3}
+
+
+def cuda_source() -> str:
+    return "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + BINDINGS
+
+
+def build_extension(verbose: bool = False):
+    from torch.utils.cpp_extension import load_inline
+
+    source = cuda_source()
+    digest = hashlib.sha256((CPP_SOURCE + source).encode()).hexdigest()[:16]
+    return load_inline(name="kgen_test_convt_igemm_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
+                       functions=FUNCTIONS, extra_cuda_cflags=["-O3"],
+                       verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")))
