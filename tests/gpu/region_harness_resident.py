@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from tests.gpu.timing import median_ms
+
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_DIR = ROOT / "kgen" / "templates" / "cuda"
 HEADERS = ["common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_resident.cuh"]
@@ -267,23 +269,6 @@ def run_kernels(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
 
 # ---------------------------------------------------------------- benchmark
 
-def _time(fn, iters=50, warmup=10):
-    """Median of single calls, CUDA events around each (includes the host's launch latency)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
-
-
 def _time_stream(fn, calls=20, reps=11):
     """Median over reps of (events around `calls` back-to-back calls) / calls: the GPU never waits on the host."""
     fn()
@@ -321,7 +306,7 @@ def _kernel_time(fn, iters=20):
 
 
 def _report(label, nbytes, fn):
-    single, stream, kernel = _time(fn), _time_stream(fn), _kernel_time(fn)
+    single, stream, kernel = median_ms(fn, iters=50, warmup=10), _time_stream(fn), _kernel_time(fn)
     kernel_text = f"kernels {kernel * 1e3:7.1f} us ({nbytes / kernel / 1e6:5.0f} GB/s)" if kernel else "kernels ?"
     print(f"  {label:34s} single call {single * 1e3:7.1f} us ({nbytes / single / 1e6:5.0f} GB/s)   "
           f"back-to-back {stream * 1e3:7.1f} us ({nbytes / stream / 1e6:5.0f} GB/s)   {kernel_text}")

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.gpu import convt_harness as H  # noqa: E402
+from tests.gpu.timing import median_ms  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 EPS = 1e-5
@@ -127,20 +128,6 @@ def bench() -> None:
     bias, gamma, beta = (torch.randn(64, device="cuda") for _ in range(3))
     flop = 2 * 128 * 64 * 258 * 258 * 64 * 9
 
-    def timed(fn, reps=10):
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return sorted(times)[len(times) // 2]
-
     x_cl = x.to(memory_format=torch.channels_last)
     rows = {
         "kgen conv + moments (TF32 rna)": lambda: ext.convt_forward(x, weight, bias, 8, EPS, [1, 1], [0, 0], [0, 0], 0),
@@ -150,7 +137,7 @@ def bench() -> None:
         "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
     }
     for name, fn in rows.items():
-        ms = timed(fn)
+        ms = median_ms(fn)
         print(f"{name:36s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
 
 

@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.gpu import region_harness_twopass as H  # noqa: E402
+from tests.gpu.timing import median_ms  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 EPS = 1e-5
@@ -319,22 +320,9 @@ def bench():
     shape, groups = (128, 32, 254, 254), 8
     gb = torch.empty(shape).numel() * 4 / 1e9
 
-    def timed(fn, iters=10):
-        fn()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iters):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end))
-        return sorted(times)[len(times) // 2]
-
     print(f"device: {torch.cuda.get_device_name()}, x {shape} = {gb:.2f} GB")
     x0 = torch.randn(shape, device="cuda")
-    t = timed(lambda: x0.clone())
+    t = median_ms(lambda: x0.clone())
     print(f"copy (x.clone): {t:.3f} ms, {2 * gb / t * 1e3:.0f} GB/s")
     # bytes moved, in units of x (full-size tensors only; out/dout of a reduction are small)
     for name, window, fwd_bytes, bwd_bytes in [
@@ -352,7 +340,7 @@ def bench():
         dout = torch.randn_like(out)
         bwd = lambda: ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,  # noqa: E731
                                           list(window))
-        tf, tb = timed(fwd), timed(bwd)
+        tf, tb = median_ms(fwd), median_ms(bwd)
         print(f"{name:14s} forward {tf:7.3f} ms ({fwd_bytes * gb / tf * 1e3:5.0f} GB/s)   "
               f"backward {tb:7.3f} ms ({bwd_bytes * gb / tb * 1e3:5.0f} GB/s)")
         del out, dout, mean, rstd, aux

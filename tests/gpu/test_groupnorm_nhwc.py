@@ -20,6 +20,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.gpu.timing import median_ms  # noqa: E402
+
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
@@ -401,21 +404,6 @@ def test_streamed_integer_message_from_cuda_unit(ext):
 
 # ---------------------------------------------------------------- timing (not a test)
 
-def _median_ms(fn, warmup=3, reps=10):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
-
-
 def bench(shape=(128, 64, 258, 258), groups=8, gelu=True, profile=True):
     ext = build_extension()
     print("device:", torch.cuda.get_device_name(), "| torch", torch.__version__)
@@ -427,7 +415,7 @@ def bench(shape=(128, 64, 258, 258), groups=8, gelu=True, profile=True):
     rows = []
 
     def report(name, fn, tensors):
-        ms = _median_ms(fn)
+        ms = median_ms(fn)
         gbs = tensors * tensor_bytes / ms / 1e6
         rows.append((name, ms, gbs))
         print(f"{name:44s} {ms:8.3f} ms  {gbs:7.0f} GB/s  ({tensors} x {tensor_bytes / 1e9:.2f} GB)", flush=True)

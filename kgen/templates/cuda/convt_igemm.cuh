@@ -62,6 +62,11 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 #endif
 }
 
+// Where accumulator r of a warp's mma tile (i, j) sits in the block tile: the m16n8 C fragment gives lane
+// (g, t) rows g and g + 8, columns 2t and 2t + 1.
+__device__ __forceinline__ int acc_row(int warp_m, int i, int g, int r) { return warp_m + i * 16 + g + (r >= 2 ? 8 : 0); }
+__device__ __forceinline__ int acc_col(int warp_n, int j, int t, int r) { return warp_n + j * 8 + 2 * t + (r & 1); }
+
 template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN>
 struct Tiles {
   static constexpr int kThreads = kWarpsM * kWarpsN * kWarpSize;
@@ -198,8 +203,8 @@ convt_forward_kernel(const float* __restrict__ x, const float* __restrict__ wt, 
           for (int j = 0; j < T::kMmaN; ++j)
 #pragma unroll
             for (int r = 0; r < 4; ++r) {
-              const int m = warp_m + i * 16 + g + (r >= 2 ? 8 : 0), c = warp_n + j * 8 + 2 * t + (r & 1);
-              acc[i][j][r] = fmaf(as[(kk + k) * T::kPadA + m], bs[(kk + k) * T::kPadB + c], acc[i][j][r]);
+              acc[i][j][r] = fmaf(as[(kk + k) * T::kPadA + acc_row(warp_m, i, g, r)],
+                                  bs[(kk + k) * T::kPadB + acc_col(warp_n, j, t, r)], acc[i][j][r]);
             }
 #endif
     }
@@ -229,10 +234,10 @@ convt_forward_kernel(const float* __restrict__ x, const float* __restrict__ wt, 
     for (int j = 0; j < T::kMmaN; ++j)
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int m = warp_m + i * 16 + g + (r >= 2 ? 8 : 0), c = warp_n + j * 8 + 2 * t + (r & 1);
+        const int c = acc_col(warp_n, j, t, r);
         const float b = co0 + c < s.out_channels ? __ldg(bias + co0 + c) : 0.f;
         // a separately rounded add, as PyTorch's bias add after the convolution
-        cs[c * T::kPadC + m] = __fadd_rn(acc[i][j][r], b);
+        cs[c * T::kPadC + acc_row(warp_m, i, g, r)] = __fadd_rn(acc[i][j][r], b);
       }
   __syncthreads();
 
