@@ -13,7 +13,7 @@ import torch.fx
 import torch.nn as nn
 
 from kgen.ref import functors, ops
-from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",

@@ -12,7 +12,8 @@ from kgen import __version__
 from kgen.emit import TEMPLATES, _check_static_rules, _environment
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
-from kgen.ref.plan import LibraryStep, Plan, PointwiseStep, RegionStep, make_plan
+from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
 CUDA_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_ops.cuh",

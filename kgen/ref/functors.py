@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from kgen.ref import ops
-from kgen.ref.plan import Operand, PwNode
+from kgen.ref.ir import Operand, PwNode
 
 _TOKEN = re.compile(r"\b([abr])\b")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kgen.ref.plan import LibraryStep, PointwiseStep, RegionStep, make_plan
+from kgen.ref.ir import LibraryStep, PointwiseStep, RegionStep
+from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
 HERE = Path(__file__).parent

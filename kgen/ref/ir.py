@@ -1,0 +1,86 @@
+"""The Plan, the small IR between the traced graph and the generated code (`kgen emit --ref`).
+
+A Plan is the reference's forward as a list of steps, each one of:
+  LibraryStep    a PyTorch call kept as the reference makes it (conv, linear, batch norm, dropout...), maybe
+                 with its bias peeled off into the region that consumes it;
+  RegionStep     a GroupNorm with the element-wise ops before it (prologue), after it (epilogue) and the
+                 reduction or window pooling that follows (one kgen kernel family, forward and backward);
+  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel).
+Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
+differentiated by codegen.py, never matched against a table of fixed chains. plan.py builds a Plan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kgen.ref.trace import Reference
+
+
+@dataclass(frozen=True)
+class Operand:
+    kind: str          # "value" (a PwNode or a region leaf, by node name) | "param" (index) | "scalar"
+    ref: object
+
+
+@dataclass
+class PwNode:
+    name: str
+    op: str
+    operands: list
+    consts: dict
+    line: str = ""
+    module: str = ""   # attribute path of the nn.Module it was called as (its constants are that module's)
+
+
+@dataclass
+class Param:
+    expr: str          # the Python expression ModelNew reads it by, e.g. "self.bias"
+    shape: tuple
+    label: str
+
+
+@dataclass
+class LibraryStep:
+    node: object                  # the fx node
+    drop_bias: bool = False       # the bias is added by the region that consumes this output
+    elementwise_fallback: bool = False   # an element-wise op that broadcasts to a new shape, left to PyTorch
+
+
+@dataclass
+class RegionStep:
+    index: int
+    input: str                    # fx node name of x
+    gn: str                       # fx node name of the GroupNorm
+    gn_module: str | None         # attribute path of the nn.GroupNorm, or None for F.group_norm
+    gn_args: dict                 # functional form: groups/weight/bias/eps as Python expressions
+    affine: bool
+    shape: list                   # x's shape
+    prologue: list                # PwNode, topological
+    epilogue: list                # PwNode, topological
+    params: list                  # Param, every per-channel or scalar tensor the functors read
+    result: str                   # the node whose value the reduction reads (epilogue result or the GN)
+    reduce_kind: str = "kNone"
+    reduce_op: str = "kSum"
+    keepdim: bool = False
+    window: tuple = ()
+    window_expr: str = ""         # Python expression of the window at run time
+    output: str = ""              # fx node name the step defines
+    out_shape: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class PointwiseStep:
+    index: int
+    input: str
+    nodes: list
+    params: list
+    output: str
+    shape: list
+
+
+@dataclass
+class Plan:
+    ref: Reference
+    steps: list
+    outputs: object               # the fx output node's argument
