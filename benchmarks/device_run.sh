@@ -143,12 +143,13 @@ for step in "$@"; do
       tar czf "$OUT/regions_logs.tar.gz" -C "$L" . ;;
     family)  # issue 12's table: every KernelBench GroupNorm problem, emit -> validate -> KernelBench -> timings
       # (benchmarks/family.py: parallel builds, FAMILY_WORKERS correctness runs at once with Inductor's caches
-      # warmed beside them, then the timings alone on the GPU). FAMILY_ONLY picks problems (e.g. 19,92).
+      # warmed beside them, then the timings alone on the GPU). FAMILY_ONLY picks problems (e.g. 19,92);
+      # FAMILY_ARGS adds options (e.g. --skip-checks for a second call that only times, on the warm machine).
       # Needs .kb carried (../shared/kernelbench, see its README). One tarball comes back.
       python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
       mkdir -p "$OUT/family"
       PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$OUT/family" --bench --trials 2 \
-        --workers "${FAMILY_WORKERS:-4}" --jobs 16 ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} 2>&1 \
+        --workers "${FAMILY_WORKERS:-4}" --jobs 16 ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} ${FAMILY_ARGS:-} 2>&1 \
         | tee "$OUT/family/family.log" | grep -E "^L[12]-|prebuild:"
       tar czf "$OUT/family_logs.tar.gz" -C "$OUT/family" . && rm -rf "$OUT/family" ;;
     *) echo "unknown step $step" ;;

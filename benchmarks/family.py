@@ -5,7 +5,7 @@ forward+backward timed in one process per problem (benchmarks/bench_problem.py).
 and one JSON.
 
     PYTHONPATH=. python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8]
-                                              [--workers 4]
+                                              [--workers 4] [--skip-checks]
 
 Three phases, to fit a short lease: the builds in parallel (benchmarks/prebuild.py); the correctness runs,
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
@@ -54,6 +54,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=400)
     parser.add_argument("--min-run-time", type=float, default=0.5, help="seconds of timing per contender and mode")
+    parser.add_argument("--skip-checks", action="store_true",
+                        help="no kgen validate and no KernelBench run: emit, build and (with --bench) time only, e.g. "
+                             "in a second device call after a first one ran the checks")
     parser.add_argument("--workers", type=int, default=1,
                         help="problems judged at once (>1 for correctness only: timings then share the GPU)")
     args = parser.parse_args()
@@ -89,6 +92,8 @@ def main() -> None:
         if row["emit"] != 0:
             return row
         sol = emitted / f"{row['problem']}.py"
+        if args.skip_checks:
+            return row
         vjson = out / f"validate_{row['problem']}.json"
         cmd = [sys.executable, "-m", "kgen.cli", "validate", str(sol), "--trials", str(args.trials), "--json",
                str(vjson), "--timeout", str(args.timeout)]
