@@ -41,3 +41,12 @@ def test_jitter_never_writes_an_operand_through_an_undeclared_alias():
         flat = torch.ops.aten._unsafe_view(weight, [24])   # shares weight's storage; its schema says fresh
     assert torch.equal(weight, kept) and flat.data_ptr() == weight.data_ptr()
     assert jitter.jittered == 0
+
+
+def test_a_reference_failing_under_the_jitter_leaves_the_check_as_it_was():
+    from kgen.validate.checks import failed
+    from kgen.validate.stages.sensitivity import judge_by_sensitivity
+
+    check = failed("trial 1 (rand) grad w", "max|Δ| 0.3")
+    judged = judge_by_sensitivity(check, torch.ones(3), torch.zeros(3), "RuntimeError: boom", 1e-4, 1e-4)
+    assert judged.ok is False and "rounding-sensitivity arbiter unavailable: RuntimeError: boom" in judged.detail
