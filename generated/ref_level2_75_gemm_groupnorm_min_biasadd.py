@@ -1100,6 +1100,21 @@ __device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 
 __device__ __forceinline__ float clampf(float a, float lo, float hi) {
   return a != a ? a : fminf(fmaxf(a, lo), hi);
 }
+// torch.clamp's gradient: 1 strictly inside the bounds, 0 outside; for a value exactly ON a bound it is
+// PyTorch's version that decides (2.11 passes the gradient there, 2.15 does not), so the emitted file asks
+// the PyTorch that builds it and sets these two (hardtanh's gradient is 0 on its bounds in both).
+#ifndef KGEN_CLAMP_GRAD_AT_LO
+#define KGEN_CLAMP_GRAD_AT_LO 1
+#endif
+#ifndef KGEN_CLAMP_GRAD_AT_HI
+#define KGEN_CLAMP_GRAD_AT_HI 1
+#endif
+__device__ __forceinline__ float clamp_grad(float a, float lo, float hi) {
+  if (a > lo && a < hi) return 1.f;
+  if (a == lo && a <= hi) return KGEN_CLAMP_GRAD_AT_LO ? 1.f : 0.f;
+  if (a == hi && a >= lo) return KGEN_CLAMP_GRAD_AT_HI ? 1.f : 0.f;
+  return 0.f;
+}
 __device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 // F.mish: a * tanh(softplus(a)), as PyTorch's kernel: a * tanh(log1p(exp(a))).
@@ -3736,6 +3751,15 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 
+def _clamp_gradient_flags():
+    """Whether this PyTorch's clamp passes the gradient of a value lying exactly on its lower / upper bound
+    (2.11 does, 2.15 does not): the kernels' clamp derivative is built to match the PyTorch that runs them."""
+    probe = torch.tensor([0.0, 1.0], requires_grad=True)
+    torch.clamp(probe, 0.0, 1.0).sum().backward()
+    at_lo, at_hi = (int(g == 1.0) for g in probe.grad.tolist())
+    return [f"-DKGEN_CLAMP_GRAD_AT_LO={at_lo}", f"-DKGEN_CLAMP_GRAD_AT_HI={at_hi}"]
+
+
 def _build_extension():
     """Builds the kernels once per process. The module name carries a hash of the source, so two
     different emitted files never share (or overwrite) one build."""
@@ -3745,7 +3769,7 @@ def _build_extension():
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
         functions=["region0_forward", "region0_backward"],
-        extra_cuda_cflags=["-O3"],
+        extra_cuda_cflags=["-O3"] + _clamp_gradient_flags(),
         verbose=False,
     )
 

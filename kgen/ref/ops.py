@@ -49,7 +49,7 @@ OPS = {o.name: o for o in [
           "hardsigmoid(a)"),
     OpDef("hardtanh", 1, "kgen::clampf(a, {lo}, {hi})", ("(a <= {lo} || a >= {hi}) ? 0.f : 1.f",),
           "hardtanh(a, {lo}, {hi})"),
-    OpDef("clamp", 1, "kgen::clampf(a, {lo}, {hi})", ("(a >= {lo} && a <= {hi}) ? 1.f : 0.f",),
+    OpDef("clamp", 1, "kgen::clampf(a, {lo}, {hi})", ("kgen::clamp_grad(a, {lo}, {hi})",),
           "clamp(a, {lo}, {hi})"),
     OpDef("minimum", 2, "kgen::minimumf(a, b)",
           ("a < b ? 1.f : (a == b ? 0.5f : 0.f)", "b < a ? 1.f : (a == b ? 0.5f : 0.f)"), "minimum(a, b)"),

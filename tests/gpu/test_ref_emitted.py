@@ -43,3 +43,34 @@ def test_emitted_solution_validates(reference, tmp_path):
         args = ["--init-args", init_args[0]] + [a for s in shapes for a in ("--input-shape", s)]
         result = validate(solution, *args)
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+
+def test_clamp_gradient_on_the_bounds(tmp_path):
+    """Inputs lying exactly on the clamp bounds (0.25, 0.75): the emitted kernels' gradient there is the running
+    PyTorch's (which changed between 2.11 and 2.15), element for element."""
+    import torch
+
+    from tests.solution_loader import import_file
+
+    reference = ROOT / "tests" / "ref" / "references" / "gn_clamp_bounds.py"
+    solution = tmp_path / "gn_clamp_bounds_solution.py"
+    emit(reference, solution)
+    sol, ref = import_file(solution), import_file(reference)
+    torch.manual_seed(0)
+    model = ref.Model(*ref.get_init_inputs()).cuda()
+    torch.manual_seed(0)
+    new = sol.ModelNew(*ref.get_init_inputs()).cuda()
+    x = torch.rand(4, 16, 12, 10, device="cuda")
+    x.view(-1)[::7] = 0.25
+    x.view(-1)[3::11] = 0.75
+    upstream = torch.randn(4, 16, 12, 10, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    grads = []
+    for m in (model, new):
+        leaf = x.clone().requires_grad_()
+        out = m(leaf)
+        out.backward(upstream)
+        grads.append(leaf.grad)
+    on_bounds = (x == 0.25) | (x == 0.75)
+    assert on_bounds.sum() > 100
+    assert torch.allclose(grads[1][on_bounds], grads[0][on_bounds], atol=1e-4, rtol=1e-4)
+    assert torch.allclose(grads[1], grads[0], atol=1e-4, rtol=1e-4)

@@ -1,11 +1,14 @@
 """`kgen emit --ref`: what the planner makes of every KernelBench GroupNorm problem and of our own
 references, and its one-line errors (CPU only: nothing is built here)."""
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from kgen.ref.emit import emit_reference
 from kgen.ref.ir import LibraryStep, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
@@ -149,3 +152,38 @@ def test_emitted_file_names_its_reference_and_validate_finds_it(tmp_path):
     reference.write_text(reference.read_text() + "\n# edited\n")
     with pytest.raises(NoReference, match="changed since"):
         resolve_reference(a.read_text(), None, a)
+
+
+def _emitted_function(text: str, name: str):
+    """One top-level function of an emitted file, executed alone (importing the file would build it)."""
+    tree = ast.parse(text)
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    namespace = {"torch": torch}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), "<emitted>", "exec"), namespace)
+    return namespace[name]
+
+
+def _clamp_grad(a: float, lo: float, hi: float, at_lo: int, at_hi: int) -> float:
+    """kgen::clamp_grad (gn_region_ops.cuh), line for line."""
+    if lo < a < hi:
+        return 1.0
+    if a == lo and a <= hi:
+        return float(at_lo)
+    if a == hi and a >= lo:
+        return float(at_hi)
+    return 0.0
+
+
+def test_clamp_gradient_on_its_bounds_follows_the_running_pytorch():
+    """torch.clamp's gradient for a value exactly on a bound changed between PyTorch versions (2.11 passes it,
+    2.15 does not): an emitted file asks its PyTorch and builds the derivative to match, which replayed here
+    equals this PyTorch's own clamp gradient at, inside and outside both bounds."""
+    text = emit_reference(str(HERE / "references" / "gn_clamp_bounds.py"))[0]
+    flags = _emitted_function(text, "_clamp_gradient_flags")()
+    at_lo, at_hi = (int(f.rsplit("=", 1)[1]) for f in flags)
+    points = torch.tensor([-1.0, -0.25, -0.2, 0.0, 0.5, 0.75, 0.8, 2.0], requires_grad=True)
+    for lo, hi in ((-0.25, 0.75), (-0.25, float("inf")), (float("-inf"), 0.75), (0.5, 0.5)):
+        points.grad = None
+        torch.clamp(points, None if lo == float("-inf") else lo, None if hi == float("inf") else hi).sum().backward()
+        mine = [_clamp_grad(a, lo, hi, at_lo, at_hi) for a in points.tolist()]
+        assert mine == points.grad.tolist(), (lo, hi, flags)

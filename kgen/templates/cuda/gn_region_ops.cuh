@@ -36,6 +36,21 @@ __device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 
 __device__ __forceinline__ float clampf(float a, float lo, float hi) {
   return a != a ? a : fminf(fmaxf(a, lo), hi);
 }
+// torch.clamp's gradient: 1 strictly inside the bounds, 0 outside; for a value exactly ON a bound it is
+// PyTorch's version that decides (2.11 passes the gradient there, 2.15 does not), so the emitted file asks
+// the PyTorch that builds it and sets these two (hardtanh's gradient is 0 on its bounds in both).
+#ifndef KGEN_CLAMP_GRAD_AT_LO
+#define KGEN_CLAMP_GRAD_AT_LO 1
+#endif
+#ifndef KGEN_CLAMP_GRAD_AT_HI
+#define KGEN_CLAMP_GRAD_AT_HI 1
+#endif
+__device__ __forceinline__ float clamp_grad(float a, float lo, float hi) {
+  if (a > lo && a < hi) return 1.f;
+  if (a == lo && a <= hi) return KGEN_CLAMP_GRAD_AT_LO ? 1.f : 0.f;
+  if (a == hi && a >= lo) return KGEN_CLAMP_GRAD_AT_HI ? 1.f : 0.f;
+  return 0.f;
+}
 __device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
 // F.mish: a * tanh(softplus(a)), as PyTorch's kernel: a * tanh(log1p(exp(a))).
