@@ -11,7 +11,7 @@ from kgen.validate.checks import Check, failed, skipped
 from kgen.validate.context import Context, outputs_of, sliced, tensors_of
 from kgen.validate.numerics import compare, tensor_meta
 from kgen.validate.stages.calls import forward_backward, upstream_for
-from kgen.validate.stages.sensitivity import judge_by_sensitivity, rounding_sensitivity
+from kgen.validate.stages.sensitivity import rejudge_failing
 
 FP64_MAX_SAMPLES = 2
 
@@ -85,11 +85,11 @@ def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: lis
                 for i, x in enumerate(inputs)]
         outs = tensors_of(outputs_of(ref64(*part)))
         for o, f in zip(outs, full_out):
-            whole = f if chunk >= batch else f[start:start + chunk]
-            if o.shape != whole.shape or not torch.allclose(o, whole.double(), atol=1e-2, rtol=1e-2):
+            part_of_f = f[start:start + chunk]   # all of f when chunk is the batch (even if f's first dim is not)
+            if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=1e-2, rtol=1e-2):
                 return None
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
-        upstream64 = [(g if chunk >= batch else g[start:start + chunk]).double() for g in grads_out]
+        upstream64 = [g[start:start + chunk].double() for g in grads_out]
         gs = torch.autograd.grad(outs, wrt, upstream64, allow_unused=True)
         for key, g in zip(param_keys, gs):
             if g is not None:
@@ -175,14 +175,8 @@ def stage_fp64(ctx: Context) -> None:
             if exact is None or n is None or r is None:
                 continue   # None-ness is judged in the trials
             checks[key] = check_vs_fp64(f"{label} grad {key}", n, r, exact, ctx.atol, ctx.rtol)
-        failing = [key for key, check in checks.items() if check.ok is False
-                   and grads_new[key].shape == grads_ref[key].shape]
-        if failing:   # a kink crossed in the slice: the reference's rounding sensitivity decides (sensitivity.py)
-            sensitivity = rounding_sensitivity(ctx, x32, upstream, failing, grads_ref)
-            for key in failing:
-                checks[key] = judge_by_sensitivity(checks[key], grads_new[key], grads_ref[key], sensitivity[key],
-                                                   ctx.atol, ctx.rtol)
-        for check in checks.values():
+        # a kink crossed in the slice: the reference's rounding sensitivity decides (sensitivity.py)
+        for check in rejudge_failing(ctx, x32, upstream, checks, grads_new, grads_ref).values():
             ctx.add(check)
 
 

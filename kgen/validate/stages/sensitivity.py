@@ -147,3 +147,16 @@ def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sen
         "reference_jitter_max_abs": sensitivity.max_abs, "reference_jitter_outside": sensitivity.outside,
         "solution_vs_reference_max_abs": distance.max_abs, "solution_outside": distance.outside,
         "bound": bound, "draws": DRAWS, "jitter_ulps": JITTER_ULPS}})
+
+
+def rejudge_failing(ctx: Context, inputs: list, upstream: Callable, checks: dict[str, Check], new_grads: dict,
+                    ref_grads: dict) -> dict[str, Check]:
+    """{key: check} with every failing gradient check whose two gradients have one shape re-judged against
+    the reference's rounding sensitivity (measured once, for all of them, on `inputs`)."""
+    failing = [key for key, check in checks.items() if check.ok is False and new_grads.get(key) is not None
+               and ref_grads.get(key) is not None and new_grads[key].shape == ref_grads[key].shape]
+    if not failing:
+        return checks
+    sensitivity = rounding_sensitivity(ctx, inputs, upstream, failing, ref_grads)
+    return {key: judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol)
+            if key in failing else check for key, check in checks.items()}

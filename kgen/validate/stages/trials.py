@@ -13,7 +13,7 @@ from kgen.validate.numerics import bitwise_equal, compare, shares_memory, tensor
 from kgen.validate.stages.calls import forward_backward, trial_kind, trial_label, trial_seed, upstream_for
 from kgen.validate.stages.determinism import check_determinism, reproducibility
 from kgen.validate.stages.fp64 import arbitrate, fp64_arbiter
-from kgen.validate.stages.sensitivity import judge_by_sensitivity, rounding_sensitivity
+from kgen.validate.stages.sensitivity import rejudge_failing
 
 
 def stage_forward(ctx: Context, trial: int) -> None:
@@ -116,8 +116,8 @@ def stage_backward(ctx: Context, trial: int) -> None:
     if ref_grads is None:
         ctx.add(skipped(f"{label} backward", "the reference's output does not require grad"))
         return
-    checks = grad_checks(label, new_grads, ref_grads, ctx.atol, ctx.rtol)
-    disputed = [key for key, check in zip(grad_keys(new_grads, ref_grads), checks)
+    checks = dict(zip(grad_keys(new_grads, ref_grads), grad_checks(label, new_grads, ref_grads, ctx.atol, ctx.rtol)))
+    disputed = [key for key, check in checks.items()
                 if check.ok is False and key in ref_grads
                 and new_grads.get(key) is not None and ref_grads[key] is not None
                 and new_grads[key].shape == ref_grads[key].shape]
@@ -127,24 +127,11 @@ def stage_backward(ctx: Context, trial: int) -> None:
         del inputs
         inputs = ctx.inputs(trial_kind(trial), trial_seed(ctx, trial))
         distances = fp64_arbiter(ctx, inputs, upstream, disputed, new_grads, ref_grads)
-        checks = [arbitrate(check, key, distances, ctx.atol) if key in disputed else check
-                  for key, check in zip(grad_keys(new_grads, ref_grads), checks)]
-        checks = rejudge_by_sensitivity(ctx, inputs, upstream, disputed, checks, new_grads, ref_grads)
+        arbitrated = {key: arbitrate(checks[key], key, distances, ctx.atol) for key in disputed}
+        checks.update(rejudge_failing(ctx, inputs, upstream, arbitrated, new_grads, ref_grads))
     del inputs
-    for check in checks:
+    for check in checks.values():
         ctx.add(check)
-
-
-def rejudge_by_sensitivity(ctx: Context, inputs: list, upstream, disputed: list[str], checks: list[Check],
-                           new_grads: dict, ref_grads: dict) -> list[Check]:
-    """The disputed gradients that still fail, judged against the reference's own rounding sensitivity."""
-    keys = grad_keys(new_grads, ref_grads)
-    failing = [key for key, check in zip(keys, checks) if key in disputed and check.ok is False]
-    if not failing:
-        return checks
-    sensitivity = rounding_sensitivity(ctx, inputs, upstream, failing, ref_grads)
-    return [judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol)
-            if key in failing else check for key, check in zip(keys, checks)]
 
 
 def grad_keys(new_grads: dict, ref_grads: dict) -> list[str]:
