@@ -142,16 +142,18 @@ for step in "$@"; do
       tail -n 3 "$L"/pytest_region_*.log; grep -E "^L[12]-|prebuild" "$L/family.log"
       tar czf "$OUT/regions_logs.tar.gz" -C "$L" . ;;
     family)  # issue 12's table: every KernelBench GroupNorm problem, emit -> validate -> KernelBench -> timings
-      # (benchmarks/family.py: parallel builds, FAMILY_WORKERS correctness runs at once with Inductor's caches
-      # warmed beside them, then the timings alone on the GPU). FAMILY_ONLY picks problems (e.g. 19,92);
-      # FAMILY_ARGS adds options (e.g. --skip-checks for a second call that only times, on the warm machine).
-      # Needs .kb carried (../shared/kernelbench, see its README). One tarball comes back.
+      # (benchmarks/family.py: parallel emits and builds, FAMILY_WORKERS correctness runs at once with Inductor's
+      # caches warmed beside them, then the timings alone on the GPU). FAMILY_BUDGET seconds (default 520) bound
+      # the call; the table lives in .build/family_out on the device machine, so the same step again on the warm
+      # machine resumes where the last call stopped. FAMILY_ONLY picks problems (e.g. 19,92); FAMILY_ARGS adds
+      # options. Needs .kb carried (../shared/kernelbench, see its README). One tarball comes back.
       python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      mkdir -p "$OUT/family"
-      PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$OUT/family" --bench --trials 2 \
-        --workers "${FAMILY_WORKERS:-4}" --jobs 16 ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} ${FAMILY_ARGS:-} 2>&1 \
-        | tee "$OUT/family/family.log" | grep -E "^L[12]-|prebuild:"
-      tar czf "$OUT/family_logs.tar.gz" -C "$OUT/family" . && rm -rf "$OUT/family" ;;
+      F=.build/family_out; mkdir -p "$F"
+      PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --bench --trials 2 --resume \
+        --budget "${FAMILY_BUDGET:-520}" --workers "${FAMILY_WORKERS:-4}" --jobs 16 \
+        ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} ${FAMILY_ARGS:-} 2>&1 \
+        | tee -a "$F/family.log" | grep -E "^L[12]-|prebuild:|emit:|resume:"
+      tar czf "$OUT/family_logs.tar.gz" -C "$F" . ;;
     *) echo "unknown step $step" ;;
   esac
 done

@@ -5,12 +5,13 @@ forward+backward timed in one process per problem (benchmarks/bench_problem.py).
 and one JSON.
 
     PYTHONPATH=. python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8]
-                                              [--workers 4] [--skip-checks]
+                                              [--workers 4] [--skip-checks] [--budget S] [--resume]
 
 Three phases, to fit a short lease: the builds in parallel (benchmarks/prebuild.py); the correctness runs,
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
 warms Inductor's on-disk caches; then, one problem at a time on an otherwise idle GPU, the timings, whose
-torch.compile now finds its kernels compiled.
+torch.compile now finds its kernels compiled. `--budget` starts no stage after that many seconds and
+`--resume` keeps what OUT already holds, so a second call on the warm machine finishes the table.
 """
 from __future__ import annotations
 
@@ -55,11 +56,16 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=400)
     parser.add_argument("--min-run-time", type=float, default=0.5, help="seconds of timing per contender and mode")
     parser.add_argument("--skip-checks", action="store_true",
-                        help="no kgen validate and no KernelBench run: emit, build and (with --bench) time only, e.g. "
-                             "in a second device call after a first one ran the checks")
+                        help="no kgen validate and no KernelBench run: emit, build and (with --bench) time only")
     parser.add_argument("--workers", type=int, default=1,
                         help="problems judged at once (>1 for correctness only: timings then share the GPU)")
+    parser.add_argument("--budget", type=float, default=0,
+                        help="seconds: start no new stage after this (a lease's call ends cleanly, table saved)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep what OUT/family.json already holds (checks, KernelBench, timings) and do the rest: "
+                             "a second device call on the warm machine finishes what the first had no time for")
     args = parser.parse_args()
+    deadline = time.time() + args.budget if args.budget else float("inf")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".build" / "inductor"))   # shared by the phases
@@ -69,52 +75,72 @@ def main() -> None:
     if args.only:
         wanted = set(args.only.split(","))
         problems = [p for p in problems if problem_id(p).split("-")[1] in wanted]
-    rows = []
-    files = []
-    for ref in problems:
+    earlier = {}
+    if args.resume and (out / "family.json").is_file():
+        earlier = {row["problem"]: row for row in json.loads((out / "family.json").read_text())}
+        print(f"resume: {len(earlier)} problems in {out / 'family.json'}", flush=True)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def emit(ref: Path) -> dict:
         pid = problem_id(ref)
         sol = emitted / f"{pid}.py"
         code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), "-o", str(sol)], 120)
         plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), "--explain"], 120)[1]
-        rows.append({"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
-                     "plan": [l for l in plan.splitlines() if l and "Warn" not in l]})
-        if code == 0:
-            files.append(str(sol))
+        row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
+               "plan": [l for l in plan.splitlines() if l and "Warn" not in l]}
+        before = earlier.get(pid, {})
+        if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
+            row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})
+        return row
+
     t0 = time.time()
-    build = run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(args.jobs), *files], 900)
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:   # each emit is a CPU-bound trace: in parallel
+        rows = list(pool.map(emit, problems))
+    files = [str(emitted / f"{row['problem']}.py") for row in rows if row["emit"] == 0]
+    print(f"emit: {len(files)} of {len(rows)} files in {time.time() - t0:.0f} s", flush=True)
+    t0 = time.time()
+    build = run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(args.jobs), *files],
+                max(60.0, min(900.0, deadline - time.time())))
     print(build[1][-3000:], flush=True)
     print(f"prebuild: exit {build[0]} in {time.time() - t0:.0f} s", flush=True)
     (out / "family_prebuild.log").write_text(build[1])
-    from concurrent.futures import ThreadPoolExecutor
 
-    def judge(pair):
-        row, ref = pair
-        if row["emit"] != 0:
-            return row
+    def left(limit: float) -> float:
+        return max(1.0, min(limit, deadline - time.time()))
+
+    def judge(row, ref):
         sol = emitted / f"{row['problem']}.py"
-        if args.skip_checks:
-            return row
-        vjson = out / f"validate_{row['problem']}.json"
-        cmd = [sys.executable, "-m", "kgen.cli", "validate", str(sol), "--trials", str(args.trials), "--json",
-               str(vjson), "--timeout", str(args.timeout)]
-        code, text, secs = run(cmd, args.timeout + 60)
-        row["validate"] = {"exit": code, "seconds": round(secs, 1), "tail": text.strip().splitlines()[-40:]}
-        (out / f"validate_{row['problem']}.log").write_text(text)
-        if vjson.is_file():
-            row["validate"]["json"] = json.loads(vjson.read_text())
-        code, text, secs = run([sys.executable, str(Path(args.kb) / "kb_eval.py"), str(sol), str(ref), "--trials", "5"],
-                               args.timeout)
-        lines = [l for l in text.splitlines() if l.startswith("{")]
-        record = json.loads(lines[-1]) if lines else {}
-        row["kernelbench"] = {"exit": code, "correctness": record.get("correctness"),
-                              "runtime": record.get("runtime"), "ref_runtime": record.get("ref_runtime"),
-                              "metadata": record.get("metadata"), "tail": text.strip().splitlines()[-5:]}
-        print(f"{row['problem']}: validate exit {row['validate']['exit']} ({row['validate']['seconds']} s), "
-              f"KernelBench correct={record.get('correctness')} {record.get('runtime')} vs {record.get('ref_runtime')} ms"
-              f" (timed {'alone' if args.workers == 1 else 'beside other runs: not a speed figure'})", flush=True)
-        if args.bench:
-            run([sys.executable, str(BENCH), str(sol), str(ref), "--warm-compile"], args.timeout)
-        return row
+        if "validate" not in row:
+            vjson = out / f"validate_{row['problem']}.json"
+            cmd = [sys.executable, "-m", "kgen.cli", "validate", str(sol), "--trials", str(args.trials), "--json",
+                   str(vjson), "--timeout", str(args.timeout)]
+            code, text, secs = run(cmd, left(args.timeout + 60))
+            if code == 124 and time.time() >= deadline:
+                return   # cut by the budget, not by the problem: left for a resumed run
+            row["validate"] = {"exit": code, "seconds": round(secs, 1), "tail": text.strip().splitlines()[-40:]}
+            (out / f"validate_{row['problem']}.log").write_text(text)
+            if vjson.is_file():
+                row["validate"]["json"] = json.loads(vjson.read_text())
+        if "kernelbench" not in row and time.time() < deadline:
+            code, text, secs = run([sys.executable, str(Path(args.kb) / "kb_eval.py"), str(sol), str(ref),
+                                    "--trials", "5"], left(args.timeout))
+            if code == 124 and time.time() >= deadline:
+                return
+            lines = [l for l in text.splitlines() if l.startswith("{")]
+            record = json.loads(lines[-1]) if lines else {}
+            row["kernelbench"] = {"exit": code, "correctness": record.get("correctness"),
+                                  "runtime": record.get("runtime"), "ref_runtime": record.get("ref_runtime"),
+                                  "metadata": record.get("metadata"), "tail": text.strip().splitlines()[-5:]}
+            print(f"{row['problem']}: validate exit {row['validate']['exit']} ({row['validate']['seconds']} s), "
+                  f"KernelBench correct={record.get('correctness')} {record.get('runtime')} vs "
+                  f"{record.get('ref_runtime')} ms (timed {'alone' if args.workers == 1 else 'beside other runs: not a speed figure'})",
+                  flush=True)
+
+    def warm(row, ref):
+        code, _, _ = run([sys.executable, str(BENCH), str(emitted / f"{row['problem']}.py"), str(ref),
+                          "--warm-compile"], left(args.timeout))
+        if code == 0:
+            row["warmed"] = True
 
     lock = threading.Lock()
 
@@ -123,24 +149,35 @@ def main() -> None:
             (out / "family.json").write_text(json.dumps(rows, indent=1, default=str))
             (out / "FAMILY.md").write_text(table(rows))
 
-    def judge_and_save(pair):
-        judge(pair)
+    def check_and_save(pair):
+        row, ref = pair
+        if row["emit"] != 0 or time.time() >= deadline:
+            return
+        if not args.skip_checks:
+            judge(row, ref)
+        if args.bench and "bench" not in row and not row.get("warmed") and time.time() < deadline:
+            warm(row, ref)
         save()
 
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        list(pool.map(judge_and_save, list(zip(rows, problems))))
+        list(pool.map(check_and_save, list(zip(rows, problems))))
     if args.bench:   # alone on the GPU, one problem at a time
         for row, ref in zip(rows, problems):
-            if row["emit"] != 0:
+            if row["emit"] != 0 or ("bench" in row and "error" not in row["bench"]):
+                continue
+            if time.time() >= deadline:
+                print(f"{row['problem']}: bench not run (budget spent)", flush=True)
                 continue
             bjson = out / f"bench_{row['problem']}.json"
             code, text, secs = run([sys.executable, str(BENCH), str(emitted / f"{row['problem']}.py"), str(ref),
-                                    "--json", str(bjson), "--min-run-time", str(args.min_run_time)], args.timeout)
+                                    "--json", str(bjson), "--min-run-time", str(args.min_run_time)], left(args.timeout))
+            if code == 124 and time.time() >= deadline:
+                print(f"{row['problem']}: bench cut by the budget", flush=True)
+                continue
             row["bench"] = json.loads(bjson.read_text()) if bjson.is_file() and code == 0 else {"error": text[-600:]}
             print(f"{row['problem']}: bench exit {code} ({secs:.0f} s) {text.strip().splitlines()[-2:]}", flush=True)
             save()
-    (out / "family.json").write_text(json.dumps(rows, indent=1, default=str))
-    (out / "FAMILY.md").write_text(table(rows))
+    save()
     print(table(rows))
 
 
@@ -158,8 +195,8 @@ def table(rows) -> str:
     for row in rows:
         plan = "<br>".join(row["plan"])
         v = row.get("validate") or {}
-        verdict = {0: "PASS", 1: "FAIL", 2: "BROKEN", 3: "NO CUDA"}.get(v.get("exit"), f"exit {v.get('exit')}") \
-            if row["emit"] == 0 else f"emit failed: {row['emit_error'][:120]}"
+        verdict = ({0: "PASS", 1: "FAIL", 2: "BROKEN", 3: "NO CUDA"}.get(v.get("exit"), f"exit {v.get('exit')}")
+                   if v else "not run") if row["emit"] == 0 else f"emit failed: {row['emit_error'][:120]}"
         kb = row.get("kernelbench") or {}
         kb_text = (f"{'correct' if kb.get('correctness') else 'INCORRECT'}, {kb.get('runtime')} vs "
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
