@@ -117,6 +117,8 @@ def main() -> None:
             code, text, secs = run(cmd, left(args.timeout + 60))
             if code == 124 and time.time() >= deadline:
                 return   # cut by the budget, not by the problem: left for a resumed run
+            if crowded(row, text):
+                return
             row["validate"] = {"exit": code, "seconds": round(secs, 1), "tail": text.strip().splitlines()[-40:]}
             (out / f"validate_{row['problem']}.log").write_text(text)
             if vjson.is_file():
@@ -126,6 +128,8 @@ def main() -> None:
                                     "--trials", "5"], left(args.timeout))
             if code == 124 and time.time() >= deadline:
                 return
+            if crowded(row, text):
+                return
             lines = [l for l in text.splitlines() if l.startswith("{")]
             record = json.loads(lines[-1]) if lines else {}
             row["kernelbench"] = {"exit": code, "correctness": record.get("correctness"),
@@ -133,8 +137,21 @@ def main() -> None:
                                   "metadata": record.get("metadata"), "tail": text.strip().splitlines()[-5:]}
             print(f"{row['problem']}: validate exit {row['validate']['exit']} ({row['validate']['seconds']} s), "
                   f"KernelBench correct={record.get('correctness')} {record.get('runtime')} vs "
-                  f"{record.get('ref_runtime')} ms (timed {'alone' if args.workers == 1 else 'beside other runs: not a speed figure'})",
+                  f"{record.get('ref_runtime')} ms (timed {'beside other runs: not a speed figure' if parallel[0] else 'alone'})",
                   flush=True)
+
+    # A check that ran out of GPU memory beside the other workers' (L1-35 takes 35 GB for its float64 copy)
+    # says nothing of the solution: it is judged again after the parallel phase, alone on the GPU.
+    alone: list[str] = []
+    parallel = [args.workers > 1]
+
+    def crowded(row, text: str) -> bool:
+        if not parallel[0] or "OutOfMemoryError" not in text:
+            return False
+        with lock:
+            alone.append(row["problem"])
+        print(f"{row['problem']}: out of GPU memory beside other runs; judged again alone", flush=True)
+        return True
 
     def warm(row, ref):
         code, _, _ = run([sys.executable, str(BENCH), str(emitted / f"{row['problem']}.py"), str(ref),
@@ -161,6 +178,10 @@ def main() -> None:
 
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
         list(pool.map(check_and_save, list(zip(rows, problems))))
+    parallel[0] = False
+    for row, ref in zip(rows, problems):
+        if row["problem"] in alone:
+            check_and_save((row, ref))
     if args.bench:   # alone on the GPU, one problem at a time
         for row, ref in zip(rows, problems):
             if row["emit"] != 0 or ("bench" in row and "error" not in row["bench"]):
