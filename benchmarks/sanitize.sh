@@ -60,6 +60,19 @@ run_one() {   # FILE TOOL LOGDIR
 }
 export -f run_one
 
+# The bulk-store probe (no sanitizer; Hopper only): the one-pass GroupNorm forward writes y only with bulk (TMA)
+# stores, which initcheck does not register; the probe shows every value of a NaN-filled y overwritten
+# (benchmarks/reliability.py: bulk_stores_explained). It builds its own extension, so it starts first.
+bulk_probe() {
+  local log="$LOGDIR/diagnose_initcheck_bulk_store.bulk-store-probe.log" start=$(date +%s%N)
+  timeout -k 10 "$SANITIZE_TIMEOUT" python3 benchmarks/diagnose_initcheck_bulk_store.py one-pass > "$log" 2>&1
+  local code=$?
+  printf '%s\t%s\t%s\t%.1f\n' benchmarks/diagnose_initcheck_bulk_store.py bulk-store-probe "$code" \
+    "$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" >> "$LOGDIR/runs.tsv"
+}
+probe_pid=""
+if [ -z "${SANITIZE_NO_PROBES:-}" ]; then bulk_probe & probe_pid=$!; fi
+
 echo "== $(echo $TOOLS | wc -w) tools x ${#FILES[@]} files, $JOBS at a time, timeout ${SANITIZE_TIMEOUT} s each"
 for f in "${FILES[@]}"; do for t in $TOOLS; do printf '%s %s\n' "$f" "$t"; done; done \
   | xargs -P "$JOBS" -L 1 bash -c 'run_one "$0" "$1" "'"$LOGDIR"'"'
@@ -80,6 +93,8 @@ if [ -z "${SANITIZE_NO_PROBES:-}" ]; then
       "$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')" >> "$LOGDIR/runs.tsv"
   done
 fi
+
+[ -n "$probe_pid" ] && wait "$probe_pid"
 
 # runs.tsv in a stable order (file, then tool order) for the summary
 python3 - "$LOGDIR" $TOOLS <<'EOF'

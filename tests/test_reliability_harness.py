@@ -128,3 +128,43 @@ def test_sanitizer_log_attributes_reports_to_kernels(tmp_path):
 def test_clean_log():
     parsed = parse_log("========= COMPUTE-SANITIZER\nsanitize.py x\n========= ERROR SUMMARY: 0 errors\n", [])
     assert parsed["errors"] == 0 and not parsed["ours"] and not parsed["library"] and parsed["other"] == 0
+
+
+def _initcheck_rows(probe_exit=0, twopass="CLEAN", where="library: at::native::vectorized_elementwise_kernel x200"):
+    rows = [{"file": "generated/groupnorm.py", "tool": "initcheck", "exit": 9, "errors": 23608,
+             "verdict": "REPORTED", "where": where},
+            {"file": ".build/groupnorm_twopass.py", "tool": "initcheck", "exit": 0, "errors": 0, "verdict": twopass,
+             "where": ""}]
+    if probe_exit is not None:
+        rows.append({"file": "benchmarks/diagnose_initcheck_bulk_store.py", "tool": "bulk-store-probe",
+                     "exit": probe_exit, "errors": None, "verdict": "REPORTED", "where": ""})
+    return rows
+
+
+@pytest.mark.parametrize("case, expected", [
+    ({}, "BULK-STORES"),
+    ({"probe_exit": 1}, "REPORTED"),        # the probe found a value of y never written
+    ({"probe_exit": None}, "REPORTED"),     # no probe in this run
+    ({"twopass": "REPORTED"}, "REPORTED"),  # the same kernels without bulk stores are reported too
+    ({"where": "OURS: groupnorm_onepass_kernel x3"}, "REPORTED"),  # a report in our own kernel
+])
+def test_bulk_store_initcheck_reports_are_explained_only_with_all_the_evidence(tmp_path, case, expected):
+    from benchmarks.reliability import BULK_STORE, bulk_stores_explained
+
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "groupnorm.py").write_text(f'CUDA = r"""asm volatile("{BULK_STORE}.bulk_group");"""')
+    rows = _initcheck_rows(**case)
+    bulk_stores_explained(rows, root=tmp_path)
+    assert rows[0]["verdict"] == expected
+    if case.get("probe_exit", 0) is not None:
+        assert rows[-1]["verdict"] == "PROBE"
+
+
+def test_bulk_store_rule_needs_bulk_stores_in_the_file(tmp_path):
+    from benchmarks.reliability import bulk_stores_explained
+
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "groupnorm.py").write_text('CUDA = r"""plain stores"""')
+    rows = _initcheck_rows()
+    bulk_stores_explained(rows, root=tmp_path)
+    assert rows[0]["verdict"] == "REPORTED"
