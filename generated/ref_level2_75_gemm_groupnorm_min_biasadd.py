@@ -2094,28 +2094,23 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 
 namespace resident_detail {
 
-// Shared memory one block may opt in to on `device`, asked of the driver once per device.
-inline int64_t max_block_smem(int device) {
+// A device attribute, asked of the driver once per device (every forward call plans on it).
+template <cudaDeviceAttr kAttribute>
+inline int cached_attribute(int device) {
   constexpr int kDevices = 256;
   static std::atomic<int> cache[kDevices];  // zero-initialised: not asked yet
-  int bytes = device >= 0 && device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (bytes == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (device >= 0 && device < kDevices) cache[device].store(bytes, std::memory_order_relaxed);
+  int value = device >= 0 && device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (value == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, kAttribute, device));
+    if (device >= 0 && device < kDevices) cache[device].store(value, std::memory_order_relaxed);
   }
-  return bytes;
+  return value;
 }
 
-inline int multiprocessors(int device) {
-  constexpr int kDevices = 256;
-  static std::atomic<int> cache[kDevices];
-  int count = device >= 0 && device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
-  if (count == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-    if (device >= 0 && device < kDevices) cache[device].store(count, std::memory_order_relaxed);
-  }
-  return count;
-}
+// Shared memory one block may opt in to; shared memory of one SM; SMs.
+inline int64_t max_block_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device); }
+inline int64_t sm_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(device); }
+inline int multiprocessors(int device) { return cached_attribute<cudaDevAttrMultiProcessorCount>(device); }
 
 inline int pow2_floor(int64_t v) {
   int p = 1;
@@ -2355,6 +2350,24 @@ bool region_resident_fits(const at::Tensor& x, int64_t groups) {
   std::vector<int64_t> window(x.dim() - 2, 1);
   return make_plan<R>(dims, groups, window, 256, 1, false, budget).feasible &&
          make_plan<R>(dims, groups, window, 256, 1, true, budget).feasible;
+}
+
+// True where the resident path is also the faster one: it fits, and its forward keeps copies in flight while
+// it works. A block copies its tile, then works on it from shared memory; the SM's DRAM traffic continues
+// only through the copies of its other blocks or the block's own second stage. With double-buffered tiles
+// (units up to 12 k values) or kMinResidentBlocks blocks per SM that holds; a unit that leaves one block per
+// SM does not (H100, L2-27: 43.7 k-value slices, 1 block per SM, 0.48 TB/s), and the two-pass path (each
+// sweep at 2.5-2.8 TB/s there, reading x twice) is faster.
+constexpr int kMinResidentBlocks = 3;
+
+template <ReduceKind R>
+bool region_resident_pays(const at::Tensor& x, int64_t groups) {
+  using namespace resident_detail;
+  if (!region_resident_fits<R>(x, groups)) return false;
+  if (x.numel() == 0) return true;
+  std::vector<int64_t> window(x.dim() - 2, 1);
+  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, false, smem_budget(x));
+  return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
 }
 
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}.
@@ -3677,9 +3690,9 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Ten
 
 // ---- bindings: 1 fused GroupNorm region(s), 256 threads per block ----
 // Each region runs one of two kernel families, chosen per call from the shape and the GPU
-// (region_resident_fits): RESIDENT, one block per (sample, group) slice (or per sample, when the
-// reduction crosses groups) held on chip, reading x once; or TWO-PASS, statistics split over many blocks
-// then one apply sweep, for slices too large for one block. Both read x, recompute the prologue,
+// (region_resident_pays): RESIDENT, tiles of (sample, group) slices (or of samples, when the reduction
+// crosses groups) held on chip, reading x once; or TWO-PASS, statistics split over many blocks then one
+// apply sweep, for slices too large for one block or so large that few blocks fit on an SM. Both read x, recompute the prologue,
 // GroupNorm and epilogue on the fly, and store only the output (and, for max/min, the winning position).
 constexpr int kBlock = 256;
 
@@ -3715,7 +3728,7 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
                                          std::vector<int64_t> window) {
   const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
   const at::Tensor b = bias.has_value() ? *bias : at::Tensor();
-  if (kgen::region_resident_fits<kRegion0Reduce>(x, groups)) {
+  if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
     return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                          kRegion0Op, kBlock, kRegion0Groups>(
         x, w, b, prologue, epilogue, groups, eps, window);
@@ -3734,7 +3747,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
   const at::Tensor b = bias.has_value() ? *bias : at::Tensor();
   const at::Tensor a = aux.has_value() ? *aux : at::Tensor();
-  if (kgen::region_resident_fits<kRegion0Reduce>(x, groups)) {
+  if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
     return kgen::region_backward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                           kRegion0Op, kBlock, kRegion0Groups>(
         dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);

@@ -140,10 +140,11 @@ def _bindings() -> tuple[str, str, list[str]]:
         cpp.append(f"std::vector<torch::Tensor> {name}_backward({_BACKWARD_ARGS});")
         names += [f"{name}_forward", f"{name}_backward"]
     for kind in KINDS:
-        cuda.append(f"bool fits_{kind}(torch::Tensor x, int64_t groups) {{\n"
-                    f"  return kgen::region_resident_fits<kgen::ReduceKind::{kind}>(x, groups);\n}}\n")
-        cpp.append(f"bool fits_{kind}(torch::Tensor x, int64_t groups);")
-        names.append(f"fits_{kind}")
+        for decision in ("fits", "pays"):
+            cuda.append(f"bool {decision}_{kind}(torch::Tensor x, int64_t groups) {{\n"
+                        f"  return kgen::region_resident_{decision}<kgen::ReduceKind::{kind}>(x, groups);\n}}\n")
+            cpp.append(f"bool {decision}_{kind}(torch::Tensor x, int64_t groups);")
+            names.append(f"{decision}_{kind}")
     return "\n".join(cpp), "\n".join(cuda), names
 
 

@@ -194,6 +194,23 @@ def test_fits_decision(ext):
         ext.none_plain_forward(big, None, None, [], [], 1, 1e-5, [])
 
 
+def test_pays_decision(ext):
+    """The regions take the resident path only where it also pays: a unit so large that one block fills an SM
+    (L2-27's 43.7 k-value slices) goes to the two-pass kernels even where it fits; small units stay."""
+    conv3d = torch.empty(2, 16, 13, 29, 29, device="cuda")
+    for kind in ("kNone", "kPlane", "kWindow"):
+        assert not getattr(ext, f"pays_{kind}")(conv3d, 4), kind
+    conv = torch.empty(512, 128, 17, 17, device="cuda")
+    linear = torch.empty(32768, 4096, device="cuda")
+    for kind in ("kNone", "kChannel", "kPlane", "kSample", "kWindow"):
+        assert getattr(ext, f"pays_{kind}")(linear, 64), kind  # 64-value slices, 4 k-value samples
+        if kind not in ("kChannel", "kSample"):  # there a unit is a 37 k-value sample: one block per SM
+            assert getattr(ext, f"pays_{kind}")(conv, 8), kind
+    assert not ext.pays_kChannel(conv, 8)
+    assert ext.pays_kNone(torch.empty(8, 4, 64, 64, device="cuda"), 4)  # 4 k-value slices, double-buffered
+    assert not ext.pays_kNone(torch.empty(2, 64, 256, 256, device="cuda"), 1)  # does not even fit
+
+
 def test_errors_and_edge_inputs(ext):
     x = torch.randn(2, 12, 4, 4, device="cuda")
     with pytest.raises(RuntimeError, match="not divisible"):
