@@ -38,6 +38,7 @@ CUDA_SOURCE = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -200,6 +201,74 @@ inline void check_float_cuda(const at::Tensor& t, const char* what) {
 }
 
 inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }
+
+// A device attribute, asked of the driver once per device (every forward call plans on it).
+template <cudaDeviceAttr kAttribute>
+inline int cached_attribute(int device) {
+  constexpr int kDevices = 256;
+  static std::atomic<int> cache[kDevices];  // zero-initialised: not asked yet
+  int value = device >= 0 && device < kDevices ? cache[device].load(std::memory_order_relaxed) : 0;
+  if (value == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&value, kAttribute, device));
+    if (device >= 0 && device < kDevices) cache[device].store(value, std::memory_order_relaxed);
+  }
+  return value;
+}
+
+// Shared memory one block may opt in to; shared memory of one SM; SMs.
+inline int64_t max_block_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device); }
+inline int64_t sm_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(device); }
+inline int multiprocessors(int device) { return cached_attribute<cudaDevAttrMultiProcessorCount>(device); }
+
+// ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
+
+__device__ __forceinline__ void copy16(float* smem, const float* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+  *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+#endif
+}
+
+__device__ __forceinline__ void copy4(float* smem, const float* gmem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+  *smem = *gmem;
+#endif
+}
+
+// As copy4, but writes 0 where !valid (gmem is then never read: it may point anywhere).
+__device__ __forceinline__ void copy4_or_zero(float* smem, const float* gmem, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 4 : 0) : "memory");
+#else
+  *smem = valid ? *gmem : 0.f;
+#endif
+}
+
+__device__ __forceinline__ void copies_done() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void copies_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+// Waits until at most kPending of the committed copy groups are still in flight (the most recent ones).
+template <int kPending>
+__device__ __forceinline__ void copies_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
 
 }  // namespace kgen
 

@@ -35,6 +35,7 @@ CASES = [
     (1, 16, 70, 10, 7, 5, 2, 2, 1, 7),         # kernel 5, C_out 70: a second, partial channel tile
     (2, 9, 130, 6, 5, 3, 2, 1, 1, 2),          # groups of 65 channels straddling channel tiles
     (1, 33, 64, 31, 29, 3, 1, 1, 0, 16),       # C_in 33: a partial input-channel chunk; plane 961
+    (1, 80, 32, 6, 5, 1, 1, 0, 0, 4),          # kernel 1, C_in 80: three chunks, fewer than the pipeline's stages
 ]
 
 

@@ -11,11 +11,13 @@
 //
 // The tile. A block owns kBM consecutive output pixels of one sample (a tile may wrap across output rows:
 // m is the flat index oh * out_w + ow) and kBN output channels; its warps split that as kWarpsM x kWarpsN,
-// each warp a grid of m16n8k8 TF32 mma.sync tiles. Operands go global -> registers -> shared memory (two
-// buffers: the next chunk's loads are in flight while the tensor cores work on this one), converted to TF32
-// once on the way into shared memory (kRoundNearest: cvt.rna, round to nearest, ties away; otherwise the
-// low 13 bits are dropped, as the tensor cores do with raw float bits). Rows are padded by 8 floats, so the
-// fragment loads of a warp hit 32 distinct banks.
+// each warp a grid of m16n8k8 TF32 mma.sync tiles. Operands go global -> shared memory by cp.async (4-byte
+// copies, zero-filled where a tap reads nothing) through kStages buffers: kStages - 1 chunks are in flight
+// while the tensor cores work on one, and one barrier per chunk. (v1 staged the loads in registers with one
+// chunk of lookahead: on the H100 every chunk waited on its loads, 42.6 TFLOP/s; benchmarks/convt_fused.)
+// Each thread rounds the operands it copied to TF32 in place once they land (kRoundNearest: cvt.rna, round
+// to nearest, ties away, the nearer to cuDNN's TF32 on the H100; otherwise nothing is done and the tensor
+// cores drop the low 13 bits of the raw float bits). Rows are padded by 8 floats, so the fragment loads of a warp hit 32 distinct banks.
 //
 // The epilogue. The accumulators (+ bias) go through shared memory so that each output channel's kBM
 // pixels leave as one coalesced run; on the way every thread folds op(z) of the elements it stores into
@@ -67,7 +69,7 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], 
 __device__ __forceinline__ int acc_row(int warp_m, int i, int g, int r) { return warp_m + i * 16 + g + (r >= 2 ? 8 : 0); }
 __device__ __forceinline__ int acc_col(int warp_n, int j, int t, int r) { return warp_n + j * 8 + 2 * t + (r & 1); }
 
-template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN>
+template <int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages>
 struct Tiles {
   static constexpr int kThreads = kWarpsM * kWarpsN * kWarpSize;
   static constexpr int kWarpM = kBM / kWarpsM, kWarpN = kBN / kWarpsN;  // one warp's tile
@@ -75,12 +77,14 @@ struct Tiles {
   static constexpr int kPadA = kBM + 8, kPadB = kBN + 8, kPadC = kBM + 4;
   static constexpr int kLoadsA = kBM * kBK / kThreads, kLoadsB = kBK * kBN / kThreads;
   static constexpr int kStageFloats = kBK * kPadA + kBK * kPadB;
-  static constexpr int kSmemFloats = 2 * kStageFloats > kBN * kPadC ? 2 * kStageFloats : kBN * kPadC;
+  static constexpr int kSmemFloats = kStages * kStageFloats > kBN * kPadC ? kStages * kStageFloats : kBN * kPadC;
+  static constexpr int kSmemBytes = kSmemFloats * 4;  // dynamic shared memory of one block
   static_assert(kWarpM % 16 == 0 && kWarpN % 8 == 0 && kBK % 8 == 0, "mma tiles are 16 x 8 x 8");
   static_assert(kThreads % kBM == 0, "each thread gathers A for one fixed pixel");
   static_assert(kThreads % kBN == 0, "each thread loads B for one fixed output channel");
   static_assert((kBM * kBK) % kThreads == 0 && (kBK * kBN) % kThreads == 0, "loads split evenly");
-  static_assert(kSmemFloats * 4 <= 48 * 1024, "static shared memory");
+  static_assert(kStages >= 2, "a stage in flight while one is multiplied");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory of one block");
 };
 
 // The pixel a thread gathers A for, and where its input row/column is for the current tap.
@@ -100,12 +104,13 @@ struct Gather {
   }
 };
 
-template <class Op, int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, bool kRoundNearest>
-__global__ void __launch_bounds__(Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN>::kThreads)
+template <class Op, int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kRoundNearest>
+__global__ void __launch_bounds__(Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN, kStages>::kThreads)
 convt_forward_kernel(const float* __restrict__ x, const float* __restrict__ wt, const float* __restrict__ bias,
                      float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, Op op) {
-  using T = Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN>;
-  __shared__ __align__(16) float smem[T::kSmemFloats];
+  using T = Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN, kStages>;
+  extern __shared__ float4 convt_smem[];
+  float* smem = reinterpret_cast<float*>(convt_smem);
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int g = lane >> 2, t = lane & 3;  // mma fragment coordinates
   const int warp_m = (warp % kWarpsM) * T::kWarpM, warp_n = (warp / kWarpsM) * T::kWarpN;
@@ -139,34 +144,45 @@ convt_forward_kernel(const float* __restrict__ x, const float* __restrict__ wt, 
 
   const int ci_chunks = (s.in_channels + kBK - 1) / kBK;
   const int chunks = s.taps() * ci_chunks;
-  float ra[T::kLoadsA], rb[T::kLoadsB];
 
-  auto load_chunk = [&](int chunk) {
+  // Starts chunk `chunk`'s copies into `stage`. Chunks are started in order, so the gather's tap state
+  // (set at each tap's first chunk) always belongs to the chunk being started.
+  auto start_chunk = [&](int chunk, int stage) {
+    float* as = smem + stage * T::kStageFloats;
+    float* bs = as + kBK * T::kPadA;
     const int tap = chunk / ci_chunks, ci0 = (chunk - tap * ci_chunks) * kBK;
     if (chunk % ci_chunks == 0) gather.at_tap(s, tap / s.kernel_w, tap % s.kernel_w);
 #pragma unroll
     for (int i = 0; i < T::kLoadsA; ++i) {
       const int ci = ci0 + a_k0 + i * kAStep;
-      ra[i] = (gather.offset >= 0 && ci < s.in_channels) ? __ldg(x_n + int64_t(ci) * s.in_plane() + gather.offset)
-                                                         : 0.f;
+      const bool valid = gather.offset >= 0 && ci < s.in_channels;
+      copy4_or_zero(as + (a_k0 + i * kAStep) * T::kPadA + tid % kBM,
+                    valid ? x_n + int64_t(ci) * s.in_plane() + gather.offset : x_n, valid);
     }
 #pragma unroll
     for (int i = 0; i < T::kLoadsB; ++i) {
       const int ci = ci0 + b_k0 + i * kBStep;
-      rb[i] = (b_valid_col && ci < s.in_channels)
-                  ? __ldg(wt + (int64_t(tap) * s.in_channels + ci) * s.out_channels + co0 + b_col)
-                  : 0.f;
+      const bool valid = b_valid_col && ci < s.in_channels;
+      copy4_or_zero(bs + (b_k0 + i * kBStep) * T::kPadB + b_col,
+                    valid ? wt + (int64_t(tap) * s.in_channels + ci) * s.out_channels + co0 + b_col : wt, valid);
     }
   };
-  auto store_chunk = [&](int stage) {
+  // Rounds this thread's own copies of a landed chunk to TF32 in place (cvt.rna is a few integer
+  // instructions: once per element here, not once per warp that reads it as a fragment).
+  auto round_chunk = [&](int stage) {
+    if (!kRoundNearest) return;
     float* as = smem + stage * T::kStageFloats;
     float* bs = as + kBK * T::kPadA;
 #pragma unroll
-    for (int i = 0; i < T::kLoadsA; ++i)
-      as[(a_k0 + i * kAStep) * T::kPadA + tid % kBM] = __uint_as_float(to_tf32(ra[i], kRoundNearest));
+    for (int i = 0; i < T::kLoadsA; ++i) {
+      float* v = as + (a_k0 + i * kAStep) * T::kPadA + tid % kBM;
+      *v = __uint_as_float(to_tf32(*v, true));
+    }
 #pragma unroll
-    for (int i = 0; i < T::kLoadsB; ++i)
-      bs[(b_k0 + i * kBStep) * T::kPadB + b_col] = __uint_as_float(to_tf32(rb[i], kRoundNearest));
+    for (int i = 0; i < T::kLoadsB; ++i) {
+      float* v = bs + (b_k0 + i * kBStep) * T::kPadB + b_col;
+      *v = __uint_as_float(to_tf32(*v, true));
+    }
   };
   auto compute_chunk = [&](int stage) {
     const float* as = smem + stage * T::kStageFloats;
@@ -210,21 +226,26 @@ convt_forward_kernel(const float* __restrict__ x, const float* __restrict__ wt, 
     }
   };
 
-  // Main loop: chunk c + 1 travels global -> registers while the tensor cores multiply chunk c.
-  if (chunks > 0) {
-    load_chunk(0);
-    store_chunk(0);
+  // Main loop: chunks c + 1 .. c + kStages - 1 travel global -> shared while the tensor cores multiply
+  // chunk c. One commit group per chunk (empty past the last), so "all but the newest kStages - 2 groups
+  // done" always means "chunk c has landed". The barrier after that wait also tells every thread that all
+  // are done with chunk c - 1, whose stage the next copies then overwrite.
+#pragma unroll
+  for (int c = 0; c < kStages - 1; ++c) {
+    if (c < chunks) start_chunk(c, c);
+    copies_commit();
   }
-  __syncthreads();
   for (int c = 0; c < chunks; ++c) {
-    if (c + 1 < chunks) load_chunk(c + 1);
-    compute_chunk(c & 1);
+    copies_wait<kStages - 2>();
+    round_chunk(c % kStages);
     __syncthreads();
-    if (c + 1 < chunks) {
-      store_chunk((c + 1) & 1);
-      __syncthreads();
-    }
+    const int ahead = c + kStages - 1;
+    if (ahead < chunks) start_chunk(ahead, ahead % kStages);
+    copies_commit();
+    compute_chunk(c % kStages);
   }
+  copies_done();
+  __syncthreads();  // the epilogue reuses the stages
 
   // Epilogue: z = acc + bias into shared memory as [channel][pixel].
   float* cs = smem;
@@ -322,11 +343,11 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 }
 
 // conv_transpose2d(x, weight, bias) -> z, and the GroupNorm statistics of op(z): {z, mean (N, G, 2), rstd (N, G)}.
-template <class Op, int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, bool kRoundNearest>
+template <class Op, int kBM, int kBN, int kBK, int kWarpsM, int kWarpsN, int kStages, bool kRoundNearest>
 std::vector<at::Tensor> convt_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                       int64_t groups, double eps, std::vector<int64_t> stride,
                                       std::vector<int64_t> padding, std::vector<int64_t> output_padding, Op op) {
-  using T = Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN>;
+  using T = Tiles<kBM, kBN, kBK, kWarpsM, kWarpsN, kStages>;
   const ConvShape s = check_convt(input, weight, bias, groups, stride, padding, output_padding);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto x = input.contiguous();
@@ -346,8 +367,15 @@ std::vector<at::Tensor> convt_moments(const at::Tensor& input, const at::Tensor&
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
   const auto stream = at::cuda::getCurrentCUDAStream();
   const dim3 grid(static_cast<unsigned>(tiles_m), static_cast<unsigned>(tiles_n), static_cast<unsigned>(s.batch));
-  convt_forward_kernel<Op, kBM, kBN, kBK, kWarpsM, kWarpsN, kRoundNearest><<<grid, T::kThreads, 0, stream>>>(
-      x.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), z.data_ptr<float>(), partial_ptr, s, op);
+  const auto kernel = convt_forward_kernel<Op, kBM, kBN, kBK, kWarpsM, kWarpsN, kStages, kRoundNearest>;
+  TORCH_CHECK(T::kSmemBytes <= max_block_smem(x.get_device()), "kgen: this ConvTranspose2d configuration takes ",
+              str(T::kSmemBytes), " bytes of shared memory per block; this GPU allows ",
+              str(max_block_smem(x.get_device())), " (fewer stages or a smaller BK fit)");
+  if (T::kSmemBytes > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  }
+  kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(x.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(),
+                                                      z.data_ptr<float>(), partial_ptr, s, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const int64_t rows = int64_t(s.batch) * s.groups;
   convt_moments_finalize_kernel<<<blocks_for(rows * kWarpSize, 256), 256, 0, stream>>>(
