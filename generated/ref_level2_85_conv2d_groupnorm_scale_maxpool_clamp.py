@@ -1215,6 +1215,9 @@ __device__ __forceinline__ float softplus_grad(float a, float beta, float thresh
 // into shared memory once (cp.async, 16 bytes where D % 4 == 0), and from there works on chip. The forward
 // grid is persistent (as many blocks as fit on the GPU, each taking tiles b, b + grid, ...) and, where two
 // tiles take at most 96 KB, double-buffered: the next tile's copy is in flight while this one is worked on.
+// Where few blocks fit on an SM (registers), the forward takes larger tiles, up to 64 values per thread, so
+// that an SM keeps kBytesInFlight of copies moving. Tiles never split a slice: the results do not depend
+// on the tile size.
 //
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
@@ -1313,7 +1316,13 @@ struct ResidentPlan {
 
 namespace resident_detail {
 
-constexpr int kValuesPerThread = 16;  // a tile's target size, in values per thread
+constexpr int kValuesPerThread = 16;  // a tile's target size, in values per thread (the forward may raise it)
+constexpr int kMaxValuesPerThread = 64;
+// The forward keeps about one tile copy per block in flight while the block works on the other, so an SM
+// moves (blocks per SM) x (tile bytes) at a time. Below this many bytes the copies cannot cover DRAM latency
+// (~25 GB/s per H100 SM x 1-2 us under load): the forward then takes larger tiles, while they stay
+// double-buffered. (H100, L2-37: 16 KB tiles, 2 blocks per SM by registers, 0.88 TB/s.)
+constexpr int64_t kBytesInFlight = 48 * 1024;
 constexpr int kReservedSmem = 1024;   // static shared memory of the kernels (reduction scratch) and slack
 // Forward tiles are double-buffered while two of them take at most this much shared memory (beyond, a tile
 // alone fills a good part of an SM, and other blocks' copies overlap its work instead).
@@ -2162,7 +2171,7 @@ inline RegionDims region_dims(const at::Tensor& x) {
 // feasible == false where one unit does not fit.
 template <ReduceKind R>
 ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
-                       int width, bool backward, int64_t budget) {
+                       int width, bool backward, int64_t budget, int values_per_thread = kValuesPerThread) {
   ResidentPlan p{};
   p.feasible = false;
   p.batch = dims.batch;
@@ -2202,7 +2211,7 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   } else if (p.tpg >= block) {
     m = 1;
   } else {
-    const int64_t target = int64_t(block) * kValuesPerThread;
+    const int64_t target = int64_t(block) * values_per_thread;
     m = teams_g * std::max<int64_t>(1, target / (int64_t(teams_g) * slice));
   }
   m = std::max<int64_t>(1, std::min(m, std::max<int64_t>(1, p.units)));
@@ -2430,13 +2439,28 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   dispatch_groups<kGroups>(groups, [&](auto kg) {
     constexpr int kG = decltype(kg)::value;
     auto launch = [&](auto kernel) {
-      allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-      int per_sm = 0;
-      C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
+      auto blocks_per_sm = [&](const ResidentPlan& p) {
+        allow_smem(reinterpret_cast<const void*>(kernel), p.smem_bytes);
+        int per_sm = 0;
+        C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, p.smem_bytes));
+        return std::max(1, per_sm);
+      };
+      auto in_flight = [](const ResidentPlan& p, int per_sm) { return int64_t(per_sm) * p.tile_groups * p.slice * 4; };
       ResidentPlan launched = plan;
-      launched.grid = std::min<int64_t>(plan.tiles, int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device()));
-      kernel<<<launched.grid, kBlock, plan.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched, eps,
-                                                                 out_ptr, aux_ptr, mean_ptr, rstd_ptr);
+      int per_sm = blocks_per_sm(launched);
+      for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
+           vpt *= 2) {
+        ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
+        if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
+        const int bigger_per_sm = blocks_per_sm(bigger);
+        if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
+        bigger.affine_vec = plan.affine_vec;
+        launched = bigger;
+        per_sm = bigger_per_sm;
+      }
+      launched.grid = std::min<int64_t>(launched.tiles, int64_t(per_sm) * multiprocessors(x.get_device()));
+      kernel<<<launched.grid, kBlock, launched.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched,
+                                                                     eps, out_ptr, aux_ptr, mean_ptr, rstd_ptr);
     };
     if (width == 4) {
       launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);

@@ -319,7 +319,7 @@ def bench():
     torch.manual_seed(0)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; GB/s = bytes of x read + out written")
     for shape, groups in [((1024, 8192), 16), ((1024, 8192), 512), ((1024, 8192), 1), ((4096, 8192), 16),
-                          ((512, 128, 17, 17), 8)]:
+                          ((32768, 4096), 64), ((512, 128, 17, 17), 8)]:   # (32768, 4096) G=64: L2-37's
         x = torch.randn(shape, device="cuda")
         c = shape[1]
         gamma = torch.randn(c, device="cuda")
@@ -341,15 +341,23 @@ def bench():
                 lambda: ext.none_plain_backward(dout, x, gamma, beta, [], [], fw[1], fw[2], None, None, groups, []))
         _report("backward PyTorch autograd", 3 * x.numel() * 4,
                 lambda: torch.autograd.grad(yr, [xr, gr, br], dout, retain_graph=True))
-    for name, groups in [("none_fused", 16), ("channel_lse", 16), ("sample_mean", 512), ("plane_mean", 16)]:
-        x = torch.randn(1024, 8192, device="cuda")
-        gamma, beta = torch.randn(8192, device="cuda"), torch.randn(8192, device="cuda")
+    for name, groups, shape in [("none_fused", 16, (1024, 8192)), ("channel_lse", 16, (1024, 8192)),
+                                ("sample_mean", 512, (1024, 8192)), ("plane_mean", 16, (1024, 8192)),
+                                ("none_fused", 64, (32768, 4096))]:
+        x = torch.randn(shape, device="cuda")
+        c = shape[1]
+        gamma, beta = torch.randn(c, device="cuda"), torch.randn(c, device="cuda")
         pro, epi = INSTANCES[name][:2]
-        pp = [torch.randn(8192, device="cuda")] if pro != "kgen::NoPrologue" else []
-        ep = [torch.randn(8192, device="cuda")] if epi in ("SwishSwishScale", "ScaleResidualX") else []
-        fwd = getattr(ext, f"{name}_forward")
+        pp = [torch.randn(c, device="cuda")] if pro != "kgen::NoPrologue" else []
+        ep = [torch.randn(c, device="cuda")] if epi in ("SwishSwishScale", "ScaleResidualX") else []
+        fwd, bwd = getattr(ext, f"{name}_forward"), getattr(ext, f"{name}_backward")
         nbytes = x.numel() * 4 * (2 if INSTANCES[name][2] == "kNone" else 1)
-        _report(f"{name} (1024, 8192) G={groups} fwd", nbytes, lambda: fwd(x, gamma, beta, pp, ep, groups, 1e-5, []))
+        _report(f"{name} {shape} G={groups} fwd", nbytes, lambda: fwd(x, gamma, beta, pp, ep, groups, 1e-5, []))
+        if INSTANCES[name][2] == "kNone":
+            fw = fwd(x, gamma, beta, pp, ep, groups, 1e-5, [])
+            dout = torch.randn_like(x)
+            _report(f"{name} {shape} G={groups} bwd", 3 * x.numel() * 4,
+                    lambda: bwd(dout, x, gamma, beta, pp, ep, fw[1], fw[2], None, None, groups, []))
 
 
 if __name__ == "__main__":
