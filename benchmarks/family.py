@@ -210,9 +210,41 @@ def _bench(row, mode):
     return f"{ms('new_ms')} / {ms('eager_ms')} / {ms('compile_ms')}"
 
 
+SHAPES = re.compile(r"\[(?:\w+ )?\[([\d, ]+)\](?: -> \w+ \[([\d, ]+)\])?")
+
+
+def traffic_bytes(plan: list[str], two_pass: bool) -> int:
+    """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints ("[conv [N, C, H, W] ->
+    group_norm [...]", "[x [...]]"), float32: each kernel's input read once (twice for a two-pass region: its
+    statistics sweep and its apply sweep) and its output written once."""
+    total = 0
+    for line in plan:
+        m = SHAPES.search(line) if line.startswith("kgen ") else None
+        if not m:
+            continue
+        elements = [1, 1]
+        for k, text in enumerate([m.group(1), m.group(2) or m.group(1)]):
+            for d in text.split(","):
+                elements[k] *= int(d)
+        reads = 2 if two_pass and line.startswith("kgen region") else 1
+        total += 4 * (reads * elements[0] + elements[1])
+    return total
+
+
+def _bandwidth(row) -> str:
+    kernels = (((row.get("validate") or {}).get("json") or {}).get("kernels") or {}).get("forward") or {}
+    us = kernels.get("solution_us")
+    two_pass = any("twopass" in name for name in kernels.get("solution_kernels", []))
+    nbytes = traffic_bytes(row["plan"], two_pass)
+    if not us or not nbytes:
+        return "-"
+    return f"{us / 1e3:.3f} ms, {nbytes / 1e9:.2f} GB{' (two-pass)' if two_pass else ''}, {nbytes / us / 1e6:.2f} TB/s"
+
+
 def table(rows) -> str:
     lines = ["| problem | plan (kgen kernels; PyTorch library ops) | kgen validate | KernelBench fp32 (5 trials) | "
-             "fwd kgen / eager / compile ms | fwd+bwd kgen / eager / compile ms |", "|---|---|---|---|---|---|"]
+             "fwd kgen / eager / compile ms | fwd+bwd kgen / eager / compile ms | kgen's kernels, forward: time, "
+             "bytes they must move, rate |", "|---|---|---|---|---|---|---|"]
     for row in rows:
         plan = "<br>".join(row["plan"])
         v = row.get("validate") or {}
@@ -222,7 +254,7 @@ def table(rows) -> str:
         kb_text = (f"{'correct' if kb.get('correctness') else 'INCORRECT'}, {kb.get('runtime')} vs "
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
         lines.append(f"| {row['problem']} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
-                     f"{_bench(row, 'forward_backward')} |")
+                     f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} |")
     return "\n".join(lines) + "\n"
 
 
