@@ -231,16 +231,7 @@ __device__ __forceinline__ void copy16(float* smem, const float* gmem) {
 #endif
 }
 
-__device__ __forceinline__ void copy4(float* smem, const float* gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem) : "memory");
-#else
-  *smem = *gmem;
-#endif
-}
-
-// As copy4, but writes 0 where !valid (gmem is then never read: it may point anywhere).
+// 4 bytes, or 0 written where !valid (gmem is then never read: it may point anywhere).
 __device__ __forceinline__ void copy4_or_zero(float* smem, const float* gmem, bool valid) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -249,6 +240,8 @@ __device__ __forceinline__ void copy4_or_zero(float* smem, const float* gmem, bo
   *smem = valid ? *gmem : 0.f;
 #endif
 }
+
+__device__ __forceinline__ void copy4(float* smem, const float* gmem) { copy4_or_zero(smem, gmem, true); }
 
 __device__ __forceinline__ void copies_done() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
