@@ -10,6 +10,7 @@
 #   verdicts              validate a planted-bug file (expect exit 1) and a file that does not compile (expect 2)
 #   regions               the region kernels' GPU tests and a few --ref problems (a short call)
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
+#   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
 #                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
@@ -154,6 +155,24 @@ for step in "$@"; do
         ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} ${FAMILY_ARGS:-} 2>&1 \
         | tee -a "$F/family.log" | grep -E "^L[12]-|prebuild:|emit:|resume:"
       tar czf "$OUT/family_logs.tar.gz" -C "$F" . ;;
+    pending)  # session 6's changes that no GPU has run yet, in one call (~6 min): the resident region tests
+      # (tiles sized by bytes in flight, the pays decision), the convt v2 tests, then alone on the GPU the
+      # convt and region benches and one ncu profile of the convt kernel (speed of light, warp stalls).
+      P=$OUT/pending; mkdir -p "$P"
+      for t in gn_region_resident convt_igemm; do   # each builds its own harness extension, both at once
+        (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider "tests/gpu/test_$t.py" > "$P/pytest_$t.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_$t.log") &
+      done
+      wait; tail -n 2 "$P"/pytest_*.log
+      timeout 90 python3 tests/gpu/test_convt_igemm.py --bench 2>&1 | grep -v Warn | tee "$P/convt_bench.log"
+      timeout 120 python3 tests/gpu/region_harness_resident.py 2>&1 | grep -v Warn > "$P/region_resident_bench.log"
+      grep -E "^x |32768|fwd|bwd" "$P/region_resident_bench.log" | head -30
+      timeout 150 ncu --kernel-name regex:convt_forward_kernel --launch-skip 2 --launch-count 1 \
+        --section SpeedOfLight --section WarpStateStats --section Occupancy \
+        python3 tests/gpu/test_convt_igemm.py --bench > "$P/ncu_convt.log" 2>&1
+      grep -E "Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Stall|Registers" \
+        "$P/ncu_convt.log" | head -20
+      tar czf "$OUT/pending_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
   esac
 done
