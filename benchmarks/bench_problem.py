@@ -4,6 +4,9 @@ validator's checks. For benchmarks/family.py, whose correctness pass has run `kg
 
     python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
 
+The JSON also lists the kernels one forward of each contender launches, longest first (`forward_kernels`):
+where torch.compile wins by running a library op in another layout or algorithm, it shows there.
+
 --warm-compile compiles the reference (forward, and forward+backward) once and times nothing: run beside
 other work, it leaves Inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR) warm for a later timing run in
 another process, whose torch.compile then takes seconds instead of tens of seconds.
@@ -51,6 +54,36 @@ def warm_compile(ref_model, inputs: list) -> None:
     torch.cuda.synchronize()
 
 
+def kernel_trace(fn, calls: int = 3, top: int = 8) -> list[dict]:
+    """The CUDA kernels one call of fn launches, by name, with their mean GPU time per call (torch.profiler),
+    longest first: what each contender runs, e.g. which convolution algorithm and layout."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[event.name] = totals.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
+    rows = sorted(totals.items(), key=lambda item: -item[1])
+    return [{"kernel": name[:160], "us": round(us, 1)} for name, us in rows[:top]]
+
+
+def forward_traces(ref_model, new_model, make_inputs) -> dict:
+    """kernel_trace of one no-grad forward of kgen, eager and torch.compile (its kernels already compiled)."""
+    inputs = make_inputs()
+    compiled = torch.compile(ref_model)
+    traces = {}
+    with torch.no_grad():
+        for name, model in (("kgen", new_model), ("eager", ref_model), ("compile", compiled)):
+            traces[name] = kernel_trace(lambda: model(*inputs))
+    return traces
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("solution")
@@ -70,6 +103,10 @@ def main() -> int:
         return 0
     result = run_bench(ref_model, new_model, make_inputs, backward=True, device=device,
                        min_run_time=args.min_run_time, log=lambda line: None)
+    try:   # a trace is an aid: the timings above stand without it
+        result["forward_kernels"] = forward_traces(ref_model, new_model, make_inputs)
+    except Exception as error:  # noqa: BLE001
+        result["forward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
     result["gpu"] = torch.cuda.get_device_name(device)
     result["torch"] = torch.__version__
     text = json.dumps(result, indent=1, default=str)

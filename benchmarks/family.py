@@ -255,7 +255,25 @@ def table(rows) -> str:
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
         lines.append(f"| {row['problem']} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
                      f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + behind_compile(rows)
+
+
+def behind_compile(rows) -> str:
+    """For each problem where torch.compile's forward is faster: the kernels one forward of each contender
+    launches, longest first (bench_problem.py's trace), so the table shows where the time goes."""
+    lines = []
+    for row in rows:
+        bench = row.get("bench") or {}
+        fwd, traces = bench.get("forward") or {}, bench.get("forward_kernels") or {}
+        if not traces or not isinstance(fwd.get("compile_ms"), (int, float)) or fwd["compile_ms"] >= fwd.get("new_ms", 0):
+            continue
+        lines += ["", f"### {row['problem']}: torch.compile's forward is faster ({fwd['compile_ms']:.3f} vs "
+                      f"{fwd['new_ms']:.3f} ms); kernels of one forward, longest first", "",
+                  "| contender | kernel | us |", "|---|---|---|"]
+        for name in ("kgen", "eager", "compile"):
+            for k in (traces.get(name) or [])[:5]:
+                lines.append(f"| {name} | `{k['kernel'][:110]}` | {k['us']} |")
+    return ("\n## Where torch.compile is faster\n" + "\n".join(lines) + "\n") if lines else ""
 
 
 if __name__ == "__main__":

@@ -94,3 +94,15 @@ def test_traffic_counts_each_kernels_input_and_output():
     one_pass = 4 * ((512 + 512) + (32 + 32) + (512 + 2))
     assert family.traffic_bytes(plan, two_pass=False) == one_pass
     assert family.traffic_bytes(plan, two_pass=True) == one_pass + 4 * (512 + 512)   # each region reads x again
+
+
+def test_table_shows_the_kernels_where_compile_is_faster():
+    trace = {"kgen": [{"kernel": "nchwToNhwcKernel", "us": 1400.0}], "eager": [],
+             "compile": [{"kernel": "sm90_xmma_dgrad_nhwc", "us": 2800.0}]}
+    slower = {"problem": "L2-19", "plan": ["kgen region 0: GroupNorm"], "emit": 0,
+              "bench": {"forward": {"new_ms": 8.6, "eager_ms": 12.3, "compile_ms": 8.5}, "forward_kernels": trace}}
+    faster = dict(slower, problem="L2-92",
+                  bench={"forward": {"new_ms": 1.2, "eager_ms": 4.3, "compile_ms": 1.5}, "forward_kernels": trace})
+    text = family.table([slower, faster])
+    assert "### L2-19: torch.compile's forward is faster" in text and "sm90_xmma_dgrad_nhwc" in text
+    assert "### L2-92" not in text
