@@ -64,6 +64,21 @@ std::vector<at::Tensor> convt_gn_forward(at::Tensor x, at::Tensor w, at::Tensor 
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }
+
+// Other tile configurations (GELU erf, TF32 rna), for the benchmark's comparison and their own correctness
+// test: the parameters `kgen tune` will search. See CONFIGS below.
+std::vector<at::Tensor> convt_forward_config(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+                                             std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                             std::vector<int64_t> output_padding, int64_t config) {
+  using Op = kgen::GeluErf;
+  switch (config) {
+    case 0: return kgen::convt::convt_moments<Op, 128, 64, 32, 4, 2, 4, true>(x, w, b, groups, eps, stride, padding, output_padding, Op{});
+    case 1: return kgen::convt::convt_moments<Op, 128, 64, 16, 4, 2, 4, true>(x, w, b, groups, eps, stride, padding, output_padding, Op{});
+    case 2: return kgen::convt::convt_moments<Op, 128, 64, 32, 4, 2, 3, true>(x, w, b, groups, eps, stride, padding, output_padding, Op{});
+    case 3: return kgen::convt::convt_moments<Op, 256, 64, 16, 4, 2, 4, true>(x, w, b, groups, eps, stride, padding, output_padding, Op{});
+  }
+  TORCH_CHECK(false, "kgen test: no configuration ", config);
+}
 """
 
 CPP_SOURCE = """
@@ -73,8 +88,15 @@ std::vector<at::Tensor> convt_forward(at::Tensor x, at::Tensor w, at::Tensor b, 
 std::vector<at::Tensor> convt_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
     int64_t groups, double eps, std::vector<int64_t> stride, std::vector<int64_t> padding,
     std::vector<int64_t> output_padding, int64_t variant);
+std::vector<at::Tensor> convt_forward_config(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+    std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> output_padding, int64_t config);
 """
-FUNCTIONS = ["convt_forward", "convt_gn_forward"]
+FUNCTIONS = ["convt_forward", "convt_gn_forward", "convt_forward_config"]
+# convt_forward_config's tiles: (pixels, channels, K chunk, warps along pixels x channels, stages), shared memory
+CONFIGS = {0: "128x64, BK 32, 4x2 warps, 4 stages (104 KB; the default)",
+           1: "128x64, BK 16, 4x2 warps, 4 stages (52 KB)",
+           2: "128x64, BK 32, 4x2 warps, 3 stages (78 KB)",
+           3: "256x64, BK 16, 4x2 warps (64x32 each), 4 stages (86 KB)"}
 VARIANTS = {"gelu_erf": 0, "gelu_erf_truncated": 1, "identity": 2, "gelu_tanh": 3}
 
 

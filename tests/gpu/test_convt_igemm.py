@@ -89,6 +89,23 @@ def test_groupnorm_output_matches_float64(ext, case):
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
 
+@pytest.mark.parametrize("config", sorted(H.CONFIGS))
+def test_tile_configurations_match_float64(ext, config):
+    """Every tile configuration the benchmark compares computes the same conv and statistics: against float64
+    at a geometry with partial pixel tiles, a partial K chunk and more chunks than stages."""
+    case = (2, 40, 64, 13, 11, 3, 2, 1, 1, 8)
+    x, weight, bias, gamma, beta, stride, pad, out_pad, groups = make(case, seed=30 + config)
+    z, mean, rstd = ext.convt_forward_config(x, weight, bias, groups, EPS, stride, pad, out_pad, config)
+    exact = conv64(x, weight, bias, stride, pad, out_pad)
+    bound = 2.5 * TF32_REL * conv64(x.abs(), weight.abs(), None, stride, pad, out_pad) + 1e-6
+    err = (z.double() - exact).abs()
+    assert (err <= bound).all(), f"{H.CONFIGS[config]}: max err {err.max():.3g}"
+    u = F.gelu(z.double()).reshape(z.shape[0], groups, -1)
+    got_mean = mean[..., 0].double() + mean[..., 1].double()
+    assert torch.allclose(got_mean, u.mean(-1), atol=1e-6, rtol=1e-6), H.CONFIGS[config]
+    assert torch.allclose(rstd.double(), 1 / torch.sqrt(u.var(-1, unbiased=False) + EPS), atol=1e-5, rtol=1e-5)
+
+
 def test_bitwise_deterministic(ext):
     x, weight, bias, gamma, beta, stride, pad, out_pad, groups = make(CASES[0], seed=3)
     first = ext.convt_gn_forward(x, weight, bias, gamma, beta, groups, EPS, stride, pad, out_pad, 0)
@@ -137,9 +154,12 @@ def bench() -> None:
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
         "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
     }
+    for config, text in H.CONFIGS.items():   # the tile configurations, conv + moments each
+        rows[f"kgen conv + moments, {text}"] = (
+            lambda c=config: ext.convt_forward_config(x, weight, bias, 8, EPS, [1, 1], [0, 0], [0, 0], c))
     for name, fn in rows.items():
         ms = median_ms(fn)
-        print(f"{name:36s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
+        print(f"{name:72s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
 
 
 if __name__ == "__main__":
