@@ -1510,7 +1510,11 @@ struct Team {
 
 }  // namespace resident_detail
 
-// ---------------------------------------------------------------- forward
+}  // namespace kgen
+
+// ---- gn_region_resident_forward: the resident forward kernel (design: gn_region_resident.cuh) ----
+namespace kgen {
+
 
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
@@ -1815,7 +1819,11 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
   }
 }
 
-// ---------------------------------------------------------------- backward
+}  // namespace kgen
+
+// ---- gn_region_resident_backward: the resident backward kernel (design: gn_region_resident.cuh) ----
+namespace kgen {
+
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
 __global__ void __launch_bounds__(kBlock)
@@ -2122,7 +2130,11 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   }
 }
 
-// ---------------------------------------------------------------- host side
+}  // namespace kgen
+
+// ---- gn_region_resident_host: planning, checks and launches of the resident kernels (gn_region_resident.cuh) ----
+namespace kgen {
+
 
 namespace resident_detail {
 
@@ -2832,6 +2844,13 @@ struct PlaneChunk {
   }
 };
 
+}  // namespace region_twopass
+}  // namespace kgen
+
+// ---- gn_region_twopass_kernels: the two-pass kernels, forward and backward (design: gn_region_twopass.cuh) ----
+namespace kgen {
+namespace region_twopass {
+
 // ---------------------------------------------------------------- forward: statistics
 
 // The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
@@ -3233,7 +3252,13 @@ __global__ void param_sums_kernel(const float* __restrict__ partial, int params,
   if (lane == 0) out[w] = static_cast<float>(s);
 }
 
-// ---------------------------------------------------------------- host side
+}  // namespace region_twopass
+}  // namespace kgen
+
+// ---- gn_region_twopass_host: planning and launches of the two-pass kernels (design: gn_region_twopass.cuh) ----
+namespace kgen {
+namespace region_twopass {
+
 
 inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_aligned(t.data_ptr()); }
 

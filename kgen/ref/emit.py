@@ -16,8 +16,14 @@ from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
-CUDA_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_ops.cuh",
-              "gn_region_resident.cuh", "gn_region_twopass.cuh", "gn_region_pointwise.cuh")
+# The building blocks of an emitted --ref file, in order (kgen/templates/cuda/); the test harnesses of the two
+# region kernel families build from the same lists.
+REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh")
+RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_resident_backward.cuh",
+                  "gn_region_resident_host.cuh")
+TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
+CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
+              ("gn_region_pointwise.cuh",))
 
 
 def check_block_size(block_size: int) -> None:

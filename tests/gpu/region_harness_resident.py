@@ -22,11 +22,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from kgen.ref.emit import REGION_BASE_PARTS, RESIDENT_PARTS
 from tests.gpu.timing import median_ms
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_DIR = ROOT / "kgen" / "templates" / "cuda"
-HEADERS = ["common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_resident.cuh"]
+HEADERS = [*REGION_BASE_PARTS, *RESIDENT_PARTS]
 
 FUNCTORS = r"""
 // ---- functors as kgen generates them

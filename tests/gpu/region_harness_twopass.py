@@ -18,8 +18,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from kgen.ref.emit import REGION_BASE_PARTS, TWOPASS_PARTS
+
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_twopass.cuh")
+PARTS = REGION_BASE_PARTS + TWOPASS_PARTS
 BLOCK = 256
 
 FUNCTORS = r"""
