@@ -1233,7 +1233,10 @@ __device__ __forceinline__ float softplus_grad(float a, float beta, float thresh
 //             gradients per channel
 // Per-(sample, channel) gradients of gamma, beta and every parameter go to a (N, K, C) buffer, K = 2 + Kp
 // + Ke, summed over the batch by column_sums (groupnorm.cuh): a fixed order, no atomics anywhere, so
-// every result is bitwise reproducible.
+// every result is bitwise reproducible. For Linear outputs that buffer is K times the input; where it would
+// pass 256 MB the backward runs in SLABS instead (ResidentPlan::parts, slab_plan): each block keeps one
+// channel slab and walks its samples, adding their gradients in shared memory in sample order, and writes
+// one row: (rows, K, C), rows about the blocks that fit on the GPU at once.
 //
 // Team sizes: the statistics passes read 16-byte packs, a team of tpg threads per slice (tpg a power of
 // two dividing the packs of a slice where that leaves no thread more than 8 packs: then the threads of a
@@ -1303,6 +1306,12 @@ struct ResidentPlan {
   int window_elems;
   resident_detail::FastDiv div_plane, div_channels, div_cpg, div_groups, div_pooled_plane;
   int64_t smem_bytes;  // dynamic shared memory of one block
+  // Backward parameter sums. 0: one row per sample (partial is (N, K, C)). Else Linear outputs in SLABS:
+  // the tile is one of `parts` channel slabs of a sample (tile_groups * parts == groups), block b always
+  // takes slab b % parts, of samples b / parts, + rows, ..., adds its tiles' sums in shared memory and
+  // writes them once: partial is (rows, K, C), rows * parts blocks.
+  int parts;
+  int64_t rows;
   bool affine_vec;     // gamma and beta (where given) allow 16-byte loads
   bool feasible;
 };
@@ -1838,132 +1847,280 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   constexpr int K = 2 + kPro + kEpi;  // rows of `partial`: dgamma, dbeta, prologue, epilogue
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
-
-  const TileOrigin<kGroups> origin(plan, blockIdx.x);
   const int M = plan.tile_groups;
-  const int D = plan.slice;
-  const int S = plan.plane;
-  const int C = static_cast<int>(plan.channels);
-  const int slices = origin.slices;
-  const int tile_channels = slices * plan.cpg;
-  float* xs = reinterpret_cast<float*>(resident_smem);
-  float* ds = xs + align4(int64_t(M) * D);  // dout (kNone only)
-  float* chan_dy = ds + (kNone ? align4(int64_t(M) * D) : 0);
-  float* chan_dyx = chan_dy + align4(int64_t(M) * plan.cpg);
-  float2* slice_mean2 = reinterpret_cast<float2*>(chan_dyx + align4(int64_t(M) * plan.cpg));
-  float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
-  float* coef_a = slice_rstd + M;
-  float* coef_b = coef_a + M;
-  const int64_t offset = origin.u0 * D;
-
-  copy_tile<kBlock, W>(xs, x + offset, slices * D);
-  if constexpr (kNone) copy_tile<kBlock, W>(ds, dout + offset, slices * D);
-  for (int i = threadIdx.x; i < slices; i += kBlock) {
-    slice_mean2[i] = mean[origin.u0 + i];
-    slice_rstd[i] = rstd[origin.u0 + i];
+  const int slab = M * plan.cpg;  // channels of a tile (a whole slab in the slab mode)
+  // Slab mode: this block's running parameter sums, K rows of its slab's channels, after the tile's arrays.
+  float* acc = plan.parts > 0 ? reinterpret_cast<float*>(resident_smem) +
+                                    align4(backward_smem_floats(M, plan.slice, plan.cpg, kNone))
+                              : nullptr;
+  if (acc != nullptr) {
+    for (int i = threadIdx.x; i < K * slab; i += kBlock) acc[i] = 0.f;  // ordered by the tile's first barrier
   }
-  copies_done();
-  __syncthreads();
-
-  // dv of the value at tile position i = tc * S + s of channel (n, c), given v.
-  const int64_t pooled_plane = plan.pooled_plane;
-  auto grad_v = [&](int i, int64_t n, int c, int tc, int s, float v) -> float {
-    int64_t o;
-    int e;
-    float scale = 1.f;
-    if constexpr (kNone) {
-      return ds[i];
-    } else if constexpr (R == ReduceKind::kPlane) {
-      o = n * C + c, e = s, scale = 1.f / float(S);
-    } else if constexpr (R == ReduceKind::kChannel) {
-      o = n * S + s, e = c, scale = 1.f / float(C);
-    } else if constexpr (R == ReduceKind::kSample) {
-      o = n, e = tc * S + s, scale = 1.f / (float(C) * float(S));
-    } else {  // kWindow
-      const int w = s % plan.size[2], h = (s / plan.size[2]) % plan.size[1], d = s / (plan.size[2] * plan.size[1]);
-      const int pw = w / plan.window[2], ph = h / plan.window[1], pd = d / plan.window[0];
-      if (pw >= plan.pooled[2] || ph >= plan.pooled[1] || pd >= plan.pooled[0]) return 0.f;  // in no window
-      o = (n * C + c) * pooled_plane + (int64_t(pd) * plan.pooled[1] + ph) * plan.pooled[2] + pw;
-      e = ((d - pd * plan.window[0]) * plan.window[1] + (h - ph * plan.window[1])) * plan.window[2] +
-          (w - pw * plan.window[2]);
-      scale = 1.f / float(plan.window_elems);
+  // Adds v to the sums of tile channel tc in row k (slab mode), or stores it as sample n's (c) partial.
+  auto put = [&](int64_t n, int c, int tc, int k, float v) {
+    if (acc != nullptr) {
+      acc[k * slab + tc] += v;
+    } else {
+      partial[(n * K + k) * plan.channels + c] = v;
     }
-    if constexpr (!kNone) {
-      const float g = __ldg(dout + o);
-      if constexpr (O == ReduceOp::kSum) {
-        return g;
-      } else if constexpr (O == ReduceOp::kMean) {
-        return g * scale;
-      } else if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) {
-        return __ldg(aux + o) == e ? g : 0.f;
-      } else {
-        return g * expf(v - __ldg(out + o));
-      }
+  };
+  auto put4 = [&](int64_t n, int c, int tc, int k, const float (&v)[4]) {
+    if (acc != nullptr) {
+      float4* a = reinterpret_cast<float4*>(acc + k * slab + tc);
+      const float4 o = *a;
+      *a = make_float4(o.x + v[0], o.y + v[1], o.z + v[2], o.w + v[3]);
+    } else {
+      *reinterpret_cast<float4*>(partial + (n * K + k) * plan.channels + c) = join4(v);
     }
   };
 
-  const Team<kBlock> team(plan.tpc);
-  // ---- pass A: per channel, sum dy, sum dy xhat and the epilogue's parameter gradients
-  if (W == 4 && S == 1) {
-    // Linear outputs: 4 channels (= values) per thread at a time, the loads of kFlatBatchBack packs first
-    const int packs = tile_channels / 4;
-    for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-      float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-      int cv[kFlatBatchBack];
-      int64_t nv[kFlatBatchBack];
-#pragma unroll
-      for (int u = 0; u < kFlatBatchBack; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          origin.channel(plan, 4 * p, nv[u], cv[u]);
-          split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-          load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-          load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
+  auto backward_tile = [&](int64_t tile) {
+    const TileOrigin<kGroups> origin(plan, tile);
+    const int D = plan.slice;
+    const int S = plan.plane;
+    const int C = static_cast<int>(plan.channels);
+    const int slices = origin.slices;
+    const int tile_channels = slices * plan.cpg;
+    float* xs = reinterpret_cast<float*>(resident_smem);
+    float* ds = xs + align4(int64_t(M) * D);  // dout (kNone only)
+    float* chan_dy = ds + (kNone ? align4(int64_t(M) * D) : 0);
+    float* chan_dyx = chan_dy + align4(int64_t(M) * plan.cpg);
+    float2* slice_mean2 = reinterpret_cast<float2*>(chan_dyx + align4(int64_t(M) * plan.cpg));
+    float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
+    float* coef_a = slice_rstd + M;
+    float* coef_b = coef_a + M;
+    const int64_t offset = origin.u0 * D;
+
+    copy_tile<kBlock, W>(xs, x + offset, slices * D);
+    if constexpr (kNone) copy_tile<kBlock, W>(ds, dout + offset, slices * D);
+    for (int i = threadIdx.x; i < slices; i += kBlock) {
+      slice_mean2[i] = mean[origin.u0 + i];
+      slice_rstd[i] = rstd[origin.u0 + i];
+    }
+    copies_done();
+    __syncthreads();
+
+    // dv of the value at tile position i = tc * S + s of channel (n, c), given v.
+    const int64_t pooled_plane = plan.pooled_plane;
+    auto grad_v = [&](int i, int64_t n, int c, int tc, int s, float v) -> float {
+      int64_t o;
+      int e;
+      float scale = 1.f;
+      if constexpr (kNone) {
+        return ds[i];
+      } else if constexpr (R == ReduceKind::kPlane) {
+        o = n * C + c, e = s, scale = 1.f / float(S);
+      } else if constexpr (R == ReduceKind::kChannel) {
+        o = n * S + s, e = c, scale = 1.f / float(C);
+      } else if constexpr (R == ReduceKind::kSample) {
+        o = n, e = tc * S + s, scale = 1.f / (float(C) * float(S));
+      } else {  // kWindow
+        const int w = s % plan.size[2], h = (s / plan.size[2]) % plan.size[1], d = s / (plan.size[2] * plan.size[1]);
+        const int pw = w / plan.window[2], ph = h / plan.window[1], pd = d / plan.window[0];
+        if (pw >= plan.pooled[2] || ph >= plan.pooled[1] || pd >= plan.pooled[0]) return 0.f;  // in no window
+        o = (n * C + c) * pooled_plane + (int64_t(pd) * plan.pooled[1] + ph) * plan.pooled[2] + pw;
+        e = ((d - pd * plan.window[0]) * plan.window[1] + (h - ph * plan.window[1])) * plan.window[2] +
+            (w - pw * plan.window[2]);
+        scale = 1.f / float(plan.window_elems);
+      }
+      if constexpr (!kNone) {
+        const float g = __ldg(dout + o);
+        if constexpr (O == ReduceOp::kSum) {
+          return g;
+        } else if constexpr (O == ReduceOp::kMean) {
+          return g * scale;
+        } else if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) {
+          return __ldg(aux + o) == e ? g : 0.f;
+        } else {
+          return g * expf(v - __ldg(out + o));
         }
       }
-#pragma unroll
-      for (int u = 0; u < kFlatBatchBack; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          const int gl = plan.div_cpg.div(4 * p);
+    };
+
+    const Team<kBlock> team(plan.tpc);
+    // ---- pass A: per channel, sum dy, sum dy xhat and the epilogue's parameter gradients
+    if (W == 4 && S == 1) {
+      // Linear outputs: 4 channels (= values) per thread at a time, the loads of kFlatBatchBack packs first
+      const int packs = tile_channels / 4;
+      for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
+        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
+        int cv[kFlatBatchBack];
+        int64_t nv[kFlatBatchBack];
+  #pragma unroll
+        for (int u = 0; u < kFlatBatchBack; ++u) {
+          const int p = base + u * kBlock;
+          if (p < packs) {
+            origin.channel(plan, 4 * p, nv[u], cv[u]);
+            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
+            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
+            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
+          }
+        }
+  #pragma unroll
+        for (int u = 0; u < kFlatBatchBack; ++u) {
+          const int p = base + u * kBlock;
+          if (p < packs) {
+            const int gl = plan.div_cpg.div(4 * p);
+            const float2 mu = slice_mean2[gl];
+            const float rs = slice_rstd[gl];
+            float dyv[4], dyxv[4], pev[kMaxParams][4];
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int c = cv[u] + e;
+              const Pro pro = Pro::at(params, c);
+              const Epi epi = Epi::at(params, c);
+              const float x1 = xv[u][e];
+              const float z = pro.value(x1);
+              const float xh = centered(z, mu) * rs;
+              const float y = xh * gv[u][e] + bv[u][e];
+              const float v = epi.value(y, z, x1);
+              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              float dy = 0.f, dz = 0.f, dxd = 0.f;
+              float pe[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+              epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
+              dyv[e] = dy;
+              dyxv[e] = dy * xh;
+  #pragma unroll
+              for (int k = 0; k < kMaxParams; ++k) pev[k][e] = pe[k];
+            }
+            reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
+            reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
+            put4(nv[u], cv[u], 4 * p, 0, dyxv);  // dgamma
+            put4(nv[u], cv[u], 4 * p, 1, dyv);   // dbeta
+  #pragma unroll
+            for (int k = 0; k < kEpi; ++k) put4(nv[u], cv[u], 4 * p, 2 + kPro + k, pev[k]);
+          }
+        }
+      }
+    } else {
+      for (int r = 0; r < plan.rounds_c; ++r) {
+        const int tc = r * team.count + team.index;
+        const bool valid = tc < tile_channels;
+        float acc_dy = 0.f, acc_dyx = 0.f;
+        float acc_epi[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+        int64_t n = 0;
+        int c = 0;
+        if (valid) {
+          origin.channel(plan, tc, n, c);
+          const int gl = plan.div_cpg.div(tc);
           const float2 mu = slice_mean2[gl];
           const float rs = slice_rstd[gl];
-          float dyv[4], dyxv[4], pev[kMaxParams][4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int c = cv[u] + e;
-            const Pro pro = Pro::at(params, c);
-            const Epi epi = Epi::at(params, c);
-            const float x1 = xv[u][e];
-            const float z = pro.value(x1);
+          const float gm = affine_weight(gamma, c), bt = affine_bias(beta, c);
+          const Pro pro = Pro::at(params, c);
+          const Epi epi = Epi::at(params, c);
+          for (int s = team.lane; s < S; s += plan.tpc) {
+            const int i = tc * S + s;
+            const float xv = xs[i];
+            const float z = pro.value(xv);
             const float xh = centered(z, mu) * rs;
-            const float y = xh * gv[u][e] + bv[u][e];
-            const float v = epi.value(y, z, x1);
-            const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+            const float y = xh * gm + bt;
+            const float v = epi.value(y, z, xv);
+            const float dv = grad_v(i, n, c, tc, s, v);
             float dy = 0.f, dz = 0.f, dxd = 0.f;
-            float pe[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-            epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
-            dyv[e] = dy;
-            dyxv[e] = dy * xh;
-#pragma unroll
-            for (int k = 0; k < kMaxParams; ++k) pev[k][e] = pe[k];
+            epi.backward(y, z, xv, dv, dy, dz, dxd, acc_epi);
+            acc_dy += dy;
+            acc_dyx += dy * xh;
           }
-          reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
-          reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
-          float* row = partial + nv[u] * K * C + cv[u];
-          *reinterpret_cast<float4*>(row) = join4(dyxv);  // dgamma
-          *reinterpret_cast<float4*>(row + C) = join4(dyv);  // dbeta
-#pragma unroll
-          for (int k = 0; k < kEpi; ++k) *reinterpret_cast<float4*>(row + int64_t(2 + kPro + k) * C) = join4(pev[k]);
+        }
+        const double sdy = team_allreduce<kBlock>(double(acc_dy), plan.tpc, AddOp{}, scratch);
+        const double sdyx = team_allreduce<kBlock>(double(acc_dyx), plan.tpc, AddOp{}, scratch);
+        double sepi[kMaxParams];
+  #pragma unroll
+        for (int k = 0; k < kEpi; ++k) sepi[k] = team_allreduce<kBlock>(double(acc_epi[k]), plan.tpc, AddOp{}, scratch);
+        if (valid && team.lane == 0) {
+          chan_dy[tc] = static_cast<float>(sdy);
+          chan_dyx[tc] = static_cast<float>(sdyx);
+          put(n, c, tc, 0, static_cast<float>(sdyx));  // dgamma
+          put(n, c, tc, 1, static_cast<float>(sdy));   // dbeta
+  #pragma unroll
+          for (int k = 0; k < kEpi; ++k) put(n, c, tc, 2 + kPro + k, static_cast<float>(sepi[k]));
         }
       }
     }
-  } else {
+    __syncthreads();
+
+    // ---- per slice: A = sum gamma dy, B = sum gamma dy xhat -> dz = rs (gm dy + cA + cB xhat), cA = -A/D, cB = -B/D
+    {
+      const Team<kBlock> tq(plan.tpq);
+      for (int r = 0; r < plan.rounds_q; ++r) {
+        const int gl = r * tq.count + tq.index;
+        Sum2 s{0.0, 0.0};
+        if (gl < slices) {
+          const int cbase = origin.slice_channel(plan, gl);
+          for (int ch = tq.lane; ch < plan.cpg; ch += plan.tpq) {
+            const int tc = gl * plan.cpg + ch;
+            const double gm = affine_weight(gamma, cbase + ch);
+            s.a += gm * double(chan_dy[tc]);
+            s.b += gm * double(chan_dyx[tc]);
+          }
+        }
+        s = team_allreduce<kBlock>(s, plan.tpq, AddOp{}, scratch);
+        if (gl < slices && tq.lane == 0) {
+          coef_a[gl] = static_cast<float>(-s.a / double(D));
+          coef_b[gl] = static_cast<float>(-s.b / double(D));
+        }
+      }
+    }
+    __syncthreads();
+
+    // ---- pass B: dx, and the prologue's parameter gradients per channel
+    if (W == 4 && S == 1) {
+      const int packs = tile_channels / 4;
+      for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
+        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
+        int cv[kFlatBatchBack];
+        int64_t nv[kFlatBatchBack];
+  #pragma unroll
+        for (int u = 0; u < kFlatBatchBack; ++u) {
+          const int p = base + u * kBlock;
+          if (p < packs) {
+            origin.channel(plan, 4 * p, nv[u], cv[u]);
+            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
+            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
+            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
+          }
+        }
+  #pragma unroll
+        for (int u = 0; u < kFlatBatchBack; ++u) {
+          const int p = base + u * kBlock;
+          if (p < packs) {
+            const int gl = plan.div_cpg.div(4 * p);
+            const float2 mu = slice_mean2[gl];
+            const float rs = slice_rstd[gl];
+            const float ca = coef_a[gl], cb = coef_b[gl];
+            float dxv[4], ppv[kMaxParams][4];
+  #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int c = cv[u] + e;
+              const Pro pro = Pro::at(params, c);
+              const Epi epi = Epi::at(params, c);
+              const float x1 = xv[u][e];
+              const float z = pro.value(x1);
+              const float xh = centered(z, mu) * rs;
+              const float y = xh * gv[u][e] + bv[u][e];
+              const float v = epi.value(y, z, x1);
+              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              float dy = 0.f, dzd = 0.f, dxd = 0.f;
+              float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+              epi.backward(y, z, x1, dv, dy, dzd, dxd, unused);
+              const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
+              float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+              dxv[e] = pro.backward(x1, dz, pk) + dxd;
+  #pragma unroll
+              for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
+            }
+            reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
+  #pragma unroll
+            for (int k = 0; k < kPro; ++k) put4(nv[u], cv[u], 4 * p, 2 + k, ppv[k]);
+          }
+        }
+      }
+      return;
+    }
     for (int r = 0; r < plan.rounds_c; ++r) {
       const int tc = r * team.count + team.index;
       const bool valid = tc < tile_channels;
-      float acc_dy = 0.f, acc_dyx = 0.f;
-      float acc_epi[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+      float acc_pro[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
       int64_t n = 0;
       int c = 0;
       if (valid) {
@@ -1971,6 +2128,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         const int gl = plan.div_cpg.div(tc);
         const float2 mu = slice_mean2[gl];
         const float rs = slice_rstd[gl];
+        const float ca = coef_a[gl], cb = coef_b[gl];
         const float gm = affine_weight(gamma, c), bt = affine_bias(beta, c);
         const Pro pro = Pro::at(params, c);
         const Epi epi = Epi::at(params, c);
@@ -1982,152 +2140,40 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
           const float y = xh * gm + bt;
           const float v = epi.value(y, z, xv);
           const float dv = grad_v(i, n, c, tc, s, v);
-          float dy = 0.f, dz = 0.f, dxd = 0.f;
-          epi.backward(y, z, xv, dv, dy, dz, dxd, acc_epi);
-          acc_dy += dy;
-          acc_dyx += dy * xh;
+          float dy = 0.f, dzd = 0.f, dxd = 0.f;
+          float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+          epi.backward(y, z, xv, dv, dy, dzd, dxd, unused);
+          // rstd (gamma dy - A / D - xhat B / D): gamma dy rounded once, as the A it cancels against was formed,
+          // so a one-value slice gives exactly 0
+          const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gm, dy), ca)) + dzd;
+          dx[offset + i] = pro.backward(xv, dz, acc_pro) + dxd;
         }
       }
-      const double sdy = team_allreduce<kBlock>(double(acc_dy), plan.tpc, AddOp{}, scratch);
-      const double sdyx = team_allreduce<kBlock>(double(acc_dyx), plan.tpc, AddOp{}, scratch);
-      double sepi[kMaxParams];
-#pragma unroll
-      for (int k = 0; k < kEpi; ++k) sepi[k] = team_allreduce<kBlock>(double(acc_epi[k]), plan.tpc, AddOp{}, scratch);
-      if (valid && team.lane == 0) {
-        chan_dy[tc] = static_cast<float>(sdy);
-        chan_dyx[tc] = static_cast<float>(sdyx);
-        float* row = partial + n * K * C + c;
-        row[0] = static_cast<float>(sdyx);  // dgamma
-        row[int64_t(C)] = static_cast<float>(sdy);  // dbeta
-#pragma unroll
-        for (int k = 0; k < kEpi; ++k) row[int64_t(2 + kPro + k) * C] = static_cast<float>(sepi[k]);
+      if constexpr (kPro > 0) {
+        double spro[kMaxParams];
+  #pragma unroll
+        for (int k = 0; k < kPro; ++k) spro[k] = team_allreduce<kBlock>(double(acc_pro[k]), plan.tpc, AddOp{}, scratch);
+        if (valid && team.lane == 0) {
+  #pragma unroll
+          for (int k = 0; k < kPro; ++k) put(n, c, tc, 2 + k, static_cast<float>(spro[k]));
+        }
       }
     }
-  }
-  __syncthreads();
+  };  // backward_tile
 
-  // ---- per slice: A = sum gamma dy, B = sum gamma dy xhat -> dz = rs (gm dy + cA + cB xhat), cA = -A/D, cB = -B/D
-  {
-    const Team<kBlock> tq(plan.tpq);
-    for (int r = 0; r < plan.rounds_q; ++r) {
-      const int gl = r * tq.count + tq.index;
-      Sum2 s{0.0, 0.0};
-      if (gl < slices) {
-        const int cbase = origin.slice_channel(plan, gl);
-        for (int ch = tq.lane; ch < plan.cpg; ch += plan.tpq) {
-          const int tc = gl * plan.cpg + ch;
-          const double gm = affine_weight(gamma, cbase + ch);
-          s.a += gm * double(chan_dy[tc]);
-          s.b += gm * double(chan_dyx[tc]);
-        }
-      }
-      s = team_allreduce<kBlock>(s, plan.tpq, AddOp{}, scratch);
-      if (gl < slices && tq.lane == 0) {
-        coef_a[gl] = static_cast<float>(-s.a / double(D));
-        coef_b[gl] = static_cast<float>(-s.b / double(D));
-      }
-    }
-  }
-  __syncthreads();
-
-  // ---- pass B: dx, and the prologue's parameter gradients per channel
-  if (W == 4 && S == 1) {
-    const int packs = tile_channels / 4;
-    for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-      float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-      int cv[kFlatBatchBack];
-      int64_t nv[kFlatBatchBack];
-#pragma unroll
-      for (int u = 0; u < kFlatBatchBack; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          origin.channel(plan, 4 * p, nv[u], cv[u]);
-          split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-          load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-          load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kFlatBatchBack; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          const int gl = plan.div_cpg.div(4 * p);
-          const float2 mu = slice_mean2[gl];
-          const float rs = slice_rstd[gl];
-          const float ca = coef_a[gl], cb = coef_b[gl];
-          float dxv[4], ppv[kMaxParams][4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int c = cv[u] + e;
-            const Pro pro = Pro::at(params, c);
-            const Epi epi = Epi::at(params, c);
-            const float x1 = xv[u][e];
-            const float z = pro.value(x1);
-            const float xh = centered(z, mu) * rs;
-            const float y = xh * gv[u][e] + bv[u][e];
-            const float v = epi.value(y, z, x1);
-            const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
-            float dy = 0.f, dzd = 0.f, dxd = 0.f;
-            float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-            epi.backward(y, z, x1, dv, dy, dzd, dxd, unused);
-            const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
-            float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-            dxv[e] = pro.backward(x1, dz, pk) + dxd;
-#pragma unroll
-            for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
-          }
-          reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
-          float* row = partial + nv[u] * K * C + cv[u];
-#pragma unroll
-          for (int k = 0; k < kPro; ++k) *reinterpret_cast<float4*>(row + int64_t(2 + k) * C) = join4(ppv[k]);
-        }
-      }
-    }
+  if (plan.parts == 0) {  // one tile, one row of partials per sample
+    backward_tile(blockIdx.x);
     return;
   }
-  for (int r = 0; r < plan.rounds_c; ++r) {
-    const int tc = r * team.count + team.index;
-    const bool valid = tc < tile_channels;
-    float acc_pro[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-    int64_t n = 0;
-    int c = 0;
-    if (valid) {
-      origin.channel(plan, tc, n, c);
-      const int gl = plan.div_cpg.div(tc);
-      const float2 mu = slice_mean2[gl];
-      const float rs = slice_rstd[gl];
-      const float ca = coef_a[gl], cb = coef_b[gl];
-      const float gm = affine_weight(gamma, c), bt = affine_bias(beta, c);
-      const Pro pro = Pro::at(params, c);
-      const Epi epi = Epi::at(params, c);
-      for (int s = team.lane; s < S; s += plan.tpc) {
-        const int i = tc * S + s;
-        const float xv = xs[i];
-        const float z = pro.value(xv);
-        const float xh = centered(z, mu) * rs;
-        const float y = xh * gm + bt;
-        const float v = epi.value(y, z, xv);
-        const float dv = grad_v(i, n, c, tc, s, v);
-        float dy = 0.f, dzd = 0.f, dxd = 0.f;
-        float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-        epi.backward(y, z, xv, dv, dy, dzd, dxd, unused);
-        // rstd (gamma dy - A / D - xhat B / D): gamma dy rounded once, as the A it cancels against was formed,
-        // so a one-value slice gives exactly 0
-        const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gm, dy), ca)) + dzd;
-        dx[offset + i] = pro.backward(xv, dz, acc_pro) + dxd;
-      }
-    }
-    if constexpr (kPro > 0) {
-      double spro[kMaxParams];
-#pragma unroll
-      for (int k = 0; k < kPro; ++k) spro[k] = team_allreduce<kBlock>(double(acc_pro[k]), plan.tpc, AddOp{}, scratch);
-      if (valid && team.lane == 0) {
-        float* row = partial + n * K * C + c;
-#pragma unroll
-        for (int k = 0; k < kPro; ++k) row[int64_t(2 + k) * C] = static_cast<float>(spro[k]);
-      }
-    }
+  const int part = static_cast<int>(blockIdx.x % plan.parts);
+  const int64_t first = blockIdx.x / plan.parts;
+  for (int64_t n = first; n < plan.batch; n += plan.rows) {
+    backward_tile(n * plan.parts + part);
+    __syncthreads();  // every thread is done with this tile's arrays before the next tile's copies land
   }
+  float* row = partial + first * K * plan.channels + int64_t(part) * slab;
+  for (int i = threadIdx.x; i < K * slab; i += kBlock) row[int64_t(i / slab) * plan.channels + i % slab] = acc[i];
+
 }
 
 }  // namespace kgen
@@ -2285,6 +2331,34 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
 }
 
 inline int64_t smem_budget(const at::Tensor& x) { return max_block_smem(x.get_device()) - kReservedSmem; }
+
+// The backward's slab mode (ResidentPlan::parts): Linear outputs whose per-sample parameter rows would be
+// K times a large input (H100, L2-37: 2.1 GB written by the kernel and read back by column_sums, 1.4 ms of
+// its 2.8). Takes the largest tile (16, 8, ... values per thread) that is a whole number of slabs of a
+// sample and leaves a block (tile arrays + K x slab running sums) at most kSlabBlockBytes; infeasible (the
+// per-sample rows stay) where none does.
+constexpr int64_t kSlabPartialBytes = int64_t(256) << 20;  // per-sample rows at least this large take slabs
+constexpr int64_t kSlabBlockBytes = 72 * 1024;              // 3 blocks per H100 SM
+
+template <ReduceKind R>
+ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
+                       int width, int K, int64_t budget) {
+  ResidentPlan none{};
+  none.feasible = false;
+  if (dims.plane != 1 || width != 4 || dims.batch * K * dims.channels * 4 < kSlabPartialBytes) return none;
+  for (int vpt = kValuesPerThread; vpt >= 1; vpt /= 2) {
+    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt);
+    if (!p.feasible || groups % p.tile_groups != 0) continue;
+    const int64_t slab = int64_t(p.tile_groups) * p.cpg;
+    const int64_t bytes =
+        4 * (align4(backward_smem_floats(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone)) + K * slab);
+    if (bytes > std::min(budget, kSlabBlockBytes)) continue;
+    p.parts = static_cast<int>(groups / p.tile_groups);
+    p.smem_bytes = bytes;
+    return p;
+  }
+  return none;
+}
 
 // Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
 // was raised already, per kernel and device, is remembered.
@@ -2534,12 +2608,14 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
                          (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
-    ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
+    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
+    ResidentPlan plan =
+        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
     plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                            is_16_byte_aligned(beta.data_ptr<float>()));
     TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
                 " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    auto partial = at::empty({batch, K, channels}, x.options());
+    at::Tensor partial;   // (rows, K, C): one row per sample, or per slab-mode row
     const auto stream = at::cuda::getCurrentCUDAStream();
     const float* dout_ptr = dout.data_ptr<float>();
     const float* x_ptr = x.data_ptr<float>();
@@ -2550,14 +2626,22 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
     float* dx_ptr = dx.data_ptr<float>();
-    float* partial_ptr = partial.data_ptr<float>();
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {
         allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-        kernel<<<plan.tiles, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
-                                                               mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
-                                                               partial_ptr);
+        int64_t grid = plan.tiles;
+        if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
+          int per_sm = 0;
+          C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
+          const int64_t resident = int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device());
+          plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
+          grid = plan.rows * plan.parts;
+        }
+        partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, x.options());
+        kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
+                                                         mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
+                                                         partial.data_ptr<float>());
       };
       if (width == 4) {
         launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
@@ -2567,7 +2651,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     auto flat = sums.view({K * channels});
-    column_sums<kBlock>(partial.view({batch, K * channels}), flat);
+    column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
   }
   const bool affine = gamma.defined();
   return {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),

@@ -146,6 +146,13 @@ def _bindings() -> tuple[str, str, list[str]]:
                         f"  return kgen::region_resident_{decision}<kgen::ReduceKind::{kind}>(x, groups);\n}}\n")
             cpp.append(f"bool {decision}_{kind}(torch::Tensor x, int64_t groups);")
             names.append(f"{decision}_{kind}")
+        cuda.append(f"int64_t slab_parts_{kind}(torch::Tensor x, int64_t groups, int64_t k) {{\n"
+                    f"  using namespace kgen::resident_detail;\n"
+                    f"  const kgen::ResidentPlan p = slab_plan<kgen::ReduceKind::{kind}>(region_dims(x), groups,\n"
+                    f"      std::vector<int64_t>(x.dim() - 2, 1), {BLOCK}, 4, static_cast<int>(k), smem_budget(x));\n"
+                    f"  return p.feasible ? p.parts : 0;\n}}\n")
+        cpp.append(f"int64_t slab_parts_{kind}(torch::Tensor x, int64_t groups, int64_t k);")
+        names.append(f"slab_parts_{kind}")
     return "\n".join(cpp), "\n".join(cuda), names
 
 

@@ -119,6 +119,35 @@ def test_many_tiles_per_block(ext, name, case):
     check(name, case, seed=17)
 
 
+# Linear outputs whose per-sample parameter rows would pass 256 MB: the backward's slab mode, each block
+# summing its samples' parameter gradients in shared memory (one slab of 1024 channels; two of 2048).
+SLABS = [((32768, 1024), 16, [], True), ((8192, 4096), 64, [], True)]
+
+
+@pytest.mark.parametrize("case", SLABS, ids=_case_id)
+@pytest.mark.parametrize("name", ["none_fused", "none_plain", "plane_mean"])
+def test_backward_in_slabs(ext, name, case):
+    check(name, case, seed=23)
+
+
+def test_slab_decision(ext):
+    """Slabs where the per-sample rows would pass 256 MB, sized to 72 KB blocks; not below, nor with planes."""
+    assert ext.slab_parts_kNone(torch.empty(32768, 1024, device="cuda"), 16, 4) == 1
+    assert ext.slab_parts_kNone(torch.empty(8192, 4096, device="cuda"), 64, 4) == 2
+    assert ext.slab_parts_kNone(torch.empty(8192, 4096, device="cuda"), 64, 2) == 2
+    assert ext.slab_parts_kNone(torch.empty(1024, 8192, device="cuda"), 16, 4) == 0   # 134 MB of rows
+    assert ext.slab_parts_kPlane(torch.empty(8192, 64, 4, 4, device="cuda"), 8, 4) == 0  # planes
+
+
+def test_backward_in_slabs_is_bitwise_deterministic(ext):
+    shape, groups = (8192, 4096), 64
+    x, gamma, beta, pp, ep, dout = make_inputs("none_fused", shape, groups, [], True, 9, False)
+    first = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)[5]
+    second = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)[5]
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("name", ["none_fused", "plane_mean"])
 def test_results_do_not_depend_on_the_tiling(ext, name):
     """The forward sizes its tiles from the batch and the GPU (larger tiles where few blocks fit on an SM), and

@@ -35,7 +35,10 @@
 //             gradients per channel
 // Per-(sample, channel) gradients of gamma, beta and every parameter go to a (N, K, C) buffer, K = 2 + Kp
 // + Ke, summed over the batch by column_sums (groupnorm.cuh): a fixed order, no atomics anywhere, so
-// every result is bitwise reproducible.
+// every result is bitwise reproducible. For Linear outputs that buffer is K times the input; where it would
+// pass 256 MB the backward runs in SLABS instead (ResidentPlan::parts, slab_plan): each block keeps one
+// channel slab and walks its samples, adding their gradients in shared memory in sample order, and writes
+// one row: (rows, K, C), rows about the blocks that fit on the GPU at once.
 //
 // Team sizes: the statistics passes read 16-byte packs, a team of tpg threads per slice (tpg a power of
 // two dividing the packs of a slice where that leaves no thread more than 8 packs: then the threads of a
@@ -105,6 +108,12 @@ struct ResidentPlan {
   int window_elems;
   resident_detail::FastDiv div_plane, div_channels, div_cpg, div_groups, div_pooled_plane;
   int64_t smem_bytes;  // dynamic shared memory of one block
+  // Backward parameter sums. 0: one row per sample (partial is (N, K, C)). Else Linear outputs in SLABS:
+  // the tile is one of `parts` channel slabs of a sample (tile_groups * parts == groups), block b always
+  // takes slab b % parts, of samples b / parts, + rows, ..., adds its tiles' sums in shared memory and
+  // writes them once: partial is (rows, K, C), rows * parts blocks.
+  int parts;
+  int64_t rows;
   bool affine_vec;     // gamma and beta (where given) allow 16-byte loads
   bool feasible;
 };

@@ -152,6 +152,34 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
 
 inline int64_t smem_budget(const at::Tensor& x) { return max_block_smem(x.get_device()) - kReservedSmem; }
 
+// The backward's slab mode (ResidentPlan::parts): Linear outputs whose per-sample parameter rows would be
+// K times a large input (H100, L2-37: 2.1 GB written by the kernel and read back by column_sums, 1.4 ms of
+// its 2.8). Takes the largest tile (16, 8, ... values per thread) that is a whole number of slabs of a
+// sample and leaves a block (tile arrays + K x slab running sums) at most kSlabBlockBytes; infeasible (the
+// per-sample rows stay) where none does.
+constexpr int64_t kSlabPartialBytes = int64_t(256) << 20;  // per-sample rows at least this large take slabs
+constexpr int64_t kSlabBlockBytes = 72 * 1024;              // 3 blocks per H100 SM
+
+template <ReduceKind R>
+ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
+                       int width, int K, int64_t budget) {
+  ResidentPlan none{};
+  none.feasible = false;
+  if (dims.plane != 1 || width != 4 || dims.batch * K * dims.channels * 4 < kSlabPartialBytes) return none;
+  for (int vpt = kValuesPerThread; vpt >= 1; vpt /= 2) {
+    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt);
+    if (!p.feasible || groups % p.tile_groups != 0) continue;
+    const int64_t slab = int64_t(p.tile_groups) * p.cpg;
+    const int64_t bytes =
+        4 * (align4(backward_smem_floats(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone)) + K * slab);
+    if (bytes > std::min(budget, kSlabBlockBytes)) continue;
+    p.parts = static_cast<int>(groups / p.tile_groups);
+    p.smem_bytes = bytes;
+    return p;
+  }
+  return none;
+}
+
 // Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
 // was raised already, per kernel and device, is remembered.
 inline void allow_smem(const void* kernel, int64_t bytes) {
@@ -400,12 +428,14 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
                          (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
-    ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
+    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
+    ResidentPlan plan =
+        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
     plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                            is_16_byte_aligned(beta.data_ptr<float>()));
     TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
                 " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    auto partial = at::empty({batch, K, channels}, x.options());
+    at::Tensor partial;   // (rows, K, C): one row per sample, or per slab-mode row
     const auto stream = at::cuda::getCurrentCUDAStream();
     const float* dout_ptr = dout.data_ptr<float>();
     const float* x_ptr = x.data_ptr<float>();
@@ -416,14 +446,22 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
     float* dx_ptr = dx.data_ptr<float>();
-    float* partial_ptr = partial.data_ptr<float>();
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {
         allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-        kernel<<<plan.tiles, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
-                                                               mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
-                                                               partial_ptr);
+        int64_t grid = plan.tiles;
+        if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
+          int per_sm = 0;
+          C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
+          const int64_t resident = int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device());
+          plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
+          grid = plan.rows * plan.parts;
+        }
+        partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, x.options());
+        kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
+                                                         mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
+                                                         partial.data_ptr<float>());
       };
       if (width == 4) {
         launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
@@ -433,7 +471,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     auto flat = sums.view({K * channels});
-    column_sums<kBlock>(partial.view({batch, K * channels}), flat);
+    column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
   }
   const bool affine = gamma.defined();
   return {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),
