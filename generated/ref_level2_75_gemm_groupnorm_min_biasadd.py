@@ -1524,7 +1524,6 @@ struct Team {
 // ---- gn_region_resident_forward: the resident forward kernel (design: gn_region_resident.cuh) ----
 namespace kgen {
 
-
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
 __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
@@ -1833,7 +1832,6 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // ---- gn_region_resident_backward: the resident backward kernel (design: gn_region_resident.cuh) ----
 namespace kgen {
 
-
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
 __global__ void __launch_bounds__(kBlock)
 region_resident_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
@@ -1946,7 +1944,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
         int cv[kFlatBatchBack];
         int64_t nv[kFlatBatchBack];
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -1956,7 +1954,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
           }
         }
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -1964,7 +1962,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             const float2 mu = slice_mean2[gl];
             const float rs = slice_rstd[gl];
             float dyv[4], dyxv[4], pev[kMaxParams][4];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int c = cv[u] + e;
               const Pro pro = Pro::at(params, c);
@@ -1980,14 +1978,14 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
               dyv[e] = dy;
               dyxv[e] = dy * xh;
-  #pragma unroll
+#pragma unroll
               for (int k = 0; k < kMaxParams; ++k) pev[k][e] = pe[k];
             }
             reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
             reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
             put4(nv[u], cv[u], 4 * p, 0, dyxv);  // dgamma
             put4(nv[u], cv[u], 4 * p, 1, dyv);   // dbeta
-  #pragma unroll
+#pragma unroll
             for (int k = 0; k < kEpi; ++k) put4(nv[u], cv[u], 4 * p, 2 + kPro + k, pev[k]);
           }
         }
@@ -2025,14 +2023,14 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         const double sdy = team_allreduce<kBlock>(double(acc_dy), plan.tpc, AddOp{}, scratch);
         const double sdyx = team_allreduce<kBlock>(double(acc_dyx), plan.tpc, AddOp{}, scratch);
         double sepi[kMaxParams];
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < kEpi; ++k) sepi[k] = team_allreduce<kBlock>(double(acc_epi[k]), plan.tpc, AddOp{}, scratch);
         if (valid && team.lane == 0) {
           chan_dy[tc] = static_cast<float>(sdy);
           chan_dyx[tc] = static_cast<float>(sdyx);
           put(n, c, tc, 0, static_cast<float>(sdyx));  // dgamma
           put(n, c, tc, 1, static_cast<float>(sdy));   // dbeta
-  #pragma unroll
+#pragma unroll
           for (int k = 0; k < kEpi; ++k) put(n, c, tc, 2 + kPro + k, static_cast<float>(sepi[k]));
         }
       }
@@ -2070,7 +2068,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
         int cv[kFlatBatchBack];
         int64_t nv[kFlatBatchBack];
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -2080,7 +2078,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
           }
         }
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -2089,7 +2087,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             const float rs = slice_rstd[gl];
             const float ca = coef_a[gl], cb = coef_b[gl];
             float dxv[4], ppv[kMaxParams][4];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int c = cv[u] + e;
               const Pro pro = Pro::at(params, c);
@@ -2106,11 +2104,11 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
               float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               dxv[e] = pro.backward(x1, dz, pk) + dxd;
-  #pragma unroll
+#pragma unroll
               for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
             }
             reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
-  #pragma unroll
+#pragma unroll
             for (int k = 0; k < kPro; ++k) put4(nv[u], cv[u], 4 * p, 2 + k, ppv[k]);
           }
         }
@@ -2151,10 +2149,10 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
       }
       if constexpr (kPro > 0) {
         double spro[kMaxParams];
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < kPro; ++k) spro[k] = team_allreduce<kBlock>(double(acc_pro[k]), plan.tpc, AddOp{}, scratch);
         if (valid && team.lane == 0) {
-  #pragma unroll
+#pragma unroll
           for (int k = 0; k < kPro; ++k) put(n, c, tc, 2 + k, static_cast<float>(spro[k]));
         }
       }
@@ -2173,14 +2171,12 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   }
   float* row = partial + first * K * plan.channels + int64_t(part) * slab;
   for (int i = threadIdx.x; i < K * slab; i += kBlock) row[int64_t(i / slab) * plan.channels + i % slab] = acc[i];
-
 }
 
 }  // namespace kgen
 
 // ---- gn_region_resident_host: planning, checks and launches of the resident kernels (gn_region_resident.cuh) ----
 namespace kgen {
-
 
 namespace resident_detail {
 

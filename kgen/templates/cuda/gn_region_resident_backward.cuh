@@ -1,7 +1,6 @@
 // ---- gn_region_resident_backward: the resident backward kernel (design: gn_region_resident.cuh) ----
 namespace kgen {
 
-
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
 __global__ void __launch_bounds__(kBlock)
 region_resident_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
@@ -114,7 +113,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
         int cv[kFlatBatchBack];
         int64_t nv[kFlatBatchBack];
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -124,7 +123,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
           }
         }
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -132,7 +131,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             const float2 mu = slice_mean2[gl];
             const float rs = slice_rstd[gl];
             float dyv[4], dyxv[4], pev[kMaxParams][4];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int c = cv[u] + e;
               const Pro pro = Pro::at(params, c);
@@ -148,14 +147,14 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
               dyv[e] = dy;
               dyxv[e] = dy * xh;
-  #pragma unroll
+#pragma unroll
               for (int k = 0; k < kMaxParams; ++k) pev[k][e] = pe[k];
             }
             reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
             reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
             put4(nv[u], cv[u], 4 * p, 0, dyxv);  // dgamma
             put4(nv[u], cv[u], 4 * p, 1, dyv);   // dbeta
-  #pragma unroll
+#pragma unroll
             for (int k = 0; k < kEpi; ++k) put4(nv[u], cv[u], 4 * p, 2 + kPro + k, pev[k]);
           }
         }
@@ -193,14 +192,14 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         const double sdy = team_allreduce<kBlock>(double(acc_dy), plan.tpc, AddOp{}, scratch);
         const double sdyx = team_allreduce<kBlock>(double(acc_dyx), plan.tpc, AddOp{}, scratch);
         double sepi[kMaxParams];
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < kEpi; ++k) sepi[k] = team_allreduce<kBlock>(double(acc_epi[k]), plan.tpc, AddOp{}, scratch);
         if (valid && team.lane == 0) {
           chan_dy[tc] = static_cast<float>(sdy);
           chan_dyx[tc] = static_cast<float>(sdyx);
           put(n, c, tc, 0, static_cast<float>(sdyx));  // dgamma
           put(n, c, tc, 1, static_cast<float>(sdy));   // dbeta
-  #pragma unroll
+#pragma unroll
           for (int k = 0; k < kEpi; ++k) put(n, c, tc, 2 + kPro + k, static_cast<float>(sepi[k]));
         }
       }
@@ -238,7 +237,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
         int cv[kFlatBatchBack];
         int64_t nv[kFlatBatchBack];
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -248,7 +247,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
           }
         }
-  #pragma unroll
+#pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
           if (p < packs) {
@@ -257,7 +256,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             const float rs = slice_rstd[gl];
             const float ca = coef_a[gl], cb = coef_b[gl];
             float dxv[4], ppv[kMaxParams][4];
-  #pragma unroll
+#pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int c = cv[u] + e;
               const Pro pro = Pro::at(params, c);
@@ -274,11 +273,11 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
               float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               dxv[e] = pro.backward(x1, dz, pk) + dxd;
-  #pragma unroll
+#pragma unroll
               for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
             }
             reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
-  #pragma unroll
+#pragma unroll
             for (int k = 0; k < kPro; ++k) put4(nv[u], cv[u], 4 * p, 2 + k, ppv[k]);
           }
         }
@@ -319,10 +318,10 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
       }
       if constexpr (kPro > 0) {
         double spro[kMaxParams];
-  #pragma unroll
+#pragma unroll
         for (int k = 0; k < kPro; ++k) spro[k] = team_allreduce<kBlock>(double(acc_pro[k]), plan.tpc, AddOp{}, scratch);
         if (valid && team.lane == 0) {
-  #pragma unroll
+#pragma unroll
           for (int k = 0; k < kPro; ++k) put(n, c, tc, 2 + k, static_cast<float>(spro[k]));
         }
       }
@@ -341,7 +340,6 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   }
   float* row = partial + first * K * plan.channels + int64_t(part) * slab;
   for (int i = threadIdx.x; i < K * slab; i += kBlock) row[int64_t(i / slab) * plan.channels + i % slab] = acc[i];
-
 }
 
 }  // namespace kgen

@@ -1,7 +1,6 @@
 // ---- gn_region_resident_forward: the resident forward kernel (design: gn_region_resident.cuh) ----
 namespace kgen {
 
-
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
 __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,

@@ -1,7 +1,6 @@
 // ---- gn_region_resident_host: planning, checks and launches of the resident kernels (gn_region_resident.cuh) ----
 namespace kgen {
 
-
 namespace resident_detail {
 
 inline int pow2_floor(int64_t v) {
