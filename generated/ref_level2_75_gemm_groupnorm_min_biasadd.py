@@ -1254,6 +1254,7 @@ __device__ __forceinline__ float softplus_grad(float a, float beta, float thresh
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -1506,6 +1507,31 @@ __device__ __forceinline__ float4 join4(const float (&v)[4]) { return make_float
 constexpr int kFlatBatch = 4;
 constexpr int kFlatBatchBack = 2;
 
+// The loads of those passes: packs p = base + u * kBlock (u < kN) of the tile, each 4 channels' values with
+// their (sample, channel), gamma and beta, all issued before the first is used.
+template <int kN>
+struct FlatPacks {
+  float v[kN][4], gamma[kN][4], beta[kN][4];
+  int c[kN];
+  int64_t n[kN];
+
+  template <int kBlock, int kGroups>
+  __device__ __forceinline__ void load(const TileOrigin<kGroups>& origin, const ResidentPlan& plan,
+                                       const float* tile, const float* __restrict__ gamma_p,
+                                       const float* __restrict__ beta_p, int base, int packs) {
+#pragma unroll
+    for (int u = 0; u < kN; ++u) {
+      const int p = base + u * kBlock;
+      if (p < packs) {
+        origin.channel(plan, 4 * p, n[u], c[u]);
+        split4(reinterpret_cast<const float4*>(tile)[p], v[u]);
+        load_affine4(gamma_p, c[u], plan.affine_vec, 1.f, gamma[u]);
+        load_affine4(beta_p, c[u], plan.affine_vec, 0.f, beta[u]);
+      }
+    }
+  }
+};
+
 // Threads of one team and the team's index, for a team width of `width` threads (kBlock: one team).
 template <int kBlock>
 struct Team {
@@ -1624,19 +1650,8 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
     const int packs = slices * plan.cpg / 4;
     float4* tile4 = reinterpret_cast<float4*>(tile);
     for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatch) {
-      float zv[kFlatBatch][4], gv[kFlatBatch][4], bv[kFlatBatch][4];
-      int cv[kFlatBatch];
-#pragma unroll
-      for (int u = 0; u < kFlatBatch; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          int64_t n;
-          origin.channel(plan, 4 * p, n, cv[u]);
-          split4(tile4[p], zv[u]);
-          load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-          load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-        }
-      }
+      FlatPacks<kFlatBatch> f;
+      f.load<kBlock>(origin, plan, tile, gamma, beta, base, packs);
 #pragma unroll
       for (int u = 0; u < kFlatBatch; ++u) {
         const int p = base + u * kBlock;
@@ -1649,14 +1664,14 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
             split4(reinterpret_cast<const float4*>(xt)[p], xv);  // dropped unless the epilogue reads x
           } else {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) xv[e] = zv[u][e];
+            for (int e = 0; e < 4; ++e) xv[e] = f.v[u][e];
           }
           float v[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const Epi epi = Epi::at(params, cv[u] + e);
-            const float y = centered(zv[u][e], mu) * (rs * gv[u][e]) + bv[u][e];
-            v[e] = epi.value(y, zv[u][e], xv[e]);
+            const Epi epi = Epi::at(params, f.c[u] + e);
+            const float y = centered(f.v[u][e], mu) * (rs * f.gamma[u][e]) + f.beta[u][e];
+            v[e] = epi.value(y, f.v[u][e], xv[e]);
           }
           if constexpr (R == ReduceKind::kNone) {
             reinterpret_cast<float4*>(out + offset)[p] = join4(v);
@@ -1941,19 +1956,8 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
       // Linear outputs: 4 channels (= values) per thread at a time, the loads of kFlatBatchBack packs first
       const int packs = tile_channels / 4;
       for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-        int cv[kFlatBatchBack];
-        int64_t nv[kFlatBatchBack];
-#pragma unroll
-        for (int u = 0; u < kFlatBatchBack; ++u) {
-          const int p = base + u * kBlock;
-          if (p < packs) {
-            origin.channel(plan, 4 * p, nv[u], cv[u]);
-            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-          }
-        }
+        FlatPacks<kFlatBatchBack> f;
+        f.load<kBlock>(origin, plan, xs, gamma, beta, base, packs);
 #pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
@@ -1964,15 +1968,15 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             float dyv[4], dyxv[4], pev[kMaxParams][4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int c = cv[u] + e;
+              const int c = f.c[u] + e;
               const Pro pro = Pro::at(params, c);
               const Epi epi = Epi::at(params, c);
-              const float x1 = xv[u][e];
+              const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * gv[u][e] + bv[u][e];
+              const float y = xh * f.gamma[u][e] + f.beta[u][e];
               const float v = epi.value(y, z, x1);
-              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dz = 0.f, dxd = 0.f;
               float pe[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
@@ -1983,10 +1987,10 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             }
             reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
             reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
-            put4(nv[u], cv[u], 4 * p, 0, dyxv);  // dgamma
-            put4(nv[u], cv[u], 4 * p, 1, dyv);   // dbeta
+            put4(f.n[u], f.c[u], 4 * p, 0, dyxv);  // dgamma
+            put4(f.n[u], f.c[u], 4 * p, 1, dyv);   // dbeta
 #pragma unroll
-            for (int k = 0; k < kEpi; ++k) put4(nv[u], cv[u], 4 * p, 2 + kPro + k, pev[k]);
+            for (int k = 0; k < kEpi; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + kPro + k, pev[k]);
           }
         }
       }
@@ -2065,19 +2069,8 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
     if (W == 4 && S == 1) {
       const int packs = tile_channels / 4;
       for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-        int cv[kFlatBatchBack];
-        int64_t nv[kFlatBatchBack];
-#pragma unroll
-        for (int u = 0; u < kFlatBatchBack; ++u) {
-          const int p = base + u * kBlock;
-          if (p < packs) {
-            origin.channel(plan, 4 * p, nv[u], cv[u]);
-            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-          }
-        }
+        FlatPacks<kFlatBatchBack> f;
+        f.load<kBlock>(origin, plan, xs, gamma, beta, base, packs);
 #pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
@@ -2089,19 +2082,19 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             float dxv[4], ppv[kMaxParams][4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int c = cv[u] + e;
+              const int c = f.c[u] + e;
               const Pro pro = Pro::at(params, c);
               const Epi epi = Epi::at(params, c);
-              const float x1 = xv[u][e];
+              const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * gv[u][e] + bv[u][e];
+              const float y = xh * f.gamma[u][e] + f.beta[u][e];
               const float v = epi.value(y, z, x1);
-              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dzd = 0.f, dxd = 0.f;
               float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               epi.backward(y, z, x1, dv, dy, dzd, dxd, unused);
-              const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
+              const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(f.gamma[u][e], dy), ca)) + dzd;
               float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               dxv[e] = pro.backward(x1, dz, pk) + dxd;
 #pragma unroll
@@ -2109,7 +2102,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             }
             reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
 #pragma unroll
-            for (int k = 0; k < kPro; ++k) put4(nv[u], cv[u], 4 * p, 2 + k, ppv[k]);
+            for (int k = 0; k < kPro; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + k, ppv[k]);
           }
         }
       }
@@ -2371,6 +2364,24 @@ inline void allow_smem(const void* kernel, int64_t bytes) {
   done = bytes;
 }
 
+// Blocks of `kernel` (kBlock threads, `smem` bytes of dynamic shared memory) that fit on one SM of the current
+// device, at least 1; asked of the driver once per (kernel, device, smem), since the forward plans on it at
+// every call.
+inline int blocks_per_sm(const void* kernel, int block, int64_t smem) {
+  allow_smem(kernel, smem);
+  static std::mutex lock;
+  static std::map<std::tuple<const void*, int, int64_t>, int> known;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_tuple(kernel, device, smem);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, static_cast<size_t>(smem)));
+  return known[key] = std::max(1, per_sm);
+}
+
 template <ReduceKind R>
 inline std::vector<int64_t> region_out_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
   std::vector<int64_t> shape{x.size(0)};
@@ -2514,20 +2525,17 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   dispatch_groups<kGroups>(groups, [&](auto kg) {
     constexpr int kG = decltype(kg)::value;
     auto launch = [&](auto kernel) {
-      auto blocks_per_sm = [&](const ResidentPlan& p) {
-        allow_smem(reinterpret_cast<const void*>(kernel), p.smem_bytes);
-        int per_sm = 0;
-        C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, p.smem_bytes));
-        return std::max(1, per_sm);
+      auto per_sm_of = [&](const ResidentPlan& p) {
+        return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
       };
       auto in_flight = [](const ResidentPlan& p, int per_sm) { return int64_t(per_sm) * p.tile_groups * p.slice * 4; };
       ResidentPlan launched = plan;
-      int per_sm = blocks_per_sm(launched);
+      int per_sm = per_sm_of(launched);
       for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
            vpt *= 2) {
         ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
         if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
-        const int bigger_per_sm = blocks_per_sm(bigger);
+        const int bigger_per_sm = per_sm_of(bigger);
         if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
         bigger.affine_vec = plan.affine_vec;
         launched = bigger;
@@ -2628,9 +2636,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
         allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
         int64_t grid = plan.tiles;
         if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
-          int per_sm = 0;
-          C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
-          const int64_t resident = int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device());
+          const int64_t resident =
+              int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
+              multiprocessors(x.get_device());
           plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
           grid = plan.rows * plan.parts;
         }

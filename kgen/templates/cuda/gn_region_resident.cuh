@@ -56,6 +56,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -307,6 +308,31 @@ __device__ __forceinline__ float4 join4(const float (&v)[4]) { return make_float
 // Packs of 4 channels a thread takes together in the flat (plane == 1) per-channel passes.
 constexpr int kFlatBatch = 4;
 constexpr int kFlatBatchBack = 2;
+
+// The loads of those passes: packs p = base + u * kBlock (u < kN) of the tile, each 4 channels' values with
+// their (sample, channel), gamma and beta, all issued before the first is used.
+template <int kN>
+struct FlatPacks {
+  float v[kN][4], gamma[kN][4], beta[kN][4];
+  int c[kN];
+  int64_t n[kN];
+
+  template <int kBlock, int kGroups>
+  __device__ __forceinline__ void load(const TileOrigin<kGroups>& origin, const ResidentPlan& plan,
+                                       const float* tile, const float* __restrict__ gamma_p,
+                                       const float* __restrict__ beta_p, int base, int packs) {
+#pragma unroll
+    for (int u = 0; u < kN; ++u) {
+      const int p = base + u * kBlock;
+      if (p < packs) {
+        origin.channel(plan, 4 * p, n[u], c[u]);
+        split4(reinterpret_cast<const float4*>(tile)[p], v[u]);
+        load_affine4(gamma_p, c[u], plan.affine_vec, 1.f, gamma[u]);
+        load_affine4(beta_p, c[u], plan.affine_vec, 0.f, beta[u]);
+      }
+    }
+  }
+};
 
 // Threads of one team and the team's index, for a team width of `width` threads (kBlock: one team).
 template <int kBlock>

@@ -110,19 +110,8 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
       // Linear outputs: 4 channels (= values) per thread at a time, the loads of kFlatBatchBack packs first
       const int packs = tile_channels / 4;
       for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-        int cv[kFlatBatchBack];
-        int64_t nv[kFlatBatchBack];
-#pragma unroll
-        for (int u = 0; u < kFlatBatchBack; ++u) {
-          const int p = base + u * kBlock;
-          if (p < packs) {
-            origin.channel(plan, 4 * p, nv[u], cv[u]);
-            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-          }
-        }
+        FlatPacks<kFlatBatchBack> f;
+        f.load<kBlock>(origin, plan, xs, gamma, beta, base, packs);
 #pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
@@ -133,15 +122,15 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             float dyv[4], dyxv[4], pev[kMaxParams][4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int c = cv[u] + e;
+              const int c = f.c[u] + e;
               const Pro pro = Pro::at(params, c);
               const Epi epi = Epi::at(params, c);
-              const float x1 = xv[u][e];
+              const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * gv[u][e] + bv[u][e];
+              const float y = xh * f.gamma[u][e] + f.beta[u][e];
               const float v = epi.value(y, z, x1);
-              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dz = 0.f, dxd = 0.f;
               float pe[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               epi.backward(y, z, x1, dv, dy, dz, dxd, pe);
@@ -152,10 +141,10 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             }
             reinterpret_cast<float4*>(chan_dy)[p] = join4(dyv);
             reinterpret_cast<float4*>(chan_dyx)[p] = join4(dyxv);
-            put4(nv[u], cv[u], 4 * p, 0, dyxv);  // dgamma
-            put4(nv[u], cv[u], 4 * p, 1, dyv);   // dbeta
+            put4(f.n[u], f.c[u], 4 * p, 0, dyxv);  // dgamma
+            put4(f.n[u], f.c[u], 4 * p, 1, dyv);   // dbeta
 #pragma unroll
-            for (int k = 0; k < kEpi; ++k) put4(nv[u], cv[u], 4 * p, 2 + kPro + k, pev[k]);
+            for (int k = 0; k < kEpi; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + kPro + k, pev[k]);
           }
         }
       }
@@ -234,19 +223,8 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
     if (W == 4 && S == 1) {
       const int packs = tile_channels / 4;
       for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatchBack) {
-        float xv[kFlatBatchBack][4], gv[kFlatBatchBack][4], bv[kFlatBatchBack][4];
-        int cv[kFlatBatchBack];
-        int64_t nv[kFlatBatchBack];
-#pragma unroll
-        for (int u = 0; u < kFlatBatchBack; ++u) {
-          const int p = base + u * kBlock;
-          if (p < packs) {
-            origin.channel(plan, 4 * p, nv[u], cv[u]);
-            split4(reinterpret_cast<const float4*>(xs)[p], xv[u]);
-            load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-            load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-          }
-        }
+        FlatPacks<kFlatBatchBack> f;
+        f.load<kBlock>(origin, plan, xs, gamma, beta, base, packs);
 #pragma unroll
         for (int u = 0; u < kFlatBatchBack; ++u) {
           const int p = base + u * kBlock;
@@ -258,19 +236,19 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             float dxv[4], ppv[kMaxParams][4];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int c = cv[u] + e;
+              const int c = f.c[u] + e;
               const Pro pro = Pro::at(params, c);
               const Epi epi = Epi::at(params, c);
-              const float x1 = xv[u][e];
+              const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * gv[u][e] + bv[u][e];
+              const float y = xh * f.gamma[u][e] + f.beta[u][e];
               const float v = epi.value(y, z, x1);
-              const float dv = grad_v(4 * p + e, nv[u], c, 4 * p + e, 0, v);
+              const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dzd = 0.f, dxd = 0.f;
               float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               epi.backward(y, z, x1, dv, dy, dzd, dxd, unused);
-              const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gv[u][e], dy), ca)) + dzd;
+              const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(f.gamma[u][e], dy), ca)) + dzd;
               float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
               dxv[e] = pro.backward(x1, dz, pk) + dxd;
 #pragma unroll
@@ -278,7 +256,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             }
             reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
 #pragma unroll
-            for (int k = 0; k < kPro; ++k) put4(nv[u], cv[u], 4 * p, 2 + k, ppv[k]);
+            for (int k = 0; k < kPro; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + k, ppv[k]);
           }
         }
       }

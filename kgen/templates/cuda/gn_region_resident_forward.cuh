@@ -101,19 +101,8 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
     const int packs = slices * plan.cpg / 4;
     float4* tile4 = reinterpret_cast<float4*>(tile);
     for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatch) {
-      float zv[kFlatBatch][4], gv[kFlatBatch][4], bv[kFlatBatch][4];
-      int cv[kFlatBatch];
-#pragma unroll
-      for (int u = 0; u < kFlatBatch; ++u) {
-        const int p = base + u * kBlock;
-        if (p < packs) {
-          int64_t n;
-          origin.channel(plan, 4 * p, n, cv[u]);
-          split4(tile4[p], zv[u]);
-          load_affine4(gamma, cv[u], plan.affine_vec, 1.f, gv[u]);
-          load_affine4(beta, cv[u], plan.affine_vec, 0.f, bv[u]);
-        }
-      }
+      FlatPacks<kFlatBatch> f;
+      f.load<kBlock>(origin, plan, tile, gamma, beta, base, packs);
 #pragma unroll
       for (int u = 0; u < kFlatBatch; ++u) {
         const int p = base + u * kBlock;
@@ -126,14 +115,14 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
             split4(reinterpret_cast<const float4*>(xt)[p], xv);  // dropped unless the epilogue reads x
           } else {
 #pragma unroll
-            for (int e = 0; e < 4; ++e) xv[e] = zv[u][e];
+            for (int e = 0; e < 4; ++e) xv[e] = f.v[u][e];
           }
           float v[4];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const Epi epi = Epi::at(params, cv[u] + e);
-            const float y = centered(zv[u][e], mu) * (rs * gv[u][e]) + bv[u][e];
-            v[e] = epi.value(y, zv[u][e], xv[e]);
+            const Epi epi = Epi::at(params, f.c[u] + e);
+            const float y = centered(f.v[u][e], mu) * (rs * f.gamma[u][e]) + f.beta[u][e];
+            v[e] = epi.value(y, f.v[u][e], xv[e]);
           }
           if constexpr (R == ReduceKind::kNone) {
             reinterpret_cast<float4*>(out + offset)[p] = join4(v);

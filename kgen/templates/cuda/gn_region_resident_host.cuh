@@ -194,6 +194,24 @@ inline void allow_smem(const void* kernel, int64_t bytes) {
   done = bytes;
 }
 
+// Blocks of `kernel` (kBlock threads, `smem` bytes of dynamic shared memory) that fit on one SM of the current
+// device, at least 1; asked of the driver once per (kernel, device, smem), since the forward plans on it at
+// every call.
+inline int blocks_per_sm(const void* kernel, int block, int64_t smem) {
+  allow_smem(kernel, smem);
+  static std::mutex lock;
+  static std::map<std::tuple<const void*, int, int64_t>, int> known;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_tuple(kernel, device, smem);
+  const auto found = known.find(key);
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, static_cast<size_t>(smem)));
+  return known[key] = std::max(1, per_sm);
+}
+
 template <ReduceKind R>
 inline std::vector<int64_t> region_out_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
   std::vector<int64_t> shape{x.size(0)};
@@ -337,20 +355,17 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   dispatch_groups<kGroups>(groups, [&](auto kg) {
     constexpr int kG = decltype(kg)::value;
     auto launch = [&](auto kernel) {
-      auto blocks_per_sm = [&](const ResidentPlan& p) {
-        allow_smem(reinterpret_cast<const void*>(kernel), p.smem_bytes);
-        int per_sm = 0;
-        C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, p.smem_bytes));
-        return std::max(1, per_sm);
+      auto per_sm_of = [&](const ResidentPlan& p) {
+        return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
       };
       auto in_flight = [](const ResidentPlan& p, int per_sm) { return int64_t(per_sm) * p.tile_groups * p.slice * 4; };
       ResidentPlan launched = plan;
-      int per_sm = blocks_per_sm(launched);
+      int per_sm = per_sm_of(launched);
       for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
            vpt *= 2) {
         ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
         if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
-        const int bigger_per_sm = blocks_per_sm(bigger);
+        const int bigger_per_sm = per_sm_of(bigger);
         if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
         bigger.affine_vec = plan.affine_vec;
         launched = bigger;
@@ -451,9 +466,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
         allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
         int64_t grid = plan.tiles;
         if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
-          int per_sm = 0;
-          C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kBlock, plan.smem_bytes));
-          const int64_t resident = int64_t(std::max(1, per_sm)) * multiprocessors(x.get_device());
+          const int64_t resident =
+              int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
+              multiprocessors(x.get_device());
           plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
           grid = plan.rows * plan.parts;
         }
