@@ -1212,6 +1212,9 @@ __device__ __forceinline__ float softplus_grad(float a, float beta, float thresh
 // that an SM keeps kBytesInFlight of copies moving. Tiles never split a slice: the results do not depend
 // on the tile size.
 //
+// Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
+// (gn_region_rows_forward.cuh; the same statistics and saved values); their backward is this one.
+//
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
@@ -1839,6 +1842,132 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
                                                      gamma, beta, params, plan, eps, out, aux, mean_out, rstd_out);
     __syncthreads();  // the tile's buffer and the statistics are free again
     if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
+  }
+}
+
+}  // namespace kgen
+
+// ---- gn_region_rows_forward: the forward of Linear outputs with short slices, from registers ----
+//
+// Linear outputs (plane == 1) whose slices are short: D = C / G values, D % 4 == 0, at most 32 lanes x 8
+// packs of 4. There the resident forward's shared-memory tile (copy, barrier, three sweeps of shared memory
+// between barriers) keeps too few bytes moving per SM (H100, L2-37's 64-value slices: 1.18 ms for 1.07 GB,
+// 0.9 TB/s). Here a TEAM of L lanes of one warp (L a power of two) holds a slice in registers, kPacks
+// 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
+// loads kUnroll slices before it reduces the first, so that every thread has kRowsPacksInFlight packs
+// (128 bytes) in flight. No shared memory, no barrier.
+//
+// The statistics are the resident forward's: the sum of z = Pro(x) in double, then the corrected two-pass
+// variance around that mean in double, each reduced over the team by an xor butterfly (a fixed order: every
+// lane gets the same bits, every run the same result); the mean kept as a (hi, lo) float pair and rstd in
+// float, as the resident backward reads them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+namespace kgen {
+
+struct RowsPlan {
+  int64_t units;  // batch * groups slices
+  int groups;
+  int slice;      // D = channels per group
+  int lanes;      // L, the team width
+  bool affine_vec;
+};
+
+constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsMaxPacks = 8;       // per lane and slice
+
+// The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
+// apply (planes, a slice not a multiple of 4 values, more than 32 x kRowsMaxPacks packs, or packs per lane
+// that are not a power of two).
+__host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64_t groups) {
+  if (plane != 1 || groups <= 0 || channels % groups != 0 || (channels / groups) % 4 != 0) return 0;
+  const int64_t packs = channels / groups / 4;
+  int lanes = 1;
+  while (lanes < kWarpSize && packs % (2 * lanes) == 0) lanes *= 2;
+  const int64_t per_lane = packs / lanes;
+  return per_lane <= kRowsMaxPacks && (per_lane & (per_lane - 1)) == 0 ? lanes : 0;
+}
+
+template <class Pro, class Epi, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                           const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
+                           float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
+  using namespace resident_detail;
+  constexpr int kUnroll = kRowsPacksInFlight / kPacks;
+  constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+  const int L = plan.lanes;
+  const int D = plan.slice;
+  const int lane = threadIdx.x & (L - 1);
+  const int64_t teams = int64_t(gridDim.x) * (kBlock / L);
+  const int64_t team = int64_t(blockIdx.x) * (kBlock / L) + threadIdx.x / L;
+  // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
+  // team past the last slice computes on zeros and stores nothing.
+  for (int64_t first = 0; first < plan.units; first += kUnroll * teams) {
+    float xv[kUnroll][kPacks][4];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t u = first + j * teams + team;
+      const float4* src = reinterpret_cast<const float4*>(x + u * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const float4 f = u < plan.units ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+        split4(f, xv[j][k]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t u = first + j * teams + team;
+      const bool valid = u < plan.units;
+      const int cbase = valid ? static_cast<int>(u % plan.groups) * D : 0;
+      float z[kPacks][4];
+      double sum = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
+          sum += double(z[k][e]);
+        }
+      }
+      for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
+      const double mu = sum / double(D);
+      double da = 0.0, db = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const double d = double(z[k][e]) - mu;
+          da += d;
+          db += d * d;
+        }
+      }
+      for (int o = L / 2; o > 0; o /= 2) {
+        da += shfl_xor(da, o);
+        db += shfl_xor(db, o);
+      }
+      const double var = fmax((db - da * da / double(D)) / double(D), 0.0);  // biased, as nn.GroupNorm
+      const float hi = static_cast<float>(mu);
+      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+      const float rs = static_cast<float>(1.0 / sqrt(var + eps));
+      if (!valid) continue;
+      if (lane == 0) {
+        mean_out[u] = m2;
+        rstd_out[u] = rs;
+      }
+      float4* dst = reinterpret_cast<float4*>(out + u * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int c0 = cbase + 4 * (k * L + lane);
+        float g[4], b[4], v[4];
+        load_affine4(gamma, c0, plan.affine_vec, 1.f, g);
+        load_affine4(beta, c0, plan.affine_vec, 0.f, b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float y = centered(z[k][e], m2) * (rs * g[e]) + b[e];
+          v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
+        }
+        dst[k * L + lane] = join4(v);
+      }
+    }
   }
 }
 
@@ -2477,7 +2606,37 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups) {
   return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
 }
 
-// Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}.
+namespace resident_detail {
+
+// The rows forward (gn_region_rows_forward.cuh): kPacks packs per lane, a grid of the blocks that fit on the
+// GPU at once or fewer.
+template <class Pro, class Epi, int kBlock>
+void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                         const RegionParams& params, double eps, at::Tensor& out, at::Tensor& mean, at::Tensor& rstd) {
+  const int64_t packs = rows.slice / 4 / rows.lanes;
+  auto launch = [&](auto kernel, int per_lane) {
+    const int64_t per_block = int64_t(kBlock / rows.lanes) * (kRowsPacksInFlight / per_lane);  // slices
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(x.get_device());
+    const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(fit, (rows.units + per_block - 1) / per_block));
+    kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, rows, eps, out.data_ptr<float>(),
+        as_float2(mean), rstd.data_ptr<float>());
+  };
+  switch (packs) {
+    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1>, 1); break;
+    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2>, 2); break;
+    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4>, 4); break;
+    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8>, 8); break;
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace resident_detail
+
+// Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
+// with short slices (rows_lanes) take the rows forward, everything else the resident tiles.
+
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
                                                 const at::Tensor& beta_in,
@@ -2509,9 +2668,18 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   const RegionDims dims = region_dims(x);
   const int64_t slice = dims.channels / groups * dims.plane;
   const int width = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+  const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                               is_16_byte_aligned(beta.data_ptr<float>()));
+  if constexpr (R == ReduceKind::kNone) {
+    const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+    if (width == 4 && lanes > 0) {
+      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), static_cast<int>(slice), lanes, affine_vec};
+      launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
+      return {out, mean, rstd, aux};
+    }
+  }
   ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x));
-  plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
-                                         is_16_byte_aligned(beta.data_ptr<float>()));
+  plan.affine_vec = affine_vec;
   TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();

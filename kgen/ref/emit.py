@@ -19,8 +19,8 @@ from kgen.ref.trace import RefError, load_reference
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/); the test harnesses of the two
 # region kernel families build from the same lists.
 REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh")
-RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_resident_backward.cuh",
-                  "gn_region_resident_host.cuh")
+RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_rows_forward.cuh",
+                  "gn_region_resident_backward.cuh", "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
               ("gn_region_pointwise.cuh",))

@@ -153,6 +153,10 @@ def _bindings() -> tuple[str, str, list[str]]:
                     f"  return p.feasible ? p.parts : 0;\n}}\n")
         cpp.append(f"int64_t slab_parts_{kind}(torch::Tensor x, int64_t groups, int64_t k);")
         names.append(f"slab_parts_{kind}")
+    cuda.append("int64_t rows_lanes(torch::Tensor x, int64_t groups) {\n"
+                "  return kgen::rows_lanes(x.size(1), x.numel() / (x.size(0) * x.size(1)), groups);\n}\n")
+    cpp.append("int64_t rows_lanes(torch::Tensor x, int64_t groups);")
+    names.append("rows_lanes")
     return "\n".join(cpp), "\n".join(cuda), names
 
 

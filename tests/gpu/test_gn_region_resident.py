@@ -24,6 +24,10 @@ CASES = [
     ((16, 64), 16, [], True),         # 4-value slices: one tile spans all 16 samples
     ((8, 8192), 16, [], True),        # Linear-like, 512-value slices
     ((8, 8192), 512, [], False),      # Linear-like, 16-value slices
+    ((9, 8192), 8, [], True),         # Linear-like, 1024-value slices: the rows forward's largest (8 packs a lane)
+    ((5, 8192), 4, [], True),         # 2048-value slices: past the rows forward, resident tiles
+    ((7, 96), 4, [], True),           # 24-value slices: 6 packs, teams of 2 lanes x 3 packs: resident tiles
+    ((7, 96), 12, [], True),          # 8-value slices: teams of 2 lanes x 1 pack
     ((2, 6, 10), 3, [3], True),       # 3D, window leaves one column
     ((2, 12, 5, 7), 3, [2, 3], True),  # 4D, D = 140
     ((2, 12, 5, 7), 4, [2, 3], False),  # 4D, D = 105 (scalar)
@@ -49,6 +53,12 @@ def make_inputs(name, shape, groups, window, affine, seed, scalar_epilogue_param
         gamma = 1 + 0.5 * torch.randn(c, device="cuda", generator=gen)
         beta = 0.5 * torch.randn(c, device="cuda", generator=gen)
     pp = [0.1 * torch.randn(c, device="cuda", generator=gen)] if pro != "kgen::NoPrologue" else []
+    if pp:
+        # The prologue's hardtanh has a kink at +-1 whose gradient is 0 on it: a value within a float32 rounding
+        # of it takes one side in the kernel and the other in the float64 reference (33 M values give ~0.4 such,
+        # H100 session 7: dx 0 against 2.92 at one element). Values that close are moved off the kink.
+        near_kink = ((x + pp[0].view((1, -1) + (1,) * (len(shape) - 2))).abs() - 1).abs() < 1e-4
+        x = torch.where(near_kink, x + 1e-3, x)
     ep = []
     if epi in ("SwishSwishScale", "ScaleResidualX"):
         n = 1 if scalar_epilogue_param else c
@@ -109,8 +119,9 @@ def test_matches_float64(ext, name, case):
 
 
 # More tiles than the persistent forward grid has blocks (2048 and 1024 tiles): every block takes several, the
-# next one's copy in flight in the other shared-memory buffer.
-MANY_TILES = [((2048, 4096), 16, [], True), ((8192, 32, 4, 4), 8, [2, 2], False)]
+# next one's copy in flight in the other shared-memory buffer. (2048, 4096) with 16 groups is the rows forward's
+# (256-value slices); 2048-value slices stay on the tiles.
+MANY_TILES = [((2048, 4096), 16, [], True), ((2048, 8192), 4, [], True), ((8192, 32, 4, 4), 8, [2, 2], False)]
 
 
 @pytest.mark.parametrize("case", MANY_TILES, ids=_case_id)
@@ -128,6 +139,20 @@ SLABS = [((32768, 1024), 16, [], True), ((8192, 4096), 64, [], True)]
 @pytest.mark.parametrize("name", ["none_fused", "none_plain", "plane_mean"])
 def test_backward_in_slabs(ext, name, case):
     check(name, case, seed=23)
+
+
+def test_rows_forward_decision(ext):
+    """Linear outputs with short slices take the rows forward (team width L, packs per lane a power of two <= 8);
+    planes, slices not a multiple of 4, and long slices keep the resident tiles."""
+    lin = lambda c: torch.empty(2, c, device="cuda")
+    assert ext.rows_lanes(lin(4096), 64) == 16      # 64-value slices: 16 lanes x 1 pack (L2-37)
+    assert ext.rows_lanes(lin(8192), 8) == 32       # 1024 values: 32 x 8
+    assert ext.rows_lanes(lin(8192), 16) == 32      # 512 values: 32 x 4
+    assert ext.rows_lanes(lin(64), 16) == 1         # 4 values: 1 lane x 1 pack
+    assert ext.rows_lanes(lin(8192), 4) == 0        # 2048 values: 16 packs a lane
+    assert ext.rows_lanes(lin(96), 4) == 0          # 6 packs: 2 lanes x 3
+    assert ext.rows_lanes(lin(30), 5) == 0          # 6 values
+    assert ext.rows_lanes(torch.empty(2, 64, 3, 3, device="cuda"), 8) == 0  # planes
 
 
 def test_slab_decision(ext):

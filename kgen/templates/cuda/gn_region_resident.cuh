@@ -14,6 +14,9 @@
 // that an SM keeps kBytesInFlight of copies moving. Tiles never split a slice: the results do not depend
 // on the tile size.
 //
+// Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
+// (gn_region_rows_forward.cuh; the same statistics and saved values); their backward is this one.
+//
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula

@@ -307,7 +307,37 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups) {
   return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
 }
 
-// Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}.
+namespace resident_detail {
+
+// The rows forward (gn_region_rows_forward.cuh): kPacks packs per lane, a grid of the blocks that fit on the
+// GPU at once or fewer.
+template <class Pro, class Epi, int kBlock>
+void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                         const RegionParams& params, double eps, at::Tensor& out, at::Tensor& mean, at::Tensor& rstd) {
+  const int64_t packs = rows.slice / 4 / rows.lanes;
+  auto launch = [&](auto kernel, int per_lane) {
+    const int64_t per_block = int64_t(kBlock / rows.lanes) * (kRowsPacksInFlight / per_lane);  // slices
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(x.get_device());
+    const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(fit, (rows.units + per_block - 1) / per_block));
+    kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, rows, eps, out.data_ptr<float>(),
+        as_float2(mean), rstd.data_ptr<float>());
+  };
+  switch (packs) {
+    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1>, 1); break;
+    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2>, 2); break;
+    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4>, 4); break;
+    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8>, 8); break;
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace resident_detail
+
+// Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
+// with short slices (rows_lanes) take the rows forward, everything else the resident tiles.
+
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
                                                 const at::Tensor& beta_in,
@@ -339,9 +369,18 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   const RegionDims dims = region_dims(x);
   const int64_t slice = dims.channels / groups * dims.plane;
   const int width = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+  const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                               is_16_byte_aligned(beta.data_ptr<float>()));
+  if constexpr (R == ReduceKind::kNone) {
+    const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+    if (width == 4 && lanes > 0) {
+      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), static_cast<int>(slice), lanes, affine_vec};
+      launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
+      return {out, mean, rstd, aux};
+    }
+  }
   ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x));
-  plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
-                                         is_16_byte_aligned(beta.data_ptr<float>()));
+  plan.affine_vec = affine_vec;
   TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();

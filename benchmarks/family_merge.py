@@ -1,0 +1,47 @@
+"""One family table from several family.py runs: `python benchmarks/family_merge.py OUT RUN_DIR [RUN_DIR ...]`.
+
+Each RUN_DIR holds a family.json (or family.json.gz); a problem's row is taken from the LAST run that has it,
+and the table names that run beside the problem. Every row's kgen / eager / torch.compile times come from one
+run (family.py times the three contenders of a problem back to back), so a row's ratios stay those of one run;
+rows of different runs are not compared with each other. Writes OUT/FAMILY.md and OUT/family.json.gz."""
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from family import table  # noqa: E402
+
+
+def load(run: Path) -> list[dict]:
+    plain, packed = run / "family.json", run / "family.json.gz"
+    if plain.is_file():
+        return json.loads(plain.read_text())
+    if packed.is_file():
+        return json.loads(gzip.decompress(packed.read_bytes()))
+    raise SystemExit(f"family_merge: no family.json(.gz) in {run}")
+
+
+def merge(runs: list[Path]) -> list[dict]:
+    rows: dict[str, dict] = {}
+    for run in runs:
+        for row in load(run):
+            rows[row["problem"]] = dict(row, problem=f"{row['problem']} ({run.name})")
+    return [rows[k] for k in sorted(rows)]
+
+
+def main() -> None:
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    rows = merge([Path(p) for p in sys.argv[2:]])
+    (out / "FAMILY.md").write_text(table(rows))
+    (out / "family.json.gz").write_bytes(gzip.compress(json.dumps(rows, indent=1, default=str).encode(), mtime=0))
+    print(f"family_merge: {len(rows)} problems -> {out / 'FAMILY.md'}")
+
+
+if __name__ == "__main__":
+    main()

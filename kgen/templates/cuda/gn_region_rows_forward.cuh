@@ -1,0 +1,125 @@
+// ---- gn_region_rows_forward: the forward of Linear outputs with short slices, from registers ----
+//
+// Linear outputs (plane == 1) whose slices are short: D = C / G values, D % 4 == 0, at most 32 lanes x 8
+// packs of 4. There the resident forward's shared-memory tile (copy, barrier, three sweeps of shared memory
+// between barriers) keeps too few bytes moving per SM (H100, L2-37's 64-value slices: 1.18 ms for 1.07 GB,
+// 0.9 TB/s). Here a TEAM of L lanes of one warp (L a power of two) holds a slice in registers, kPacks
+// 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
+// loads kUnroll slices before it reduces the first, so that every thread has kRowsPacksInFlight packs
+// (128 bytes) in flight. No shared memory, no barrier.
+//
+// The statistics are the resident forward's: the sum of z = Pro(x) in double, then the corrected two-pass
+// variance around that mean in double, each reduced over the team by an xor butterfly (a fixed order: every
+// lane gets the same bits, every run the same result); the mean kept as a (hi, lo) float pair and rstd in
+// float, as the resident backward reads them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+namespace kgen {
+
+struct RowsPlan {
+  int64_t units;  // batch * groups slices
+  int groups;
+  int slice;      // D = channels per group
+  int lanes;      // L, the team width
+  bool affine_vec;
+};
+
+constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsMaxPacks = 8;       // per lane and slice
+
+// The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
+// apply (planes, a slice not a multiple of 4 values, more than 32 x kRowsMaxPacks packs, or packs per lane
+// that are not a power of two).
+__host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64_t groups) {
+  if (plane != 1 || groups <= 0 || channels % groups != 0 || (channels / groups) % 4 != 0) return 0;
+  const int64_t packs = channels / groups / 4;
+  int lanes = 1;
+  while (lanes < kWarpSize && packs % (2 * lanes) == 0) lanes *= 2;
+  const int64_t per_lane = packs / lanes;
+  return per_lane <= kRowsMaxPacks && (per_lane & (per_lane - 1)) == 0 ? lanes : 0;
+}
+
+template <class Pro, class Epi, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                           const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
+                           float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
+  using namespace resident_detail;
+  constexpr int kUnroll = kRowsPacksInFlight / kPacks;
+  constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+  const int L = plan.lanes;
+  const int D = plan.slice;
+  const int lane = threadIdx.x & (L - 1);
+  const int64_t teams = int64_t(gridDim.x) * (kBlock / L);
+  const int64_t team = int64_t(blockIdx.x) * (kBlock / L) + threadIdx.x / L;
+  // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
+  // team past the last slice computes on zeros and stores nothing.
+  for (int64_t first = 0; first < plan.units; first += kUnroll * teams) {
+    float xv[kUnroll][kPacks][4];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t u = first + j * teams + team;
+      const float4* src = reinterpret_cast<const float4*>(x + u * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const float4 f = u < plan.units ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+        split4(f, xv[j][k]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int64_t u = first + j * teams + team;
+      const bool valid = u < plan.units;
+      const int cbase = valid ? static_cast<int>(u % plan.groups) * D : 0;
+      float z[kPacks][4];
+      double sum = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
+          sum += double(z[k][e]);
+        }
+      }
+      for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
+      const double mu = sum / double(D);
+      double da = 0.0, db = 0.0;
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const double d = double(z[k][e]) - mu;
+          da += d;
+          db += d * d;
+        }
+      }
+      for (int o = L / 2; o > 0; o /= 2) {
+        da += shfl_xor(da, o);
+        db += shfl_xor(db, o);
+      }
+      const double var = fmax((db - da * da / double(D)) / double(D), 0.0);  // biased, as nn.GroupNorm
+      const float hi = static_cast<float>(mu);
+      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+      const float rs = static_cast<float>(1.0 / sqrt(var + eps));
+      if (!valid) continue;
+      if (lane == 0) {
+        mean_out[u] = m2;
+        rstd_out[u] = rs;
+      }
+      float4* dst = reinterpret_cast<float4*>(out + u * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const int c0 = cbase + 4 * (k * L + lane);
+        float g[4], b[4], v[4];
+        load_affine4(gamma, c0, plan.affine_vec, 1.f, g);
+        load_affine4(beta, c0, plan.affine_vec, 0.f, b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float y = centered(z[k][e], m2) * (rs * g[e]) + b[e];
+          v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
+        }
+        dst[k * L + lane] = join4(v);
+      }
+    }
+  }
+}
+
+}  // namespace kgen
