@@ -12,6 +12,7 @@
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
 #   rows                  the rows forward (session 7): resident tests, validator GPU tests, bench, Linear family
+#   rows2                 its second version (loads in flight through the arithmetic): the same, shorter
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
 #                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
@@ -193,6 +194,24 @@ for step in "$@"; do
         | tee -a "$F/family.log" | grep -E "^L[12]-|prebuild:|emit:|resume:" | cut -c1-160
       cp -r "$F" "$P/family"
       tar czf "$OUT/rows_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    rows2)  # the rows forward with its loads in flight through the arithmetic: the Linear resident tests and,
+      # at once, the checks of the Linear family problems (ROWS_FAMILY, default 37,94,30); then alone on the
+      # GPU the region bench and the family timings.
+      P=$OUT/rows2; F=.build/family_rows2; mkdir -p "$P" "$F"
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
+                --workers 3 --jobs 16 --only "${ROWS_FAMILY:-37,94,30}" "$@" 2>&1 | tee -a "$F/family.log" \
+                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-160; }
+      (fam --budget 200 > "$P/family_checks.txt") &
+      (timeout -k 5 240 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+         -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+      wait; tail -n 2 "$P"/pytest_*.log; cat "$P/family_checks.txt"
+      timeout 100 python3 tests/gpu/region_harness_resident.py 2>&1 | grep -v Warn > "$P/region_resident_bench.log"
+      grep -E "^x |kgen resident|fwd" "$P/region_resident_bench.log" | head -30
+      fam --bench --budget "${ROWS_BUDGET:-170}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/rows2_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
   esac
 done

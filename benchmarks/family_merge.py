@@ -1,7 +1,7 @@
 """One family table from several family.py runs: `python benchmarks/family_merge.py OUT RUN_DIR [RUN_DIR ...]`.
 
-Each RUN_DIR holds a family.json (or family.json.gz); a problem's row is taken from the LAST run that has it,
-and the table names that run beside the problem. Every row's kgen / eager / torch.compile times come from one
+Each RUN_DIR holds a family.json (or family.json.gz); a problem's row is taken from the LAST run that timed it
+(the last that has it, where none timed it), and the table names that run beside the problem. Every row's kgen / eager / torch.compile times come from one
 run (family.py times the three contenders of a problem back to back), so a row's ratios stay those of one run;
 rows of different runs are not compared with each other. Writes OUT/FAMILY.md and OUT/family.json.gz."""
 from __future__ import annotations
@@ -24,12 +24,20 @@ def load(run: Path) -> list[dict]:
     raise SystemExit(f"family_merge: no family.json(.gz) in {run}")
 
 
+def timed(row: dict) -> bool:
+    bench = row.get("bench") or {}
+    return bool(bench) and "error" not in bench
+
+
 def merge(runs: list[Path]) -> list[dict]:
+    """A problem's row from the last run that timed it, or where none did, from the last run that has it."""
     rows: dict[str, dict] = {}
     for run in runs:
         for row in load(run):
-            rows[row["problem"]] = dict(row, problem=f"{row['problem']} ({run.name})")
-    return [rows[k] for k in sorted(rows)]
+            before = rows.get(row["problem"])
+            if before is None or timed(row) or not timed(before):
+                rows[row["problem"]] = dict(row, run=run.name)
+    return [dict(rows[k], problem=f"{k} ({rows[k]['run']})") for k in sorted(rows)]
 
 
 def main() -> None:

@@ -1854,8 +1854,9 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // between barriers) keeps too few bytes moving per SM (H100, L2-37's 64-value slices: 1.18 ms for 1.07 GB,
 // 0.9 TB/s). Here a TEAM of L lanes of one warp (L a power of two) holds a slice in registers, kPacks
 // 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
-// loads kUnroll slices before it reduces the first, so that every thread has kRowsPacksInFlight packs
-// (128 bytes) in flight. No shared memory, no barrier.
+// takes kUnroll slices at a time, so that a thread loads kRowsPacksInFlight packs (128 bytes) at once; the
+// next kUnroll slices' loads are issued before this kUnroll's arithmetic, so they stay in flight through it.
+// No shared memory, no barrier.
 //
 // The statistics are the resident forward's: the sum of z = Pro(x) in double, then the corrected two-pass
 // variance around that mean in double, each reduced over the team by an xor butterfly (a fixed order: every
@@ -1866,6 +1867,7 @@ namespace kgen {
 struct RowsPlan {
   int64_t units;  // batch * groups slices
   int groups;
+  resident_detail::FastDiv div_groups;  // u % groups by a multiply while units < 2^31
   int slice;      // D = channels per group
   int lanes;      // L, the team width
   bool affine_vec;
@@ -1899,10 +1901,9 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
   const int lane = threadIdx.x & (L - 1);
   const int64_t teams = int64_t(gridDim.x) * (kBlock / L);
   const int64_t team = int64_t(blockIdx.x) * (kBlock / L) + threadIdx.x / L;
-  // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
-  // team past the last slice computes on zeros and stores nothing.
-  for (int64_t first = 0; first < plan.units; first += kUnroll * teams) {
-    float xv[kUnroll][kPacks][4];
+  const double inv_d = 1.0 / double(D);  // per-slice arithmetic by multiplies: a thread holds few values of it
+  // Loads kUnroll slices of the team, slices first + j * teams + team (zeros past the last slice).
+  auto load = [&](int64_t first, float (&v)[kUnroll][kPacks][4]) {
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
       const int64_t u = first + j * teams + team;
@@ -1910,14 +1911,28 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         const float4 f = u < plan.units ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
-        split4(f, xv[j][k]);
+        split4(f, v[j][k]);
       }
     }
+  };
+  // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
+  // team past the last slice computes on zeros and stores nothing. The next iteration's loads are issued
+  // before this one's slices are worked on: a thread keeps its packs in flight through the arithmetic.
+  float xv[kUnroll][kPacks][4];
+  load(0, xv);
+  for (int64_t first = 0; first < plan.units; first += kUnroll * teams) {
+    float next[kUnroll][kPacks][4];
+    load(first + kUnroll * teams, next);  // predicated off past the last slice
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
       const int64_t u = first + j * teams + team;
       const bool valid = u < plan.units;
-      const int cbase = valid ? static_cast<int>(u % plan.groups) * D : 0;
+      int g = 0;  // the slice's group
+      if (valid) {
+        g = plan.units < (int64_t(1) << 31) ? static_cast<int>(u) - plan.div_groups.div(static_cast<int>(u)) * plan.groups
+                                            : static_cast<int>(u % plan.groups);
+      }
+      const int cbase = g * D;
       float z[kPacks][4];
       double sum = 0.0;
 #pragma unroll
@@ -1929,7 +1944,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         }
       }
       for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
-      const double mu = sum / double(D);
+      const double mu = sum * inv_d;
       double da = 0.0, db = 0.0;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
@@ -1944,10 +1959,10 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         da += shfl_xor(da, o);
         db += shfl_xor(db, o);
       }
-      const double var = fmax((db - da * da / double(D)) / double(D), 0.0);  // biased, as nn.GroupNorm
+      const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
       const float hi = static_cast<float>(mu);
       const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
-      const float rs = static_cast<float>(1.0 / sqrt(var + eps));
+      const float rs = static_cast<float>(rsqrt(var + eps));
       if (!valid) continue;
       if (lane == 0) {
         mean_out[u] = m2;
@@ -1966,6 +1981,14 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
           v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
         }
         dst[k * L + lane] = join4(v);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
       }
     }
   }
@@ -2673,7 +2696,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   if constexpr (R == ReduceKind::kNone) {
     const int lanes = rows_lanes(dims.channels, dims.plane, groups);
     if (width == 4 && lanes > 0) {
-      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), static_cast<int>(slice), lanes, affine_vec};
+      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
+                          lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
       return {out, mean, rstd, aux};
     }

@@ -374,7 +374,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   if constexpr (R == ReduceKind::kNone) {
     const int lanes = rows_lanes(dims.channels, dims.plane, groups);
     if (width == 4 && lanes > 0) {
-      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), static_cast<int>(slice), lanes, affine_vec};
+      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
+                          lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
       return {out, mean, rstd, aux};
     }
