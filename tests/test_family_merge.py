@@ -1,0 +1,50 @@
+"""benchmarks/family_merge.py: one family table from several runs, each problem's row from the last run that
+timed it (a later run that only checked a problem does not replace an earlier timed row), the run named."""
+import gzip
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import family_merge  # noqa: E402
+
+
+def row(problem, new_ms=None, verdict=0):
+    r = {"problem": problem, "reference": f"{problem}.py", "emit": 0, "emit_error": "",
+         "plan": ["kgen region 0: GroupNorm  [x [2, 8, 4, 4] -> gn [2, 8, 4, 4]; parameters: none]"],
+         "validate": {"exit": verdict, "seconds": 1.0, "tail": []}}
+    if new_ms is not None:
+        r["bench"] = {"forward": {"new_ms": new_ms, "eager_ms": 9.0, "compile_ms": 8.0},
+                      "forward_backward": {"new_ms": 2 * new_ms, "eager_ms": 19.0, "compile_ms": 18.0}}
+    return r
+
+
+def test_last_timed_run_wins(tmp_path):
+    first, second, third = tmp_path / "s6", tmp_path / "s7a", tmp_path / "s7b"
+    for d in (first, second, third):
+        d.mkdir()
+    (first / "family.json.gz").write_bytes(gzip.compress(json.dumps(
+        [row("L1-35", 7.5), row("L2-19", 8.6), row("L2-37", 6.7)]).encode()))
+    (second / "family.json").write_text(json.dumps([row("L2-37", 6.4), row("L2-30", 2.7)]))
+    (third / "family.json").write_text(json.dumps([row("L2-30", None, verdict=1), row("L2-37", 6.1)]))
+    rows = family_merge.merge([first, second, third])
+    by = {r["problem"].split()[0]: r for r in rows}
+    assert [r["problem"] for r in rows] == ["L1-35 (s6)", "L2-19 (s6)", "L2-30 (s7a)", "L2-37 (s7b)"]
+    assert by["L2-37"]["bench"]["forward"]["new_ms"] == 6.1
+    assert by["L2-30"]["validate"]["exit"] == 0          # the untimed later row did not replace the timed one
+    out = tmp_path / "merged"
+    sys.argv = ["family_merge.py", str(out), str(first), str(second), str(third)]
+    family_merge.main()
+    table = (out / "FAMILY.md").read_text()
+    assert "| L2-37 (s7b) |" in table and "6.100 / 9.000 / 8.000" in table
+    assert len(json.loads(gzip.decompress((out / "family.json.gz").read_bytes()))) == 4
+
+
+def test_a_problem_only_checked_anywhere_still_has_its_row(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    (a / "family.json").write_text(json.dumps([row("L2-11", None, verdict=2)]))
+    (b / "family.json").write_text(json.dumps([row("L2-11", None, verdict=0)]))
+    rows = family_merge.merge([a, b])
+    assert len(rows) == 1 and rows[0]["problem"] == "L2-11 (b)" and rows[0]["validate"]["exit"] == 0
