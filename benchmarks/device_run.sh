@@ -11,8 +11,8 @@
 #   regions               the region kernels' GPU tests and a few --ref problems (a short call)
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
-#   rows                  the rows forward (session 7): resident tests, validator GPU tests, bench, Linear family
-#   rows2                 its second version (loads in flight through the arithmetic): the same, shorter
+#   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
+#                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
 #                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
@@ -175,25 +175,6 @@ for step in "$@"; do
       grep -E "Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Achieved Occupancy|Stall|Registers" \
         "$P/ncu_convt.log" | head -20
       tar czf "$OUT/pending_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    rows)  # session 7: the rows forward of Linear outputs (its GPU tests with every resident test, the region
-      # bench) and, at once, the validator GPU tests the reliability call's budget cut; then alone on the GPU
-      # the Linear problems of the family (ROWS_FAMILY, default 37,30,94) for ROWS_BUDGET s (default 260).
-      P=$OUT/rows; mkdir -p "$P"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
-         > "$P/pytest_gn_region_resident.log" 2>&1; echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
-      (timeout -k 5 300 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests/validate \
-         --deselect tests/validate/test_runtime_gpu.py::test_bench_on_gpu > "$P/pytest_gpu_validate.log" 2>&1
-       echo "exit code: $?" >> "$P/pytest_gpu_validate.log") &
-      wait; tail -n 2 "$P"/pytest_*.log
-      timeout 100 python3 tests/gpu/region_harness_resident.py 2>&1 | grep -v Warn > "$P/region_resident_bench.log"
-      grep -E "^x |kgen resident|fwd" "$P/region_resident_bench.log" | head -30
-      F=.build/family_rows; mkdir -p "$F"
-      PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --bench --trials 2 --resume \
-        --budget "${ROWS_BUDGET:-260}" --workers 4 --jobs 16 --only "${ROWS_FAMILY:-37,30,94}" 2>&1 \
-        | tee -a "$F/family.log" | grep -E "^L[12]-|prebuild:|emit:|resume:" | cut -c1-160
-      cp -r "$F" "$P/family"
-      tar czf "$OUT/rows_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     rows2)  # the rows forward with its loads in flight through the arithmetic: the Linear resident tests and,
       # at once, the checks of the Linear family problems (ROWS_FAMILY, default 37,94,30); then alone on the
       # GPU the region bench and the family timings.
