@@ -51,7 +51,7 @@ def explain(plan: Plan) -> list[str]:
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
             tail = " (bias added by the next region)" if step.drop_bias else ""
             if step.elementwise_fallback:
-                tail = " (element-wise op broadcasting a reduced tensor to a new shape: PyTorch)"
+                tail = f" ({step.elementwise_fallback}: PyTorch)"
             lines.append(f"PyTorch: {what}{tail}")
     return lines
 

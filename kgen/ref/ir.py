@@ -43,7 +43,7 @@ class Param:
 class LibraryStep:
     node: object                  # the fx node
     drop_bias: bool = False       # the bias is added by the region that consumes this output
-    elementwise_fallback: bool = False   # an element-wise op that broadcasts to a new shape, left to PyTorch
+    elementwise_fallback: str = ""   # why an element-wise op is left to PyTorch (empty: a library op)
 
 
 @dataclass

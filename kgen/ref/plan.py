@@ -124,10 +124,15 @@ class Planner:
             raise RefError(f"{self.where(gn)}: GroupNorm input of rank {len(full or [])}: kgen supports (N, C) "
                            "to (N, C, D, H, W)")
         gn_input = gn.args[0]
-        params: list[Param] = []
-        prologue, x = self.absorb_prologue(gn, gn_input, full, params)
-        region_values = {x.name} | {p.name for p in prologue} | {gn.name}
-        epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
+        # The GroupNorm's input z may also be read after it (a residual of z): the prologue then takes it where
+        # every such reader joins the epilogue; where one does not, the prologue stops before z.
+        for open_end in (True, False):
+            params: list[Param] = []
+            prologue, x = self.absorb_prologue(gn, gn_input, full, params, open_end)
+            region_values = {x.name} | {p.name for p in prologue} | {gn.name}
+            epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
+            if not open_end or not prologue or all(u.name in region_values or _metadata(u) for u in gn_input.users):
+                break
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
         # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
         xmod = self.module(x)
@@ -179,8 +184,10 @@ class Planner:
                                     "weight": f"self.{weight.target}" if weight is not None else "None",
                                     "bias": f"self.{bias.target}" if bias is not None else "None"}
 
-    def absorb_prologue(self, gn, start, full, params):
-        """Element-wise nodes between the region's one tensor input x and the GroupNorm."""
+    def absorb_prologue(self, gn, start, full, params, open_end=False):
+        """Element-wise nodes between the region's one tensor input x and the GroupNorm. With open_end, the
+        GroupNorm's own input (start) joins even where it has readers after the GroupNorm (region() checks
+        that the epilogue takes them all)."""
         members: dict[str, PwNode] = {}
         leaves: set[str] = set()
 
@@ -188,7 +195,8 @@ class Planner:
             if node.name in members or node.name in leaves:
                 return
             found = self.elementwise(node, full) if node.name not in self.claimed else None
-            inside = found is not None and all(u is gn or u.name in members for u in node.users)
+            inside = found is not None and (all(u is gn or u.name in members for u in node.users)
+                                            or (open_end and node is start))
             if not inside:
                 leaves.add(node.name)
                 return
@@ -362,6 +370,11 @@ class Planner:
                 if len(tensors) == 1:
                     pending.append((node, name, operands, consts, tensors[0]))
                     continue
+                if len(tensors) > 1:
+                    # Two values that no region holds together (a region's output and a library op's): PyTorch's
+                    # own element-wise kernel reads both.
+                    self.library(node, fallback="element-wise op of values from different kernels")
+                    continue
             self.library(node)
         self.pointwise_steps(pending)
 
@@ -392,7 +405,7 @@ class Planner:
             if not chain:
                 # Broadcasting to a new shape (e.g. a reduced (N, 1) plus a (1, C, 1, 1) parameter): PyTorch's
                 # own element-wise kernel, on a tensor the region already reduced.
-                self.library(node, fallback=True)
+                self.library(node, fallback="element-wise op broadcasting a reduced tensor to a new shape")
                 done.add(node.name)
                 continue
             step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
@@ -401,9 +414,9 @@ class Planner:
                 self.claimed[c.name] = step
             self.steps.append(step)
 
-    def library(self, node, fallback: bool = False) -> None:
+    def library(self, node, fallback: str = "") -> None:
         module = self.module(node)
-        known = (fallback or node.op == "get_attr" or
+        known = (bool(fallback) or node.op == "get_attr" or
                  (module is not None and isinstance(module, LIBRARY_MODULES)) or
                  (node.op == "call_function" and node.target in LIBRARY_FUNCTIONS) or
                  (node.op == "call_method" and node.target in LIBRARY_METHODS))

@@ -17,6 +17,8 @@ OTHER_SHAPES = {
     "conv1d_gn_noaffine_relu": (["[3, 16, 4, 4]"], ["[2, 3, 50]"]),
     "two_groupnorms": (["[24, 64, 8, 16]"], ["[5, 24]"]),
     "gn_channel_max_lse": (["[2, 5]"], ["[1, 2, 9, 13]"]),
+    # 1024-value slices: the rows forward's widest teams (32 lanes x 8 packs)
+    "linear_gelu_tanh_gn_short_slices": (["[20, 1024, 1]"], ["[3, 20]"]),
 }
 
 

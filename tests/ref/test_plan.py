@@ -1,6 +1,7 @@
 """`kgen emit --ref`: what the planner makes of every KernelBench GroupNorm problem and of our own
 references, and its one-line errors (CPU only: nothing is built here)."""
 import ast
+import operator
 import subprocess
 import sys
 from pathlib import Path
@@ -102,6 +103,31 @@ def test_inplace_ops_are_planned_by_value():
     assert [n.op for n in region.epilogue] == ["relu", "add", "add", "mul"]
     relu, add = region.epilogue[0], region.epilogue[1]
     assert [o.ref for o in add.operands if o.kind == "value"] == [relu.name, relu.name]
+
+
+def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
+    """z = gelu(fc(x)) feeds the GroupNorm and a residual after it: the prologue takes z (with the peeled bias)
+    and the residual reads z in the epilogue. Where z is also read by a library op, the prologue stops before z:
+    the element-wise GELU becomes its own kernel and the region reads its output; the add of the region's output
+    and the library op's is PyTorch's (no kgen kernel holds both values)."""
+    (region,) = regions(make_plan(load_reference(HERE / "references" / "linear_gelu_tanh_gn_short_slices.py")))
+    assert [n.op for n in region.prologue] == ["add", "gelu_tanh"]
+    assert [n.op for n in region.epilogue] == ["mul", "add"]
+    residual = region.epilogue[1]
+    assert {o.ref for o in residual.operands if o.kind == "value"} == {region.epilogue[0].name,
+                                                                       region.prologue[-1].name}
+    text = (HERE / "references" / "linear_gelu_tanh_gn_short_slices.py").read_text()
+    other = tmp_path / "z_read_by_a_linear.py"
+    other.write_text(text.replace("self.scale = nn.Parameter(torch.randn(hidden) * 0.1 + 1)",
+                                  "self.scale = nn.Parameter(torch.randn(hidden) * 0.1 + 1)\n"
+                                  "        self.head = nn.Linear(hidden, hidden)")
+                         .replace("return self.gn(h) * self.scale + h", "return self.gn(h) * self.scale + self.head(h)"))
+    plan = make_plan(load_reference(other))
+    (region,) = regions(plan)
+    assert not region.prologue
+    assert [s.nodes[0].op for s in plan.steps if isinstance(s, PointwiseStep)] == ["gelu_tanh"]
+    (fallback,) = [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
+    assert fallback.node.target is operator.add and "different kernels" in fallback.elementwise_fallback
 
 
 def run_emit(*args, cwd=None):
