@@ -63,6 +63,20 @@ OPS = {o.name: o for o in [
     OpDef("abs", 1, "fabsf(a)", ("a > 0.f ? 1.f : (a < 0.f ? -1.f : 0.f)",), "abs(a)"),
     OpDef("sqrt", 1, "sqrtf(a)", ("0.5f / r",), "sqrt(a)"),
     OpDef("square", 1, "a * a", ("2.f * a",), "a * a"),
+    OpDef("elu", 1, "kgen::eluf(a, {alpha}, 1.f, 1.f)", ("kgen::elu_grad(a, {alpha}, 1.f, 1.f)",), "elu(a, {alpha})"),
+    OpDef("selu", 1, "kgen::eluf(a, 1.6732632423543772f, 1.0507009873554805f, 1.f)",
+          ("kgen::elu_grad(a, 1.6732632423543772f, 1.0507009873554805f, 1.f)",), "selu(a)"),
+    OpDef("celu", 1, "kgen::eluf(a, {alpha}, 1.f, 1.f / {alpha})", ("kgen::elu_grad(a, {alpha}, 1.f, 1.f / {alpha})",),
+          "celu(a, {alpha})"),
+    OpDef("softsign", 1, "__fdiv_rn(a, __fadd_rn(fabsf(a), 1.f))",
+          ("1.f / ((fabsf(a) + 1.f) * (fabsf(a) + 1.f))",), "a / (abs(a) + 1)"),
+    OpDef("logsigmoid", 1, "kgen::logsigmoidf(a)", ("kgen::logsigmoid_grad(a)",), "logsigmoid(a)"),
+    OpDef("tanhshrink", 1, "__fsub_rn(a, tanhf(a))", ("tanhf(a) * tanhf(a)",), "a - tanh(a)"),
+    OpDef("threshold", 1, "a <= {threshold} ? {value} : a", ("a <= {threshold} ? 0.f : 1.f",),
+          "threshold(a, {threshold}, {value})"),
+    OpDef("pow", 1, "kgen::pow_scalar(a, {p})", ("kgen::pow_grad(a, {p})",), "a ** {p}"),
+    OpDef("rsqrt", 1, "rsqrtf(a)", ("-0.5f * r * r * r",), "rsqrt(a)"),
+    OpDef("reciprocal", 1, "__fdiv_rn(1.f, a)", ("-(r * r)",), "reciprocal(a)"),
 ]}
 
 INF = float("inf")
@@ -103,6 +117,23 @@ def _hardtanh(args, kwargs):
 def _softplus(args, kwargs):
     return "softplus", [args[0]], {"beta": kwargs.get("beta", args[1] if len(args) > 1 else 1.0),
                                    "threshold": kwargs.get("threshold", args[2] if len(args) > 2 else 20.0)}
+
+
+def _alpha(name):
+    return lambda args, kwargs: (name, [args[0]], {"alpha": kwargs.get("alpha", args[1] if len(args) > 1 else 1.0)})
+
+
+def _threshold(args, kwargs):
+    return "threshold", [args[0]], {"threshold": kwargs.get("threshold", args[1] if len(args) > 1 else None),
+                                    "value": kwargs.get("value", args[2] if len(args) > 2 else None)}
+
+
+def _pow(args, kwargs):
+    # a tensor to a constant power; a scalar to a tensor power (torch.pow(2, x)) is not element-wise here
+    exponent = kwargs.get("exponent", args[1] if len(args) > 1 else None)
+    if _scalar(args[0]) is not None or _scalar(exponent) is None:
+        return None
+    return "pow", [args[0]], {"p": exponent}
 
 
 def _binary(name):
@@ -146,6 +177,10 @@ FUNCTIONS = {
     torch.min: _min_max("minimum"), torch.max: _min_max("maximum"),
     operator.add: _rbinary("add"), operator.sub: _rbinary("sub"), operator.mul: _rbinary("mul"),
     operator.truediv: _rbinary("div"), operator.neg: _unary("neg"),
+    F.elu: _alpha("elu"), F.celu: _alpha("celu"), F.selu: _unary("selu"), torch.selu: _unary("selu"),
+    F.softsign: _unary("softsign"), F.logsigmoid: _unary("logsigmoid"), F.tanhshrink: _unary("tanhshrink"),
+    F.threshold: _threshold, torch.pow: _pow, operator.pow: _pow, torch.rsqrt: _unary("rsqrt"),
+    torch.reciprocal: _unary("reciprocal"),
 }
 
 METHODS = {
@@ -156,6 +191,7 @@ METHODS = {
     "clamp_max": lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
     "minimum": _rbinary("minimum"), "maximum": _rbinary("maximum"),
+    "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
 }
 
 
@@ -184,12 +220,26 @@ def _module_op(module: nn.Module):
         return "mish", {}
     if isinstance(module, nn.Softplus):
         return "softplus", {"beta": module.beta, "threshold": module.threshold}
+    if isinstance(module, nn.ELU):
+        return "elu", {"alpha": module.alpha}
+    if isinstance(module, nn.CELU):
+        return "celu", {"alpha": module.alpha}
+    if isinstance(module, nn.SELU):
+        return "selu", {}
+    if isinstance(module, nn.Softsign):
+        return "softsign", {}
+    if isinstance(module, nn.LogSigmoid):
+        return "logsigmoid", {}
+    if isinstance(module, nn.Tanhshrink):
+        return "tanhshrink", {}
+    if isinstance(module, nn.Threshold):
+        return "threshold", {"threshold": module.threshold, "value": module.value}
     return None
 
 
 # Module attributes behind each constant of a module op: checked again by ModelNew at construction.
 MODULE_CONSTANT_ATTRS = {"slope": "negative_slope", "lo": "min_val", "hi": "max_val", "beta": "beta",
-                         "threshold": "threshold"}
+                         "threshold": "threshold", "alpha": "alpha", "value": "value"}
 
 
 def recognise(node, module: nn.Module | None = None):

@@ -130,6 +130,20 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     assert fallback.node.target is operator.add and "different kernels" in fallback.elementwise_fallback
 
 
+def test_activation_zoo_is_one_region_with_module_constants_checked():
+    """ELU (module, alpha), x ** 2, SELU, CELU (alpha), Softsign, LogSigmoid, Tanhshrink, Threshold (module:
+    threshold, value), rsqrt and reciprocal: all fused, the module constants baked in and checked at __init__."""
+    plan = make_plan(load_reference(HERE / "references" / "conv_activation_zoo_gn.py"))
+    (region,) = regions(plan)
+    assert [n.op for n in region.prologue] == ["add", "elu", "pow"]
+    assert {"selu", "celu", "softsign", "logsigmoid", "tanhshrink", "threshold", "rsqrt", "reciprocal"} <= \
+        {n.op for n in region.epilogue}
+    assert next(n for n in region.prologue if n.op == "pow").consts == {"p": 2.0}
+    text = emit_reference(str(HERE / "references" / "conv_activation_zoo_gn.py"))[0]
+    assert "'elu.alpha': 0.7, 'threshold.threshold': 0.1, 'threshold.value': -0.5" in text
+    assert "kgen::eluf(z, 1.3f, 1.f, 1.f / 1.3f)" in text   # celu(h): h is z, the GroupNorm's input
+
+
 def run_emit(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "kgen.cli", "emit", *args], capture_output=True, text=True, cwd=cwd)
 
