@@ -1194,6 +1194,34 @@ __device__ __forceinline__ float softplus_grad(float a, float beta, float thresh
   return a * beta > threshold ? 1.f : z / (z + 1.f);
 }
 
+// ELU, SELU and CELU as PyTorch's one kernel for the three: x <= 0 ? expm1(x input_scale) alpha scale :
+// x scale; the derivative as elu_backward on the input: x <= 0 ? input_scale alpha scale exp(x input_scale)
+// : scale.
+__device__ __forceinline__ float eluf(float a, float alpha, float scale, float input_scale) {
+  return a <= 0.f ? expm1f(a * input_scale) * (alpha * scale) : a * scale;
+}
+__device__ __forceinline__ float elu_grad(float a, float alpha, float scale, float input_scale) {
+  return a <= 0.f ? input_scale * (alpha * scale) * expf(a * input_scale) : scale;
+}
+// F.logsigmoid: min(0, x) - log1p(exp(-|x|)); its derivative as log_sigmoid_backward.
+__device__ __forceinline__ float logsigmoidf(float a) { return fminf(0.f, a) - log1pf(expf(-fabsf(a))); }
+__device__ __forceinline__ float logsigmoid_grad(float a) {
+  const float z = expf(-fabsf(a));
+  return a < 0.f ? 1.f - z / (1.f + z) : z / (1.f + z);
+}
+// x ** p for a constant p, with PyTorch's special cases (x * x, x * x * x, sqrt, rsqrt, 1 / x, 1 / x^2);
+// the derivative as pow_backward: p x^(p - 1), and 0 where p == 0.
+__device__ __forceinline__ float pow_scalar(float a, float p) {
+  if (p == 2.f) return a * a;
+  if (p == 3.f) return a * a * a;
+  if (p == 0.5f) return sqrtf(a);
+  if (p == -0.5f) return rsqrtf(a);
+  if (p == -1.f) return 1.f / a;
+  if (p == -2.f) return 1.f / (a * a);
+  return powf(a, p);
+}
+__device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 0.f : p * pow_scalar(a, p - 1.f); }
+
 }  // namespace kgen
 
 // ---- gn_region_resident: a fused GroupNorm region whose units fit on chip, one kernel each way ----

@@ -107,7 +107,8 @@ class ForwardWriter:
 
 
 def _dead_code_removed(lines: list[str]) -> list[str]:
-    """Drops assignments nothing reads (x.device for a scalar the kernels bake in, a parameter read)."""
+    """Drops assignments nothing reads (x.device for a scalar the kernels bake in, a parameter read); `scale`
+    is not read by `self.scale`."""
     import re
     kept = list(lines)
     changed = True
@@ -115,7 +116,7 @@ def _dead_code_removed(lines: list[str]) -> list[str]:
         changed = False
         for i, line in enumerate(kept[:-1]):
             target = line.split(" = ", 1)[0]
-            used = any(re.search(rf"\b{re.escape(target)}\b", other.split(" = ", 1)[-1])
+            used = any(re.search(rf"(?<![\w.]){re.escape(target)}\b", other.split(" = ", 1)[-1])
                        for j, other in enumerate(kept) if j != i)
             if not used:
                 kept.pop(i)
