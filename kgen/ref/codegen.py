@@ -18,7 +18,8 @@ from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
                     nn.ConvTranspose3d: "conv_transpose3d"}
-INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.gt: ">",
+         operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!="}
 
 
 def var(name: str) -> str:

@@ -12,7 +12,7 @@ import re
 from kgen.ref import ops
 from kgen.ref.ir import Operand, PwNode
 
-_TOKEN = re.compile(r"\b([abr])\b")
+_TOKEN = re.compile(r"\b([abcdr])\b")
 
 
 def _var(name: str) -> str:
@@ -45,9 +45,9 @@ class DagWriter:
     def expression(self, template: str, node: PwNode, result: str | None = None) -> str:
         consts = {k: ops.cuda_float(v) for k, v in node.consts.items()}
         text = template.format(**consts)
-        names = {"a": self.operand(node.operands[0]) if node.operands else "",
-                 "b": self.operand(node.operands[1]) if len(node.operands) > 1 else "",
-                 "r": result or ""}
+        names = {letter: self.operand(node.operands[k]) if len(node.operands) > k else ""
+                 for k, letter in enumerate("abcd")}
+        names["r"] = result or ""
         return _TOKEN.sub(lambda m: names[m.group(1)], text)
 
     def forward(self, indent: str) -> list[str]:
@@ -70,6 +70,8 @@ class DagWriter:
                 if o.kind == "scalar":
                     continue
                 local = self.expression(op.grads[i], node, result=_var(node.name))
+                if local == "0.f":
+                    continue  # no gradient through this operand (a comparison's sides)
                 term = f"{_adj(node.name)} * ({local})" if local != "1.f" else _adj(node.name)
                 if o.kind == "param":
                     lines.append(f"{indent}dparam[{self.table[o.ref]}] += {term};")

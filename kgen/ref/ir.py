@@ -30,6 +30,7 @@ class PwNode:
     consts: dict
     line: str = ""
     module: str = ""   # attribute path of the nn.Module it was called as (its constants are that module's)
+    folded: str = ""   # a where's comparison node, computed inside this op (no value of its own)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 operand, in PyTorch's own formulas (so a fused region computes what the reference computes, and its
 backward what autograd computes: ties, thresholds and clamps included).
 
-Expressions are C++ over `a`, `b` (operands), `r` (the op's result) and named scalar constants
+Expressions are C++ over `a`, `b`, `c`, `d` (operands), `r` (the op's result) and named scalar constants
 (`{slope}`, `{lo}`...), which the planner fills in as float literals. Device helpers (`kgen::sigmoidf`...)
 live in kgen/templates/cuda/gn_region_ops.cuh.
 
@@ -15,6 +15,7 @@ import operator
 from dataclasses import dataclass
 
 import torch
+import torch.fx
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -79,6 +80,15 @@ OPS = {o.name: o for o in [
     OpDef("reciprocal", 1, "__fdiv_rn(1.f, a)", ("-(r * r)",), "reciprocal(a)"),
 ]}
 
+# torch.where(a CMP b, c, d) with the comparison folded in (the comparison read by nothing else): one op of
+# four operands, `a CMP b ? c : d`; the gradient goes to c where the condition holds, to d elsewhere, and to
+# neither side of the comparison (as autograd: a comparison has no gradient).
+COMPARISON_SYMBOLS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+for _cmp, _sym in COMPARISON_SYMBOLS.items():
+    OPS[f"where_{_cmp}"] = OpDef(f"where_{_cmp}", 4, f"(a {_sym} b ? c : d)",
+                                 ("0.f", "0.f", f"(a {_sym} b ? 1.f : 0.f)", f"(a {_sym} b ? 0.f : 1.f)"),
+                                 f"where(a {_sym} b, c, d)")
+
 INF = float("inf")
 
 
@@ -136,6 +146,34 @@ def _pow(args, kwargs):
     return "pow", [args[0]], {"p": exponent}
 
 
+_COMPARISON_FUNCTIONS = {operator.gt: "gt", operator.lt: "lt", operator.ge: "ge", operator.le: "le",
+                         operator.eq: "eq", operator.ne: "ne", torch.gt: "gt", torch.lt: "lt", torch.ge: "ge",
+                         torch.le: "le", torch.eq: "eq", torch.ne: "ne", torch.greater: "gt", torch.less: "lt",
+                         torch.greater_equal: "ge", torch.less_equal: "le"}
+
+
+def comparison(node) -> str | None:
+    """gt / lt / ge / le / eq / ne for a two-operand comparison node (`a > b`, `torch.gt(a, b)`, `a.gt(b)`),
+    else None."""
+    if len(getattr(node, "args", ())) != 2 or node.kwargs:
+        return None
+    if node.op == "call_function" and node.target in _COMPARISON_FUNCTIONS:
+        return _COMPARISON_FUNCTIONS[node.target]
+    if node.op == "call_method" and node.target in COMPARISON_SYMBOLS:
+        return node.target
+    return None
+
+
+def _where(args, kwargs):
+    if len(args) != 3 or kwargs:
+        return None
+    cond, a, b = args
+    cmp = comparison(cond) if isinstance(cond, torch.fx.Node) else None
+    if cmp is None or len(cond.users) != 1:
+        return None  # a condition tensor from elsewhere, or one read twice: PyTorch's where
+    return f"where_{cmp}", [cond.args[0], cond.args[1], a, b], {}
+
+
 def _binary(name):
     def make(args, kwargs):
         other = kwargs.get("other", args[1] if len(args) > 1 else None)
@@ -180,7 +218,7 @@ FUNCTIONS = {
     F.elu: _alpha("elu"), F.celu: _alpha("celu"), F.selu: _unary("selu"), torch.selu: _unary("selu"),
     F.softsign: _unary("softsign"), F.logsigmoid: _unary("logsigmoid"), F.tanhshrink: _unary("tanhshrink"),
     F.threshold: _threshold, torch.pow: _pow, operator.pow: _pow, torch.rsqrt: _unary("rsqrt"),
-    torch.reciprocal: _unary("reciprocal"),
+    torch.reciprocal: _unary("reciprocal"), torch.where: _where,
 }
 
 METHODS = {

@@ -88,8 +88,9 @@ class Planner:
         return Param(expr=f"self.{value.target}", shape=shape, label=value.target)
 
     def pw_node(self, node, op, operands, consts) -> PwNode:
+        folded = node.args[0].name if op.startswith("where_") else ""
         return PwNode(node.name, op, operands, consts, self.ref.forward_lines.get(node.name, ""),
-                      module=node.target if node.op == "call_module" else "")
+                      module=node.target if node.op == "call_module" else "", folded=folded)
 
     # ---------------------------------------------------------------- element-wise recognition
     def elementwise(self, node, full: list):
@@ -129,7 +130,7 @@ class Planner:
         for open_end in (True, False):
             params: list[Param] = []
             prologue, x = self.absorb_prologue(gn, gn_input, full, params, open_end)
-            region_values = {x.name} | {p.name for p in prologue} | {gn.name}
+            region_values = {x.name} | _names(prologue) | {gn.name}
             epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
             if not open_end or not prologue or all(u.name in region_values or _metadata(u) for u in gn_input.users):
                 break
@@ -157,7 +158,7 @@ class Planner:
         output_node = self.apply_reduction(step, reduce, full)
         step.output = output_node.name
         step.out_shape = tensor_shape(output_node) or []
-        for name in {p.name for p in prologue} | {e.name for e in epilogue} | {gn.name, output_node.name}:
+        for name in _names(prologue) | _names(epilogue) | {gn.name, output_node.name}:
             self.claimed[name] = step
         if reduce is not None and reduce[0].name != output_node.name:
             self.claimed[reduce[0].name] = step
@@ -262,7 +263,7 @@ class Planner:
                 continue
             params[:] = trial
             epilogue.append(self.pw_node(node, name, converted, consts))
-            region_values.add(node.name)
+            region_values |= _names(epilogue[-1:])
         # Exactly one value may leave the region (x, a library op's output, may be read elsewhere too):
         # drop trailing epilogue nodes until that holds.
         while epilogue:
@@ -271,11 +272,11 @@ class Planner:
                                                                          for u in n.users)]
             if len(leaving) <= 1:
                 break
-            region_values.discard(epilogue.pop().name)
+            region_values -= _names([epilogue.pop()])
         return epilogue
 
     def region_output(self, gn, prologue, epilogue, x, full):
-        inside = {gn.name} | {p.name for p in prologue} | {e.name for e in epilogue}
+        inside = {gn.name} | _names(prologue) | _names(epilogue)
         leaving = [n for n in self.nodes if n.name in inside and any(u.name not in inside and not _metadata(u)
                                                                      for u in n.users)]
         if len(leaving) != 1:
@@ -283,7 +284,7 @@ class Planner:
             raise RefError(f"{self.where(gn)}: the GroupNorm region has {len(leaving)} values used outside it "
                            f"({names}); kgen fuses regions with one output")
         result = leaving[0]
-        if result.name in {p.name for p in prologue}:
+        if result.name in _names(prologue):
             raise RefError(f"{self.where(result)}: a value before the GroupNorm is the region's output")
         reduce = None
         if len(result.users) == 1:
@@ -358,8 +359,12 @@ class Planner:
     # ---------------------------------------------------------------- the rest
     def pointwise_and_library(self) -> None:
         pending: list = []
+        conditions: list = []
         for node in self.nodes:
             if node.op in ("placeholder", "output") or node.name in self.claimed:
+                continue
+            if ops.comparison(node) is not None:
+                conditions.append(node)  # folded into the where that reads it, or PyTorch's: decided below
                 continue
             full = tensor_shape(node)
             found = self.elementwise(node, full) if full else None
@@ -375,8 +380,14 @@ class Planner:
                     # own element-wise kernel reads both.
                     self.library(node, fallback="element-wise op of values from different kernels")
                     continue
+            if node.op == "call_function" and node.target is torch.where:
+                self.library(node, fallback="a where whose condition is read elsewhere")
+                continue
             self.library(node)
         self.pointwise_steps(pending)
+        for node in conditions:
+            if node.name not in self.claimed:
+                self.library(node, fallback="a comparison read outside kgen's kernels")
 
     def pointwise_steps(self, pending) -> None:
         """Chains of element-wise nodes on one tensor become one kgen kernel each."""
@@ -410,8 +421,8 @@ class Planner:
                 continue
             step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
                                  input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full)
-            for c in chain:
-                self.claimed[c.name] = step
+            for name in _names(chain):
+                self.claimed[name] = step
             self.steps.append(step)
 
     def library(self, node, fallback: str = "") -> None:
@@ -429,6 +440,11 @@ class Planner:
         step = LibraryStep(node=node, drop_bias=drop, elementwise_fallback=fallback)
         self.claimed[node.name] = step
         self.steps.append(step)
+
+
+def _names(nodes) -> set:
+    """The graph nodes a list of PwNodes computes: each one, and the comparison a where folds in."""
+    return {n.name for n in nodes} | {n.folded for n in nodes if n.folded}
 
 
 def _metadata(node) -> bool:

@@ -144,6 +144,29 @@ def test_activation_zoo_is_one_region_with_module_constants_checked():
     assert "kgen::eluf(z, 1.3f, 1.f, 1.f / 1.3f)" in text   # celu(h): h is z, the GroupNorm's input
 
 
+def test_where_with_its_comparison_is_fused_and_falls_back_whole(tmp_path):
+    """torch.where(y > 0, y, y * 0.1): the comparison folds into the where (one op, `a > b ? c : d`, no gradient
+    to the comparison's sides) inside the region. A condition read twice (the where and a float cast) stays
+    PyTorch's, comparison and where both, and the file says so."""
+    plan = make_plan(load_reference(HERE / "references" / "conv3d_gn_where_mean.py"))
+    (region,) = regions(plan)
+    where = region.epilogue[-1]
+    assert where.op == "where_gt" and where.folded and region.reduce_kind == "kPlane"
+    assert not any(isinstance(s, LibraryStep) and s.node.name == where.folded for s in plan.steps)
+    text = emit_reference(str(HERE / "references" / "conv3d_gn_where_mean.py"))[0]
+    assert "(v_clamp > 0.0f ? v_clamp : v_mul)" in text and "* (0.f)" not in text
+    twice = tmp_path / "condition_read_twice.py"
+    twice.write_text((HERE / "references" / "conv3d_gn_where_mean.py").read_text().replace(
+        "return torch.where(y > 0, y, y * 0.1).mean(dim=[2, 3, 4], keepdim=True)",
+        "m = y > 0\n        return torch.where(m, y, y * 0.1) + m.float()"))
+    plan = make_plan(load_reference(twice))
+    fallbacks = {s.node.name: s.elementwise_fallback for s in plan.steps
+                 if isinstance(s, LibraryStep) and s.elementwise_fallback}
+    assert "comparison" in fallbacks["gt"] and "condition" in fallbacks["where"]
+    text = emit_reference(str(twice))[0]
+    assert "gt = clamp > 0" in text and "where = torch.where(gt, clamp, mul)" in text
+
+
 def run_emit(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "kgen.cli", "emit", *args], capture_output=True, text=True, cwd=cwd)
 
