@@ -39,6 +39,12 @@ REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin",
 POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
          nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
 POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
+# The functional spellings: (op, spatial dims, argument names after the input).
+_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
+                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
+                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
 
 
 class Planner:
@@ -309,6 +315,8 @@ class Planner:
                 return None
             window_expr = f"_window(self.{node.target}.kernel_size, {dims})"
             return node, "kWindow", POOLS[type(module)], False, k, window_expr
+        if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
+            return self.functional_pool(node, source, rank)
         op_name = None
         args, kw = list(node.args), dict(node.kwargs)
         if node.op == "call_method" and node.target in REDUCTION_OPS:
@@ -341,6 +349,23 @@ class Planner:
                 return None  # the indices are used: keep PyTorch's max/min
             defined = users[0]
         return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+
+    def functional_pool(self, node, source, rank):
+        """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
+        no ceil mode, no indices, no divisor override; the window is a constant of the graph."""
+        op, dims, names = FUNCTIONAL_POOLS[node.target]
+        if dims != rank - 2 or not node.args or node.args[0] is not source:
+            return None
+        given = dict(zip(names, node.args[1:]), **node.kwargs)
+        if given.get("kernel_size") is None or any(isinstance(v, torch.fx.Node) for v in given.values()):
+            return None
+        k = _tuple(given["kernel_size"], dims)
+        s = _tuple(given.get("stride") or given["kernel_size"], dims)
+        if k != s or any(_tuple(given.get("padding", 0), dims)) or \
+                any(d != 1 for d in _tuple(given.get("dilation", 1), dims)) or given.get("ceil_mode") or \
+                given.get("return_indices") or given.get("divisor_override") is not None:
+            return None
+        return node, "kWindow", op, False, k, repr(tuple(k))
 
     def apply_reduction(self, step: RegionStep, reduce, full):
         result_node = next(n for n in self.nodes if n.name == step.result)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from kgen.ref.emit import emit_reference
 from kgen.ref.ir import LibraryStep, PointwiseStep, RegionStep
@@ -165,6 +166,23 @@ def test_where_with_its_comparison_is_fused_and_falls_back_whole(tmp_path):
     assert "comparison" in fallbacks["gt"] and "condition" in fallbacks["where"]
     text = emit_reference(str(twice))[0]
     assert "gt = clamp > 0" in text and "where = torch.where(gt, clamp, mul)" in text
+
+
+def test_functional_pools_are_windows_where_kernel_equals_stride(tmp_path):
+    """F.avg_pool2d(x, 2) after the GroupNorm is the region's window reduction, its window a constant of the
+    file; F.max_pool2d with a stride other than its kernel stays PyTorch's."""
+    source = (HERE / "references" / "conv2d_gn_functional_pool.py").read_text()
+    (region,) = regions(make_plan(load_reference(HERE / "references" / "conv2d_gn_functional_pool.py")))
+    assert (region.reduce_kind, region.reduce_op, tuple(region.window)) == ("kWindow", "kMean", (2, 2))
+    assert "(2, 2)" in region.window_expr
+    text = emit_reference(str(HERE / "references" / "conv2d_gn_functional_pool.py"))[0]
+    assert "avg_pool2d = _Region0.apply(" in text and ", (2, 2), " in text
+    overlapping = tmp_path / "overlapping_max_pool.py"
+    overlapping.write_text(source.replace("F.avg_pool2d(x, 2)", "F.max_pool2d(x, 3, stride=2)"))
+    plan = make_plan(load_reference(overlapping))
+    (region,) = regions(plan)
+    assert region.reduce_kind == "kNone" and not region.window
+    assert any(s.node.target is F.max_pool2d for s in pytorch_ops(plan))
 
 
 def run_emit(*args, cwd=None):
