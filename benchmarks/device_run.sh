@@ -11,6 +11,7 @@
 #   regions               the region kernels' GPU tests and a few --ref problems (a short call)
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
+#   newrefs               session 7's own references and four family problems (session 8)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
@@ -193,6 +194,23 @@ for step in "$@"; do
       fam --bench --budget "${ROWS_BUDGET:-170}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/rows2_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    newrefs)  # session 8: session 7's own references (new ops, where, functional pools) through
+      # tests/gpu/test_ref_emitted.py, one pytest per reference at once, beside the correctness runs of the family
+      # problems NEWREFS_FAMILY (default 62,88,60,92); then alone on the GPU those problems' timings.
+      P=$OUT/newrefs; F=.build/family_newrefs; mkdir -p "$P" "$F"
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
+                --workers 3 --jobs 12 --only "${NEWREFS_FAMILY:-62,88,60,92}" "$@" 2>&1 | tee -a "$F/family.log" \
+                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-160; }
+      (fam --budget 240 > "$P/family_checks.txt") &
+      for r in ${NEWREFS:-linear_gelu_tanh_gn_short_slices conv_activation_zoo_gn conv3d_gn_where_mean conv2d_gn_functional_pool}; do
+        (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$r" \
+           > "$P/pytest_$r.log" 2>&1; echo "exit code: $?" >> "$P/pytest_$r.log") &
+      done
+      wait; tail -n 2 "$P"/pytest_*.log; cat "$P/family_checks.txt"
+      fam --bench --budget "${NEWREFS_BUDGET:-200}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/newrefs_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
   esac
 done
