@@ -87,7 +87,7 @@ def test_resume_does_only_what_is_missing(monkeypatch, tmp_path):
 
 
 def test_traffic_counts_each_kernels_input_and_output():
-    plan = ["PyTorch: conv (bias added by the next region)",
+    plan = ["PyTorch: conv (bias taken by the next region)",
             "kgen region 0: add -> GroupNorm  [conv [2, 4, 8, 8] -> group_norm [2, 4, 8, 8]; parameters: conv.bias]",
             "kgen element-wise 0: clamp  [maxpool [2, 4, 2, 2]]",
             "kgen region 1: GroupNorm -> mean over all but the batch  [x [2, 4, 8, 8] -> mean [2]; parameters: none]"]

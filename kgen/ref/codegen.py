@@ -13,7 +13,7 @@ import torch.fx
 import torch.nn as nn
 
 from kgen.ref import functors, ops
-from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -99,6 +99,15 @@ class ForwardWriter:
                 window = step.window_expr or "()"
                 out.append(f"{var(step.output)} = _Region{step.index}.apply({var(step.input)}, {gn['weight']}, "
                            f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}{', ' if params else ''}{params})")
+            elif isinstance(step, BatchNormStep):
+                for name in [step.bn] + [n.name for n in step.nodes]:
+                    if name != step.output:
+                        self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
+                m = f"self.{step.bn_module}"
+                tail = "".join(f", {p.expr}" for p in step.params)
+                out.append(f"{var(step.output)} = _BatchNorm{step.index}.apply({var(step.input)}, {m}.weight, {m}.bias, "
+                           f"*_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
+                           f"{step.window_expr or '()'}{tail})")
             else:
                 params = ", ".join(p.expr for p in step.params)
                 out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({var(step.input)}"
@@ -154,6 +163,27 @@ def pointwise_context(step: PointwiseStep) -> dict:
             "summary": " -> ".join(n.op for n in step.nodes)}
 
 
+def batchnorm_context(step: BatchNormStep) -> dict:
+    labels = [p.label for p in step.params]
+    result = step.nodes[-1].name if step.nodes else None
+    struct, slots = functors.prologue_functor(f"BatchNorm{step.index}Op", step.nodes, step.bn, result, labels)
+    return {"index": step.index, "functor": struct, "pool": bool(step.pool_op), "pool_op": step.pool_op or "kMax",
+            "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
+            "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
+            "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
+            "summary": describe_batchnorm(step)}
+
+
+def describe_batchnorm(step: BatchNormStep) -> str:
+    parts = [step.bn_type] + [n.op for n in step.nodes]
+    text = " -> ".join(parts)
+    if step.pool_op:
+        text += f" -> {step.pool_op[1:].lower()} over windows " + "x".join(map(str, step.window))
+    if step.conv_bias:
+        text += f" ({step.conv_bias[5:]} peeled: it only shifts the batch mean)"
+    return text
+
+
 def describe_region(step: RegionStep) -> str:
     pro = " -> ".join(n.op for n in step.prologue)
     epi = " -> ".join(n.op for n in step.epilogue)
@@ -179,7 +209,7 @@ def baked_constants(plan: Plan) -> dict:
     for step in plan.steps:
         if isinstance(step, RegionStep):
             nodes += step.prologue + step.epilogue
-        elif isinstance(step, PointwiseStep):
+        elif isinstance(step, (PointwiseStep, BatchNormStep)):
             nodes += step.nodes
     found = {}
     values = set()
@@ -201,10 +231,12 @@ def solution_context(plan: Plan) -> dict:
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
+    batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
     placeholders = [n.name for n in ref.graph.nodes if n.op == "placeholder"]
     return {
         "regions": regions,
         "pointwise": pointwise,
+        "batchnorms": batchnorms,
         "init_source": ref.init_source,
         "forward_args": placeholders,
         "forward_lines": ForwardWriter(plan).lines(),

@@ -12,7 +12,7 @@ from kgen import __version__
 from kgen.emit import TEMPLATES, _check_static_rules, _environment
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
-from kgen.ref.ir import LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
@@ -23,7 +23,7 @@ RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "g
                   "gn_region_resident_backward.cuh", "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
-              ("gn_region_pointwise.cuh",))
+              ("gn_region_pointwise.cuh", "bn_train.cuh"))
 
 
 def check_block_size(block_size: int) -> None:
@@ -43,13 +43,18 @@ def explain(plan: Plan) -> list[str]:
         elif isinstance(step, PointwiseStep):
             lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  "
                          f"[{step.input} {step.shape}]")
+        elif isinstance(step, BatchNormStep):
+            from kgen.ref.codegen import describe_batchnorm
+            params = ", ".join(p.label for p in step.params) or "none"
+            lines.append(f"kgen batch norm {step.index}: {describe_batchnorm(step)}  "
+                         f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, LibraryStep):
             node = step.node
             if node.op in ("get_attr",) or (node.op == "call_function" and getattr(node.target, "__name__", "")
                                             in ("getattr", "tensor")):
                 continue
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
-            tail = " (bias added by the next region)" if step.drop_bias else ""
+            tail = f" (bias taken by {step.bias_to})" if step.drop_bias else ""
             if step.elementwise_fallback:
                 tail = f" ({step.elementwise_fallback}: PyTorch)"
             lines.append(f"PyTorch: {what}{tail}")
@@ -76,6 +81,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None)
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
     for p in context["pointwise"]:
         functions += [f"pointwise{p['index']}_forward", f"pointwise{p['index']}_backward"]
+    for b in context["batchnorms"]:
+        functions += [f"batchnorm{b['index']}_forward", f"batchnorm{b['index']}_backward"]
     parts = [(TEMPLATES / "cuda" / name).read_text() for name in CUDA_PARTS]
     parts.append(env.get_template("ref/bindings.cu.j2").render(block_size=block_size, **context))
     plan_lines = explain(plan)

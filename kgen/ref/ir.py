@@ -5,7 +5,9 @@ A Plan is the reference's forward as a list of steps, each one of:
                  with its bias peeled off into the region that consumes it;
   RegionStep     a GroupNorm with the element-wise ops before it (prologue), after it (epilogue) and the
                  reduction or window pooling that follows (one kgen kernel family, forward and backward);
-  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel).
+  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel);
+  BatchNormStep  an nn.BatchNorm1d/2d/3d with the element-wise ops after it and a window pooling after those
+                 (kgen's per-channel statistics, apply and backward kernels, bn_train.cuh).
 Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
 differentiated by codegen.py, never matched against a table of fixed chains. plan.py builds a Plan.
 """
@@ -45,6 +47,7 @@ class LibraryStep:
     node: object                  # the fx node
     drop_bias: bool = False       # the bias is added by the region that consumes this output
     elementwise_fallback: str = ""   # why an element-wise op is left to PyTorch (empty: a library op)
+    bias_to: str = ""             # with drop_bias: which kgen step takes the bias
 
 
 @dataclass
@@ -78,6 +81,24 @@ class PointwiseStep:
     params: list
     output: str
     shape: list
+
+
+@dataclass
+class BatchNormStep:
+    index: int
+    input: str                    # fx node name of x
+    bn: str                       # fx node name of the BatchNorm
+    bn_module: str                # its attribute path
+    bn_type: str                  # BatchNorm1d / 2d / 3d
+    nodes: list                   # PwNode chain F after it (may be empty)
+    params: list                  # Param, the per-channel tensors F reads
+    shape: list                   # x's shape
+    pool_op: str = ""             # "kMax" / "kMean": a window pooling after F (kernel == stride), or none
+    window: tuple = ()
+    window_expr: str = ""
+    conv_bias: str = ""           # the peeled bias of the conv / linear before it (Python expression), or ""
+    output: str = ""
+    out_shape: list = field(default_factory=list)
 
 
 @dataclass

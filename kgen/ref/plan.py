@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.ir import LibraryStep, Operand, Param, Plan, PointwiseStep, PwNode, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PointwiseStep, PwNode, RegionStep
 from kgen.ref.trace import Reference, RefError, tensor_shape
 
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
@@ -36,6 +36,7 @@ LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contig
 PEELABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear)
 REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
                  "logsumexp": "kLogSumExp"}
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
          nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
 POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
@@ -120,6 +121,9 @@ class Planner:
         for gn in gns:
             if gn.name not in self.claimed:
                 self.region(gn)
+        for node in self.nodes:
+            if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
+                self.batch_norm(node)
         self.pointwise_and_library()
         self.steps.sort(key=lambda s: self.order[_step_anchor(s)])
         output = next(n for n in self.nodes if n.op == "output")
@@ -381,6 +385,71 @@ class Planner:
                 self.claimed[n.name] = step
         return defined
 
+    # ---------------------------------------------------------------- batch norm
+    def batch_norm(self, bn) -> None:
+        """A BatchNorm module with the element-wise chain after it (each value read only by the next) and a
+        window pooling after that: one kgen step. The bias of a conv / linear read only by it is peeled off,
+        since the batch statistics remove any per-channel shift (it still enters the running mean)."""
+        full = tensor_shape(bn)
+        x = bn.args[0] if bn.args else None
+        if full is None or not isinstance(x, torch.fx.Node) or tensor_shape(x) != full or len(full) > 5:
+            return  # left to PyTorch's own batch norm
+        # The element-wise DAG after it: every node whose tensor operands the step already computes joins, in
+        # graph order; then trailing nodes leave until only the last one is read outside the step.
+        params: list[Param] = []
+        chain: list[PwNode] = []
+        inside = {bn.name}
+        for node in self.nodes[self.order[bn.name] + 1:]:
+            if node.name in self.claimed:
+                continue
+            found = self.elementwise(node, full)
+            if found is None:
+                continue
+            name, operands, consts = found
+            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                       and self.param_of(o, full) is None]
+            if not tensors or any(t.name not in inside for t in tensors):
+                continue
+            trial = list(params)
+            converted = self.operands(node, operands, full, trial)
+            if converted is None:
+                continue
+            params[:] = trial
+            chain.append(self.pw_node(node, name, converted, consts))
+            inside |= _names(chain[-1:])
+        while True:
+            last = next(n for n in reversed(self.nodes) if n.name in inside)
+            leaving = [n for n in self.nodes if n.name in inside and n is not last and
+                       any(u.name not in inside and not _metadata(u) for u in n.users)]
+            if not leaving or not chain:
+                break
+            inside -= _names([chain.pop()])
+        if leaving:
+            return  # a value inside is read elsewhere too: PyTorch's batch norm
+        params[:] = _used_params(chain, params)
+        pool = None
+        users = [u for u in last.users if not _metadata(u)]
+        if len(users) == 1 and users[0].name not in self.claimed:
+            found = self.reduction(users[0], last, full)
+            if found is not None and found[1] == "kWindow":
+                pool = found
+        module = self.module(bn)
+        xmod = self.module(x)
+        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and
+                all(u is bn or _metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
+        output = pool[0] if pool is not None else last
+        step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
+                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
+                             params=params, shape=full, conv_bias=f"self.{x.target}.bias" if peel else "",
+                             output=output.name, out_shape=tensor_shape(output) or [])
+        if pool is not None:
+            _, _, step.pool_op, _, step.window, step.window_expr = pool
+        for name in {bn.name, output.name} | _names(chain):
+            self.claimed[name] = step
+        if peel:
+            self.claimed[f"peel:{x.name}"] = step
+        self.steps.append(step)
+
     # ---------------------------------------------------------------- the rest
     def pointwise_and_library(self) -> None:
         pending: list = []
@@ -461,10 +530,20 @@ class Planner:
                     getattr(node.target, "__name__", str(node.target)))
             raise RefError(f"{self.where(node)}: kgen cannot plan `{what}` ({node.op}): it is neither a library "
                            "op kgen keeps in PyTorch nor an element-wise op, GroupNorm or reduction it fuses")
-        drop = f"peel:{node.name}" in self.claimed
-        step = LibraryStep(node=node, drop_bias=drop, elementwise_fallback=fallback)
+        taker = self.claimed.get(f"peel:{node.name}")
+        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
+                           bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step
         self.steps.append(step)
+
+
+def _used_params(nodes, params: list) -> list:
+    """The parameters a (trimmed) DAG still reads, renumbered in order."""
+    used = sorted({o.ref for n in nodes for o in n.operands if o.kind == "param"})
+    renumber = {old: new for new, old in enumerate(used)}
+    for node in nodes:
+        node.operands = [Operand("param", renumber[o.ref]) if o.kind == "param" else o for o in node.operands]
+    return [params[k] for k in used]
 
 
 def _names(nodes) -> set:
@@ -508,6 +587,8 @@ def _step_anchor(step) -> str:
         return step.node.name
     if isinstance(step, RegionStep):
         return step.gn
+    if isinstance(step, BatchNormStep):
+        return step.bn
     return step.nodes[0].name
 
 

@@ -83,7 +83,9 @@ def load_reference(path: str | Path) -> Reference:
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
     resolve_inplace(gm, path)
-    meta_gm = copy.deepcopy(gm).to("meta")
+    # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
+    # (.item()) in training mode, which a meta tensor cannot give.
+    meta_gm = copy.deepcopy(gm).to("meta").eval()
     try:
         ShapeProp(meta_gm).propagate(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs])
     except Exception as error:

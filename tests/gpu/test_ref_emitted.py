@@ -19,6 +19,9 @@ OTHER_SHAPES = {
     "gn_channel_max_lse": (["[2, 5]"], ["[1, 2, 9, 13]"]),
     # 1024-value slices: the rows forward's widest teams (32 lanes x 8 packs)
     "linear_gelu_tanh_gn_short_slices": (["[20, 1024, 1]"], ["[3, 20]"]),
+    # the batch norm step: planes of 16 x 16 (4-value packs, every element in a window); 512 channels of rows
+    "convt_bn_tanh_maxpool_gn_odd": (["[8, 16, 4, 4]"], ["[4, 8, 15, 15]"]),
+    "linear_bn1d_noaffine_relu_gn": (["[64, 512, 8]"], ["[256, 64]"]),
 }
 
 

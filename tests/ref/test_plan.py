@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from kgen.ref.emit import emit_reference
-from kgen.ref.ir import LibraryStep, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
@@ -183,6 +183,43 @@ def test_functional_pools_are_windows_where_kernel_equals_stride(tmp_path):
     (region,) = regions(plan)
     assert region.reduce_kind == "kNone" and not region.window
     assert any(s.node.target is F.max_pool2d for s in pytorch_ops(plan))
+
+
+def batch_norms(plan):
+    return [s for s in plan.steps if isinstance(s, BatchNormStep)]
+
+
+@pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
+def test_training_batch_norm_with_its_chain_and_pool_is_one_kgen_step():
+    """L2-11: the BatchNorm, the Tanh and the MaxPool2d after it are one kgen step (the conv's bias peeled into
+    it); nothing of them stays in PyTorch."""
+    path = next(p for p in FAMILY if p.name.startswith("level2_11_"))
+    plan = make_plan(load_reference(path))
+    (bn,) = batch_norms(plan)
+    assert [n.op for n in bn.nodes] == ["tanh"]
+    assert (bn.pool_op, tuple(bn.window), bn.conv_bias) == ("kMax", (2, 2), "self.conv_transpose.bias")
+    kept = [type(dict(plan.ref.gm.named_modules())[s.node.target]).__name__ for s in pytorch_ops(plan)]
+    assert kept == ["ConvTranspose2d"]
+    assert [s.drop_bias for s in pytorch_ops(plan)] == [True]
+    (region,) = regions(plan)
+    assert region.input == bn.output
+
+
+def test_batch_norm_dag_with_a_parameter_and_a_mean_pool(tmp_path):
+    """x * sigmoid(x) * scale after a BatchNorm3d is a DAG, not a chain: it joins whole, the scale a parameter of
+    the step; where the DAG's value is read elsewhere too, it is the step's output and the pooling is PyTorch's."""
+    path = HERE / "references" / "conv3d_bn_silu_scale_avgpool_gn.py"
+    (bn,) = batch_norms(make_plan(load_reference(path)))
+    assert [n.op for n in bn.nodes] == ["sigmoid", "mul", "mul"]
+    assert [p.label for p in bn.params] == ["scale"] and bn.pool_op == "kMean"
+    text = emit_reference(str(path))[0]
+    assert "pool = _BatchNorm0.apply(conv, self.bn.weight, self.bn.bias, *_batch_norm_mode(self.bn), " in text
+    shared = tmp_path / "shared_value.py"
+    shared.write_text(path.read_text().replace("return self.gn(self.pool(y))", "return self.gn(self.pool(y)) + y.mean()"))
+    plan = make_plan(load_reference(shared))
+    (bn,) = batch_norms(plan)
+    assert [n.op for n in bn.nodes] == ["sigmoid", "mul", "mul"] and not bn.pool_op
+    assert any(s.node.target == "pool" for s in pytorch_ops(plan))
 
 
 def run_emit(*args, cwd=None):

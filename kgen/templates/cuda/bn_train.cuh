@@ -1,0 +1,516 @@
+// ---- bn_train: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
+// out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
+// (gn_region_common.cuh) and Pool a max or mean over windows with kernel == stride (or none).
+//
+// Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
+// where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
+// units of a channel are numbered sample-major (unit q = sample q / P, unit q % P of its plane), so
+// consecutive threads read consecutive addresses and a block's per-channel constants (scale, shift,
+// F's parameters) are loaded once.
+//
+//   forward, batch statistics:  bn_moments_kernel (Welford moments of x per (channel, split), around the
+//                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
+//                               the splits in double, fixed order; updates running_mean / running_var)
+//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out
+//   backward:                   bn_grad_sums_kernel: recomputes y, v and the pooling's routing of dout, and
+//                               sums per channel gy = dL/dy and gy * xhat (and F's parameter gradients);
+//                               bn_grad_totals_kernel adds the splits in double, fixed order;
+//                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
+//                               (running statistics: dx = a_c gy), recomputing gy.
+// Nothing but the output and the per-channel statistics is stored between forward and backward; the
+// reductions are fixed-order trees, so results are bitwise reproducible.
+namespace kgen {
+
+// The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
+// ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
+struct BnShape {
+  int64_t n, c, d, h, w;        // input
+  int kd, kh, kw;               // window
+  int64_t od, oh, ow;           // output (floor(d / kd) ...)
+  __host__ __device__ int64_t plane() const { return d * h * w; }
+  __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
+  __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
+};
+
+// How a channel's units are split between blocks: `splits` blocks per channel, `chunk` units each.
+struct BnSplit {
+  int64_t units_per_plane;
+  int64_t units;                // n * units_per_plane
+  int64_t chunk;
+  int splits;
+};
+
+template <int kBlock>
+inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
+  const int64_t units = units_per_plane * samples;
+  // About four blocks per SM in all, never fewer than 8 units per thread in a block.
+  const int64_t wanted = std::max<int64_t>(1, (4 * int64_t(multiprocessors(device)) + channels - 1) / channels);
+  const int64_t by_work = std::max<int64_t>(1, units / (8 * kBlock));
+  const int splits = int(std::min<int64_t>({wanted, by_work, 1024}));
+  const int64_t chunk = blocks_for(units, splits);
+  return BnSplit{units_per_plane, units, chunk, int(blocks_for(units, chunk))};
+}
+
+// Per-channel scale and shift of the normalisation, y = x a + b, from the channel's statistics.
+__device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
+                                            const float* __restrict__ weight, const float* __restrict__ bias,
+                                            int64_t c) {
+  const float a = rstd[c] * (weight ? __ldg(weight + c) : 1.f);
+  const float b = (bias ? __ldg(bias + c) : 0.f) - mean[c] * a;
+  return make_float2(a, b);
+}
+
+// ---------------------------------------------------------------- forward
+
+template <int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Moments* __restrict__ partial) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const int64_t plane = shape.plane();
+  const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  Moments acc{0.f, 0.f, 0.f};
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
+    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+    const float* p = x + (n * shape.c + c) * plane;
+    if constexpr (kVec) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + j);
+      accumulate4(acc, v.x - pilot, v.y - pilot, v.z - pilot, v.w - pilot);
+    } else {
+      accumulate1(acc, __ldg(p + j) - pilot);
+    }
+  }
+  acc = block_combine<kBlock>(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// One warp per channel. With running statistics given (factor > 0 or a cumulative average), updates them
+// as nn.BatchNorm does: running_mean <- (1 - f) running_mean + f mean (the peeled convolution bias added
+// back, as the reference's batch mean includes it), running_var <- (1 - f) running_var + f var * M/(M-1).
+__global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, const Moments* __restrict__ partial,
+                                   int splits, double eps, double factor, const float* __restrict__ conv_bias,
+                                   float* __restrict__ running_mean, float* __restrict__ running_var,
+                                   float* __restrict__ mean, float* __restrict__ rstd) {
+  const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
+  if (c >= shape.c) return;  // warp-uniform
+  const MomentsD m = warp_merge(splits, [&](int s) { return partial[c * splits + s]; });
+  if (threadIdx.x % kWarpSize != 0) return;
+  const double mu = double(x[c * shape.plane()]) + m.mu;
+  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased: the normalisation's
+  mean[c] = float(mu);
+  rstd[c] = float(1.0 / sqrt(var + eps));
+  if (running_mean != nullptr) {
+    const double true_mean = mu + (conv_bias ? double(__ldg(conv_bias + c)) : 0.0);
+    running_mean[c] = float((1.0 - factor) * double(running_mean[c]) + factor * true_mean);
+    const double unbiased = m.n > 1.0 ? m.m2 / (m.n - 1.0) : 0.0;
+    running_var[c] = float((1.0 - factor) * double(running_var[c]) + factor * unbiased);
+  }
+}
+
+// The values of one pooling window (or one pack), recomputed: v_i = F(x_i a + b).
+template <class F>
+struct BnWindow {
+  const float* x;   // the (sample, channel) plane
+  const BnShape& s;
+  int64_t base;     // plane offset of the window's first element
+  __device__ __forceinline__ BnWindow(const float* plane, const BnShape& shape, int64_t j)
+      : x(plane), s(shape) {
+    const int64_t ow = j % s.ow, t = j / s.ow;
+    const int64_t oh = t % s.oh, od = t / s.oh;
+    base = ((od * s.kd) * s.h + oh * s.kh) * s.w + ow * s.kw;
+  }
+  __device__ __forceinline__ int64_t offset(int i) const {  // i-th element, in (kd, kh, kw) order
+    const int iw = i % s.kw, t = i / s.kw;
+    return base + (int64_t(t / s.kh) * s.h + t % s.kh) * s.w + iw;
+  }
+  __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
+};
+
+// Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
+template <ReduceOp kOp>
+__device__ __forceinline__ bool pool_takes(float v, float best) {
+  return v > best || isnan(v);
+}
+
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+                const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
+                RegionParams params, float* __restrict__ out) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const F f = F::at(params, c);
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
+    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+    const int64_t p = n * shape.c + c;
+    const float* xp = x + p * plane;
+    if constexpr (kPool) {
+      const BnWindow<F> win(xp, shape, j);
+      float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
+      for (int i = 0; i < win.size(); ++i) {
+        const float v = f.value(fmaf(__ldg(xp + win.offset(i)), ab.x, ab.y));
+        if constexpr (kOp == ReduceOp::kMax) {
+          if (pool_takes<kOp>(v, acc)) acc = v;
+        } else {
+          acc += v;
+        }
+      }
+      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
+    } else if constexpr (kVec) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
+      reinterpret_cast<float4*>(out + p * out_plane)[j] =
+          make_float4(f.value(fmaf(v.x, ab.x, ab.y)), f.value(fmaf(v.y, ab.x, ab.y)),
+                      f.value(fmaf(v.z, ab.x, ab.y)), f.value(fmaf(v.w, ab.x, ab.y)));
+    } else {
+      out[p * out_plane + j] = f.value(fmaf(__ldg(xp + j), ab.x, ab.y));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- backward
+
+// gy (dL/dy) of the window's (or pack's) elements through F and the pooling, from dout; calls
+// body(offset in the plane, gy, xhat) for each element.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, class Body>
+__device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, const float* __restrict__ dp,
+                                                 int64_t j, const BnShape& shape, float2 ab, float mean_c,
+                                                 float rstd_c, const F& f, float (&dparam)[kMaxParams],
+                                                 Body&& body) {
+  if constexpr (kPool) {
+    const BnWindow<F> win(xp, shape, j);
+    const float g = __ldg(dp + j);
+    if constexpr (kOp == ReduceOp::kMax) {
+      float best = -INFINITY;
+      int arg = 0;
+      for (int i = 0; i < win.size(); ++i) {
+        const float v = f.value(fmaf(__ldg(xp + win.offset(i)), ab.x, ab.y));
+        if (pool_takes<kOp>(v, best)) {
+          best = v;
+          arg = i;
+        }
+      }
+      for (int i = 0; i < win.size(); ++i) {
+        const float xi = __ldg(xp + win.offset(i));
+        const float gy = i == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
+        body(win.offset(i), gy, (xi - mean_c) * rstd_c);
+      }
+    } else {
+      const float share = g / float(win.size());
+      for (int i = 0; i < win.size(); ++i) {
+        const float xi = __ldg(xp + win.offset(i));
+        body(win.offset(i), f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
+      }
+    }
+  } else {
+    constexpr int W = kVec ? 4 : 1;
+    float xs[W], gs[W];
+    if constexpr (kVec) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
+      const float4 g = __ldg(reinterpret_cast<const float4*>(dp) + j);
+      xs[0] = v.x, xs[1] = v.y, xs[2] = v.z, xs[3] = v.w;
+      gs[0] = g.x, gs[1] = g.y, gs[2] = g.z, gs[3] = g.w;
+    } else {
+      xs[0] = __ldg(xp + j);
+      gs[0] = __ldg(dp + j);
+    }
+#pragma unroll
+    for (int i = 0; i < W; ++i) {
+      body(j * W + i, f.backward(fmaf(xs[i], ab.x, ab.y), gs[i], dparam), (xs[i] - mean_c) * rstd_c);
+    }
+  }
+}
+
+// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+                    const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
+                    BnShape shape, BnSplit split, RegionParams params, float* __restrict__ partial) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const float mean_c = mean[c], rstd_c = rstd[c];
+  const F f = F::at(params, c);
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  float sum_gy = 0.f, sum_gy_xhat = 0.f;
+  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
+    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+    const int64_t p = n * shape.c + c;
+    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
+                                          dparam, [&](int64_t, float gy, float xhat) {
+                                            sum_gy += gy;
+                                            sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+                                          });
+  }
+  const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
+  const float t0 = block_sum<kBlock>(sum_gy);
+  if (threadIdx.x == 0) partial[at] = t0;
+  const float t1 = block_sum<kBlock>(sum_gy_xhat);
+  if (threadIdx.x == 0) partial[stride + at] = t1;
+#pragma unroll
+  for (int k = 0; k < F::kParams; ++k) {
+    const float t = block_sum<kBlock>(dparam[k]);
+    if (threadIdx.x == 0) partial[(2 + k) * stride + at] = t;
+  }
+}
+
+// One thread per (row, channel): the splits' sums in double, in order. totals is (2 + kParams, C).
+__global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t rows, int64_t channels, int splits,
+                                      float* __restrict__ totals) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * channels) return;
+  double t = 0.0;
+  for (int s = 0; s < splits; ++s) t += double(partial[i * splits + s]);
+  totals[i] = float(t);
+}
+
+template <class F, ReduceOp kOp, bool kPool, bool kVec, bool kBatchStats, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
+                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
+                     RegionParams params, float* __restrict__ dx) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const float mean_c = mean[c], rstd_c = rstd[c];
+  const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
+  const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
+  const F f = F::at(params, c);
+  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
+    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+    const int64_t p = n * shape.c + c;
+    float* dxp = dx + p * plane;
+    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
+                                          unused, [&](int64_t i, float gy, float xhat) {
+                                            dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+                                          });
+  }
+  if constexpr (kPool && kBatchStats) {
+    // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
+    // but the batch statistics still carry one to them.
+    if (!shape.covers_input()) {
+      const int64_t per_channel = shape.n * plane, share = (per_channel + split.splits - 1) / split.splits;
+      for (int64_t q = s * share + threadIdx.x; q < min((s + 1) * share, per_channel); q += kBlock) {
+        const int64_t n = q / plane, i = q - n * plane;
+        const int64_t iw = i % shape.w, t = i / shape.w, ih = t % shape.h, id = t / shape.h;
+        if (id < shape.od * shape.kd && ih < shape.oh * shape.kh && iw < shape.ow * shape.kw) continue;
+        const int64_t p = n * shape.c + c;
+        const float xhat = (__ldg(x + p * plane + i) - mean_c) * rstd_c;
+        dx[p * plane + i] = ab.x * (-mean_gy - xhat * mean_gy_xhat);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- host
+
+struct BnTensors {
+  at::Tensor weight, bias, running_mean, running_var, conv_bias;  // each may be undefined
+};
+
+inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
+inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+inline float* mutable_data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
+inline void check_channel_vector(const at::Tensor& t, int64_t channels, const at::Device& device, const char* what) {
+  if (!t.defined()) return;
+  check_float_cuda(t, what);
+  TORCH_CHECK(t.numel() == channels && t.is_contiguous(), "kgen: batch norm ", what, " must have ", str(channels),
+              " contiguous values, got shape ", str(t.sizes()));
+  TORCH_CHECK(t.device() == device, "kgen: batch norm ", what, " is on ", t.device().str(), " but the input is on ",
+              device.str());
+}
+
+inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
+  check_float_cuda(x, "input");
+  TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: batch norm input must have shape (N, C, *) of rank 2 to 5, got ",
+              str(x.sizes()));
+  int64_t dims[3] = {1, 1, 1};
+  for (int64_t k = 2; k < x.dim(); ++k) dims[3 - (x.dim() - k)] = x.size(k);
+  int win[3] = {1, 1, 1};
+  const int64_t given = int64_t(window.size());
+  TORCH_CHECK(given == 0 || given == x.dim() - 2, "kgen: pooling window of ", str(given), " dims for an input of rank ",
+              str(x.dim()));
+  for (int64_t k = 0; k < given; ++k) {
+    TORCH_CHECK(window[k] >= 1, "kgen: pooling window sizes must be positive");
+    win[3 - given + k] = int(window[k]);
+  }
+  for (int k = 0; k < 3; ++k) {
+    TORCH_CHECK(dims[k] >= win[k], "kgen: input of shape ", str(x.sizes()), " is smaller than the pooling window");
+  }
+  return BnShape{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
+                 dims[0] / win[0], dims[1] / win[1], dims[2] / win[2]};
+}
+
+inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, bool pool) {
+  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+  if (pool) {
+    const int64_t out[3] = {s.od, s.oh, s.ow};
+    for (int64_t k = 2; k < x.dim(); ++k) sizes[k] = out[3 - (x.dim() - k)];
+  }
+  return sizes;
+}
+
+// The units a channel's blocks walk: windows with pooling, else 4-value packs where the planes allow.
+inline bool bn_vec(const at::Tensor& x, const BnShape& s, bool pool) {
+  return !pool && s.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
+}
+
+template <int kBlock>
+inline BnSplit bn_split(const at::Tensor& x, const BnShape& s, bool pool, bool vec) {
+  const int64_t units = pool ? s.out_plane() : (vec ? s.plane() / 4 : s.plane());
+  TORCH_CHECK(units * s.n < (int64_t(1) << 40), "kgen: batch norm channel too large");
+  return plan_bn_split<kBlock>(units, s.n, s.c, x.get_device());
+}
+
+template <bool kPool, class Fn>
+inline void dispatch_bn_vec(bool vec, Fn&& fn) {
+  if constexpr (kPool) {
+    fn(std::false_type{});
+  } else {
+    if (vec) fn(std::true_type{}); else fn(std::false_type{});
+  }
+}
+
+// Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
+template <class F, ReduceOp kOp, bool kPool, int kBlock>
+std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
+                                   double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+  const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const int64_t C = shape.c;
+  for (const auto& [v, what] : {std::pair{&t.weight, "weight"}, {&t.bias, "bias"}, {&t.running_mean, "running_mean"},
+                                {&t.running_var, "running_var"}, {&t.conv_bias, "convolution bias"}}) {
+    check_channel_vector(*v, C, input.device(), what);
+  }
+  TORCH_CHECK(t.running_mean.defined() == t.running_var.defined(), "kgen: batch norm needs both running statistics or neither");
+  TORCH_CHECK(batch_stats || t.running_mean.defined(), "kgen: batch norm without batch statistics needs running ones");
+  const int64_t count = shape.n * shape.plane();
+  TORCH_CHECK(!batch_stats || count > 1, "kgen: expected more than 1 value per channel when training, got input size ",
+              str(input.sizes()));
+  const at::Tensor x = input.contiguous();
+  at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
+  at::Tensor mean, rstd;
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if (batch_stats) {
+    mean = at::empty({C}, x.options());
+    rstd = at::empty({C}, x.options());
+    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_()};
+    const bool vec = shape.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
+    const BnSplit split = plan_bn_split<kBlock>(vec ? shape.plane() / 4 : shape.plane(), shape.n, C, x.get_device());
+    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
+    auto* moments = reinterpret_cast<Moments*>(partial.data_ptr<float>());
+    dispatch_vec(vec, [&](auto v) {
+      constexpr bool kVec = decltype(v)::value;
+      bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), shape,
+                                                                                          split, moments);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
+        x.data_ptr<float>(), shape, moments, split.splits, eps, factor, data_or_null(t.conv_bias),
+        mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
+        rstd.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
+    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
+    mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
+    rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
+    if (x.numel() == 0) return {out, mean, rstd};
+  }
+  if (out.numel() == 0) return {out, mean, rstd};
+  const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
+  const bool vec = bn_vec(x, shape, kPool);
+  const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
+  const auto launch = [&](auto kernel) {
+    kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                    data_or_null(t.weight), data_or_null(t.bias), shape, split, table,
+                                                    out.data_ptr<float>());
+  };
+  if (vec) {
+    launch(bn_apply_kernel<F, kOp, kPool, !kPool, kBlock>);
+  } else {
+    launch(bn_apply_kernel<F, kOp, kPool, false, kBlock>);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {out, mean, rstd};
+}
+
+// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
+template <class F, ReduceOp kOp, bool kPool, int kBlock>
+std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
+                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd, bool batch_stats,
+                                    const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+  const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const int64_t C = shape.c;
+  check_channel_vector(weight, C, input.device(), "weight");
+  check_channel_vector(bias, C, input.device(), "bias");
+  const at::Tensor x = input.contiguous();
+  check_float_cuda(grad, "gradient of the output");
+  const std::vector<int64_t> out_sizes = bn_out_sizes(x, shape, kPool);
+  TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
+              ", expected ", str(c10::IntArrayRef(out_sizes)));
+  const at::Tensor dout = grad.contiguous();
+  at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+  const int64_t rows = 2 + F::kParams;
+  at::Tensor totals = at::zeros({rows, C}, x.options());
+  if (x.numel() > 0) {
+    const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
+    const bool vec = !kPool && bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
+    const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    at::Tensor partial = at::empty({rows * C * split.splits}, x.options());
+    if (!kPool || shape.out_plane() > 0) {
+      dispatch_bn_vec<kPool>(vec, [&](auto v) {
+        constexpr bool kVec = decltype(v)::value;
+        bn_grad_sums_kernel<F, kOp, kPool, kVec, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+            dout.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+            data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      bn_grad_totals_kernel<<<blocks_for(rows * C, 128), 128, 0, stream>>>(partial.data_ptr<float>(), rows, C,
+                                                                          split.splits, totals.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    if (kPool && !shape.covers_input()) dx.zero_();  // the elements no window covers, where batch stats don't reach
+    const double inv_count = 1.0 / double(shape.n * shape.plane());
+    dispatch_bn_vec<kPool>(vec, [&](auto v) {
+      constexpr bool kVec = decltype(v)::value;
+      const auto launch = [&](auto kernel) {
+        kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
+                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                        data_or_null(weight), data_or_null(bias),
+                                                        totals.data_ptr<float>(), inv_count,
+                                                        shape, split, table, dx.data_ptr<float>());
+      };
+      if (batch_stats) {
+        launch(bn_grad_apply_kernel<F, kOp, kPool, kVec, true, kBlock>);
+      } else {
+        launch(bn_grad_apply_kernel<F, kOp, kPool, kVec, false, kBlock>);
+      }
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
+    dx.zero_();
+  }
+  at::Tensor dgamma = totals.select(0, 1).clone();  // sum gy xhat
+  at::Tensor dbeta = totals.select(0, 0).clone();   // sum gy
+  // The peeled convolution bias: with batch statistics the normalisation removes any per-channel shift, so
+  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy).
+  at::Tensor a = weight.defined() ? rstd * weight : rstd;
+  at::Tensor dconv_bias = batch_stats ? at::zeros_like(dbeta) : a * dbeta;
+  at::Tensor dparams = totals.narrow(0, 2, F::kParams).clone();
+  return {dx, dgamma, dbeta, dconv_bias, dparams};
+}
+
+}  // namespace kgen

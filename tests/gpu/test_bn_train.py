@@ -1,0 +1,99 @@
+"""kgen's BatchNorm step (bn_train.cuh) beyond what `kgen validate` checks: the running statistics and
+num_batches_tracked after several training steps (momentum given and momentum=None), eval mode (running
+statistics, the peeled convolution bias moved into the mean) forward and backward, and a switch back to
+training. Each reference in tests/ref/references with a batch norm, emitted with `kgen emit --ref`; fresh random
+inputs every step. Needs a CUDA device."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.solution_loader import import_file
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+REFERENCES = ["convt_bn_tanh_maxpool_gn_odd", "linear_bn1d_noaffine_relu_gn", "conv3d_bn_silu_scale_avgpool_gn"]
+
+
+def emitted(name, tmp_path):
+    reference = ROOT / "tests" / "ref" / "references" / f"{name}.py"
+    solution = tmp_path / f"{name}_solution.py"
+    result = subprocess.run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(reference), "-o", str(solution)],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return import_file(reference), import_file(solution)
+
+
+def assert_close(actual, expected, what, rel=1e-4):
+    scale = expected.abs().max().item() + 1e-12
+    error = (actual - expected).abs().max().item()
+    assert error <= rel * scale + 1e-6, f"{what}: max error {error:.3e}, scale {scale:.3e}"
+
+
+def step(model, x, upstream):
+    """One forward and backward; upstream is a tensor or a generator to draw it from (after the forward,
+    whose output shape it needs: a second forward would count in the running statistics)."""
+    leaf = x.clone().requires_grad_()
+    out = model(leaf)
+    if isinstance(upstream, torch.Generator):
+        upstream = torch.randn(out.shape, device="cuda", generator=upstream)
+    out.backward(upstream)
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return out.detach(), leaf.grad, grads, upstream
+
+
+def compare(ref_model, new_model, shape, generator, label):
+    x = torch.randn(*shape, device="cuda", generator=generator)
+    ref_out, ref_dx, ref_grads, upstream = step(ref_model, x, generator)
+    new_out, new_dx, new_grads, _ = step(new_model, x, upstream)
+    assert_close(new_out, ref_out, f"{label}: output")
+    assert_close(new_dx, ref_dx, f"{label}: input gradient", rel=1e-3)
+    assert set(new_grads) >= {k for k, g in ref_grads.items() if g.abs().max() > 1e-5}, (set(new_grads), set(ref_grads))
+    for name, grad in ref_grads.items():
+        if name in new_grads:
+            assert_close(new_grads[name], grad, f"{label}: gradient of {name}", rel=1e-3)
+
+
+def assert_same_buffers(ref_model, new_model, label):
+    ref_buffers = dict(ref_model.named_buffers())
+    new_buffers = dict(new_model.named_buffers())
+    assert set(ref_buffers) == set(new_buffers)
+    for name, value in ref_buffers.items():
+        if value.dtype == torch.long:
+            assert torch.equal(new_buffers[name], value), f"{label}: {name}"
+        else:
+            assert_close(new_buffers[name], value, f"{label}: buffer {name}", rel=1e-5)
+
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_running_statistics_and_eval_mode(name, tmp_path):
+    ref, sol = emitted(name, tmp_path)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    generator = torch.Generator("cuda").manual_seed(7)
+    for i in range(3):
+        compare(ref_model, new_model, shape, generator, f"training step {i}")
+        assert_same_buffers(ref_model, new_model, f"after training step {i}")
+    ref_model.eval()
+    new_model.eval()
+    compare(ref_model, new_model, shape, generator, "eval")
+    assert_same_buffers(ref_model, new_model, "after eval")
+    ref_model.train()
+    new_model.train()
+    compare(ref_model, new_model, shape, generator, "training again")
+    assert_same_buffers(ref_model, new_model, "training again")
+
+
+def test_batch_of_one_value_per_channel_is_refused_like_the_reference(tmp_path):
+    ref, sol = emitted("linear_bn1d_noaffine_relu_gn", tmp_path)
+    model = sol.ModelNew(*ref.get_init_inputs()).cuda()
+    with pytest.raises((ValueError, RuntimeError), match="more than 1 value per channel"):
+        model(torch.randn(1, ref.get_init_inputs()[0], device="cuda"))
