@@ -11,6 +11,7 @@
 #   regions               the region kernels' GPU tests and a few --ref problems (a short call)
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
+#   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
@@ -211,6 +212,24 @@ for step in "$@"; do
       fam --bench --budget "${NEWREFS_BUDGET:-200}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/newrefs_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    bn)  # session 8: the batch norm step (bn_train.cuh): its GPU tests and the own references' validation, at
+      # once beside L2-11's correctness runs (BN_FAMILY, default 11); then alone on the GPU L2-11's timings.
+      P=$OUT/bn; F=.build/family_bn; mkdir -p "$P" "$F"
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
+                --workers 2 --jobs 12 --only "${BN_FAMILY:-11}" "$@" 2>&1 | tee -a "$F/family.log" \
+                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200; }
+      (fam --budget 260 > "$P/family_checks.txt") &
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py \
+         > "$P/pytest_bn_train.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train.log") &
+      for r in ${BN_REFS:-convt_bn_tanh_maxpool_gn_odd linear_bn1d_noaffine_relu_gn conv3d_bn_silu_scale_avgpool_gn}; do
+        (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$r" \
+           > "$P/pytest_ref_$r.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref_$r.log") &
+      done
+      wait; tail -n 3 "$P"/pytest_*.log; cat "$P/family_checks.txt"
+      fam --bench --budget "${BN_BUDGET:-150}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/bn_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
   esac
 done

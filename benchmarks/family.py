@@ -215,8 +215,8 @@ SHAPES = re.compile(r"\[(?:\w+ )?\[([\d, ]+)\](?: -> \w+ \[([\d, ]+)\])?")
 
 def traffic_bytes(plan: list[str], two_pass: bool) -> int:
     """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints ("[conv [N, C, H, W] ->
-    group_norm [...]", "[x [...]]"), float32: each kernel's input read once (twice for a two-pass region: its
-    statistics sweep and its apply sweep) and its output written once."""
+    group_norm [...]", "[x [...]]"), float32: each kernel's input read once (twice for a two-pass region and a
+    batch norm step: their statistics sweep and their apply sweep) and its output written once."""
     total = 0
     for line in plan:
         m = SHAPES.search(line) if line.startswith("kgen ") else None
@@ -226,7 +226,8 @@ def traffic_bytes(plan: list[str], two_pass: bool) -> int:
         for k, text in enumerate([m.group(1), m.group(2) or m.group(1)]):
             for d in text.split(","):
                 elements[k] *= int(d)
-        reads = 2 if two_pass and line.startswith("kgen region") else 1
+        # a batch norm step reads x twice (statistics, then apply); a two-pass region too
+        reads = 2 if (two_pass and line.startswith("kgen region")) or line.startswith("kgen batch norm") else 1
         total += 4 * (reads * elements[0] + elements[1])
     return total
 

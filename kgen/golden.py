@@ -21,13 +21,16 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 
 # file name -> a reference (relative to the repository), emitted with `kgen emit --ref` (one per kernel
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
-# regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices)
+# regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
+# the batch norm step with its element-wise ops and pooling)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
     "ref_level2_75_gemm_groupnorm_min_biasadd.py": "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
     "ref_level2_37_matmul_swish_sum_groupnorm.py":
         "kgen/specs/references/level2_37_matmul_swish_sum_groupnorm.py",
+    "ref_level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py":
+        "kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py",
 }
 
 

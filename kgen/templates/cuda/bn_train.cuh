@@ -249,12 +249,15 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
                                           });
   }
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
+  // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
   if (threadIdx.x == 0) partial[at] = t0;
+  __syncthreads();
   const float t1 = block_sum<kBlock>(sum_gy_xhat);
   if (threadIdx.x == 0) partial[stride + at] = t1;
 #pragma unroll
   for (int k = 0; k < F::kParams; ++k) {
+    __syncthreads();
     const float t = block_sum<kBlock>(dparam[k]);
     if (threadIdx.x == 0) partial[(2 + k) * stride + at] = t;
   }

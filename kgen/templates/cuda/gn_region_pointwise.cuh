@@ -40,6 +40,7 @@ pointwise_backward_kernel(const float* __restrict__ dv, const float* __restrict_
     for (int k = 0; k < F::kParams; ++k) {
       const float total = block_sum<kBlock>(dparam[k]);
       if (threadIdx.x == 0) param_partial[(k * rows + n * plan.splits + split) * channels + c] = total;
+      __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
     }
   }
 }
