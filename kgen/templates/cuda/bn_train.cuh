@@ -21,12 +21,28 @@
 // reductions are fixed-order trees, so results are bitwise reproducible.
 namespace kgen {
 
+// Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
+// IntDivider): for numerators below 2^31. The window index of a pooled output splits into (od, oh, ow)
+// with two of these instead of 64-bit divisions, which cost more than the element's arithmetic.
+struct FastDiv {
+  uint32_t d, m, s;
+  static FastDiv make(int64_t divisor) {
+    const uint32_t d = uint32_t(divisor);
+    uint32_t s = 0;
+    while ((uint64_t(1) << s) < d) ++s;
+    const uint64_t m = ((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1;
+    return FastDiv{d, uint32_t(m), s};
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+};
+
 // The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
 // ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
 struct BnShape {
   int64_t n, c, d, h, w;        // input
   int kd, kh, kw;               // window
   int64_t od, oh, ow;           // output (floor(d / kd) ...)
+  FastDiv by_ow, by_oh;
   __host__ __device__ int64_t plane() const { return d * h * w; }
   __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
   __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
@@ -38,6 +54,23 @@ struct BnSplit {
   int64_t units;                // n * units_per_plane
   int64_t chunk;
   int splits;
+};
+
+// A block's walk over its channel's units, q = begin + threadIdx.x, begin + threadIdx.x + kBlock, ...: the
+// (sample, unit in the plane) pair advanced by adding, one division at the start only.
+struct UnitCursor {
+  int64_t n, j, per_plane, step_n, step_j;
+  __device__ __forceinline__ UnitCursor(int64_t q, int64_t units_per_plane, int64_t stride)
+      : n(q / units_per_plane), j(q - n * units_per_plane), per_plane(units_per_plane),
+        step_n(stride / units_per_plane), step_j(stride - step_n * units_per_plane) {}
+  __device__ __forceinline__ void advance() {
+    j += step_j;
+    n += step_n;
+    if (j >= per_plane) {
+      j -= per_plane;
+      ++n;
+    }
+  }
 };
 
 template <int kBlock>
@@ -71,8 +104,9 @@ bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Mom
   const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
-    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
+    const int64_t n = u.n, j = u.j;
     const float* p = x + (n * shape.c + c) * plane;
     if constexpr (kVec) {
       const float4 v = __ldg(reinterpret_cast<const float4*>(p) + j);
@@ -108,24 +142,29 @@ __global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, c
   }
 }
 
-// The values of one pooling window (or one pack), recomputed: v_i = F(x_i a + b).
-template <class F>
+// One pooling window of a (sample, channel) plane: its first element and the walk over its elements.
 struct BnWindow {
-  const float* x;   // the (sample, channel) plane
   const BnShape& s;
   int64_t base;     // plane offset of the window's first element
-  __device__ __forceinline__ BnWindow(const float* plane, const BnShape& shape, int64_t j)
-      : x(plane), s(shape) {
-    const int64_t ow = j % s.ow, t = j / s.ow;
-    const int64_t oh = t % s.oh, od = t / s.oh;
+  __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
+    const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
+    const int64_t ow = j - int64_t(t) * s.ow, oh = int64_t(t) - int64_t(od) * s.oh;
     base = ((od * s.kd) * s.h + oh * s.kh) * s.w + ow * s.kw;
   }
-  __device__ __forceinline__ int64_t offset(int i) const {  // i-th element, in (kd, kh, kw) order
-    const int iw = i % s.kw, t = i / s.kw;
-    return base + (int64_t(t / s.kh) * s.h + t % s.kh) * s.w + iw;
+  // body(k, offset) for the window's elements in (kd, kh, kw) order, k counting from 0.
+  template <class Body>
+  __device__ __forceinline__ void each(Body&& body) const {
+    int k = 0;
+    for (int a = 0; a < s.kd; ++a) {
+      for (int b = 0; b < s.kh; ++b) {
+        const int64_t row = base + (int64_t(a) * s.h + b) * s.w;
+        for (int e = 0; e < s.kw; ++e) body(k++, row + e);
+      }
+    }
   }
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
 };
+
 
 // Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
 template <ReduceOp kOp>
@@ -144,21 +183,22 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const F f = F::at(params, c);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
-    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
+    const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
     const float* xp = x + p * plane;
     if constexpr (kPool) {
-      const BnWindow<F> win(xp, shape, j);
+      const BnWindow win(shape, j);
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      for (int i = 0; i < win.size(); ++i) {
-        const float v = f.value(fmaf(__ldg(xp + win.offset(i)), ab.x, ab.y));
+      win.each([&](int, int64_t at) {
+        const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
         if constexpr (kOp == ReduceOp::kMax) {
           if (pool_takes<kOp>(v, acc)) acc = v;
         } else {
           acc += v;
         }
-      }
+      });
       out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
     } else if constexpr (kVec) {
       const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
@@ -181,29 +221,29 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
                                                  float rstd_c, const F& f, float (&dparam)[kMaxParams],
                                                  Body&& body) {
   if constexpr (kPool) {
-    const BnWindow<F> win(xp, shape, j);
+    const BnWindow win(shape, j);
     const float g = __ldg(dp + j);
     if constexpr (kOp == ReduceOp::kMax) {
       float best = -INFINITY;
       int arg = 0;
-      for (int i = 0; i < win.size(); ++i) {
-        const float v = f.value(fmaf(__ldg(xp + win.offset(i)), ab.x, ab.y));
+      win.each([&](int k, int64_t at) {
+        const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
         if (pool_takes<kOp>(v, best)) {
           best = v;
-          arg = i;
+          arg = k;
         }
-      }
-      for (int i = 0; i < win.size(); ++i) {
-        const float xi = __ldg(xp + win.offset(i));
-        const float gy = i == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
-        body(win.offset(i), gy, (xi - mean_c) * rstd_c);
-      }
+      });
+      win.each([&](int k, int64_t at) {
+        const float xi = __ldg(xp + at);
+        const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
+        body(at, gy, (xi - mean_c) * rstd_c);
+      });
     } else {
       const float share = g / float(win.size());
-      for (int i = 0; i < win.size(); ++i) {
-        const float xi = __ldg(xp + win.offset(i));
-        body(win.offset(i), f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
-      }
+      win.each([&](int, int64_t at) {
+        const float xi = __ldg(xp + at);
+        body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
+      });
     }
   } else {
     constexpr int W = kVec ? 4 : 1;
@@ -239,8 +279,9 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
-    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
+    const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
     bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
                                           dparam, [&](int64_t, float gy, float xhat) {
@@ -289,8 +330,9 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock) {
-    const int64_t n = q / split.units_per_plane, j = q - n * split.units_per_plane;
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
+    const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
     float* dxp = dx + p * plane;
     bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
@@ -351,8 +393,13 @@ inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window)
   for (int k = 0; k < 3; ++k) {
     TORCH_CHECK(dims[k] >= win[k], "kgen: input of shape ", str(x.sizes()), " is smaller than the pooling window");
   }
-  return BnShape{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
-                 dims[0] / win[0], dims[1] / win[1], dims[2] / win[2]};
+  BnShape s{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
+            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], FastDiv{}, FastDiv{}};
+  TORCH_CHECK(s.out_plane() < (int64_t(1) << 31), "kgen: batch norm pooled plane of ", str(s.out_plane()),
+              " values: at most 2^31 - 1");
+  s.by_ow = FastDiv::make(s.ow);
+  s.by_oh = FastDiv::make(s.oh);
+  return s;
 }
 
 inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, bool pool) {
