@@ -4132,8 +4132,8 @@ struct UnitCursor {
 template <int kBlock>
 inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
   const int64_t units = units_per_plane * samples;
-  // About four blocks per SM in all, never fewer than 8 units per thread in a block.
-  const int64_t wanted = std::max<int64_t>(1, (4 * int64_t(multiprocessors(device)) + channels - 1) / channels);
+  // About eight blocks per SM in all (a full SM at 256 threads), never fewer than 8 units per thread.
+  const int64_t wanted = std::max<int64_t>(1, (8 * int64_t(multiprocessors(device)) + channels - 1) / channels);
   const int64_t by_work = std::max<int64_t>(1, units / (8 * kBlock));
   const int splits = int(std::min<int64_t>({wanted, by_work, 1024}));
   const int64_t chunk = blocks_for(units, splits);
@@ -4160,15 +4160,33 @@ bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Mom
   const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   Moments acc{0.f, 0.f, 0.f};
+  // kUnroll units' loads in flight per thread before the first is folded in.
+  constexpr int W = kVec ? 4 : 1;
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
-    const int64_t n = u.n, j = u.j;
-    const float* p = x + (n * shape.c + c) * plane;
-    if constexpr (kVec) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + j);
-      accumulate4(acc, v.x - pilot, v.y - pilot, v.z - pilot, v.w - pilot);
-    } else {
-      accumulate1(acc, __ldg(p + j) - pilot);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
+    float v[kUnroll][W];
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      if (q + r * kBlock < end) {
+        const float* p = x + (u.n * shape.c + c) * plane;
+        if constexpr (kVec) {
+          const float4 t = __ldg(reinterpret_cast<const float4*>(p) + u.j);
+          v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+        } else {
+          v[r][0] = __ldg(p + u.j);
+        }
+      }
+      u.advance();
+    }
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      if (q + r * kBlock < end) {
+        if constexpr (kVec) {
+          accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
+        } else {
+          accumulate1(acc, v[r][0] - pilot);
+        }
+      }
     }
   }
   acc = block_combine<kBlock>(acc);
@@ -4219,7 +4237,29 @@ struct BnWindow {
     }
   }
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
+  // The first min(size, kMax) elements and their plane offsets, every load issued before any is used (the
+  // element arithmetic after a load would otherwise wait out each load's latency in turn).
+  template <int kMax>
+  __device__ __forceinline__ void gather(const float* __restrict__ xp, float (&v)[kMax], int64_t (&at)[kMax]) const {
+    int a = 0, b = 0, e = 0;
+#pragma unroll
+    for (int k = 0; k < kMax; ++k) {
+      at[k] = base + (int64_t(a) * s.h + b) * s.w + e;
+      v[k] = k < size() ? __ldg(xp + at[k]) : 0.f;
+      if (++e == s.kw) {
+        e = 0;
+        if (++b == s.kh) {
+          b = 0;
+          ++a;
+        }
+      }
+    }
+  }
 };
+
+// Windows of up to this many elements are held in registers (2x2, 2x2x2, 1D up to 8); larger ones are
+// walked element by element.
+constexpr int kWindowRegs = 8;
 
 
 // Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
@@ -4247,14 +4287,25 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      win.each([&](int, int64_t at) {
-        const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+      const auto take = [&](float xv) {
+        const float v = f.value(fmaf(xv, ab.x, ab.y));
         if constexpr (kOp == ReduceOp::kMax) {
           if (pool_takes<kOp>(v, acc)) acc = v;
         } else {
           acc += v;
         }
-      });
+      };
+      if (win.size() <= kWindowRegs) {
+        float v[kWindowRegs];
+        int64_t at[kWindowRegs];
+        win.gather(xp, v, at);
+#pragma unroll
+        for (int k = 0; k < kWindowRegs; ++k) {
+          if (k < win.size()) take(v[k]);
+        }
+      } else {
+        win.each([&](int, int64_t at) { take(__ldg(xp + at)); });
+      }
       out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
     } else if constexpr (kVec) {
       const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
@@ -4279,7 +4330,34 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
   if constexpr (kPool) {
     const BnWindow win(shape, j);
     const float g = __ldg(dp + j);
-    if constexpr (kOp == ReduceOp::kMax) {
+    if (win.size() <= kWindowRegs) {
+      float v[kWindowRegs];
+      int64_t at[kWindowRegs];
+      win.gather(xp, v, at);
+      float share = g / float(win.size());
+      int arg = -1;
+      if constexpr (kOp == ReduceOp::kMax) {
+        float best = -INFINITY;
+        arg = 0;
+#pragma unroll
+        for (int k = 0; k < kWindowRegs; ++k) {
+          const float value = k < win.size() ? f.value(fmaf(v[k], ab.x, ab.y)) : -INFINITY;
+          if (k < win.size() && pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        }
+        share = g;
+      }
+#pragma unroll
+      for (int k = 0; k < kWindowRegs; ++k) {
+        if (k < win.size()) {
+          const bool routed = kOp != ReduceOp::kMax || k == arg;
+          const float gy = routed ? f.backward(fmaf(v[k], ab.x, ab.y), share, dparam) : 0.f;
+          body(at[k], gy, (v[k] - mean_c) * rstd_c);
+        }
+      }
+    } else if constexpr (kOp == ReduceOp::kMax) {
       float best = -INFINITY;
       int arg = 0;
       win.each([&](int k, int64_t at) {
