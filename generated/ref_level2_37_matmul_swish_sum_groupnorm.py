@@ -4216,13 +4216,43 @@ __global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, c
 }
 
 // One pooling window of a (sample, channel) plane: its first element and the walk over its elements.
+// Windows of up to this many elements are held in registers (2x2, 2x2x2, 1D up to 8); larger ones are
+// walked element by element.
+constexpr int kWindowRegs = 8;
+
+// The plane offsets of a window's elements from its first one, in (kd, kh, kw) order: the same for every
+// window, so each thread computes them once (an unrolled walk: the array stays in registers).
+struct WindowOffsets {
+  int off[kWindowRegs];
+  int size;
+};
+
+__device__ __forceinline__ WindowOffsets window_offsets(const BnShape& s) {
+  WindowOffsets w;
+  w.size = s.kd * s.kh * s.kw;
+  int a = 0, b = 0, e = 0;
+#pragma unroll
+  for (int k = 0; k < kWindowRegs; ++k) {
+    w.off[k] = (a * int(s.h) + b) * int(s.w) + e;
+    if (++e == s.kw) {
+      e = 0;
+      if (++b == s.kh) {
+        b = 0;
+        ++a;
+      }
+    }
+  }
+  return w;
+}
+
+// One pooling window of a (sample, channel) plane (planes hold fewer than 2^31 values: 32-bit offsets).
 struct BnWindow {
   const BnShape& s;
-  int64_t base;     // plane offset of the window's first element
+  int base;         // plane offset of the window's first element
   __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
     const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
-    const int64_t ow = j - int64_t(t) * s.ow, oh = int64_t(t) - int64_t(od) * s.oh;
-    base = ((od * s.kd) * s.h + oh * s.kh) * s.w + ow * s.kw;
+    const int ow = int(j) - int(t) * int(s.ow), oh = int(t) - int(od) * int(s.oh);
+    base = (int(od) * s.kd * int(s.h) + oh * s.kh) * int(s.w) + ow * s.kw;
   }
   // body(k, offset) for the window's elements in (kd, kh, kw) order, k counting from 0.
   template <class Body>
@@ -4230,36 +4260,23 @@ struct BnWindow {
     int k = 0;
     for (int a = 0; a < s.kd; ++a) {
       for (int b = 0; b < s.kh; ++b) {
-        const int64_t row = base + (int64_t(a) * s.h + b) * s.w;
+        const int row = base + (a * int(s.h) + b) * int(s.w);
         for (int e = 0; e < s.kw; ++e) body(k++, row + e);
       }
     }
   }
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
-  // The first min(size, kMax) elements and their plane offsets, every load issued before any is used (the
-  // element arithmetic after a load would otherwise wait out each load's latency in turn).
-  template <int kMax>
-  __device__ __forceinline__ void gather(const float* __restrict__ xp, float (&v)[kMax], int64_t (&at)[kMax]) const {
-    int a = 0, b = 0, e = 0;
+  // The elements (a window of at most kWindowRegs) and their plane offsets, every load issued before any is
+  // used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
+  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWindowRegs],
+                                         int (&at)[kWindowRegs]) const {
 #pragma unroll
-    for (int k = 0; k < kMax; ++k) {
-      at[k] = base + (int64_t(a) * s.h + b) * s.w + e;
-      v[k] = k < size() ? __ldg(xp + at[k]) : 0.f;
-      if (++e == s.kw) {
-        e = 0;
-        if (++b == s.kh) {
-          b = 0;
-          ++a;
-        }
-      }
+    for (int k = 0; k < kWindowRegs; ++k) {
+      at[k] = base + w.off[k];
+      v[k] = k < w.size ? __ldg(xp + at[k]) : 0.f;
     }
   }
 };
-
-// Windows of up to this many elements are held in registers (2x2, 2x2x2, 1D up to 8); larger ones are
-// walked element by element.
-constexpr int kWindowRegs = 8;
-
 
 // Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
 template <ReduceOp kOp>
@@ -4276,6 +4293,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
@@ -4294,16 +4312,16 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
           acc += v;
         }
       };
-      if (win.size() <= kWindowRegs) {
+      if (wo.size <= kWindowRegs) {
         float v[kWindowRegs];
-        int64_t at[kWindowRegs];
-        win.gather(xp, v, at);
+        int at[kWindowRegs];
+        win.gather(xp, wo, v, at);
 #pragma unroll
         for (int k = 0; k < kWindowRegs; ++k) {
           if (k < win.size()) take(v[k]);
         }
       } else {
-        win.each([&](int, int64_t at) { take(__ldg(xp + at)); });
+        win.each([&](int, int at) { take(__ldg(xp + at)); });
       }
       out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
     } else if constexpr (kVec) {
@@ -4323,16 +4341,17 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 // body(offset in the plane, gy, xhat) for each element.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, class Body>
 __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, const float* __restrict__ dp,
-                                                 int64_t j, const BnShape& shape, float2 ab, float mean_c,
+                                                 int64_t j, const BnShape& shape, const WindowOffsets& wo,
+                                                 float2 ab, float mean_c,
                                                  float rstd_c, const F& f, float (&dparam)[kMaxParams],
                                                  Body&& body) {
   if constexpr (kPool) {
     const BnWindow win(shape, j);
     const float g = __ldg(dp + j);
-    if (win.size() <= kWindowRegs) {
+    if (wo.size <= kWindowRegs) {
       float v[kWindowRegs];
-      int64_t at[kWindowRegs];
-      win.gather(xp, v, at);
+      int at[kWindowRegs];
+      win.gather(xp, wo, v, at);
       float share = g / float(win.size());
       int arg = -1;
       if constexpr (kOp == ReduceOp::kMax) {
@@ -4359,21 +4378,21 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
     } else if constexpr (kOp == ReduceOp::kMax) {
       float best = -INFINITY;
       int arg = 0;
-      win.each([&](int k, int64_t at) {
+      win.each([&](int k, int at) {
         const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
         if (pool_takes<kOp>(v, best)) {
           best = v;
           arg = k;
         }
       });
-      win.each([&](int k, int64_t at) {
+      win.each([&](int k, int at) {
         const float xi = __ldg(xp + at);
         const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
         body(at, gy, (xi - mean_c) * rstd_c);
       });
     } else {
       const float share = g / float(win.size());
-      win.each([&](int, int64_t at) {
+      win.each([&](int, int at) {
         const float xi = __ldg(xp + at);
         body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
       });
@@ -4408,6 +4427,7 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const float mean_c = mean[c], rstd_c = rstd[c];
   const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
@@ -4416,7 +4436,7 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
     const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
-    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
+    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           dparam, [&](int64_t, float gy, float xhat) {
                                             sum_gy += gy;
                                             sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
@@ -4460,6 +4480,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
   const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
   const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
@@ -4468,7 +4489,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
     const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
     float* dxp = dx + p * plane;
-    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, ab, mean_c, rstd_c, f,
+    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           unused, [&](int64_t i, float gy, float xhat) {
                                             dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
                                           });
@@ -4528,7 +4549,7 @@ inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window)
   }
   BnShape s{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
             dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], FastDiv{}, FastDiv{}};
-  TORCH_CHECK(s.out_plane() < (int64_t(1) << 31), "kgen: batch norm pooled plane of ", str(s.out_plane()),
+  TORCH_CHECK(s.plane() < (int64_t(1) << 31), "kgen: batch norm plane of ", str(s.plane()),
               " values: at most 2^31 - 1");
   s.by_ow = FastDiv::make(s.ow);
   s.by_oh = FastDiv::make(s.oh);

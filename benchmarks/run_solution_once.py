@@ -1,0 +1,32 @@
+"""Runs an emitted solution file's forward (and with --backward its backward) a few times at its own
+input shapes: a target for ncu / compute-sanitizer.
+
+    python3 benchmarks/run_solution_once.py generated/FILE.py [--backward] [--calls 3]"""
+import argparse
+import importlib.util
+
+import torch
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("solution")
+    parser.add_argument("--backward", action="store_true")
+    parser.add_argument("--calls", type=int, default=3)
+    args = parser.parse_args()
+    spec = importlib.util.spec_from_file_location("solution_once", args.solution)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    model = module.ModelNew(*module.get_init_inputs()).cuda()
+    inputs = [t.cuda().requires_grad_(args.backward) for t in module.get_inputs()]
+    for _ in range(args.calls):
+        out = model(*inputs)
+        if args.backward:
+            out.backward(torch.ones_like(out))
+    torch.cuda.synchronize()
+    print("ran", args.calls, "calls of", args.solution)
+
+
+if __name__ == "__main__":
+    main()
