@@ -4216,8 +4216,8 @@ __global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, c
 }
 
 // One pooling window of a (sample, channel) plane: its first element and the walk over its elements.
-// Windows of up to this many elements are held in registers (2x2, 2x2x2, 1D up to 8); larger ones are
-// walked element by element.
+// A window whose size the emitted file knows (kWin, up to this many elements: 2x2, 2x2x2, 1D up to 8) is
+// held in registers, its loops unrolled without predicates; any other window is walked element by element.
 constexpr int kWindowRegs = 8;
 
 // The plane offsets of a window's elements from its first one, in (kd, kh, kw) order: the same for every
@@ -4266,14 +4266,15 @@ struct BnWindow {
     }
   }
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
-  // The elements (a window of at most kWindowRegs) and their plane offsets, every load issued before any is
-  // used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
-  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWindowRegs],
-                                         int (&at)[kWindowRegs]) const {
+  // The kWin elements of a window of exactly that size and their plane offsets, every load issued before any
+  // is used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
+  template <int kWin>
+  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
+                                         int (&at)[kWin]) const {
 #pragma unroll
-    for (int k = 0; k < kWindowRegs; ++k) {
+    for (int k = 0; k < kWin; ++k) {
       at[k] = base + w.off[k];
-      v[k] = k < w.size ? __ldg(xp + at[k]) : 0.f;
+      v[k] = __ldg(xp + at[k]);
     }
   }
 };
@@ -4284,7 +4285,7 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
@@ -4312,14 +4313,12 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
           acc += v;
         }
       };
-      if (wo.size <= kWindowRegs) {
-        float v[kWindowRegs];
-        int at[kWindowRegs];
+      if constexpr (kWin > 0) {
+        float v[kWin];
+        int at[kWin];
         win.gather(xp, wo, v, at);
 #pragma unroll
-        for (int k = 0; k < kWindowRegs; ++k) {
-          if (k < win.size()) take(v[k]);
-        }
+        for (int k = 0; k < kWin; ++k) take(v[k]);
       } else {
         win.each([&](int, int at) { take(__ldg(xp + at)); });
       }
@@ -4339,7 +4338,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 
 // gy (dL/dy) of the window's (or pack's) elements through F and the pooling, from dout; calls
 // body(offset in the plane, gy, xhat) for each element.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, class Body>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, class Body>
 __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, const float* __restrict__ dp,
                                                  int64_t j, const BnShape& shape, const WindowOffsets& wo,
                                                  float2 ab, float mean_c,
@@ -4348,31 +4347,33 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
   if constexpr (kPool) {
     const BnWindow win(shape, j);
     const float g = __ldg(dp + j);
-    if (wo.size <= kWindowRegs) {
-      float v[kWindowRegs];
-      int at[kWindowRegs];
+    if constexpr (kWin > 0) {
+      float v[kWin];
+      int at[kWin];
       win.gather(xp, wo, v, at);
-      float share = g / float(win.size());
-      int arg = -1;
       if constexpr (kOp == ReduceOp::kMax) {
         float best = -INFINITY;
-        arg = 0;
+        int arg = 0;
 #pragma unroll
-        for (int k = 0; k < kWindowRegs; ++k) {
-          const float value = k < win.size() ? f.value(fmaf(v[k], ab.x, ab.y)) : -INFINITY;
-          if (k < win.size() && pool_takes<kOp>(value, best)) {
+        for (int k = 0; k < kWin; ++k) {
+          const float value = f.value(fmaf(v[k], ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
             best = value;
             arg = k;
           }
         }
-        share = g;
-      }
+        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
+        float y_arg = 0.f;
 #pragma unroll
-      for (int k = 0; k < kWindowRegs; ++k) {
-        if (k < win.size()) {
-          const bool routed = kOp != ReduceOp::kMax || k == arg;
-          const float gy = routed ? f.backward(fmaf(v[k], ab.x, ab.y), share, dparam) : 0.f;
-          body(at[k], gy, (v[k] - mean_c) * rstd_c);
+        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
+        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g, dparam);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) body(at[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
+      } else {
+        const float share = g / float(kWin);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) {
+          body(at[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
         }
       }
     } else if constexpr (kOp == ReduceOp::kMax) {
@@ -4417,7 +4418,7 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
 }
 
 // partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
@@ -4436,7 +4437,7 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
     const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
-    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
+    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           dparam, [&](int64_t, float gy, float xhat) {
                                             sum_gy += gy;
                                             sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
@@ -4467,7 +4468,7 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
   totals[i] = float(t);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, bool kBatchStats, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
@@ -4489,7 +4490,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
     const int64_t n = u.n, j = u.j;
     const int64_t p = n * shape.c + c;
     float* dxp = dx + p * plane;
-    bn_unit_gradient<F, kOp, kPool, kVec>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
+    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           unused, [&](int64_t i, float gy, float xhat) {
                                             dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
                                           });
@@ -4577,17 +4578,28 @@ inline BnSplit bn_split(const at::Tensor& x, const BnShape& s, bool pool, bool v
   return plan_bn_split<kBlock>(units, s.n, s.c, x.get_device());
 }
 
-template <bool kPool, class Fn>
-inline void dispatch_bn_vec(bool vec, Fn&& fn) {
+// Calls fn(vec, win) with compile-time values: without pooling, 4-value packs where `vec` allows; with
+// pooling, the window size the file was emitted for (kWin) where the window has it, else 0 (the walk).
+template <bool kPool, int kWin, class Fn>
+inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
+  using NoWin = std::integral_constant<int, 0>;
   if constexpr (kPool) {
-    fn(std::false_type{});
+    if constexpr (kWin > 0 && kWin <= kWindowRegs) {
+      if (s.kd * s.kh * s.kw == kWin) {
+        fn(std::false_type{}, std::integral_constant<int, kWin>{});
+        return;
+      }
+    }
+    fn(std::false_type{}, NoWin{});
+  } else if (vec) {
+    fn(std::true_type{}, NoWin{});
   } else {
-    if (vec) fn(std::true_type{}); else fn(std::false_type{});
+    fn(std::false_type{}, NoWin{});
   }
 }
 
 // Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
@@ -4635,22 +4647,19 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
   const bool vec = bn_vec(x, shape, kPool);
   const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
-  const auto launch = [&](auto kernel) {
-    kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                                    data_or_null(t.weight), data_or_null(t.bias), shape, split, table,
-                                                    out.data_ptr<float>());
-  };
-  if (vec) {
-    launch(bn_apply_kernel<F, kOp, kPool, !kPool, kBlock>);
-  } else {
-    launch(bn_apply_kernel<F, kOp, kPool, false, kBlock>);
-  }
+  dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+    constexpr bool kV = decltype(v)::value;
+    constexpr int kW = decltype(w)::value;
+    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+        x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
+        data_or_null(t.bias), shape, split, table, out.data_ptr<float>());
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd};
 }
 
 // Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
-template <class F, ReduceOp kOp, bool kPool, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
                                     const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd, bool batch_stats,
                                     const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
@@ -4675,9 +4684,10 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
     const auto stream = at::cuda::getCurrentCUDAStream();
     at::Tensor partial = at::empty({rows * C * split.splits}, x.options());
     if (!kPool || shape.out_plane() > 0) {
-      dispatch_bn_vec<kPool>(vec, [&](auto v) {
-        constexpr bool kVec = decltype(v)::value;
-        bn_grad_sums_kernel<F, kOp, kPool, kVec, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+        constexpr bool kV = decltype(v)::value;
+        constexpr int kW = decltype(w)::value;
+        bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
             dout.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
             data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
       });
@@ -4688,8 +4698,9 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
     }
     if (kPool && !shape.covers_input()) dx.zero_();  // the elements no window covers, where batch stats don't reach
     const double inv_count = 1.0 / double(shape.n * shape.plane());
-    dispatch_bn_vec<kPool>(vec, [&](auto v) {
-      constexpr bool kVec = decltype(v)::value;
+    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+      constexpr bool kV = decltype(v)::value;
+      constexpr int kW = decltype(w)::value;
       const auto launch = [&](auto kernel) {
         kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
                                                         mean.data_ptr<float>(), rstd.data_ptr<float>(),
@@ -4698,9 +4709,9 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
                                                         shape, split, table, dx.data_ptr<float>());
       };
       if (batch_stats) {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kVec, true, kBlock>);
+        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock>);
       } else {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kVec, false, kBlock>);
+        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock>);
       }
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -167,7 +167,11 @@ def batchnorm_context(step: BatchNormStep) -> dict:
     labels = [p.label for p in step.params]
     result = step.nodes[-1].name if step.nodes else None
     struct, slots = functors.prologue_functor(f"BatchNorm{step.index}Op", step.nodes, step.bn, result, labels)
+    window_size = 1
+    for k in step.window:
+        window_size *= int(k)
     return {"index": step.index, "functor": struct, "pool": bool(step.pool_op), "pool_op": step.pool_op or "kMax",
+            "window": "x".join(map(str, step.window)), "window_size": window_size if step.pool_op else 0,
             "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],

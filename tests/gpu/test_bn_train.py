@@ -107,3 +107,22 @@ def test_batch_of_one_value_per_channel_is_refused_like_the_reference(tmp_path):
     model = sol.ModelNew(*ref.get_init_inputs()).cuda()
     with pytest.raises((ValueError, RuntimeError), match="more than 1 value per channel"):
         model(torch.randn(1, ref.get_init_inputs()[0], device="cuda"))
+
+
+def test_a_window_other_than_the_emitted_one_takes_the_generic_walk(tmp_path):
+    """The file's kernels are unrolled for the 2x2 window it was emitted for; a model whose pooling was
+    changed to 3x3 afterwards runs the generic window walk, and still matches the reference (with 11x11
+    planes, 3x3 windows leave two rows and columns outside every window)."""
+    ref, sol = emitted("convt_bn_tanh_maxpool_gn_odd", tmp_path)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    for m in (ref_model, new_model):
+        m.max_pool.kernel_size = 3
+        m.max_pool.stride = 3
+    exact_model = copy.deepcopy(ref_model).double()
+    compare(ref_model, exact_model, new_model, shape, torch.Generator("cuda").manual_seed(3), "3x3 windows")
+    assert_same_buffers(ref_model, exact_model, new_model, "3x3 windows")
