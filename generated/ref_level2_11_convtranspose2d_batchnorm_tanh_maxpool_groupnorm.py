@@ -4513,7 +4513,13 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   }
 }
 
-// ---------------------------------------------------------------- host
+}  // namespace kgen
+
+// ---- bn_train_host: the batch norm step's host side (kernels in bn_train.cuh) ----
+// Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
+// the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
+// window size the file was emitted for), and the forward / backward sequences of launches.
+namespace kgen {
 
 struct BnTensors {
   at::Tensor weight, bias, running_mean, running_var, conv_bias;  // each may be undefined

@@ -23,7 +23,7 @@ RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "g
                   "gn_region_resident_backward.cuh", "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
-              ("gn_region_pointwise.cuh", "bn_train.cuh"))
+              ("gn_region_pointwise.cuh", "bn_train.cuh", "bn_train_host.cuh"))
 
 
 def check_block_size(block_size: int) -> None:

@@ -13,6 +13,9 @@ import torch.nn.functional as F
 
 from kgen.ref import ops
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PointwiseStep, PwNode, RegionStep
+from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of
+from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
+from kgen.ref.plan_reductions import ReductionPlanning
 from kgen.ref.trace import Reference, RefError, tensor_shape
 
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
@@ -33,22 +36,9 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to"}
-PEELABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear)
-REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
-                 "logsumexp": "kLogSumExp"}
-BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
-POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
-         nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
-POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
-# The functional spellings: (op, spatial dims, argument names after the input).
-_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
-                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
-                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
 
 
-class Planner:
+class Planner(ReductionPlanning, BatchNormPlanning):
     def __init__(self, ref: Reference):
         self.ref = ref
         self.nodes = list(ref.graph.nodes)
@@ -82,8 +72,8 @@ class Planner:
         """A Param for a get_attr tensor that broadcasts per channel (or as one value) against `full`."""
         if not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
             return None
-        tensor = self.ref.gm.get_parameter(value.target) if _is_param(self.ref.gm, value.target) else \
-            _get_attr(self.ref.gm, value.target)
+        tensor = self.ref.gm.get_parameter(value.target) if is_parameter(self.ref.gm, value.target) else \
+            get_attribute(self.ref.gm, value.target)
         if not isinstance(tensor, torch.Tensor):
             return None
         shape = tuple(tensor.shape)
@@ -140,9 +130,9 @@ class Planner:
         for open_end in (True, False):
             params: list[Param] = []
             prologue, x = self.absorb_prologue(gn, gn_input, full, params, open_end)
-            region_values = {x.name} | _names(prologue) | {gn.name}
+            region_values = {x.name} | names_of(prologue) | {gn.name}
             epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
-            if not open_end or not prologue or all(u.name in region_values or _metadata(u) for u in gn_input.users):
+            if not open_end or not prologue or all(u.name in region_values or is_metadata(u) for u in gn_input.users):
                 break
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
         # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
@@ -168,7 +158,7 @@ class Planner:
         output_node = self.apply_reduction(step, reduce, full)
         step.output = output_node.name
         step.out_shape = tensor_shape(output_node) or []
-        for name in _names(prologue) | _names(epilogue) | {gn.name, output_node.name}:
+        for name in names_of(prologue) | names_of(epilogue) | {gn.name, output_node.name}:
             self.claimed[name] = step
         if reduce is not None and reduce[0].name != output_node.name:
             self.claimed[reduce[0].name] = step
@@ -273,103 +263,34 @@ class Planner:
                 continue
             params[:] = trial
             epilogue.append(self.pw_node(node, name, converted, consts))
-            region_values |= _names(epilogue[-1:])
+            region_values |= names_of(epilogue[-1:])
         # Exactly one value may leave the region (x, a library op's output, may be read elsewhere too):
         # drop trailing epilogue nodes until that holds.
         while epilogue:
             inside = region_values - {x.name}
-            leaving = [n for n in self.nodes if n.name in inside and any(u.name not in region_values and not _metadata(u)
+            leaving = [n for n in self.nodes if n.name in inside and any(u.name not in region_values and not is_metadata(u)
                                                                          for u in n.users)]
             if len(leaving) <= 1:
                 break
-            region_values -= _names([epilogue.pop()])
+            region_values -= names_of([epilogue.pop()])
         return epilogue
 
     def region_output(self, gn, prologue, epilogue, x, full):
-        inside = {gn.name} | _names(prologue) | _names(epilogue)
-        leaving = [n for n in self.nodes if n.name in inside and any(u.name not in inside and not _metadata(u)
+        inside = {gn.name} | names_of(prologue) | names_of(epilogue)
+        leaving = [n for n in self.nodes if n.name in inside and any(u.name not in inside and not is_metadata(u)
                                                                      for u in n.users)]
         if len(leaving) != 1:
             names = ", ".join(n.name for n in leaving) or "none"
             raise RefError(f"{self.where(gn)}: the GroupNorm region has {len(leaving)} values used outside it "
                            f"({names}); kgen fuses regions with one output")
         result = leaving[0]
-        if result.name in _names(prologue):
+        if result.name in names_of(prologue):
             raise RefError(f"{self.where(result)}: a value before the GroupNorm is the region's output")
         reduce = None
         if len(result.users) == 1:
             user = next(iter(result.users))
             reduce = self.reduction(user, result, full)
         return result.name, reduce
-
-    def reduction(self, node, source, full):
-        """(node defining the reduced value, kind, op, keepdim, window, window_expr) or None."""
-        rank = len(full)
-        module = self.module(node)
-        if module is not None and type(module) in POOLS:
-            dims = POOL_DIMS[type(module)]
-            if dims != rank - 2:
-                return None
-            k = _tuple(module.kernel_size, dims)
-            s = _tuple(module.stride if module.stride is not None else module.kernel_size, dims)
-            pad = _tuple(module.padding, dims)
-            dil = _tuple(getattr(module, "dilation", 1), dims)
-            if k != s or any(pad) or any(d != 1 for d in dil) or module.ceil_mode or \
-                    getattr(module, "return_indices", False) or getattr(module, "divisor_override", None):
-                return None
-            window_expr = f"_window(self.{node.target}.kernel_size, {dims})"
-            return node, "kWindow", POOLS[type(module)], False, k, window_expr
-        if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
-            return self.functional_pool(node, source, rank)
-        op_name = None
-        args, kw = list(node.args), dict(node.kwargs)
-        if node.op == "call_method" and node.target in REDUCTION_OPS:
-            op_name = node.target
-        elif node.op == "call_function" and getattr(node.target, "__name__", None) in REDUCTION_OPS and \
-                node.target in (torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp):
-            op_name = node.target.__name__
-        if op_name is None or not args or args[0] is not source:
-            return None
-        dim = kw.get("dim", args[1] if len(args) > 1 else None)
-        keepdim = kw.get("keepdim", args[2] if len(args) > 2 else False)
-        if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
-            return None
-        dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})
-        if dims == [1]:
-            kind = "kChannel"
-        elif rank > 2 and dims == list(range(2, rank)):
-            kind = "kPlane"
-        elif dims == list(range(1, rank)):
-            kind = "kSample"
-        else:
-            return None
-        defined = node
-        if op_name in ("max", "min"):
-            if not isinstance(dim, int):
-                return None
-            users = list(node.users)
-            if len(users) != 1 or not (users[0].op == "call_function" and users[0].target is operator.getitem
-                                       and users[0].args[1] == 0):
-                return None  # the indices are used: keep PyTorch's max/min
-            defined = users[0]
-        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
-
-    def functional_pool(self, node, source, rank):
-        """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
-        no ceil mode, no indices, no divisor override; the window is a constant of the graph."""
-        op, dims, names = FUNCTIONAL_POOLS[node.target]
-        if dims != rank - 2 or not node.args or node.args[0] is not source:
-            return None
-        given = dict(zip(names, node.args[1:]), **node.kwargs)
-        if given.get("kernel_size") is None or any(isinstance(v, torch.fx.Node) for v in given.values()):
-            return None
-        k = _tuple(given["kernel_size"], dims)
-        s = _tuple(given.get("stride") or given["kernel_size"], dims)
-        if k != s or any(_tuple(given.get("padding", 0), dims)) or \
-                any(d != 1 for d in _tuple(given.get("dilation", 1), dims)) or given.get("ceil_mode") or \
-                given.get("return_indices") or given.get("divisor_override") is not None:
-            return None
-        return node, "kWindow", op, False, k, repr(tuple(k))
 
     def apply_reduction(self, step: RegionStep, reduce, full):
         result_node = next(n for n in self.nodes if n.name == step.result)
@@ -384,71 +305,6 @@ class Planner:
                                 and n is defined.args[0]):
                 self.claimed[n.name] = step
         return defined
-
-    # ---------------------------------------------------------------- batch norm
-    def batch_norm(self, bn) -> None:
-        """A BatchNorm module with the element-wise chain after it (each value read only by the next) and a
-        window pooling after that: one kgen step. The bias of a conv / linear read only by it is peeled off,
-        since the batch statistics remove any per-channel shift (it still enters the running mean)."""
-        full = tensor_shape(bn)
-        x = bn.args[0] if bn.args else None
-        if full is None or not isinstance(x, torch.fx.Node) or tensor_shape(x) != full or len(full) > 5:
-            return  # left to PyTorch's own batch norm
-        # The element-wise DAG after it: every node whose tensor operands the step already computes joins, in
-        # graph order; then trailing nodes leave until only the last one is read outside the step.
-        params: list[Param] = []
-        chain: list[PwNode] = []
-        inside = {bn.name}
-        for node in self.nodes[self.order[bn.name] + 1:]:
-            if node.name in self.claimed:
-                continue
-            found = self.elementwise(node, full)
-            if found is None:
-                continue
-            name, operands, consts = found
-            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
-                       and self.param_of(o, full) is None]
-            if not tensors or any(t.name not in inside for t in tensors):
-                continue
-            trial = list(params)
-            converted = self.operands(node, operands, full, trial)
-            if converted is None:
-                continue
-            params[:] = trial
-            chain.append(self.pw_node(node, name, converted, consts))
-            inside |= _names(chain[-1:])
-        while True:
-            last = next(n for n in reversed(self.nodes) if n.name in inside)
-            leaving = [n for n in self.nodes if n.name in inside and n is not last and
-                       any(u.name not in inside and not _metadata(u) for u in n.users)]
-            if not leaving or not chain:
-                break
-            inside -= _names([chain.pop()])
-        if leaving:
-            return  # a value inside is read elsewhere too: PyTorch's batch norm
-        params[:] = _used_params(chain, params)
-        pool = None
-        users = [u for u in last.users if not _metadata(u)]
-        if len(users) == 1 and users[0].name not in self.claimed:
-            found = self.reduction(users[0], last, full)
-            if found is not None and found[1] == "kWindow":
-                pool = found
-        module = self.module(bn)
-        xmod = self.module(x)
-        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and
-                all(u is bn or _metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
-        output = pool[0] if pool is not None else last
-        step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
-                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
-                             params=params, shape=full, conv_bias=f"self.{x.target}.bias" if peel else "",
-                             output=output.name, out_shape=tensor_shape(output) or [])
-        if pool is not None:
-            _, _, step.pool_op, _, step.window, step.window_expr = pool
-        for name in {bn.name, output.name} | _names(chain):
-            self.claimed[name] = step
-        if peel:
-            self.claimed[f"peel:{x.name}"] = step
-        self.steps.append(step)
 
     # ---------------------------------------------------------------- the rest
     def pointwise_and_library(self) -> None:
@@ -515,7 +371,7 @@ class Planner:
                 continue
             step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
                                  input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full)
-            for name in _names(chain):
+            for name in names_of(chain):
                 self.claimed[name] = step
             self.steps.append(step)
 
@@ -535,41 +391,6 @@ class Planner:
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step
         self.steps.append(step)
-
-
-def _used_params(nodes, params: list) -> list:
-    """The parameters a (trimmed) DAG still reads, renumbered in order."""
-    used = sorted({o.ref for n in nodes for o in n.operands if o.kind == "param"})
-    renumber = {old: new for new, old in enumerate(used)}
-    for node in nodes:
-        node.operands = [Operand("param", renumber[o.ref]) if o.kind == "param" else o for o in node.operands]
-    return [params[k] for k in used]
-
-
-def _names(nodes) -> set:
-    """The graph nodes a list of PwNodes computes: each one, and the comparison a where folds in."""
-    return {n.name for n in nodes} | {n.folded for n in nodes if n.folded}
-
-
-def _metadata(node) -> bool:
-    """x.device / x.dtype: reads no data (the emitted code takes them from the region's input)."""
-    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
-        node.args[1] in ("device", "dtype")
-
-
-def _is_param(gm, target) -> bool:
-    return any(name == target for name, _ in gm.named_parameters())
-
-
-def _get_attr(gm, target):
-    value = gm
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def _tuple(value, dims):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
 
 
 def _shift_params(nodes, by: int) -> None:

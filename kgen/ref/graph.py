@@ -1,0 +1,34 @@
+"""Helpers on the traced fx graph that the planner's parts share (plan.py, plan_reductions.py,
+plan_batchnorm.py)."""
+from __future__ import annotations
+
+import torch.nn as nn
+
+# Modules whose bias a kgen step can take over (add in a region, or drop before a batch norm).
+PEELABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear)
+
+
+def names_of(nodes) -> set:
+    """The graph nodes a list of PwNodes computes: each one, and the comparison a where folds in."""
+    return {n.name for n in nodes} | {n.folded for n in nodes if n.folded}
+
+
+def is_metadata(node) -> bool:
+    """x.device / x.dtype: reads no data (the emitted code takes them from the region's input)."""
+    return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
+        node.args[1] in ("device", "dtype")
+
+
+def is_parameter(gm, target) -> bool:
+    return any(name == target for name, _ in gm.named_parameters())
+
+
+def get_attribute(gm, target):
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def as_tuple(value, dims):
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims

@@ -1,0 +1,89 @@
+"""Training-mode BatchNorm as a kgen step (part of the Planner, plan.py): the BatchNorm module, the
+element-wise DAG after it and a window pooling after that (bn_train.cuh's kernels)."""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from kgen.ref.graph import PEELABLE, is_metadata, names_of
+from kgen.ref.ir import BatchNormStep, Operand, Param, PwNode
+from kgen.ref.trace import tensor_shape
+
+BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+class BatchNormPlanning:
+    """Mixin of the Planner: plans each BatchNorm module no region claimed."""
+
+    def batch_norm(self, bn) -> None:
+        """A BatchNorm module with the element-wise chain after it (each value read only by the next) and a
+        window pooling after that: one kgen step. The bias of a conv / linear read only by it is peeled off,
+        since the batch statistics remove any per-channel shift (it still enters the running mean)."""
+        full = tensor_shape(bn)
+        x = bn.args[0] if bn.args else None
+        if full is None or not isinstance(x, torch.fx.Node) or tensor_shape(x) != full or len(full) > 5:
+            return  # left to PyTorch's own batch norm
+        # The element-wise DAG after it: every node whose tensor operands the step already computes joins, in
+        # graph order; then trailing nodes leave until only the last one is read outside the step.
+        params: list[Param] = []
+        chain: list[PwNode] = []
+        inside = {bn.name}
+        for node in self.nodes[self.order[bn.name] + 1:]:
+            if node.name in self.claimed:
+                continue
+            found = self.elementwise(node, full)
+            if found is None:
+                continue
+            name, operands, consts = found
+            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                       and self.param_of(o, full) is None]
+            if not tensors or any(t.name not in inside for t in tensors):
+                continue
+            trial = list(params)
+            converted = self.operands(node, operands, full, trial)
+            if converted is None:
+                continue
+            params[:] = trial
+            chain.append(self.pw_node(node, name, converted, consts))
+            inside |= names_of(chain[-1:])
+        while True:
+            last = next(n for n in reversed(self.nodes) if n.name in inside)
+            leaving = [n for n in self.nodes if n.name in inside and n is not last and
+                       any(u.name not in inside and not is_metadata(u) for u in n.users)]
+            if not leaving or not chain:
+                break
+            inside -= names_of([chain.pop()])
+        if leaving:
+            return  # a value inside is read elsewhere too: PyTorch's batch norm
+        params[:] = used_params(chain, params)
+        pool = None
+        users = [u for u in last.users if not is_metadata(u)]
+        if len(users) == 1 and users[0].name not in self.claimed:
+            found = self.reduction(users[0], last, full)
+            if found is not None and found[1] == "kWindow":
+                pool = found
+        module = self.module(bn)
+        xmod = self.module(x)
+        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and
+                all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
+        output = pool[0] if pool is not None else last
+        step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
+                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
+                             params=params, shape=full, conv_bias=f"self.{x.target}.bias" if peel else "",
+                             output=output.name, out_shape=tensor_shape(output) or [])
+        if pool is not None:
+            _, _, step.pool_op, _, step.window, step.window_expr = pool
+        for name in {bn.name, output.name} | names_of(chain):
+            self.claimed[name] = step
+        if peel:
+            self.claimed[f"peel:{x.name}"] = step
+        self.steps.append(step)
+
+
+def used_params(nodes, params: list) -> list:
+    """The parameters a (trimmed) DAG still reads, renumbered in order."""
+    used = sorted({o.ref for n in nodes for o in n.operands if o.kind == "param"})
+    renumber = {old: new for new, old in enumerate(used)}
+    for node in nodes:
+        node.operands = [Operand("param", renumber[o.ref]) if o.kind == "param" else o for o in node.operands]
+    return [params[k] for k in used]

@@ -1,0 +1,97 @@
+"""The reductions a GroupNorm region absorbs after it (part of the Planner, plan.py): torch.mean / sum /
+amax / amin / max / min / logsumexp over channels, spatial dims or all but the batch, and window pooling
+(nn.MaxPool/AvgPool 1d-3d and their functional spellings) where kernel == stride."""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kgen.ref.graph import as_tuple
+
+REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
+                 "logsumexp": "kLogSumExp"}
+POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
+         nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
+POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
+# The functional spellings: (op, spatial dims, argument names after the input).
+_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
+                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
+                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
+
+
+class ReductionPlanning:
+    """Mixin of the Planner: recognises the reduction a region's result flows into."""
+
+    def reduction(self, node, source, full):
+        """(node defining the reduced value, kind, op, keepdim, window, window_expr) or None."""
+        rank = len(full)
+        module = self.module(node)
+        if module is not None and type(module) in POOLS:
+            dims = POOL_DIMS[type(module)]
+            if dims != rank - 2:
+                return None
+            k = as_tuple(module.kernel_size, dims)
+            s = as_tuple(module.stride if module.stride is not None else module.kernel_size, dims)
+            pad = as_tuple(module.padding, dims)
+            dil = as_tuple(getattr(module, "dilation", 1), dims)
+            if k != s or any(pad) or any(d != 1 for d in dil) or module.ceil_mode or \
+                    getattr(module, "return_indices", False) or getattr(module, "divisor_override", None):
+                return None
+            window_expr = f"_window(self.{node.target}.kernel_size, {dims})"
+            return node, "kWindow", POOLS[type(module)], False, k, window_expr
+        if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
+            return self.functional_pool(node, source, rank)
+        op_name = None
+        args, kw = list(node.args), dict(node.kwargs)
+        if node.op == "call_method" and node.target in REDUCTION_OPS:
+            op_name = node.target
+        elif node.op == "call_function" and getattr(node.target, "__name__", None) in REDUCTION_OPS and \
+                node.target in (torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp):
+            op_name = node.target.__name__
+        if op_name is None or not args or args[0] is not source:
+            return None
+        dim = kw.get("dim", args[1] if len(args) > 1 else None)
+        keepdim = kw.get("keepdim", args[2] if len(args) > 2 else False)
+        if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
+            return None
+        dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})
+        if dims == [1]:
+            kind = "kChannel"
+        elif rank > 2 and dims == list(range(2, rank)):
+            kind = "kPlane"
+        elif dims == list(range(1, rank)):
+            kind = "kSample"
+        else:
+            return None
+        defined = node
+        if op_name in ("max", "min"):
+            if not isinstance(dim, int):
+                return None
+            users = list(node.users)
+            if len(users) != 1 or not (users[0].op == "call_function" and users[0].target is operator.getitem
+                                       and users[0].args[1] == 0):
+                return None  # the indices are used: keep PyTorch's max/min
+            defined = users[0]
+        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+
+    def functional_pool(self, node, source, rank):
+        """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
+        no ceil mode, no indices, no divisor override; the window is a constant of the graph."""
+        op, dims, names = FUNCTIONAL_POOLS[node.target]
+        if dims != rank - 2 or not node.args or node.args[0] is not source:
+            return None
+        given = dict(zip(names, node.args[1:]), **node.kwargs)
+        if given.get("kernel_size") is None or any(isinstance(v, torch.fx.Node) for v in given.values()):
+            return None
+        k = as_tuple(given["kernel_size"], dims)
+        s = as_tuple(given.get("stride") or given["kernel_size"], dims)
+        if k != s or any(as_tuple(given.get("padding", 0), dims)) or \
+                any(d != 1 for d in as_tuple(given.get("dilation", 1), dims)) or given.get("ceil_mode") or \
+                given.get("return_indices") or given.get("divisor_override") is not None:
+            return None
+        return node, "kWindow", op, False, k, repr(tuple(k))
