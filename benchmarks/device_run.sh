@@ -11,6 +11,7 @@
 #   regions               the region kernels' GPU tests and a few --ref problems (a short call)
 #   family                issue 12's table: the 17 KernelBench GroupNorm problems end to end, timed
 #   pending               the GPU tests, benches and an ncu profile of changes no GPU has run yet (session 6)
+#   final                 the validator's GPU tests beside three family problems, then their timings (session 8)
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
@@ -230,6 +231,20 @@ for step in "$@"; do
       fam --bench --budget "${BN_BUDGET:-150}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/bn_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    final)  # session 8's last call: the validator's GPU tests in parallel groups (tests/validate/run_gpu_parallel.sh,
+      # FINAL_TESTS_BUDGET seconds, default 300) beside the correctness runs of FINAL_FAMILY (default 19,92,37);
+      # then alone on the GPU those problems' timings.
+      P=$OUT/final; F=.build/family_final; mkdir -p "$P" "$F"
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
+                --workers 3 --jobs 12 --only "${FINAL_FAMILY:-19,92,37}" "$@" 2>&1 | tee -a "$F/family.log" \
+                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200; }
+      (OUT=$P/gpu_tests bash tests/validate/run_gpu_parallel.sh "${FINAL_TESTS_BUDGET:-300}" > "$P/gpu_tests.log" 2>&1) &
+      (fam --budget 280 > "$P/family_checks.txt") &
+      wait; cat "$P/gpu_tests.log"; cat "$P/family_checks.txt"
+      fam --bench --budget "${FINAL_BUDGET:-200}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/final_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
   esac
 done
