@@ -4286,7 +4286,7 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
@@ -4306,12 +4306,18 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
+      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
+      // is F of its max y: one F per window instead of one per element. A NaN y wins as it would in F(y).
+      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone;
       const auto take = [&](float xv) {
-        const float v = f.value(fmaf(xv, ab.x, ab.y));
-        if constexpr (kOp == ReduceOp::kMax) {
+        const float y = fmaf(xv, ab.x, ab.y);
+        if constexpr (kMaxOfY) {
+          if (pool_takes<kOp>(y, acc)) acc = y;
+        } else if constexpr (kOp == ReduceOp::kMax) {
+          const float v = f.value(y);
           if (pool_takes<kOp>(v, acc)) acc = v;
         } else {
-          acc += v;
+          acc += f.value(y);
         }
       };
       if constexpr (kWin > 0) {
@@ -4323,7 +4329,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       } else {
         win.each([&](int, int at) { take(__ldg(xp + at)); });
       }
-      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(win.size()));
     } else if constexpr (kVec) {
       const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
@@ -4606,7 +4612,7 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
@@ -4657,7 +4663,7 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+    bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
         x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
         data_or_null(t.bias), shape, split, table, out.data_ptr<float>());
   });

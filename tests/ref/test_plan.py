@@ -305,3 +305,29 @@ def test_clamp_gradient_on_its_bounds_follows_the_running_pytorch():
         torch.clamp(points, None if lo == float("-inf") else lo, None if hi == float("inf") else hi).sum().backward()
         mine = [_clamp_grad(a, lo, hi, at_lo, at_hi) for a in points.tolist()]
         assert mine == points.grad.tolist(), (lo, hi, flags)
+
+
+def test_max_pooling_after_non_decreasing_ops_takes_f_of_the_max():
+    """The batch norm step's forward takes F(max y) over a max window only where F never decreases: tanh
+    (L2-11) and relu chains, a positive scale; not x * sigmoid(x) (a DAG, and not monotone), nor a scale of
+    unknown sign (a parameter), nor a negative one."""
+    from kgen.ref.codegen import non_decreasing
+    from kgen.ref.ir import Operand, PwNode
+
+    def chain(*specs):
+        nodes, last = [], "bn"
+        for i, (op, extra, consts) in enumerate(specs):
+            nodes.append(PwNode(f"n{i}", op, [Operand("value", last)] + extra, consts))
+            last = f"n{i}"
+        return nodes
+
+    assert non_decreasing(chain(("tanh", [], {})))
+    assert non_decreasing(chain(("relu", [], {}), ("mul", [Operand("scalar", 2.0)], {}), ("sigmoid", [], {})))
+    assert non_decreasing(chain(("leaky_relu", [], {"slope": 0.1}), ("sub", [Operand("scalar", 1.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand("scalar", -2.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand("param", 0)], {})))
+    assert not non_decreasing(chain(("gelu_erf", [], {})))
+    assert not non_decreasing([PwNode("s", "sigmoid", [Operand("value", "bn")], {}),
+                               PwNode("m", "mul", [Operand("value", "bn"), Operand("value", "s")], {})])
+    (bn,) = batch_norms(make_plan(load_reference(HERE / "references" / "convt_bn_tanh_maxpool_gn_odd.py")))
+    assert non_decreasing(bn.nodes)

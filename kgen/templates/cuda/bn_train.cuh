@@ -230,7 +230,7 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
@@ -250,12 +250,18 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
+      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
+      // is F of its max y: one F per window instead of one per element. A NaN y wins as it would in F(y).
+      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone;
       const auto take = [&](float xv) {
-        const float v = f.value(fmaf(xv, ab.x, ab.y));
-        if constexpr (kOp == ReduceOp::kMax) {
+        const float y = fmaf(xv, ab.x, ab.y);
+        if constexpr (kMaxOfY) {
+          if (pool_takes<kOp>(y, acc)) acc = y;
+        } else if constexpr (kOp == ReduceOp::kMax) {
+          const float v = f.value(y);
           if (pool_takes<kOp>(v, acc)) acc = v;
         } else {
-          acc += v;
+          acc += f.value(y);
         }
       };
       if constexpr (kWin > 0) {
@@ -267,7 +273,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       } else {
         win.each([&](int, int at) { take(__ldg(xp + at)); });
       }
-      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(win.size());
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(win.size()));
     } else if constexpr (kVec) {
       const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
       reinterpret_cast<float4*>(out + p * out_plane)[j] =

@@ -89,7 +89,7 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
@@ -140,7 +140,7 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+    bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
         x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
         data_or_null(t.bias), shape, split, table, out.data_ptr<float>());
   });
