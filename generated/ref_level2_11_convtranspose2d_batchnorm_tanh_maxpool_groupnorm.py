@@ -4840,7 +4840,7 @@ std::vector<at::Tensor> batchnorm0_backward(at::Tensor grad, at::Tensor x, c10::
                                              bool batch_stats, std::vector<int64_t> window,
                                              std::vector<at::Tensor> params) {
   return kgen::bn_backward<BatchNorm0Op, kgen::ReduceOp::kMax, true,
-                           kBatchNorm0Window, kBatchNorm0Monotone, kBlock>(
+                           kBatchNorm0Window, kBlock>(
       grad, x, kgen::or_undefined(weight), kgen::or_undefined(bias), mean, rstd, batch_stats, window, params);
 }
 """
