@@ -244,9 +244,11 @@ class Planner(ReductionPlanning, BatchNormPlanning):
             return None
         return converted
 
-    def absorb_epilogue(self, gn, x, full, region_values: set, params):
-        epilogue = []
-        for node in self.nodes[self.order[gn.name] + 1:]:
+    def absorb_after(self, anchor, full, values: set, params) -> list:
+        """The element-wise nodes after `anchor`, in graph order, whose tensor operands are all in `values`
+        (which grows with each one taken); their parameters join `params`."""
+        taken = []
+        for node in self.nodes[self.order[anchor.name] + 1:]:
             if node.name in self.claimed:
                 continue
             found = self.elementwise(node, full)
@@ -255,15 +257,19 @@ class Planner(ReductionPlanning, BatchNormPlanning):
             name, operands, consts = found
             tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                        and self.param_of(o, full) is None]
-            if not tensors or any(t.name not in region_values for t in tensors):
+            if not tensors or any(t.name not in values for t in tensors):
                 continue
             trial = list(params)
             converted = self.operands(node, operands, full, trial)
             if converted is None:
                 continue
             params[:] = trial
-            epilogue.append(self.pw_node(node, name, converted, consts))
-            region_values |= names_of(epilogue[-1:])
+            taken.append(self.pw_node(node, name, converted, consts))
+            values |= names_of(taken[-1:])
+        return taken
+
+    def absorb_epilogue(self, gn, x, full, region_values: set, params):
+        epilogue = self.absorb_after(gn, full, region_values, params)
         # Exactly one value may leave the region (x, a library op's output, may be read elsewhere too):
         # drop trailing epilogue nodes until that holds.
         while epilogue:

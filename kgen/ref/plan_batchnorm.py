@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from kgen.ref.graph import PEELABLE, is_metadata, names_of
-from kgen.ref.ir import BatchNormStep, Operand, Param, PwNode
+from kgen.ref.ir import BatchNormStep, Operand, Param
 from kgen.ref.trace import tensor_shape
 
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -26,26 +26,8 @@ class BatchNormPlanning:
         # The element-wise DAG after it: every node whose tensor operands the step already computes joins, in
         # graph order; then trailing nodes leave until only the last one is read outside the step.
         params: list[Param] = []
-        chain: list[PwNode] = []
         inside = {bn.name}
-        for node in self.nodes[self.order[bn.name] + 1:]:
-            if node.name in self.claimed:
-                continue
-            found = self.elementwise(node, full)
-            if found is None:
-                continue
-            name, operands, consts = found
-            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
-                       and self.param_of(o, full) is None]
-            if not tensors or any(t.name not in inside for t in tensors):
-                continue
-            trial = list(params)
-            converted = self.operands(node, operands, full, trial)
-            if converted is None:
-                continue
-            params[:] = trial
-            chain.append(self.pw_node(node, name, converted, consts))
-            inside |= names_of(chain[-1:])
+        chain = self.absorb_after(bn, full, inside, params)
         while True:
             last = next(n for n in reversed(self.nodes) if n.name in inside)
             leaving = [n for n in self.nodes if n.name in inside and n is not last and
