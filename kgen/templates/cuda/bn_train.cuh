@@ -73,6 +73,16 @@ struct UnitCursor {
   }
 };
 
+// Calls body(p, j) for each unit of this block's share of channel c (split s): p = n C + c, the (sample,
+// channel) plane, and j the unit within it.
+template <int kBlock, class Body>
+__device__ __forceinline__ void for_block_units(const BnShape& shape, const BnSplit& split, int64_t c, int s,
+                                                Body&& body) {
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) body(u.n * shape.c + c, u.j);
+}
+
 template <int kBlock>
 inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
   const int64_t units = units_per_plane * samples;
@@ -241,11 +251,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
-    const int64_t n = u.n, j = u.j;
-    const int64_t p = n * shape.c + c;
+  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
     const float* xp = x + p * plane;
     if constexpr (kPool) {
       const BnWindow win(shape, j);
@@ -282,7 +288,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
     } else {
       out[p * out_plane + j] = f.value(fmaf(__ldg(xp + j), ab.x, ab.y));
     }
-  }
+  });
 }
 
 // ---------------------------------------------------------------- backward
@@ -381,19 +387,15 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
-    const int64_t n = u.n, j = u.j;
-    const int64_t p = n * shape.c + c;
+  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
     bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           dparam, [&](int64_t, float gy, float xhat) {
                                             sum_gy += gy;
                                             sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
                                           });
-  }
+  });
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
   // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
@@ -435,17 +437,13 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) {
-    const int64_t n = u.n, j = u.j;
-    const int64_t p = n * shape.c + c;
+  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
     float* dxp = dx + p * plane;
     bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
                                           unused, [&](int64_t i, float gy, float xhat) {
                                             dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
                                           });
-  }
+  });
   if constexpr (kPool && kBatchStats) {
     // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
     // but the batch statistics still carry one to them.
