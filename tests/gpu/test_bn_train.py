@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 REFERENCES = ["convt_bn_tanh_maxpool_gn_odd", "linear_bn1d_noaffine_relu_gn", "conv3d_bn_silu_scale_avgpool_gn"]
 
 
-def emitted(name, tmp_path):
+def emitted(name, tmp_path, edit=None):
+    """(reference module, solution module) for an own reference, its text first changed by `edit`."""
     reference = ROOT / "tests" / "ref" / "references" / f"{name}.py"
+    if edit is not None:
+        changed = tmp_path / f"{name}_edited.py"
+        changed.write_text(edit(reference.read_text()))
+        reference = changed
     solution = tmp_path / f"{name}_solution.py"
     result = subprocess.run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(reference), "-o", str(solution)],
                             capture_output=True, text=True, cwd=ROOT)
@@ -126,3 +131,25 @@ def test_a_window_other_than_the_emitted_one_takes_the_generic_walk(tmp_path):
     exact_model = copy.deepcopy(ref_model).double()
     compare(ref_model, exact_model, new_model, shape, torch.Generator("cuda").manual_seed(3), "3x3 windows")
     assert_same_buffers(ref_model, exact_model, new_model, "3x3 windows")
+
+
+def test_batch_statistics_without_running_ones(tmp_path):
+    """track_running_stats=False: batch statistics in training and in eval mode alike, no buffers to update."""
+    def edit(text):
+        assert "nn.BatchNorm3d(c_out, momentum=0.3)" in text
+        return text.replace("nn.BatchNorm3d(c_out, momentum=0.3)", "nn.BatchNorm3d(c_out, track_running_stats=False)")
+    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, edit)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    exact_model = copy.deepcopy(ref_model).double()
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    models = (ref_model, exact_model, new_model)
+    generator = torch.Generator("cuda").manual_seed(11)
+    compare(*models, shape, generator, "training, no running statistics")
+    for m in models:
+        m.eval()
+    compare(*models, shape, generator, "eval, no running statistics")
+    assert not dict(new_model.named_buffers())
