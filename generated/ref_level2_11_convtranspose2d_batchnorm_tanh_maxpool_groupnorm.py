@@ -14,11 +14,15 @@
 # =====================================================================================================
 """Fused CUDA kernels for level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py, forward and backward.
 
-Library ops (convolutions, linear layers, batch norm, dropout...) run through the same PyTorch calls as
-the reference. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
+Library ops (convolutions, linear layers, dropout...) run through the same PyTorch calls as the
+reference. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
 reduction after it: its kernels read the region's input, recompute every element-wise value on the fly
 (forward and backward) and write only the region's output. Reductions are fixed-order trees: results
 are bitwise reproducible.
+
+Every BatchNorm module runs as one kgen batch norm step with the element-wise ops and the pooling after
+it: batch statistics and the running-stat update in training, running statistics in eval, as
+nn.BatchNorm does.
 """
 import hashlib
 

@@ -14,8 +14,8 @@
 # =====================================================================================================
 """Fused CUDA kernels for level2_75_gemm_groupnorm_min_biasadd.py, forward and backward.
 
-Library ops (convolutions, linear layers, batch norm, dropout...) run through the same PyTorch calls as
-the reference. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
+Library ops (convolutions, linear layers, dropout...) run through the same PyTorch calls as the
+reference. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
 reduction after it: its kernels read the region's input, recompute every element-wise value on the fly
 (forward and backward) and write only the region's output. Reductions are fixed-order trees: results
 are bitwise reproducible.
