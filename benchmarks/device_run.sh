@@ -32,6 +32,16 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/gpu.txt"
 python3 -c "import torch; print('torch', torch.__version__)" >> "$OUT/gpu.txt"
 
+# KernelBench's wheels (for its evaluator) beside the device's torch, once per call.
+kb_wheels() { python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1; }
+# family.py on problems $2 with its table in $1, resumed; a line per problem and stage on stdout (the steps
+# rows2, newrefs, bn and final run their checks and then their timings through it).
+fam_run() {
+  local out=$1 only=$2; shift 2
+  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$out" --trials 2 --resume \
+    --jobs 12 --only "$only" "$@" 2>&1 | tee -a "$out/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200
+}
+
 for step in "$@"; do
   kind=${step%%:*}; rest=${step#*:}
   case $kind in
@@ -136,7 +146,7 @@ for step in "$@"; do
       # (REGIONS_BUDGET seconds, default 200; REGIONS_ONLY the KernelBench problems, default 85,75,30).
       # Everything lands in one tarball, so the 8-file limit on what comes back never drops a log.
       budget=${REGIONS_BUDGET:-200}; L=$OUT/regions; mkdir -p "$L"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      kb_wheels
       for t in twopass resident; do
         (timeout -k 5 "$budget" python3 -m pytest -q -p no:cacheprovider "tests/gpu/test_gn_region_$t.py" \
           > "$L/pytest_region_$t.log" 2>&1; echo "exit code: $?" >> "$L/pytest_region_$t.log") &
@@ -153,7 +163,7 @@ for step in "$@"; do
       # the call; the table lives in .build/family_out on the device machine, so the same step again on the warm
       # machine resumes where the last call stopped. FAMILY_ONLY picks problems (e.g. 19,92); FAMILY_ARGS adds
       # options. Needs .kb carried (../shared/kernelbench, see its README). One tarball comes back.
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+      kb_wheels
       F=.build/family_out; mkdir -p "$F"
       PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --bench --trials 2 --resume \
         --budget "${FAMILY_BUDGET:-520}" --workers "${FAMILY_WORKERS:-4}" --jobs 16 \
@@ -182,10 +192,8 @@ for step in "$@"; do
       # at once, the checks of the Linear family problems (ROWS_FAMILY, default 37,94,30); then alone on the
       # GPU the region bench and the family timings.
       P=$OUT/rows2; F=.build/family_rows2; mkdir -p "$P" "$F"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
-                --workers 3 --jobs 16 --only "${ROWS_FAMILY:-37,94,30}" "$@" 2>&1 | tee -a "$F/family.log" \
-                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-160; }
+      kb_wheels
+      fam() { fam_run "$F" "${ROWS_FAMILY:-37,94,30}" --workers 3 "$@"; }
       (fam --budget 200 > "$P/family_checks.txt") &
       (timeout -k 5 240 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
          -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
@@ -200,10 +208,8 @@ for step in "$@"; do
       # tests/gpu/test_ref_emitted.py, one pytest per reference at once, beside the correctness runs of the family
       # problems NEWREFS_FAMILY (default 62,88,60,92); then alone on the GPU those problems' timings.
       P=$OUT/newrefs; F=.build/family_newrefs; mkdir -p "$P" "$F"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
-                --workers 3 --jobs 12 --only "${NEWREFS_FAMILY:-62,88,60,92}" "$@" 2>&1 | tee -a "$F/family.log" \
-                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-160; }
+      kb_wheels
+      fam() { fam_run "$F" "${NEWREFS_FAMILY:-62,88,60,92}" --workers 3 "$@"; }
       (fam --budget 240 > "$P/family_checks.txt") &
       for r in ${NEWREFS:-linear_gelu_tanh_gn_short_slices conv_activation_zoo_gn conv3d_gn_where_mean conv2d_gn_functional_pool}; do
         (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$r" \
@@ -216,10 +222,8 @@ for step in "$@"; do
     bn)  # session 8: the batch norm step (bn_train.cuh): its GPU tests and the own references' validation, at
       # once beside L2-11's correctness runs (BN_FAMILY, default 11); then alone on the GPU L2-11's timings.
       P=$OUT/bn; F=.build/family_bn; mkdir -p "$P" "$F"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
-                --workers 2 --jobs 12 --only "${BN_FAMILY:-11}" "$@" 2>&1 | tee -a "$F/family.log" \
-                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200; }
+      kb_wheels
+      fam() { fam_run "$F" "${BN_FAMILY:-11}" --workers 2 "$@"; }
       (fam --budget 260 > "$P/family_checks.txt") &
       (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py \
          > "$P/pytest_bn_train.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train.log") &
@@ -235,10 +239,8 @@ for step in "$@"; do
       # FINAL_TESTS_BUDGET seconds, default 300) beside the correctness runs of FINAL_FAMILY (default 19,92,37);
       # then alone on the GPU those problems' timings.
       P=$OUT/final; F=.build/family_final; mkdir -p "$P" "$F"
-      python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
-      fam() { PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py .kb/problems .kb "$F" --trials 2 --resume \
-                --workers 3 --jobs 12 --only "${FINAL_FAMILY:-19,92,37}" "$@" 2>&1 | tee -a "$F/family.log" \
-                | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200; }
+      kb_wheels
+      fam() { fam_run "$F" "${FINAL_FAMILY:-19,92,37}" --workers 3 "$@"; }
       (OUT=$P/gpu_tests bash tests/validate/run_gpu_parallel.sh "${FINAL_TESTS_BUDGET:-300}" > "$P/gpu_tests.log" 2>&1) &
       (fam --budget 280 > "$P/family_checks.txt") &
       wait; cat "$P/gpu_tests.log"; cat "$P/family_checks.txt"

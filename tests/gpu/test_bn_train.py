@@ -71,6 +71,15 @@ def compare(ref_model, exact_model, new_model, shape, generator, label):
         assert_close(actual, grad, exact_grads[name], f"{label}: gradient of {name}")
 
 
+def fresh_models(ref, sol, init):
+    """(reference, its float64 copy, kgen's ModelNew with the reference's state) on the GPU."""
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    return ref_model, copy.deepcopy(ref_model).double(), new_model
+
+
 def assert_same_buffers(ref_model, exact_model, new_model, label):
     ref_buffers, exact_buffers = dict(ref_model.named_buffers()), dict(exact_model.named_buffers())
     new_buffers = dict(new_model.named_buffers())
@@ -87,12 +96,7 @@ def test_running_statistics_and_eval_mode(name, tmp_path):
     ref, sol = emitted(name, tmp_path)
     init = ref.get_init_inputs()
     shape = list(ref.get_inputs()[0].shape)
-    torch.manual_seed(0)
-    ref_model = ref.Model(*init).cuda()
-    exact_model = copy.deepcopy(ref_model).double()
-    new_model = sol.ModelNew(*init).cuda()
-    new_model.load_state_dict(ref_model.state_dict())
-    models = (ref_model, exact_model, new_model)
+    models = fresh_models(ref, sol, init)
     generator = torch.Generator("cuda").manual_seed(7)
     for i in range(3):
         compare(*models, shape, generator, f"training step {i}")
@@ -141,15 +145,12 @@ def test_batch_statistics_without_running_ones(tmp_path):
     ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, edit)
     init = ref.get_init_inputs()
     shape = list(ref.get_inputs()[0].shape)
-    torch.manual_seed(0)
-    ref_model = ref.Model(*init).cuda()
-    exact_model = copy.deepcopy(ref_model).double()
-    new_model = sol.ModelNew(*init).cuda()
-    new_model.load_state_dict(ref_model.state_dict())
-    models = (ref_model, exact_model, new_model)
+    models = fresh_models(ref, sol, init)
+    new_model = models[2]
     generator = torch.Generator("cuda").manual_seed(11)
     compare(*models, shape, generator, "training, no running statistics")
     for m in models:
         m.eval()
     compare(*models, shape, generator, "eval, no running statistics")
     assert not dict(new_model.named_buffers())
+
