@@ -4633,8 +4633,8 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
     mean = at::empty({C}, x.options());
     rstd = at::empty({C}, x.options());
     if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_()};
-    const bool vec = shape.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
-    const BnSplit split = plan_bn_split<kBlock>(vec ? shape.plane() / 4 : shape.plane(), shape.n, C, x.get_device());
+    const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
+    const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
     at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
     auto* moments = reinterpret_cast<Moments*>(partial.data_ptr<float>());
     dispatch_vec(vec, [&](auto v) {
@@ -4690,7 +4690,7 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor totals = at::zeros({rows, C}, x.options());
   if (x.numel() > 0) {
     const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
-    const bool vec = !kPool && bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
+    const bool vec = bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
     const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
     const auto stream = at::cuda::getCurrentCUDAStream();
     at::Tensor partial = at::empty({rows * C * split.splits}, x.options());

@@ -154,3 +154,21 @@ def test_batch_statistics_without_running_ones(tmp_path):
     compare(*models, shape, generator, "eval, no running statistics")
     assert not dict(new_model.named_buffers())
 
+
+def test_no_pooling_with_planes_of_4_value_packs(tmp_path):
+    """Without the pooling, the step's output is the full tensor and its kernels read and write 4-value packs
+    (planes of 6 x 8 x 10 values): forward, backward and the running statistics."""
+    def edit(text):
+        assert "return self.gn(self.pool(y))" in text
+        return text.replace("return self.gn(self.pool(y))", "return self.gn(y)")
+    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, edit)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    models = fresh_models(ref, sol, init)
+    generator = torch.Generator("cuda").manual_seed(5)
+    for i in range(2):
+        compare(*models, shape, generator, f"no pooling, training step {i}")
+        assert_same_buffers(*models, f"no pooling, after training step {i}")
+    for m in models:
+        m.eval()
+    compare(*models, shape, generator, "no pooling, eval")
