@@ -98,16 +98,21 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
 
     if spec_given:
         raise click.UsageError("give either a SPEC or --ref FILE, not both")
-    unknown = [name for name in given if name != "block_size"]
+    unknown = [name for name in given if name not in ("block_size", "conv")]
     if unknown:
-        raise click.UsageError(f"--ref takes --block-size only, not {', '.join('--' + n.replace('_', '-') for n in unknown)} "
-                               "(the rest comes from the reference)")
+        raise click.UsageError(f"--ref takes --block-size and --conv only, not "
+                               f"{', '.join('--' + n.replace('_', '-') for n in unknown)} (the rest comes from the "
+                               "reference)")
+    conv = given.get("conv", "exact")
     try:
         if explain:
-            for line in explain_plan(make_plan(load_reference(reference))):
+            plan = make_plan(load_reference(reference), conv)
+            for line in explain_plan(plan):
                 click.echo(line)
+            for note in plan.notes:
+                click.echo(f"note: {note}")
             return
-        text, notes, _ = emit_reference(reference, given.get("block_size", 256))
+        text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv)
     except RefError as error:
         click.echo(f"kgen: error: {error}", err=True)
         sys.exit(2)

@@ -59,7 +59,11 @@ class ForwardWriter:
         if node.op == "call_module":
             module = self.modules[node.target]
             if step.drop_bias:
-                return f"{var(node.name)} = {self._without_bias(node, module)}"
+                return f"{var(node.name)} = {self._without_bias(node, module, step.channels_last)}"
+            if step.channels_last:
+                rest = "".join([f", {self.value(a)}" for a in node.args[1:]] +
+                               [f", {k}={self.value(v)}" for k, v in node.kwargs.items()])
+                return f"{var(node.name)} = self.{node.target}(_ChannelsLastCopy.apply({self.value(node.args[0])}){rest})"
             return f"{var(node.name)} = self.{node.target}({self.call_args(node)})"
         if node.op == "call_method":
             rest = [self.value(a) for a in node.args[1:]] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
@@ -74,8 +78,10 @@ class ForwardWriter:
         name = name.replace("torch.nn.functional.", "F.")
         return f"{var(node.name)} = {name}({self.call_args(node)})"
 
-    def _without_bias(self, node, module) -> str:
+    def _without_bias(self, node, module, channels_last: bool = False) -> str:
         x = self.value(node.args[0])
+        if channels_last:
+            x = f"_ChannelsLastCopy.apply({x})"
         m = f"self.{node.target}"
         if isinstance(module, nn.Linear):
             return f"F.linear({x}, {m}.weight, None)"
@@ -145,7 +151,7 @@ def region_context(step: RegionStep) -> dict:
     return {
         "index": step.index, "prologue": prologue, "epilogue": epilogue,
         "reduce_kind": step.reduce_kind, "reduce_op": step.reduce_op, "keepdim": step.keepdim,
-        "rank": len(step.shape), "affine": step.affine,
+        "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
@@ -274,5 +280,6 @@ def solution_context(plan: Plan) -> dict:
         "input_shapes": ref.input_shapes,
         "init_args": ref.init_args,
         "baked_constants": baked_constants(plan),
+        "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
     }
 

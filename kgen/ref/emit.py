@@ -24,6 +24,8 @@ RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "g
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
               ("gn_region_pointwise.cuh", "bn_train.cuh", "bn_train_host.cuh"))
+# Only in a file with a channels-last region (--conv fast): the layout copy and the region's NHWC kernels.
+CHANNELS_LAST_PARTS = ("layout.cuh", "gn_region_nhwc.cuh")
 
 
 def check_block_size(block_size: int) -> None:
@@ -38,7 +40,8 @@ def explain(plan: Plan) -> list[str]:
         if isinstance(step, RegionStep):
             from kgen.ref.codegen import describe_region
             params = ", ".join(p.label for p in step.params) or "none"
-            lines.append(f"kgen region {step.index}: {describe_region(step)}  "
+            layout = " (channels-last input)" if step.channels_last else ""
+            lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
             lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  "
@@ -54,42 +57,52 @@ def explain(plan: Plan) -> list[str]:
                                             in ("getattr", "tensor")):
                 continue
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
-            tail = f" (bias taken by {step.bias_to})" if step.drop_bias else ""
+            notes = (["channels-last"] if step.channels_last else []) + \
+                ([f"bias taken by {step.bias_to}"] if step.drop_bias else [])
+            tail = f" ({'; '.join(notes)})" if notes else ""
             if step.elementwise_fallback:
                 tail = f" ({step.elementwise_fallback}: PyTorch)"
             lines.append(f"PyTorch: {what}{tail}")
     return lines
 
 
-def emit_reference(path: str, block_size: int = 256, display: str | None = None) -> tuple[str, list[str], list[str]]:
+def emit_reference(path: str, block_size: int = 256, display: str | None = None,
+                   conv: str = "exact") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file names its reference
-    (default: `path` as given)."""
+    (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D
+    convolutions feeding a region run channels-last, plan_layout.py)."""
     check_block_size(block_size)
     ref = load_reference(path)
     for shape in ref.input_shapes:
         if shape is None:
             raise RefError(f"{path}: get_inputs() returns a non-tensor input: kgen emits torch.rand inputs only")
-    plan = make_plan(ref)
+    plan = make_plan(ref, conv)
     context = solution_context(plan)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
     env = _environment()
     params = {"block_size": block_size}
+    options = f"--block-size {block_size}"
+    if conv != "exact":
+        params["conv"] = conv
+        options += f" --conv {conv}"
     shown = display or str(path)
-    functions = []
+    functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
     for r in context["regions"]:
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
     for p in context["pointwise"]:
         functions += [f"pointwise{p['index']}_forward", f"pointwise{p['index']}_backward"]
     for b in context["batchnorms"]:
         functions += [f"batchnorm{b['index']}_forward", f"batchnorm{b['index']}_backward"]
-    parts = [(TEMPLATES / "cuda" / name).read_text() for name in CUDA_PARTS]
+    names = CUDA_PARTS + (CHANNELS_LAST_PARTS if context["channels_last"] else ())
+    parts = [(TEMPLATES / "cuda" / name).read_text() for name in names]
     parts.append(env.get_template("ref/bindings.cu.j2").render(block_size=block_size, **context))
     plan_lines = explain(plan)
-    notes: list[str] = []
+    notes: list[str] = list(plan.notes)
     text = env.get_template("ref/solution.py.j2").render(
-        version=__version__, command=f"kgen emit --ref {shown} --block-size {block_size}", reference=shown,
-        reference_name=Path(path).name, plan_lines=plan_lines, params_line=f"block_size={block_size}",
+        version=__version__, command=f"kgen emit --ref {shown} {options}", reference=shown,
+        reference_name=Path(path).name, plan_lines=plan_lines, explain_options=f" --conv {conv}" if conv != "exact" else "",
+        params_line=", ".join(f"{k}={v}" for k, v in params.items()),
         notes=notes,
         header_fields=render_header_fields("ref", params, __version__, reference=shown,
                                            reference_sha256=ref.sha256),

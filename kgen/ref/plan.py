@@ -15,6 +15,7 @@ from kgen.ref import ops
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PointwiseStep, PwNode, RegionStep
 from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
+from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_reductions import ReductionPlanning
 from kgen.ref.trace import Reference, RefError, tensor_shape
 
@@ -419,5 +420,7 @@ def _step_anchor(step) -> str:
     return step.nodes[0].name
 
 
-def make_plan(ref: Reference) -> Plan:
-    return Planner(ref).plan()
+def make_plan(ref: Reference, conv: str = "exact") -> Plan:
+    """The reference's plan; `conv` "fast" runs the 2-D convolutions that feed a region channels-last
+    (plan_layout.py)."""
+    return apply_conv_mode(Planner(ref).plan(), conv)

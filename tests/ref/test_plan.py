@@ -245,7 +245,7 @@ def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
 
 def test_ref_and_spec_options_do_not_mix(tmp_path):
     result = run_emit("--ref", str(HERE / "references" / "two_groupnorms.py"), "--groups", "4")
-    assert result.returncode == 2 and "--block-size only" in result.stderr
+    assert result.returncode == 2 and "--block-size and --conv only" in result.stderr
     result = run_emit("--explain")
     assert result.returncode == 2 and "--explain needs --ref" in result.stderr
 
@@ -331,3 +331,60 @@ def test_max_pooling_after_non_decreasing_ops_takes_f_of_the_max():
                                PwNode("m", "mul", [Operand("value", "bn"), Operand("value", "s")], {})])
     (bn,) = batch_norms(make_plan(load_reference(HERE / "references" / "convt_bn_tanh_maxpool_gn_odd.py")))
     assert non_decreasing(bn.nodes)
+
+
+# ---------------------------------------------------------------- --conv fast (plan_layout.py)
+SPEC_REFERENCES = HERE.parent.parent / "kgen" / "specs" / "references"
+
+
+@pytest.mark.parametrize("path", [SPEC_REFERENCES / "level2_19_convtranspose2d_gelu_groupnorm.py",
+                                  HERE / "references" / "conv2d_scale_sigmoid_gn_residual.py",
+                                  HERE / "references" / "convt2d_gn_noaffine_tanh_residual.py"], ids=lambda p: p.stem)
+def test_conv_fast_runs_the_2d_conv_and_its_region_channels_last(path):
+    plan = make_plan(load_reference(path), "fast")
+    (region,) = regions(plan)
+    conv = next(s for s in plan.steps if isinstance(s, LibraryStep) and s.node.name == region.input)
+    assert region.channels_last and conv.channels_last and plan.notes == []
+    text, notes, lines = emit_reference(str(path), conv="fast")
+    assert notes == [] and "(channels-last input)" in lines[1] and "channels-last" in lines[0]
+    forward = text[text.index("    def forward(self"):]
+    assert f"_ChannelsLastCopy.apply(x)" in forward.split("\n")[1]
+    assert "kgen::region_forward_nhwc<Region0Prologue" in text and "kgen::region_backward_nhwc<Region0Prologue" in text
+    assert '"to_channels_last", "to_contiguous_nchw"' in text
+    assert '# kgen-params: {"block_size": 256, "conv": "fast"}' in text and "--block-size 256 --conv fast" in text
+    ast.parse(text)
+
+
+def test_conv_exact_is_the_default_and_adds_nothing():
+    path = SPEC_REFERENCES / "level2_19_convtranspose2d_gelu_groupnorm.py"
+    assert emit_reference(str(path))[0] == emit_reference(str(path), conv="exact")[0]
+    text = emit_reference(str(path))[0]
+    for word in ("_ChannelsLastCopy", "region_forward_nhwc", "gn_region_nhwc", "to_channels_last", '"conv"'):
+        assert word not in text
+    assert not any(s.channels_last for s in make_plan(load_reference(path)).steps if hasattr(s, "channels_last"))
+
+
+@pytest.mark.parametrize("name, words", [
+    ("conv3d_gn_where_mean.py", ["region 0 reads its input in NCHW", "nn.Conv3d", "2-D convolutions only"]),
+    ("conv2d_gn_functional_pool.py", ["region 0 reads its input in NCHW", "reduction"]),
+])
+def test_conv_fast_says_why_a_region_stays_nchw(name, words):
+    plan = make_plan(load_reference(HERE / "references" / name), "fast")
+    assert not any(r.channels_last for r in regions(plan))
+    assert len(plan.notes) == 2 and "nothing runs channels-last" in plan.notes[1]
+    for word in words:
+        assert word in plan.notes[0]
+    text, notes, _ = emit_reference(str(HERE / "references" / name), conv="fast")
+    assert notes == plan.notes and "_ChannelsLastCopy" not in text and "NOTE: --conv fast" in text
+
+
+def test_conv_fast_on_the_command_line(tmp_path):
+    path = HERE / "references" / "conv2d_scale_sigmoid_gn_residual.py"
+    result = run_emit("--ref", str(path), "--conv", "fast", "--explain")
+    assert result.returncode == 0 and "kgen region 0 (channels-last input)" in result.stdout
+    result = run_emit("--ref", str(HERE / "references" / "conv3d_gn_where_mean.py"), "--conv", "fast", "--explain")
+    assert result.returncode == 0 and "note: --conv fast: region 0 reads its input in NCHW" in result.stdout
+    result = run_emit("--ref", str(path), "--conv", "sideways", "-o", str(tmp_path / "s.py"))
+    assert result.returncode == 2 and "sideways" in result.stderr and not (tmp_path / "s.py").exists()
+    with pytest.raises(ValueError, match="conv mode"):
+        make_plan(load_reference(path), "sideways")

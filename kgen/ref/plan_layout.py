@@ -1,0 +1,67 @@
+"""`--conv fast` for `kgen emit --ref`: which 2-D convolutions run channels-last (a pass over a finished Plan).
+
+cuDNN's fastest kernels for many 2-D convolutions (transposed ones above all) are channels-last. Fed an NCHW
+tensor, PyTorch transposes the input to NHWC, runs them, and transposes the output back: two full-size copies
+around every such convolution. With --conv fast, a convolution whose output a GroupNorm region reads gets a
+channels-last input (kgen's tiled transpose, layout.cuh, whose backward brings the input gradient back to
+NCHW) and keeps its channels-last output, which the region reads as it is (gn_region_nhwc.cuh) while it writes
+its own output NCHW: the output-side copy disappears, forward and backward. The convolution's arithmetic is
+cuDNN's either way; which algorithm cuDNN picks for the layout can differ, so the conv output may differ from
+the reference's in TF32 rounding (kgen validate arbitrates against float64).
+
+A region takes its input channels-last when that input is the output of an nn.Conv2d or nn.ConvTranspose2d
+and the region ends without a reduction (its channels-last kernels write the full tensor); any other region of
+the plan stays NCHW, and the plan's notes say why.
+"""
+from __future__ import annotations
+
+import torch.nn as nn
+
+from kgen.ref.ir import LibraryStep, Plan, RegionStep
+
+CONV_MODES = ("exact", "fast")
+CHANNELS_LAST_CONVS = (nn.Conv2d, nn.ConvTranspose2d)
+
+
+def apply_conv_mode(plan: Plan, conv: str) -> Plan:
+    """Marks the regions (and the convolutions before them) that run channels-last under `conv`."""
+    if conv not in CONV_MODES:
+        raise ValueError(f"conv mode must be one of {', '.join(CONV_MODES)}, got {conv!r}")
+    plan.conv = conv
+    if conv == "exact":
+        return plan
+    library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
+    modules = dict(plan.ref.gm.named_modules())
+    for step in plan.steps:
+        if not isinstance(step, RegionStep):
+            continue
+        conv_step = library.get(step.input)
+        reason = _why_not_channels_last(step, conv_step, modules)
+        if reason:
+            if reason != _NOT_A_CONV:  # a GEMM or an input before the region is not worth a note
+                plan.notes.append(f"--conv fast: region {step.index} reads its input in NCHW: {reason}")
+            continue
+        step.channels_last = True
+        conv_step.channels_last = True
+    if not any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps):
+        plan.notes.append("--conv fast: no region reads a 2-D convolution's output, so nothing runs channels-last "
+                          "(the file is the one --conv exact gives)")
+    return plan
+
+
+_NOT_A_CONV = "its input is not a convolution's output"
+_OTHER_CONVS = (nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose3d)
+
+
+def _why_not_channels_last(step: RegionStep, conv_step: LibraryStep | None, modules: dict) -> str:
+    module = modules.get(conv_step.node.target) if conv_step is not None and conv_step.node.op == "call_module" \
+        else None
+    if isinstance(module, _OTHER_CONVS):
+        return f"`{step.input}` comes from an nn.{type(module).__name__}; --conv fast takes 2-D convolutions only"
+    if not isinstance(module, CHANNELS_LAST_CONVS):
+        return _NOT_A_CONV
+    if len(step.shape) != 4:
+        return f"its input has rank {len(step.shape)}, not (N, C, H, W)"
+    if step.reduce_kind != "kNone":
+        return "it ends in a reduction (the channels-last kernels write the full-size output only)"
+    return ""
