@@ -6,6 +6,7 @@ and one JSON.
 
     PYTHONPATH=. python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8]
                                               [--workers 4] [--skip-checks] [--budget S] [--resume]
+                                              [--emit-args "--conv fast"]
 
 Three phases, to fit a short lease: the builds in parallel (benchmarks/prebuild.py); the correctness runs,
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -61,6 +63,8 @@ def main() -> None:
                         help="problems judged at once (>1 for correctness only: timings then share the GPU)")
     parser.add_argument("--budget", type=float, default=0,
                         help="seconds: start no new stage after this (a lease's call ends cleanly, table saved)")
+    parser.add_argument("--emit-args", default="",
+                        help="more options of `kgen emit --ref`, e.g. \"--conv fast\": the table's rows name them")
     parser.add_argument("--resume", action="store_true",
                         help="keep what OUT/family.json already holds (checks, KernelBench, timings) and do the rest: "
                              "a second device call on the warm machine finishes what the first had no time for")
@@ -69,7 +73,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".build" / "inductor"))   # shared by the phases
-    emitted = ROOT / ".build" / "family"
+    emit_args = shlex.split(args.emit_args)
+    emitted = ROOT / ".build" / ("family" + "".join(re.sub(r"\W+", "_", a) for a in emit_args))
     emitted.mkdir(parents=True, exist_ok=True)
     problems = sorted(Path(args.problems).glob("level*.py"))
     if args.only:
@@ -84,10 +89,11 @@ def main() -> None:
     def emit(ref: Path) -> dict:
         pid = problem_id(ref)
         sol = emitted / f"{pid}.py"
-        code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), "-o", str(sol)], 120)
-        plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), "--explain"], 120)[1]
+        code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "-o", str(sol)],
+                            120)
+        plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "--explain"], 120)[1]
         row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
-               "plan": [l for l in plan.splitlines() if l and "Warn" not in l]}
+               "plan": [l for l in plan.splitlines() if l and "Warn" not in l], "emit_args": args.emit_args}
         before = earlier.get(pid, {})
         if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
             row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})
@@ -238,11 +244,11 @@ def _bandwidth(row) -> str:
     own = [k for k in ((row.get("bench") or {}).get("forward_kernels") or {}).get("kgen", []) if "kgen::" in k["kernel"]]
     if own:
         us = sum(k["us"] for k in own)
-        two_pass = any("twopass" in k["kernel"] for k in own)
+        two_pass = any("twopass" in k["kernel"] or "region_nhwc" in k["kernel"] for k in own)
     else:
         kernels = (((row.get("validate") or {}).get("json") or {}).get("kernels") or {}).get("forward") or {}
         us = kernels.get("solution_us")
-        two_pass = any("twopass" in name for name in kernels.get("solution_kernels", []))
+        two_pass = any("twopass" in name or "region_nhwc" in name for name in kernels.get("solution_kernels", []))
     nbytes = traffic_bytes(row["plan"], two_pass)
     if not us or not nbytes:
         return "-"
@@ -261,7 +267,8 @@ def table(rows) -> str:
         kb = row.get("kernelbench") or {}
         kb_text = (f"{'correct' if kb.get('correctness') else 'INCORRECT'}, {kb.get('runtime')} vs "
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
-        lines.append(f"| {row['problem']} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
+        name = f"{row['problem']} ({row['emit_args']})" if row.get("emit_args") else row["problem"]
+        lines.append(f"| {name} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
                      f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} |")
     return "\n".join(lines) + "\n" + behind_compile(rows)
 

@@ -30,14 +30,16 @@ def timed(row: dict) -> bool:
 
 
 def merge(runs: list[Path]) -> list[dict]:
-    """A problem's row from the last run that timed it, or where none did, from the last run that has it."""
-    rows: dict[str, dict] = {}
+    """A problem's row from the last run that timed it, or where none did, from the last run that has it. A run
+    with other emit options (family.py --emit-args) gives rows of their own, after the default ones."""
+    rows: dict[tuple, dict] = {}
     for run in runs:
         for row in load(run):
-            before = rows.get(row["problem"])
+            key = (row["problem"], row.get("emit_args", ""))
+            before = rows.get(key)
             if before is None or timed(row) or not timed(before):
-                rows[row["problem"]] = dict(row, run=run.name)
-    return [dict(rows[k], problem=f"{k} ({rows[k]['run']})") for k in sorted(rows)]
+                rows[key] = dict(row, run=run.name)
+    return [dict(rows[k], problem=f"{k[0]} ({rows[k]['run']})") for k in sorted(rows)]
 
 
 def main() -> None:

@@ -48,3 +48,17 @@ def test_a_problem_only_checked_anywhere_still_has_its_row(tmp_path):
     (b / "family.json").write_text(json.dumps([row("L2-11", None, verdict=0)]))
     rows = family_merge.merge([a, b])
     assert len(rows) == 1 and rows[0]["problem"] == "L2-11 (b)" and rows[0]["validate"]["exit"] == 0
+
+
+def test_rows_of_other_emit_options_stand_beside_the_default_ones(tmp_path):
+    a, b = tmp_path / "s8", tmp_path / "s9_fast"
+    a.mkdir(), b.mkdir()
+    (a / "family.json").write_text(json.dumps([row("L2-19", 8.6), row("L2-21", 2.9)]))
+    (b / "family.json").write_text(json.dumps([dict(row("L2-19", 6.9), emit_args="--conv fast")]))
+    rows = family_merge.merge([a, b])
+    assert [r["problem"] for r in rows] == ["L2-19 (s8)", "L2-19 (s9_fast)", "L2-21 (s8)"]
+    assert [r["bench"]["forward"]["new_ms"] for r in rows] == [8.6, 6.9, 2.9]
+    sys.argv = ["family_merge.py", str(tmp_path / "merged"), str(a), str(b)]
+    family_merge.main()
+    table = (tmp_path / "merged" / "FAMILY.md").read_text()
+    assert "| L2-19 (s9_fast) (--conv fast) |" in table and "| L2-19 (s8) |" in table
