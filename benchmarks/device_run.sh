@@ -251,7 +251,7 @@ for step in "$@"; do
     cl)  # session 9: the channels-last region (kgen emit --ref --conv fast, gn_region_nhwc.cuh) and the batch norm
       # statistics' vector paths (session 8's last, unrun change). Every extension is built first, in parallel
       # (emitted files build to the same extension as the tests' own emission: its name hashes the CUDA alone);
-      # then at once: test_gn_region_nhwc.py, test_bn_train.py, the two new own references through
+      # then at once: test_gn_region_nhwc.py, test_bn_train.py, test_gn_region_twopass.py, the two new own references through
       # test_ref_emitted.py (their NCHW files), and the correctness runs of L2-19 and L2-21 with --conv fast
       # (CL_FAMILY); then alone on the GPU those problems' timings, then an ncu look at the NHWC kernels.
       P=$OUT/cl; F=.build/family_cl; B=.build/cl; mkdir -p "$P" "$F" "$B"
@@ -273,7 +273,7 @@ PY
       python3 benchmarks/prebuild.py -j 16 "$B"/*.py > "$P/prebuild.log" 2>&1; tail -1 "$P/prebuild.log"
       fam() { fam_run "$F" "${CL_FAMILY:-19,21}" --workers 2 --emit-args "--conv fast" "$@"; }
       (fam --budget 300 > "$P/family_checks.txt") &
-      for t in gn_region_nhwc bn_train; do
+      for t in gn_region_nhwc bn_train gn_region_twopass; do   # (twopass: its host code now shares helpers with nhwc)
         (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider "tests/gpu/test_$t.py" > "$P/pytest_$t.log" 2>&1
          echo "exit code: $?" >> "$P/pytest_$t.log") &
       done

@@ -3712,6 +3712,56 @@ inline void check_grid(int64_t blocks, const char* what) {
   TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: too many blocks for the ", what, " kernel: ", str(blocks));
 }
 
+// The forward's saved statistics, as a backward receives them: mean (N, G, 2) and rstd (N, G) beside x.
+inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& x, int64_t rows) {
+  for (const auto* t : {&mean, &rstd}) {
+    check_float_cuda(*t, "saved GroupNorm statistics");
+    TORCH_CHECK(t->device() == x.device(), "kgen: saved statistics are on ", t->device().str(),
+                " but the input is on ", x.device().str());
+  }
+  TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
+              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+}
+
+// Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
+// gn_partial, the per (sample, group) coefficients B, C (groupnorm.cuh's backward_group_kernel) and, affine,
+// dgamma and dbeta.
+template <int kBlock>
+void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& gamma_or_ones, const at::Tensor& rstd,
+                    const GroupShape& gshape, at::Tensor& plane_sums, at::Tensor& coef, at::Tensor& dgamma,
+                    at::Tensor& dbeta) {
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t rows = gshape.batch * gshape.groups;
+  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  backward_group_kernel<0, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      as_float2(gn_partial), splits, gamma_or_ones.data_ptr<float>(), rstd.data_ptr<float>(), gshape, plane_sums_ptr,
+      as_float2(coef));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (dgamma.defined()) {
+    param_grad_kernel<0><<<blocks_for(gshape.channels, 128), 128, 0, stream>>>(
+        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+// The functors' parameter gradients (Kp, C) and (Ke, C) from their per (sample, channel, split) partials, laid
+// out as param_sums_kernel reads them (`entries` apart from one parameter to the next).
+inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::Tensor& pro_partial, int pro_params,
+                       int64_t entries, int splits, const RegionShape& shape, at::Tensor& depilogue,
+                       at::Tensor& dprologue) {
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int counts[2] = {epi_params, pro_params};
+  const at::Tensor* partials[2] = {&epi_partial, &pro_partial};
+  at::Tensor* grads[2] = {&depilogue, &dprologue};
+  for (int f = 0; f < 2; ++f) {
+    if (counts[f] == 0) continue;
+    param_sums_kernel<<<blocks_for(int64_t(counts[f]) * shape.channels * kWarpSize, 128), 128, 0, stream>>>(
+        partials[f]->data_ptr<float>(), counts[f], entries, splits, shape.batch, shape.channels,
+        grads[f]->data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
@@ -3863,13 +3913,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
                 str(c10::IntArrayRef(expected)));
   }
   const int64_t rows = shape.batch * shape.groups;
-  for (const auto* t : {&mean, &rstd}) {
-    check_float_cuda(*t, "saved GroupNorm statistics");
-    TORCH_CHECK(t->device() == input.device(), "kgen: saved statistics are on ", t->device().str(),
-                " but the input is on ", input.device().str());
-  }
-  TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
-              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+  rt::check_saved_statistics(mean, rstd, input, rows);
 
   const auto x = input.contiguous();
   const auto dout = dout_in.contiguous();
@@ -3900,7 +3944,6 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
-  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
 
   const float* x_ptr = x.data_ptr<float>();
   const float* dout_ptr = dout.data_ptr<float>();
@@ -3921,31 +3964,15 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
         nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  backward_group_kernel<0, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      as_float2(gn_partial), plan.splits, gamma_or_ones.data_ptr<float>(), rstd_ptr, gshape, plane_sums_ptr,
-      as_float2(coef));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (affine) {
-    param_grad_kernel<0><<<blocks_for(shape.channels, 128), 128, 0, stream>>>(
-        plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int counts[2] = {Epi::kParams, Pro::kParams};
-  const at::Tensor* partials[2] = {&epi_partial, &pro_partial};
-  at::Tensor* grads[2] = {&depilogue, &dprologue};
-  for (int f = 0; f < 2; ++f) {
-    if (counts[f] == 0) continue;
-    rt::param_sums_kernel<<<blocks_for(int64_t(counts[f]) * shape.channels * kWarpSize, 128), 128, 0, stream>>>(
-        partials[f]->data_ptr<float>(), counts[f], blocks, plan.splits, shape.batch, shape.channels,
-        grads[f]->data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
+                 dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
 }
 

@@ -467,13 +467,7 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   TORCH_CHECK(dout_in.sizes().equals(x.sizes()), "kgen: the output gradient has shape ", str(dout_in.sizes()),
               ", expected ", str(x.sizes()));
   const int64_t rows = shape.batch * shape.groups;
-  for (const auto* t : {&mean, &rstd}) {
-    check_float_cuda(*t, "saved GroupNorm statistics");
-    TORCH_CHECK(t->device() == x.device(), "kgen: saved statistics are on ", t->device().str(),
-                " but the input is on ", x.device().str());
-  }
-  TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
-              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+  rt::check_saved_statistics(mean, rstd, x, rows);
 
   const auto dout = dout_in.contiguous();  // NCHW
   const bool affine = gamma_in.defined();
@@ -500,7 +494,6 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   auto pro_partial = at::empty({int64_t(Pro::kParams) * entries}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
-  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   const float* gamma_ptr = rt::data_or_null(gamma);
   const float* beta_ptr = rt::data_or_null(beta);
   const float2* mean_ptr = as_float2(mean);
@@ -513,31 +506,15 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
         nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  backward_group_kernel<0, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      as_float2(gn_partial), plan.splits, gamma_or_ones.data_ptr<float>(), rstd_ptr, gshape, plane_sums_ptr,
-      as_float2(coef));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (affine) {
-    param_grad_kernel<0><<<blocks_for(shape.channels, 128), 128, 0, stream>>>(
-        plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rn::backward_kernel<Pro, Epi, kBlock, decltype(kv)::value, true><<<split_blocks, kBlock, 0, stream>>>(
         x.data_ptr<float>(), dout.data_ptr<float>(), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int counts[2] = {Epi::kParams, Pro::kParams};
-  const at::Tensor* partials[2] = {&epi_partial, &pro_partial};
-  at::Tensor* grads[2] = {&depilogue, &dprologue};
-  for (int f = 0; f < 2; ++f) {
-    if (counts[f] == 0) continue;
-    rt::param_sums_kernel<<<blocks_for(int64_t(counts[f]) * shape.channels * kWarpSize, 128), 128, 0, stream>>>(
-        partials[f]->data_ptr<float>(), counts[f], entries, plan.splits, shape.batch, shape.channels,
-        grads[f]->data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, entries, plan.splits, shape, depilogue,
+                 dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
 }
 
