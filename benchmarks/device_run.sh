@@ -253,7 +253,8 @@ for step in "$@"; do
       # (emitted files build to the same extension as the tests' own emission: its name hashes the CUDA alone);
       # then at once: test_gn_region_nhwc.py, test_bn_train.py, test_gn_region_twopass.py, the two new own references through
       # test_ref_emitted.py (their NCHW files), and the correctness runs of L2-19 and L2-21 with --conv fast
-      # (CL_FAMILY); then alone on the GPU those problems' timings, then an ncu look at the NHWC kernels.
+      # (CL_FAMILY); then alone on the GPU those problems' timings (CL_BUDGET s), and with CL_NCU=1 an ncu look at
+      # the NHWC kernels (about 100 s more: over one call's 600 s with everything else, so a call of its own).
       P=$OUT/cl; F=.build/family_cl; B=.build/cl; mkdir -p "$P" "$F" "$B"
       kb_wheels
       python3 - "$B" <<'PY' > "$P/emit.log" 2>&1
@@ -272,7 +273,7 @@ for ref in ("tests/ref/references/convt_bn_tanh_maxpool_gn_odd.py", "tests/ref/r
 PY
       python3 benchmarks/prebuild.py -j 16 "$B"/*.py > "$P/prebuild.log" 2>&1; tail -1 "$P/prebuild.log"
       fam() { fam_run "$F" "${CL_FAMILY:-19,21}" --workers 2 --emit-args "--conv fast" "$@"; }
-      (fam --budget 300 > "$P/family_checks.txt") &
+      (fam --budget "${CL_CHECKS_BUDGET:-240}" > "$P/family_checks.txt") &
       for t in gn_region_nhwc bn_train gn_region_twopass; do   # (twopass: its host code now shares helpers with nhwc)
         (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider "tests/gpu/test_$t.py" > "$P/pytest_$t.log" 2>&1
          echo "exit code: $?" >> "$P/pytest_$t.log") &
@@ -283,9 +284,11 @@ PY
       done
       wait; tail -n 3 "$P"/pytest_*.log; cat "$P/family_checks.txt"
       fam --bench --budget "${CL_BUDGET:-200}"
-      timeout 150 ncu --kernel-name regex:region_nhwc --launch-count 4 --section SpeedOfLight --section Occupancy \
-        python3 benchmarks/run_solution_once.py "$B/l219_fast.py" --backward --calls 1 > "$P/ncu_nhwc.log" 2>&1
-      grep -E "region_nhwc|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers" "$P/ncu_nhwc.log" | cut -c1-150 | head -30
+      if [ "${CL_NCU:-0}" = 1 ]; then
+        timeout 150 ncu --kernel-name regex:region_nhwc --launch-count 4 --section SpeedOfLight --section Occupancy \
+          python3 benchmarks/run_solution_once.py "$B/l219_fast.py" --backward --calls 1 > "$P/ncu_nhwc.log" 2>&1
+        grep -E "region_nhwc|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers" "$P/ncu_nhwc.log" | cut -c1-150 | head -30
+      fi
       cp -r "$F" "$P/family"
       tar czf "$OUT/cl_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     *) echo "unknown step $step" ;;
