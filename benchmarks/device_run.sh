@@ -15,6 +15,7 @@
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
 #   cl                    the channels-last region (--conv fast) and the batch norm statistics' vector paths (session 9)
+#   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
@@ -253,8 +254,7 @@ for step in "$@"; do
       # (emitted files build to the same extension as the tests' own emission: its name hashes the CUDA alone);
       # then at once: test_gn_region_nhwc.py, test_bn_train.py, test_gn_region_twopass.py, the two new own references through
       # test_ref_emitted.py (their NCHW files), and the correctness runs of L2-19 and L2-21 with --conv fast
-      # (CL_FAMILY); then alone on the GPU those problems' timings (CL_BUDGET s), and with CL_NCU=1 an ncu look at
-      # the NHWC kernels (about 100 s more: over one call's 600 s with everything else, so a call of its own).
+      # (CL_FAMILY); then alone on the GPU those problems' timings (CL_BUDGET s). The ncu look is step clncu.
       P=$OUT/cl; F=.build/family_cl; B=.build/cl; mkdir -p "$P" "$F" "$B"
       kb_wheels
       python3 - "$B" <<'PY' > "$P/emit.log" 2>&1
@@ -284,13 +284,17 @@ PY
       done
       wait; tail -n 3 "$P"/pytest_*.log; cat "$P/family_checks.txt"
       fam --bench --budget "${CL_BUDGET:-200}"
-      if [ "${CL_NCU:-0}" = 1 ]; then
-        timeout 150 ncu --kernel-name regex:region_nhwc --launch-count 4 --section SpeedOfLight --section Occupancy \
-          python3 benchmarks/run_solution_once.py "$B/l219_fast.py" --backward --calls 1 > "$P/ncu_nhwc.log" 2>&1
-        grep -E "region_nhwc|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers" "$P/ncu_nhwc.log" | cut -c1-150 | head -30
-      fi
       cp -r "$F" "$P/family"
       tar czf "$OUT/cl_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    clncu)  # ncu on the channels-last region's four kernels at L2-19's shape (forward and backward, one call each)
+      mkdir -p .build/cl
+      [ -f .build/cl/l219_fast.py ] || python3 -m kgen.cli emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py \
+        --conv fast -o .build/cl/l219_fast.py
+      timeout 250 ncu --kernel-name regex:region_nhwc --launch-count 4 --section SpeedOfLight --section Occupancy \
+        --section WarpStateStats python3 benchmarks/run_solution_once.py .build/cl/l219_fast.py --backward --calls 1 \
+        > "$OUT/ncu_nhwc.log" 2>&1
+      grep -E "region_nhwc|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers|Stall" "$OUT/ncu_nhwc.log" \
+        | cut -c1-150 | head -40 ;;
     *) echo "unknown step $step" ;;
   esac
 done
