@@ -16,6 +16,7 @@
 #   newrefs               session 7's own references and four family problems (session 8)
 #   cl                    the channels-last region (--conv fast) and the batch norm statistics' vector paths (session 9)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
+#   cl2                   the channels-last statistics on the row side: test_gn_region_nhwc, L2-19/L2-21 --conv fast (session 10)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
@@ -286,6 +287,31 @@ PY
       fam --bench --budget "${CL_BUDGET:-200}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/cl_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    cl2)  # session 10: the channels-last statistics folded on the row side (no shared tile), test_gn_region_nhwc
+      # with its new block sizes and `kgen validate --no-tf32`, L2-19 and L2-21 --conv fast checked, then timed alone
+      P=$OUT/cl2; F=.build/family_cl2; B=.build/cl2; mkdir -p "$P" "$F" "$B"
+      kb_wheels
+      python3 - "$B" <<'PY' > "$P/emit.log" 2>&1
+import sys
+from pathlib import Path
+from kgen.ref.emit import emit_reference
+out = Path(sys.argv[1])
+refs = {"l219": "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
+        "own_conv2d": "tests/ref/references/conv2d_scale_sigmoid_gn_residual.py",
+        "own_convt2d": "tests/ref/references/convt2d_gn_noaffine_tanh_residual.py"}
+for name, ref in refs.items():
+    for block in (32, 128, 256, 1024) if name != "own_conv2d" else (256,):
+        (out / f"{name}_fast_{block}.py").write_text(emit_reference(ref, block_size=block, conv="fast")[0])
+PY
+      python3 benchmarks/prebuild.py -j 16 "$B"/*.py > "$P/prebuild.log" 2>&1; tail -1 "$P/prebuild.log"
+      fam() { fam_run "$F" "${CL_FAMILY:-19,21}" --workers 2 --emit-args "--conv fast" "$@"; }
+      (fam --budget "${CL_CHECKS_BUDGET:-240}" > "$P/family_checks.txt") &
+      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_nhwc.py \
+         > "$P/pytest_gn_region_nhwc.log" 2>&1; echo "exit code: $?" >> "$P/pytest_gn_region_nhwc.log") &
+      wait; tail -n 5 "$P"/pytest_*.log; cat "$P/family_checks.txt"
+      fam --bench --budget "${CL_BUDGET:-200}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/cl2_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     clncu)  # ncu on the channels-last region's four kernels at L2-19's shape (forward and backward, one call each)
       mkdir -p .build/cl
       [ -f .build/cl/l219_fast.py ] || python3 -m kgen.cli emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py \

@@ -148,9 +148,12 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.option("--init-args", default=None, help="JSON list overriding get_init_inputs(), e.g. '[96, 12]'")
 @click.option("--input-shape", "input_shapes", multiple=True,
               help="JSON shape overriding one get_inputs() tensor, e.g. '[4, 96, 33, 17]' (repeat per input)")
+@click.option("--no-tf32", is_flag=True,
+              help="library ops (cuDNN convolutions, matmuls) in full float32 for reference, solution and timings "
+                   "alike; PyTorch's default lets cuDNN use TF32, in an algorithm that can differ by memory layout")
 @click.option("--quiet", is_flag=True, help="no progress lines on stderr")
 def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes,
-                     quiet):
+                     no_tf32, quiet):
     """Prove FILE equal to its reference (outputs, gradients, its own kernels at work) and, with --bench,
     time it. The report (stdout) also says what KernelBench alone would conclude; progress goes to stderr.
 
@@ -163,7 +166,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
         file, ref=ref, trials=trials, atol=atol, rtol=rtol, backward=not no_backward, bench=bench,
         json_path=json_path, timeout=timeout,
         init_args=json.loads(init_args) if init_args else None,
-        input_shapes=[json.loads(s) for s in input_shapes] or None,
+        input_shapes=[json.loads(s) for s in input_shapes] or None, tf32=not no_tf32,
         progress=None if quiet else sys.stderr,
     )
     sys.exit(code)

@@ -106,3 +106,18 @@ def test_table_shows_the_kernels_where_compile_is_faster():
     text = family.table([slower, faster])
     assert "### L2-19: torch.compile's forward is faster" in text and "sm90_xmma_dgrad_nhwc" in text
     assert "### L2-92" not in text
+
+
+def test_rate_leaves_the_channels_last_copy_of_the_conv_input_out():
+    plan = ["PyTorch: conv (channels-last; bias taken by the next region)",
+            "kgen region 0 (channels-last input): add -> GroupNorm  [conv [2, 4, 8, 8] -> group_norm [2, 4, 8, 8]; "
+            "parameters: conv.bias]"]
+    own = [{"kernel": "void kgen::region_nhwc::stats_partial_kernel<R, 256, true>", "us": 1.0},
+           {"kernel": "void kgen::region_nhwc::apply_kernel<R, E, 256, true>", "us": 2.0},
+           {"kernel": "void kgen::batched_transpose_kernel<true>", "us": 1000.0},
+           {"kernel": "sm90_xmma_fprop_nhwc", "us": 5000.0}]
+    row = {"problem": "L2-21", "plan": plan, "bench": {"forward_kernels": {"kgen": own}}}
+    rate = family._bandwidth(row)
+    nbytes = 4 * (2 * 512 + 512)   # two reads of the region's input, one write
+    assert rate == f"0.003 ms, {nbytes / 1e9:.2f} GB (two-pass), {nbytes / 3.0 / 1e6:.2f} TB/s; " \
+                   "+ 1.000 ms copying the conv input channels-last"

@@ -138,7 +138,8 @@ def render(report: Report) -> str:
     env = [report.info.get(k) for k in ("torch_version", "gpu")]
     head.append(f"torch {env[0] or '?'}, GPU {env[1] or 'none'}; atol={report.settings.get('atol')} "
                 f"rtol={report.settings.get('rtol')} trials={report.settings.get('trials')} "
-                f"backward={report.settings.get('backward')}")
+                f"backward={report.settings.get('backward')}"
+                + ("" if report.settings.get("tf32", True) else "; TF32 off (cuDNN, matmul)"))
     parts = ["\n".join(head), render_table(report.checks)]
     details = render_details(report.checks)
     if details:

@@ -112,6 +112,9 @@ def error_message(kind: str, error: BaseException) -> str:
 
 
 def run(config: dict) -> int:
+    if not config.get("tf32", True):  # before anything runs: every contender sees the same library precision
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     results = Results(config["result"])
     ctx = Context(config=config, results=results, device=torch.device(config.get("device", "cuda")),
                   atol=config.get("atol", 1e-4), rtol=config.get("rtol", 1e-4), seed=config.get("seed", 42))

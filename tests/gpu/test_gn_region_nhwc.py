@@ -9,7 +9,11 @@
 2. The emitted model against the reference handed the same channels-last input (so cuDNN runs the same
    convolution in both; TF32 off): 1e-4, every gradient included; against the reference's own NCHW run and
    float64: 1e-2 (cuDNN may pick another algorithm for the other layout).
-3. `kgen validate --atol 1e-2` on the emitted files, as a user would run it.
+3. `kgen validate --no-tf32` on the emitted files at its default 1e-4, every check (float64 included). With
+   PyTorch's default TF32, cuDNN's channels-last algorithms round differently from its NCHW ones (L2-21's NCHW
+   forward convolution is plain float32, its channels-last one TF32; the channels-last TF32 weight gradient of
+   a ConvTranspose2d strays further from float64), which is the convolution's doing, not the region's: seen on
+   the H100 in session 10, when this test ran with TF32 on at 1e-2 and failed only float64 conv-weight checks.
 Needs a CUDA device."""
 import copy
 import os
@@ -61,12 +65,12 @@ def exact_fp32_convolutions():
     torch.backends.cudnn.allow_tf32 = saved
 
 
-def solution(name: str, tmp_path_factory):
-    if name not in _SOLUTIONS:
-        path = tmp_path_factory.mktemp("nhwc") / f"{name}_fast.py"
-        path.write_text(emit_reference(str(REFERENCES[name]), conv="fast")[0])
-        _SOLUTIONS[name] = (import_file(path), path)
-    return _SOLUTIONS[name]
+def solution(name: str, tmp_path_factory, block_size: int = 256):
+    if (name, block_size) not in _SOLUTIONS:
+        path = tmp_path_factory.mktemp("nhwc") / f"{name}_fast_{block_size}.py"
+        path.write_text(emit_reference(str(REFERENCES[name]), block_size=block_size, conv="fast")[0])
+        _SOLUTIONS[name, block_size] = (import_file(path), path)
+    return _SOLUTIONS[name, block_size]
 
 
 def fresh_models(name, module, init, seed):
@@ -102,9 +106,25 @@ def run_region(module, step, model, x, dout):
     return out.detach(), leaf.grad, {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 
 
+# Other block sizes change every tile's geometry (Tile<kBlock, W>: 32 to 128 pixels, 1 to 16 row steps, 1 to 32
+# channels per warp): one shape with partial tiles each, the 16-byte path (L2-19) and the scalar one (C = 10).
+BLOCK_CASES = [(block, case) for block in (32, 128, 1024) for case in (
+    ("level2_19", [64, 64, 3, 1, 8, 8], [(2, 64, 66, 66)]),
+    ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], [(3, 10, 35, 27)]))]
+
+
 @pytest.mark.parametrize("name, init, shapes", KERNEL_CASES, ids=lambda v: str(v))
 def test_channels_last_kernels_equal_the_nchw_kernels(name, init, shapes, tmp_path_factory):
-    module, _ = solution(name, tmp_path_factory)
+    check_against_nchw(name, init, shapes, tmp_path_factory, 256)
+
+
+@pytest.mark.parametrize("block, case", BLOCK_CASES, ids=lambda v: str(v))
+def test_channels_last_kernels_equal_the_nchw_kernels_at_other_block_sizes(block, case, tmp_path_factory):
+    check_against_nchw(*case, tmp_path_factory, block)
+
+
+def check_against_nchw(name, init, shapes, tmp_path_factory, block_size):
+    module, _ = solution(name, tmp_path_factory, block_size)
     step = region_step(name)
     _, model = fresh_models(name, module, init, 3)
     for shape in shapes:
@@ -170,6 +190,6 @@ VALIDATE_CASES = [
 def test_kgen_validate_passes(name, extra, tmp_path_factory):
     _, path = solution(name, tmp_path_factory)
     result = subprocess.run([sys.executable, "-m", "kgen.cli", "validate", str(path), "--ref", str(REFERENCES[name]),
-                             "--trials", "2", "--atol", "1e-2", "--rtol", "1e-2", *extra],
+                             "--trials", "2", "--no-tf32", *extra],
                             capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]

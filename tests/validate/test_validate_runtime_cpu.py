@@ -94,6 +94,16 @@ def test_no_backward_skips_gradients():
     assert exit_code(result.checks, result.ran) == EXIT_PASS
 
 
+@pytest.mark.parametrize("tf32", [True, False])
+def test_tf32_setting_reaches_the_child_before_it_runs(tf32):
+    # the child's flags as its environment stage saw them (kgen validate --no-tf32 gives tf32=False); the
+    # default leaves PyTorch's own (cuDNN TF32 on, matmul TF32 off), both switched off with tf32=False
+    result = run("ok", tf32=tf32, trials=1, backward=False)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+    assert result.info["cudnn_allow_tf32"] is tf32
+    assert result.info["matmul_allow_tf32"] is False
+
+
 def test_hang_times_out_and_leaves_the_checks_found_before():
     result = run("hangs", timeout=8)
     assert exit_code(result.checks, result.ran) == EXIT_BROKEN

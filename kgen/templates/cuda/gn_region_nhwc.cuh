@@ -9,11 +9,12 @@
 // the two-pass kernels (gn_region_common.cuh), the same statistics layouts: only the walk over memory differs.
 //
 // Every kernel works on tiles of kP pixels x 32 channels of one sample. Rows (one pixel's 32 channels,
-// 128 contiguous bytes) are loaded from x, as 16-byte vectors when C % 4 == 0, into a shared [kP][33]
-// tile; ALL arithmetic happens on the column side, where warp w owns channels c0 + w, c0 + w + kWarps, ...
-// and lane l pixels p0 + l, p0 + l + 32, ...: so the per-channel constants (functor parameters, the
-// group's mean and rstd, gamma, beta) are warp-uniform, per-channel sums are warp sums, and the NCHW
-// streams (out, dout) move as coalesced 128-byte column runs. The [kP][33] padding puts a row and a
+// 128 contiguous bytes) are loaded from x, as 16-byte vectors when C % 4 == 0. The statistics fold them
+// as they come (a thread's rows always hold the same channels). Apply and backward, which meet an NCHW
+// stream, go through a shared [kP][33] tile and work on the column side, where warp w owns channels
+// c0 + w, c0 + w + kWarps, ... and lane l pixels p0 + l, p0 + l + 32, ...: so the per-channel constants
+// (functor parameters, the group's mean and rstd, gamma, beta) are warp-uniform, per-channel sums are warp
+// sums, and the NCHW streams (out, dout) move as coalesced 128-byte column runs. The [kP][33] padding puts a row and a
 // column of the tile in 32 distinct banks alike.
 //
 // Forward, 2 reads of x + 1 write of out (NCHW-contiguous, the reference's layout):
@@ -141,69 +142,90 @@ struct SplitBlock {
 // Per (n, c, split): Welford moments of z - pilot, pilot = z of the group's first value, x[n, p = 0, first
 // channel of the group] (region_twopass::stats_partial_kernel's pilot; the block of split 0 holding that
 // channel stores it for stats_finalize).
+//
+// Statistics need no transpose: a thread's row vectors always hold the same W channels (c0 + row_lane W ..
+// + W - 1) of pixels row_pixel, row_pixel + kPixelsPerStep, ..., so it keeps W running Moments and the Pro
+// parameters of those channels in registers and folds its rows straight in, with no shared tile and no barrier
+// per tile (the first version went through the shared tile as apply does: 2.2 TB/s at L2-19's shape, 1.7 at
+// L2-21's). A thread issues its kRowSteps loads of a tile before it folds the first; the latency is hidden by
+// many resident warps (few registers), as in region_twopass's statistics, not by a register prefetch of the
+// next tile (which doubled the registers: 96, two blocks per SM). At the end, threads
+// holding the same channels combine: across a warp by shuffles (the lanes kLanesPerPixel apart), across
+// warps through shared memory, in a fixed order.
 template <class Pro, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
 stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, TilePlan plan,
                      Moments* __restrict__ partial, float* __restrict__ pilots) {
-  using T = Tile<kBlock, kVec ? 4 : 1>;
-  __shared__ typename T::Buffer tile;
+  constexpr int W = kVec ? 4 : 1;
+  using T = Tile<kBlock, W>;
+  __shared__ Moments per_warp[T::kWarps][T::kC];
   const SplitBlock b(plan, T::kC);
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const int64_t channels = shape.channels, pixels = shape.plane, cpg = shape.channels_per_group();
   const float* sample = x + b.n * pixels * channels;
+  const int64_t c_first = b.c0 + int64_t(T::row_lane()) * W;  // this thread's channels: c_first .. + W - 1
+  const bool mine = c_first < channels;                       // W = 4 needs C % 4 == 0: all W or none
 
-  Pro pro[T::kChannelsPerWarp];
-  float pilot[T::kChannelsPerWarp];
-  Moments acc[T::kChannelsPerWarp];
+  Pro pro[W];
+  float pilot[W];
+  Moments acc[W];
 #pragma unroll
-  for (int i = 0; i < T::kChannelsPerWarp; ++i) {
-    const int64_t c = b.c0 + warp + i * T::kWarps;
-    const int64_t cc = c < channels ? c : 0;
-    const int64_t first = cc / cpg * cpg;
-    pro[i] = Pro::at(params, cc);
-    pilot[i] = Pro::at(params, first).value(__ldg(sample + first));
-    acc[i] = Moments{0.f, 0.f, 0.f};
-    if (b.split == 0 && c < channels && c == first && lane == 0) pilots[b.n * shape.groups + c / cpg] = pilot[i];
+  for (int j = 0; j < W; ++j) {
+    const int64_t c = mine ? c_first + j : 0;
+    const int64_t first = c / cpg * cpg;
+    pro[j] = Pro::at(params, c);
+    pilot[j] = Pro::at(params, first).value(__ldg(sample + first));
+    acc[j] = Moments{0.f, 0.f, 0.f};
+    if (b.split == 0 && mine && c == first && T::row_pixel() == 0)
+      pilots[b.n * shape.groups + c / cpg] = pilot[j];
   }
 
-  Pack<kVec ? 4 : 1> v[T::kRowSteps];
-  if (b.t_begin < b.t_end) T::load_rows(sample, channels, pixels, b.t_begin * T::kP, b.c0, v);
   for (int64_t t = b.t_begin; t < b.t_end; ++t) {
     const int64_t p0 = t * T::kP;
-    __syncthreads();  // every warp is done reading the previous tile
-    T::rows_to_tile(tile, v);
-    __syncthreads();
-    if (t + 1 < b.t_end) T::load_rows(sample, channels, pixels, p0 + T::kP, b.c0, v);  // in flight meanwhile
-    const bool full = p0 + T::kP <= pixels;
+    Pack<W> v[T::kRowSteps];
+    T::load_rows(sample, channels, pixels, p0, b.c0, v);  // kRowSteps independent loads before the first use
+    bool folded = !mine;
+    if constexpr (T::kRowSteps % 4 == 0) {
+      if (!folded && p0 + T::kP <= pixels) {
 #pragma unroll
-    for (int i = 0; i < T::kChannelsPerWarp; ++i) {
-      const int cl = warp + i * T::kWarps;
-      if (b.c0 + cl >= channels) break;  // warp-uniform, and channels only grow with i
-      if constexpr (T::kColumnSteps % 4 == 0) {
-        if (full) {
+        for (int k = 0; k < T::kRowSteps; k += 4) {
 #pragma unroll
-          for (int m = 0; m < T::kColumnSteps; m += 4) {
-            const int pl = lane + m * kWarpSize;
-            accumulate4(acc[i], pro[i].value(tile[pl][cl]) - pilot[i],
-                        pro[i].value(tile[pl + kWarpSize][cl]) - pilot[i],
-                        pro[i].value(tile[pl + 2 * kWarpSize][cl]) - pilot[i],
-                        pro[i].value(tile[pl + 3 * kWarpSize][cl]) - pilot[i]);
-          }
-          continue;
+          for (int j = 0; j < W; ++j)
+            accumulate4(acc[j], pro[j].value(v[k].v[j]) - pilot[j], pro[j].value(v[k + 1].v[j]) - pilot[j],
+                        pro[j].value(v[k + 2].v[j]) - pilot[j], pro[j].value(v[k + 3].v[j]) - pilot[j]);
         }
+        folded = true;
       }
+    }
+    if (!folded) {
 #pragma unroll
-      for (int m = 0; m < T::kColumnSteps; ++m) {
-        const int pl = lane + m * kWarpSize;
-        if (p0 + pl < pixels) accumulate1(acc[i], pro[i].value(tile[pl][cl]) - pilot[i]);
+      for (int k = 0; k < T::kRowSteps; ++k) {
+        if (p0 + T::row_pixel() + k * T::kPixelsPerStep >= pixels) break;  // pixels only grow with k
+#pragma unroll
+        for (int j = 0; j < W; ++j) accumulate1(acc[j], pro[j].value(v[k].v[j]) - pilot[j]);
       }
     }
   }
+
+  // Threads kLanesPerPixel apart in a warp hold the same channels.
 #pragma unroll
-  for (int i = 0; i < T::kChannelsPerWarp; ++i) {
-    const Moments m = warp_combine(acc[i]);
-    const int64_t c = b.c0 + warp + i * T::kWarps;
-    if (lane == 0 && c < channels) partial[(b.n * channels + c) * plan.splits + b.split] = m;
+  for (int j = 0; j < W; ++j) {
+#pragma unroll
+    for (int offset = T::kLanesPerPixel; offset < kWarpSize; offset *= 2) {
+      const Moments other{__shfl_xor_sync(0xffffffffu, acc[j].count, offset),
+                          __shfl_xor_sync(0xffffffffu, acc[j].mean, offset),
+                          __shfl_xor_sync(0xffffffffu, acc[j].m2, offset)};
+      acc[j] = combine(acc[j], other);
+    }
+    if (lane < T::kLanesPerPixel) per_warp[warp][lane * W + j] = acc[j];
+  }
+  __syncthreads();
+  if (threadIdx.x < T::kC) {
+    const int64_t c = b.c0 + threadIdx.x;
+    Moments m = per_warp[0][threadIdx.x];
+#pragma unroll
+    for (int w = 1; w < T::kWarps; ++w) m = combine(m, per_warp[w][threadIdx.x]);
+    if (c < channels) partial[(b.n * channels + c) * plan.splits + b.split] = m;
   }
 }
 

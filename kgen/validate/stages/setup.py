@@ -15,15 +15,14 @@ from kgen.validate.stages.kernels import loaded_libraries, solution_libraries
 
 def stage_environment(ctx: Context) -> None:
     info = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda, "python": platform.python_version(),
-            "device": str(ctx.device), "gpu": None}
+            "device": str(ctx.device), "gpu": None, "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32}
     if ctx.device.type == "cuda":
         if not torch.cuda.is_available():
             raise StageError("no-cuda", "no CUDA device in the child process")
         props = torch.cuda.get_device_properties(ctx.device)
         info.update(gpu=props.name, capability=f"{props.major}.{props.minor}",
-                    gpu_memory_gib=round(props.total_memory / 2**30, 1),
-                    cudnn_allow_tf32=torch.backends.cudnn.allow_tf32,
-                    matmul_allow_tf32=torch.backends.cuda.matmul.allow_tf32)
+                    gpu_memory_gib=round(props.total_memory / 2**30, 1))
     ctx.results.info(**info)
 
 
