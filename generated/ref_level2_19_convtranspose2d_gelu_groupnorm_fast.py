@@ -5,6 +5,7 @@
 #   PyTorch: conv_transpose (channels-last; bias taken by the next region)
 #   kgen region 0 (channels-last input): add -> gelu_erf -> GroupNorm  [conv_transpose [128, 64, 258, 258] -> group_norm [128, 64, 258, 258]; parameters: conv_transpose.bias]
 # Parameters: block_size=256, conv=fast
+# NOTE: --conv fast: cuDNN picks its algorithm per layout, and with PyTorch's default TF32 a channels-last convolution can run in TF32 where the reference's NCHW one runs in float32 (L2-21 on the H100: 1.6e-3 apart, outside KernelBench's 1e-4); `kgen validate --no-tf32` compares with TF32 off
 # kgen-spec: ref
 # kgen-params: {"block_size": 256, "conv": "fast"}
 # kgen-version: 0.1.0
@@ -17,8 +18,8 @@ Library ops (convolutions, linear layers, dropout...) run through the same PyTor
 reference. The 2-D convolutions that a region reads run channels-last (--conv fast): they get a
 channels-last input, cuDNN runs its NHWC kernels and keeps the output channels-last, and the region reads it
 so and writes its own output NCHW; cuDNN's transposing copy of the convolution's output disappears. cuDNN
-may pick another algorithm for that layout, so the convolution can differ from the reference's in TF32
-rounding. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
+picks its algorithm per layout (TF32 where the reference's NCHW one may be float32), so the convolution can
+differ from the reference's by ~1e-3. Every GroupNorm runs as one kgen region with the element-wise ops around it and the
 reduction after it: its kernels read the region's input, recompute every element-wise value on the fly
 (forward and backward) and write only the region's output. Reductions are fixed-order trees: results
 are bitwise reproducible.
