@@ -288,7 +288,8 @@ PY
       cp -r "$F" "$P/family"
       tar czf "$OUT/cl_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     cl2)  # session 10: the channels-last statistics folded on the row side (no shared tile), test_gn_region_nhwc
-      # with its new block sizes and `kgen validate --no-tf32`, L2-19 and L2-21 --conv fast checked, then timed alone
+      # with its new block sizes, 3-D (NDHWC) cases and `kgen validate --no-tf32`, test_layout, the own 3-D
+      # reference's NCHW file; the problems CL_FAMILY (default L2-19, L2-21) --conv fast checked, then timed alone
       P=$OUT/cl2; F=.build/family_cl2; B=.build/cl2; mkdir -p "$P" "$F" "$B"
       kb_wheels
       python3 - "$B" <<'PY' > "$P/emit.log" 2>&1
@@ -298,16 +299,22 @@ from kgen.ref.emit import emit_reference
 out = Path(sys.argv[1])
 refs = {"l219": "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
         "own_conv2d": "tests/ref/references/conv2d_scale_sigmoid_gn_residual.py",
-        "own_convt2d": "tests/ref/references/convt2d_gn_noaffine_tanh_residual.py"}
+        "own_convt2d": "tests/ref/references/convt2d_gn_noaffine_tanh_residual.py",
+        "own_convt3d": "tests/ref/references/convt3d_swish_gn_hardswish.py"}
 for name, ref in refs.items():
-    for block in (32, 128, 256, 1024) if name != "own_conv2d" else (256,):
+    for block in (32, 128, 256, 1024) if name in ("l219", "own_convt2d") else (256,):
         (out / f"{name}_fast_{block}.py").write_text(emit_reference(ref, block_size=block, conv="fast")[0])
+(out / "own_convt3d_exact.py").write_text(emit_reference(refs["own_convt3d"])[0])
 PY
       python3 benchmarks/prebuild.py -j 16 "$B"/*.py > "$P/prebuild.log" 2>&1; tail -1 "$P/prebuild.log"
       fam() { fam_run "$F" "${CL_FAMILY:-19,21}" --workers 2 --emit-args "--conv fast" "$@"; }
       (fam --budget "${CL_CHECKS_BUDGET:-240}" > "$P/family_checks.txt") &
-      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_nhwc.py \
-         > "$P/pytest_gn_region_nhwc.log" 2>&1; echo "exit code: $?" >> "$P/pytest_gn_region_nhwc.log") &
+      for t in gn_region_nhwc layout; do
+        (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider "tests/gpu/test_$t.py" > "$P/pytest_$t.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_$t.log") &
+      done
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k convt3d_swish \
+         > "$P/pytest_ref_convt3d.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref_convt3d.log") &
       wait; tail -n 5 "$P"/pytest_*.log; cat "$P/family_checks.txt"
       fam --bench --budget "${CL_BUDGET:-200}"
       cp -r "$F" "$P/family"

@@ -15,7 +15,7 @@
 """Fused CUDA kernels for level2_19_convtranspose2d_gelu_groupnorm.py, forward and backward.
 
 Library ops (convolutions, linear layers, dropout...) run through the same PyTorch calls as the
-reference. The 2-D convolutions that a region reads run channels-last (--conv fast): they get a
+reference. The convolutions that a region reads run channels-last (--conv fast): they get a
 channels-last input, cuDNN runs its NHWC kernels and keeps the output channels-last, and the region reads it
 so and writes its own output NCHW; cuDNN's transposing copy of the convolution's output disappears. cuDNN
 picks its algorithm per layout (TF32 where the reference's NCHW one may be float32), so the convolution can
@@ -4778,7 +4778,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
 // (x.contiguous(memory_format=torch.channels_last)) is a generic strided copy: 2.25 ms for L2-19's
 // 2.15 GB input, and autograd turns the channels-last input gradient back into NCHW with the same
 // copy at under 1 TB/s (4.5 ms). Both directions are one batched matrix transpose: for each sample,
-// in (R, S) -> out (S, R), with (R, S) = (C, HW) going to channels-last and (HW, C) coming back.
+// in (R, S) -> out (S, R), with (R, S) = (C, HW) going to channels-last and (HW, C) coming back (HW: every
+// spatial dim, so a 5-D tensor goes to NDHWC, channels_last_3d, the same way).
 //
 // A block moves one kTileR x kTileS tile through shared memory: 16-byte loads along S (contiguous in
 // the input), 16-byte stores along R (contiguous in the output). The shared tile's rows are padded by
@@ -4853,31 +4854,40 @@ inline void batched_transpose(const float* in, float* out, int64_t batch, int64_
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-inline void check_rank4(const at::Tensor& x, const char* what) {
+// The channels-last memory format of a 4-D (NHWC) or 5-D (NDHWC) tensor; anything else is an error.
+inline at::MemoryFormat channels_last_format(const at::Tensor& x, const char* what) {
   check_float_cuda(x, what);
-  TORCH_CHECK(x.dim() == 4, "kgen: ", what, " must have shape (N, C, H, W), got ", str(x.sizes()));
+  TORCH_CHECK(x.dim() == 4 || x.dim() == 5, "kgen: ", what, " must have shape (N, C, H, W) or (N, C, D, H, W), got ",
+              str(x.sizes()));
+  return x.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d;
 }
 
-// Any (N, C, H, W) tensor -> the same values in channels-last memory (NHWC strides).
+inline int64_t spatial_size(const at::Tensor& x) {
+  int64_t plane = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) plane *= x.size(d);
+  return plane;
+}
+
+// Any (N, C, H, W) or (N, C, D, H, W) tensor -> the same values in channels-last memory (NHWC / NDHWC strides).
 inline at::Tensor to_channels_last(const at::Tensor& input) {
-  check_rank4(input, "input of the channels-last copy");
+  const auto format = channels_last_format(input, "input of the channels-last copy");
   const c10::cuda::CUDAGuard device_guard(input.device());
-  auto out = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  if (input.is_contiguous(at::MemoryFormat::ChannelsLast)) return out.copy_(input);
+  auto out = at::empty_like(input, format);
+  if (input.is_contiguous(format)) return out.copy_(input);
   const auto x = input.contiguous();
-  const int64_t plane = x.size(2) * x.size(3);
+  const int64_t plane = spatial_size(x);
   batched_transpose(x.data_ptr<float>(), out.data_ptr<float>(), x.size(0), x.size(1), plane);
   return out;
 }
 
-// Any (N, C, H, W) tensor -> the same values NCHW-contiguous.
+// Any (N, C, H, W) or (N, C, D, H, W) tensor -> the same values NCHW-contiguous.
 inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
-  check_rank4(input, "input of the NCHW copy");
+  const auto format = channels_last_format(input, "input of the NCHW copy");
   const c10::cuda::CUDAGuard device_guard(input.device());
   if (input.is_contiguous()) return input.clone();
-  if (!input.is_contiguous(at::MemoryFormat::ChannelsLast)) return input.contiguous();
+  if (!input.is_contiguous(format)) return input.contiguous();
   auto out = at::empty_like(input, at::MemoryFormat::Contiguous);
-  const int64_t plane = input.size(2) * input.size(3);
+  const int64_t plane = spatial_size(input);
   batched_transpose(input.data_ptr<float>(), out.data_ptr<float>(), input.size(0), plane, input.size(1));
   return out;
 }

@@ -69,8 +69,8 @@ def explain(plan: Plan) -> list[str]:
 def emit_reference(path: str, block_size: int = 256, display: str | None = None,
                    conv: str = "exact") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file names its reference
-    (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D
-    convolutions feeding a region run channels-last, plan_layout.py)."""
+    (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D and
+    3-D convolutions feeding a region run channels-last, plan_layout.py)."""
     check_block_size(block_size)
     ref = load_reference(path)
     for shape in ref.input_shapes:

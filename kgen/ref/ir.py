@@ -46,7 +46,7 @@ class Param:
 class LibraryStep:
     node: object                  # the fx node
     drop_bias: bool = False       # the bias is added by the region that consumes this output
-    channels_last: bool = False   # a 2-D convolution fed a channels-last input (--conv fast): its output is too
+    channels_last: bool = False   # a 2-D/3-D convolution fed a channels-last input (--conv fast): its output is too
     elementwise_fallback: str = ""   # why an element-wise op is left to PyTorch (empty: a library op)
     bias_to: str = ""             # with drop_bias: which kgen step takes the bias
 
@@ -108,5 +108,5 @@ class Plan:
     ref: Reference
     steps: list
     outputs: object               # the fx output node's argument
-    conv: str = "exact"           # "fast": 2-D convolutions feeding a region run channels-last (plan_layout.py)
+    conv: str = "exact"           # "fast": 2-D/3-D convolutions feeding a region run channels-last (plan_layout.py)
     notes: list = field(default_factory=list)   # what the user should know about the plan (emit prints them)

@@ -421,6 +421,6 @@ def _step_anchor(step) -> str:
 
 
 def make_plan(ref: Reference, conv: str = "exact") -> Plan:
-    """The reference's plan; `conv` "fast" runs the 2-D convolutions that feed a region channels-last
-    (plan_layout.py)."""
+    """The reference's plan; `conv` "fast" runs the 2-D and 3-D convolutions that feed a region
+    channels-last (plan_layout.py)."""
     return apply_conv_mode(Planner(ref).plan(), conv)

@@ -1,7 +1,8 @@
-"""`--conv fast` for `kgen emit --ref`: which 2-D convolutions run channels-last (a pass over a finished Plan).
+"""`--conv fast` for `kgen emit --ref`: which 2-D and 3-D convolutions run channels-last (a pass over a finished
+Plan).
 
-cuDNN's fastest kernels for many 2-D convolutions (transposed ones above all) are channels-last. Fed an NCHW
-tensor, PyTorch transposes the input to NHWC, runs them, and transposes the output back: two full-size copies
+cuDNN's fastest kernels for many 2-D and 3-D convolutions (transposed ones above all) are channels-last. Fed an
+NCHW tensor, PyTorch transposes the input to NHWC, runs them, and transposes the output back: two full-size copies
 around every such convolution. With --conv fast, a convolution whose output a GroupNorm region reads gets a
 channels-last input (kgen's tiled transpose, layout.cuh, whose backward brings the input gradient back to
 NCHW) and keeps its channels-last output, which the region reads as it is (gn_region_nhwc.cuh) while it writes
@@ -9,8 +10,8 @@ its own output NCHW: the output-side copy disappears, forward and backward. The 
 cuDNN's either way; which algorithm cuDNN picks for the layout can differ, so the conv output may differ from
 the reference's in TF32 rounding (kgen validate arbitrates against float64).
 
-A region takes its input channels-last when that input is the output of an nn.Conv2d or nn.ConvTranspose2d
-and the region ends without a reduction (its channels-last kernels write the full tensor); any other region of
+A region takes its input channels-last when that input is the output of an nn.Conv2d, nn.ConvTranspose2d,
+nn.Conv3d or nn.ConvTranspose3d (channels_last_3d memory, NDHWC) and the region ends without a reduction (its channels-last kernels write the full tensor); any other region of
 the plan stays NCHW, and the plan's notes say why.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch.nn as nn
 from kgen.ref.ir import LibraryStep, Plan, RegionStep
 
 CONV_MODES = ("exact", "fast")
-CHANNELS_LAST_CONVS = (nn.Conv2d, nn.ConvTranspose2d)
+CHANNELS_LAST_CONVS = (nn.Conv2d, nn.ConvTranspose2d, nn.Conv3d, nn.ConvTranspose3d)
 
 
 def apply_conv_mode(plan: Plan, conv: str) -> Plan:
@@ -44,7 +45,7 @@ def apply_conv_mode(plan: Plan, conv: str) -> Plan:
         step.channels_last = True
         conv_step.channels_last = True
     if not any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps):
-        plan.notes.append("--conv fast: no region reads a 2-D convolution's output, so nothing runs channels-last "
+        plan.notes.append("--conv fast: no region reads a 2-D or 3-D convolution's output, so nothing runs channels-last "
                           "(the file is the one --conv exact gives)")
     else:
         plan.notes.append("--conv fast: cuDNN picks its algorithm per layout, and with PyTorch's default TF32 a "
@@ -55,18 +56,18 @@ def apply_conv_mode(plan: Plan, conv: str) -> Plan:
 
 
 _NOT_A_CONV = "its input is not a convolution's output"
-_OTHER_CONVS = (nn.Conv1d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose3d)
+_OTHER_CONVS = (nn.Conv1d, nn.ConvTranspose1d)
 
 
 def _why_not_channels_last(step: RegionStep, conv_step: LibraryStep | None, modules: dict) -> str:
     module = modules.get(conv_step.node.target) if conv_step is not None and conv_step.node.op == "call_module" \
         else None
     if isinstance(module, _OTHER_CONVS):
-        return f"`{step.input}` comes from an nn.{type(module).__name__}; --conv fast takes 2-D convolutions only"
+        return f"`{step.input}` comes from an nn.{type(module).__name__}; --conv fast takes 2-D and 3-D convolutions only"
     if not isinstance(module, CHANNELS_LAST_CONVS):
         return _NOT_A_CONV
-    if len(step.shape) != 4:
-        return f"its input has rank {len(step.shape)}, not (N, C, H, W)"
+    if len(step.shape) not in (4, 5):
+        return f"its input has rank {len(step.shape)}, not (N, C, H, W) or (N, C, D, H, W)"
     if step.reduce_kind != "kNone":
         return "it ends in a reduction (the channels-last kernels write the full-size output only)"
     return ""

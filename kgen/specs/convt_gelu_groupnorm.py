@@ -57,8 +57,8 @@ SPEC = ConvTransposeGeluGroupNorm(
         Param("gelu", str, "erf", "GELU variant: erf (exact, the reference's) or tanh (approximation)",
               choices=("erf", "tanh")),
         Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
-              "fast: channels-last cuDNN (TF32 rounding differs); with --ref, every 2-D convolution a region reads "
-              "runs channels-last", choices=("exact", "fast")),
+              "fast: channels-last cuDNN (TF32 rounding differs); with --ref, every 2-D or 3-D convolution a region "
+              "reads runs channels-last", choices=("exact", "fast")),
         FORWARD,
     ),
     summary="cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise "

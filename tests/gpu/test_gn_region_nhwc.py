@@ -37,6 +37,7 @@ REFERENCES = {
     "conv2d_scale_sigmoid_gn_residual": ROOT / "tests" / "ref" / "references" / "conv2d_scale_sigmoid_gn_residual.py",
     "convt2d_gn_noaffine_tanh_residual": ROOT / "tests" / "ref" / "references" / "convt2d_gn_noaffine_tanh_residual.py",
     "level2_19": ROOT / "kgen" / "specs" / "references" / "level2_19_convtranspose2d_gelu_groupnorm.py",
+    "convt3d_swish_gn_hardswish": ROOT / "tests" / "ref" / "references" / "convt3d_swish_gn_hardswish.py",
 }
 # (reference, init arguments, region input shapes): the channel count is the model's.
 KERNEL_CASES = [
@@ -45,6 +46,9 @@ KERNEL_CASES = [
     ("conv2d_scale_sigmoid_gn_residual", [5, 40, 3, 8], [(2, 40, 33, 7)]),                      # cpg 5
     ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], [(4, 10, 35, 27), (1, 10, 3, 5), (2, 10, 96, 97)]),
     ("level2_19", [64, 64, 3, 1, 8, 8], [(2, 64, 66, 66), (1, 64, 258, 258)]),
+    # 5-D (NDHWC, --conv fast on a ConvTranspose3d): odd volumes; 16 channels (half a channel tile) as L2-60
+    ("convt3d_swish_gn_hardswish", [3, 12, 3, 2, 4], [(2, 12, 15, 19, 23), (1, 12, 5, 33, 40)]),
+    ("convt3d_swish_gn_hardswish", [3, 16, 3, 2, 8], [(2, 16, 31, 17, 13)]),
 ]
 # (reference, init arguments, model input shape) for the model-level checks
 MODEL_CASES = [
@@ -53,6 +57,7 @@ MODEL_CASES = [
     ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], (4, 6, 17, 13)),
     ("level2_19", [64, 64, 3, 1, 8, 8], (2, 64, 40, 40)),
     ("level2_19", [32, 96, 4, 2, 8, 12], (3, 32, 17, 23)),
+    ("convt3d_swish_gn_hardswish", [3, 12, 3, 2, 4], (2, 3, 7, 9, 11)),
 ]
 _SOLUTIONS: dict = {}
 
@@ -71,6 +76,10 @@ def solution(name: str, tmp_path_factory, block_size: int = 256):
         path.write_text(emit_reference(str(REFERENCES[name]), block_size=block_size, conv="fast")[0])
         _SOLUTIONS[name, block_size] = (import_file(path), path)
     return _SOLUTIONS[name, block_size]
+
+
+def channels_last(x):
+    return torch.channels_last if x.dim() == 4 else torch.channels_last_3d
 
 
 def fresh_models(name, module, init, seed):
@@ -130,11 +139,11 @@ def check_against_nchw(name, init, shapes, tmp_path_factory, block_size):
     for shape in shapes:
         x = torch.randn(shape, device="cuda") * 2.0 + 0.5
         dout = torch.randn(shape, device="cuda")
-        x_cl = x.contiguous(memory_format=torch.channels_last)
+        x_cl = x.contiguous(memory_format=channels_last(x))
         out, dx, g = run_region(module, step, model, x_cl, dout)
         out_ref, dx_ref, g_ref = run_region(module, step, model, x, dout)
         assert out.is_contiguous(), "the channels-last kernels write the output NCHW"
-        assert dx.is_contiguous(memory_format=torch.channels_last) and not dx.is_contiguous(), \
+        assert dx.is_contiguous(memory_format=channels_last(x)) and not dx.is_contiguous(), \
             "the channels-last path returns a channels-last input gradient"
         torch.testing.assert_close(out, out_ref, atol=1e-5, rtol=1e-5, msg=f"{shape}: output")
         torch.testing.assert_close(dx, dx_ref, atol=1e-5, rtol=1e-5, msg=f"{shape}: input gradient")
@@ -172,7 +181,7 @@ def test_model_equals_the_reference_run_channels_last(name, init, shape, tmp_pat
     dy = torch.randn(ref(x).shape, device="cuda")
     got = model_grads(new, x, dy)
     assert got[0].is_contiguous() and got[1].is_contiguous(), "output and input gradient come back NCHW"
-    assert_grads_close(got, model_grads(ref, x.contiguous(memory_format=torch.channels_last), dy), 1e-4,
+    assert_grads_close(got, model_grads(ref, x.contiguous(memory_format=channels_last(x)), dy), 1e-4,
                        "vs the reference run channels-last")
     assert_grads_close(got, model_grads(ref, x, dy), 1e-2, "vs the reference NCHW")
     assert_grads_close(got, model_grads(copy.deepcopy(ref).double(), x.double(), dy.double()), 1e-2,
@@ -183,6 +192,7 @@ VALIDATE_CASES = [
     ("conv2d_scale_sigmoid_gn_residual", []),
     ("convt2d_gn_noaffine_tanh_residual", ["--init-args", "[6, 20, 4, 3, 4]", "--input-shape", "[2, 6, 11, 9]"]),
     ("level2_19", ["--input-shape", "[4, 64, 48, 48]"]),
+    ("convt3d_swish_gn_hardswish", []),
 ]
 
 

@@ -50,21 +50,28 @@ SHAPES = [
     (4, 96, 20, 20),     # vector, partial R tile (96 = 3 x 32) and partial S tile
     (2, 130, 9, 12),     # C % 4 == 2: scalar
     (1, 1, 1, 1),
+    (2, 16, 7, 9, 11),   # 5-D (NDHWC, channels_last_3d): vector, odd volume
+    (3, 6, 5, 4, 3),     # 5-D scalar
 ]
+
+
+def memory_format(x):
+    return torch.channels_last if x.dim() == 4 else torch.channels_last_3d
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_to_channels_last_matches_pytorch(ext, shape):
     x = torch.randn(shape, device="cuda") * 3 + 1
     got = ext.to_channels_last(x)
-    want = x.contiguous(memory_format=torch.channels_last)
-    assert got.is_contiguous(memory_format=torch.channels_last) and got.stride() == want.stride()
+    want = x.contiguous(memory_format=memory_format(x))
+    assert got.is_contiguous(memory_format=memory_format(x)) and got.stride() == want.stride()
     assert torch.equal(got, x)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_to_contiguous_nchw_matches_pytorch(ext, shape):
-    x = (torch.randn(shape, device="cuda") * 3 - 2).contiguous(memory_format=torch.channels_last)
+    x = torch.randn(shape, device="cuda") * 3 - 2
+    x = x.contiguous(memory_format=memory_format(x))
     got = ext.to_contiguous_nchw(x)
     assert got.is_contiguous() and torch.equal(got, x)
 
@@ -83,8 +90,10 @@ def test_misaligned_and_strided_inputs(ext):
 
 
 def test_bad_inputs_raise_clear_errors(ext):
-    with pytest.raises(RuntimeError, match="must have shape \\(N, C, H, W\\)"):
+    with pytest.raises(RuntimeError, match="must have shape \\(N, C, H, W\\) or \\(N, C, D, H, W\\)"):
         ext.to_channels_last(torch.randn(2, 3, 4, device="cuda"))
+    with pytest.raises(RuntimeError, match="must have shape \\(N, C, H, W\\) or \\(N, C, D, H, W\\)"):
+        ext.to_contiguous_nchw(torch.randn(2, 3, 4, 5, 6, 7, device="cuda"))
     with pytest.raises(RuntimeError, match="must be float32"):
         ext.to_channels_last(torch.randn(2, 3, 4, 5, device="cuda").half())
     with pytest.raises(RuntimeError, match="must be a CUDA tensor"):

@@ -339,7 +339,8 @@ SPEC_REFERENCES = HERE.parent.parent / "kgen" / "specs" / "references"
 
 @pytest.mark.parametrize("path", [SPEC_REFERENCES / "level2_19_convtranspose2d_gelu_groupnorm.py",
                                   HERE / "references" / "conv2d_scale_sigmoid_gn_residual.py",
-                                  HERE / "references" / "convt2d_gn_noaffine_tanh_residual.py"], ids=lambda p: p.stem)
+                                  HERE / "references" / "convt2d_gn_noaffine_tanh_residual.py",
+                                  HERE / "references" / "convt3d_swish_gn_hardswish.py"], ids=lambda p: p.stem)
 def test_conv_fast_runs_the_2d_conv_and_its_region_channels_last(path):
     plan = make_plan(load_reference(path), "fast")
     (region,) = regions(plan)
@@ -367,7 +368,8 @@ def test_conv_exact_is_the_default_and_adds_nothing():
 
 
 @pytest.mark.parametrize("name, words", [
-    ("conv3d_gn_where_mean.py", ["region 0 reads its input in NCHW", "nn.Conv3d", "2-D convolutions only"]),
+    ("conv1d_gn_noaffine_relu.py", ["region 0 reads its input in NCHW", "nn.Conv1d", "2-D and 3-D convolutions only"]),
+    ("conv3d_gn_where_mean.py", ["region 0 reads its input in NCHW", "reduction"]),
     ("conv2d_gn_functional_pool.py", ["region 0 reads its input in NCHW", "reduction"]),
 ])
 def test_conv_fast_says_why_a_region_stays_nchw(name, words):
