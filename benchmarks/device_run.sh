@@ -302,7 +302,7 @@ refs = {"l219": "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.
         "own_convt2d": "tests/ref/references/convt2d_gn_noaffine_tanh_residual.py",
         "own_convt3d": "tests/ref/references/convt3d_swish_gn_hardswish.py"}
 for name, ref in refs.items():
-    for block in (32, 128, 256, 1024) if name in ("l219", "own_convt2d") else (256,):
+    for block in (32, 128, 256, 1024) if name in ("l219", "own_convt2d", "own_convt3d") else (256,):
         (out / f"{name}_fast_{block}.py").write_text(emit_reference(ref, block_size=block, conv="fast")[0])
 (out / "own_convt3d_exact.py").write_text(emit_reference(refs["own_convt3d"])[0])
 PY

@@ -4904,8 +4904,8 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 // NCHW (for L2-19's ConvTranspose2d, 1.77 of the 8.6 ms NCHW forward on the H100). The same functors as
 // the two-pass kernels (gn_region_common.cuh), the same statistics layouts: only the walk over memory differs.
 //
-// Every kernel works on tiles of kP pixels x 32 channels of one sample. Rows (one pixel's 32 channels,
-// 128 contiguous bytes) are loaded from x, as 16-byte vectors when C % 4 == 0. The statistics fold them
+// Every kernel works on tiles of kP pixels x kC channels of one sample (kC = 32, or 16 where C <= 16; see
+// Tile). Rows (one pixel's kC channels, contiguous) are loaded from x, as 16-byte vectors when C % 4 == 0. The statistics fold them
 // as they come (a thread's rows always hold the same channels). Apply and backward, which meet an NCHW
 // stream, go through a shared [kP][33] tile and work on the column side, where warp w owns channels
 // c0 + w, c0 + w + kWarps, ... and lane l pixels p0 + l, p0 + l + 32, ...: so the per-channel constants
@@ -4929,22 +4929,25 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 namespace kgen {
 namespace region_nhwc {
 
-// Tile geometry for kBlock threads and W-float row vectors (W = 4 when C % 4 == 0, else 1).
-//   rows:    kLanesPerPixel threads cover one pixel's 32 channels, kPixelsPerStep pixels at once,
+// Tile geometry for kBlock threads, W-float row vectors (W = 4 when C % 4 == 0, else 1) and kC channels:
+// 32, or 16 where C <= 16 (16-byte rows, kBlock <= 512), whose tiles take twice the pixels so that no half of
+// the block idles on channels that do not exist (L2-60 and L2-83 have 16).
+//   rows:    kLanesPerPixel threads cover one pixel's kC channels, kPixelsPerStep pixels at once,
 //            kRowSteps steps for the whole tile
 //   columns: warp w owns the tile's channels w, w + kWarps, ... (kChannelsPerWarp of them), lane l the
 //            pixels l, l + 32, ... (kColumnSteps of them)
-template <int kBlock, int W>
+template <int kBlock, int W, int kChannels>
 struct Tile {
   static constexpr int kWarps = kBlock / kWarpSize;
-  static constexpr int kC = 32;
-  static constexpr int kP = kBlock / 2 < 32 ? 32 : (kBlock / 2 > 128 ? 128 : kBlock / 2);
+  static constexpr int kC = kChannels;
+  static constexpr int kP = (kBlock / 2 < 32 ? 32 : (kBlock / 2 > 128 ? 128 : kBlock / 2)) * (32 / kC);
   static constexpr int kLanesPerPixel = kC / W;
   static constexpr int kPixelsPerStep = kBlock / kLanesPerPixel;
   static constexpr int kRowSteps = kP / kPixelsPerStep;
   static constexpr int kChannelsPerWarp = kC / kWarps;
   static constexpr int kColumnSteps = kP / kWarpSize;
   static_assert(kBlock % kWarpSize == 0 && kBlock >= kWarpSize && kBlock <= 1024, "kBlock: whole warps, <= 1024");
+  static_assert(kC == 32 || (kC == 16 && W == 4), "kgen: tiles of 32 channels, or 16 with 16-byte rows");
   static_assert(kC % kWarps == 0 && kP % kPixelsPerStep == 0 && kP % kWarpSize == 0,
                 "kgen: a tile must split evenly over the block");
   using Buffer = float[kP][kC + 1];
@@ -5001,9 +5004,25 @@ struct TilePlan {
   int splits;
 };
 
+// The tile width a launch takes (see Tile): 16 channels for C <= 16 on the 16-byte path, else 32.
 template <int kBlock>
-inline TilePlan plan_tiles(const RegionShape& shape) {
-  using T = Tile<kBlock, 1>;
+inline int tile_channels(bool vec, int64_t channels) {
+  return kBlock <= 512 && vec && channels <= 16 ? 16 : 32;
+}
+
+// Calls f(kVec, kC) (std::integral_constant values) for the tile a launch takes.
+template <int kBlock, class F>
+inline void dispatch_tile(bool vec, int tile_c, F&& f) {
+  if constexpr (kBlock <= 512) {
+    if (vec && tile_c == 16) return f(std::true_type{}, std::integral_constant<int, 16>{});
+  }
+  if (vec) return f(std::true_type{}, std::integral_constant<int, 32>{});
+  f(std::false_type{}, std::integral_constant<int, 32>{});
+}
+
+template <int kBlock, int kC>
+inline TilePlan plan_tiles_of(const RegionShape& shape) {
+  using T = Tile<kBlock, 4, kC>;
   TilePlan plan;
   plan.channel_tiles = blocks_for(shape.channels, T::kC);
   plan.pixel_tiles = blocks_for(shape.plane, T::kP);
@@ -5017,6 +5036,14 @@ inline TilePlan plan_tiles(const RegionShape& shape) {
   plan.tiles_per_split = per_split;
   plan.splits = static_cast<int>(std::max<int64_t>(splits, 1));
   return plan;
+}
+
+template <int kBlock>
+inline TilePlan plan_tiles(const RegionShape& shape, int tile_c) {
+  if constexpr (kBlock <= 512) {
+    if (tile_c == 16) return plan_tiles_of<kBlock, 16>(shape);
+  }
+  return plan_tiles_of<kBlock, 32>(shape);
 }
 
 // A (sample, channel tile, split) block of the split kernels.
@@ -5048,12 +5075,12 @@ struct SplitBlock {
 // next tile (which doubled the registers: 96, two blocks per SM). At the end, threads
 // holding the same channels combine: across a warp by shuffles (the lanes kLanesPerPixel apart), across
 // warps through shared memory, in a fixed order.
-template <class Pro, int kBlock, bool kVec>
+template <class Pro, int kBlock, bool kVec, int kC>
 __global__ void __launch_bounds__(kBlock)
 stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, TilePlan plan,
                      Moments* __restrict__ partial, float* __restrict__ pilots) {
   constexpr int W = kVec ? 4 : 1;
-  using T = Tile<kBlock, W>;
+  using T = Tile<kBlock, W, kC>;
   __shared__ Moments per_warp[T::kWarps][T::kC];
   const SplitBlock b(plan, T::kC);
   const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
@@ -5128,12 +5155,12 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
 // ---------------------------------------------------------------- forward: apply
 
 // out[n, c, p] (NCHW) = Epi(GN(Pro(x[n, p, c]))): one tile per block.
-template <class Pro, class Epi, int kBlock, bool kVec>
+template <class Pro, class Epi, int kBlock, bool kVec, int kC>
 __global__ void __launch_bounds__(kBlock)
 apply_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, TilePlan plan,
              const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
              const float* __restrict__ beta, float* __restrict__ out) {
-  using T = Tile<kBlock, kVec ? 4 : 1>;
+  using T = Tile<kBlock, kVec ? 4 : 1, kC>;
   __shared__ typename T::Buffer tile;
   const int64_t ct = blockIdx.x % plan.channel_tiles;
   const int64_t rest = blockIdx.x / plan.channel_tiles;
@@ -5169,14 +5196,14 @@ apply_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape
 // The tile's per-channel constants sit in shared memory, not in registers, and dx goes through a second
 // shared tile: a thread keeps only its prefetched rows, its sums and its parameter gradients, so that
 // several blocks share an SM (a first version that kept everything in registers used 128-158 of them).
-template <class Pro, class Epi, int kBlock, bool kVec, bool kApply>
+template <class Pro, class Epi, int kBlock, bool kVec, int kC, bool kApply>
 __global__ void __launch_bounds__(kBlock)
 backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, RegionParams params, RegionShape shape,
                 TilePlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ gamma, const float* __restrict__ beta, const float2* __restrict__ coef,
                 float* __restrict__ dx, float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int W = kVec ? 4 : 1;
-  using T = Tile<kBlock, W>;
+  using T = Tile<kBlock, W, kC>;
   using Channel = region_twopass::Channel<Pro, Epi>;
   constexpr int kParams = kApply ? Pro::kParams : Epi::kParams;
   __shared__ typename T::Buffer tile;                    // x, [pixel][channel]
@@ -5330,20 +5357,21 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
     return {out, mean, rstd, at::Tensor()};
   }
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape);
+  const bool vec = shape.channels % 4 == 0 && rn::aligned(x);
+  const int tile_c = rn::tile_channels<kBlock>(vec, shape.channels);
+  const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape, tile_c);
   const int64_t rows = shape.batch * shape.groups;
   const int64_t split_blocks = shape.batch * plan.channel_tiles * plan.splits;
   const int64_t tile_blocks = shape.batch * plan.channel_tiles * plan.pixel_tiles;
   rn::check_grid(tile_blocks, "apply");
-  const bool vec = shape.channels % 4 == 0 && rn::aligned(x);
   float2* mean_ptr = as_float2(mean);
 
   auto partial = at::empty({shape.batch * shape.channels * plan.splits * int64_t(sizeof(Moments))},
                            options.dtype(at::kByte));
   auto pilots = at::empty({rows}, options);
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
-  dispatch_vec(vec, [&](auto kv) {
-    rn::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<split_blocks, kBlock, 0, stream>>>(
+  rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
+    rn::stats_partial_kernel<Pro, kBlock, decltype(kv)::value, decltype(kc)::value><<<split_blocks, kBlock, 0, stream>>>(
         x.data_ptr<float>(), params, shape, plan, partial_ptr, pilots.data_ptr<float>());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -5352,8 +5380,8 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
   rt::stats_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
       partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, mean_ptr, rstd.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  dispatch_vec(vec, [&](auto kv) {
-    rn::apply_kernel<Pro, Epi, kBlock, decltype(kv)::value><<<tile_blocks, kBlock, 0, stream>>>(
+  rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
+    rn::apply_kernel<Pro, Epi, kBlock, decltype(kv)::value, decltype(kc)::value><<<tile_blocks, kBlock, 0, stream>>>(
         x.data_ptr<float>(), params, shape, plan, mean_ptr, rstd.data_ptr<float>(), rt::data_or_null(gamma),
         rt::data_or_null(beta), out.data_ptr<float>());
   });
@@ -5400,7 +5428,9 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   if (x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape);
+  const bool vec = shape.channels % 4 == 0 && rn::aligned(x) && rn::aligned(dx);
+  const int tile_c = rn::tile_channels<kBlock>(vec, shape.channels);
+  const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape, tile_c);
   const int64_t planes = shape.batch * shape.channels;
   const int64_t entries = planes * plan.splits;  // per (n, c, split)
   const int64_t split_blocks = shape.batch * plan.channel_tiles * plan.splits;
@@ -5416,17 +5446,18 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   const float* beta_ptr = rt::data_or_null(beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  const bool vec = shape.channels % 4 == 0 && rn::aligned(x) && rn::aligned(dx);
 
-  dispatch_vec(vec, [&](auto kv) {
-    rn::backward_kernel<Pro, Epi, kBlock, decltype(kv)::value, false><<<split_blocks, kBlock, 0, stream>>>(
+  rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
+    rn::backward_kernel<Pro, Epi, kBlock, decltype(kv)::value, decltype(kc)::value, false>
+        <<<split_blocks, kBlock, 0, stream>>>(
         x.data_ptr<float>(), dout.data_ptr<float>(), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
-  dispatch_vec(vec, [&](auto kv) {
-    rn::backward_kernel<Pro, Epi, kBlock, decltype(kv)::value, true><<<split_blocks, kBlock, 0, stream>>>(
+  rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
+    rn::backward_kernel<Pro, Epi, kBlock, decltype(kv)::value, decltype(kc)::value, true>
+        <<<split_blocks, kBlock, 0, stream>>>(
         x.data_ptr<float>(), dout.data_ptr<float>(), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
   });

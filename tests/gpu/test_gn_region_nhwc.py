@@ -46,7 +46,7 @@ KERNEL_CASES = [
     ("conv2d_scale_sigmoid_gn_residual", [5, 40, 3, 8], [(2, 40, 33, 7)]),                      # cpg 5
     ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], [(4, 10, 35, 27), (1, 10, 3, 5), (2, 10, 96, 97)]),
     ("level2_19", [64, 64, 3, 1, 8, 8], [(2, 64, 66, 66), (1, 64, 258, 258)]),
-    # 5-D (NDHWC, --conv fast on a ConvTranspose3d): odd volumes; 16 channels (half a channel tile) as L2-60
+    # 5-D (NDHWC, --conv fast on a ConvTranspose3d): odd volumes; 12 and 16 channels (16-channel tiles) as L2-60
     ("convt3d_swish_gn_hardswish", [3, 12, 3, 2, 4], [(2, 12, 15, 19, 23), (1, 12, 5, 33, 40)]),
     ("convt3d_swish_gn_hardswish", [3, 16, 3, 2, 8], [(2, 16, 31, 17, 13)]),
 ]
@@ -115,11 +115,13 @@ def run_region(module, step, model, x, dout):
     return out.detach(), leaf.grad, {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 
 
-# Other block sizes change every tile's geometry (Tile<kBlock, W>: 32 to 128 pixels, 1 to 16 row steps, 1 to 32
-# channels per warp): one shape with partial tiles each, the 16-byte path (L2-19) and the scalar one (C = 10).
+# Other block sizes change every tile's geometry (Tile<kBlock, W, kC>: 32 to 256 pixels, 1 to 16 row steps, 1 to
+# 32 channels per warp): one shape with partial tiles each, the 16-byte path (L2-19), the scalar one (C = 10) and
+# the 16-channel tiles (C = 16; at block 1024 the 32-channel ones take it).
 BLOCK_CASES = [(block, case) for block in (32, 128, 1024) for case in (
     ("level2_19", [64, 64, 3, 1, 8, 8], [(2, 64, 66, 66)]),
-    ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], [(3, 10, 35, 27)]))]
+    ("convt2d_gn_noaffine_tanh_residual", [6, 10, 3, 2, 5], [(3, 10, 35, 27)]),
+    ("convt3d_swish_gn_hardswish", [3, 16, 3, 2, 8], [(2, 16, 9, 11, 13)]))]
 
 
 @pytest.mark.parametrize("name, init, shapes", KERNEL_CASES, ids=lambda v: str(v))
