@@ -51,9 +51,9 @@ SHAPES = [
     (2, 130, 9, 12),     # C % 4 == 2: scalar
     (1, 1, 1, 1),
     (2, 16, 7, 9, 11),   # 5-D (NDHWC, channels_last_3d): vector, odd volume
-    (3, 6, 5, 4, 3),     # 5-D, C <= 8: the narrow kernel
+    (3, 6, 5, 4, 3),     # 5-D, C = 6: the tiled kernel, scalar
     (3, 3, 33, 65),      # C = 3 (a conv input), several blocks: the narrow kernel
-    (2, 8, 9, 17, 19),   # C = 8, 5-D: the narrow kernel at its widest
+    (2, 4, 9, 17, 19),   # C = 4, 5-D: the narrow kernel at its widest
     (2, 9, 31, 37),      # C = 9: the tiled kernel, scalar
 ]
 
