@@ -244,8 +244,9 @@ def _bandwidth(row) -> str:
     own = [k for k in ((row.get("bench") or {}).get("forward_kernels") or {}).get("kgen", []) if "kgen::" in k["kernel"]]
     # --conv fast's copy of the convolution's input to channels-last is kgen's kernel but no planned op's
     # traffic: shown beside the rate, not in it
-    layout = sum(k["us"] for k in own if "batched_transpose" in k["kernel"])
-    own = [k for k in own if "batched_transpose" not in k["kernel"]]
+    layout_copy = ("kgen::batched_transpose", "kgen::narrow_transpose")   # layout.cuh's two kernels
+    layout = sum(k["us"] for k in own if any(name in k["kernel"] for name in layout_copy))
+    own = [k for k in own if not any(name in k["kernel"] for name in layout_copy)]
     if own:
         us = sum(k["us"] for k in own)
         two_pass = any("twopass" in k["kernel"] or "region_nhwc" in k["kernel"] for k in own)
