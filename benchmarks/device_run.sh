@@ -14,9 +14,9 @@
 #   final                 the validator's GPU tests beside three family problems, then their timings (session 8)
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
-#   cl                    the channels-last region (--conv fast) and the batch norm statistics' vector paths (session 9)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
-#   cl2                   the channels-last statistics on the row side: test_gn_region_nhwc, L2-19/L2-21 --conv fast (session 10)
+#   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
+#                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
@@ -250,43 +250,6 @@ for step in "$@"; do
       fam --bench --budget "${FINAL_BUDGET:-200}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/final_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    cl)  # session 9: the channels-last region (kgen emit --ref --conv fast, gn_region_nhwc.cuh) and the batch norm
-      # statistics' vector paths (session 8's last, unrun change). Every extension is built first, in parallel
-      # (emitted files build to the same extension as the tests' own emission: its name hashes the CUDA alone);
-      # then at once: test_gn_region_nhwc.py, test_bn_train.py, test_gn_region_twopass.py, the two new own references through
-      # test_ref_emitted.py (their NCHW files), and the correctness runs of L2-19 and L2-21 with --conv fast
-      # (CL_FAMILY); then alone on the GPU those problems' timings (CL_BUDGET s). The ncu look is step clncu.
-      P=$OUT/cl; F=.build/family_cl; B=.build/cl; mkdir -p "$P" "$F" "$B"
-      kb_wheels
-      python3 - "$B" <<'PY' > "$P/emit.log" 2>&1
-import sys
-from pathlib import Path
-from kgen.ref.emit import emit_reference
-out = Path(sys.argv[1])
-refs = {"l219": "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
-        "own_conv2d": "tests/ref/references/conv2d_scale_sigmoid_gn_residual.py",
-        "own_convt2d": "tests/ref/references/convt2d_gn_noaffine_tanh_residual.py"}
-for name, ref in refs.items():
-    for conv in ("fast", "exact"):
-        (out / f"{name}_{conv}.py").write_text(emit_reference(ref, conv=conv)[0])
-for ref in ("tests/ref/references/convt_bn_tanh_maxpool_gn_odd.py", "tests/ref/references/linear_bn1d_noaffine_relu_gn.py"):
-    (out / Path(ref).name).write_text(emit_reference(ref)[0])
-PY
-      python3 benchmarks/prebuild.py -j 16 "$B"/*.py > "$P/prebuild.log" 2>&1; tail -1 "$P/prebuild.log"
-      fam() { fam_run "$F" "${CL_FAMILY:-19,21}" --workers 2 --emit-args "--conv fast" "$@"; }
-      (fam --budget "${CL_CHECKS_BUDGET:-240}" > "$P/family_checks.txt") &
-      for t in gn_region_nhwc bn_train gn_region_twopass; do   # (twopass: its host code now shares helpers with nhwc)
-        (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider "tests/gpu/test_$t.py" > "$P/pytest_$t.log" 2>&1
-         echo "exit code: $?" >> "$P/pytest_$t.log") &
-      done
-      for r in conv2d_scale_sigmoid_gn_residual convt2d_gn_noaffine_tanh_residual; do
-        (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$r" \
-           > "$P/pytest_ref_$r.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref_$r.log") &
-      done
-      wait; tail -n 3 "$P"/pytest_*.log; cat "$P/family_checks.txt"
-      fam --bench --budget "${CL_BUDGET:-200}"
-      cp -r "$F" "$P/family"
-      tar czf "$OUT/cl_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     cl2)  # session 10: the channels-last statistics folded on the row side (no shared tile), test_gn_region_nhwc
       # with its new block sizes, 3-D (NDHWC) cases and `kgen validate --no-tf32`, test_layout, the own 3-D
       # reference's NCHW file; the problems CL_FAMILY (default L2-19, L2-21) --conv fast checked, then timed alone
