@@ -5046,48 +5046,6 @@ struct TilePlan {
   int splits;
 };
 
-// The tile width a launch takes (see Tile): 16 channels for C <= 16 on the 16-byte path, else 32.
-template <int kBlock>
-inline int tile_channels(bool vec, int64_t channels) {
-  return kBlock <= 512 && vec && channels <= 16 ? 16 : 32;
-}
-
-// Calls f(kVec, kC) (std::integral_constant values) for the tile a launch takes.
-template <int kBlock, class F>
-inline void dispatch_tile(bool vec, int tile_c, F&& f) {
-  if constexpr (kBlock <= 512) {
-    if (vec && tile_c == 16) return f(std::true_type{}, std::integral_constant<int, 16>{});
-  }
-  if (vec) return f(std::true_type{}, std::integral_constant<int, 32>{});
-  f(std::false_type{}, std::integral_constant<int, 32>{});
-}
-
-template <int kBlock, int kC>
-inline TilePlan plan_tiles_of(const RegionShape& shape) {
-  using T = Tile<kBlock, 4, kC>;
-  TilePlan plan;
-  plan.channel_tiles = blocks_for(shape.channels, T::kC);
-  plan.pixel_tiles = blocks_for(shape.plane, T::kP);
-  constexpr int64_t kTargetTiles = std::max<int64_t>(1, 65536 / (T::kP * T::kC));
-  int64_t per_split = std::min<int64_t>(std::max<int64_t>(plan.pixel_tiles, 1), kTargetTiles);
-  int64_t splits = blocks_for(plan.pixel_tiles, per_split);
-  if (splits > 4096) {
-    per_split = blocks_for(plan.pixel_tiles, 4096);
-    splits = blocks_for(plan.pixel_tiles, per_split);
-  }
-  plan.tiles_per_split = per_split;
-  plan.splits = static_cast<int>(std::max<int64_t>(splits, 1));
-  return plan;
-}
-
-template <int kBlock>
-inline TilePlan plan_tiles(const RegionShape& shape, int tile_c) {
-  if constexpr (kBlock <= 512) {
-    if (tile_c == 16) return plan_tiles_of<kBlock, 16>(shape);
-  }
-  return plan_tiles_of<kBlock, 32>(shape);
-}
-
 // A (sample, channel tile, split) block of the split kernels.
 struct SplitBlock {
   int64_t n, c0, split, t_begin, t_end;
@@ -5341,7 +5299,54 @@ backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, Reg
   }
 }
 
-// ---------------------------------------------------------------- host side
+}  // namespace region_nhwc
+}  // namespace kgen
+
+// ---- gn_region_nhwc_host: planning and launches of the channels-last region kernels (design: gn_region_nhwc.cuh) ----
+namespace kgen {
+namespace region_nhwc {
+
+// The tile width a launch takes (see Tile): 16 channels for C <= 16 on the 16-byte path, else 32.
+template <int kBlock>
+inline int tile_channels(bool vec, int64_t channels) {
+  return kBlock <= 512 && vec && channels <= 16 ? 16 : 32;
+}
+
+// Calls f(kVec, kC) (std::integral_constant values) for the tile a launch takes.
+template <int kBlock, class F>
+inline void dispatch_tile(bool vec, int tile_c, F&& f) {
+  if constexpr (kBlock <= 512) {
+    if (vec && tile_c == 16) return f(std::true_type{}, std::integral_constant<int, 16>{});
+  }
+  if (vec) return f(std::true_type{}, std::integral_constant<int, 32>{});
+  f(std::false_type{}, std::integral_constant<int, 32>{});
+}
+
+template <int kBlock, int kC>
+inline TilePlan plan_tiles_of(const RegionShape& shape) {
+  using T = Tile<kBlock, 4, kC>;
+  TilePlan plan;
+  plan.channel_tiles = blocks_for(shape.channels, T::kC);
+  plan.pixel_tiles = blocks_for(shape.plane, T::kP);
+  constexpr int64_t kTargetTiles = std::max<int64_t>(1, 65536 / (T::kP * T::kC));
+  int64_t per_split = std::min<int64_t>(std::max<int64_t>(plan.pixel_tiles, 1), kTargetTiles);
+  int64_t splits = blocks_for(plan.pixel_tiles, per_split);
+  if (splits > 4096) {
+    per_split = blocks_for(plan.pixel_tiles, 4096);
+    splits = blocks_for(plan.pixel_tiles, per_split);
+  }
+  plan.tiles_per_split = per_split;
+  plan.splits = static_cast<int>(std::max<int64_t>(splits, 1));
+  return plan;
+}
+
+template <int kBlock>
+inline TilePlan plan_tiles(const RegionShape& shape, int tile_c) {
+  if constexpr (kBlock <= 512) {
+    if (tile_c == 16) return plan_tiles_of<kBlock, 16>(shape);
+  }
+  return plan_tiles_of<kBlock, 32>(shape);
+}
 
 // Whether x is (N, C, *spatial), 1 to 3 spatial dims, laid out channels-last (channel stride 1, the spatial
 // dims dense outside it, the batch outside those). An NCHW-contiguous x (also when it is both, as with C == 1

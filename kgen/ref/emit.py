@@ -25,7 +25,7 @@ TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_r
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
               ("gn_region_pointwise.cuh", "bn_train.cuh", "bn_train_host.cuh"))
 # Only in a file with a channels-last region (--conv fast): the layout copy and the region's NHWC kernels.
-CHANNELS_LAST_PARTS = ("layout.cuh", "gn_region_nhwc.cuh")
+CHANNELS_LAST_PARTS = ("layout.cuh", "gn_region_nhwc.cuh", "gn_region_nhwc_host.cuh")
 
 
 def check_block_size(block_size: int) -> None:
