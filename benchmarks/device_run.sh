@@ -14,6 +14,7 @@
 #   final                 the validator's GPU tests beside three family problems, then their timings (session 8)
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
+#   odd                   the two-pass forward on odd planes: its GPU tests, L2-60/27/92 checked and timed (session 10)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
@@ -282,6 +283,18 @@ PY
       fam --bench --budget "${CL_BUDGET:-200}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/cl2_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    odd)  # session 10: the two-pass forward sweeps take odd planes on the 16-byte path (ChunkSpan):
+      # test_gn_region_twopass.py beside the checks of ODD_FAMILY (default L2-60, L2-27: odd planes; L2-92: even),
+      # then their timings alone
+      P=$OUT/odd; F=.build/family_odd; mkdir -p "$P" "$F"
+      kb_wheels
+      (fam_run "$F" "${ODD_FAMILY:-60,27,92}" --workers 2 --budget 200 > "$P/family_checks.txt") &
+      (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+         > "$P/pytest_gn_region_twopass.log" 2>&1; echo "exit code: $?" >> "$P/pytest_gn_region_twopass.log") &
+      wait; tail -n 4 "$P/pytest_gn_region_twopass.log"; cat "$P/family_checks.txt"
+      fam_run "$F" "${ODD_FAMILY:-60,27,92}" --workers 2 --bench --budget "${ODD_BUDGET:-130}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/odd_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     clncu)  # ncu on the channels-last region's four kernels at L2-19's shape (forward and backward, one call each)
       mkdir -p .build/cl
       [ -f .build/cl/l219_fast.py ] || python3 -m kgen.cli emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py \

@@ -2897,7 +2897,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
 // groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// 16-byte loads and stores wherever S % 4 == 0 and every stream is 16-byte aligned, scalar elsewhere.
+// 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the forward sweeps take
+// odd planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), the
+// backward sweeps only planes of whole packs.
 //
 // Forward, 2 reads of x + the output:
 //   stats_partial     per (plane, chunk): Welford moments of z - pilot (pilot: z of the group's first
@@ -3142,6 +3144,23 @@ __device__ __forceinline__ Channel<Pro, Epi> load_channel(const RegionParams& pa
                            beta != nullptr ? __ldg(beta + c) : 0.f};
 }
 
+// A chunk's values as a 16-byte body and scalar ends (W = 4). With S % 4 != 0 a plane starts at any 4-byte
+// offset, so the body starts at the chunk's first 16-byte boundary (the streams' base pointers are 16-byte
+// aligned): `head` values (0-3) before it, `packs` whole packs, the values from `tail` on after them. With
+// S % 4 == 0 (chunks are whole packs) head = 0 and no value is left after the body. W = 1: all body.
+template <int W>
+struct ChunkSpan {
+  int64_t head, packs, tail, count;
+  __device__ __forceinline__ ChunkSpan(int64_t offset, int64_t n) : count(n) {
+    const int64_t gap = W == 4 ? (4 - offset % 4) % 4 : 0;
+    head = gap < n ? gap : n;
+    packs = (n - head) / W;
+    tail = head + packs * W;
+  }
+  __device__ __forceinline__ int64_t ends() const { return head + (count - tail); }  // values outside the body
+  __device__ __forceinline__ int64_t end_at(int64_t k) const { return k < head ? k : tail + (k - head); }
+};
+
 // A (plane, chunk) block of the sweep kernels.
 struct PlaneChunk {
   int64_t plane, n, c, row, begin, count;  // row: the (sample, group) of the plane
@@ -3179,8 +3198,10 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
   const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
   if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
-  const float* in = x + b.plane * shape.plane + b.begin;
-  const int64_t packs = b.count / W;
+  const int64_t offset = b.plane * shape.plane + b.begin;
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in = x + offset + span.head;
+  const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll];
@@ -3214,6 +3235,8 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       }
     }
   }
+  for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock)
+    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -3243,24 +3266,34 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const int64_t offset = b.plane * shape.plane + b.begin;
-  const float* in[1] = {x + offset};
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in[1] = {x + offset + span.head};
   if constexpr (R == ReduceKind::kNone) {
-    float* out = v_out + offset;
-    sweep<kBlock, W, 1>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    float* out = v_out + offset + span.head;
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
       store_pack<W>(out, i, r);
     });
+    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = offset + span.end_at(k);
+      v_out[e] = ch.value(__ldg(x + e));
+    }
   } else {
     using Red = Reducer<O>;
     auto acc = Red::empty();
     // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
     const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-    sweep<kBlock, W, 1>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    const int body0 = pos0 + static_cast<int>(span.head);
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
 #pragma unroll
-      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), pos0 + static_cast<int>(i) * W + j);
+      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
     });
+    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = span.end_at(k);
+      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+    }
     acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
   }
@@ -3814,7 +3847,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x);
+    const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
     dispatch_vec(vec, [&](auto kv) {
       rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
           x_ptr, params, shape, plan, partial_ptr, pilots.data_ptr<float>());
@@ -3837,7 +3870,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
       partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
     }
     float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));
+    const bool vec = rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));  // odd planes too
     dispatch_vec(vec, [&](auto kv) {
       rt::plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
           x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);

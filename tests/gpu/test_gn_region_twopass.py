@@ -31,7 +31,7 @@ TOL = 1e-4
 
 # (shape, groups, affine, scalar prologue params)
 PLAIN_CASES = [
-    ((2, 12, 3, 5, 7), 3, True, False),   # 3D, plane 105 (odd): scalar sweeps
+    ((2, 12, 3, 5, 7), 3, True, False),   # 3D, plane 105 (odd): forward 16-byte with scalar ends, backward scalar
     ((3, 6, 13, 29), 2, False, True),     # C = 6 (not a multiple of 4), plane 377, affine=False, scalar params
     ((1, 10, 16, 20), 5, True, False),    # N = 1, plane 320: 16-byte sweeps
     ((2, 8, 12, 12), 8, True, False),     # groups == C
@@ -39,6 +39,7 @@ PLAIN_CASES = [
     ((2, 5, 7), 5, True, False),          # 1D, plane 7
     ((4, 6), 3, True, False),             # no spatial dims: plane 1
     ((2, 136, 5, 4), 8, True, False),     # C > 128: channel reductions stage their constants in two tiles
+    ((3, 4, 131, 129), 2, True, False),   # plane 16899 (odd), two blocks per plane: every head offset 0-3
 ]
 # (shape, groups, affine, scalar prologue params, window)
 WINDOW_CASES = [

@@ -246,7 +246,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x);
+    const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
     dispatch_vec(vec, [&](auto kv) {
       rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
           x_ptr, params, shape, plan, partial_ptr, pilots.data_ptr<float>());
@@ -269,7 +269,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
       partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
     }
     float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));
+    const bool vec = rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));  // odd planes too
     dispatch_vec(vec, [&](auto kv) {
       rt::plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
           x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);

@@ -19,8 +19,10 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
   const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
   if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
-  const float* in = x + b.plane * shape.plane + b.begin;
-  const int64_t packs = b.count / W;
+  const int64_t offset = b.plane * shape.plane + b.begin;
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in = x + offset + span.head;
+  const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll];
@@ -54,6 +56,8 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       }
     }
   }
+  for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock)
+    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -83,24 +87,34 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const int64_t offset = b.plane * shape.plane + b.begin;
-  const float* in[1] = {x + offset};
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in[1] = {x + offset + span.head};
   if constexpr (R == ReduceKind::kNone) {
-    float* out = v_out + offset;
-    sweep<kBlock, W, 1>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    float* out = v_out + offset + span.head;
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
       store_pack<W>(out, i, r);
     });
+    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = offset + span.end_at(k);
+      v_out[e] = ch.value(__ldg(x + e));
+    }
   } else {
     using Red = Reducer<O>;
     auto acc = Red::empty();
     // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
     const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-    sweep<kBlock, W, 1>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    const int body0 = pos0 + static_cast<int>(span.head);
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
 #pragma unroll
-      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), pos0 + static_cast<int>(i) * W + j);
+      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
     });
+    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = span.end_at(k);
+      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+    }
     acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
   }
