@@ -5349,7 +5349,7 @@ inline int tile_channels(bool vec, int64_t channels) {
 template <int kBlock, class F>
 inline void dispatch_tile(bool vec, int tile_c, F&& f) {
   if constexpr (kBlock <= 512) {
-    if (vec && tile_c == 16) return f(std::true_type{}, std::integral_constant<int, 16>{});
+    if (tile_c == 16) return f(std::true_type{}, std::integral_constant<int, 16>{});  // 16 only on the 16-byte path
   }
   if (vec) return f(std::true_type{}, std::integral_constant<int, 32>{});
   f(std::false_type{}, std::integral_constant<int, 32>{});
@@ -5397,15 +5397,8 @@ inline bool is_channels_last(const at::Tensor& x) {
 
 inline void check_channels_last(const at::Tensor& x) {
   TORCH_CHECK(is_channels_last(x), "kgen: the channels-last region kernels need a channels-last input ",
-              "(x.contiguous(memory_format=torch.channels_last)), got sizes ", str(x.sizes()), " and strides ",
+              "(x.contiguous(memory_format=torch.channels_last), or channels_last_3d), got sizes ", str(x.sizes()), " and strides ",
               str(x.strides()));
-}
-
-inline bool aligned(const at::Tensor& t) { return is_16_byte_aligned(t.data_ptr()); }
-
-inline void check_grid(int64_t blocks, const char* what) {
-  TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: too many blocks for the channels-last ", what, " kernel: ",
-              str(blocks));
 }
 
 }  // namespace region_nhwc
@@ -5437,13 +5430,13 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
     return {out, mean, rstd, at::Tensor()};
   }
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const bool vec = shape.channels % 4 == 0 && rn::aligned(x);
+  const bool vec = shape.channels % 4 == 0 && rt::aligned(x);
   const int tile_c = rn::tile_channels<kBlock>(vec, shape.channels);
   const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape, tile_c);
   const int64_t rows = shape.batch * shape.groups;
   const int64_t split_blocks = shape.batch * plan.channel_tiles * plan.splits;
   const int64_t tile_blocks = shape.batch * plan.channel_tiles * plan.pixel_tiles;
-  rn::check_grid(tile_blocks, "apply");
+  rt::check_grid(tile_blocks, "channels-last apply");
   float2* mean_ptr = as_float2(mean);
 
   auto partial = at::empty({shape.batch * shape.channels * plan.splits * int64_t(sizeof(Moments))},
@@ -5508,13 +5501,13 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   if (x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const bool vec = shape.channels % 4 == 0 && rn::aligned(x) && rn::aligned(dx);
+  const bool vec = shape.channels % 4 == 0 && rt::aligned(x) && rt::aligned(dx);
   const int tile_c = rn::tile_channels<kBlock>(vec, shape.channels);
   const rn::TilePlan plan = rn::plan_tiles<kBlock>(shape, tile_c);
   const int64_t planes = shape.batch * shape.channels;
   const int64_t entries = planes * plan.splits;  // per (n, c, split)
   const int64_t split_blocks = shape.batch * plan.channel_tiles * plan.splits;
-  rn::check_grid(split_blocks, "backward");
+  rt::check_grid(split_blocks, "channels-last backward");
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   const at::Tensor gamma_or_ones = affine ? gamma : at::ones({shape.channels}, options);
   auto gn_partial = at::empty({entries, 2}, options);
