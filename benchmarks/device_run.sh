@@ -15,6 +15,7 @@
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
 #   odd                   the two-pass forward on odd planes: its GPU tests, L2-60/27/92 checked and timed (session 10)
+#   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
@@ -295,6 +296,22 @@ PY
       fam_run "$F" "${ODD_FAMILY:-60,27,92}" --workers 2 --bench --budget "${ODD_BUDGET:-130}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/odd_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
+      # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
+      # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.
+      F=.build/ncu12; mkdir -p "$F"
+      for n in ${NCU_FAMILY:-37 92 11}; do
+        python3 -m kgen.cli emit --ref .kb/problems/level2_${n}_*.py ${NCU_EMIT_ARGS:-} -o "$F/l2_$n.py"
+      done
+      python3 benchmarks/prebuild.py -j 6 "$F"/l2_*.py 2>&1 | tail -3
+      for n in ${NCU_FAMILY:-37 92 11}; do
+        timeout 150 ncu --kernel-name regex:kgen --launch-count ${NCU_LAUNCHES:-12} --section SpeedOfLight \
+          --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis --section LaunchStats \
+          python3 benchmarks/run_solution_once.py "$F/l2_$n.py" --backward --calls 1 > "$OUT/ncu_l2_$n.log" 2>&1
+        echo "== L2-$n"
+        grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|Theoretical Occ" \
+          "$OUT/ncu_l2_$n.log" | cut -c1-140 | head -80
+      done ;;
     clncu)  # ncu on the channels-last region's four kernels at L2-19's shape (forward and backward, one call each)
       mkdir -p .build/cl
       [ -f .build/cl/l219_fast.py ] || python3 -m kgen.cli emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py \
