@@ -305,7 +305,7 @@ PY
       done
       python3 benchmarks/prebuild.py -j 6 "$F"/l2_*.py 2>&1 | tail -3
       for n in ${NCU_FAMILY:-37 92 11}; do
-        timeout 150 ncu --kernel-name regex:kgen --launch-count ${NCU_LAUNCHES:-12} --section SpeedOfLight \
+        timeout 150 ncu --kernel-name 'regex:region|bn_|stats_|channel_|column_|plane_|window_|reduce_|finalize' --launch-count ${NCU_LAUNCHES:-12} --section SpeedOfLight \
           --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis --section LaunchStats \
           python3 benchmarks/run_solution_once.py "$F/l2_$n.py" --backward --calls 1 > "$OUT/ncu_l2_$n.log" 2>&1
         echo "== L2-$n"
