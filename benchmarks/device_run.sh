@@ -15,6 +15,7 @@
 #   bn                    the batch norm step: its tests, own references, L2-11 end to end (session 8)
 #   newrefs               session 7's own references and four family problems (session 8)
 #   odd                   the two-pass forward on odd planes: its GPU tests, L2-60/27/92 checked and timed (session 10)
+#   s11                   session 11's rows / bn_apply / hardswish changes: tests, checks, timings
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
@@ -296,6 +297,30 @@ PY
       fam_run "$F" "${ODD_FAMILY:-60,27,92}" --workers 2 --bench --budget "${ODD_BUDGET:-130}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/odd_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s11)  # session 11: the rows forward's wider lanes, bn_apply's units in flight, hardswish by a multiply: the
+      # resident (rows) and bn GPU tests and the own references with hardswish, at once beside the checks of
+      # S11_FAMILY's problems; then alone on the GPU the region bench and the timings of S11_BENCH (resumed:
+      # a second call times what the first had no budget for).
+      P=$OUT/s11; F=.build/family_s11; mkdir -p "$P" "$F"
+      kb_wheels
+      (fam_run "$F" "${S11_FAMILY:-37,11,92,27,60,30,62,88,94}" --workers 3 --budget "${S11_CHECK_BUDGET:-280}" \
+         > "$P/family_checks.txt") &
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+         -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py \
+         > "$P/pytest_bn_train.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train.log") &
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py \
+         -k "hardswish or channel_max_lse" > "$P/pytest_ref_hardswish.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_ref_hardswish.log") &
+      wait; tail -n 3 "$P"/pytest_*.log; cat "$P/family_checks.txt"
+      if [ -n "${S11_REGION_BENCH:-1}" ]; then
+        timeout 100 python3 tests/gpu/region_harness_resident.py 2>&1 | grep -v Warn > "$P/region_resident_bench.log"
+        grep -E "^x |kgen resident|fwd" "$P/region_resident_bench.log" | head -30
+      fi
+      fam_run "$F" "${S11_BENCH:-37,11,92}" --workers 1 --bench --budget "${S11_BUDGET:-150}"
+      cp -r "$F" "$P/family"
+      tar czf "$OUT/s11_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

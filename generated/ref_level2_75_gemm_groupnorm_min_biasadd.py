@@ -1152,12 +1152,14 @@ __device__ __forceinline__ float gelu_tanh_grad(float a) {
   const float t = tanhf(kBeta * (a + kKappa * a_sq * a));
   return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * a_sq);
 }
-// F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward.
-__device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+// F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward. hardswish and hardsigmoid
+// multiply by 1/6 as PyTorch's CUDA kernels do (the same bits; a division by 6 rounds differently and costs
+// a dozen instructions with a slow-path branch).
+__device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 __device__ __forceinline__ float hardswish_grad(float a) {
   return a < -3.f ? 0.f : (a <= 3.f ? a / 3.f + 0.5f : 1.f);
 }
-__device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+__device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 // clamp / hardtanh: NaN stays NaN, as torch.clamp.
 __device__ __forceinline__ float clampf(float a, float lo, float hi) {
   return a != a ? a : fminf(fmaxf(a, lo), hi);
@@ -1884,14 +1886,20 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
 // takes kUnroll slices at a time, so that a thread loads kRowsPacksInFlight packs (128 bytes) at once; the
 // next kUnroll slices' loads are issued before this kUnroll's arithmetic, so they stay in flight through it.
-// No shared memory, no barrier. (H100: plain GroupNorm of (32768, 4096), 64 groups, in 450 us, 2.39 TB/s,
-// against 759 us for the tiles; L2-37's region, whose prologue costs an expf and a division a value, 681 us
-// against 1176: benchmarks/h100/rows_v2.)
+// No shared memory, no barrier.
 //
-// The statistics are the resident forward's: the sum of z = Pro(x) in double, then the corrected two-pass
-// variance around that mean in double, each reduced over the team by an xor butterfly (a fixed order: every
-// lane gets the same bits, every run the same result); the mean kept as a (hi, lo) float pair and rstd in
-// float, as the resident backward reads them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+// Team width: as few lanes as give each lane kRowsPacksPerLane packs (16 values). A slice costs a lane the
+// same whatever its share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's index,
+// the mean and rstd stores), so that cost is spread over 16 values instead of 4: at L2-37's 64-value slices
+// (16 lanes x 1 pack before) ncu counted ~100 instructions a value, 60 % of the issue slots, 16 warps an SM
+// (benchmarks/h100/rows_v3).
+//
+// The statistics: the sum of z = Pro(x) in double (a pack's four values added in double, then the pack to
+// the lane's sum), reduced over the team by an xor butterfly (a fixed order: every lane gets the same bits,
+// every run the same result); then the deviations d = z - mean (the mean a (hi, lo) float pair) summed with
+// their squares in float within the lane (at most 32 of them, each small), in double over the team, for the
+// corrected two-pass variance. The mean kept as (hi, lo) and rstd in float, as the resident backward reads
+// them. kNone only: out = Epi(y, z, x) is stored where it is computed.
 namespace kgen {
 
 struct RowsPlan {
@@ -1904,18 +1912,19 @@ struct RowsPlan {
 };
 
 constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsPacksPerLane = 4;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
-// apply (planes, a slice not a multiple of 4 values, more than 32 x kRowsMaxPacks packs, or packs per lane
-// that are not a power of two).
+// apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
+// kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
 __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64_t groups) {
   if (plane != 1 || groups <= 0 || channels % groups != 0 || (channels / groups) % 4 != 0) return 0;
   const int64_t packs = channels / groups / 4;
-  int lanes = 1;
-  while (lanes < kWarpSize && packs % (2 * lanes) == 0) lanes *= 2;
-  const int64_t per_lane = packs / lanes;
-  return per_lane <= kRowsMaxPacks && (per_lane & (per_lane - 1)) == 0 ? lanes : 0;
+  if ((packs & (packs - 1)) != 0 || packs > int64_t(kWarpSize) * kRowsMaxPacks) return 0;
+  const int64_t wide = packs / kWarpSize;  // packs a lane at 32 lanes
+  const int64_t per_lane = packs <= kRowsPacksPerLane ? packs : (wide > kRowsPacksPerLane ? wide : kRowsPacksPerLane);
+  return static_cast<int>(packs / per_lane);
 }
 
 template <class Pro, class Epi, int kBlock, int kPacks>
@@ -1971,28 +1980,30 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
-          sum += double(z[k][e]);
         }
+        sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
       }
       for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
       const double mu = sum * inv_d;
-      double da = 0.0, db = 0.0;
+      const float hi = static_cast<float>(mu);
+      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+      float d[kPacks][4];
+      float da_lane = 0.f, db_lane = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const double d = double(z[k][e]) - mu;
-          da += d;
-          db += d * d;
+          d[k][e] = centered(z[k][e], m2);
+          da_lane += d[k][e];
+          db_lane = fmaf(d[k][e], d[k][e], db_lane);
         }
       }
+      double da = da_lane, db = db_lane;
       for (int o = L / 2; o > 0; o /= 2) {
         da += shfl_xor(da, o);
         db += shfl_xor(db, o);
       }
       const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
-      const float hi = static_cast<float>(mu);
-      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
       const float rs = static_cast<float>(rsqrt(var + eps));
       if (!valid) continue;
       if (lane == 0) {
@@ -2008,7 +2019,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         load_affine4(beta, c0, plan.affine_vec, 0.f, b);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float y = centered(z[k][e], m2) * (rs * g[e]) + b[e];
+          const float y = d[k][e] * (rs * g[e]) + b[e];
           v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
         }
         dst[k * L + lane] = join4(v);
@@ -4356,6 +4367,31 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
+// for_block_units with kUnroll units a thread at a time: load(r, p, j) for each of them first (its loads
+// issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in flight, not one.
+template <int kBlock, class Load, class Finish>
+__device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, const BnSplit& split, int64_t c,
+                                                         int s, Load&& load, Finish&& finish) {
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
+    int64_t p[kUnroll], j[kUnroll];
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      p[r] = u.n * shape.c + c;
+      j[r] = u.j;
+      if (q + r * kBlock < end) load(r, p[r], j[r]);
+      u.advance();
+    }
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      if (q + r * kBlock < end) finish(r, p[r], j[r]);
+    }
+  }
+}
+
+// kUnroll units a thread in flight (H100, L2-11's 2x2 windows, one window a thread at a time: 172 us for
+// 0.38 GB, DRAM 62 % busy at 80 % occupancy, 16 bytes in flight a thread: benchmarks/h100/rows_v3).
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
@@ -4367,10 +4403,26 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
+  // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
+  // element by element (kPool, kWin == 0) loads as it goes, in finish.
+  constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
+  float v[kUnroll][kHeld];
+  const auto load = [&](int r, int64_t p, int64_t j) {
     const float* xp = x + p * plane;
     if constexpr (kPool) {
-      const BnWindow win(shape, j);
+      if constexpr (kWin > 0) {
+        int at[kWin];
+        BnWindow(shape, j).gather(xp, wo, v[r], at);
+      }
+    } else if constexpr (kVec) {
+      const float4 t = __ldg(reinterpret_cast<const float4*>(xp) + j);
+      v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+    } else {
+      v[r][0] = __ldg(xp + j);
+    }
+  };
+  const auto finish = [&](int r, int64_t p, int64_t j) {
+    if constexpr (kPool) {
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
       // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
       // is F of its max y: one F per window instead of one per element. A NaN y wins as it would in F(y).
@@ -4380,31 +4432,30 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
         if constexpr (kMaxOfY) {
           if (pool_takes<kOp>(y, acc)) acc = y;
         } else if constexpr (kOp == ReduceOp::kMax) {
-          const float v = f.value(y);
-          if (pool_takes<kOp>(v, acc)) acc = v;
+          const float fv = f.value(y);
+          if (pool_takes<kOp>(fv, acc)) acc = fv;
         } else {
           acc += f.value(y);
         }
       };
       if constexpr (kWin > 0) {
-        float v[kWin];
-        int at[kWin];
-        win.gather(xp, wo, v, at);
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) take(v[k]);
+        for (int k = 0; k < kWin; ++k) take(v[r][k]);
       } else {
-        win.each([&](int, int at) { take(__ldg(xp + at)); });
+        const float* xp = x + p * plane;
+        BnWindow(shape, j).each([&](int, int at) { take(__ldg(xp + at)); });
       }
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(win.size()));
+      const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
     } else if constexpr (kVec) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
-          make_float4(f.value(fmaf(v.x, ab.x, ab.y)), f.value(fmaf(v.y, ab.x, ab.y)),
-                      f.value(fmaf(v.z, ab.x, ab.y)), f.value(fmaf(v.w, ab.x, ab.y)));
+          make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
+                      f.value(fmaf(v[r][2], ab.x, ab.y)), f.value(fmaf(v[r][3], ab.x, ab.y)));
     } else {
-      out[p * out_plane + j] = f.value(fmaf(__ldg(xp + j), ab.x, ab.y));
+      out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
     }
-  });
+  };
+  for_block_units_unrolled<kBlock>(shape, split, c, s, load, finish);
 }
 
 // ---------------------------------------------------------------- backward

@@ -26,12 +26,14 @@ __device__ __forceinline__ float gelu_tanh_grad(float a) {
   const float t = tanhf(kBeta * (a + kKappa * a_sq * a));
   return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * a_sq);
 }
-// F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward.
-__device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+// F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward. hardswish and hardsigmoid
+// multiply by 1/6 as PyTorch's CUDA kernels do (the same bits; a division by 6 rounds differently and costs
+// a dozen instructions with a slow-path branch).
+__device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 __device__ __forceinline__ float hardswish_grad(float a) {
   return a < -3.f ? 0.f : (a <= 3.f ? a / 3.f + 0.5f : 1.f);
 }
-__device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) / 6.f; }
+__device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 // clamp / hardtanh: NaN stays NaN, as torch.clamp.
 __device__ __forceinline__ float clampf(float a, float lo, float hi) {
   return a != a ? a : fminf(fmaxf(a, lo), hi);

@@ -7,14 +7,20 @@
 // 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
 // takes kUnroll slices at a time, so that a thread loads kRowsPacksInFlight packs (128 bytes) at once; the
 // next kUnroll slices' loads are issued before this kUnroll's arithmetic, so they stay in flight through it.
-// No shared memory, no barrier. (H100: plain GroupNorm of (32768, 4096), 64 groups, in 450 us, 2.39 TB/s,
-// against 759 us for the tiles; L2-37's region, whose prologue costs an expf and a division a value, 681 us
-// against 1176: benchmarks/h100/rows_v2.)
+// No shared memory, no barrier.
 //
-// The statistics are the resident forward's: the sum of z = Pro(x) in double, then the corrected two-pass
-// variance around that mean in double, each reduced over the team by an xor butterfly (a fixed order: every
-// lane gets the same bits, every run the same result); the mean kept as a (hi, lo) float pair and rstd in
-// float, as the resident backward reads them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+// Team width: as few lanes as give each lane kRowsPacksPerLane packs (16 values). A slice costs a lane the
+// same whatever its share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's index,
+// the mean and rstd stores), so that cost is spread over 16 values instead of 4: at L2-37's 64-value slices
+// (16 lanes x 1 pack before) ncu counted ~100 instructions a value, 60 % of the issue slots, 16 warps an SM
+// (benchmarks/h100/rows_v3).
+//
+// The statistics: the sum of z = Pro(x) in double (a pack's four values added in double, then the pack to
+// the lane's sum), reduced over the team by an xor butterfly (a fixed order: every lane gets the same bits,
+// every run the same result); then the deviations d = z - mean (the mean a (hi, lo) float pair) summed with
+// their squares in float within the lane (at most 32 of them, each small), in double over the team, for the
+// corrected two-pass variance. The mean kept as (hi, lo) and rstd in float, as the resident backward reads
+// them. kNone only: out = Epi(y, z, x) is stored where it is computed.
 namespace kgen {
 
 struct RowsPlan {
@@ -27,18 +33,19 @@ struct RowsPlan {
 };
 
 constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsPacksPerLane = 4;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
-// apply (planes, a slice not a multiple of 4 values, more than 32 x kRowsMaxPacks packs, or packs per lane
-// that are not a power of two).
+// apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
+// kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
 __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64_t groups) {
   if (plane != 1 || groups <= 0 || channels % groups != 0 || (channels / groups) % 4 != 0) return 0;
   const int64_t packs = channels / groups / 4;
-  int lanes = 1;
-  while (lanes < kWarpSize && packs % (2 * lanes) == 0) lanes *= 2;
-  const int64_t per_lane = packs / lanes;
-  return per_lane <= kRowsMaxPacks && (per_lane & (per_lane - 1)) == 0 ? lanes : 0;
+  if ((packs & (packs - 1)) != 0 || packs > int64_t(kWarpSize) * kRowsMaxPacks) return 0;
+  const int64_t wide = packs / kWarpSize;  // packs a lane at 32 lanes
+  const int64_t per_lane = packs <= kRowsPacksPerLane ? packs : (wide > kRowsPacksPerLane ? wide : kRowsPacksPerLane);
+  return static_cast<int>(packs / per_lane);
 }
 
 template <class Pro, class Epi, int kBlock, int kPacks>
@@ -94,28 +101,30 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
-          sum += double(z[k][e]);
         }
+        sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
       }
       for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
       const double mu = sum * inv_d;
-      double da = 0.0, db = 0.0;
+      const float hi = static_cast<float>(mu);
+      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+      float d[kPacks][4];
+      float da_lane = 0.f, db_lane = 0.f;
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const double d = double(z[k][e]) - mu;
-          da += d;
-          db += d * d;
+          d[k][e] = centered(z[k][e], m2);
+          da_lane += d[k][e];
+          db_lane = fmaf(d[k][e], d[k][e], db_lane);
         }
       }
+      double da = da_lane, db = db_lane;
       for (int o = L / 2; o > 0; o /= 2) {
         da += shfl_xor(da, o);
         db += shfl_xor(db, o);
       }
       const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
-      const float hi = static_cast<float>(mu);
-      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
       const float rs = static_cast<float>(rsqrt(var + eps));
       if (!valid) continue;
       if (lane == 0) {
@@ -131,7 +140,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         load_affine4(beta, c0, plan.affine_vec, 0.f, b);
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float y = centered(z[k][e], m2) * (rs * g[e]) + b[e];
+          const float y = d[k][e] * (rs * g[e]) + b[e];
           v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
         }
         dst[k * L + lane] = join4(v);
