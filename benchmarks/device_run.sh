@@ -16,6 +16,7 @@
 #   newrefs               session 7's own references and four family problems (session 8)
 #   odd                   the two-pass forward on odd planes: its GPU tests, L2-60/27/92 checked and timed (session 10)
 #   s11                   session 11's rows / bn_apply / hardswish changes: tests, checks, timings
+#   s11v                  session 11's A/B variants (rows packs, channel LSE), with the tests they touch
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
@@ -321,6 +322,25 @@ PY
       fam_run "$F" "${S11_BENCH:-37,11,92}" --workers 1 --bench --budget "${S11_BUDGET:-150}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/s11_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s11v)  # session 11, second call: stale build locks removed (a killed build leaves one, and the next import
+      # waits on it), then at once: the A/B variants built (benchmarks/s11_variants.sh), test_bn_train's unpooled
+      # test, the two-pass channel-LSE tests, L2-92's checks; then alone: the variants timed, L2-92 timed.
+      P=$OUT/s11v; F=.build/s11v; G=.build/family_s11c; mkdir -p "$P" "$F" "$G"
+      find .build -name lock -path "*ext*" -print -delete 2>/dev/null | head
+      kb_wheels
+      python3 -m kgen.cli emit --ref .kb/problems/level2_37_*.py -o "$F/l2_37.py"
+      python3 -m kgen.cli emit --ref .kb/problems/level2_92_*.py -o "$F/l2_92.py"
+      (bash benchmarks/s11_variants.sh build "$F/l2_37.py" "$F/l2_92.py" "$P" > "$P/variants_build.log" 2>&1) &
+      (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py -k no_pooling \
+         > "$P/pytest_bn_train_no_pooling.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train_no_pooling.log") &
+      (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py -k channel_lse \
+         > "$P/pytest_twopass_channel_lse.log" 2>&1; echo "exit code: $?" >> "$P/pytest_twopass_channel_lse.log") &
+      (fam_run "$G" 92 --workers 1 --budget 200 > "$P/family_checks.txt") &
+      wait; tail -n 3 "$P"/pytest_*.log; tail -n 3 "$P/variants_build.log"; cat "$P/family_checks.txt"
+      bash benchmarks/s11_variants.sh time "$F/l2_37.py" "$F/l2_92.py" "$P" 2>&1 | grep -v Warn | tee "$P/variants.log"
+      fam_run "$G" 92 --workers 1 --bench --budget 90
+      cp -r "$G" "$P/family"
+      tar czf "$OUT/s11v_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

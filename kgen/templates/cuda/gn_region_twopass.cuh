@@ -142,6 +142,13 @@ struct Reducer<ReduceOp::kMax> : ArgReducer<true> {};
 template <>
 struct Reducer<ReduceOp::kMin> : ArgReducer<false> {};
 
+// e^x as ex2.approx.ftz(x log2 e): two instructions; results below 2^-126 flush to zero.
+__device__ __forceinline__ float exp_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+  return r;
+}
+
 struct LsePartial {
   float max;  // -inf while empty
   float sum;  // sum of exp(v - max); 0 while empty
@@ -163,6 +170,27 @@ struct Reducer<ReduceOp::kLogSumExp> {
     const bool up = d > 0.f;
     a.sum = up ? fmaf(a.sum, e, 1.f) : a.sum + e;
     a.max = up ? v : a.max;
+  }
+  // N values at once (the channel sweep's kLoads channels of one position, in channel order): their maximum
+  // m, then sum <- sum exp(max - m) + sum_k exp(v_k - m), one exponential a value and no per-value selects.
+  // A maximum that is not finite (every value -inf, or +inf among them) takes the one-at-a-time push, which
+  // treats those exactly; a NaN among finite values poisons the sum through its exponential. The terms are
+  // exp2 with denormals flushed: a term below 2^-126 of the maximum's exp(0) = 1 is below the sum's rounding.
+  template <int N>
+  __device__ __forceinline__ static void push_many(T& a, const float (&v)[N]) {
+    float m = a.max;
+#pragma unroll
+    for (int k = 0; k < N; ++k) m = fmaxf(m, v[k]);
+    if (!isfinite(m)) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) push(a, v[k], 0);
+      return;
+    }
+    float terms = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; ++k) terms += exp_ftz(v[k] - m);
+    a.sum = fmaf(a.sum, exp_ftz(a.max - m), terms);
+    a.max = m;
   }
   __device__ __forceinline__ static T combine(const T& a, const T& b) {
     if (b.sum == 0.f) return a;

@@ -182,15 +182,30 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
         Pack<W> v[kLoads];
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
-          if (k0 + k < tile) v[k] = load_pack<W>(tile_column + int64_t(k0 + k) * plane, 0);
+          v[k] = k0 + k < tile ? load_pack<W>(tile_column + int64_t(k0 + k) * plane, 0) : Pack<W>{};
         }
+        if constexpr (O == ReduceOp::kLogSumExp) {
+          // the kLoads channels' values of each position folded at once (Reducer::push_many); channels past
+          // the tile are -inf, which add nothing
+          float vals[W][kLoads];
 #pragma unroll
-        for (int k = 0; k < kLoads; ++k) {
-          if (k0 + k < tile) {
-            const Ch ch = staged[k0 + k];
-            const int c = static_cast<int>(c0 + k0 + k);
+          for (int k = 0; k < kLoads; ++k) {
+            const bool in_tile = k0 + k < tile;
+            const Ch ch = staged[in_tile ? k0 + k : 0];
 #pragma unroll
-            for (int j = 0; j < W; ++j) Red::push(acc[j], ch.value(v[k].v[j]), c);
+            for (int j = 0; j < W; ++j) vals[j][k] = in_tile ? ch.value(v[k].v[j]) : -INFINITY;
+          }
+#pragma unroll
+          for (int j = 0; j < W; ++j) Red::push_many(acc[j], vals[j]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kLoads; ++k) {
+            if (k0 + k < tile) {
+              const Ch ch = staged[k0 + k];
+              const int c = static_cast<int>(c0 + k0 + k);
+#pragma unroll
+              for (int j = 0; j < W; ++j) Red::push(acc[j], ch.value(v[k].v[j]), c);
+            }
           }
         }
       }

@@ -1,0 +1,124 @@
+"""A/B of template parameters inside one emitted solution: each variant is the file with text substitutions
+(a constant changed), built in parallel, then timed in one process on the same inputs: the median CUDA time
+of the kernels whose names match --kernel, under torch.profiler, and the output's distance to the base file's.
+
+    python3 benchmarks/kernel_variants.py SOLUTION.py --kernel rows_forward \\
+        --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
+
+A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
+build). The base file runs as the variant `base`.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = ROOT / ".build" / "variants"
+
+
+def parse_variant(spec: str) -> tuple[str, list[tuple[str, str]]]:
+    name, _, edits = spec.partition(":")
+    pairs = []
+    for edit in edits.split("|||"):
+        old, sep, new = edit.partition("=>")
+        if not sep or not old:
+            raise SystemExit(f"variant {name!r}: an edit is OLD=>NEW, got {edit!r}")
+        pairs.append((old, new))
+    return name, pairs
+
+
+def write_variants(base: Path, variants: list[tuple[str, list[tuple[str, str]]]]) -> dict[str, Path]:
+    text = base.read_text()
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    files = {"base": base}
+    for name, pairs in variants:
+        changed = text
+        for old, new in pairs:
+            if old not in changed:
+                raise SystemExit(f"variant {name!r}: {old!r} is not in {base}")
+            changed = changed.replace(old, new)
+        path = OUT_DIR / f"{base.stem}__{name}.py"
+        path.write_text(changed)
+        files[name] = path
+    return files
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(f"variant_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernel_times(model, inputs, pattern: re.Pattern, calls: int) -> dict[str, float]:
+    """Median us per call of each matching kernel over `calls` forwards."""
+    with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                model(*inputs)
+            torch.cuda.synchronize()
+    samples: dict[str, list[float]] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA and pattern.search(event.name):
+            samples.setdefault(event.name, []).append(event.time_range.elapsed_us())
+    return {name: statistics.median(t) for name, t in samples.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("solution")
+    parser.add_argument("--kernel", required=True, help="regular expression on the kernel names")
+    parser.add_argument("--variant", action="append", default=[])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--json")
+    parser.add_argument("--build-only", action="store_true", help="write and build the variants, time nothing")
+    args = parser.parse_args()
+    base = Path(args.solution).resolve()
+    files = write_variants(base, [parse_variant(v) for v in args.variant])
+    build = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(len(files)),
+                            *map(str, files.values())], cwd=ROOT)
+    if build.returncode != 0:
+        raise SystemExit("a variant did not build")
+    if args.build_only:
+        return
+    pattern = re.compile(args.kernel)
+    results, reference = {}, None
+    inputs = None
+    for name, path in files.items():
+        module = load(path)
+        if inputs is None:
+            torch.manual_seed(0)
+            inputs = [t.cuda() for t in module.get_inputs()]
+        torch.manual_seed(1)
+        model = module.ModelNew(*module.get_init_inputs()).cuda()
+        with torch.no_grad():
+            out = model(*inputs).float()
+        if reference is None:
+            reference = out
+        diff = (out - reference).abs().max().item()
+        times = kernel_times(model, inputs, pattern, args.calls)
+        results[name] = {"kernels_us": times, "max_abs_diff_vs_base": diff}
+        total = sum(times.values())
+        print(f"{name:24s} {total:9.1f} us  (max|diff| vs base {diff:.2e})  "
+              + ", ".join(f"{k[:60]}: {v:.1f}" for k, v in sorted(times.items())), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"solution": str(args.solution), "kernel": args.kernel,
+                                               "variants": args.variant, "results": results,
+                                               "gpu": torch.cuda.get_device_name(), "torch": torch.__version__},
+                                              indent=1))
+
+
+if __name__ == "__main__":
+    main()
