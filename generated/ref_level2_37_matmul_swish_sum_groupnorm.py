@@ -1914,6 +1914,9 @@ constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before
 constexpr int kRowsPacksPerLane = 4;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
+// Slices a team takes at a time with kPacks packs a lane: kRowsPacksInFlight packs a thread, at least one slice.
+constexpr int rows_unroll(int packs) { return kRowsPacksInFlight / packs > 0 ? kRowsPacksInFlight / packs : 1; }
+
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
 // apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
 // kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
@@ -1932,7 +1935,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                            const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
                            float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
-  constexpr int kUnroll = kRowsPacksInFlight / kPacks;
+  constexpr int kUnroll = rows_unroll(kPacks);
   constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
   const int L = plan.lanes;
   const int D = plan.slice;
@@ -2679,7 +2682,7 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
                          const RegionParams& params, double eps, at::Tensor& out, at::Tensor& mean, at::Tensor& rstd) {
   const int64_t packs = rows.slice / 4 / rows.lanes;
   auto launch = [&](auto kernel, int per_lane) {
-    const int64_t per_block = int64_t(kBlock / rows.lanes) * (kRowsPacksInFlight / per_lane);  // slices
+    const int64_t per_block = int64_t(kBlock / rows.lanes) * rows_unroll(per_lane);  // slices
     const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
                         multiprocessors(x.get_device());
     const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(fit, (rows.units + per_block - 1) / per_block));
@@ -3041,6 +3044,13 @@ struct Reducer<ReduceOp::kMax> : ArgReducer<true> {};
 template <>
 struct Reducer<ReduceOp::kMin> : ArgReducer<false> {};
 
+// e^x as ex2.approx.ftz(x log2 e): two instructions; results below 2^-126 flush to zero.
+__device__ __forceinline__ float exp_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+  return r;
+}
+
 struct LsePartial {
   float max;  // -inf while empty
   float sum;  // sum of exp(v - max); 0 while empty
@@ -3062,6 +3072,27 @@ struct Reducer<ReduceOp::kLogSumExp> {
     const bool up = d > 0.f;
     a.sum = up ? fmaf(a.sum, e, 1.f) : a.sum + e;
     a.max = up ? v : a.max;
+  }
+  // N values at once (the channel sweep's kLoads channels of one position, in channel order): their maximum
+  // m, then sum <- sum exp(max - m) + sum_k exp(v_k - m), one exponential a value and no per-value selects.
+  // A maximum that is not finite (every value -inf, or +inf among them) takes the one-at-a-time push, which
+  // treats those exactly; a NaN among finite values poisons the sum through its exponential. The terms are
+  // exp2 with denormals flushed: a term below 2^-126 of the maximum's exp(0) = 1 is below the sum's rounding.
+  template <int N>
+  __device__ __forceinline__ static void push_many(T& a, const float (&v)[N]) {
+    float m = a.max;
+#pragma unroll
+    for (int k = 0; k < N; ++k) m = fmaxf(m, v[k]);
+    if (!isfinite(m)) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) push(a, v[k], 0);
+      return;
+    }
+    float terms = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; ++k) terms += exp_ftz(v[k] - m);
+    a.sum = fmaf(a.sum, exp_ftz(a.max - m), terms);
+    a.max = m;
   }
   __device__ __forceinline__ static T combine(const T& a, const T& b) {
     if (b.sum == 0.f) return a;
@@ -3371,15 +3402,30 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
         Pack<W> v[kLoads];
 #pragma unroll
         for (int k = 0; k < kLoads; ++k) {
-          if (k0 + k < tile) v[k] = load_pack<W>(tile_column + int64_t(k0 + k) * plane, 0);
+          v[k] = k0 + k < tile ? load_pack<W>(tile_column + int64_t(k0 + k) * plane, 0) : Pack<W>{};
         }
+        if constexpr (O == ReduceOp::kLogSumExp) {
+          // the kLoads channels' values of each position folded at once (Reducer::push_many); channels past
+          // the tile are -inf, which add nothing
+          float vals[W][kLoads];
 #pragma unroll
-        for (int k = 0; k < kLoads; ++k) {
-          if (k0 + k < tile) {
-            const Ch ch = staged[k0 + k];
-            const int c = static_cast<int>(c0 + k0 + k);
+          for (int k = 0; k < kLoads; ++k) {
+            const bool in_tile = k0 + k < tile;
+            const Ch ch = staged[in_tile ? k0 + k : 0];
 #pragma unroll
-            for (int j = 0; j < W; ++j) Red::push(acc[j], ch.value(v[k].v[j]), c);
+            for (int j = 0; j < W; ++j) vals[j][k] = in_tile ? ch.value(v[k].v[j]) : -INFINITY;
+          }
+#pragma unroll
+          for (int j = 0; j < W; ++j) Red::push_many(acc[j], vals[j]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kLoads; ++k) {
+            if (k0 + k < tile) {
+              const Ch ch = staged[k0 + k];
+              const int c = static_cast<int>(c0 + k0 + k);
+#pragma unroll
+              for (int j = 0; j < W; ++j) Red::push(acc[j], ch.value(v[k].v[j]), c);
+            }
           }
         }
       }

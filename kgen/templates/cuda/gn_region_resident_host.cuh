@@ -316,7 +316,7 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
                          const RegionParams& params, double eps, at::Tensor& out, at::Tensor& mean, at::Tensor& rstd) {
   const int64_t packs = rows.slice / 4 / rows.lanes;
   auto launch = [&](auto kernel, int per_lane) {
-    const int64_t per_block = int64_t(kBlock / rows.lanes) * (kRowsPacksInFlight / per_lane);  // slices
+    const int64_t per_block = int64_t(kBlock / rows.lanes) * rows_unroll(per_lane);  // slices
     const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
                         multiprocessors(x.get_device());
     const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(fit, (rows.units + per_block - 1) / per_block));

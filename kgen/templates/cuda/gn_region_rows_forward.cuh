@@ -36,6 +36,9 @@ constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before
 constexpr int kRowsPacksPerLane = 4;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
+// Slices a team takes at a time with kPacks packs a lane: kRowsPacksInFlight packs a thread, at least one slice.
+constexpr int rows_unroll(int packs) { return kRowsPacksInFlight / packs > 0 ? kRowsPacksInFlight / packs : 1; }
+
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
 // apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
 // kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
@@ -54,7 +57,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                            const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
                            float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
-  constexpr int kUnroll = kRowsPacksInFlight / kPacks;
+  constexpr int kUnroll = rows_unroll(kPacks);
   constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
   const int L = plan.lanes;
   const int D = plan.slice;
