@@ -1915,8 +1915,8 @@ struct RowsPlan {
   bool affine_vec;
 };
 
-constexpr int kRowsPacksInFlight = 8;  // 16-byte packs per thread loaded before the first is reduced
-constexpr int kRowsPacksPerLane = 4;   // a lane's share of a slice where the slice is long enough
+constexpr int kRowsPacksInFlight = 4;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsPacksPerLane = 2;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
 // Slices a team takes at a time with kPacks packs a lane: kRowsPacksInFlight packs a thread, at least one slice.

@@ -25,8 +25,8 @@ CASES = [
     ((8, 8192), 16, [], True),        # Linear-like, 512-value slices
     ((8, 8192), 512, [], False),      # Linear-like, 16-value slices
     ((9, 8192), 8, [], True),         # Linear-like, 1024-value slices: the rows forward's largest (8 packs a lane)
-    ((6, 256), 8, [], True),          # 32-value slices: rows forward teams of 2 lanes x 4 packs
-    ((5, 2048), 8, [], False),        # 256-value slices: teams of 16 lanes x 4 packs
+    ((6, 256), 8, [], True),          # 32-value slices: rows forward teams of 4 lanes x 2 packs
+    ((5, 2048), 8, [], False),        # 256-value slices: teams of 32 lanes x 2 packs
     ((5, 8192), 4, [], True),         # 2048-value slices: past the rows forward, resident tiles
     ((7, 96), 4, [], True),           # 24-value slices: 6 packs, teams of 2 lanes x 3 packs: resident tiles
     ((7, 96), 12, [], True),          # 8-value slices: teams of 2 lanes x 1 pack
@@ -147,11 +147,11 @@ def test_rows_forward_decision(ext):
     """Linear outputs with short slices take the rows forward (team width L, packs per lane a power of two <= 8);
     planes, slices not a multiple of 4, and long slices keep the resident tiles."""
     lin = lambda c: torch.empty(2, c, device="cuda")
-    assert ext.rows_lanes(lin(4096), 64) == 4       # 64-value slices: 4 lanes x 4 packs (L2-37)
+    assert ext.rows_lanes(lin(4096), 64) == 8       # 64-value slices: 8 lanes x 2 packs (L2-37)
     assert ext.rows_lanes(lin(8192), 8) == 32       # 1024 values: 32 x 8
     assert ext.rows_lanes(lin(8192), 16) == 32      # 512 values: 32 x 4
-    assert ext.rows_lanes(lin(8192), 64) == 8       # 128 values: 8 x 4
-    assert ext.rows_lanes(lin(8192), 256) == 2      # 32 values: 2 x 4
+    assert ext.rows_lanes(lin(8192), 64) == 16      # 128 values: 16 x 2
+    assert ext.rows_lanes(lin(8192), 256) == 4      # 32 values: 4 x 2
     assert ext.rows_lanes(lin(512), 64) == 1        # 8 values: 1 lane x 2 packs
     assert ext.rows_lanes(lin(64), 16) == 1         # 4 values: 1 lane x 1 pack
     assert ext.rows_lanes(lin(8192), 4) == 0        # 2048 values: 16 packs a lane
