@@ -17,6 +17,7 @@
 #   odd                   the two-pass forward on odd planes: its GPU tests, L2-60/27/92 checked and timed (session 10)
 #   s11                   session 11's rows / bn_apply / hardswish changes: tests, checks, timings
 #   s11v                  session 11's A/B variants (rows packs, channel LSE), with the tests they touch
+#   s11c                  session 11's second rows A/B, rows tests, the family problems the changes touch
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
@@ -341,6 +342,23 @@ PY
       fam_run "$G" 92 --workers 1 --bench --budget 90
       cp -r "$G" "$P/family"
       tar czf "$OUT/s11v_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s11c)  # session 11, last call: the rows forward's second A/B (benchmarks/s11_variants_b.sh) built beside the
+      # rows GPU tests and the checks of S11C_FAMILY; then alone the A/B timed and the family problems timed
+      P=$OUT/s11c; F=.build/s11c; G=.build/family_s11d; mkdir -p "$P" "$F" "$G"
+      find .build -name lock -path "*ext*" -print -delete 2>/dev/null | head
+      kb_wheels
+      python3 -m kgen.cli emit --ref .kb/problems/level2_37_*.py -o "$F/l2_37.py"
+      f37=$F/l2_37.py out=$P
+      (flag=--build-only; . benchmarks/s11_variants_b.sh > "$P/variants_build.log" 2>&1) &
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+         -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+      (fam_run "$G" "${S11C_FAMILY:-37,11,27,60,94,88,62,30}" --workers 3 --budget 240 > "$P/family_checks.txt") &
+      wait; tail -n 3 "$P/pytest_gn_region_resident.log"; grep -E "^L2" "$P/family_checks.txt"
+      (flag=""; . benchmarks/s11_variants_b.sh 2>&1 | grep -v Warn | tee "$P/variants.log")
+      fam_run "$G" "${S11C_FAMILY:-37,11,27,60,94,88,62,30}" --workers 1 --bench --budget "${S11C_BUDGET:-240}"
+      cp -r "$G" "$P/family"
+      tar czf "$OUT/s11c_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.
