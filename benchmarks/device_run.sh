@@ -18,6 +18,7 @@
 #   s11                   session 11's rows / bn_apply / hardswish changes: tests, checks, timings
 #   s11v                  session 11's A/B variants (rows packs, channel LSE), with the tests they touch
 #   s11c                  session 11's second rows A/B, rows tests, the family problems the changes touch
+#   s11e                  session 11's closing call: the rows forward's final constants, L2-37 and L2-94
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
@@ -359,6 +360,19 @@ PY
       fam_run "$G" "${S11C_FAMILY:-37,11,27,60,94,88,62,30}" --workers 1 --bench --budget "${S11C_BUDGET:-240}"
       cp -r "$G" "$P/family"
       tar czf "$OUT/s11c_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s11e)  # session 11, closing call: the rows forward at 2 packs in flight: its GPU tests beside the checks of
+      # L2-37 and L2-94, then both timed alone
+      P=$OUT/s11e; G=.build/family_s11e; mkdir -p "$P" "$G"
+      find .build -name lock -path "*ext*" -print -delete 2>/dev/null | head
+      kb_wheels
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+         -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+      (fam_run "$G" 37,94 --workers 2 --budget 200 > "$P/family_checks.txt") &
+      wait; tail -n 3 "$P/pytest_gn_region_resident.log"; grep -E "^L2" "$P/family_checks.txt"
+      fam_run "$G" 37,94 --workers 1 --bench --budget 200
+      cp -r "$G" "$P/family"
+      tar czf "$OUT/s11e_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

@@ -1888,15 +1888,17 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // between barriers) keeps too few bytes moving per SM (H100, L2-37's 64-value slices: 1.18 ms for 1.07 GB,
 // 0.9 TB/s). Here a TEAM of L lanes of one warp (L a power of two) holds a slice in registers, kPacks
 // 16-byte packs per lane (lane l takes packs l, l + L, ...: a team reads contiguous bytes), and each team
-// takes kUnroll slices at a time, so that a thread loads kRowsPacksInFlight packs (128 bytes) at once; the
+// takes kUnroll slices at a time (rows_unroll: kRowsPacksInFlight packs a thread, at least one slice); the
 // next kUnroll slices' loads are issued before this kUnroll's arithmetic, so they stay in flight through it.
 // No shared memory, no barrier.
 //
-// Team width: as few lanes as give each lane kRowsPacksPerLane packs (16 values). A slice costs a lane the
-// same whatever its share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's index,
-// the mean and rstd stores), so that cost is spread over 16 values instead of 4: at L2-37's 64-value slices
-// (16 lanes x 1 pack before) ncu counted ~100 instructions a value, 60 % of the issue slots, 16 warps an SM
-// (benchmarks/h100/rows_v3).
+// Team width: as few lanes as give each lane kRowsPacksPerLane packs. A slice costs each of its lanes the
+// same whatever the lane's share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's
+// index), so fewer lanes spread that cost over more values; more packs a lane and in flight cost registers,
+// and with them warps. Measured at L2-37 (64-value slices, an expf and a division a value in the prologue;
+// H100, benchmarks/h100/rows_v3): 16 lanes x 1 pack, 8 in flight (the first version) 676 us, ncu ~100
+// instructions a value and 16 warps an SM; 4 x 4 packs, 8 in flight 505 us; 8 x 2, 4 in flight 446 us;
+// 8 x 2, 2 in flight (one slice a team at a time, the loads of the next in flight) 420 us, 2.55 TB/s.
 //
 // The statistics: the sum of z = Pro(x) in double (a pack's four values added in double, then the pack to
 // the lane's sum), reduced over the team by an xor butterfly (a fixed order: every lane gets the same bits,
@@ -1915,7 +1917,7 @@ struct RowsPlan {
   bool affine_vec;
 };
 
-constexpr int kRowsPacksInFlight = 4;  // 16-byte packs per thread loaded before the first is reduced
+constexpr int kRowsPacksInFlight = 2;  // 16-byte packs per thread loaded before the first is reduced
 constexpr int kRowsPacksPerLane = 2;   // a lane's share of a slice where the slice is long enough
 constexpr int kRowsMaxPacks = 8;       // per lane and slice
 
