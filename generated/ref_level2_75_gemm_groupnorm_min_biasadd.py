@@ -4438,8 +4438,9 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
   }
 }
 
-// kUnroll units a thread in flight (H100, L2-11's 2x2 windows, one window a thread at a time: 172 us for
-// 0.38 GB, DRAM 62 % busy at 80 % occupancy, 16 bytes in flight a thread: benchmarks/h100/rows_v3).
+// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
+// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
+// registers: benchmarks/h100/rows_v3.)
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
