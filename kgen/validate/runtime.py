@@ -6,15 +6,19 @@ How a run ends, and what the report says:
   result file says "done"            the child's checks, as they are
   result file has an error           a broken check of that kind (build, import, cuda, ...), with the
                                      traceback / compiler tail
-  timed out                          broken: "timed out after N s (hung kernel?)" + the log's tail
+  timed out                          broken: "timed out after N s (hung kernel?)" + the log's tail; in the
+                                     build stage, with a torch that waits on lock files, the build locks
+                                     older than the run named instead of the guess
   died (signal, exit status)         broken: how it died, in which stage, + the log's tail
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,6 +78,50 @@ def read_result(path: Path) -> dict | None:
         return None
 
 
+def extension_roots() -> list[Path]:
+    """Where torch.utils.cpp_extension builds: TORCH_EXTENSIONS_DIR, else its per-user cache (found without
+    importing torch: ~/.cache/torch_extensions or XDG_CACHE_HOME's)."""
+    if os.environ.get("TORCH_EXTENSIONS_DIR"):
+        return [Path(os.environ["TORCH_EXTENSIONS_DIR"])]
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return [Path(cache) / "torch_extensions"]
+
+
+def torch_waits_on_lock_files(source: Path | None = None) -> bool:
+    """Whether this interpreter's torch locks extension builds with a FileBaton: a lock file whose mere
+    existence makes every later build of that extension wait, forever (a build killed earlier leaves it).
+    Later versions hold an advisory lock that dies with its holder; their lock files stay and mean nothing.
+    Read from torch's source (`source`: its utils/cpp_extension.py, found without importing torch)."""
+    if source is None:
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.origin is None:
+            return False
+        source = Path(spec.origin).parent / "utils" / "cpp_extension.py"
+    return source.is_file() and "FileBaton(" in source.read_text(errors="replace")
+
+
+def stale_lock_hint(child_seconds: float) -> str:
+    """For a build that timed out, where torch waits on lock files: the extension build locks older than the
+    child, named. "" where there is none."""
+    if not torch_waits_on_lock_files():
+        return ""
+    started = time.time() - child_seconds
+
+    def older(lock: Path) -> bool:   # a lock may go away while we look
+        try:
+            return lock.stat().st_mtime < started
+        except OSError:
+            return False
+
+    stale = [lock for root in extension_roots() for pattern in ("*/lock", "*/*/lock") for lock in root.glob(pattern)
+             if older(lock)]
+    if not stale:
+        return ""
+    names = ", ".join(str(lock) for lock in sorted(stale)[:3]) + (" ..." if len(stale) > 3 else "")
+    return (f"torch's build lock {names} is older than this run: a build killed earlier leaves it, and later "
+            f"builds of that extension wait on it; delete it if no other build is running")
+
+
 def interpret(outcome: ChildOutcome, result: dict | None, timeout: float) -> RuntimeResult:
     """Checks from the child's (possibly partial) result, plus one broken check if it did not finish."""
     result = result or {}
@@ -84,7 +132,8 @@ def interpret(outcome: ChildOutcome, result: dict | None, timeout: float) -> Run
     stage = result.get("stage") or "start-up"
     error = result.get("error")
     if outcome.timed_out:
-        out.checks.append(broken("runtime", f"timed out after {timeout:g} s (hung kernel?) during stage "
+        hint = stale_lock_hint(outcome.seconds) if stage.startswith("build") else ""
+        out.checks.append(broken("runtime", f"timed out after {timeout:g} s ({hint or 'hung kernel?'}) during stage "
                                             f"'{stage}'\n{out.log_tail}", stage=stage, timed_out=True))
     elif error and error.get("kind") == "no-cuda":
         out.ran = False

@@ -1,9 +1,12 @@
 """The child-process machinery, without a GPU: time limit, killing the whole process group (no process
-left behind), deaths by signal, and how each ending becomes a check and an exit code."""
+left behind), deaths by signal, how each ending becomes a check and an exit code, and a build timeout's
+report naming a stale build lock."""
+import os
 import sys
 import time
 from pathlib import Path
 
+from kgen.validate import runtime
 from kgen.validate.checks import EXIT_BROKEN, EXIT_FAIL, EXIT_PASS, exit_code
 from kgen.validate.process import ChildOutcome, run_isolated
 from kgen.validate.runtime import interpret
@@ -107,3 +110,41 @@ def test_no_cuda_in_the_child_means_not_run():
               "error": {"kind": "no-cuda", "stage": "environment", "summary": "", "message": "no CUDA"}}
     out = interpret(fake(2), result, 900)
     assert out.ran is False and exit_code(out.checks, out.ran) == 3
+
+
+def _old_lock(root: Path, name: str, age: float) -> Path:
+    lock = root / "py312_cu130" / name / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    then = time.time() - age
+    os.utime(lock, (then, then))
+    return lock
+
+
+def test_a_build_timeout_names_a_lock_older_than_the_run(tmp_path, monkeypatch):
+    """torch versions that wait on a lock file's existence hang on one a killed build left: the timeout's
+    report names it; a lock of a build running now (newer than the child) is not named."""
+    stale = _old_lock(tmp_path, "kgen_ref_0123", age=3600)
+    _old_lock(tmp_path, "kgen_ref_4567", age=1)
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime, "torch_waits_on_lock_files", lambda: True)
+    timed_out = ChildOutcome(returncode=None, timed_out=True, seconds=600.0, log="building\n")
+    partial = {"status": "running", "stage": "build + import solution", "checks": [], "info": {}}
+    detail = interpret(timed_out, partial, timeout=600).checks[-1].detail
+    assert str(stale) in detail and "kgen_ref_4567" not in detail and "hung kernel" not in detail
+    later = {"status": "running", "stage": "trial 1 (rand) forward", "checks": [], "info": {}}
+    assert "hung kernel?" in interpret(timed_out, later, timeout=600).checks[-1].detail   # not a build stage
+    monkeypatch.setattr(runtime, "torch_waits_on_lock_files", lambda: False)
+    assert "hung kernel?" in interpret(timed_out, partial, timeout=600).checks[-1].detail  # advisory locks
+
+
+def test_which_torch_waits_on_lock_files(tmp_path):
+    """Read from torch's cpp_extension source: FileBaton (a lock file's existence) or not; this torch's own
+    source is found and read."""
+    source = tmp_path / "cpp_extension.py"
+    source.write_text("baton = FileBaton(os.path.join(build_directory, 'lock'))\n")
+    assert runtime.torch_waits_on_lock_files(source)
+    source.write_text("with FileLock(os.path.join(build_directory, 'lock')):\n")
+    assert not runtime.torch_waits_on_lock_files(source)
+    assert not runtime.torch_waits_on_lock_files(tmp_path / "missing.py")
+    assert isinstance(runtime.torch_waits_on_lock_files(), bool)
