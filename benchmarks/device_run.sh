@@ -351,14 +351,13 @@ PY
       P=$OUT/s11c; F=.build/s11c; G=.build/family_s11d; mkdir -p "$P" "$F" "$G"
       kb_wheels
       python3 -m kgen.cli emit --ref .kb/problems/level2_37_*.py -o "$F/l2_37.py"
-      f37=$F/l2_37.py out=$P
-      (flag=--build-only; . benchmarks/s11_variants_b.sh > "$P/variants_build.log" 2>&1) &
+      (bash benchmarks/s11_variants_b.sh build "$F/l2_37.py" "$P" > "$P/variants_build.log" 2>&1) &
       (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
          -k "none or rows or tiling or slab or unaligned" > "$P/pytest_gn_region_resident.log" 2>&1
        echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
       (fam_run "$G" "${S11C_FAMILY:-37,11,27,60,94,88,62,30}" --workers 3 --budget 240 > "$P/family_checks.txt") &
       wait; tail -n 3 "$P/pytest_gn_region_resident.log"; grep -E "^L2" "$P/family_checks.txt"
-      (flag=""; . benchmarks/s11_variants_b.sh 2>&1 | grep -v Warn | tee "$P/variants.log")
+      bash benchmarks/s11_variants_b.sh time "$F/l2_37.py" "$P" 2>&1 | grep -v Warn | tee "$P/variants.log"
       fam_run "$G" "${S11C_FAMILY:-37,11,27,60,94,88,62,30}" --workers 1 --bench --budget "${S11C_BUDGET:-240}"
       cp -r "$G" "$P/family"
       tar czf "$OUT/s11c_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;

@@ -78,13 +78,12 @@ def read_result(path: Path) -> dict | None:
         return None
 
 
-def extension_roots() -> list[Path]:
+def extension_root() -> Path:
     """Where torch.utils.cpp_extension builds: TORCH_EXTENSIONS_DIR, else its per-user cache (found without
     importing torch: ~/.cache/torch_extensions or XDG_CACHE_HOME's)."""
     if os.environ.get("TORCH_EXTENSIONS_DIR"):
-        return [Path(os.environ["TORCH_EXTENSIONS_DIR"])]
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return [Path(cache) / "torch_extensions"]
+        return Path(os.environ["TORCH_EXTENSIONS_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "torch_extensions"
 
 
 def torch_waits_on_lock_files(source: Path | None = None) -> bool:
@@ -113,8 +112,7 @@ def stale_lock_hint(child_seconds: float) -> str:
         except OSError:
             return False
 
-    stale = [lock for root in extension_roots() for pattern in ("*/lock", "*/*/lock") for lock in root.glob(pattern)
-             if older(lock)]
+    stale = [lock for pattern in ("*/lock", "*/*/lock") for lock in extension_root().glob(pattern) if older(lock)]
     if not stale:
         return ""
     names = ", ".join(str(lock) for lock in sorted(stale)[:3]) + (" ..." if len(stale) > 3 else "")
