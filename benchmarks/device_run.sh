@@ -20,6 +20,7 @@
 #   s11c                  session 11's second rows A/B, rows tests, the family problems the changes touch
 #   s11e                  session 11's closing call: the rows forward's final constants, L2-37 and L2-94
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
+#   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
@@ -373,6 +374,24 @@ PY
       fam_run "$G" 37,94 --workers 1 --bench --budget 200
       cp -r "$G" "$P/family"
       tar czf "$OUT/s11e_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s12)  # session 12: the rows forward's sample reductions (L2-75's min over channels) and the element-wise kernel
+      # reading broadcast / strided inputs (L2-75's bias add): the GPU tests they touch, beside the checks of
+      # S12_FAMILY's problems; then alone: the DRAM copy rate at small sizes, and S12_BENCH's timings.
+      P=$OUT/s12; G=.build/family_s12; mkdir -p "$P" "$G"
+      kb_wheels
+      (fam_run "$G" "${S12_FAMILY:-75,37,85}" --workers 3 --budget "${S12_CHECK_BUDGET:-300}" > "$P/family_checks.txt") &
+      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+         -k "${S12_RESIDENT_K:-channel or sample or rows or tiling}" > "$P/pytest_gn_region_resident.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k broadcast \
+         > "$P/pytest_ref_broadcast.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref_broadcast.log") &
+      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+         -k "${S12_TWOPASS_K:-lse or min}" > "$P/pytest_twopass.log" 2>&1; echo "exit code: $?" >> "$P/pytest_twopass.log") &
+      wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"
+      python3 benchmarks/copy_rate.py 16.8 33.5 134 1074 4295 | tee "$P/copy_rate.jsonl"
+      fam_run "$G" "${S12_BENCH:-75,37}" --workers 1 --bench --budget "${S12_BUDGET:-150}"
+      cp -r "$G" "$P/family"
+      tar czf "$OUT/s12_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

@@ -1128,6 +1128,168 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
 
 }  // namespace kgen
 
+// ---- gn_region_reducers: the reductions after a GroupNorm region, as per-thread partials that merge ----
+//
+// sum / mean, max / min with the position of the first extreme, and log-sum-exp (online: one exponential a
+// value). A thread folds its values into a partial (push), partials merge in a fixed order (combine, then
+// the warp's xor butterfly and the block's tree below), and result() gives the output: every kernel that
+// reduces (the two-pass sweeps, the rows forward) gets the same semantics and the same bits for the same
+// order.
+namespace kgen {
+namespace reduction {
+
+constexpr int kNoPosition = 0x7fffffff;  // "no value yet" in an argmax/argmin partial
+
+// A reduction's per-thread state, its partials and how they merge. push() takes the position of the
+// value in the reduction's natural order; a thread pushes its values in increasing position.
+template <ReduceOp O>
+struct Reducer;
+
+template <>
+struct Reducer<ReduceOp::kSum> {
+  using T = float;
+  static constexpr bool kSumLike = true;
+  __device__ static T empty() { return 0.f; }
+  __device__ __forceinline__ static void push(T& a, float v, int) { a += v; }
+  __device__ __forceinline__ static T combine(T a, T b) { return a + b; }
+  __device__ __forceinline__ static float result(T a, int64_t) { return a; }
+};
+
+template <>
+struct Reducer<ReduceOp::kMean> : Reducer<ReduceOp::kSum> {
+  __device__ __forceinline__ static float result(T a, int64_t count) { return a / static_cast<float>(count); }
+};
+
+struct ArgPartial {
+  float value;
+  int pos;
+};
+
+// The FIRST extreme: NaN beats any number (max/min propagate NaN, as torch), ties go to the lower position.
+template <bool kMax>
+struct ArgReducer {
+  using T = ArgPartial;
+  static constexpr bool kSumLike = false;
+  __device__ static T empty() { return ArgPartial{0.f, kNoPosition}; }
+  __device__ __forceinline__ static bool ahead(const T& a, const T& b) {  // a before b?
+    if (b.pos == kNoPosition) return true;
+    if (a.pos == kNoPosition) return false;
+    const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+    if (a_nan != b_nan) return a_nan;
+    if (!a_nan && a.value != b.value) return kMax ? a.value > b.value : a.value < b.value;
+    return a.pos < b.pos;
+  }
+  __device__ __forceinline__ static void push(T& a, float v, int pos) {
+    const T b{v, pos};
+    if (ahead(b, a)) a = b;
+  }
+  __device__ __forceinline__ static T combine(const T& a, const T& b) { return ahead(a, b) ? a : b; }
+  __device__ __forceinline__ static float result(const T& a, int64_t) { return a.value; }
+};
+
+template <>
+struct Reducer<ReduceOp::kMax> : ArgReducer<true> {};
+template <>
+struct Reducer<ReduceOp::kMin> : ArgReducer<false> {};
+
+// e^x as ex2.approx.ftz(x log2 e): two instructions; results below 2^-126 flush to zero.
+__device__ __forceinline__ float exp_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
+  return r;
+}
+
+struct LsePartial {
+  float max;  // -inf while empty
+  float sum;  // sum of exp(v - max); 0 while empty
+};
+
+// Online log-sum-exp, one exponential per value. -inf values add nothing (exp(-inf) = 0), NaN poisons the
+// sum, +inf gives +inf (as torch.logsumexp).
+template <>
+struct Reducer<ReduceOp::kLogSumExp> {
+  using T = LsePartial;
+  static constexpr bool kSumLike = false;
+  __device__ static T empty() { return LsePartial{-INFINITY, 0.f}; }
+  // exp(-|v - max|) rescales the sum when v is the new maximum and is the new term otherwise (as
+  // gn_tail_lse.cuh's lse_push); v == max (also +inf == +inf) adds exp(0).
+  __device__ __forceinline__ static void push(T& a, float v, int) {
+    if (v == -INFINITY) return;
+    const float d = v == a.max ? 0.f : v - a.max;
+    const float e = __expf(-fabsf(d));
+    const bool up = d > 0.f;
+    a.sum = up ? fmaf(a.sum, e, 1.f) : a.sum + e;
+    a.max = up ? v : a.max;
+  }
+  // N values at once (the channel sweep's kLoads channels of one position, in channel order): their maximum
+  // m, then sum <- sum exp(max - m) + sum_k exp(v_k - m), one exponential a value and no per-value selects.
+  // A maximum that is not finite (every value -inf, or +inf among them) takes the one-at-a-time push, which
+  // treats those exactly; a NaN among finite values poisons the sum through its exponential. The terms are
+  // exp2 with denormals flushed: a term below 2^-126 of the maximum's exp(0) = 1 is below the sum's rounding.
+  template <int N>
+  __device__ __forceinline__ static void push_many(T& a, const float (&v)[N]) {
+    float m = a.max;
+#pragma unroll
+    for (int k = 0; k < N; ++k) m = fmaxf(m, v[k]);
+    if (!isfinite(m)) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) push(a, v[k], 0);
+      return;
+    }
+    float terms = 0.f;
+#pragma unroll
+    for (int k = 0; k < N; ++k) terms += exp_ftz(v[k] - m);
+    a.sum = fmaf(a.sum, exp_ftz(a.max - m), terms);
+    a.max = m;
+  }
+  __device__ __forceinline__ static T combine(const T& a, const T& b) {
+    if (b.sum == 0.f) return a;
+    if (a.sum == 0.f) return b;
+    const float m = fmaxf(a.max, b.max);
+    const float ea = a.max == m ? 1.f : expf(a.max - m);
+    const float eb = b.max == m ? 1.f : expf(b.max - m);
+    return LsePartial{m, a.sum * ea + b.sum * eb};
+  }
+  __device__ __forceinline__ static float result(const T& a, int64_t) { return a.max + logf(a.sum); }
+};
+
+template <ReduceOp O>
+constexpr bool kHasAux = O == ReduceOp::kMax || O == ReduceOp::kMin;
+
+__device__ __forceinline__ float shfl_xor(float v, int offset) { return __shfl_xor_sync(0xffffffffu, v, offset); }
+__device__ __forceinline__ ArgPartial shfl_xor(const ArgPartial& v, int offset) {
+  return ArgPartial{__shfl_xor_sync(0xffffffffu, v.value, offset), __shfl_xor_sync(0xffffffffu, v.pos, offset)};
+}
+__device__ __forceinline__ LsePartial shfl_xor(const LsePartial& v, int offset) {
+  return LsePartial{__shfl_xor_sync(0xffffffffu, v.max, offset), __shfl_xor_sync(0xffffffffu, v.sum, offset)};
+}
+
+template <class Red, class T>
+__device__ __forceinline__ T warp_reduce(T v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = Red::combine(v, shfl_xor(v, offset));
+  return v;
+}
+
+// Fixed tree over the block; the result is valid in thread 0.
+template <int kBlock, class Red, class T>
+__device__ __forceinline__ T block_reduce(T v) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ T per_warp[kWarps];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  v = warp_reduce<Red>(v);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kWarps ? per_warp[lane] : Red::empty();
+    v = warp_reduce<Red>(v);
+  }
+  return v;
+}
+
+}  // namespace reduction
+}  // namespace kgen
+
 // ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
 // included where PyTorch propagates), so a fused op is the reference's op.
@@ -1905,7 +2067,8 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // every run the same result); then the deviations d = z - mean (the mean a (hi, lo) float pair) summed with
 // their squares in float within the lane (at most 32 of them, each small), in double over the team, for the
 // corrected two-pass variance. The mean kept as (hi, lo) and rstd in float, as the resident backward reads
-// them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+// them. kNone: out = Epi(y, z, x) is stored where it is computed; kChannel and kSample (a reduction over each
+// sample's C values): region_rows_reduce_kernel below.
 namespace kgen {
 
 struct RowsPlan {
@@ -1936,6 +2099,69 @@ __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64
   return static_cast<int>(packs / per_lane);
 }
 
+// One slice in a team's registers: z = Pro(x), its mean (hi, lo) and rstd, and the deviations d = z - mean.
+// Every lane of the warp calls it (the butterflies shuffle over the whole warp); a team past the last slice
+// computes on zeros.
+template <class Pro, int kPacks>
+struct RowsSlice {
+  float z[kPacks][4];
+  float d[kPacks][4];
+  float2 mean;
+  float rstd;
+
+  __device__ __forceinline__ RowsSlice(const RegionParams& params, const float (&x)[kPacks][4], int cbase,
+                                       int lanes, int lane, double inv_d, double eps) {
+    using resident_detail::shfl_xor;
+    constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * lanes + lane) + e).value(x[k][e]) : x[k][e];
+      }
+      sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
+    }
+    for (int o = lanes / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
+    const double mu = sum * inv_d;
+    const float hi = static_cast<float>(mu);
+    mean = make_float2(hi, static_cast<float>(mu - double(hi)));
+    float da_lane = 0.f, db_lane = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        d[k][e] = centered(z[k][e], mean);
+        da_lane += d[k][e];
+        db_lane = fmaf(d[k][e], d[k][e], db_lane);
+      }
+    }
+    double da = da_lane, db = db_lane;
+    for (int o = lanes / 2; o > 0; o /= 2) {
+      da += shfl_xor(da, o);
+      db += shfl_xor(db, o);
+    }
+    const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
+    rstd = static_cast<float>(rsqrt(var + eps));
+  }
+
+  // v = Epi(y, z, x) of pack k, channels c0 .. c0 + 3.
+  template <class Epi>
+  __device__ __forceinline__ void values(const RegionParams& params, const float* __restrict__ gamma,
+                                         const float* __restrict__ beta, bool affine_vec, int k, int c0,
+                                         const float (&x)[4], float (&v)[4]) const {
+    using namespace resident_detail;
+    float g[4], b[4];
+    load_affine4(gamma, c0, affine_vec, 1.f, g);
+    load_affine4(beta, c0, affine_vec, 0.f, b);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float y = d[k][e] * (rstd * g[e]) + b[e];
+      v[e] = Epi::at(params, c0 + e).value(y, z[k][e], x[e]);
+    }
+  }
+};
+
 template <class Pro, class Epi, int kBlock, int kPacks>
 __global__ void __launch_bounds__(kBlock)
 region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
@@ -1943,7 +2169,6 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                            float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr int kUnroll = rows_unroll(kPacks);
-  constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
   const int L = plan.lanes;
   const int D = plan.slice;
   const int lane = threadIdx.x & (L - 1);
@@ -1982,55 +2207,17 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                     : static_cast<int>(u % plan.groups);
       }
       const int cbase = group * D;
-      float z[kPacks][4];
-      double sum = 0.0;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
-        }
-        sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
-      }
-      for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
-      const double mu = sum * inv_d;
-      const float hi = static_cast<float>(mu);
-      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
-      float d[kPacks][4];
-      float da_lane = 0.f, db_lane = 0.f;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          d[k][e] = centered(z[k][e], m2);
-          da_lane += d[k][e];
-          db_lane = fmaf(d[k][e], d[k][e], db_lane);
-        }
-      }
-      double da = da_lane, db = db_lane;
-      for (int o = L / 2; o > 0; o /= 2) {
-        da += shfl_xor(da, o);
-        db += shfl_xor(db, o);
-      }
-      const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
-      const float rs = static_cast<float>(rsqrt(var + eps));
+      const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
       if (!valid) continue;
       if (lane == 0) {
-        mean_out[u] = m2;
-        rstd_out[u] = rs;
+        mean_out[u] = s.mean;
+        rstd_out[u] = s.rstd;
       }
       float4* dst = reinterpret_cast<float4*>(out + u * D);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
-        const int c0 = cbase + 4 * (k * L + lane);
-        float g[4], b[4], v[4];
-        load_affine4(gamma, c0, plan.affine_vec, 1.f, g);
-        load_affine4(beta, c0, plan.affine_vec, 0.f, b);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float y = d[k][e] * (rs * g[e]) + b[e];
-          v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
-        }
+        float v[4];
+        s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, cbase + 4 * (k * L + lane), xv[j][k], v);
         dst[k * L + lane] = join4(v);
       }
     }
@@ -2041,6 +2228,123 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
       }
+    }
+  }
+}
+
+// ---- the rows forward with a reduction over each sample's C values (kChannel and kSample, plane == 1)
+//
+// out[n] = reduce_c v[n, c], e.g. L2-75's min over the channels of a Linear output. A SUB-BLOCK of whole
+// warps (plan.sub_warps: the fewest, up to the block, whose lanes cover a sample's G x L slice lanes) takes
+// one sample at a time, kUnroll slices a team per step, the next step's loads in flight as above; each thread
+// folds the v it computes into its partial (gn_region_reducers.cuh: the sum, the first extreme and its
+// channel, or (max, sum exp)), and at the sample's end the warp's partials merge by butterfly and the
+// sub-block's warps in warp order, through shared memory: a fixed order, bitwise reproducible. (The resident
+// tiles did this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
+// 75 us for 33 MB.) Statistics are as the rows forward's; aux is the winning channel, as the resident
+// backward reads it.
+struct RowsReducePlan {
+  int64_t batch;
+  int groups;
+  int slice;          // D
+  int lanes;          // L
+  bool affine_vec;
+  int sub_warps;      // warps a sample
+  int subs_per_block; // samples a block holds at a time
+  int chunks;         // steps a sample: ceil(G / (teams of a sub-block x kUnroll))
+  int64_t rounds;     // samples a sub-block takes in turn (the same for every block)
+};
+
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                          const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
+                          float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
+                          float* __restrict__ rstd_out) {
+  using namespace resident_detail;
+  using Red = reduction::Reducer<O>;
+  using T = typename Red::T;
+  constexpr int kUnroll = rows_unroll(kPacks);
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ T per_warp[2][kWarps];  // by sample parity: one barrier a sample
+  const int L = plan.lanes;
+  const int D = plan.slice;
+  const int G = plan.groups;
+  const int lane = threadIdx.x & (L - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const int sub = warp / plan.sub_warps;
+  const int sub_first = sub * plan.sub_warps * kWarpSize;  // the sub-block's first thread
+  const int teams = plan.sub_warps * kWarpSize / L;
+  const int team = (threadIdx.x - sub_first) / L;
+  const int per_step = teams * kUnroll;
+  const int64_t subs = int64_t(gridDim.x) * plan.subs_per_block;
+  const int64_t my_sub = int64_t(blockIdx.x) * plan.subs_per_block + sub;
+  const double inv_d = 1.0 / double(D);
+  // Loads step `step` of round r: slices step * per_step + j * teams + team of sample r * subs + my_sub.
+  auto load = [&](int64_t r, int step, float (&v)[kUnroll][kPacks][4]) {
+    const int64_t n = r * subs + my_sub;
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int g = step * per_step + j * teams + team;
+      const bool ok = n < plan.batch && g < G;
+      const float4* src = reinterpret_cast<const float4*>(x + (n * G + g) * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const float4 f = ok ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+        split4(f, v[j][k]);
+      }
+    }
+  };
+  float xv[kUnroll][kPacks][4];
+  load(0, 0, xv);
+  for (int64_t r = 0; r < plan.rounds; ++r) {  // rounds and chunks are grid-uniform: whole warps shuffle
+    const int64_t n = r * subs + my_sub;
+    T acc = Red::empty();
+    for (int step = 0; step < plan.chunks; ++step) {
+      float next[kUnroll][kPacks][4];
+      const bool last = step + 1 == plan.chunks;
+      load(last ? r + 1 : r, last ? 0 : step + 1, next);
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const int g = step * per_step + j * teams + team;
+        const bool valid = n < plan.batch && g < G;
+        const int cbase = g * D;
+        const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
+        if (!valid) continue;
+        if (lane == 0) {
+          mean_out[n * G + g] = s.mean;
+          rstd_out[n * G + g] = s.rstd;
+        }
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+          const int c0 = cbase + 4 * (k * L + lane);
+          float v[4];
+          s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, c0, xv[j][k], v);
+          if constexpr (O == ReduceOp::kLogSumExp) {
+            Red::push_many(acc, v);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) Red::push(acc, v[e], c0 + e);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
+        }
+      }
+    }
+    const T w = reduction::warp_reduce<Red>(acc);
+    if (threadIdx.x % kWarpSize == 0) per_warp[r & 1][warp] = w;
+    __syncthreads();
+    if (threadIdx.x == sub_first && n < plan.batch) {
+      T total = per_warp[r & 1][sub * plan.sub_warps];
+      for (int k = 1; k < plan.sub_warps; ++k) total = Red::combine(total, per_warp[r & 1][sub * plan.sub_warps + k]);
+      out[n] = Red::result(total, int64_t(G) * D);
+      if constexpr (reduction::kHasAux<O>) aux[n] = total.pos;
     }
   }
 }
@@ -2706,10 +3010,55 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Whether the rows forward with a sample reduction applies: the rows forward's Linear outputs (team width
+// `lanes` > 0) whose sample fills at least a warp's lanes (fewer would leave most of the warp idle).
+inline bool rows_reduce_applies(int64_t groups, int lanes) { return lanes > 0 && groups * lanes >= kWarpSize; }
+
+// The rows forward with a sample reduction (gn_region_rows_forward.cuh): a sub-block of the fewest warps
+// (a power of two, up to the block) that covers a sample's G x L slice lanes, a grid of the blocks that fit
+// at once or fewer, each sub-block taking samples in turn.
+template <class Pro, class Epi, ReduceOp O, int kBlock>
+void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec, const at::Tensor& x,
+                        const at::Tensor& gamma, const at::Tensor& beta, const RegionParams& params, double eps,
+                        at::Tensor& out, int* aux, at::Tensor& mean, at::Tensor& rstd) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  RowsReducePlan plan{};
+  plan.batch = dims.batch;
+  plan.groups = static_cast<int>(groups);
+  plan.slice = static_cast<int>(dims.channels / groups);
+  plan.lanes = lanes;
+  plan.affine_vec = affine_vec;
+  const int64_t sample_warps = (groups * lanes + kWarpSize - 1) / kWarpSize;
+  plan.sub_warps = 1;
+  while (plan.sub_warps < kWarps && plan.sub_warps < sample_warps) plan.sub_warps *= 2;
+  plan.subs_per_block = kWarps / plan.sub_warps;
+  auto launch = [&](auto kernel, int per_lane) {
+    const int64_t per_step = int64_t(plan.sub_warps) * kWarpSize / lanes * rows_unroll(per_lane);  // slices
+    plan.chunks = static_cast<int>((groups + per_step - 1) / per_step);
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(x.get_device());
+    const int64_t needed = (plan.batch + plan.subs_per_block - 1) / plan.subs_per_block;
+    const int64_t grid = std::max<int64_t>(1, std::min(fit, needed));
+    const int64_t subs = grid * plan.subs_per_block;
+    plan.rounds = (plan.batch + subs - 1) / subs;
+    kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
+        as_float2(mean), rstd.data_ptr<float>());
+  };
+  switch (plan.slice / 4 / lanes) {
+    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1>, 1); break;
+    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2>, 2); break;
+    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4>, 4); break;
+    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8>, 8); break;
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 }  // namespace resident_detail
 
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
-// with short slices (rows_lanes) take the rows forward, everything else the resident tiles.
+// with short slices (rows_lanes) take the rows forward, with or without a reduction over each sample (kChannel,
+// kSample), everything else the resident tiles.
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -2750,6 +3099,14 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
       const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
                           lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
+      return {out, mean, rstd, aux};
+    }
+  }
+  if constexpr (is_sample_kind(R)) {
+    const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+    if (width == 4 && rows_reduce_applies(groups, lanes)) {
+      launch_rows_reduce<Pro, Epi, O, kBlock>(dims, groups, lanes, affine_vec, x, gamma, beta, params, eps, out,
+                                              kArg ? aux.data_ptr<int>() : nullptr, mean, rstd);
       return {out, mean, rstd, aux};
     }
   }
@@ -2960,7 +3317,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 namespace kgen {
 namespace region_twopass {
 
-constexpr int kNoPosition = 0x7fffffff;  // "no value yet" in an argmax/argmin partial
+using namespace reduction;  // Reducer<O> and its partials (gn_region_reducers.cuh)
+
 constexpr int kChannelTile = 128;       // channels whose constants channel_forward stages at a time
 
 // ---------------------------------------------------------------- small device helpers
@@ -2998,153 +3356,6 @@ struct Geometry {
   FastDiv div_hw, div_w, div_window[3];            // backward: s -> (d, h, w) -> window
   FastDiv div_pooled_plane, div_pw, div_ph, div_c, div_cpg;  // forward: output -> (plane, pd, ph, pw), c, group
 };
-
-// A reduction's per-thread state, its partials and how they merge. push() takes the position of the
-// value in the reduction's natural order; a thread pushes its values in increasing position.
-template <ReduceOp O>
-struct Reducer;
-
-template <>
-struct Reducer<ReduceOp::kSum> {
-  using T = float;
-  static constexpr bool kSumLike = true;
-  __device__ static T empty() { return 0.f; }
-  __device__ __forceinline__ static void push(T& a, float v, int) { a += v; }
-  __device__ __forceinline__ static T combine(T a, T b) { return a + b; }
-  __device__ __forceinline__ static float result(T a, int64_t) { return a; }
-};
-
-template <>
-struct Reducer<ReduceOp::kMean> : Reducer<ReduceOp::kSum> {
-  __device__ __forceinline__ static float result(T a, int64_t count) { return a / static_cast<float>(count); }
-};
-
-struct ArgPartial {
-  float value;
-  int pos;
-};
-
-// The FIRST extreme: NaN beats any number (max/min propagate NaN, as torch), ties go to the lower position.
-template <bool kMax>
-struct ArgReducer {
-  using T = ArgPartial;
-  static constexpr bool kSumLike = false;
-  __device__ static T empty() { return ArgPartial{0.f, kNoPosition}; }
-  __device__ __forceinline__ static bool ahead(const T& a, const T& b) {  // a before b?
-    if (b.pos == kNoPosition) return true;
-    if (a.pos == kNoPosition) return false;
-    const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
-    if (a_nan != b_nan) return a_nan;
-    if (!a_nan && a.value != b.value) return kMax ? a.value > b.value : a.value < b.value;
-    return a.pos < b.pos;
-  }
-  __device__ __forceinline__ static void push(T& a, float v, int pos) {
-    const T b{v, pos};
-    if (ahead(b, a)) a = b;
-  }
-  __device__ __forceinline__ static T combine(const T& a, const T& b) { return ahead(a, b) ? a : b; }
-  __device__ __forceinline__ static float result(const T& a, int64_t) { return a.value; }
-};
-
-template <>
-struct Reducer<ReduceOp::kMax> : ArgReducer<true> {};
-template <>
-struct Reducer<ReduceOp::kMin> : ArgReducer<false> {};
-
-// e^x as ex2.approx.ftz(x log2 e): two instructions; results below 2^-126 flush to zero.
-__device__ __forceinline__ float exp_ftz(float x) {
-  float r;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.4426950408889634f));
-  return r;
-}
-
-struct LsePartial {
-  float max;  // -inf while empty
-  float sum;  // sum of exp(v - max); 0 while empty
-};
-
-// Online log-sum-exp, one exponential per value. -inf values add nothing (exp(-inf) = 0), NaN poisons the
-// sum, +inf gives +inf (as torch.logsumexp).
-template <>
-struct Reducer<ReduceOp::kLogSumExp> {
-  using T = LsePartial;
-  static constexpr bool kSumLike = false;
-  __device__ static T empty() { return LsePartial{-INFINITY, 0.f}; }
-  // exp(-|v - max|) rescales the sum when v is the new maximum and is the new term otherwise (as
-  // gn_tail_lse.cuh's lse_push); v == max (also +inf == +inf) adds exp(0).
-  __device__ __forceinline__ static void push(T& a, float v, int) {
-    if (v == -INFINITY) return;
-    const float d = v == a.max ? 0.f : v - a.max;
-    const float e = __expf(-fabsf(d));
-    const bool up = d > 0.f;
-    a.sum = up ? fmaf(a.sum, e, 1.f) : a.sum + e;
-    a.max = up ? v : a.max;
-  }
-  // N values at once (the channel sweep's kLoads channels of one position, in channel order): their maximum
-  // m, then sum <- sum exp(max - m) + sum_k exp(v_k - m), one exponential a value and no per-value selects.
-  // A maximum that is not finite (every value -inf, or +inf among them) takes the one-at-a-time push, which
-  // treats those exactly; a NaN among finite values poisons the sum through its exponential. The terms are
-  // exp2 with denormals flushed: a term below 2^-126 of the maximum's exp(0) = 1 is below the sum's rounding.
-  template <int N>
-  __device__ __forceinline__ static void push_many(T& a, const float (&v)[N]) {
-    float m = a.max;
-#pragma unroll
-    for (int k = 0; k < N; ++k) m = fmaxf(m, v[k]);
-    if (!isfinite(m)) {
-#pragma unroll
-      for (int k = 0; k < N; ++k) push(a, v[k], 0);
-      return;
-    }
-    float terms = 0.f;
-#pragma unroll
-    for (int k = 0; k < N; ++k) terms += exp_ftz(v[k] - m);
-    a.sum = fmaf(a.sum, exp_ftz(a.max - m), terms);
-    a.max = m;
-  }
-  __device__ __forceinline__ static T combine(const T& a, const T& b) {
-    if (b.sum == 0.f) return a;
-    if (a.sum == 0.f) return b;
-    const float m = fmaxf(a.max, b.max);
-    const float ea = a.max == m ? 1.f : expf(a.max - m);
-    const float eb = b.max == m ? 1.f : expf(b.max - m);
-    return LsePartial{m, a.sum * ea + b.sum * eb};
-  }
-  __device__ __forceinline__ static float result(const T& a, int64_t) { return a.max + logf(a.sum); }
-};
-
-template <ReduceOp O>
-constexpr bool kHasAux = O == ReduceOp::kMax || O == ReduceOp::kMin;
-
-__device__ __forceinline__ float shfl_xor(float v, int offset) { return __shfl_xor_sync(0xffffffffu, v, offset); }
-__device__ __forceinline__ ArgPartial shfl_xor(const ArgPartial& v, int offset) {
-  return ArgPartial{__shfl_xor_sync(0xffffffffu, v.value, offset), __shfl_xor_sync(0xffffffffu, v.pos, offset)};
-}
-__device__ __forceinline__ LsePartial shfl_xor(const LsePartial& v, int offset) {
-  return LsePartial{__shfl_xor_sync(0xffffffffu, v.max, offset), __shfl_xor_sync(0xffffffffu, v.sum, offset)};
-}
-
-template <class Red, class T>
-__device__ __forceinline__ T warp_reduce(T v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) v = Red::combine(v, shfl_xor(v, offset));
-  return v;
-}
-
-// Fixed tree over the block; the result is valid in thread 0.
-template <int kBlock, class Red, class T>
-__device__ __forceinline__ T block_reduce(T v) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  __shared__ T per_warp[kWarps];
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  v = warp_reduce<Red>(v);
-  if (lane == 0) per_warp[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < kWarps ? per_warp[lane] : Red::empty();
-    v = warp_reduce<Red>(v);
-  }
-  return v;
-}
 
 // K sums over the block at once (one shared round trip); the results are valid in thread 0.
 template <int kBlock, int K>
@@ -4075,47 +4286,140 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 }  // namespace kgen
 
 // ---- gn_region_pointwise: element-wise ops on one tensor, outside any GroupNorm region ----
-// v = F(x) for x (N, C, *) contiguous, F a generated functor of the Prologue concept (gn_region_common.cuh)
-// with per-channel parameters. Forward: one read, one write. Backward: one read of x and dv, one write of
-// dx; each block of a (sample, channel) plane also sums F's parameter gradients, and those block sums are
-// added per channel in double and in a fixed order (column_sums): bitwise reproducible.
+// v = F(x) for an output v of shape (N, C, *) (contiguous), F a generated functor of the Prologue concept
+// (gn_region_common.cuh) with per-channel parameters. Forward: one read, one write. Backward: one read of x
+// and dv, one write of dx; each block of a (sample, channel) plane also sums F's parameter gradients, and
+// those block sums are added per channel in double and in a fixed order (column_sums): bitwise reproducible.
+//
+// x has v's shape but any strides: a non-contiguous view is read where it lies, and a broadcast input (L2-75:
+// a min over channels (N, 1) plus a (1, C, 1, 1) bias gives (1, C, N, 1)) arrives as its expanded view, stride
+// 0 along the dims it repeats over; the caller sums dx back to the input's shape. Blocks are cut as
+// groupnorm.cuh's sweeps, (plane, chunk of plan_split(S)), so the channel and F's parameters are fixed per
+// block; packs of 4 values where the plane is whole packs (16-byte stores of v and dx, and 16-byte loads of a
+// contiguous x).
 namespace kgen {
 
-template <class F, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-pointwise_forward_kernel(const float* __restrict__ x, float* __restrict__ v, int64_t channels, int64_t plane,
-                         SplitPlan plan, RegionParams params) {
-  const int64_t p = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t end = min(begin + plan.chunk, plane);
-  const F f = F::at(params, p % channels);
-  const int64_t offset = p * plane;
-  for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) v[offset + i] = f.value(__ldg(x + offset + i));
+// Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
+// over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,
+// padded in front with size 1). Needs planes below 2^31 values (FastDiv).
+struct StridedInput {
+  int64_t stride_n, stride_c;
+  int64_t stride[3];   // outer, middle, inner plane dims
+  int size[3];
+  resident_detail::FastDiv div_inner, div_middle;
+
+  __device__ __forceinline__ int64_t offset(int64_t n, int64_t c, int64_t i) const {
+    const int q = div_inner.div(static_cast<int>(i));
+    const int inner = static_cast<int>(i) - q * size[2];
+    const int outer = div_middle.div(q);
+    const int middle = q - outer * size[1];
+    return n * stride_n + c * stride_c + outer * stride[0] + middle * stride[1] + inner * stride[2];
+  }
+};
+
+inline StridedInput strided_input(const at::Tensor& x) {
+  StridedInput in{};
+  in.stride_n = x.stride(0);
+  in.stride_c = x.stride(1);
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (size, stride), outer first
+  for (int64_t k = 2; k < x.dim(); ++k) {
+    if (x.size(k) == 1) continue;
+    if (!dims.empty() && dims.back().second == x.stride(k) * x.size(k)) {
+      dims.back() = {dims.back().first * x.size(k), x.stride(k)};  // contiguous in x: one dim
+    } else {
+      dims.emplace_back(x.size(k), x.stride(k));
+    }
+  }
+  TORCH_CHECK(dims.size() <= 3, "kgen: element-wise input with more than 3 spatial dims");
+  const size_t pad = 3 - dims.size();
+  for (size_t k = 0; k < 3; ++k) {
+    in.size[k] = k < pad ? 1 : static_cast<int>(dims[k - pad].first);
+    in.stride[k] = k < pad ? 0 : dims[k - pad].second;
+  }
+  in.div_inner = resident_detail::FastDiv(in.size[2]);
+  in.div_middle = resident_detail::FastDiv(in.size[1]);
+  return in;
 }
 
-template <class F, int kBlock>
+// The (plane, chunk) a block of the element-wise kernels takes.
+struct PointwiseChunk {
+  int64_t p, n, c, begin, end;
+  __device__ __forceinline__ PointwiseChunk(int64_t channels, int64_t plane, const SplitPlan& plan) {
+    p = blockIdx.x / plan.splits;
+    begin = (blockIdx.x % plan.splits) * plan.chunk;
+    end = min(begin + plan.chunk, plane);
+    n = p / channels;
+    c = p - n * channels;
+  }
+};
+
+// The W values of x at output positions i .. i + W - 1 of chunk `b` (W = 4: within one run of the innermost
+// dim, as pointwise_width guarantees).
+template <bool kStrided, int W>
+__device__ __forceinline__ void load_input(const float* __restrict__ x, const PointwiseChunk& b, int64_t plane,
+                                           int64_t i, const StridedInput& in, float (&v)[W]) {
+  if constexpr (kStrided) {
+    const int64_t at = in.offset(b.n, b.c, i);
+#pragma unroll
+    for (int e = 0; e < W; ++e) v[e] = __ldg(x + at + e * in.stride[2]);
+  } else if constexpr (W == 4) {
+    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(x + b.p * plane + i)), v);
+  } else {
+    v[0] = __ldg(x + b.p * plane + i);
+  }
+}
+
+template <class F, int kBlock, bool kStrided, int W>
+__global__ void __launch_bounds__(kBlock)
+pointwise_forward_kernel(const float* __restrict__ x, float* __restrict__ v, int64_t channels, int64_t plane,
+                         SplitPlan plan, RegionParams params, StridedInput in) {
+  const PointwiseChunk b(channels, plane, plan);
+  const F f = F::at(params, b.c);
+  for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
+    float xv[W], out[W];
+    load_input<kStrided, W>(x, b, plane, i, in, xv);
+#pragma unroll
+    for (int e = 0; e < W; ++e) out[e] = f.value(xv[e]);
+    if constexpr (W == 4) {
+      reinterpret_cast<float4*>(v + b.p * plane + i)[0] = resident_detail::join4(out);
+    } else {
+      v[b.p * plane + i] = out[0];
+    }
+  }
+}
+
+template <class F, int kBlock, bool kStrided, int W>
 __global__ void __launch_bounds__(kBlock)
 pointwise_backward_kernel(const float* __restrict__ dv, const float* __restrict__ x, float* __restrict__ dx,
-                          int64_t channels, int64_t plane, SplitPlan plan, RegionParams params,
+                          int64_t channels, int64_t plane, SplitPlan plan, RegionParams params, StridedInput in,
                           float* __restrict__ param_partial) {
-  const int64_t p = blockIdx.x / plan.splits;
-  const int64_t split = blockIdx.x % plan.splits;
-  const int64_t begin = split * plan.chunk;
-  const int64_t end = min(begin + plan.chunk, plane);
-  const int64_t c = p % channels, n = p / channels;
-  const F f = F::at(params, c);
-  const int64_t offset = p * plane;
+  const PointwiseChunk b(channels, plane, plan);
+  const F f = F::at(params, b.c);
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (int64_t i = begin + threadIdx.x; i < end; i += kBlock) {
-    dx[offset + i] = f.backward(__ldg(x + offset + i), __ldg(dv + offset + i), dparam);
+  for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
+    float xv[W], g[W], out[W];
+    load_input<kStrided, W>(x, b, plane, i, in, xv);
+    if constexpr (W == 4) {
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dv + b.p * plane + i)), g);
+    } else {
+      g[0] = __ldg(dv + b.p * plane + i);
+    }
+#pragma unroll
+    for (int e = 0; e < W; ++e) out[e] = f.backward(xv[e], g[e], dparam);
+    if constexpr (W == 4) {
+      reinterpret_cast<float4*>(dx + b.p * plane + i)[0] = resident_detail::join4(out);
+    } else {
+      dx[b.p * plane + i] = out[0];
+    }
   }
   if constexpr (F::kParams > 0) {
     // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
     const int64_t rows = gridDim.x / channels;
+    const int split = blockIdx.x % plan.splits;
 #pragma unroll
     for (int k = 0; k < F::kParams; ++k) {
       const float total = block_sum<kBlock>(dparam[k]);
-      if (threadIdx.x == 0) param_partial[(k * rows + n * plan.splits + split) * channels + c] = total;
+      if (threadIdx.x == 0) param_partial[(k * rows + b.n * plan.splits + split) * channels + b.c] = total;
       __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
     }
   }
@@ -4126,24 +4430,61 @@ inline void check_pointwise_input(const at::Tensor& x) {
   TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
 }
 
+// x as the kernels read it: itself where it is contiguous or a strided view they can index (rank <= 5,
+// planes below 2^31 values), else a contiguous copy.
+inline at::Tensor pointwise_input(const at::Tensor& input, bool& strided) {
+  const int64_t plane = input.numel() == 0 ? 0 : input.numel() / (input.size(0) * input.size(1));
+  strided = !input.is_contiguous() && input.dim() <= 5 && plane < (int64_t(1) << 31);
+  return strided || input.is_contiguous() ? input : input.contiguous();
+}
+
+// 4 values a thread where the plane is whole packs, the streams 16-byte aligned, and a strided x's packs lie
+// within one run of its innermost dim; else 1.
+inline int pointwise_width(const at::Tensor& x, bool strided, int64_t plane,
+                           std::initializer_list<const at::Tensor*> streams) {
+  if (plane % 4 != 0) return 1;
+  for (const at::Tensor* t : streams) {
+    if (!is_16_byte_aligned(t->data_ptr<float>())) return 1;
+  }
+  if (strided) return strided_input(x).size[2] % 4 == 0 ? 4 : 1;
+  return is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+}
+
+// Calls launch(kernel-template tag) for the (strided, width) instantiation in use.
+template <class Launch>
+void dispatch_pointwise(bool strided, int width, Launch&& launch) {
+  if (strided) {
+    width == 4 ? launch(std::integral_constant<bool, true>{}, std::integral_constant<int, 4>{})
+               : launch(std::integral_constant<bool, true>{}, std::integral_constant<int, 1>{});
+  } else {
+    width == 4 ? launch(std::integral_constant<bool, false>{}, std::integral_constant<int, 4>{})
+               : launch(std::integral_constant<bool, false>{}, std::integral_constant<int, 1>{});
+  }
+}
+
 template <class F, int kBlock>
 at::Tensor pointwise_forward(const at::Tensor& input, const std::vector<at::Tensor>& params) {
   check_pointwise_input(input);
   const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto x = input.contiguous();
-  auto v = at::empty_like(x, at::MemoryFormat::Contiguous);
+  bool strided = false;
+  const at::Tensor x = pointwise_input(input, strided);
+  auto v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   if (x.numel() == 0) return v;
   const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
   const SplitPlan plan = plan_split<kBlock>(plane);
-  pointwise_forward_kernel<F, kBlock><<<x.size(0) * channels * plan.splits, kBlock, 0,
-                                        at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), v.data_ptr<float>(),
-                                                                            channels, plane, plan, table);
+  const StridedInput in = strided ? strided_input(x) : StridedInput{};
+  const int width = pointwise_width(x, strided, plane, {&v});
+  dispatch_pointwise(strided, width, [&](auto kStrided, auto kWidth) {
+    pointwise_forward_kernel<F, kBlock, decltype(kStrided)::value, decltype(kWidth)::value>
+        <<<x.size(0) * channels * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+            x.data_ptr<float>(), v.data_ptr<float>(), channels, plane, plan, table, in);
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return v;
 }
 
-// Returns {dx, dparams (kParams, C)}.
+// Returns {dx (the output's shape, contiguous), dparams (kParams, C)}.
 template <class F, int kBlock>
 std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Tensor& input,
                                            const std::vector<at::Tensor>& params) {
@@ -4152,9 +4493,10 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Ten
   TORCH_CHECK(grad.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad.sizes()), ", expected ",
               str(input.sizes()));
   const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto x = input.contiguous();
+  bool strided = false;
+  const at::Tensor x = pointwise_input(input, strided);
   const auto dv = grad.contiguous();
-  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto dx = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   const int64_t channels = x.size(1);
   at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
   if (x.numel() == 0) return {dx, dparams};
@@ -4163,10 +4505,14 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Ten
   const SplitPlan plan = plan_split<kBlock>(plane);
   const int64_t rows = x.size(0) * plan.splits;
   at::Tensor partial = at::empty({std::max<int64_t>(1, int64_t(F::kParams)) * rows, channels}, x.options());
-  pointwise_backward_kernel<F, kBlock><<<x.size(0) * channels * plan.splits, kBlock, 0,
-                                         at::cuda::getCurrentCUDAStream()>>>(
-      dv.data_ptr<float>(), x.data_ptr<float>(), dx.data_ptr<float>(), channels, plane, plan, table,
-      partial.data_ptr<float>());
+  const StridedInput in = strided ? strided_input(x) : StridedInput{};
+  const int width = pointwise_width(x, strided, plane, {&dv, &dx});
+  dispatch_pointwise(strided, width, [&](auto kStrided, auto kWidth) {
+    pointwise_backward_kernel<F, kBlock, decltype(kStrided)::value, decltype(kWidth)::value>
+        <<<x.size(0) * channels * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+            dv.data_ptr<float>(), x.data_ptr<float>(), dx.data_ptr<float>(), channels, plane, plan, table, in,
+            partial.data_ptr<float>());
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   for (int k = 0; k < F::kParams; ++k) {
     auto row = dparams.select(0, k);

@@ -163,10 +163,13 @@ def pointwise_context(step: PointwiseStep) -> dict:
     labels = [p.label for p in step.params]
     struct, slots = functors.prologue_functor(f"Pointwise{step.index}Op", step.nodes, step.input,
                                               step.nodes[-1].name, labels)
-    return {"index": step.index, "functor": struct,
+    summary = " -> ".join(n.op for n in step.nodes)
+    if step.input_shape:
+        summary += f" (input {list(step.input_shape)} broadcast to {list(step.shape)})"
+    return {"index": step.index, "functor": struct, "broadcast": bool(step.input_shape),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
-            "summary": " -> ".join(n.op for n in step.nodes)}
+            "summary": summary}
 
 
 def batchnorm_context(step: BatchNormStep) -> dict:

@@ -18,7 +18,7 @@ from kgen.ref.trace import RefError, load_reference
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/); the test harnesses of the two
 # region kernel families build from the same lists.
-REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh")
+REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_reducers.cuh")
 RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_rows_forward.cuh",
                   "gn_region_resident_backward.cuh", "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh")
@@ -44,8 +44,9 @@ def explain(plan: Plan) -> list[str]:
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
-            lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  "
-                         f"[{step.input} {step.shape}]")
+            shapes = (f"{step.input} {step.input_shape} broadcast to {step.output} {step.shape}" if step.input_shape
+                      else f"{step.input} {step.shape}")
+            lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  [{shapes}]")
         elif isinstance(step, BatchNormStep):
             from kgen.ref.codegen import describe_batchnorm
             params = ", ".join(p.label for p in step.params) or "none"

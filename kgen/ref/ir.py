@@ -5,7 +5,8 @@ A Plan is the reference's forward as a list of steps, each one of:
                  with its bias peeled off into the region that consumes it;
   RegionStep     a GroupNorm with the element-wise ops before it (prologue), after it (epilogue) and the
                  reduction or window pooling that follows (one kgen kernel family, forward and backward);
-  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel);
+  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel), the
+                 tensor maybe broadcast to a larger shape (a reduced (N, 1) plus a (1, C, 1, 1) parameter);
   BatchNormStep  an nn.BatchNorm1d/2d/3d with the element-wise ops after it and a window pooling after those
                  (kgen's per-channel statistics, apply and backward kernels, bn_train.cuh).
 Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
@@ -82,7 +83,8 @@ class PointwiseStep:
     nodes: list
     params: list
     output: str
-    shape: list
+    shape: list                   # the output's shape
+    input_shape: list = field(default_factory=list)   # the input's, where it broadcasts to `shape`; else empty
 
 
 @dataclass

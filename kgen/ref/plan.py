@@ -224,9 +224,14 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         prologue = [members[n.name] for n in self.nodes if n.name in members]
         return prologue, x
 
-    def operands(self, node, operands, full, params):
+    def operands(self, node, operands, full, params, broadcast_value: str | None = None):
+        """The Operands of an element-wise node producing `full`, or None where one is not a scalar, a per-channel
+        (or one-value) parameter or a value of shape `full` (or the value named `broadcast_value`, broadcast)."""
         converted = []
         for operand in operands:
+            if broadcast_value is not None and isinstance(operand, torch.fx.Node) and operand.name == broadcast_value:
+                converted.append(Operand("value", operand.name))
+                continue
             scalar = self.scalar_of(operand)
             if scalar is not None:
                 converted.append(Operand("scalar", scalar))
@@ -357,9 +362,14 @@ class Planner(ReductionPlanning, BatchNormPlanning):
             params: list[Param] = []
             chain = []
             current = (node, name, operands, consts, source)
+            # The chain's input may broadcast to its output's shape (L2-75: min over channels (N, 1) plus a
+            # (1, C, 1, 1) parameter gives (1, C, N, 1)): the kernel reads it through broadcast strides.
+            input_shape = tensor_shape(source)
+            broadcast = input_shape != full and _broadcasts(input_shape, full)
             while True:
                 cnode, cname, cops, cconsts, csource = current
-                converted = self.operands(cnode, cops, full, params)
+                converted = self.operands(cnode, cops, full, params,
+                                          broadcast_value=csource.name if broadcast and not chain else None)
                 if converted is None:
                     break
                 chain.append(self.pw_node(cnode, cname, converted, cconsts))
@@ -371,13 +381,15 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                     continue
                 break
             if not chain:
-                # Broadcasting to a new shape (e.g. a reduced (N, 1) plus a (1, C, 1, 1) parameter): PyTorch's
-                # own element-wise kernel, on a tensor the region already reduced.
-                self.library(node, fallback="element-wise op broadcasting a reduced tensor to a new shape")
+                # Operands kgen's element-wise kernel cannot read: a parameter that is neither per channel nor
+                # one value, an input that does not broadcast to the output, an output of rank above 5.
+                self.library(node, fallback="element-wise op whose operands kgen's element-wise kernel cannot "
+                                            "read (broadcast beyond per-channel parameters)")
                 done.add(node.name)
                 continue
             step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
-                                 input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full)
+                                 input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full,
+                                 input_shape=input_shape if broadcast else [])
             for name in names_of(chain):
                 self.claimed[name] = step
             self.steps.append(step)
@@ -398,6 +410,14 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step
         self.steps.append(step)
+
+
+def _broadcasts(shape, full) -> bool:
+    """Whether a tensor of `shape` broadcasts to `full` (ranks 2 to 5: the element-wise kernel's (N, C, *))."""
+    if shape is None or full is None or len(shape) > len(full) or not 2 <= len(full) <= 5:
+        return False
+    aligned = [1] * (len(full) - len(shape)) + list(shape)
+    return all(a in (1, f) for a, f in zip(aligned, full))
 
 
 def _shift_params(nodes, by: int) -> None:

@@ -29,6 +29,8 @@ CASES = [
     ((5, 2048), 8, [], False),        # 256-value slices: teams of 32 lanes x 2 packs
     ((5, 8192), 4, [], True),         # 2048-value slices: past the rows forward, resident tiles
     ((7, 96), 4, [], True),           # 24-value slices: 6 packs, teams of 2 lanes x 3 packs: resident tiles
+    ((3, 384), 12, [], True),         # sample reductions: a sub-block of 2 warps, 16 teams for 12 slices
+    ((4, 768), 3, [], False),         # sample reductions: two samples a block, 4 teams for 3 slices
     ((7, 96), 12, [], True),          # 8-value slices: teams of 2 lanes x 1 pack
     ((2, 6, 10), 3, [3], True),       # 3D, window leaves one column
     ((2, 12, 5, 7), 3, [2, 3], True),  # 4D, D = 140
@@ -127,7 +129,8 @@ MANY_TILES = [((2048, 4096), 16, [], True), ((2048, 8192), 4, [], True), ((8192,
 
 
 @pytest.mark.parametrize("case", MANY_TILES, ids=_case_id)
-@pytest.mark.parametrize("name", ["none_plain", "none_fused", "channel_lse", "plane_mean", "window_max"])
+@pytest.mark.parametrize("name", ["none_plain", "none_fused", "channel_lse", "channel_min", "plane_mean",
+                                  "window_max"])
 def test_many_tiles_per_block(ext, name, case):
     check(name, case, seed=17)
 
@@ -158,6 +161,19 @@ def test_rows_forward_decision(ext):
     assert ext.rows_lanes(lin(96), 4) == 0          # 6 packs: 2 lanes x 3
     assert ext.rows_lanes(lin(30), 5) == 0          # 6 values
     assert ext.rows_lanes(torch.empty(2, 64, 3, 3, device="cuda"), 8) == 0  # planes
+
+
+def test_rows_reduce_decision(ext):
+    """Reductions over each sample of a Linear output take the rows forward where a sample fills a warp's lanes
+    (G x L >= 32), and the resident tiles below that."""
+    lin = lambda c: torch.empty(2, c, device="cuda")
+    assert ext.rows_reduce_applies(lin(8192), 512)      # L2-75: 512 slices x 2 lanes
+    assert ext.rows_reduce_applies(lin(256), 8)         # 8 slices x 4 lanes: one warp a sample
+    assert ext.rows_reduce_applies(lin(768), 3)         # 3 slices x 32 lanes
+    assert not ext.rows_reduce_applies(lin(96), 12)     # 12 slices x 1 lane
+    assert not ext.rows_reduce_applies(lin(64), 16)     # 16 slices x 1 lane
+    assert not ext.rows_reduce_applies(lin(8192), 4)    # past the rows forward
+    assert not ext.rows_reduce_applies(torch.empty(2, 64, 3, 3, device="cuda"), 8)  # planes
 
 
 def test_slab_decision(ext):
@@ -191,6 +207,21 @@ def test_results_do_not_depend_on_the_tiling(ext, name):
     big = fwd(x, gamma, beta, pp, ep, 64, 1e-5, [])
     small = fwd(x[:3].contiguous(), gamma, beta, pp, ep, 64, 1e-5, [])
     for k in range(3):   # out, mean, rstd
+        assert torch.equal(big[k][:3], small[k]), k
+
+
+@pytest.mark.parametrize("name", ["channel_min", "channel_lse", "sample_mean"])
+def test_rows_reduce_is_reproducible_and_independent_of_the_batch(ext, name):
+    """The rows forward's sample reductions merge a sample's partials in a fixed order whatever the grid: two
+    calls agree bitwise, and the first samples of a batch of 2048 (several samples a sub-block) come out as
+    they do alone."""
+    x, gamma, beta, pp, ep, _ = make_inputs(name, (2048, 4096), 16, [], True, seed=29)
+    fwd = getattr(ext, f"{name}_forward")
+    big = fwd(x, gamma, beta, pp, ep, 16, 1e-5, [])
+    again = fwd(x, gamma, beta, pp, ep, 16, 1e-5, [])
+    small = fwd(x[:3].contiguous(), gamma, beta, pp, ep, 16, 1e-5, [])
+    for k in range(4 if INSTANCES[name][3] == "kMin" else 3):   # out, mean, rstd (, aux)
+        assert torch.equal(big[k], again[k]), k
         assert torch.equal(big[k][:3], small[k]), k
 
 

@@ -22,6 +22,8 @@ OTHER_SHAPES = {
     # the batch norm step: planes of 16 x 16 (4-value packs, every element in a window); 512 channels of rows
     "convt_bn_tanh_maxpool_gn_odd": (["[8, 16, 4, 4]"], ["[4, 8, 15, 15]"]),
     "linear_bn1d_noaffine_relu_gn": (["[64, 512, 8]"], ["[256, 64]"]),
+    # the rows forward's max over channels: 8 samples a block (default), 2 (here: 3 slices x 32 lanes)
+    "linear_gn_max_broadcast_transpose": (["[48, 768, 3, 12]"], ["[7, 48]"]),
 }
 
 

@@ -37,8 +37,8 @@ def test_every_groupnorm_is_fused_and_only_library_ops_stay(path):
     assert regions(plan), "no region"
     for step in pytorch_ops(plan):
         node = step.node
-        allowed = step.elementwise_fallback or node.op == "call_module" or node.op == "call_method"
-        assert allowed, f"{node.name} stays in PyTorch"
+        assert not step.elementwise_fallback, f"element-wise {node.name} stays in PyTorch: {step.elementwise_fallback}"
+        assert node.op == "call_module" or node.op == "call_method", f"{node.name} stays in PyTorch"
         if node.op == "call_module":
             kind = type(dict(plan.ref.gm.named_modules())[node.target]).__name__
             assert kind.startswith(("Conv", "Linear", "BatchNorm", "Dropout", "MaxPool")), kind
@@ -67,6 +67,18 @@ def test_region_shapes(key):
     assert [n.op for n in region.epilogue] == epilogue
     # The conv / linear bias is peeled into the region (its first parameter) wherever the reference has one.
     assert region.params and region.params[0].label.endswith(".bias")
+
+
+@pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
+def test_broadcasting_add_after_a_reduction_is_a_kgen_kernel():
+    """L2-75: min over channels (N, 1) + a (1, C, 1, 1) bias -> (1, C, N, 1), kgen's element-wise kernel reading
+    the reduced tensor through broadcast strides, the bias per channel of the output."""
+    path = next(p for p in FAMILY if p.name.startswith("level2_75_"))
+    plan = make_plan(load_reference(path))
+    (step,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert step.input_shape == [1024, 1] and step.shape == [1, 8192, 1024, 1]
+    assert [n.op for n in step.nodes] == ["add"] and [p.label for p in step.params] == ["bias"]
+    assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
 @pytest.mark.parametrize("path", OWN, ids=lambda p: p.stem)

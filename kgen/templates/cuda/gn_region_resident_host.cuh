@@ -333,10 +333,55 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Whether the rows forward with a sample reduction applies: the rows forward's Linear outputs (team width
+// `lanes` > 0) whose sample fills at least a warp's lanes (fewer would leave most of the warp idle).
+inline bool rows_reduce_applies(int64_t groups, int lanes) { return lanes > 0 && groups * lanes >= kWarpSize; }
+
+// The rows forward with a sample reduction (gn_region_rows_forward.cuh): a sub-block of the fewest warps
+// (a power of two, up to the block) that covers a sample's G x L slice lanes, a grid of the blocks that fit
+// at once or fewer, each sub-block taking samples in turn.
+template <class Pro, class Epi, ReduceOp O, int kBlock>
+void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec, const at::Tensor& x,
+                        const at::Tensor& gamma, const at::Tensor& beta, const RegionParams& params, double eps,
+                        at::Tensor& out, int* aux, at::Tensor& mean, at::Tensor& rstd) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  RowsReducePlan plan{};
+  plan.batch = dims.batch;
+  plan.groups = static_cast<int>(groups);
+  plan.slice = static_cast<int>(dims.channels / groups);
+  plan.lanes = lanes;
+  plan.affine_vec = affine_vec;
+  const int64_t sample_warps = (groups * lanes + kWarpSize - 1) / kWarpSize;
+  plan.sub_warps = 1;
+  while (plan.sub_warps < kWarps && plan.sub_warps < sample_warps) plan.sub_warps *= 2;
+  plan.subs_per_block = kWarps / plan.sub_warps;
+  auto launch = [&](auto kernel, int per_lane) {
+    const int64_t per_step = int64_t(plan.sub_warps) * kWarpSize / lanes * rows_unroll(per_lane);  // slices
+    plan.chunks = static_cast<int>((groups + per_step - 1) / per_step);
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(x.get_device());
+    const int64_t needed = (plan.batch + plan.subs_per_block - 1) / plan.subs_per_block;
+    const int64_t grid = std::max<int64_t>(1, std::min(fit, needed));
+    const int64_t subs = grid * plan.subs_per_block;
+    plan.rounds = (plan.batch + subs - 1) / subs;
+    kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
+        as_float2(mean), rstd.data_ptr<float>());
+  };
+  switch (plan.slice / 4 / lanes) {
+    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1>, 1); break;
+    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2>, 2); break;
+    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4>, 4); break;
+    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8>, 8); break;
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 }  // namespace resident_detail
 
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
-// with short slices (rows_lanes) take the rows forward, everything else the resident tiles.
+// with short slices (rows_lanes) take the rows forward, with or without a reduction over each sample (kChannel,
+// kSample), everything else the resident tiles.
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -377,6 +422,14 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
       const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
                           lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
+      return {out, mean, rstd, aux};
+    }
+  }
+  if constexpr (is_sample_kind(R)) {
+    const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+    if (width == 4 && rows_reduce_applies(groups, lanes)) {
+      launch_rows_reduce<Pro, Epi, O, kBlock>(dims, groups, lanes, affine_vec, x, gamma, beta, params, eps, out,
+                                              kArg ? aux.data_ptr<int>() : nullptr, mean, rstd);
       return {out, mean, rstd, aux};
     }
   }

@@ -22,7 +22,8 @@
 // every run the same result); then the deviations d = z - mean (the mean a (hi, lo) float pair) summed with
 // their squares in float within the lane (at most 32 of them, each small), in double over the team, for the
 // corrected two-pass variance. The mean kept as (hi, lo) and rstd in float, as the resident backward reads
-// them. kNone only: out = Epi(y, z, x) is stored where it is computed.
+// them. kNone: out = Epi(y, z, x) is stored where it is computed; kChannel and kSample (a reduction over each
+// sample's C values): region_rows_reduce_kernel below.
 namespace kgen {
 
 struct RowsPlan {
@@ -53,6 +54,69 @@ __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64
   return static_cast<int>(packs / per_lane);
 }
 
+// One slice in a team's registers: z = Pro(x), its mean (hi, lo) and rstd, and the deviations d = z - mean.
+// Every lane of the warp calls it (the butterflies shuffle over the whole warp); a team past the last slice
+// computes on zeros.
+template <class Pro, int kPacks>
+struct RowsSlice {
+  float z[kPacks][4];
+  float d[kPacks][4];
+  float2 mean;
+  float rstd;
+
+  __device__ __forceinline__ RowsSlice(const RegionParams& params, const float (&x)[kPacks][4], int cbase,
+                                       int lanes, int lane, double inv_d, double eps) {
+    using resident_detail::shfl_xor;
+    constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+    double sum = 0.0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * lanes + lane) + e).value(x[k][e]) : x[k][e];
+      }
+      sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
+    }
+    for (int o = lanes / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
+    const double mu = sum * inv_d;
+    const float hi = static_cast<float>(mu);
+    mean = make_float2(hi, static_cast<float>(mu - double(hi)));
+    float da_lane = 0.f, db_lane = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        d[k][e] = centered(z[k][e], mean);
+        da_lane += d[k][e];
+        db_lane = fmaf(d[k][e], d[k][e], db_lane);
+      }
+    }
+    double da = da_lane, db = db_lane;
+    for (int o = lanes / 2; o > 0; o /= 2) {
+      da += shfl_xor(da, o);
+      db += shfl_xor(db, o);
+    }
+    const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
+    rstd = static_cast<float>(rsqrt(var + eps));
+  }
+
+  // v = Epi(y, z, x) of pack k, channels c0 .. c0 + 3.
+  template <class Epi>
+  __device__ __forceinline__ void values(const RegionParams& params, const float* __restrict__ gamma,
+                                         const float* __restrict__ beta, bool affine_vec, int k, int c0,
+                                         const float (&x)[4], float (&v)[4]) const {
+    using namespace resident_detail;
+    float g[4], b[4];
+    load_affine4(gamma, c0, affine_vec, 1.f, g);
+    load_affine4(beta, c0, affine_vec, 0.f, b);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float y = d[k][e] * (rstd * g[e]) + b[e];
+      v[e] = Epi::at(params, c0 + e).value(y, z[k][e], x[e]);
+    }
+  }
+};
+
 template <class Pro, class Epi, int kBlock, int kPacks>
 __global__ void __launch_bounds__(kBlock)
 region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
@@ -60,7 +124,6 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                            float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr int kUnroll = rows_unroll(kPacks);
-  constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
   const int L = plan.lanes;
   const int D = plan.slice;
   const int lane = threadIdx.x & (L - 1);
@@ -99,55 +162,17 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
                     : static_cast<int>(u % plan.groups);
       }
       const int cbase = group * D;
-      float z[kPacks][4];
-      double sum = 0.0;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * L + lane) + e).value(xv[j][k][e]) : xv[j][k][e];
-        }
-        sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
-      }
-      for (int o = L / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
-      const double mu = sum * inv_d;
-      const float hi = static_cast<float>(mu);
-      const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
-      float d[kPacks][4];
-      float da_lane = 0.f, db_lane = 0.f;
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          d[k][e] = centered(z[k][e], m2);
-          da_lane += d[k][e];
-          db_lane = fmaf(d[k][e], d[k][e], db_lane);
-        }
-      }
-      double da = da_lane, db = db_lane;
-      for (int o = L / 2; o > 0; o /= 2) {
-        da += shfl_xor(da, o);
-        db += shfl_xor(db, o);
-      }
-      const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
-      const float rs = static_cast<float>(rsqrt(var + eps));
+      const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
       if (!valid) continue;
       if (lane == 0) {
-        mean_out[u] = m2;
-        rstd_out[u] = rs;
+        mean_out[u] = s.mean;
+        rstd_out[u] = s.rstd;
       }
       float4* dst = reinterpret_cast<float4*>(out + u * D);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
-        const int c0 = cbase + 4 * (k * L + lane);
-        float g[4], b[4], v[4];
-        load_affine4(gamma, c0, plan.affine_vec, 1.f, g);
-        load_affine4(beta, c0, plan.affine_vec, 0.f, b);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float y = d[k][e] * (rs * g[e]) + b[e];
-          v[e] = Epi::at(params, c0 + e).value(y, z[k][e], xv[j][k][e]);
-        }
+        float v[4];
+        s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, cbase + 4 * (k * L + lane), xv[j][k], v);
         dst[k * L + lane] = join4(v);
       }
     }
@@ -158,6 +183,123 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
       }
+    }
+  }
+}
+
+// ---- the rows forward with a reduction over each sample's C values (kChannel and kSample, plane == 1)
+//
+// out[n] = reduce_c v[n, c], e.g. L2-75's min over the channels of a Linear output. A SUB-BLOCK of whole
+// warps (plan.sub_warps: the fewest, up to the block, whose lanes cover a sample's G x L slice lanes) takes
+// one sample at a time, kUnroll slices a team per step, the next step's loads in flight as above; each thread
+// folds the v it computes into its partial (gn_region_reducers.cuh: the sum, the first extreme and its
+// channel, or (max, sum exp)), and at the sample's end the warp's partials merge by butterfly and the
+// sub-block's warps in warp order, through shared memory: a fixed order, bitwise reproducible. (The resident
+// tiles did this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
+// 75 us for 33 MB.) Statistics are as the rows forward's; aux is the winning channel, as the resident
+// backward reads it.
+struct RowsReducePlan {
+  int64_t batch;
+  int groups;
+  int slice;          // D
+  int lanes;          // L
+  bool affine_vec;
+  int sub_warps;      // warps a sample
+  int subs_per_block; // samples a block holds at a time
+  int chunks;         // steps a sample: ceil(G / (teams of a sub-block x kUnroll))
+  int64_t rounds;     // samples a sub-block takes in turn (the same for every block)
+};
+
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+                          const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
+                          float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
+                          float* __restrict__ rstd_out) {
+  using namespace resident_detail;
+  using Red = reduction::Reducer<O>;
+  using T = typename Red::T;
+  constexpr int kUnroll = rows_unroll(kPacks);
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ T per_warp[2][kWarps];  // by sample parity: one barrier a sample
+  const int L = plan.lanes;
+  const int D = plan.slice;
+  const int G = plan.groups;
+  const int lane = threadIdx.x & (L - 1);
+  const int warp = threadIdx.x / kWarpSize;
+  const int sub = warp / plan.sub_warps;
+  const int sub_first = sub * plan.sub_warps * kWarpSize;  // the sub-block's first thread
+  const int teams = plan.sub_warps * kWarpSize / L;
+  const int team = (threadIdx.x - sub_first) / L;
+  const int per_step = teams * kUnroll;
+  const int64_t subs = int64_t(gridDim.x) * plan.subs_per_block;
+  const int64_t my_sub = int64_t(blockIdx.x) * plan.subs_per_block + sub;
+  const double inv_d = 1.0 / double(D);
+  // Loads step `step` of round r: slices step * per_step + j * teams + team of sample r * subs + my_sub.
+  auto load = [&](int64_t r, int step, float (&v)[kUnroll][kPacks][4]) {
+    const int64_t n = r * subs + my_sub;
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const int g = step * per_step + j * teams + team;
+      const bool ok = n < plan.batch && g < G;
+      const float4* src = reinterpret_cast<const float4*>(x + (n * G + g) * D);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+        const float4 f = ok ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+        split4(f, v[j][k]);
+      }
+    }
+  };
+  float xv[kUnroll][kPacks][4];
+  load(0, 0, xv);
+  for (int64_t r = 0; r < plan.rounds; ++r) {  // rounds and chunks are grid-uniform: whole warps shuffle
+    const int64_t n = r * subs + my_sub;
+    T acc = Red::empty();
+    for (int step = 0; step < plan.chunks; ++step) {
+      float next[kUnroll][kPacks][4];
+      const bool last = step + 1 == plan.chunks;
+      load(last ? r + 1 : r, last ? 0 : step + 1, next);
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+        const int g = step * per_step + j * teams + team;
+        const bool valid = n < plan.batch && g < G;
+        const int cbase = g * D;
+        const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
+        if (!valid) continue;
+        if (lane == 0) {
+          mean_out[n * G + g] = s.mean;
+          rstd_out[n * G + g] = s.rstd;
+        }
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+          const int c0 = cbase + 4 * (k * L + lane);
+          float v[4];
+          s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, c0, xv[j][k], v);
+          if constexpr (O == ReduceOp::kLogSumExp) {
+            Red::push_many(acc, v);
+          } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) Red::push(acc, v[e], c0 + e);
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kUnroll; ++j) {
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
+        }
+      }
+    }
+    const T w = reduction::warp_reduce<Red>(acc);
+    if (threadIdx.x % kWarpSize == 0) per_warp[r & 1][warp] = w;
+    __syncthreads();
+    if (threadIdx.x == sub_first && n < plan.batch) {
+      T total = per_warp[r & 1][sub * plan.sub_warps];
+      for (int k = 1; k < plan.sub_warps; ++k) total = Red::combine(total, per_warp[r & 1][sub * plan.sub_warps + k]);
+      out[n] = Red::result(total, int64_t(G) * D);
+      if constexpr (reduction::kHasAux<O>) aux[n] = total.pos;
     }
   }
 }
