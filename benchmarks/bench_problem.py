@@ -5,7 +5,9 @@ validator's checks. For benchmarks/family.py, whose correctness pass has run `kg
     python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
 
 The JSON also lists the kernels one forward of each contender launches, longest first (`forward_kernels`):
-where torch.compile wins by running a library op in another layout or algorithm, it shows there.
+where torch.compile wins by running a library op in another layout or algorithm, it shows there. With
+--copy-bytes N it holds `copy`, a device copy moving N bytes timed in the same process: the rate kgen's kernels
+are held to at their size (a 67 MB transfer does not reach a 4 GB one's rate).
 
 --warm-compile compiles the reference (forward, and forward+backward) once and times nothing: run beside
 other work, it leaves Inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR) warm for a later timing run in
@@ -21,6 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.copy_rate import copy_rate  # noqa: E402
 from kgen.validate.bench import run_bench  # noqa: E402
 from kgen.validate.context import import_file  # noqa: E402
 
@@ -91,6 +94,9 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--min-run-time", type=float, default=1.0)
     parser.add_argument("--warm-compile", action="store_true")
+    parser.add_argument("--copy-bytes", type=int, default=0,
+                        help="also time a device copy moving this many bytes (read + write): the DRAM rate a kernel "
+                             "moving them can reach at that size (benchmarks/copy_rate.py)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_problem: no CUDA device", file=sys.stderr)
@@ -107,6 +113,8 @@ def main() -> int:
         result["forward_kernels"] = forward_traces(ref_model, new_model, make_inputs)
     except Exception as error:  # noqa: BLE001
         result["forward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    if args.copy_bytes > 0:
+        result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
     result["gpu"] = torch.cuda.get_device_name(device)
     result["torch"] = torch.__version__
     text = json.dumps(result, indent=1, default=str)

@@ -377,19 +377,34 @@ PY
     s12)  # session 12: the rows forward's sample reductions (L2-75's min over channels) and the element-wise kernel
       # reading broadcast / strided inputs (L2-75's bias add): the GPU tests they touch, beside the checks of
       # S12_FAMILY's problems; then alone: the DRAM copy rate at small sizes, and S12_BENCH's timings.
-      P=$OUT/s12; G=.build/family_s12; mkdir -p "$P" "$G"
+      P=$OUT/s12; G=.build/${S12_DIR:-family_s12}; mkdir -p "$P" "$G"
       kb_wheels
-      (fam_run "$G" "${S12_FAMILY:-75,37,85}" --workers 3 --budget "${S12_CHECK_BUDGET:-300}" > "$P/family_checks.txt") &
+      (fam_run "$G" "${S12_FAMILY:-75,37,85,88,94}" --workers 3 --budget "${S12_CHECK_BUDGET:-300}" > "$P/family_checks.txt") &
       (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
          -k "${S12_RESIDENT_K:-channel or sample or rows or tiling}" > "$P/pytest_gn_region_resident.log" 2>&1
        echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
-      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k broadcast \
-         > "$P/pytest_ref_broadcast.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref_broadcast.log") &
-      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
-         -k "${S12_TWOPASS_K:-lse or min}" > "$P/pytest_twopass.log" 2>&1; echo "exit code: $?" >> "$P/pytest_twopass.log") &
+      [ -n "${S12_REF_K-broadcast}" ] && (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider \
+         tests/gpu/test_ref_emitted.py -k "${S12_REF_K-broadcast}" > "$P/pytest_ref.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_ref.log") &
+      [ -n "${S12_TWOPASS_K-lse or min}" ] && (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider \
+         tests/gpu/test_gn_region_twopass.py -k "${S12_TWOPASS_K-lse or min}" > "$P/pytest_twopass.log" 2>&1
+       echo "exit code: $?" >> "$P/pytest_twopass.log") &
+      if [ -n "${S12_VARIANTS:-}" ]; then  # the A/B of benchmarks/s12_variants.sh at L2-75, built beside the above
+        python3 -m kgen.cli emit --ref .kb/problems/level2_75_*.py -o "$G/v75.py"
+        (bash benchmarks/s12_variants.sh build "$G/v75.py" "$P" > "$P/variants_build.log" 2>&1) &
+      fi
       wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"
-      python3 benchmarks/copy_rate.py 16.8 33.5 134 1074 4295 | tee "$P/copy_rate.jsonl"
+      [ -n "${S12_VARIANTS:-}" ] && bash benchmarks/s12_variants.sh time "$G/v75.py" "$P" 2>&1 | grep -v Warn | tee "$P/variants.log"
+      [ -n "${S12_COPY-1}" ] && python3 benchmarks/copy_rate.py 16.8 33.5 134 1074 4295 | tee "$P/copy_rate.jsonl"
       fam_run "$G" "${S12_BENCH:-75,37}" --workers 1 --bench --budget "${S12_BUDGET:-150}"
+      for n in ${S12_NCU:-}; do  # ncu on the forward kernels of problems the checks above emitted and built
+        timeout 120 ncu --kernel-name 'regex:region|pointwise' --launch-count 3 --section SpeedOfLight \
+          --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis --section LaunchStats \
+          --section MemoryWorkloadAnalysis python3 benchmarks/run_solution_once.py ".build/family/L2-$n.py" --calls 1 \
+          > "$P/ncu_l2_$n.log" 2>&1
+        echo "== ncu L2-$n"; grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per" \
+          "$P/ncu_l2_$n.log" | cut -c1-140 | head -24
+      done
       cp -r "$G" "$P/family"
       tar czf "$OUT/s12_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,

@@ -197,7 +197,8 @@ def main() -> None:
                 continue
             bjson = out / f"bench_{row['problem']}.json"
             code, text, secs = run([sys.executable, str(BENCH), str(emitted / f"{row['problem']}.py"), str(ref),
-                                    "--json", str(bjson), "--min-run-time", str(args.min_run_time)], left(args.timeout))
+                                    "--json", str(bjson), "--min-run-time", str(args.min_run_time),
+                                    "--copy-bytes", str(traffic_bytes(row["plan"], False))], left(args.timeout))
             if code == 124 and time.time() >= deadline:
                 print(f"{row['problem']}: bench cut by the budget", flush=True)
                 continue
@@ -258,6 +259,9 @@ def _bandwidth(row) -> str:
     if not us or not nbytes:
         return "-"
     rate = f"{us / 1e3:.3f} ms, {nbytes / 1e9:.2f} GB{' (two-pass)' if two_pass else ''}, {nbytes / us / 1e6:.2f} TB/s"
+    copy = (row.get("bench") or {}).get("copy")
+    if copy and copy.get("tb_per_s"):   # a device copy of the one-read bytes, same run: the rate at this size
+        rate += f" ({100 * nbytes / us / 1e6 / copy['tb_per_s']:.0f}% of a {copy['moved_gb']:.2f} GB copy's {copy['tb_per_s']:.2f})"
     return rate + (f"; + {layout / 1e3:.3f} ms copying the conv input channels-last" if layout else "")
 
 

@@ -44,8 +44,8 @@ def explain(plan: Plan) -> list[str]:
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
-            shapes = (f"{step.input} {step.input_shape} broadcast to {step.output} {step.shape}" if step.input_shape
-                      else f"{step.input} {step.shape}")
+            shapes = (f"{step.input} {step.input_shape} -> {step.output} {step.shape}, the input broadcast"
+                      if step.input_shape else f"{step.input} {step.shape}")
             lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  [{shapes}]")
         elif isinstance(step, BatchNormStep):
             from kgen.ref.codegen import describe_batchnorm

@@ -229,8 +229,8 @@ def _windows(v, window):
     return v.permute(order).reshape([n, c] + pooled + [-1])
 
 
-def reduce_ref(kind, op, v, window):
-    """out and, for max/min, the positions (aux)."""
+def reduce_ref(kind, op, v, window, positions=None):
+    """out and, for max/min, the positions (aux); `positions` given, max/min take the values there instead."""
     if kind == "kNone":
         return v, None
     if kind == "kChannel":
@@ -247,12 +247,15 @@ def reduce_ref(kind, op, v, window):
         return t.mean(dim), None
     if op == "kLogSumExp":
         return torch.logsumexp(t, dim), None
+    if positions is not None:
+        return t.gather(dim, positions.long().unsqueeze(dim)).squeeze(dim), positions.long()
     r = t.max(dim) if op == "kMax" else t.min(dim)
     return r.values, r.indices
 
 
-def reference(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
-    """float64 outputs, aux and gradients {x, gamma, beta, pp..., ep...} of instance `name`."""
+def reference(name, x, gamma, beta, pp, ep, groups, eps, window, dout, positions=None):
+    """float64 outputs, aux and gradients {x, gamma, beta, pp..., ep...} of instance `name` (max/min: at
+    `positions` where given)."""
     pro, epi, kind, op, _ = INSTANCES[name]
     inputs = [x] + ([gamma, beta] if gamma is not None else []) + pp + ep
     leaves = [t.detach().double().requires_grad_() for t in inputs]
@@ -264,7 +267,7 @@ def reference(name, x, gamma, beta, pp, ep, groups, eps, window, dout):
     z = prologue_ref(pro, x64, pp64)
     y = F.group_norm(z, groups, g64, b64, eps)
     v = epilogue_ref(epi, y, z, x64, ep64)
-    out, aux = reduce_ref(kind, op, v, window)
+    out, aux = reduce_ref(kind, op, v, window, positions)
     grads = torch.autograd.grad(out, leaves, dout.double(), allow_unused=True)
     grads = [g if g is not None else torch.zeros_like(l) for g, l in zip(grads, leaves)]
     return out.detach(), aux, grads

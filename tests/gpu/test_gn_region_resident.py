@@ -97,7 +97,16 @@ def check(name, case, seed=0, scalar_epilogue_param=False):
     assert_close(out, out_ref, "out")
     if aux_ref is not None:
         assert aux is not None and aux.dtype == torch.int32
-        assert torch.equal(aux.long(), aux_ref), "max/min positions differ"
+        if not torch.equal(aux.long(), aux_ref):
+            # Two values within float32 rounding of each other (ties at a clamp, 16 M values): the kernel may pick
+            # either. Its pick must be an extreme of the float64 values up to that rounding, and the gradients
+            # are then compared with the reference's taken at the kernel's positions.
+            at_kernel, _, _ = reference(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout, positions=aux)
+            differ = aux.long() != aux_ref
+            assert differ.sum() <= max(2, differ.numel() // 1000), f"{int(differ.sum())} max/min positions differ"
+            assert_close(at_kernel[differ], out_ref[differ], "out at the kernel's positions", tol=2e-6)
+            out_ref, aux_ref, grads_ref = reference(name, x, gamma, beta, pp, ep, groups, 1e-5, window, dout,
+                                                    positions=aux)
     # statistics: (hi, lo) mean pairs and rstd of z
     pro = INSTANCES[name][0]
     with torch.no_grad():

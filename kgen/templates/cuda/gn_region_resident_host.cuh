@@ -356,7 +356,7 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
   while (plan.sub_warps < kWarps && plan.sub_warps < sample_warps) plan.sub_warps *= 2;
   plan.subs_per_block = kWarps / plan.sub_warps;
   auto launch = [&](auto kernel, int per_lane) {
-    const int64_t per_step = int64_t(plan.sub_warps) * kWarpSize / lanes * rows_unroll(per_lane);  // slices
+    const int64_t per_step = int64_t(plan.sub_warps) * kWarpSize / lanes * rows_reduce_unroll(per_lane);  // slices
     plan.chunks = static_cast<int>((groups + per_step - 1) / per_step);
     const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
                         multiprocessors(x.get_device());

@@ -210,6 +210,14 @@ struct RowsReducePlan {
   int64_t rounds;     // samples a sub-block takes in turn (the same for every block)
 };
 
+// Packs a thread loads before the first is reduced. A sample is a few steps of a few packs (L2-75: 4 steps of
+// 2 packs a thread), and each step waits for its loads; more of them in flight per step keep the SM's DRAM
+// traffic going through that wait (at the price of registers, and with them blocks an SM).
+constexpr int kRowsReducePacksInFlight = 2;
+constexpr int rows_reduce_unroll(int packs) {
+  return kRowsReducePacksInFlight / packs > 0 ? kRowsReducePacksInFlight / packs : 1;
+}
+
 template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks>
 __global__ void __launch_bounds__(kBlock)
 region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
@@ -219,7 +227,7 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
   using namespace resident_detail;
   using Red = reduction::Reducer<O>;
   using T = typename Red::T;
-  constexpr int kUnroll = rows_unroll(kPacks);
+  constexpr int kUnroll = rows_reduce_unroll(kPacks);
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ T per_warp[2][kWarps];  // by sample parity: one barrier a sample
   const int L = plan.lanes;
