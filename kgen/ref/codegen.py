@@ -151,6 +151,7 @@ def region_context(step: RegionStep) -> dict:
     return {
         "index": step.index, "prologue": prologue, "epilogue": epilogue,
         "reduce_kind": step.reduce_kind, "reduce_op": step.reduce_op, "keepdim": step.keepdim,
+        "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],

@@ -14,9 +14,12 @@ def names_of(nodes) -> set:
 
 
 def is_metadata(node) -> bool:
-    """x.device / x.dtype: reads no data (the emitted code takes them from the region's input)."""
+    """x.device / x.dtype / x.shape / x.size() / x.dim(): reads no data (the emitted code takes them from the
+    region's input, whose shape every value before a region's reduction has)."""
+    if node.op == "call_method" and node.target in ("size", "dim"):
+        return True
     return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
-        node.args[1] in ("device", "dtype")
+        node.args[1] in ("device", "dtype", "shape", "ndim")
 
 
 def is_parameter(gm, target) -> bool:

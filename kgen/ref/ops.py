@@ -78,6 +78,14 @@ OPS = {o.name: o for o in [
     OpDef("pow", 1, "kgen::pow_scalar(a, {p})", ("kgen::pow_grad(a, {p})",), "a ** {p}"),
     OpDef("rsqrt", 1, "rsqrtf(a)", ("-0.5f * r * r * r",), "rsqrt(a)"),
     OpDef("reciprocal", 1, "__fdiv_rn(1.f, a)", ("-(r * r)",), "reciprocal(a)"),
+    # GELU written out (0.5 * x * (1 + erf(x / sqrt(2)))) and other special functions: PyTorch's CUDA kernels
+    # call the same libdevice functions; the derivatives are autograd's formulas.
+    OpDef("erf", 1, "erff(a)", ("1.1283791670955126f * expf(-(a * a))",), "erf(a)"),
+    OpDef("erfc", 1, "erfcf(a)", ("-1.1283791670955126f * expf(-(a * a))",), "erfc(a)"),
+    OpDef("expm1", 1, "expm1f(a)", ("r + 1.f",), "expm1(a)"),
+    OpDef("log1p", 1, "log1pf(a)", ("1.f / (a + 1.f)",), "log1p(a)"),
+    OpDef("sin", 1, "sinf(a)", ("cosf(a)",), "sin(a)"),
+    OpDef("cos", 1, "cosf(a)", ("-sinf(a)",), "cos(a)"),
 ]}
 
 # torch.where(a CMP b, c, d) with the comparison folded in (the comparison read by nothing else): one op of
@@ -219,6 +227,10 @@ FUNCTIONS = {
     F.softsign: _unary("softsign"), F.logsigmoid: _unary("logsigmoid"), F.tanhshrink: _unary("tanhshrink"),
     F.threshold: _threshold, torch.pow: _pow, operator.pow: _pow, torch.rsqrt: _unary("rsqrt"),
     torch.reciprocal: _unary("reciprocal"), torch.where: _where,
+    torch.erf: _unary("erf"), torch.special.erf: _unary("erf"), torch.erfc: _unary("erfc"),
+    torch.special.erfc: _unary("erfc"), torch.expm1: _unary("expm1"), torch.special.expm1: _unary("expm1"),
+    torch.log1p: _unary("log1p"), torch.special.log1p: _unary("log1p"), torch.sin: _unary("sin"),
+    torch.cos: _unary("cos"),
 }
 
 METHODS = {
@@ -230,6 +242,8 @@ METHODS = {
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
     "minimum": _rbinary("minimum"), "maximum": _rbinary("maximum"),
     "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
+    "erf": _unary("erf"), "erfc": _unary("erfc"), "expm1": _unary("expm1"), "log1p": _unary("log1p"),
+    "sin": _unary("sin"), "cos": _unary("cos"),
 }
 
 

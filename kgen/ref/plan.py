@@ -299,18 +299,22 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         if result.name in names_of(prologue):
             raise RefError(f"{self.where(result)}: a value before the GroupNorm is the region's output")
         reduce = None
-        if len(result.users) == 1:
-            user = next(iter(result.users))
-            reduce = self.reduction(user, result, full)
+        readers = [u for u in result.users if not is_metadata(u)]
+        if len(readers) == 1:
+            user = readers[0]
+            reduce = self.reduction(user, result, full) or self.flattened_reduction(user, result, full)
         return result.name, reduce
 
     def apply_reduction(self, step: RegionStep, reduce, full):
         result_node = next(n for n in self.nodes if n.name == step.result)
         if reduce is None:
             return result_node
-        defined, kind, op, keepdim, window, window_expr = reduce
+        defined, kind, op, keepdim, window, window_expr, *through = reduce
         step.reduce_kind, step.reduce_op, step.keepdim = kind, op, keepdim
         step.window, step.window_expr = window, window_expr
+        for n in through:   # a flattening view the reduction reads through (flattened_reduction)
+            self.claimed[n.name] = step
+            step.reduce_rank = len(tensor_shape(n))
         # torch.max(x, dim) defines a (values, indices) node and a getitem; claim both.
         for n in self.nodes:
             if n is defined or (defined.op == "call_function" and defined.target is operator.getitem

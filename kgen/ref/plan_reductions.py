@@ -1,6 +1,7 @@
 """The reductions a GroupNorm region absorbs after it (part of the Planner, plan.py): torch.mean / sum /
-amax / amin / max / min / logsumexp over channels, spatial dims or all but the batch, and window pooling
-(nn.MaxPool/AvgPool 1d-3d and their functional spellings) where kernel == stride."""
+amax / amin / max / min / logsumexp over channels, spatial dims or all but the batch (also through a view that
+flattens all but the batch), and window pooling (nn.MaxPool/AvgPool 1d-3d and their functional spellings) where
+kernel == stride."""
 from __future__ import annotations
 
 import operator
@@ -10,6 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref.graph import as_tuple
+from kgen.ref.trace import tensor_shape
 
 REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
                  "logsumexp": "kLogSumExp"}
@@ -78,6 +80,25 @@ class ReductionPlanning:
                 return None  # the indices are used: keep PyTorch's max/min
             defined = users[0]
         return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+
+    def flattened_reduction(self, node, source, full):
+        """A reduction over all but the batch written through a flattening view: x.view(x.size(0), -1).mean(1),
+        torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)... The view (any view, reshape
+        or flatten whose result is (N, C * spatial)) is the region's own: nothing reads it but the reduction."""
+        flattening = (node.op == "call_method" and node.target in ("view", "reshape", "flatten")) or \
+            (node.op == "call_function" and node.target in (torch.flatten, torch.reshape))
+        if not flattening or len(full) < 3 or len(node.users) != 1:
+            return None
+        rest = 1
+        for size in full[1:]:
+            rest *= size
+        if tensor_shape(node) != [full[0], rest]:
+            return None
+        found = self.reduction(next(iter(node.users)), node, [full[0], rest])
+        if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
+            return None
+        defined, _, op, keepdim, _, _ = found
+        return defined, "kSample", op, keepdim, (), "", node
 
     def functional_pool(self, node, source, rank):
         """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,

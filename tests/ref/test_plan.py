@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from kgen.ref.emit import emit_reference
+from kgen.ref.graph import is_metadata
 from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
@@ -26,7 +27,7 @@ def regions(plan):
 
 
 def pytorch_ops(plan):
-    return [s for s in plan.steps if isinstance(s, LibraryStep) and s.node.op != "get_attr"
+    return [s for s in plan.steps if isinstance(s, LibraryStep) and s.node.op != "get_attr" and not is_metadata(s.node)
             and getattr(s.node.target, "__name__", "") not in ("getattr", "tensor")]
 
 
@@ -141,6 +142,63 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     assert [s.nodes[0].op for s in plan.steps if isinstance(s, PointwiseStep)] == ["gelu_tanh"]
     (fallback,) = [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
     assert fallback.node.target is operator.add and "different kernels" in fallback.elementwise_fallback
+
+
+FLATTENED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        x = self.gn(self.conv(x))
+        return {tail}
+
+
+def get_inputs():
+    return [torch.rand(4, 3, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("tail, op, keepdim, rank", [
+    ("x.view(x.size(0), -1).mean(1)", "kMean", False, 2),
+    ("x.reshape(x.shape[0], -1).sum(dim=-1, keepdim=True)", "kSum", True, 2),
+    ("torch.flatten(x, 1).logsumexp(1)", "kLogSumExp", False, 2),
+    ("torch.max(x.flatten(1), dim=1)[0]", "kMax", False, 2),
+])
+def test_reduction_through_a_flattening_view(tmp_path, tail, op, keepdim, rank):
+    """A reduction over all but the batch written through a view that flattens it is the region's kSample
+    reduction; the view (and x.size(0) / x.shape feeding it) stays out of PyTorch's part of the plan."""
+    path = tmp_path / "flattened.py"
+    path.write_text(FLATTENED.format(tail=tail))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert (region.reduce_kind, region.reduce_op, region.keepdim, region.reduce_rank) == ("kSample", op, keepdim, rank)
+    left = [s.node.target for s in pytorch_ops(plan) if s.node.op != "call_module" and not
+            (s.node.target is operator.getitem and is_metadata(s.node.args[0]))]   # x.shape[0]: dead code
+    assert left == [], left   # only the conv (its bias peeled) stays in PyTorch
+    _, _, lines = emit_reference(str(path))
+    assert any("over all but the batch" in line for line in lines)
+
+
+def test_reduction_through_a_view_that_does_not_flatten_stays_out():
+    """x.view(N, C, -1).mean(-1) flattens only the spatial dims: not a kSample reduction; the region ends at the
+    GroupNorm and PyTorch reduces."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spatial.py"
+        path.write_text(FLATTENED.format(tail="x.view(x.size(0), x.size(1), -1).mean(-1)"))
+        (region,) = regions(make_plan(load_reference(path)))
+        assert region.reduce_kind == "kNone"
 
 
 def test_activation_zoo_is_one_region_with_module_constants_checked():
