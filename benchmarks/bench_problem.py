@@ -5,7 +5,8 @@ validator's checks. For benchmarks/family.py, whose correctness pass has run `kg
     python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
 
 The JSON also lists the kernels one forward of each contender launches, longest first (`forward_kernels`):
-where torch.compile wins by running a library op in another layout or algorithm, it shows there. With
+where torch.compile wins by running a library op in another layout or algorithm, it shows there; and the
+kernels of one backward of kgen's model (`backward_kernels`), for its kernels' rate. With
 --copy-bytes N it holds `copy`, a device copy moving N bytes timed in the same process: the rate kgen's kernels
 are held to at their size (a 67 MB transfer does not reach a 4 GB one's rate).
 
@@ -87,6 +88,17 @@ def forward_traces(ref_model, new_model, make_inputs) -> dict:
     return traces
 
 
+def backward_trace(new_model, make_inputs) -> list[dict]:
+    """kernel_trace of one backward of kgen's model (its forward run once, outside the trace, the graph kept):
+    the backward kernels' times, for their rate against the bytes they must move."""
+    inputs = [x.requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+              for x in make_inputs()]
+    out = new_model(*inputs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    grads = [torch.randn_like(o) for o in outs]
+    return kernel_trace(lambda: torch.autograd.backward(outs, grads, retain_graph=True), top=12)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("solution")
@@ -113,6 +125,10 @@ def main() -> int:
         result["forward_kernels"] = forward_traces(ref_model, new_model, make_inputs)
     except Exception as error:  # noqa: BLE001
         result["forward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    try:
+        result["backward_kernels"] = backward_trace(new_model, make_inputs)
+    except Exception as error:  # noqa: BLE001
+        result["backward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
     if args.copy_bytes > 0:
         result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
     result["gpu"] = torch.cuda.get_device_name(device)

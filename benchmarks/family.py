@@ -217,25 +217,54 @@ def _bench(row, mode):
     return f"{ms('new_ms')} / {ms('eager_ms')} / {ms('compile_ms')}"
 
 
-SHAPES = re.compile(r"\[(?:\w+ )?\[([\d, ]+)\](?: -> \w+ \[([\d, ]+)\])?")
+BRACKETED = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\s*$")   # a plan line's last [...]: its tensors
+NAMED = re.compile(r"(\w+) \[([\d, ]*)\]")
+
+
+def _step_tensors(line: str) -> tuple[list[int], list[int]] | None:
+    """(elements of each tensor a kgen step reads, of each it writes) from its `--explain` line: "[conv [N, C,
+    H, W] -> group_norm [...]; parameters: ...]", "[a [...], b [...] -> add [...]; broadcast: b]"; plan text of
+    earlier runs too ("[maxpool [2, 4, 2, 2]]": an element-wise step writing its input's shape)."""
+    m = BRACKETED.search(line) if line.startswith("kgen ") else None
+    if not m:
+        return None
+    left, _, right = m.group(1).split(";")[0].partition(" -> ")
+
+    def elements(dims: str) -> int:
+        count = 1
+        for d in filter(None, (s.strip() for s in dims.split(","))):
+            count *= int(d)
+        return count
+    reads = [elements(dims) for _, dims in NAMED.findall(left)]
+    writes = [elements(dims) for _, dims in NAMED.findall(right)] or reads[:1]
+    return (reads, writes) if reads else None
 
 
 def traffic_bytes(plan: list[str], two_pass: bool) -> int:
-    """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints ("[conv [N, C, H, W] ->
-    group_norm [...]", "[x [...]]"), float32: each kernel's input read once (twice for a two-pass region and a
-    batch norm step: their statistics sweep and their apply sweep) and its output written once."""
+    """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints, float32: each kernel's
+    inputs read once (x twice for a two-pass region and a batch norm step: their statistics sweep and their
+    apply sweep) and its output written once."""
     total = 0
     for line in plan:
-        m = SHAPES.search(line) if line.startswith("kgen ") else None
-        if not m:
+        tensors = _step_tensors(line)
+        if tensors is None:
             continue
-        elements = [1, 1]
-        for k, text in enumerate([m.group(1), m.group(2) or m.group(1)]):
-            for d in text.split(","):
-                elements[k] *= int(d)
+        reads, writes = tensors
         # a batch norm step reads x twice (statistics, then apply); a two-pass region too
-        reads = 2 if (two_pass and line.startswith("kgen region")) or line.startswith("kgen batch norm") else 1
-        total += 4 * (reads * elements[0] + elements[1])
+        again = (two_pass and line.startswith("kgen region")) or line.startswith("kgen batch norm")
+        total += 4 * (sum(reads) + (reads[0] if again else 0) + sum(writes))
+    return total
+
+
+def backward_traffic_bytes(plan: list[str]) -> int:
+    """Bytes kgen's backward kernels move at least, float32: each kernel reads its inputs and its output's
+    gradient, and writes its inputs' gradients."""
+    total = 0
+    for line in plan:
+        tensors = _step_tensors(line)
+        if tensors is not None:
+            reads, writes = tensors
+            total += 4 * (2 * sum(reads) + sum(writes))
     return total
 
 
@@ -265,10 +294,28 @@ def _bandwidth(row) -> str:
     return rate + (f"; + {layout / 1e3:.3f} ms copying the conv input channels-last" if layout else "")
 
 
+def _backward_bandwidth(row) -> str:
+    """kgen's backward kernels' rate, from the timing run's trace of one backward: the bytes they must move
+    at least (backward_traffic_bytes) over their time, against the same-size copy's rate of that run."""
+    bench = row.get("bench") or {}
+    own = [k for k in bench.get("backward_kernels") or [] if "kgen::" in k["kernel"]
+           and not any(name in k["kernel"] for name in ("kgen::batched_transpose", "kgen::narrow_transpose"))]
+    nbytes = backward_traffic_bytes(row["plan"])
+    if not own or not nbytes:
+        return "-"
+    us = sum(k["us"] for k in own)
+    rate = f"{us / 1e3:.3f} ms, {nbytes / 1e9:.2f} GB, {nbytes / us / 1e6:.2f} TB/s"
+    copy = bench.get("copy")
+    if copy and copy.get("tb_per_s"):
+        rate += f" ({100 * nbytes / us / 1e6 / copy['tb_per_s']:.0f}% of the copy's {copy['tb_per_s']:.2f})"
+    return rate
+
+
 def table(rows) -> str:
     lines = ["| problem | plan (kgen kernels; PyTorch library ops) | kgen validate | KernelBench fp32 (5 trials) | "
              "fwd kgen / eager / compile ms | fwd+bwd kgen / eager / compile ms | kgen's kernels, forward: time, "
-             "bytes they must move, rate |", "|---|---|---|---|---|---|---|"]
+             "bytes they must move, rate | kgen's kernels, backward: time, bytes, rate |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in rows:
         plan = "<br>".join(row["plan"])
         v = row.get("validate") or {}
@@ -279,7 +326,7 @@ def table(rows) -> str:
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
         name = f"{row['problem']} ({row['emit_args']})" if row.get("emit_args") else row["problem"]
         lines.append(f"| {name} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
-                     f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} |")
+                     f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} | {_backward_bandwidth(row)} |")
     return "\n".join(lines) + "\n" + behind_compile(rows)
 
 

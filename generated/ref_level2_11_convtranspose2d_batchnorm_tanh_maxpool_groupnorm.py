@@ -2102,6 +2102,19 @@ __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64
 // One slice in a team's registers: z = Pro(x), its mean (hi, lo) and rstd, and the deviations d = z - mean.
 // Every lane of the warp calls it (the butterflies shuffle over the whole warp); a team past the last slice
 // computes on zeros.
+// The loads issued for the next step become this step's values (register renames once unrolled).
+template <int kUnroll, int kPacks>
+__device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks][4], float (&xv)[kUnroll][kPacks][4]) {
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
+    }
+  }
+}
+
 template <class Pro, int kPacks>
 struct RowsSlice {
   float z[kPacks][4];
@@ -2221,14 +2234,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         dst[k * L + lane] = join4(v);
       }
     }
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
-      }
-    }
+    take_loaded(next, xv);
   }
 }
 
@@ -2336,14 +2342,7 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
           }
         }
       }
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
-        }
-      }
+      take_loaded(next, xv);
     }
     const T w = reduction::warp_reduce<Red>(acc);
     if (threadIdx.x % kWarpSize == 0) per_warp[r & 1][warp] = w;
@@ -4293,19 +4292,26 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 
 }  // namespace kgen
 
-// ---- gn_region_pointwise: element-wise ops on one tensor, outside any GroupNorm region ----
-// v = F(x) for an output v of shape (N, C, *) (contiguous), F a generated functor of the Prologue concept
-// (gn_region_common.cuh) with per-channel parameters. Forward: one read, one write. Backward: one read of x
-// and dv, one write of dx; each block of a (sample, channel) plane also sums F's parameter gradients, and
-// those block sums are added per channel in double and in a fixed order (column_sums): bitwise reproducible.
+// ---- gn_region_pointwise: an element-wise DAG over 1 to 4 tensors, outside any GroupNorm region ----
+// v = F(x[0], ..., x[K-1]) for an output v of shape (N, C, *) (contiguous), F a generated functor (kInputs,
+// value, backward: codegen's pointwise_functor) with per-channel parameters. Forward: one read of each input,
+// one write. Backward: one read of each input and of dv, one write of each input's gradient that autograd asks
+// for.
 //
-// x has v's shape but any strides: a non-contiguous view is read where it lies, and a broadcast input (L2-75:
-// a min over channels (N, 1) plus a (1, C, 1, 1) bias gives (1, C, N, 1)) arrives as its expanded view, stride
-// 0 along the dims it repeats over; the caller sums dx back to the input's shape. Blocks are cut as
-// groupnorm.cuh's sweeps, (plane, chunk of plan_split(S)), so the channel and F's parameters are fixed per
-// block; packs of 4 values where the plane is whole packs (16-byte stores of v and dx, and 16-byte loads of a
-// contiguous x).
+// Each input has v's shape but any strides: a non-contiguous view is read where it lies, and a broadcast
+// input (L2-75: a min over channels (N, 1) plus a (1, C, 1, 1) bias gives (1, C, N, 1); x - x.mean(1,
+// keepdim=True)) arrives as its expanded view, stride 0 along the dims it repeats over; the caller sums its
+// gradient back to its shape. A contiguous input of v's shape is read at v's own offset (16-byte loads).
+//
+// Two block layouts. FLAT (the forward, and a backward without parameters): a grid-stride loop over packs of
+// 4 values of v in memory order, each thread carrying its (sample, channel, position) forward by a fixed step
+// without dividing, so any shape streams at full width, a (N, C) Linear output of 1-value planes included.
+// PER PLANE (a backward with parameters): blocks cut as groupnorm.cuh's sweeps, (plane, chunk of
+// plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
+// per channel in double and in a fixed order (column_sums): bitwise reproducible.
 namespace kgen {
+
+constexpr int kMaxPointwiseInputs = 4;
 
 // Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
 // over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,
@@ -4349,7 +4355,147 @@ inline StridedInput strided_input(const at::Tensor& x) {
   return in;
 }
 
-// The (plane, chunk) a block of the element-wise kernels takes.
+// The kernels' K input tensors: each either dense (contiguous, v's shape: read at v's flat offset) or read
+// through its StridedInput.
+template <int K>
+struct PointwiseInputs {
+  const float* data[K];
+  bool dense[K];
+  StridedInput layout[K];
+};
+
+// The W values of every input at output positions f .. f + W - 1, which are (n, c, i .. i + W - 1) (W = 4:
+// within one plane and one run of each strided input's innermost dim, as pointwise_width guarantees).
+template <int K, int W>
+__device__ __forceinline__ void load_inputs(const PointwiseInputs<K>& in, int64_t f, int64_t n, int64_t c,
+                                            int64_t i, float (&xv)[K][W]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (in.dense[k]) {
+      if constexpr (W == 4) {
+        resident_detail::split4(__ldg(reinterpret_cast<const float4*>(in.data[k] + f)), xv[k]);
+      } else {
+        xv[k][0] = __ldg(in.data[k] + f);
+      }
+    } else {
+      const int64_t at = in.layout[k].offset(n, c, i);
+#pragma unroll
+      for (int e = 0; e < W; ++e) xv[k][e] = __ldg(in.data[k] + at + e * in.layout[k].stride[2]);
+    }
+  }
+}
+
+template <int W>
+__device__ __forceinline__ void load_values(const float* __restrict__ p, float (&v)[W]) {
+  if constexpr (W == 4) {
+    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(p)), v);
+  } else {
+    v[0] = __ldg(p);
+  }
+}
+
+template <int W>
+__device__ __forceinline__ void store_values(float* __restrict__ p, const float (&v)[W]) {
+  if constexpr (W == 4) {
+    reinterpret_cast<float4*>(p)[0] = resident_detail::join4(v);
+  } else {
+    p[0] = v[0];
+  }
+}
+
+// One value of F and its input gradients at element e of a pack.
+template <class F, int W>
+__device__ __forceinline__ float value_at(const F& f, const float (&xv)[F::kInputs][W], int e) {
+  float x[F::kInputs];
+#pragma unroll
+  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
+  return f.value(x);
+}
+
+template <class F, int W>
+__device__ __forceinline__ void backward_at(const F& f, const float (&xv)[F::kInputs][W], float g, int e,
+                                            float (&dx)[F::kInputs][W], float (&dparam)[kMaxParams]) {
+  float x[F::kInputs], d[F::kInputs];
+#pragma unroll
+  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
+  f.backward(x, g, d, dparam);
+#pragma unroll
+  for (int k = 0; k < F::kInputs; ++k) dx[k][e] = d[k];
+}
+
+// The gradients the backward writes: dx[k] is null where autograd does not ask for input k's.
+template <int K>
+struct PointwiseGrads {
+  float* data[K];
+};
+
+template <int K, int W>
+__device__ __forceinline__ void store_grads(const PointwiseGrads<K>& out, int64_t f, const float (&dx)[K][W]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (out.data[k] != nullptr) store_values<W>(out.data[k] + f, dx[k]);
+  }
+}
+
+// (n, c, i) of the flat output position f, carried forward by a fixed step (itself split the same way) with
+// one carry per level instead of two 64-bit divisions per pack.
+struct PointwiseCursor {
+  int64_t f, n, c, i;
+
+  __device__ __forceinline__ PointwiseCursor(int64_t flat, int64_t channels, int64_t plane) : f(flat) {
+    n = flat / (channels * plane);
+    const int64_t rest = flat - n * channels * plane;
+    c = rest / plane;
+    i = rest - c * plane;
+  }
+
+  __device__ __forceinline__ void advance(const PointwiseCursor& step, int64_t channels, int64_t plane) {
+    f += step.f;
+    i += step.i;
+    c += step.c;
+    n += step.n;
+    if (i >= plane) i -= plane, c += 1;
+    if (c >= channels) c -= channels, n += 1;
+  }
+};
+
+template <class F, int kBlock, int W>
+__global__ void __launch_bounds__(kBlock)
+pointwise_forward_kernel(PointwiseInputs<F::kInputs> in, float* __restrict__ v, int64_t numel, int64_t channels,
+                         int64_t plane, RegionParams params) {
+  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
+  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
+       at.f < numel; at.advance(step, channels, plane)) {
+    float xv[F::kInputs][W], out[W];
+    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
+    const F f = F::at(params, at.c);
+#pragma unroll
+    for (int e = 0; e < W; ++e) out[e] = value_at<F, W>(f, xv, e);
+    store_values<W>(v + at.f, out);
+  }
+}
+
+// The backward of an F without parameters: the forward's flat loop.
+template <class F, int kBlock, int W>
+__global__ void __launch_bounds__(kBlock)
+pointwise_backward_flat_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
+                               PointwiseGrads<F::kInputs> dx, int64_t numel, int64_t channels, int64_t plane,
+                               RegionParams params) {
+  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
+  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
+       at.f < numel; at.advance(step, channels, plane)) {
+    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
+    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
+    load_values<W>(dv + at.f, g);
+    const F f = F::at(params, at.c);
+#pragma unroll
+    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, unused);
+    store_grads<F::kInputs, W>(dx, at.f, d);
+  }
+}
+
+// The (plane, chunk) a block of the per-plane backward takes.
 struct PointwiseChunk {
   int64_t p, n, c, begin, end;
   __device__ __forceinline__ PointwiseChunk(int64_t channels, int64_t plane, const SplitPlan& plan) {
@@ -4361,172 +4507,170 @@ struct PointwiseChunk {
   }
 };
 
-// The W values of x at output positions i .. i + W - 1 of chunk `b` (W = 4: within one run of the innermost
-// dim, as pointwise_width guarantees).
-template <bool kStrided, int W>
-__device__ __forceinline__ void load_input(const float* __restrict__ x, const PointwiseChunk& b, int64_t plane,
-                                           int64_t i, const StridedInput& in, float (&v)[W]) {
-  if constexpr (kStrided) {
-    const int64_t at = in.offset(b.n, b.c, i);
-#pragma unroll
-    for (int e = 0; e < W; ++e) v[e] = __ldg(x + at + e * in.stride[2]);
-  } else if constexpr (W == 4) {
-    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(x + b.p * plane + i)), v);
-  } else {
-    v[0] = __ldg(x + b.p * plane + i);
-  }
-}
-
-template <class F, int kBlock, bool kStrided, int W>
+// The backward of an F with parameters: one channel per block, so its parameter gradients sum per block.
+template <class F, int kBlock, int W>
 __global__ void __launch_bounds__(kBlock)
-pointwise_forward_kernel(const float* __restrict__ x, float* __restrict__ v, int64_t channels, int64_t plane,
-                         SplitPlan plan, RegionParams params, StridedInput in) {
-  const PointwiseChunk b(channels, plane, plan);
-  const F f = F::at(params, b.c);
-  for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
-    float xv[W], out[W];
-    load_input<kStrided, W>(x, b, plane, i, in, xv);
-#pragma unroll
-    for (int e = 0; e < W; ++e) out[e] = f.value(xv[e]);
-    if constexpr (W == 4) {
-      reinterpret_cast<float4*>(v + b.p * plane + i)[0] = resident_detail::join4(out);
-    } else {
-      v[b.p * plane + i] = out[0];
-    }
-  }
-}
-
-template <class F, int kBlock, bool kStrided, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_backward_kernel(const float* __restrict__ dv, const float* __restrict__ x, float* __restrict__ dx,
-                          int64_t channels, int64_t plane, SplitPlan plan, RegionParams params, StridedInput in,
-                          float* __restrict__ param_partial) {
+pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
+                          PointwiseGrads<F::kInputs> dx, int64_t channels, int64_t plane, SplitPlan plan,
+                          RegionParams params, float* __restrict__ param_partial) {
   const PointwiseChunk b(channels, plane, plan);
   const F f = F::at(params, b.c);
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
-    float xv[W], g[W], out[W];
-    load_input<kStrided, W>(x, b, plane, i, in, xv);
-    if constexpr (W == 4) {
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dv + b.p * plane + i)), g);
-    } else {
-      g[0] = __ldg(dv + b.p * plane + i);
-    }
+    const int64_t at = b.p * plane + i;
+    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
+    load_inputs<F::kInputs, W>(in, at, b.n, b.c, i, xv);
+    load_values<W>(dv + at, g);
 #pragma unroll
-    for (int e = 0; e < W; ++e) out[e] = f.backward(xv[e], g[e], dparam);
-    if constexpr (W == 4) {
-      reinterpret_cast<float4*>(dx + b.p * plane + i)[0] = resident_detail::join4(out);
-    } else {
-      dx[b.p * plane + i] = out[0];
-    }
+    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, dparam);
+    store_grads<F::kInputs, W>(dx, at, d);
   }
-  if constexpr (F::kParams > 0) {
-    // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
-    const int64_t rows = gridDim.x / channels;
-    const int split = blockIdx.x % plan.splits;
+  // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
+  const int64_t rows = gridDim.x / channels;
+  const int split = blockIdx.x % plan.splits;
 #pragma unroll
-    for (int k = 0; k < F::kParams; ++k) {
-      const float total = block_sum<kBlock>(dparam[k]);
-      if (threadIdx.x == 0) param_partial[(k * rows + b.n * plan.splits + split) * channels + b.c] = total;
-      __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
-    }
+  for (int k = 0; k < F::kParams; ++k) {
+    const float total = block_sum<kBlock>(dparam[k]);
+    if (threadIdx.x == 0) param_partial[(k * rows + b.n * plan.splits + split) * channels + b.c] = total;
+    __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
   }
 }
 
-inline void check_pointwise_input(const at::Tensor& x) {
-  check_float_cuda(x, "input");
-  TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
+// ---- host side
+
+// The inputs as the kernels read them, checked: K float32 tensors of one shape (N, C, *) on one device (the
+// caller expands broadcast ones); each read where it lies when contiguous or a strided view the kernels can
+// index (rank <= 5, planes below 2^31 values), else from a contiguous copy kept alive in `held`.
+template <int K>
+PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& held) {
+  static_assert(K >= 1 && K <= kMaxPointwiseInputs, "kgen: an element-wise kernel reads 1 to 4 tensors");
+  TORCH_CHECK(inputs.size() == size_t(K), "kgen: this element-wise kernel reads ", str(int64_t(K)),
+              " tensors, got ", str(int64_t(inputs.size())));
+  PointwiseInputs<K> in{};
+  for (int k = 0; k < K; ++k) {
+    const at::Tensor& x = inputs[k];
+    check_float_cuda(x, "element-wise input");
+    TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
+    TORCH_CHECK(x.sizes() == inputs[0].sizes(), "kgen: element-wise inputs of shapes ", str(inputs[0].sizes()),
+                " and ", str(x.sizes()), " (expected one shape)");
+    TORCH_CHECK(x.device() == inputs[0].device(), "kgen: element-wise inputs on ", inputs[0].device().str(),
+                " and ", x.device().str());
+    const int64_t plane = x.numel() == 0 ? 0 : x.numel() / (x.size(0) * x.size(1));
+    const bool strided = !x.is_contiguous() && x.dim() <= 5 && plane < (int64_t(1) << 31);
+    held.push_back(strided || x.is_contiguous() ? x : x.contiguous());
+    in.data[k] = held.back().data_ptr<float>();
+    in.dense[k] = !strided;
+    if (strided) in.layout[k] = strided_input(held.back());
+  }
+  return in;
 }
 
-// x as the kernels read it: itself where it is contiguous or a strided view they can index (rank <= 5,
-// planes below 2^31 values), else a contiguous copy.
-inline at::Tensor pointwise_input(const at::Tensor& input, bool& strided) {
-  const int64_t plane = input.numel() == 0 ? 0 : input.numel() / (input.size(0) * input.size(1));
-  strided = !input.is_contiguous() && input.dim() <= 5 && plane < (int64_t(1) << 31);
-  return strided || input.is_contiguous() ? input : input.contiguous();
-}
-
-// 4 values a thread where the plane is whole packs, the streams 16-byte aligned, and a strided x's packs lie
-// within one run of its innermost dim; else 1.
-inline int pointwise_width(const at::Tensor& x, bool strided, int64_t plane,
-                           std::initializer_list<const at::Tensor*> streams) {
+// 4 values a thread where the plane is whole packs, the dense streams 16-byte aligned, and every strided
+// input's packs lie within one run of its innermost dim; else 1.
+template <int K>
+int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, const std::vector<const float*>& streams) {
   if (plane % 4 != 0) return 1;
-  for (const at::Tensor* t : streams) {
-    if (!is_16_byte_aligned(t->data_ptr<float>())) return 1;
+  for (const float* p : streams) {
+    if (p != nullptr && !is_16_byte_aligned(p)) return 1;
   }
-  if (strided) return strided_input(x).size[2] % 4 == 0 ? 4 : 1;
-  return is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+  for (int k = 0; k < K; ++k) {
+    if (in.dense[k] ? !is_16_byte_aligned(in.data[k]) : in.layout[k].size[2] % 4 != 0) return 1;
+  }
+  return 4;
 }
 
-// Calls launch(kernel-template tag) for the (strided, width) instantiation in use.
-template <class Launch>
-void dispatch_pointwise(bool strided, int width, Launch&& launch) {
-  if (strided) {
-    width == 4 ? launch(std::integral_constant<bool, true>{}, std::integral_constant<int, 4>{})
-               : launch(std::integral_constant<bool, true>{}, std::integral_constant<int, 1>{});
-  } else {
-    width == 4 ? launch(std::integral_constant<bool, false>{}, std::integral_constant<int, 4>{})
-               : launch(std::integral_constant<bool, false>{}, std::integral_constant<int, 1>{});
-  }
+// Blocks of the flat loop: enough to fill the GPU a few times over, each thread then striding.
+template <int kBlock>
+int64_t flat_blocks(int64_t numel, int width) {
+  const int64_t packs = (numel + width - 1) / width;
+  const int64_t wanted = (packs + kBlock - 1) / kBlock;
+  const int64_t resident = int64_t(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * (2048 / kBlock);
+  return std::max<int64_t>(1, std::min<int64_t>(wanted, 4 * resident));
 }
 
 template <class F, int kBlock>
-at::Tensor pointwise_forward(const at::Tensor& input, const std::vector<at::Tensor>& params) {
-  check_pointwise_input(input);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  bool strided = false;
-  const at::Tensor x = pointwise_input(input, strided);
+at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params) {
+  TORCH_CHECK(!inputs.empty(), "kgen: element-wise kernel without inputs");
+  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
+  std::vector<at::Tensor> held;
+  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
+  const at::Tensor& x = held[0];
   auto v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
   if (x.numel() == 0) return v;
   const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const SplitPlan plan = plan_split<kBlock>(plane);
-  const StridedInput in = strided ? strided_input(x) : StridedInput{};
-  const int width = pointwise_width(x, strided, plane, {&v});
-  dispatch_pointwise(strided, width, [&](auto kStrided, auto kWidth) {
-    pointwise_forward_kernel<F, kBlock, decltype(kStrided)::value, decltype(kWidth)::value>
-        <<<x.size(0) * channels * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-            x.data_ptr<float>(), v.data_ptr<float>(), channels, plane, plan, table, in);
-  });
+  const int width = pointwise_width(in, plane, {v.data_ptr<float>()});
+  const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
+  if (width == 4) {
+    pointwise_forward_kernel<F, kBlock, 4><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
+  } else {
+    pointwise_forward_kernel<F, kBlock, 1><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return v;
 }
 
-// Returns {dx (the output's shape, contiguous), dparams (kParams, C)}.
+// Returns {dx[0], ..., dx[K-1] (the output's shape, contiguous; empty where `needed` is false), dparams
+// (kParams, C)}.
 template <class F, int kBlock>
-std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const at::Tensor& input,
-                                           const std::vector<at::Tensor>& params) {
-  check_pointwise_input(input);
+std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::vector<at::Tensor>& inputs,
+                                           const std::vector<bool>& needed, const std::vector<at::Tensor>& params) {
+  TORCH_CHECK(!inputs.empty() && needed.size() == inputs.size(), "kgen: element-wise backward needs one flag per input");
   check_float_cuda(grad, "gradient of the output");
-  TORCH_CHECK(grad.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad.sizes()), ", expected ",
-              str(input.sizes()));
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  bool strided = false;
-  const at::Tensor x = pointwise_input(input, strided);
+  TORCH_CHECK(grad.sizes() == inputs[0].sizes(), "kgen: output gradient has shape ", str(grad.sizes()),
+              ", expected ", str(inputs[0].sizes()));
+  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
+  std::vector<at::Tensor> held;
+  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
+  const at::Tensor& x = held[0];
   const auto dv = grad.contiguous();
-  auto dx = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  std::vector<at::Tensor> result;
+  PointwiseGrads<F::kInputs> dx{};
+  for (int k = 0; k < F::kInputs; ++k) {
+    result.push_back(needed[k] ? at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous))
+                               : at::empty({0}, x.options()));
+    dx.data[k] = needed[k] ? result.back().data_ptr<float>() : nullptr;
+  }
   const int64_t channels = x.size(1);
   at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
-  if (x.numel() == 0) return {dx, dparams};
+  result.push_back(dparams);
+  if (x.numel() == 0) return result;
   const int64_t plane = x.numel() / (x.size(0) * channels);
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const SplitPlan plan = plan_split<kBlock>(plane);
-  const int64_t rows = x.size(0) * plan.splits;
-  at::Tensor partial = at::empty({std::max<int64_t>(1, int64_t(F::kParams)) * rows, channels}, x.options());
-  const StridedInput in = strided ? strided_input(x) : StridedInput{};
-  const int width = pointwise_width(x, strided, plane, {&dv, &dx});
-  dispatch_pointwise(strided, width, [&](auto kStrided, auto kWidth) {
-    pointwise_backward_kernel<F, kBlock, decltype(kStrided)::value, decltype(kWidth)::value>
-        <<<x.size(0) * channels * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-            dv.data_ptr<float>(), x.data_ptr<float>(), dx.data_ptr<float>(), channels, plane, plan, table, in,
-            partial.data_ptr<float>());
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  for (int k = 0; k < F::kParams; ++k) {
-    auto row = dparams.select(0, k);
-    column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
+  std::vector<const float*> streams = {dv.data_ptr<float>()};
+  for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
+  const int width = pointwise_width(in, plane, streams);
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if constexpr (F::kParams == 0) {
+    const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
+    if (width == 4) {
+      pointwise_backward_flat_kernel<F, kBlock, 4><<<blocks, kBlock, 0, stream>>>(
+          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
+    } else {
+      pointwise_backward_flat_kernel<F, kBlock, 1><<<blocks, kBlock, 0, stream>>>(
+          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
+    const SplitPlan plan = plan_split<kBlock>(plane);
+    const int64_t rows = x.size(0) * plan.splits;
+    at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
+    if (width == 4) {
+      pointwise_backward_kernel<F, kBlock, 4><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
+          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
+    } else {
+      pointwise_backward_kernel<F, kBlock, 1><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
+          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    for (int k = 0; k < F::kParams; ++k) {
+      auto row = dparams.select(0, k);
+      column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
+    }
   }
-  return {dx, dparams};
+  return result;
 }
 
 }  // namespace kgen

@@ -96,6 +96,18 @@ def test_traffic_counts_each_kernels_input_and_output():
     assert family.traffic_bytes(plan, two_pass=True) == one_pass + 4 * (512 + 512)   # each region reads x again
 
 
+def test_traffic_of_elementwise_kernels_of_several_tensors():
+    """An element-wise step reads each of its tensors at its own size (a broadcast one once) and writes its
+    output; its backward reads them and the output's gradient and writes each input's gradient. A rank-1 tensor
+    (`[64]`) and the plan text of session 12 (`..., the input broadcast]`) count too."""
+    plan = ["kgen element-wise 1: mul -> add  [x [2, 4, 8, 8], relu [2, 4, 8, 8], sigmoid [2, 4, 1, 1] -> add_1 "
+            "[2, 4, 8, 8]; broadcast: sigmoid; parameters: none]",
+            "kgen element-wise 2: tanh -> mul  [sum_1 [64] -> mul_1 [64]; parameters: none]",
+            "kgen element-wise 0: add  [getitem [16, 1] -> add [1, 8, 16, 1], the input broadcast]"]
+    assert family.traffic_bytes(plan, two_pass=False) == 4 * ((512 + 512 + 8 + 512) + (64 + 64) + (16 + 128))
+    assert family.backward_traffic_bytes(plan) == 4 * ((2 * (512 + 512 + 8) + 512) + (2 * 64 + 64) + (2 * 16 + 128))
+
+
 def test_table_shows_the_kernels_where_compile_is_faster():
     trace = {"kgen": [{"kernel": "nchwToNhwcKernel", "us": 1400.0}], "eager": [],
              "compile": [{"kernel": "sm90_xmma_dgrad_nhwc", "us": 2800.0}]}

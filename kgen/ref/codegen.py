@@ -48,6 +48,9 @@ class ForwardWriter:
             return f"torch.device({str(arg)!r})"
         return repr(arg)
 
+    def value_of(self, name: str) -> str:
+        return self.alias.get(name, var(name))
+
     def call_args(self, node) -> str:
         parts = [self.value(a) for a in node.args] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
         return ", ".join(parts)
@@ -115,9 +118,8 @@ class ForwardWriter:
                            f"*_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
                            f"{step.window_expr or '()'}{tail})")
             else:
-                params = ", ".join(p.expr for p in step.params)
-                out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({var(step.input)}"
-                           f"{', ' if params else ''}{params})")
+                operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
+                out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({operands})")
         out.append(f"return {self.value(self.plan.outputs)}")
         return _dead_code_removed(out)
 
@@ -162,15 +164,22 @@ def region_context(step: RegionStep) -> dict:
 
 def pointwise_context(step: PointwiseStep) -> dict:
     labels = [p.label for p in step.params]
-    struct, slots = functors.prologue_functor(f"Pointwise{step.index}Op", step.nodes, step.input,
-                                              step.nodes[-1].name, labels)
-    summary = " -> ".join(n.op for n in step.nodes)
-    if step.input_shape:
-        summary += f" (input {list(step.input_shape)} broadcast to {list(step.shape)})"
-    return {"index": step.index, "functor": struct, "broadcast": bool(step.input_shape),
+    struct, slots = functors.pointwise_functor(f"Pointwise{step.index}Op", step.nodes, step.inputs, step.output,
+                                               labels)
+    return {"index": step.index, "functor": struct, "inputs": len(step.inputs),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
-            "summary": summary}
+            "summary": describe_pointwise(step)}
+
+
+def describe_pointwise(step: PointwiseStep) -> str:
+    text = " -> ".join(n.op for n in step.nodes)
+    if len(step.inputs) > 1:
+        text += f" of {len(step.inputs)} tensors"
+    for name in step.broadcast:
+        shape = step.input_shapes[step.inputs.index(name)]
+        text += f" ({name} {list(shape)} broadcast to {list(step.shape)})"
+    return text
 
 
 def batchnorm_context(step: BatchNormStep) -> dict:

@@ -45,9 +45,11 @@ def explain(plan: Plan) -> list[str]:
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
-            shapes = (f"{step.input} {step.input_shape} -> {step.output} {step.shape}, the input broadcast"
-                      if step.input_shape else f"{step.input} {step.shape}")
-            lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  [{shapes}]")
+            reads = ", ".join(f"{name} {list(shape)}" for name, shape in zip(step.inputs, step.input_shapes))
+            broadcast = f"; broadcast: {', '.join(step.broadcast)}" if step.broadcast else ""
+            params = ", ".join(p.label for p in step.params) or "none"
+            lines.append(f"kgen element-wise {step.index}: {' -> '.join(n.op for n in step.nodes)}  "
+                         f"[{reads} -> {step.output} {list(step.shape)}{broadcast}; parameters: {params}]")
         elif isinstance(step, BatchNormStep):
             from kgen.ref.codegen import describe_batchnorm
             params = ", ".join(p.label for p in step.params) or "none"

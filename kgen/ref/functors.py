@@ -156,3 +156,23 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     text = "\n".join(lines) + "\n"
     # (void) the unused arguments: the functor need not read all of y, z, x.
     return text, slots
+
+
+def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result: str, labels: list[str]) -> tuple:
+    """v = F(x[0], ..., x[K-1]): an element-wise kernel's DAG over its K input tensors. Returns (C++ struct,
+    slots)."""
+    body = needed(nodes, result)
+    slots = param_slots(body)
+    leaves = {name_: f"x[{k}]" for k, name_ in enumerate(inputs)}
+    writer = DagWriter(body, leaves, slots)
+    lines = [f"struct {name} {{", f"  static constexpr int kInputs = {len(inputs)};"]
+    lines += _params_block(name, "prologue", slots, labels)
+    lines += ["  __device__ __forceinline__ float value(const float (&x)[kInputs]) const {"] + writer.forward("    ")
+    lines += [f"    return {_var(result)};", "  }"]
+    lines += ["  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],",
+              "                                           float (&dparam)[kgen::kMaxParams]) const {"]
+    lines += writer.forward("    ")
+    lines += [f"    dx[{k}] = 0.f;" for k in range(len(inputs))]
+    lines += writer.backward("    ", result, "dv", {f"x[{k}]": f"dx[{k}]" for k in range(len(inputs))})
+    lines += ["  }", "};"]
+    return "\n".join(lines) + "\n", slots

@@ -5,8 +5,9 @@ A Plan is the reference's forward as a list of steps, each one of:
                  with its bias peeled off into the region that consumes it;
   RegionStep     a GroupNorm with the element-wise ops before it (prologue), after it (epilogue) and the
                  reduction or window pooling that follows (one kgen kernel family, forward and backward);
-  PointwiseStep  element-wise ops on one tensor outside any GroupNorm region (one kgen kernel), the
-                 tensor maybe broadcast to a larger shape (a reduced (N, 1) plus a (1, C, 1, 1) parameter);
+  PointwiseStep  an element-wise DAG outside any GroupNorm region (one kgen kernel) over 1 to 4 tensors,
+                 each of the output's shape or broadcast to it (a reduced (N, 1) plus a (1, C, 1, 1) parameter;
+                 a region's output minus its mean; a residual of the model's input);
   BatchNormStep  an nn.BatchNorm1d/2d/3d with the element-wise ops after it and a window pooling after those
                  (kgen's per-channel statistics, apply and backward kernels, bn_train.cuh).
 Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
@@ -80,12 +81,17 @@ class RegionStep:
 @dataclass
 class PointwiseStep:
     index: int
-    input: str
-    nodes: list
-    params: list
+    inputs: list                  # fx node names of the tensors the DAG reads, in the functor's order (1 to 4)
+    input_shapes: list            # their shapes: each is `shape` or broadcasts to it
+    nodes: list                   # PwNode, topological
+    params: list                  # Param, per-channel (or one-value) parameters, read per channel
     output: str
     shape: list                   # the output's shape
-    input_shape: list = field(default_factory=list)   # the input's, where it broadcasts to `shape`; else empty
+
+    @property
+    def broadcast(self) -> list:
+        """The inputs read through broadcast strides (their shape is not the output's)."""
+        return [name for name, shape in zip(self.inputs, self.input_shapes) if list(shape) != list(self.shape)]
 
 
 @dataclass

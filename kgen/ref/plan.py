@@ -34,6 +34,10 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
                      torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze, torch.softmax, torch.log_softmax,
                      torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp,
                      torch.tensor, operator.getitem, getattr, torch.einsum}
+# An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
+# this many per-channel parameters (gn_region_common.cuh's kMaxParams).
+MAX_POINTWISE_INPUTS = 4
+MAX_POINTWISE_PARAMS = 4
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to"}
@@ -78,7 +82,7 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         if not isinstance(tensor, torch.Tensor):
             return None
         shape = tuple(tensor.shape)
-        if len(shape) > len(full):
+        if len(full) < 2 or len(shape) > len(full):
             return None
         aligned = (1,) * (len(full) - len(shape)) + shape
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
@@ -224,12 +228,13 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         prologue = [members[n.name] for n in self.nodes if n.name in members]
         return prologue, x
 
-    def operands(self, node, operands, full, params, broadcast_value: str | None = None):
+    def operands(self, node, operands, full, params, inputs: set | None = None):
         """The Operands of an element-wise node producing `full`, or None where one is not a scalar, a per-channel
-        (or one-value) parameter or a value of shape `full` (or the value named `broadcast_value`, broadcast)."""
+        (or one-value) parameter or a value of shape `full` (or one of `inputs`, an element-wise kernel's input
+        tensors, which may broadcast)."""
         converted = []
         for operand in operands:
-            if broadcast_value is not None and isinstance(operand, torch.fx.Node) and operand.name == broadcast_value:
+            if inputs and isinstance(operand, torch.fx.Node) and operand.name in inputs:
                 converted.append(Operand("value", operand.name))
                 continue
             scalar = self.scalar_of(operand)
@@ -333,18 +338,13 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                 conditions.append(node)  # folded into the where that reads it, or PyTorch's: decided below
                 continue
             full = tensor_shape(node)
-            found = self.elementwise(node, full) if full else None
+            found = self.elementwise(node, full) if full is not None else None
             if found is not None:
                 name, operands, consts = found
                 tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                            and self.param_of(o, full) is None]
-                if len(tensors) == 1:
-                    pending.append((node, name, operands, consts, tensors[0]))
-                    continue
-                if len(tensors) > 1:
-                    # Two values that no region holds together (a region's output and a library op's): PyTorch's
-                    # own element-wise kernel reads both.
-                    self.library(node, fallback="element-wise op of values from different kernels")
+                if tensors:
+                    pending.append((node, name, operands, consts, tensors))
                     continue
             if node.op == "call_function" and node.target is torch.where:
                 self.library(node, fallback="a where whose condition is read elsewhere")
@@ -356,47 +356,75 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                 self.library(node, fallback="a comparison read outside kgen's kernels")
 
     def pointwise_steps(self, pending) -> None:
-        """Chains of element-wise nodes on one tensor become one kgen kernel each."""
+        """The element-wise nodes no region took become kgen element-wise kernels: each one a DAG grown back from
+        its output (the latest node not yet taken) over the nodes of the same shape whose every reader is
+        already inside, reading at most MAX_POINTWISE_INPUTS tensors (a region's output, a library op's, the
+        model's input, each maybe broadcast) and at most kMaxParams per-channel parameters."""
         by_name = {p[0].name: p for p in pending}
-        done = set()
-        for node, name, operands, consts, source in pending:
-            if node.name in done:
+        taken: set[str] = set()
+        for node, *_ in reversed(pending):
+            if node.name in taken:
                 continue
             full = tensor_shape(node)
+            members = self.grow_pointwise(node, full, by_name, taken)
+            nodes = [n for n in self.nodes if n.name in members]
+            inputs = self.pointwise_inputs(members, by_name)
             params: list[Param] = []
             chain = []
-            current = (node, name, operands, consts, source)
-            # The chain's input may broadcast to its output's shape (L2-75: min over channels (N, 1) plus a
-            # (1, C, 1, 1) parameter gives (1, C, N, 1)): the kernel reads it through broadcast strides.
-            input_shape = tensor_shape(source)
-            broadcast = input_shape != full and _broadcasts(input_shape, full)
-            while True:
-                cnode, cname, cops, cconsts, csource = current
-                converted = self.operands(cnode, cops, full, params,
-                                          broadcast_value=csource.name if broadcast and not chain else None)
+            for member in nodes:
+                _, cname, cops, cconsts, _ = by_name[member.name]
+                converted = self.operands(member, cops, full, params, inputs={i.name for i in inputs})
                 if converted is None:
                     break
-                chain.append(self.pw_node(cnode, cname, converted, cconsts))
-                done.add(cnode.name)
-                users = list(cnode.users)
-                if len(users) == 1 and users[0].name in by_name and by_name[users[0].name][4] is cnode \
-                        and tensor_shape(users[0]) == full:
-                    current = by_name[users[0].name]
-                    continue
-                break
-            if not chain:
-                # Operands kgen's element-wise kernel cannot read: a parameter that is neither per channel nor
-                # one value, an input that does not broadcast to the output, an output of rank above 5.
-                self.library(node, fallback="element-wise op whose operands kgen's element-wise kernel cannot "
-                                            "read (broadcast beyond per-channel parameters)")
-                done.add(node.name)
+                chain.append(self.pw_node(member, cname, converted, cconsts))
+            readable = all(_broadcasts(tensor_shape(i), full) for i in inputs) and len(full) <= 5
+            if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
+                # Operands kgen's element-wise kernel cannot read: a tensor that does not broadcast to the
+                # output, an output of rank above 5.
+                for member in nodes:
+                    self.library(member, fallback="element-wise op whose operands kgen's element-wise kernel "
+                                                  "cannot read (a tensor that does not broadcast to the output)")
+                    taken.add(member.name)
                 continue
-            step = PointwiseStep(index=len([s for s in self.steps if isinstance(s, PointwiseStep)]),
-                                 input=source.name, nodes=chain, params=params, output=chain[-1].name, shape=full,
-                                 input_shape=input_shape if broadcast else [])
+            step = PointwiseStep(index=0, inputs=[i.name for i in inputs],
+                                 input_shapes=[list(tensor_shape(i)) for i in inputs], nodes=chain, params=params,
+                                 output=node.name, shape=full)
             for name in names_of(chain):
                 self.claimed[name] = step
+            taken |= members
             self.steps.append(step)
+        # numbered in graph order, as plan() sorts the steps
+        pointwise = sorted((s for s in self.steps if isinstance(s, PointwiseStep)), key=lambda s: self.order[s.output])
+        for index, step in enumerate(pointwise):
+            step.index = index
+
+    def grow_pointwise(self, output, full, by_name, taken) -> set:
+        """The element-wise nodes of one kernel: `output`, then every pending node of its shape that feeds a
+        member and is read only by members, while the tensors read from outside stay within the limit."""
+        members = {output.name}
+        grown = True
+        while grown:
+            grown = False
+            covered = members | {by_name[m][0].args[0].name for m in members if by_name[m][1].startswith("where_")}
+            for member in [n for n in self.nodes if n.name in members]:
+                for tensor in by_name[member.name][4]:
+                    if tensor.name in members or tensor.name in taken or tensor.name not in by_name or \
+                            tensor_shape(tensor) != full or not all(u.name in covered for u in tensor.users):
+                        continue
+                    trial = members | {tensor.name}
+                    if len(self.pointwise_inputs(trial, by_name)) > MAX_POINTWISE_INPUTS:
+                        continue
+                    members = trial
+                    grown = True
+                    break
+                if grown:
+                    break
+        return members
+
+    def pointwise_inputs(self, members: set, by_name) -> list:
+        """The tensors the members read from outside them, in graph order."""
+        outside = {t.name for m in members for t in by_name[m][4] if t.name not in members}
+        return [n for n in self.nodes if n.name in outside]
 
     def library(self, node, fallback: str = "") -> None:
         module = self.module(node)
@@ -417,8 +445,9 @@ class Planner(ReductionPlanning, BatchNormPlanning):
 
 
 def _broadcasts(shape, full) -> bool:
-    """Whether a tensor of `shape` broadcasts to `full` (ranks 2 to 5: the element-wise kernel's (N, C, *))."""
-    if shape is None or full is None or len(shape) > len(full) or not 2 <= len(full) <= 5:
+    """Whether a tensor of `shape` broadcasts to `full` (rank at most 5: the element-wise kernel's (N, C, *); a
+    lower-rank output is viewed as (N, 1) or (1, 1))."""
+    if shape is None or full is None or len(shape) > len(full) or len(full) > 5:
         return False
     aligned = [1] * (len(full) - len(shape)) + list(shape)
     return all(a in (1, f) for a, f in zip(aligned, full))
@@ -441,7 +470,7 @@ def _step_anchor(step) -> str:
         return step.gn
     if isinstance(step, BatchNormStep):
         return step.bn
-    return step.nodes[0].name
+    return step.output   # after every input it reads (a member may come before another member's input)
 
 
 def make_plan(ref: Reference, conv: str = "exact") -> Plan:

@@ -24,6 +24,10 @@ OTHER_SHAPES = {
     "linear_bn1d_noaffine_relu_gn": (["[64, 512, 8]"], ["[256, 64]"]),
     # the rows forward's max over channels: 8 samples a block (default), 2 (here: 3 slices x 32 lanes)
     "linear_gn_max_broadcast_transpose": (["[48, 768, 3, 12]"], ["[7, 48]"]),
+    # odd planes (7 x 9): the element-wise kernels' one-value packs; 3 samples of 16 channels
+    "conv2d_gn_input_residual_gate": (["[16, 4]"], ["[3, 16, 7, 9]"]),
+    # (N, F) with F = 96 channels of 1-value planes, N = 5
+    "linear_gn_input_gate_rank1": (["[96, 6]"], ["[5, 96]"]),
 }
 
 
@@ -81,3 +85,39 @@ def test_clamp_gradient_on_the_bounds(tmp_path):
     assert on_bounds.sum() > 100
     assert torch.allclose(grads[1][on_bounds], grads[0][on_bounds], atol=1e-4, rtol=1e-4)
     assert torch.allclose(grads[1], grads[0], atol=1e-4, rtol=1e-4)
+
+
+def test_elementwise_kernels_read_strided_inputs_and_skip_unasked_gradients(tmp_path):
+    """The element-wise kernel of three tensors (the region's output, a broadcast gate, the model's input) given a
+    transposed (non-contiguous) input, then an input that asks for no gradient: outputs and the gradients
+    asked for match the reference's."""
+    import torch
+
+    from tests.solution_loader import import_file
+
+    reference = ROOT / "tests" / "ref" / "references" / "conv2d_gn_input_residual_gate.py"
+    solution = tmp_path / "gate_solution.py"
+    emit(reference, solution)
+    sol, ref = import_file(solution), import_file(reference)
+    torch.manual_seed(3)
+    model = ref.Model(*ref.get_init_inputs()).cuda()
+    new = sol.ModelNew(*ref.get_init_inputs()).cuda()
+    new.load_state_dict(model.state_dict())
+    base = torch.rand(4, 32, 20, 20, device="cuda")
+    for x, wants_grad in ((base.transpose(2, 3), True), (base, False)):
+        assert wants_grad is False or not x.is_contiguous()
+        upstream = torch.randn(4, 32, 20, 20, device="cuda")
+        results = []
+        for m in (model, new):
+            m.zero_grad()
+            leaf = x.detach().clone().requires_grad_(wants_grad) if wants_grad else x
+            out = m(leaf)
+            out.backward(upstream)
+            results.append((out.detach(), leaf.grad if wants_grad else None, m.gate.grad.clone(),
+                            m.conv.weight.grad.clone()))
+        (out0, dx0, dgate0, dw0), (out1, dx1, dgate1, dw1) = results
+        assert torch.allclose(out1, out0, atol=1e-4, rtol=1e-4)
+        assert torch.allclose(dgate1, dgate0, atol=1e-3, rtol=1e-3)
+        assert torch.allclose(dw1, dw0, atol=1e-3, rtol=1e-3)
+        if wants_grad:
+            assert torch.allclose(dx1, dx0, atol=1e-4, rtol=1e-4)

@@ -77,7 +77,7 @@ def test_broadcasting_add_after_a_reduction_is_a_kgen_kernel():
     path = next(p for p in FAMILY if p.name.startswith("level2_75_"))
     plan = make_plan(load_reference(path))
     (step,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
-    assert step.input_shape == [1024, 1] and step.shape == [1, 8192, 1024, 1]
+    assert step.input_shapes == [[1024, 1]] and step.shape == [1, 8192, 1024, 1] and step.broadcast == step.inputs
     assert [n.op for n in step.nodes] == ["add"] and [p.label for p in step.params] == ["bias"]
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
@@ -123,7 +123,7 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     """z = gelu(fc(x)) feeds the GroupNorm and a residual after it: the prologue takes z (with the peeled bias)
     and the residual reads z in the epilogue. Where z is also read by a library op, the prologue stops before z:
     the element-wise GELU becomes its own kernel and the region reads its output; the add of the region's output
-    and the library op's is PyTorch's (no kgen kernel holds both values)."""
+    and the library op's (with the scale before it) is a kgen element-wise kernel of two tensors."""
     (region,) = regions(make_plan(load_reference(HERE / "references" / "linear_gelu_tanh_gn_short_slices.py")))
     assert [n.op for n in region.prologue] == ["add", "gelu_tanh"]
     assert [n.op for n in region.epilogue] == ["mul", "add"]
@@ -139,9 +139,10 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     plan = make_plan(load_reference(other))
     (region,) = regions(plan)
     assert not region.prologue
-    assert [s.nodes[0].op for s in plan.steps if isinstance(s, PointwiseStep)] == ["gelu_tanh"]
-    (fallback,) = [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
-    assert fallback.node.target is operator.add and "different kernels" in fallback.elementwise_fallback
+    gelu, residual = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [n.op for n in gelu.nodes] == ["gelu_tanh"]
+    assert [n.op for n in residual.nodes] == ["add"] and len(residual.inputs) == 2 and not residual.broadcast
+    assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
 FLATTENED = """
@@ -290,6 +291,97 @@ def test_batch_norm_dag_with_a_parameter_and_a_mean_pool(tmp_path):
     (bn,) = batch_norms(plan)
     assert [n.op for n in bn.nodes] == ["sigmoid", "mul", "mul"] and not bn.pool_op
     assert any(s.node.target == "pool" for s in pytorch_ops(plan))
+
+
+def pointwise(plan):
+    return [s for s in plan.steps if isinstance(s, PointwiseStep)]
+
+
+def forward_lines(text: str) -> list[str]:
+    body = text.split("    def forward(self", 2)[-1].split("\n\n", 1)[0]
+    return [line.strip() for line in body.splitlines()[1:]]
+
+
+def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel():
+    """A squeeze-excite gate and a residual of the model's input: g * s + x reads the region's output, a
+    (N, C, 1, 1) gate and the model's input; y - y.mean(1, keepdim=True) reads y and its channel mean. Each is
+    one kgen element-wise kernel over the tensors (the broadcast ones named), none is PyTorch's, and each runs
+    after every tensor it reads is computed."""
+    path = HERE / "references" / "conv2d_gn_input_residual_gate.py"
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ["relu"] and region.reduce_kind == "kNone"
+    gate, residual, centred = pointwise(plan)
+    assert [n.op for n in gate.nodes] == ["add", "sigmoid"] and [p.label for p in gate.params] == ["gate"]
+    assert gate.shape == [8, 32, 1, 1] and not gate.broadcast
+    assert [n.op for n in residual.nodes] == ["mul", "add"]
+    assert residual.inputs == ["x", region.output, gate.output] and residual.broadcast == [gate.output]
+    assert [n.op for n in centred.nodes] == ["sub"] and centred.inputs[0] == residual.output
+    assert centred.input_shapes[1] == [8, 1, 24, 24] and centred.broadcast == [centred.inputs[1]]
+    assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
+    assert [p.node.target for p in pytorch_ops(plan)] == ["conv", "mean", "mean"]
+    lines = forward_lines(emit_reference(str(path))[0])
+    defined = {line.split(" = ", 1)[0]: i for i, line in enumerate(lines)}
+    for step in pointwise(plan):
+        call = defined[step.output]
+        assert lines[call].startswith(f"{step.output} = _Pointwise{step.index}.apply({', '.join(step.inputs)}")
+        assert all(defined.get(name, -1) < call for name in step.inputs)
+
+
+def test_elementwise_kernels_on_rank_2_and_rank_1_tensors():
+    """h * sigmoid(x) + x on (N, F) Linear outputs (sigmoid(x) read only there joins the kernel), and tanh(s) * 0.5
+    on the (N,) sum: kernels of two tensors and of one, ranks 2 and 1."""
+    plan = make_plan(load_reference(HERE / "references" / "linear_gn_input_gate_rank1.py"))
+    gated, tail = pointwise(plan)
+    assert [n.op for n in gated.nodes] == ["sigmoid", "mul", "add"] and gated.inputs == ["x", "silu"]
+    assert gated.shape == [64, 256] and not gated.broadcast
+    assert [n.op for n in tail.nodes] == ["tanh", "mul"] and tail.shape == [64] and tail.input_shapes == [[64]]
+
+
+FIVE_TENSORS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 8)
+
+    def forward(self, x, a, b, c, d):
+        return {body}
+
+
+def get_inputs():
+    return [torch.rand(2, 8, 4, 4) for _ in range(5)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_elementwise_kernel_reads_at_most_four_tensors(tmp_path):
+    """gn(x) + a + b + c + d reads five tensors: the last three adds are one kernel of four (the first add's
+    value, b, c, d), the first add another of two."""
+    path = tmp_path / "five.py"
+    path.write_text(FIVE_TENSORS.format(body="self.gn(x) + a + b + c + d"))
+    plan = make_plan(load_reference(path))
+    first, rest = pointwise(plan)
+    assert len(first.nodes) == 1 and first.inputs == ["a", "gn"]
+    assert len(rest.nodes) == 3 and rest.inputs == ["b", "c", "d", first.output]   # graph order
+
+
+def test_an_elementwise_value_read_twice_inside_one_kernel(tmp_path):
+    """t = a * gn(x); t * sigmoid(t): t is read twice, both times inside the kernel, so the DAG takes it whole;
+    t + b with t also returned stays its own kernel's output."""
+    path = tmp_path / "dag.py"
+    path.write_text(FIVE_TENSORS.format(body="(lambda t: t * torch.sigmoid(t))(a * self.gn(x))"))
+    (step,) = pointwise(make_plan(load_reference(path)))
+    assert [n.op for n in step.nodes] == ["mul", "sigmoid", "mul"] and step.inputs == ["a", "gn"]
+    path.write_text(FIVE_TENSORS.format(body="(lambda t: (t, t + b))(a * self.gn(x))"))
+    first, second = pointwise(make_plan(load_reference(path)))
+    assert [n.op for n in first.nodes] == ["mul"] and second.inputs == ["b", first.output]
 
 
 def run_emit(*args, cwd=None):

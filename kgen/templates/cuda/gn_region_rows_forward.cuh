@@ -57,6 +57,19 @@ __host__ __device__ inline int rows_lanes(int64_t channels, int64_t plane, int64
 // One slice in a team's registers: z = Pro(x), its mean (hi, lo) and rstd, and the deviations d = z - mean.
 // Every lane of the warp calls it (the butterflies shuffle over the whole warp); a team past the last slice
 // computes on zeros.
+// The loads issued for the next step become this step's values (register renames once unrolled).
+template <int kUnroll, int kPacks>
+__device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks][4], float (&xv)[kUnroll][kPacks][4]) {
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
+    }
+  }
+}
+
 template <class Pro, int kPacks>
 struct RowsSlice {
   float z[kPacks][4];
@@ -176,14 +189,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         dst[k * L + lane] = join4(v);
       }
     }
-#pragma unroll
-    for (int j = 0; j < kUnroll; ++j) {
-#pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
-      }
-    }
+    take_loaded(next, xv);
   }
 }
 
@@ -291,14 +297,7 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
           }
         }
       }
-#pragma unroll
-      for (int j = 0; j < kUnroll; ++j) {
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-          for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
-        }
-      }
+      take_loaded(next, xv);
     }
     const T w = reduction::warp_reduce<Red>(acc);
     if (threadIdx.x % kWarpSize == 0) per_warp[r & 1][warp] = w;
