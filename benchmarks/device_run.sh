@@ -21,6 +21,8 @@
 #   s11e                  session 11's closing call: the rows forward's final constants, L2-37 and L2-94
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
+#   s13                   session 13's element-wise kernels of several tensors: tests, checks, builds; S13_TIMING=1:
+#                         timings and every problem's kernel rates, forward and backward (benchmarks/kernel_rates.py)
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
@@ -407,6 +409,36 @@ PY
       done
       cp -r "$G" "$P/family"
       tar czf "$OUT/s12_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s13)  # session 13: element-wise kernels of several tensors (flat streaming, per-plane backward with parameters),
+      # the rows forward's take_loaded mend. With S13_CHECKS (default on): the own references those kernels run in
+      # (built in parallel first) and the strided / unasked-gradient test, the rows tests, S13_FAMILY's problems
+      # checked; every problem's extension built for the rates (kernel_rates.py --build-only). With S13_TIMING:
+      # S13_BENCH's timings (eager / compile, forward and backward traces), then kgen's kernels' forward and
+      # backward rates on S13_RATES's problems (default: all 17), one at a time.
+      P=$OUT/s13; G=.build/${S13_DIR:-family_s13}; R=.build/rates_s13; O=.build/own_s13; mkdir -p "$P" "$G" "$R" "$O"
+      kb_wheels
+      if [ -n "${S13_CHECKS-1}" ]; then
+        for r in ${S13_OWN:-conv2d_gn_input_residual_gate linear_gn_input_gate_rank1 linear_gn_max_broadcast_transpose conv_gn_hardswish_flatten_amax}; do
+          python3 -m kgen.cli emit --ref "tests/ref/references/$r.py" -o "$O/$r.py"
+        done
+        (fam_run "$G" "${S13_FAMILY:-75,85,37}" --workers 3 --budget "${S13_CHECK_BUDGET:-330}" > "$P/family_checks.txt") &
+        (python3 benchmarks/prebuild.py -j 8 "$O"/*.py > "$P/prebuild_own.log" 2>&1
+         timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py \
+           -k "${S13_REF_K:-residual_gate or rank1 or broadcast_transpose or flatten_amax or strided_inputs}" > "$P/pytest_ref.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_ref.log") &
+        (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+           -k "${S13_RESIDENT_K:-rows}" > "$P/pytest_gn_region_resident.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+        (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 > "$P/rates_build.log" 2>&1) &
+        wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"; tail -n 2 "$P/rates_build.log"
+      fi
+      if [ -n "${S13_TIMING-}" ]; then
+        [ -n "${S13_BENCH-75,37}" ] && fam_run "$G" "${S13_BENCH-75,37}" --workers 1 --bench --budget "${S13_BUDGET:-150}"
+        python3 benchmarks/kernel_rates.py .kb/problems "$R" --only "${S13_RATES:-}" 2>&1 | grep -v Warn | tee "$P/rates.log"
+        cp "$R/KERNEL_RATES.md" "$R/kernel_rates.json" "$P/" 2>/dev/null
+      fi
+      cp -r "$G" "$P/family"
+      tar czf "$OUT/s13_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

@@ -6,7 +6,7 @@ timed in the same process. No correctness checks and no eager / torch.compile ti
 does those; this is the short call that covers the whole family's kernel rates.
 
     PYTHONPATH=. python3 benchmarks/kernel_rates.py PROBLEMS_DIR OUT_DIR [--only 19,75] [--jobs 12]
-                                                    [--emit-args "--conv fast"]
+                                                    [--emit-args "--conv fast"] [--build-only]
 
 Writes OUT_DIR/kernel_rates.json and OUT_DIR/KERNEL_RATES.md.
 """
@@ -100,6 +100,8 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--jobs", type=int, default=12)
     parser.add_argument("--emit-args", default="")
+    parser.add_argument("--build-only", action="store_true", help="emit and build, measure nothing (a call beside "
+                        "other work; a later call on the warm machine measures)")
     parser.add_argument("--measure", nargs=3, metavar=("SOLUTION", "REFERENCE", "PLAN_JSON"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -116,6 +118,8 @@ def main() -> int:
     build = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(args.jobs)] +
                            [r["solution"] for r in rows], capture_output=True, text=True, env=env)
     print(build.stdout[-600:] + build.stderr[-600:], flush=True)
+    if args.build_only:
+        return build.returncode
     for row in rows:
         plan_file = out / f"{row['problem']}.plan.json"
         plan_file.write_text(json.dumps(row["plan"]))

@@ -4360,7 +4360,8 @@ struct PointwiseInputs {
 };
 
 // The W values of every input at output positions f .. f + W - 1, which are (n, c, i .. i + W - 1) (W = 4:
-// within one plane and one run of each strided input's innermost dim, as pointwise_width guarantees).
+// within one plane and one run of each strided input's innermost dim, or all inputs dense, as pointwise_width
+// guarantees).
 template <int K, int W>
 __device__ __forceinline__ void load_inputs(const PointwiseInputs<K>& in, int64_t f, int64_t n, int64_t c,
                                             int64_t i, float (&xv)[K][W]) {
@@ -4560,18 +4561,25 @@ PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::
   return in;
 }
 
-// 4 values a thread where the plane is whole packs, the dense streams 16-byte aligned, and every strided
-// input's packs lie within one run of its innermost dim; else 1.
+// 4 values a thread where the streams are 16-byte aligned and either the plane is whole packs and every
+// strided input's packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no
+// parameters, every input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.
 template <int K>
-int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, const std::vector<const float*>& streams) {
-  if (plane % 4 != 0) return 1;
+int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, int64_t numel, bool has_params,
+                    const std::vector<const float*>& streams) {
   for (const float* p : streams) {
     if (p != nullptr && !is_16_byte_aligned(p)) return 1;
   }
+  bool all_dense = true;
   for (int k = 0; k < K; ++k) {
-    if (in.dense[k] ? !is_16_byte_aligned(in.data[k]) : in.layout[k].size[2] % 4 != 0) return 1;
+    if (in.dense[k] && !is_16_byte_aligned(in.data[k])) return 1;
+    if (!in.dense[k]) {
+      all_dense = false;
+      if (in.layout[k].size[2] % 4 != 0) return 1;
+    }
   }
-  return 4;
+  if (plane % 4 == 0) return 4;
+  return !has_params && all_dense && numel % 4 == 0 ? 4 : 1;
 }
 
 // Blocks of the flat loop: enough to fill the GPU a few times over, each thread then striding.
@@ -4594,7 +4602,7 @@ at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::v
   if (x.numel() == 0) return v;
   const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const int width = pointwise_width(in, plane, {v.data_ptr<float>()});
+  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
   const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
   if (width == 4) {
     pointwise_forward_kernel<F, kBlock, 4><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
@@ -4636,7 +4644,7 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
   std::vector<const float*> streams = {dv.data_ptr<float>()};
   for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
-  const int width = pointwise_width(in, plane, streams);
+  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, streams);
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (F::kParams == 0) {
     const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
