@@ -429,7 +429,8 @@ PY
         (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
            -k "${S13_RESIDENT_K:-rows}" > "$P/pytest_gn_region_resident.log" 2>&1
          echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
-        (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 > "$P/rates_build.log" 2>&1) &
+        (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 --only "${S13_RATES:-}" \
+           > "$P/rates_build.log" 2>&1) &
         wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"; tail -n 2 "$P/rates_build.log"
       fi
       if [ -n "${S13_TIMING-}" ]; then

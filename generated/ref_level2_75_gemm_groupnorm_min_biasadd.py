@@ -2111,6 +2111,15 @@ __device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks]
   }
 }
 
+template <int kPacks>
+__device__ __forceinline__ void take_loaded(const float (&next)[kPacks][4], float (&xv)[kPacks][4]) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) xv[k][e] = next[k][e];
+  }
+}
+
 template <class Pro, int kPacks>
 struct RowsSlice {
   float z[kPacks][4];
@@ -2678,6 +2687,183 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 
 }  // namespace kgen
 
+// ---- gn_region_rows_backward: the backward of Linear outputs with short slices, from registers ----
+//
+// The rows forward's layout (gn_region_rows_forward.cuh) run backward: Linear outputs (plane == 1), slices of
+// D = C / G values held by a TEAM of L lanes, kPacks <= 2 16-byte packs a lane. The resident backward's tiles
+// (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice sums, barrier, dx sweep)
+// keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for 1.61 GB, 0.90 TB/s; the
+// 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample parameter rows as large as x).
+//
+// Each team owns ONE group g and strides over the samples (team t: g = t % G, samples t / G, t / G + R, ...
+// with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
+// the prologue's and epilogue's) add up in registers across the team's samples, then land as one row of
+// `partial` (R, K, C), which column_sums adds in a fixed order: bitwise reproducible. Per slice: x and dout
+// (kNone; a reduction's per-sample gradient otherwise) loaded one step ahead, everything recomputed from x
+// and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat reduced over the team by an xor
+// butterfly in double, then dx = Pro'(x) (rstd (gamma dy - A / D - xhat B / D) + dz_epi) + dx_epi stored.
+// The step count is the same for every thread, so whole warps reach each shuffle.
+namespace kgen {
+
+struct RowsBackwardPlan {
+  int64_t batch;
+  int groups;
+  int slice;       // D
+  int lanes;       // L
+  int64_t rows;    // R = teams / groups
+  int64_t steps;   // ceil(batch / rows)
+  bool affine_vec;
+};
+
+constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
+
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
+__global__ void __launch_bounds__(kBlock)
+region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
+                            const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
+                            RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
+                            const float* __restrict__ out, const int* __restrict__ aux, float* __restrict__ dx,
+                            float* __restrict__ partial) {
+  using namespace resident_detail;
+  static_assert(R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample,
+                "the rows backward takes kNone, kChannel and kSample");
+  constexpr bool kNone = R == ReduceKind::kNone;
+  constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
+  constexpr int K = 2 + kPro + kEpi;  // rows of `partial`: dgamma, dbeta, prologue, epilogue
+  const int L = plan.lanes;
+  const int D = plan.slice;
+  const int64_t C = int64_t(plan.groups) * D;
+  const int lane = threadIdx.x & (L - 1);
+  const int64_t team = int64_t(blockIdx.x) * (kBlock / L) + threadIdx.x / L;
+  const int group = static_cast<int>(team % plan.groups);
+  const int64_t row = team / plan.groups;
+  const int cbase = group * D;
+  const double inv_d = 1.0 / double(D);
+
+  float gm[kPacks][4], bt[kPacks][4];
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+    load_affine4(gamma, cbase + 4 * (k * L + lane), plan.affine_vec, 1.f, gm[k]);
+    load_affine4(beta, cbase + 4 * (k * L + lane), plan.affine_vec, 0.f, bt[k]);
+  }
+  float acc[K][kPacks][4];
+#pragma unroll
+  for (int r = 0; r < K; ++r) {
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[r][k][e] = 0.f;
+    }
+  }
+  // x and (kNone) dout of the team's sample at step j: zeros past the last sample.
+  auto load = [&](int64_t j, float (&xv)[kPacks][4], float (&gv)[kPacks][4]) {
+    const int64_t n = row + j * plan.rows;
+    const bool valid = n < plan.batch;
+    const float4* xs = reinterpret_cast<const float4*>(x + n * C + cbase);
+    const float4* gs = reinterpret_cast<const float4*>(dout + n * C + cbase);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      split4(valid ? __ldg(xs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), xv[k]);
+      if constexpr (kNone) split4(valid ? __ldg(gs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), gv[k]);
+    }
+  };
+
+  float xv[kPacks][4], gv[kPacks][4];
+  load(0, xv, gv);
+  for (int64_t j = 0; j < plan.steps; ++j) {
+    float xn[kPacks][4], gn[kPacks][4];
+    load(j + 1, xn, gn);  // predicated off past the last sample
+    const int64_t n = row + j * plan.rows;
+    const bool valid = n < plan.batch;
+    const int64_t u = n * plan.groups + group;
+    const float2 mu = valid ? mean[u] : make_float2(0.f, 0.f);
+    const float rs = valid ? rstd[u] : 0.f;
+    float g_sample = 0.f, out_sample = 0.f;
+    int at_sample = -1;
+    if constexpr (!kNone) {
+      if (valid) {
+        g_sample = __ldg(dout + n);
+        if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) at_sample = __ldg(aux + n);
+        if constexpr (O == ReduceOp::kLogSumExp) out_sample = __ldg(out + n);
+      }
+    }
+    // pass 1: dy and the epilogue's derivatives of each value; the slice sums A, B
+    float xh[kPacks][4], dy[kPacks][4], dzd[kPacks][4], dxd[kPacks][4];
+    double a = 0.0, b = 0.0;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = cbase + 4 * (k * L + lane) + e;
+        const Pro pro = Pro::at(params, c);
+        const Epi epi = Epi::at(params, c);
+        const float z = pro.value(xv[k][e]);
+        xh[k][e] = centered(z, mu) * rs;
+        const float y = xh[k][e] * gm[k][e] + bt[k][e];
+        const float v = epi.value(y, z, xv[k][e]);
+        float dv;
+        if constexpr (kNone) {
+          dv = gv[k][e];
+        } else if constexpr (O == ReduceOp::kSum) {
+          dv = g_sample;
+        } else if constexpr (O == ReduceOp::kMean) {
+          dv = g_sample * (1.f / float(C));
+        } else if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) {
+          dv = at_sample == c ? g_sample : 0.f;
+        } else {
+          dv = g_sample * expf(v - out_sample);
+        }
+        if (!valid) dv = 0.f;
+        float pe[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+        dzd[k][e] = 0.f;
+        dxd[k][e] = 0.f;
+        epi.backward(y, z, xv[k][e], dv, dy[k][e], dzd[k][e], dxd[k][e], pe);
+        const float dyx = dy[k][e] * xh[k][e];
+        acc[0][k][e] += dyx;       // dgamma
+        acc[1][k][e] += dy[k][e];  // dbeta
+#pragma unroll
+        for (int p = 0; p < kEpi; ++p) acc[2 + kPro + p][k][e] += pe[p];
+        a += double(gm[k][e]) * double(dy[k][e]);
+        b += double(gm[k][e]) * double(dyx);
+      }
+    }
+    for (int o = L / 2; o > 0; o /= 2) {
+      a += shfl_xor(a, o);
+      b += shfl_xor(b, o);
+    }
+    const float ca = static_cast<float>(-a * inv_d), cb = static_cast<float>(-b * inv_d);
+    // pass 2: dx, and the prologue's parameter gradients
+    float* dst = dx + n * C + cbase;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      float d[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = cbase + 4 * (k * L + lane) + e;
+        const Pro pro = Pro::at(params, c);
+        // gamma dy rounded once, as the A it cancels against was formed: a one-value slice gives exactly 0
+        const float dz = rs * fmaf(cb, xh[k][e], __fadd_rn(__fmul_rn(gm[k][e], dy[k][e]), ca)) + dzd[k][e];
+        float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+        d[e] = pro.backward(xv[k][e], dz, pk) + dxd[k][e];
+#pragma unroll
+        for (int p = 0; p < kPro; ++p) acc[2 + p][k][e] += valid ? pk[p] : 0.f;
+      }
+      if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
+    }
+    take_loaded(xn, xv);
+    if constexpr (kNone) take_loaded(gn, gv);
+  }
+  // this team's row of partial: (R, K, C)
+#pragma unroll
+  for (int r = 0; r < K; ++r) {
+    float4* dst = reinterpret_cast<float4*>(partial + (row * K + r) * C + cbase);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) dst[k * L + lane] = join4(acc[r][k]);
+  }
+}
+
+}  // namespace kgen
+
 // ---- gn_region_resident_host: planning, checks and launches of the resident kernels (gn_region_resident.cuh) ----
 namespace kgen {
 
@@ -3057,6 +3243,64 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Whether the rows backward (gn_region_rows_backward.cuh) takes the region: the rows forward's Linear outputs
+// (team width `lanes` > 0), 16-byte packs, at most kRowsBackwardMaxPacks a lane, no reduction or one over each
+// sample's values.
+template <ReduceKind R>
+bool rows_backward_applies(int64_t slice, int lanes, int width) {
+  return lanes > 0 && lanes <= kWarpSize && width == 4 && slice / 4 / lanes <= kRowsBackwardMaxPacks &&
+         (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample);
+}
+
+// The rows backward's team width where the rows forward applies, else 0: a pack a lane up to 32 lanes (its
+// running sums, K x 4 a pack, take registers that a second pack would take from the warps an SM holds: H100,
+// L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1, 100 and two).
+inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups) {
+  if (rows_lanes(channels, plane, groups) == 0) return 0;
+  const int64_t packs = channels / groups / 4;
+  const int64_t lanes = packs <= kWarpSize ? packs : packs / kRowsBackwardMaxPacks;
+  return lanes <= kWarpSize ? static_cast<int>(lanes) : 0;
+}
+
+// The rows backward: the blocks that fit on the GPU at once, rounded to a whole number of rows (R rows x G
+// groups = the teams), fewer where the samples run out. Returns the (R, K, C) parameter-gradient rows.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec,
+                                const float* dout, const float* x, const float* gamma, const float* beta,
+                                const RegionParams& params, const float2* mean, const float* rstd, const float* out,
+                                const int* aux, float* dx, const at::TensorOptions& options) {
+  constexpr int K = 2 + Pro::kParams + Epi::kParams;
+  RowsBackwardPlan plan{};
+  plan.batch = dims.batch;
+  plan.groups = static_cast<int>(groups);
+  plan.slice = static_cast<int>(dims.channels / groups);
+  plan.lanes = lanes;
+  plan.affine_vec = affine_vec;
+  const int64_t teams_per_block = kBlock / lanes;
+  int64_t common = groups, rest = teams_per_block;  // their greatest common divisor
+  while (rest != 0) common = std::exchange(rest, common % rest);
+  const int64_t unit = groups / common;  // blocks whose teams are whole rows
+  const int64_t unit_rows = unit * teams_per_block / groups;
+  at::Tensor partial;
+  auto launch = [&](auto kernel) {
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(at::cuda::current_device());
+    const int64_t units = std::max<int64_t>(1, std::min(fit / unit, (plan.batch + unit_rows - 1) / unit_rows));
+    plan.rows = units * unit_rows;
+    plan.steps = (plan.batch + plan.rows - 1) / plan.rows;
+    partial = at::empty({plan.rows, K, dims.channels}, options);
+    kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
+  };
+  if (plan.slice / 4 / lanes == 1) {
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1>);
+  } else {
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 2>);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partial;
+}
+
 }  // namespace resident_detail
 
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
@@ -3215,14 +3459,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
                          (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
-    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
-    ResidentPlan plan =
-        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
-    plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
-                                           is_16_byte_aligned(beta.data_ptr<float>()));
-    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
-                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    at::Tensor partial;   // (rows, K, C): one row per sample, or per slab-mode row
+    const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                                 is_16_byte_aligned(beta.data_ptr<float>()));
+    at::Tensor partial;   // (rows, K, C): one row per sample, per slab-mode row, or per rows-backward row
     const auto stream = at::cuda::getCurrentCUDAStream();
     const float* dout_ptr = dout.data_ptr<float>();
     const float* x_ptr = x.data_ptr<float>();
@@ -3233,6 +3472,25 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
     float* dx_ptr = dx.data_ptr<float>();
+    if constexpr (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample) {
+      const int lanes = rows_backward_lanes(channels, dims.plane, groups);
+      if (rows_backward_applies<R>(channels / groups, lanes, width)) {
+        partial = launch_rows_backward<Pro, Epi, R, O, kBlock>(dims, groups, lanes, affine_vec, dout_ptr, x_ptr,
+                                                               gamma_ptr, beta_ptr, params, mean_ptr, rstd_ptr,
+                                                               out_ptr, aux_ptr, dx_ptr, x.options());
+        auto flat = sums.view({K * channels});
+        column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
+        const bool affine = gamma.defined();
+        return {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),
+                sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
+      }
+    }
+    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
+    ResidentPlan plan =
+        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
+    plan.affine_vec = affine_vec;
+    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {
@@ -4307,7 +4565,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 // per channel in double and in a fixed order (column_sums): bitwise reproducible.
 namespace kgen {
 
-constexpr int kMaxPointwiseInputs = 4;
+enum : int { kMaxPointwiseInputs = 4 };  // tensors an element-wise kernel reads (plan.py: MAX_POINTWISE_INPUTS)
 
 // Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
 // over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,

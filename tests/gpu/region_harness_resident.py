@@ -157,6 +157,11 @@ def _bindings() -> tuple[str, str, list[str]]:
                 "  return kgen::rows_lanes(x.size(1), x.numel() / (x.size(0) * x.size(1)), groups);\n}\n")
     cpp.append("int64_t rows_lanes(torch::Tensor x, int64_t groups);")
     names.append("rows_lanes")
+    cuda.append("int64_t rows_backward_lanes(torch::Tensor x, int64_t groups) {\n"
+                "  return kgen::resident_detail::rows_backward_lanes(x.size(1), x.numel() / (x.size(0) * x.size(1)),"
+                " groups);\n}\n")
+    cpp.append("int64_t rows_backward_lanes(torch::Tensor x, int64_t groups);")
+    names.append("rows_backward_lanes")
     cuda.append("bool rows_reduce_applies(torch::Tensor x, int64_t groups) {\n"
                 "  const int lanes = kgen::rows_lanes(x.size(1), x.numel() / (x.size(0) * x.size(1)), groups);\n"
                 "  return kgen::resident_detail::rows_reduce_applies(groups, lanes);\n}\n")

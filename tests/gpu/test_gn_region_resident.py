@@ -144,9 +144,10 @@ def test_many_tiles_per_block(ext, name, case):
     check(name, case, seed=17)
 
 
-# Linear outputs whose per-sample parameter rows would pass 256 MB: the backward's slab mode, each block
-# summing its samples' parameter gradients in shared memory (one slab of 1024 channels; two of 2048).
-SLABS = [((32768, 1024), 16, [], True), ((8192, 4096), 64, [], True)]
+# Linear outputs whose per-sample parameter rows would pass 256 MB and whose slices are past the rows backward
+# (512 and 1024 values): the backward's slab mode, each block summing its samples' parameter gradients in
+# shared memory.
+SLABS = [((32768, 1024), 2, [], True), ((4096, 8192), 8, [], True)]
 
 
 @pytest.mark.parametrize("case", SLABS, ids=_case_id)
@@ -194,12 +195,37 @@ def test_slab_decision(ext):
     assert ext.slab_parts_kPlane(torch.empty(8192, 64, 4, 4, device="cuda"), 8, 4) == 0  # planes
 
 
-def test_backward_in_slabs_is_bitwise_deterministic(ext):
-    shape, groups = (8192, 4096), 64
+# The rows backward (64- and 32-value slices, 16 and 8 lanes of one pack; 256-value slices, 32 lanes of two):
+# thousands of samples, so each team takes many in turn and sums its channels' parameter gradients across
+# them in registers.
+ROWS_BACKWARD = [((20000, 256), 8, [], True), ((4096, 1024), 16, [], False), ((3000, 2048), 8, [], True)]
+
+
+@pytest.mark.parametrize("case", ROWS_BACKWARD, ids=_case_id)
+@pytest.mark.parametrize("name", ["none_fused", "none_plain", "channel_min", "channel_lse", "sample_mean"])
+def test_rows_backward_many_samples_a_team(ext, name, case):
+    check(name, case, seed=31)
+
+
+def test_rows_backward_decision(ext):
+    """The rows backward's team: a pack a lane up to 32 lanes, then two; past 64 packs, or wherever the rows
+    forward does not apply, none (the resident tiles)."""
+    def lin(c):
+        return torch.empty(2, c, device="cuda")
+    assert ext.rows_backward_lanes(lin(4096), 64) == 16     # L2-37: 64 values, 16 lanes x 1 pack
+    assert ext.rows_backward_lanes(lin(8192), 512) == 4     # L2-75: 16 values, 4 x 1
+    assert ext.rows_backward_lanes(lin(2048), 8) == 32      # 256 values: 32 x 2
+    assert ext.rows_backward_lanes(lin(8192), 16) == 0      # 512 values
+    assert ext.rows_backward_lanes(lin(96), 4) == 0         # 6 packs
+    assert ext.rows_backward_lanes(torch.empty(2, 64, 3, 3, device="cuda"), 8) == 0  # planes
+
+
+@pytest.mark.parametrize("shape, groups", [((8192, 4096), 64), ((4096, 8192), 8)], ids=["rows", "slabs"])
+def test_backward_with_parameter_rows_is_bitwise_deterministic(ext, shape, groups):
     x, gamma, beta, pp, ep, dout = make_inputs("none_fused", shape, groups, [], True, 9, False)
-    first = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)[5]
-    second = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)[5]
-    for a, b in zip(first, second):
+    first = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)
+    second = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)
+    for a, b in zip(first[5], second[5]):
         assert torch.equal(a, b)
 
 

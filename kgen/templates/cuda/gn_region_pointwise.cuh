@@ -17,7 +17,7 @@
 // per channel in double and in a fixed order (column_sums): bitwise reproducible.
 namespace kgen {
 
-constexpr int kMaxPointwiseInputs = 4;
+enum : int { kMaxPointwiseInputs = 4 };  // tensors an element-wise kernel reads (plan.py: MAX_POINTWISE_INPUTS)
 
 // Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
 // over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,

@@ -377,6 +377,64 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Whether the rows backward (gn_region_rows_backward.cuh) takes the region: the rows forward's Linear outputs
+// (team width `lanes` > 0), 16-byte packs, at most kRowsBackwardMaxPacks a lane, no reduction or one over each
+// sample's values.
+template <ReduceKind R>
+bool rows_backward_applies(int64_t slice, int lanes, int width) {
+  return lanes > 0 && lanes <= kWarpSize && width == 4 && slice / 4 / lanes <= kRowsBackwardMaxPacks &&
+         (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample);
+}
+
+// The rows backward's team width where the rows forward applies, else 0: a pack a lane up to 32 lanes (its
+// running sums, K x 4 a pack, take registers that a second pack would take from the warps an SM holds: H100,
+// L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1, 100 and two).
+inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups) {
+  if (rows_lanes(channels, plane, groups) == 0) return 0;
+  const int64_t packs = channels / groups / 4;
+  const int64_t lanes = packs <= kWarpSize ? packs : packs / kRowsBackwardMaxPacks;
+  return lanes <= kWarpSize ? static_cast<int>(lanes) : 0;
+}
+
+// The rows backward: the blocks that fit on the GPU at once, rounded to a whole number of rows (R rows x G
+// groups = the teams), fewer where the samples run out. Returns the (R, K, C) parameter-gradient rows.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec,
+                                const float* dout, const float* x, const float* gamma, const float* beta,
+                                const RegionParams& params, const float2* mean, const float* rstd, const float* out,
+                                const int* aux, float* dx, const at::TensorOptions& options) {
+  constexpr int K = 2 + Pro::kParams + Epi::kParams;
+  RowsBackwardPlan plan{};
+  plan.batch = dims.batch;
+  plan.groups = static_cast<int>(groups);
+  plan.slice = static_cast<int>(dims.channels / groups);
+  plan.lanes = lanes;
+  plan.affine_vec = affine_vec;
+  const int64_t teams_per_block = kBlock / lanes;
+  int64_t common = groups, rest = teams_per_block;  // their greatest common divisor
+  while (rest != 0) common = std::exchange(rest, common % rest);
+  const int64_t unit = groups / common;  // blocks whose teams are whole rows
+  const int64_t unit_rows = unit * teams_per_block / groups;
+  at::Tensor partial;
+  auto launch = [&](auto kernel) {
+    const int64_t fit = int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, 0)) *
+                        multiprocessors(at::cuda::current_device());
+    const int64_t units = std::max<int64_t>(1, std::min(fit / unit, (plan.batch + unit_rows - 1) / unit_rows));
+    plan.rows = units * unit_rows;
+    plan.steps = (plan.batch + plan.rows - 1) / plan.rows;
+    partial = at::empty({plan.rows, K, dims.channels}, options);
+    kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+        dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
+  };
+  if (plan.slice / 4 / lanes == 1) {
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1>);
+  } else {
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 2>);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return partial;
+}
+
 }  // namespace resident_detail
 
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
@@ -535,14 +593,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
                          (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
-    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
-    ResidentPlan plan =
-        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
-    plan.affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
-                                           is_16_byte_aligned(beta.data_ptr<float>()));
-    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
-                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    at::Tensor partial;   // (rows, K, C): one row per sample, or per slab-mode row
+    const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                                 is_16_byte_aligned(beta.data_ptr<float>()));
+    at::Tensor partial;   // (rows, K, C): one row per sample, per slab-mode row, or per rows-backward row
     const auto stream = at::cuda::getCurrentCUDAStream();
     const float* dout_ptr = dout.data_ptr<float>();
     const float* x_ptr = x.data_ptr<float>();
@@ -553,6 +606,25 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
     float* dx_ptr = dx.data_ptr<float>();
+    if constexpr (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample) {
+      const int lanes = rows_backward_lanes(channels, dims.plane, groups);
+      if (rows_backward_applies<R>(channels / groups, lanes, width)) {
+        partial = launch_rows_backward<Pro, Epi, R, O, kBlock>(dims, groups, lanes, affine_vec, dout_ptr, x_ptr,
+                                                               gamma_ptr, beta_ptr, params, mean_ptr, rstd_ptr,
+                                                               out_ptr, aux_ptr, dx_ptr, x.options());
+        auto flat = sums.view({K * channels});
+        column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
+        const bool affine = gamma.defined();
+        return {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),
+                sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
+      }
+    }
+    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
+    ResidentPlan plan =
+        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
+    plan.affine_vec = affine_vec;
+    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {

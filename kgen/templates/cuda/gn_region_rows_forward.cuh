@@ -70,6 +70,15 @@ __device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks]
   }
 }
 
+template <int kPacks>
+__device__ __forceinline__ void take_loaded(const float (&next)[kPacks][4], float (&xv)[kPacks][4]) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) xv[k][e] = next[k][e];
+  }
+}
+
 template <class Pro, int kPacks>
 struct RowsSlice {
   float z[kPacks][4];
