@@ -80,3 +80,20 @@ def test_shares_memory():
     assert shares_memory(a, a[3:])
     assert shares_memory(a.t(), a)
     assert not shares_memory(a, a.clone())
+
+
+def test_fp64_chunks_never_leave_a_lone_last_sample():
+    """The float64 arbiter's chunks cover the batch in order, and a last chunk of one sample joins the one before
+    it: a GroupNorm with one value per group refuses a batch of one in training (own reference two_groupnorms,
+    batch 33 in chunks of 8, failed so on the H100 in session 13)."""
+    from kgen.validate.stages.fp64 import chunk_bounds
+
+    assert chunk_bounds(33, 8) == [(0, 8), (8, 16), (16, 24), (24, 33)]
+    assert chunk_bounds(32, 8) == [(0, 8), (8, 16), (16, 24), (24, 32)]
+    assert chunk_bounds(1, 8) == [(0, 1)]
+    assert chunk_bounds(9, 8) == [(0, 9)]
+    for batch in range(1, 40):
+        bounds = chunk_bounds(batch, 4)
+        assert bounds[0][0] == 0 and bounds[-1][1] == batch
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+        assert batch == 1 or all(stop - start >= 2 for start, stop in bounds)

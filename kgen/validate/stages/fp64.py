@@ -68,6 +68,16 @@ def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str]
     return distances
 
 
+def chunk_bounds(batch: int, chunk: int) -> list[tuple[int, int]]:
+    """[start, stop) of each chunk of the batch; a lone last sample joins the chunk before it, since a model
+    may refuse a batch of one that it takes in a larger batch (a GroupNorm with one value per group in training,
+    as nn.BatchNorm with one value per channel)."""
+    bounds = [(start, min(start + chunk, batch)) for start in range(0, batch, chunk)]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
+        bounds[-2:] = [(bounds[-2][0], batch)]
+    return bounds
+
+
 def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: list, grads_out: list,
                     keys: list[str], new_grads: dict, ref_grads: dict, chunk: int) -> dict | None:
     """fp64_arbiter's work over chunks of `chunk` samples; None as soon as a chunk's float64 output is not
@@ -80,16 +90,19 @@ def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: lis
     input_keys = {f"input[{n}]": i for n, i in enumerate(leaves) if f"input[{n}]" in keys}
     sums = {k: torch.zeros_like(params[k]) for k in param_keys}
     distances = {k: (Distance(), Distance()) for k in keys}
-    for start in range(0, batch, chunk):
-        part = [x[start:start + chunk].double().requires_grad_(i in input_keys.values()) if i in leaves else x
+    for start, stop in chunk_bounds(batch, chunk):
+        part = [x[start:stop].double().requires_grad_(i in input_keys.values()) if i in leaves else x
                 for i, x in enumerate(inputs)]
-        outs = tensors_of(outputs_of(ref64(*part)))
+        try:
+            outs = tensors_of(outputs_of(ref64(*part)))
+        except (RuntimeError, ValueError):   # the reference refuses a part of the batch: not separable
+            return None
         for o, f in zip(outs, full_out):
-            part_of_f = f[start:start + chunk]   # all of f when chunk is the batch (even if f's first dim is not)
+            part_of_f = f[start:stop]   # all of f when the chunk is the batch (even if f's first dim is not)
             if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=1e-2, rtol=1e-2):
                 return None
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
-        upstream64 = [g[start:start + chunk].double() for g in grads_out]
+        upstream64 = [g[start:stop].double() for g in grads_out]
         gs = torch.autograd.grad(outs, wrt, upstream64, allow_unused=True)
         for key, g in zip(param_keys, gs):
             if g is not None:
@@ -97,7 +110,7 @@ def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: lis
         for key, g in zip(input_keys, gs[len(param_keys):]):
             exact = torch.zeros_like(part[input_keys[key]]) if g is None else g
             for grads, distance in zip((new_grads, ref_grads), distances[key]):
-                distance.add(compare(grads[key][start:start + chunk], exact, ctx.atol, ctx.rtol))
+                distance.add(compare(grads[key][start:stop], exact, ctx.atol, ctx.rtol))
         del part, outs, gs, upstream64
     for key in param_keys:
         for grads, distance in zip((new_grads, ref_grads), distances[key]):
