@@ -9,6 +9,11 @@ does those; this is the short call that covers the whole family's kernel rates.
                                                     [--emit-args "--conv fast"] [--build-only]
 
 Writes OUT_DIR/kernel_rates.json and OUT_DIR/KERNEL_RATES.md.
+
+    python3 benchmarks/kernel_rates.py --merge OUT_DIR RUN_DIR [RUN_DIR ...]
+
+One table from several runs' kernel_rates.json: each problem's row from the last run that measured it, the run
+named beside it.
 """
 from __future__ import annotations
 
@@ -93,7 +98,25 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge(out: Path, runs: list[Path]) -> list[dict]:
+    rows: dict[str, dict] = {}
+    for run in runs:
+        for row in json.loads((run / "kernel_rates.json").read_text()):
+            if row.get("result"):
+                rows[row["problem"]] = dict(row, problem=f"{row['problem']} ({run.name})")
+    merged = [rows[k] for k in sorted(rows)]
+    out.mkdir(parents=True, exist_ok=True)
+    sources = ", ".join(str(run) for run in runs)
+    (out / "KERNEL_RATES.md").write_text("# kgen's kernels against a same-size DRAM copy\n\nMerged from " + sources +
+                                         " (benchmarks/kernel_rates.py --merge): each problem from the last run "
+                                         "that measured it.\n\n" + table(merged))
+    return merged
+
+
 def main() -> int:
+    if len(sys.argv) > 3 and sys.argv[1] == "--merge":
+        merge(Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]])
+        return 0
     parser = argparse.ArgumentParser()
     parser.add_argument("problems", nargs="?")
     parser.add_argument("out", nargs="?")

@@ -62,3 +62,20 @@ def test_rows_of_other_emit_options_stand_beside_the_default_ones(tmp_path):
     family_merge.main()
     table = (tmp_path / "merged" / "FAMILY.md").read_text()
     assert "| L2-19 (s9_fast) (--conv fast) |" in table and "| L2-19 (s8) |" in table
+
+
+def test_a_timing_run_without_checks_shows_the_last_checks(tmp_path):
+    """A run timed with --skip-checks has no verdicts: its row takes those of the last run that checked the
+    problem (a later one than the row's own timing), and the table names both runs."""
+    checks, timing = tmp_path / "s13_a", tmp_path / "s13_c"
+    checks.mkdir(), timing.mkdir()
+    checked = dict(row("L2-75", None, verdict=0), kernelbench={"correctness": True, "runtime": 2.7, "ref_runtime": 3.1})
+    (checks / "family.json").write_text(json.dumps([checked]))
+    unchecked = row("L2-75", 2.7)
+    del unchecked["validate"]
+    (timing / "family.json").write_text(json.dumps([unchecked]))
+    (merged,) = family_merge.merge([checks, timing])
+    assert merged["problem"] == "L2-75 (s13_c; checks s13_a)" and merged["validate"]["exit"] == 0
+    assert merged["kernelbench"]["correctness"] and merged["bench"]["forward"]["new_ms"] == 2.7
+    (alone,) = family_merge.merge([timing])
+    assert alone["problem"] == "L2-75 (s13_c)" and not alone.get("validate")
