@@ -379,11 +379,11 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                 chain.append(self.pw_node(member, cname, converted, cconsts))
             readable = all(_broadcasts(tensor_shape(i), full) for i in inputs) and len(full) <= 5
             if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
-                # Operands kgen's element-wise kernel cannot read: a tensor that does not broadcast to the
-                # output, an output of rank above 5.
+                why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
+                       len(chain) == len(nodes) else "a tensor that does not broadcast to the output, or an output "
+                       "of rank above 5")
                 for member in nodes:
-                    self.library(member, fallback="element-wise op whose operands kgen's element-wise kernel "
-                                                  "cannot read (a tensor that does not broadcast to the output)")
+                    self.library(member, fallback=f"element-wise op kgen's element-wise kernel cannot take ({why})")
                     taken.add(member.name)
                 continue
             step = PointwiseStep(index=0, inputs=[i.name for i in inputs],
@@ -400,7 +400,8 @@ class Planner(ReductionPlanning, BatchNormPlanning):
 
     def grow_pointwise(self, output, full, by_name, taken) -> set:
         """The element-wise nodes of one kernel: `output`, then every pending node of its shape that feeds a
-        member and is read only by members, while the tensors read from outside stay within the limit."""
+        member and is read only by members, while the tensors read from outside and the parameters stay within
+        their limits."""
         members = {output.name}
         grown = True
         while grown:
@@ -412,7 +413,8 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                             tensor_shape(tensor) != full or not all(u.name in covered for u in tensor.users):
                         continue
                     trial = members | {tensor.name}
-                    if len(self.pointwise_inputs(trial, by_name)) > MAX_POINTWISE_INPUTS:
+                    if len(self.pointwise_inputs(trial, by_name)) > MAX_POINTWISE_INPUTS or \
+                            len(self.pointwise_params(trial, by_name, full)) > MAX_POINTWISE_PARAMS:
                         continue
                     members = trial
                     grown = True
@@ -420,6 +422,11 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                 if grown:
                     break
         return members
+
+    def pointwise_params(self, members: set, by_name, full) -> set:
+        """The per-channel (or one-value) parameters the members read."""
+        return {o.name for m in members for o in by_name[m][2]
+                if isinstance(o, torch.fx.Node) and self.param_of(o, full) is not None}
 
     def pointwise_inputs(self, members: set, by_name) -> list:
         """The tensors the members read from outside them, in graph order."""

@@ -372,6 +372,19 @@ def test_an_elementwise_kernel_reads_at_most_four_tensors(tmp_path):
     assert len(rest.nodes) == 3 and rest.inputs == ["b", "c", "d", first.output]   # graph order
 
 
+def test_an_elementwise_kernel_reads_at_most_four_parameters(tmp_path):
+    """A chain of five per-channel parameters on a tensor no region holds: the kernel that ends it takes the
+    last four, the first op is a kernel of its own; none is left to PyTorch."""
+    path = tmp_path / "five_params.py"
+    source = FIVE_TENSORS.format(body="self.gn(x) + ((((a * self.p0 + self.p1) * self.p2) + self.p3) * self.p4)")
+    path.write_text(source.replace("self.gn = nn.GroupNorm(2, 8)", "self.gn = nn.GroupNorm(2, 8)\n" + "".join(
+        f"        self.p{k} = nn.Parameter(torch.randn(8, 1, 1))\n" for k in range(5))))
+    plan = make_plan(load_reference(path))
+    first, rest = pointwise(plan)
+    assert [p.label for p in first.params] == ["p0"] and len(rest.params) == 4 and first.output in rest.inputs
+    assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
+
+
 def test_an_elementwise_value_read_twice_inside_one_kernel(tmp_path):
     """t = a * gn(x); t * sigmoid(t): t is read twice, both times inside the kernel, so the DAG takes it whole;
     t + b with t also returned stays its own kernel's output."""
