@@ -5896,8 +5896,8 @@ class _Pointwise0(torch.autograd.Function):
         ctx.save_for_backward(*args)
         inputs, params = args[:_Pointwise0.INPUTS], args[_Pointwise0.INPUTS:]
         shape = torch.broadcast_shapes(*[t.shape for t in args])
-        out = _ext.pointwise0_forward([_as_planes(t.expand(shape)) for t in inputs],
-                                           [params[k] for k in _Pointwise0.SLOTS])
+        out = _ext.pointwise0_forward(
+            [_as_planes(t.expand(shape)) for t in inputs], [params[k] for k in _Pointwise0.SLOTS])
         return out.view(shape)
 
     @staticmethod
