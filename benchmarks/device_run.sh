@@ -23,6 +23,7 @@
 #   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
 #   s13                   session 13's element-wise kernels of several tensors: tests, checks, builds; S13_TIMING=1:
 #                         timings and every problem's kernel rates, forward and backward (benchmarks/kernel_rates.py)
+#   s13p                  session 13's parameter-gradient kernel: its GPU tests, checks, the two-pass problems' rates
 #   clncu                 ncu on the channels-last region's kernels at L2-19's shape (session 9)
 #   cl2                   the channels-last region (--conv fast): test_gn_region_nhwc, test_layout, CL_FAMILY's problems
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
@@ -440,6 +441,22 @@ PY
       fi
       cp -r "$G" "$P/family"
       tar czf "$OUT/s13_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s13p)  # session 13's parameter-gradient kernel (a block a channel): the GPU tests that run it (groupnorm.cuh,
+      # groupnorm_nhwc.cuh, the two-pass regions) beside S13P_FAMILY's checks and the rates' builds; then the
+      # rates of S13P_RATES (the problems whose backward launches it).
+      P=$OUT/s13p; G=.build/family_s13p; R=.build/rates_s13p; mkdir -p "$P" "$G" "$R"
+      kb_wheels
+      (fam_run "$G" "${S13P_FAMILY:-27,35,19,92}" --workers 3 --budget 300 > "$P/family_checks.txt") &
+      (timeout -k 5 420 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+         tests/gpu/test_groupnorm.py tests/gpu/test_groupnorm_nhwc.py -k "${S13P_K:-backward or grad or matches}" \
+         > "$P/pytest.log" 2>&1; echo "exit code: $?" >> "$P/pytest.log") &
+      (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 --only "${S13P_RATES:-27,35,19,21,60,92}" \
+         > "$P/rates_build.log" 2>&1) &
+      wait; tail -n 3 "$P/pytest.log"; grep -E "^L[12]" "$P/family_checks.txt"
+      python3 benchmarks/kernel_rates.py .kb/problems "$R" --only "${S13P_RATES:-27,35,19,21,60,92}" 2>&1 | grep -v Warn | tee "$P/rates.log"
+      cp "$R/KERNEL_RATES.md" "$R/kernel_rates.json" "$P/" 2>/dev/null
+      rm -f "$G"/*.py; cp -r "$G" "$P/family"
+      tar czf "$OUT/s13p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

@@ -170,7 +170,7 @@ void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& 
       as_float2(coef));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (dgamma.defined()) {
-    param_grad_kernel<0><<<blocks_for(gshape.channels, 128), 128, 0, stream>>>(
+    param_grad_kernel<0><<<gshape.channels, kParamGradThreads, 0, stream>>>(
         plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }

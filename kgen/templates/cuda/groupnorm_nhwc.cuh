@@ -694,7 +694,7 @@ std::vector<at::Tensor> groupnorm_backward_nhwc(const at::Tensor& grad_y, const 
     backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
         partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef_ptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    param_grad_kernel<kGroups><<<blocks_for(shape.channels, 128), 128, 0, stream>>>(
+    param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
         plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     dispatch_vec(vec_apply, [&](auto kv) {
