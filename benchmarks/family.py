@@ -268,15 +268,27 @@ def backward_traffic_bytes(plan: list[str]) -> int:
     return total
 
 
+# --conv fast's copy of a convolution's input to channels-last (layout.cuh's two kernels): kgen's kernel, but
+# no planned op's traffic.
+LAYOUT_COPIES = ("kgen::batched_transpose", "kgen::narrow_transpose")
+
+
+def _is_layout_copy(kernel: dict) -> bool:
+    return any(name in kernel["kernel"] for name in LAYOUT_COPIES)
+
+
+def own_kernels(trace: list[dict]) -> list[dict]:
+    """The kernels of a trace that run a planned kgen step: kgen's, less the layout copies."""
+    return [k for k in trace if "kgen::" in k["kernel"] and not _is_layout_copy(k)]
+
+
 def _bandwidth(row) -> str:
     """kgen's forward kernels' rate. Their time comes from the timing run's kernel trace (alone on the GPU)
     where there is one; `kgen validate`'s own trace ran beside other problems' checks, so it is the fallback."""
-    own = [k for k in ((row.get("bench") or {}).get("forward_kernels") or {}).get("kgen", []) if "kgen::" in k["kernel"]]
-    # --conv fast's copy of the convolution's input to channels-last is kgen's kernel but no planned op's
-    # traffic: shown beside the rate, not in it
-    layout_copy = ("kgen::batched_transpose", "kgen::narrow_transpose")   # layout.cuh's two kernels
-    layout = sum(k["us"] for k in own if any(name in k["kernel"] for name in layout_copy))
-    own = [k for k in own if not any(name in k["kernel"] for name in layout_copy)]
+    trace = ((row.get("bench") or {}).get("forward_kernels") or {}).get("kgen", [])
+    # --conv fast's copy of the convolution's input to channels-last: shown beside the rate, not in it
+    layout = sum(k["us"] for k in trace if _is_layout_copy(k))
+    own = own_kernels(trace)
     if own:
         us = sum(k["us"] for k in own)
         two_pass = any("twopass" in k["kernel"] or "region_nhwc" in k["kernel"] for k in own)
@@ -298,8 +310,7 @@ def _backward_bandwidth(row) -> str:
     """kgen's backward kernels' rate, from the timing run's trace of one backward: the bytes they must move
     at least (backward_traffic_bytes) over their time, against the same-size copy's rate of that run."""
     bench = row.get("bench") or {}
-    own = [k for k in bench.get("backward_kernels") or [] if "kgen::" in k["kernel"]
-           and not any(name in k["kernel"] for name in ("kgen::batched_transpose", "kgen::narrow_transpose"))]
+    own = own_kernels(bench.get("backward_kernels") or [])
     nbytes = backward_traffic_bytes(row["plan"])
     if not own or not nbytes:
         return "-"

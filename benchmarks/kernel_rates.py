@@ -27,13 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from benchmarks.family import backward_traffic_bytes, problem_id, traffic_bytes  # noqa: E402
-
-LAYOUT_COPIES = ("kgen::batched_transpose", "kgen::narrow_transpose")   # --conv fast's input copy: no planned op's
-
-
-def own_kernels(trace: list[dict]) -> list[dict]:
-    return [k for k in trace if "kgen::" in k["kernel"] and not any(name in k["kernel"] for name in LAYOUT_COPIES)]
+from benchmarks.family import backward_traffic_bytes, own_kernels, problem_id, traffic_bytes  # noqa: E402
 
 
 def measure(solution: str, reference: str, plan: list[str]) -> dict:
