@@ -441,6 +441,33 @@ PY
       fi
       cp -r "$G" "$P/family"
       tar czf "$OUT/s13_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s14)  # session 14: the cluster backward (gn_region_cluster.cuh). Checks (S14_CHECKS, default on): its GPU tests
+      # and the two-pass ones (refactored: Upstream, backward_inputs), the resident tests (allow_smem moved to
+      # common.cuh), S14_FAMILY's problems checked (validate + KernelBench), the rates' builds. Then (S14_TIMING,
+      # default on) the forward and backward rates of S14_RATES, and S14_BENCH's timings (none by default).
+      P=$OUT/s14; G=.build/family_s14; R=.build/rates_s14; mkdir -p "$P" "$G" "$R"
+      kb_wheels
+      if [ -n "${S14_CHECKS-1}" ]; then
+        (fam_run "$G" "${S14_FAMILY:-92,83,85,27,23}" --workers 3 --budget "${S14_CHECK_BUDGET:-360}" \
+           > "$P/family_checks.txt") &
+        (timeout -k 5 480 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_cluster.py \
+           tests/gpu/test_gn_region_twopass.py -k "${S14_K:-}" > "$P/pytest_cluster_twopass.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_cluster_twopass.log") &
+        (timeout -k 5 480 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+           -k "${S14_RESIDENT_K:-}" > "$P/pytest_gn_region_resident.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
+        (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 \
+           --only "${S14_RATES:-92,83,85,27,23,21}" > "$P/rates_build.log" 2>&1) &
+        wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"; tail -n 2 "$P/rates_build.log"
+      fi
+      if [ -n "${S14_TIMING-1}" ]; then
+        python3 benchmarks/kernel_rates.py .kb/problems "$R" --only "${S14_RATES:-92,83,85,27,23,21}" 2>&1 \
+          | grep -v Warn | tee "$P/rates.log"
+        cp "$R/KERNEL_RATES.md" "$R/kernel_rates.json" "$P/" 2>/dev/null
+        [ -n "${S14_BENCH-}" ] && fam_run "$G" "$S14_BENCH" --workers 1 --bench --budget "${S14_BUDGET:-200}"
+      fi
+      rm -f "$G"/*.py; cp -r "$G" "$P/family"
+      tar czf "$OUT/s14_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     s13p)  # session 13's parameter-gradient kernel (a block a channel): the GPU tests that run it (groupnorm.cuh,
       # groupnorm_nhwc.cuh, the two-pass regions) beside S13P_FAMILY's checks and the rates' builds; then the
       # rates of S13P_RATES (the problems whose backward launches it).

@@ -41,6 +41,8 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -220,6 +222,21 @@ inline int cached_attribute(int device) {
 inline int64_t max_block_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device); }
 inline int64_t sm_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(device); }
 inline int multiprocessors(int device) { return cached_attribute<cudaDevAttrMultiProcessorCount>(device); }
+
+// Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
+// was raised already, per kernel and device, is remembered.
+inline void allow_smem(const void* kernel, int64_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> allowed;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> guard(lock);
+  int64_t& done = allowed[{kernel, device}];
+  if (done >= bytes) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done = bytes;
+}
 
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 

@@ -35,6 +35,8 @@ CUDA_SOURCE = r"""
 #include <cuda_runtime.h>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -214,6 +216,21 @@ inline int cached_attribute(int device) {
 inline int64_t max_block_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(device); }
 inline int64_t sm_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(device); }
 inline int multiprocessors(int device) { return cached_attribute<cudaDevAttrMultiProcessorCount>(device); }
+
+// Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
+// was raised already, per kernel and device, is remembered.
+inline void allow_smem(const void* kernel, int64_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> allowed;
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> guard(lock);
+  int64_t& done = allowed[{kernel, device}];
+  if (done >= bytes) return;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  done = bytes;
+}
 
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
@@ -3064,21 +3081,6 @@ ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector
   return none;
 }
 
-// Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
-// was raised already, per kernel and device, is remembered.
-inline void allow_smem(const void* kernel, int64_t bytes) {
-  if (bytes <= 48 * 1024) return;
-  static std::mutex lock;
-  static std::map<std::pair<const void*, int>, int64_t> allowed;
-  int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> guard(lock);
-  int64_t& done = allowed[{kernel, device}];
-  if (done >= bytes) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done = bytes;
-}
-
 // Blocks of `kernel` (kBlock threads, `smem` bytes of dynamic shared memory) that fit on one SM of the current
 // device, at least 1; asked of the driver once per (kernel, device, smem), since the forward plans on it at
 // every call.
@@ -4008,6 +4010,84 @@ constexpr int backward_streams() {
   return 0;
 }
 
+// The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
+// and aux (the list in gn_region_twopass.cuh). Made once per plane; dv() per element, at position s of its
+// plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
+// or aux). Shared by the two-pass sweeps and the cluster backward (gn_region_cluster.cuh).
+template <ReduceKind R, ReduceOp O>
+struct Upstream {
+  float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
+  int arg = 0, base = 0;     // ... the saved extreme's position; the plane's first position in the output's order
+  int64_t out_plane = 0;     // kWindow: the plane's first pooled output
+
+  __device__ __forceinline__ Upstream(const RegionShape& shape, const Geometry& geo, int64_t plane, int64_t n,
+                                      int64_t c, const float* __restrict__ dout, const float* __restrict__ out,
+                                      const int* __restrict__ aux) {
+    if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+      const int64_t o = R == ReduceKind::kPlane ? plane : n;
+      g = dout[o];
+      if constexpr (O == ReduceOp::kMean) {
+        g = g / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
+      }
+      if constexpr (O == ReduceOp::kLogSumExp) ref = out[o];
+      if constexpr (kHasAux<O>) arg = aux[o];
+      base = static_cast<int>(R == ReduceKind::kSample ? c * shape.plane : 0);
+    }
+    if constexpr (R == ReduceKind::kWindow) out_plane = plane * geo.pooled_plane;
+  }
+
+  template <class Ch>
+  __device__ __forceinline__ float dv(const Ch& ch, float xv, float z, float y, uint32_t s, float s1, float s2,
+                                     int64_t c, const RegionShape& shape, const Geometry& geo,
+                                     const float* __restrict__ dout, const float* __restrict__ out,
+                                     const int* __restrict__ aux) const {
+    float dv = 0.f;
+    if constexpr (R == ReduceKind::kNone) {
+      dv = s1;
+    } else if constexpr (R == ReduceKind::kChannel) {
+      if constexpr (O == ReduceOp::kSum) dv = s1;
+      if constexpr (O == ReduceOp::kMean) dv = s1 / static_cast<float>(shape.channels);
+      if constexpr (kHasAux<O>) dv = __float_as_int(s2) == static_cast<int>(c) ? s1 : 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) dv = s1 * __expf(ch.epi.value(y, z, xv) - s2);
+    } else if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+      if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) dv = g;
+      if constexpr (kHasAux<O>) dv = base + static_cast<int>(s) == arg ? g : 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - ref);
+    } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
+      // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
+      // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
+      const uint32_t d = geo.div_hw.div(s);
+      const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
+      const uint32_t h = geo.div_w.div(rem);
+      const uint32_t w = rem - h * static_cast<uint32_t>(geo.size[2]);
+      const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
+      if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
+        const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
+        const float gw = dout[o];
+        if constexpr (O == ReduceOp::kSum) dv = gw;
+        if constexpr (O == ReduceOp::kMean) dv = gw / static_cast<float>(geo.window_elems);
+        if constexpr (kHasAux<O>) {
+          const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
+          const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
+          dv = within == aux[o] ? gw : 0.f;
+        }
+        if constexpr (O == ReduceOp::kLogSumExp) dv = gw * __expf(ch.epi.value(y, z, xv) - out[o]);
+      }
+    }
+    return dv;
+  }
+};
+
+// Stream k's value j of one step of sweep (0 where there are fewer streams).
+template <int k, int W, int N>
+__device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
+  if constexpr (k < N) {
+    return v[k].v[j];
+  } else {
+    return 0.f;
+  }
+}
+
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
@@ -4028,21 +4108,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
   const int64_t offset = b.plane * shape.plane + b.begin;
-
-  // The upstream gradient's per-block part.
-  float g_block = 0.f, ref_block = 0.f;
-  int arg_block = 0, pos0 = 0;
-  if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    const int64_t o = R == ReduceKind::kPlane ? b.plane : b.n;
-    g_block = dout[o];
-    if constexpr (O == ReduceOp::kMean) {
-      g_block = g_block / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
-    }
-    if constexpr (O == ReduceOp::kLogSumExp) ref_block = out[o];
-    if constexpr (kHasAux<O>) arg_block = aux[o];
-    pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-  }
-  const int64_t out_plane = R == ReduceKind::kWindow ? b.plane * geo.pooled_plane : 0;
+  const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
 
   const float* in[kStreams];
   in[0] = x + offset;
@@ -4069,41 +4135,9 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
       const float z = ch.pro.value(xv);
       const float zc = centered(z, ch.mean);
       const float y = zc * ch.scale + ch.shift;
-      float dv = 0.f;
-      if constexpr (R == ReduceKind::kNone) {
-        dv = v[1].v[j];
-      } else if constexpr (R == ReduceKind::kChannel) {
-        const float g = v[1].v[j];
-        if constexpr (O == ReduceOp::kSum) dv = g;
-        if constexpr (O == ReduceOp::kMean) dv = g / static_cast<float>(shape.channels);
-        if constexpr (kHasAux<O>) dv = __float_as_int(v[2].v[j]) == static_cast<int>(b.c) ? g : 0.f;
-        if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - v[2].v[j]);
-      } else if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-        if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) dv = g_block;
-        if constexpr (kHasAux<O>) dv = pos0 + static_cast<int>(i) * W + j == arg_block ? g_block : 0.f;
-        if constexpr (O == ReduceOp::kLogSumExp) dv = g_block * __expf(ch.epi.value(y, z, xv) - ref_block);
-      } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
-        // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
-        // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
-        const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
-        const uint32_t d = geo.div_hw.div(s);
-        const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
-        const uint32_t h = geo.div_w.div(rem);
-        const uint32_t w = rem - h * static_cast<uint32_t>(geo.size[2]);
-        const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
-        if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
-          const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
-          const float g = dout[o];
-          if constexpr (O == ReduceOp::kSum) dv = g;
-          if constexpr (O == ReduceOp::kMean) dv = g / static_cast<float>(geo.window_elems);
-          if constexpr (kHasAux<O>) {
-            const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
-            const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
-            dv = within == aux[o] ? g : 0.f;
-          }
-          if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - out[o]);
-        }
-      }
+      const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+      const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), b.c, shape, geo, dout, out,
+                             aux);
       float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
       if constexpr (kApply) {
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
@@ -4464,23 +4498,26 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   return {out, mean, rstd, aux};
 }
 
-// Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
-// dprologue (Kp, C), depilogue (Ke, C)} from the forward's saved mean, rstd, out and aux.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
-std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const at::Tensor& input,
-                                                const at::Tensor& gamma_in, const at::Tensor& beta_in,
-                                                const std::vector<at::Tensor>& prologue_params,
-                                                const std::vector<at::Tensor>& epilogue_params,
-                                                const at::Tensor& mean, const at::Tensor& rstd,
-                                                const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
-                                                const std::vector<int64_t>& window) {
-  namespace rt = region_twopass;
-  static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          input.device());
-  const auto expected = rt::out_sizes(input, shape, R);
+namespace region_twopass {
+
+// What a region's backward reads, checked and made contiguous; shared by the two-pass and the cluster backward.
+struct BackwardInputs {
+  RegionShape shape;
+  RegionParams params;
+  at::Tensor x, dout, out, aux, gamma, beta;  // out: log-sum-exp only; aux: max/min only; gamma, beta: affine only
+  bool affine;
+};
+
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in,
+                               const at::Tensor& beta_in, const std::vector<at::Tensor>& prologue_params,
+                               const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                               const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
+                               int64_t groups, const std::vector<int64_t>& window) {
+  BackwardInputs in;
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window);
+  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
+  const auto expected = out_sizes(input, in.shape, R);
   check_float_cuda(dout_in, "gradient of the output");
   TORCH_CHECK(dout_in.device() == input.device(), "kgen: the output gradient is on ", dout_in.device().str(),
               " but the input is on ", input.device().str());
@@ -4493,74 +4530,531 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
                 "kgen: the saved output must be the forward's, of shape ", str(c10::IntArrayRef(expected)), ", got ",
                 str(out_in.sizes()));
   }
-  if constexpr (rt::kRegionHasAux<R, O>) {
+  if constexpr (kRegionHasAux<R, O>) {
     TORCH_CHECK(aux_in.defined() && aux_in.is_cuda() && aux_in.scalar_type() == at::kInt &&
                     aux_in.device() == input.device() && aux_in.sizes().equals(expected),
                 "kgen: the saved positions (aux) must be the forward's int32 tensor of shape ",
                 str(c10::IntArrayRef(expected)));
   }
-  const int64_t rows = shape.batch * shape.groups;
-  rt::check_saved_statistics(mean, rstd, input, rows);
+  check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
+  in.x = input.contiguous();
+  in.dout = dout_in.contiguous();
+  in.out = needs_out ? out_in.contiguous() : at::Tensor();
+  in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
+  in.affine = gamma_in.defined();
+  in.gamma = in.affine ? gamma_in.contiguous() : at::Tensor();
+  in.beta = in.affine ? beta_in.contiguous() : at::Tensor();
+  return in;
+}
 
-  const auto x = input.contiguous();
-  const auto dout = dout_in.contiguous();
-  const at::Tensor out = needs_out ? out_in.contiguous() : at::Tensor();
-  const at::Tensor aux = rt::kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
-  const bool affine = gamma_in.defined();
-  const at::Tensor gamma = affine ? gamma_in.contiguous() : at::Tensor();
-  const at::Tensor beta = affine ? beta_in.contiguous() : at::Tensor();
-  const auto options = x.options();
-  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-  auto dgamma = affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dbeta = affine ? at::zeros({shape.channels}, options) : at::Tensor();
+// 16-byte loads and stores when every stream read or written at the element's position allows them.
+template <ReduceKind R>
+bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
+  bool vec = in.shape.plane % 4 == 0 && aligned(in.x) && aligned(dx);
+  if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && aligned(in.dout);
+  if (R == ReduceKind::kChannel) vec = vec && aligned(in.out) && aligned(in.aux);
+  return vec;
+}
+
+}  // namespace region_twopass
+
+// Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
+// dprologue (Kp, C), depilogue (Ke, C)} from the forward's saved mean, rstd, out and aux.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const at::Tensor& input,
+                                                const at::Tensor& gamma_in, const at::Tensor& beta_in,
+                                                const std::vector<at::Tensor>& prologue_params,
+                                                const std::vector<at::Tensor>& epilogue_params,
+                                                const at::Tensor& mean, const at::Tensor& rstd,
+                                                const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
+                                                const std::vector<int64_t>& window) {
+  namespace rt = region_twopass;
+  static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout_in, input, gamma_in, beta_in, prologue_params,
+                                                                    epilogue_params, mean, rstd, out_in, aux_in,
+                                                                    groups, window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+  auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
   auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
   auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
-  if (x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
+  if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   const rt::Geometry geo = rt::geometry(shape);
   // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = affine ? gamma : at::ones({shape.channels}, options);
+  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
   auto gn_partial = at::empty({blocks, 2}, options);
   auto epi_partial = at::empty({int64_t(Epi::kParams) * blocks}, options);
   auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
 
-  const float* x_ptr = x.data_ptr<float>();
-  const float* dout_ptr = dout.data_ptr<float>();
-  const float* out_ptr = rt::data_or_null(out);
-  const int* aux_ptr = aux.defined() ? aux.data_ptr<int>() : nullptr;
-  const float* gamma_ptr = rt::data_or_null(gamma);
-  const float* beta_ptr = rt::data_or_null(beta);
+  const float* x_ptr = in.x.data_ptr<float>();
+  const float* dout_ptr = in.dout.data_ptr<float>();
+  const float* out_ptr = rt::data_or_null(in.out);
+  const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+  const float* gamma_ptr = rt::data_or_null(in.gamma);
+  const float* beta_ptr = rt::data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  // 16-byte loads when every stream read at the element's position allows them.
-  bool vec = shape.plane % 4 == 0 && rt::aligned(x) && rt::aligned(dx);
-  if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && rt::aligned(dout);
-  if (R == ReduceKind::kChannel) vec = vec && rt::aligned(out) && rt::aligned(aux);
+  const bool vec = rt::backward_vec<R>(in, dx);
 
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
+}
+
+}  // namespace kgen
+
+// ---- gn_region_cluster: a region's backward with each slice held on chip by a thread-block cluster ----
+//
+// The two-pass backward (gn_region_twopass.cuh) reads x and dout twice: a sweep for the group sums of dy
+// and dy (z - mean), then a sweep for dx. Here a CLUSTER of K blocks (Hopper, sm_90 and newer) takes one
+// (sample, group) slice of D = C/G * plane contiguous values. Block k copies its range [k R, k R + R) of x,
+// and of dout for kNone, into its shared memory (cp.async), and works from there:
+//
+//   pass A   per channel piece of the range: z, y, v recomputed, dv (Upstream: the reduction's backward),
+//            dy = Epi::backward; block sums of dy, dy (z - mean) and the epilogue's parameter gradients into
+//            the block's TABLE (one row per channel of the group, 0 where the block holds none of it)
+//   group    cluster barrier; warp 0 of every block reads the K tables through distributed shared memory in
+//            rank order, in double, and forms the per-plane sums and the coefficients B, C exactly as
+//            backward_group_kernel does, so every block gets the same bits; block 0 writes the plane sums
+//            (param_grad_kernel's dgamma, dbeta) and the epilogue's parameter gradients per plane
+//   pass B   per piece: dz = rstd gamma dy + B (z - mean) + C + direct dz, dx = Pro::backward + direct dx,
+//            written; the prologue's parameter gradients per (plane, rank), summed by param_sums_kernel
+//
+// DRAM traffic is the floor: x and dout read once, dx written once, against x and dout twice for the two
+// sweeps. The other streams (kChannel's dout and out / aux at (n, s); kPlane's, kSample's and kWindow's
+// dout) are a plane's or a window's worth and stay in global memory, as in the two-pass sweeps.
+//
+// Sizing (cluster_plan): the smallest K of 2, 4, 8, 16 whose range takes at most kClusterBlockBytes of
+// shared memory, so that two or more blocks share an SM and one block's copy overlaps another's work. (With
+// one block per SM the copy and the work alternate: the resident path measured 0.48 TB/s that way on the H100,
+// L2-27's 175 KB slices.) The two-pass backward runs instead where no K fits (slices of more than about
+// 16 x 100 KB: L1-35, L2-19, L2-60, L2-61 at KernelBench's shapes), on GPUs older than sm_90, where the kernel
+// was not built for sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would
+// dominate). No float atomics anywhere: every result is bitwise reproducible.
+namespace kgen {
+namespace region_cluster {
+
+using region_twopass::Geometry;
+using region_twopass::Upstream;
+using reduction::kHasAux;
+
+constexpr int kMaxCluster = 16;                    // 16 is past the portable 8: opted in per kernel
+constexpr int64_t kClusterBlockBytes = 100 * 1024;  // two blocks per H100 SM (228 KB)
+constexpr int64_t kClusterMinPlane = 512;
+
+struct ClusterPlan {
+  int cluster;         // K: blocks per slice
+  int held;            // streams held in shared memory: x, and dout for kNone
+  int cpg;             // channels per group
+  int64_t slice;       // D
+  int64_t range;       // R: values per block, a multiple of 4
+  int64_t smem_bytes;  // dynamic shared memory of one block
+  bool copy16;         // 16-byte copies in: D % 4 == 0 and the held streams 16-byte aligned
+  bool feasible;
+};
+
+// The table's columns per channel: sum dy, sum dy (z - mean), the epilogue's parameter gradients (pass A),
+// then the prologue's (pass B).
+template <class Pro, class Epi>
+constexpr int table_columns() {
+  return 2 + Epi::kParams + Pro::kParams;
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of every block of the cluster arrives (release: this block's shared writes become visible to
+// the others) and, at the wait, has seen every other arrive (acquire).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+
+// The float at `local`'s offset in block `rank`'s shared memory (distributed shared memory).
+__device__ __forceinline__ float remote_load(const float* local, unsigned rank) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+#endif
+
+// The channel pieces of a block's range [begin, begin + count) of a slice of planes of S values: body(k, lo, hi)
+// for channel k of the group and the piece's values [lo, hi) in range coordinates.
+template <class Body>
+__device__ __forceinline__ void for_pieces(int64_t begin, int64_t count, int64_t S, Body&& body) {
+  if (count <= 0) return;
+  const int64_t end = begin + count;
+  for (int64_t k = begin / S; k * S < end; ++k) body(k, max(begin, k * S) - begin, min(end, (k + 1) * S) - begin);
+}
+
+// W values of a held stream at range offset e (16-byte aligned where W = 4).
+template <int W>
+__device__ __forceinline__ Pack<W> held_pack(const float* held, int64_t e) {
+  Pack<W> p;
+  if constexpr (W == 4) {
+    const float4 f = *reinterpret_cast<const float4*>(held + e);
+    p.v[0] = f.x, p.v[1] = f.y, p.v[2] = f.z, p.v[3] = f.w;
+  } else {
+    p.v[0] = held[e];
+  }
+  return p;
+}
+
+// W = 4 where planes are whole packs and every stream at the element's position is 16-byte aligned (pieces
+// then start and end on packs), else 1.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int W>
+__global__ void __launch_bounds__(kBlock)
+cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+                        const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
+                        ClusterPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
+                        const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ dx,
+                        double2* __restrict__ plane_sums, float* __restrict__ epi_grad,
+                        float* __restrict__ pro_partial) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kCols = table_columns<Pro, Epi>();
+  constexpr int kSumsA = 2 + Epi::kParams;
+  constexpr bool kHeldDout = R == ReduceKind::kNone;
+  extern __shared__ float4 smem4[];
+  float* held_x = reinterpret_cast<float*>(smem4);
+  float* held_dout = held_x + plan.range;          // kNone
+  float* table = held_x + plan.held * plan.range;  // [cpg][kCols]
+  __shared__ float2 coef;
+
+  const int K = plan.cluster;
+  const unsigned rank = cluster_rank();
+  const int64_t row = blockIdx.x / K;  // (sample, group)
+  const int64_t S = shape.plane, cpg = plan.cpg, C = shape.channels;
+  const int64_t n = row / shape.groups, g = row - n * shape.groups;
+  const int64_t begin = int64_t(rank) * plan.range;
+  const int64_t count = max(int64_t(0), min(plan.range, plan.slice - begin));
+  const int64_t at = row * plan.slice + begin;  // the range's first value in x, dout and dx
+
+  // Copy the range in; the table starts at 0.
+  const int held = kHeldDout ? 2 : 1;
+  for (int h = 0; h < held; ++h) {
+    const float* src = (h == 0 ? x : dout) + at;
+    float* dst = h == 0 ? held_x : held_dout;
+    if (plan.copy16) {
+      for (int64_t i = threadIdx.x; i < count / 4; i += kBlock) copy16(dst + 4 * i, src + 4 * i);
+    } else {
+      for (int64_t i = threadIdx.x; i < count; i += kBlock) copy4(dst + i, src + i);
+    }
+  }
+  for (int i = threadIdx.x; i < cpg * kCols; i += kBlock) table[i] = 0.f;
+  copies_done();
+  __syncthreads();
+
+  // One element's recomputation and upstream gradient; `e` its range offset, `s` its position in the plane.
+  auto stream_pack = [&](int64_t e, int64_t s, int which) {
+    if constexpr (R == ReduceKind::kNone) {
+      return held_pack<W>(held_dout, e);
+    } else if constexpr (R == ReduceKind::kChannel) {
+      const float* base = which == 1 ? dout : (O == ReduceOp::kLogSumExp ? out : reinterpret_cast<const float*>(aux));
+      return load_pack<W>(base + n * S + s, 0);
+    } else {
+      return Pack<W>{};
+    }
+  };
+  constexpr bool kSecondStream = R == ReduceKind::kChannel && (O == ReduceOp::kLogSumExp || kHasAux<O>);
+
+  // Pass A.
+  for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
+    const int64_t c = g * cpg + k, pl = n * C + c;
+    const auto ch = region_twopass::load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+    const Upstream<R, O> up(shape, geo, pl, n, c, dout, out, aux);
+    float sums[kSumsA];
+#pragma unroll
+    for (int i = 0; i < kSumsA; ++i) sums[i] = 0.f;
+    float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+    const int64_t s0 = begin - k * S;  // plane position of range offset 0
+#pragma unroll 4
+    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
+      const Pack<W> xs = held_pack<W>(held_x, e);
+      const Pack<W> d1 = stream_pack(e, s0 + e, 1);
+      const Pack<W> d2 = kSecondStream ? stream_pack(e, s0 + e, 2) : Pack<W>{};
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const float xv = xs.v[j];
+        const float z = ch.pro.value(xv);
+        const float zc = centered(z, ch.mean);
+        const float y = zc * ch.scale + ch.shift;
+        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape, geo, dout,
+                               out, aux);
+        float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+        sums[0] += dy;
+        sums[1] += dy * zc;
+      }
+    }
+#pragma unroll
+    for (int i = 2; i < kSumsA; ++i) sums[i] = dparam[i - 2];
+    region_twopass::block_sums<kBlock, kSumsA>(sums);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int i = 0; i < kSumsA; ++i) table[k * kCols + i] = sums[i];
+    }
+    __syncthreads();  // block_sums' scratch is free again
+  });
+
+  // The group's coefficients from the K tables (rank order, double), as backward_group_kernel forms them.
+  cluster_arrive();
+  cluster_wait();
+  if (threadIdx.x < kWarpSize) {
+    const int lane = threadIdx.x;
+    double sum_gamma_dy = 0.0, sum_gamma_dy_centered = 0.0;
+    for (int64_t k = lane; k < cpg; k += kWarpSize) {
+      double s0 = 0.0, s1 = 0.0;
+      for (int r = 0; r < K; ++r) {
+        s0 += remote_load(table + k * kCols, r);
+        s1 += remote_load(table + k * kCols + 1, r);
+      }
+      const int64_t c = g * cpg + k, pl = n * C + c;
+      if (rank == 0) {
+        plane_sums[pl] = make_double2(s0, s1);
+#pragma unroll
+        for (int p = 0; p < Epi::kParams; ++p) {
+          double e = 0.0;
+          for (int r = 0; r < K; ++r) e += remote_load(table + k * kCols + 2 + p, r);
+          epi_grad[int64_t(p) * shape.batch * C + pl] = static_cast<float>(e);
+        }
+      }
+      const double gm = gamma != nullptr ? double(__ldg(gamma + c)) : 1.0;
+      sum_gamma_dy += gm * s0;
+      sum_gamma_dy_centered += gm * s1;
+    }
+    sum_gamma_dy = warp_sum(sum_gamma_dy);
+    sum_gamma_dy_centered = warp_sum(sum_gamma_dy_centered);
+    if (lane == 0) {
+      const double r = rstd[row];
+      const double d = double(cpg) * double(S);
+      coef = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered), static_cast<float>(-r / d * sum_gamma_dy));
+    }
+  }
+  cluster_arrive();  // this block is done reading the others' tables
+  __syncthreads();   // coef
+  const float2 bc = coef;
+
+  // Pass B.
+  for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
+    const int64_t c = g * cpg + k, pl = n * C + c;
+    const auto ch = region_twopass::load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+    const Upstream<R, O> up(shape, geo, pl, n, c, dout, out, aux);
+    float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+    float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+    const int64_t s0 = begin - k * S;
+    float* dst = dx + at;
+#pragma unroll 4
+    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
+      const Pack<W> xs = held_pack<W>(held_x, e);
+      const Pack<W> d1 = stream_pack(e, s0 + e, 1);
+      const Pack<W> d2 = kSecondStream ? stream_pack(e, s0 + e, 2) : Pack<W>{};
+      Pack<W> r;
+#pragma unroll
+      for (int j = 0; j < W; ++j) {
+        const float xv = xs.v[j];
+        const float z = ch.pro.value(xv);
+        const float zc = centered(z, ch.mean);
+        const float y = zc * ch.scale + ch.shift;
+        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape, geo, dout,
+                               out, aux);
+        float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
+        const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+        r.v[j] = ch.pro.backward(xv, dz, dparam) + dx_direct;
+      }
+      store_pack<W>(dst + e, 0, r);
+    }
+    (void)discard;
+    if constexpr (Pro::kParams > 0) {
+      float sums[Pro::kParams];
+#pragma unroll
+      for (int i = 0; i < Pro::kParams; ++i) sums[i] = dparam[i];
+      region_twopass::block_sums<kBlock, Pro::kParams>(sums);
+      if (threadIdx.x == 0) {
+#pragma unroll
+        for (int i = 0; i < Pro::kParams; ++i) table[k * kCols + kSumsA + i] = sums[i];
+      }
+      __syncthreads();
+    }
+  });
+  if constexpr (Pro::kParams > 0) {
+    // every channel of the group, 0 where this block holds none of it: param_sums_kernel reads them all
+    const int64_t entries = shape.batch * C * K;
+    for (int64_t k = threadIdx.x; k < cpg; k += kBlock) {
+      const int64_t pl = n * C + g * cpg + k;
+#pragma unroll
+      for (int i = 0; i < Pro::kParams; ++i) pro_partial[i * entries + pl * K + rank] = table[k * kCols + kSumsA + i];
+    }
+  }
+  cluster_wait();  // no block leaves while another may still read its table
+#else
+  __trap();  // never launched: cluster_plan declines below sm_90
+#endif
+}
+
+}  // namespace region_cluster
+
+namespace region_cluster {
+
+// The cluster backward's plan for `shape` on x's device: infeasible where the two-pass backward must run.
+template <class Pro, class Epi, ReduceKind R>
+ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool copy16, const void* kernel) {
+  ClusterPlan p{};
+  p.feasible = false;
+  const int device = x.get_device();
+  if (cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) < 9 || shape.plane < kClusterMinPlane) return p;
+  p.held = R == ReduceKind::kNone ? 2 : 1;
+  p.cpg = static_cast<int>(shape.channels_per_group());
+  p.slice = shape.slice_elems();
+  p.copy16 = copy16 && p.slice % 4 == 0;
+  const int64_t table = 4 * int64_t(p.cpg) * table_columns<Pro, Epi>();
+  for (int k = 2; k <= kMaxCluster; k *= 2) {
+    const int64_t range = ((p.slice + k - 1) / k + 3) / 4 * 4;
+    const int64_t bytes = 4 * p.held * range + table;
+    if (bytes <= kClusterBlockBytes) {
+      p.cluster = k;
+      p.range = range;
+      p.smem_bytes = bytes;
+      break;
+    }
+  }
+  if (p.cluster == 0) return p;
+  // built for sm_90 or newer (a binary for an older GPU runs here only by the driver's JIT of its PTX: no clusters)
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, bool> built;
+  {
+    const std::lock_guard<std::mutex> guard(lock);
+    const auto key = std::make_pair(kernel, device);
+    auto found = built.find(key);
+    if (found == built.end()) {
+      cudaFuncAttributes attr{};
+      C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+      found = built.emplace(key, attr.binaryVersion >= 90).first;
+    }
+    if (!found->second) return p;
+  }
+  p.feasible = true;
+  return p;
+}
+
+// Launches `kernel` on clusters of plan.cluster blocks; false where the GPU cannot place one such cluster.
+template <class Kernel, class... Args>
+bool launch_clusters(Kernel kernel, const ClusterPlan& plan, int64_t blocks, int block, cudaStream_t stream,
+                     Args... args) {
+  const void* fn = reinterpret_cast<const void*>(kernel);
+  allow_smem(fn, plan.smem_bytes);
+  if (plan.cluster > 8) C10_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = static_cast<size_t>(plan.smem_bytes);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = plan.cluster;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  int clusters = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  if (clusters < 1) return false;
+  C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  return true;
+}
+
+}  // namespace region_cluster
+
+// The cluster backward of a region, where it applies (region_cluster::cluster_plan): fills `result` as
+// region_backward_twopass returns it and says true; false (nothing launched) where the two-pass backward runs.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in,
+                             const at::Tensor& beta_in, const std::vector<at::Tensor>& prologue_params,
+                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                             const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
+                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
+  namespace rt = region_twopass;
+  namespace rc = region_cluster;
+  if (!input.is_cuda() || input.numel() == 0) return false;
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout_in, input, gamma_in, beta_in, prologue_params,
+                                                                    epilogue_params, mean, rstd, out_in, aux_in,
+                                                                    groups, window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  const bool vec = rt::backward_vec<R>(in, dx);
+  const bool copy16 = rt::aligned(in.x) && (R != ReduceKind::kNone || rt::aligned(in.dout));
+  bool done = false;
+  dispatch_vec(vec, [&](auto kv) {
+    constexpr int W = decltype(kv)::value ? 4 : 1;
+    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, kBlock, W>;
+    const rc::ClusterPlan plan = rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
+    if (!plan.feasible) return;
+    const int64_t planes = shape.batch * shape.channels;
+    const int64_t blocks = shape.batch * shape.groups * plan.cluster;
+    if (blocks >= (int64_t(1) << 31)) return;
+    auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
+    auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+    auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+    auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
+    auto pro_partial = at::empty({int64_t(Pro::kParams) * planes * plan.cluster}, options);
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const bool launched = rc::launch_clusters(
+        kernel, plan, blocks, kBlock, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
+        in.aux.defined() ? static_cast<const int*>(in.aux.data_ptr<int>()) : nullptr, in.params, shape,
+        rt::geometry(shape), plan, static_cast<const float2*>(as_float2(mean)), static_cast<const float*>(rstd.data_ptr<float>()),
+        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(),
+        reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
+        Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+    if (!launched) return;
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (in.affine) {
+      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
+          reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), rstd.data_ptr<float>(), gshape,
+          dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    const at::Tensor none;
+    rt::param_sums(epi_grad, Epi::kParams, none, 0, planes, 1, shape, depilogue, dprologue);
+    rt::param_sums(none, 0, pro_partial, Pro::kParams, planes * plan.cluster, plan.cluster, shape, depilogue, dprologue);
+    result = {dx, dgamma, dbeta, dprologue, depilogue};
+    done = true;
+  });
+  return done;
 }
 
 }  // namespace kgen
@@ -5747,6 +6241,12 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
     return kgen::region_backward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                           kRegion0Op, kBlock, kRegion0Groups>(
         dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
+  }
+  std::vector<at::Tensor> grads;
+  if (kgen::region_backward_cluster<Region0Prologue, Region0Epilogue, kRegion0Reduce,
+                                    kRegion0Op, kBlock, kRegion0Groups>(
+          dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window, grads)) {
+    return grads;
   }
   return kgen::region_backward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                        kRegion0Op, kBlock, kRegion0Groups>(

@@ -116,7 +116,7 @@ def _qualified(functor: str) -> str:
 
 def bindings() -> str:
     lines = ["\n// ---- test bindings: one forward and one backward entry, dispatching on the variant index ----"]
-    fwd_cases, bwd_cases = [], []
+    fwd_cases, bwd_cases, cluster_cases = [], [], []
     for i, v in enumerate(VARIANTS):
         targs = (f"{_qualified(v.prologue)}, {_qualified(v.epilogue)}, kgen::ReduceKind::{KIND[v.kind]}, "
                  f"kgen::ReduceOp::{OP[v.op]}, {BLOCK}, {v.groups}")
@@ -124,6 +124,8 @@ def bindings() -> str:
                          "eps, window);")
         bwd_cases.append(f"    case {i}: return kgen::region_backward_twopass<{targs}>(dout, x, gamma, beta, pro, epi, "
                          "mean, rstd, out, aux, groups, window);")
+        cluster_cases.append(f"    case {i}: taken = kgen::region_backward_cluster<{targs}>(dout, x, gamma, beta, pro, "
+                             "epi, mean, rstd, out, aux, groups, window, grads); break;")
     lines += [
         "std::vector<at::Tensor> region_forward(int64_t variant, at::Tensor x, c10::optional<at::Tensor> gamma_opt,",
         "    c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro, std::vector<at::Tensor> epi,",
@@ -138,7 +140,20 @@ def bindings() -> str:
         "  const at::Tensor gamma = gamma_opt.value_or(at::Tensor()), beta = beta_opt.value_or(at::Tensor());",
         "  const at::Tensor out = out_opt.value_or(at::Tensor()), aux = aux_opt.value_or(at::Tensor());",
         "  switch (variant) {", *bwd_cases, "  }",
-        '  TORCH_CHECK(false, "kgen test: unknown variant");', "}",
+        '  TORCH_CHECK(false, "kgen test: unknown variant");', "}", "",
+        "// the cluster backward (gn_region_cluster.cuh), an error where it declines the shape",
+        "std::vector<at::Tensor> region_backward_cluster(int64_t variant, at::Tensor dout, at::Tensor x,",
+        "    c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,",
+        "    std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,",
+        "    c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window) {",
+        "  const at::Tensor gamma = gamma_opt.value_or(at::Tensor()), beta = beta_opt.value_or(at::Tensor());",
+        "  const at::Tensor out = out_opt.value_or(at::Tensor()), aux = aux_opt.value_or(at::Tensor());",
+        "  std::vector<at::Tensor> grads;",
+        "  bool taken = false;",
+        "  switch (variant) {", *cluster_cases,
+        '    default: TORCH_CHECK(false, "kgen test: unknown variant");', "  }",
+        '  TORCH_CHECK(taken, "kgen test: the cluster backward declined this shape");',
+        "  return grads;", "}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -151,8 +166,12 @@ std::vector<at::Tensor> region_backward(int64_t variant, at::Tensor dout, at::Te
     c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,
     std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,
     c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window);
+std::vector<at::Tensor> region_backward_cluster(int64_t variant, at::Tensor dout, at::Tensor x,
+    c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,
+    std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,
+    c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window);
 """
-FUNCTIONS = ["region_forward", "region_backward"]
+FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster"]
 
 
 def cuda_source() -> str:

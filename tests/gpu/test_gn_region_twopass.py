@@ -106,7 +106,9 @@ def close(got, want, what, tol=TOL):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
 
 
-def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, x=None):
+def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, x=None, backward=None):
+    """Forward and backward (`backward`: the extension's entry, region_backward by default) against float64."""
+    backward = backward or ext.region_backward
     x, gamma, beta, pro, epi = make_inputs(variant, shape, affine, scalar_pro, seed, x)
     i = index_of(variant)
     out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
@@ -152,8 +154,8 @@ def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, 
     ref, _, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, window, choice)
     close(out, ref, "out")
 
-    dx, dgamma, dbeta, dpro, depi = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux,
-                                                        groups, list(window))
+    dx, dgamma, dbeta, dpro, depi = backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,
+                                             list(window))
     leaves = [xd] + ([gd, bd] if affine else []) + prod + epid
     grads = torch.autograd.grad(ref, leaves, dout.double(), allow_unused=True)
     grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(grads, leaves)]

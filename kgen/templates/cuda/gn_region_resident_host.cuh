@@ -179,21 +179,6 @@ ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector
   return none;
 }
 
-// Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
-// was raised already, per kernel and device, is remembered.
-inline void allow_smem(const void* kernel, int64_t bytes) {
-  if (bytes <= 48 * 1024) return;
-  static std::mutex lock;
-  static std::map<std::pair<const void*, int>, int64_t> allowed;
-  int device = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  const std::lock_guard<std::mutex> guard(lock);
-  int64_t& done = allowed[{kernel, device}];
-  if (done >= bytes) return;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-  done = bytes;
-}
-
 // Blocks of `kernel` (kBlock threads, `smem` bytes of dynamic shared memory) that fit on one SM of the current
 // device, at least 1; asked of the driver once per (kernel, device, smem), since the forward plans on it at
 // every call.

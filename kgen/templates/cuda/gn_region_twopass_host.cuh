@@ -309,23 +309,26 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   return {out, mean, rstd, aux};
 }
 
-// Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
-// dprologue (Kp, C), depilogue (Ke, C)} from the forward's saved mean, rstd, out and aux.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
-std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const at::Tensor& input,
-                                                const at::Tensor& gamma_in, const at::Tensor& beta_in,
-                                                const std::vector<at::Tensor>& prologue_params,
-                                                const std::vector<at::Tensor>& epilogue_params,
-                                                const at::Tensor& mean, const at::Tensor& rstd,
-                                                const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
-                                                const std::vector<int64_t>& window) {
-  namespace rt = region_twopass;
-  static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          input.device());
-  const auto expected = rt::out_sizes(input, shape, R);
+namespace region_twopass {
+
+// What a region's backward reads, checked and made contiguous; shared by the two-pass and the cluster backward.
+struct BackwardInputs {
+  RegionShape shape;
+  RegionParams params;
+  at::Tensor x, dout, out, aux, gamma, beta;  // out: log-sum-exp only; aux: max/min only; gamma, beta: affine only
+  bool affine;
+};
+
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in,
+                               const at::Tensor& beta_in, const std::vector<at::Tensor>& prologue_params,
+                               const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                               const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
+                               int64_t groups, const std::vector<int64_t>& window) {
+  BackwardInputs in;
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window);
+  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
+  const auto expected = out_sizes(input, in.shape, R);
   check_float_cuda(dout_in, "gradient of the output");
   TORCH_CHECK(dout_in.device() == input.device(), "kgen: the output gradient is on ", dout_in.device().str(),
               " but the input is on ", input.device().str());
@@ -338,68 +341,95 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
                 "kgen: the saved output must be the forward's, of shape ", str(c10::IntArrayRef(expected)), ", got ",
                 str(out_in.sizes()));
   }
-  if constexpr (rt::kRegionHasAux<R, O>) {
+  if constexpr (kRegionHasAux<R, O>) {
     TORCH_CHECK(aux_in.defined() && aux_in.is_cuda() && aux_in.scalar_type() == at::kInt &&
                     aux_in.device() == input.device() && aux_in.sizes().equals(expected),
                 "kgen: the saved positions (aux) must be the forward's int32 tensor of shape ",
                 str(c10::IntArrayRef(expected)));
   }
-  const int64_t rows = shape.batch * shape.groups;
-  rt::check_saved_statistics(mean, rstd, input, rows);
+  check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
+  in.x = input.contiguous();
+  in.dout = dout_in.contiguous();
+  in.out = needs_out ? out_in.contiguous() : at::Tensor();
+  in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
+  in.affine = gamma_in.defined();
+  in.gamma = in.affine ? gamma_in.contiguous() : at::Tensor();
+  in.beta = in.affine ? beta_in.contiguous() : at::Tensor();
+  return in;
+}
 
-  const auto x = input.contiguous();
-  const auto dout = dout_in.contiguous();
-  const at::Tensor out = needs_out ? out_in.contiguous() : at::Tensor();
-  const at::Tensor aux = rt::kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
-  const bool affine = gamma_in.defined();
-  const at::Tensor gamma = affine ? gamma_in.contiguous() : at::Tensor();
-  const at::Tensor beta = affine ? beta_in.contiguous() : at::Tensor();
-  const auto options = x.options();
-  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-  auto dgamma = affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dbeta = affine ? at::zeros({shape.channels}, options) : at::Tensor();
+// 16-byte loads and stores when every stream read or written at the element's position allows them.
+template <ReduceKind R>
+bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
+  bool vec = in.shape.plane % 4 == 0 && aligned(in.x) && aligned(dx);
+  if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && aligned(in.dout);
+  if (R == ReduceKind::kChannel) vec = vec && aligned(in.out) && aligned(in.aux);
+  return vec;
+}
+
+}  // namespace region_twopass
+
+// Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
+// dprologue (Kp, C), depilogue (Ke, C)} from the forward's saved mean, rstd, out and aux.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const at::Tensor& input,
+                                                const at::Tensor& gamma_in, const at::Tensor& beta_in,
+                                                const std::vector<at::Tensor>& prologue_params,
+                                                const std::vector<at::Tensor>& epilogue_params,
+                                                const at::Tensor& mean, const at::Tensor& rstd,
+                                                const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
+                                                const std::vector<int64_t>& window) {
+  namespace rt = region_twopass;
+  static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout_in, input, gamma_in, beta_in, prologue_params,
+                                                                    epilogue_params, mean, rstd, out_in, aux_in,
+                                                                    groups, window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+  auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
   auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
   auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
-  if (x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
+  if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   const rt::Geometry geo = rt::geometry(shape);
   // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = affine ? gamma : at::ones({shape.channels}, options);
+  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
   auto gn_partial = at::empty({blocks, 2}, options);
   auto epi_partial = at::empty({int64_t(Epi::kParams) * blocks}, options);
   auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
 
-  const float* x_ptr = x.data_ptr<float>();
-  const float* dout_ptr = dout.data_ptr<float>();
-  const float* out_ptr = rt::data_or_null(out);
-  const int* aux_ptr = aux.defined() ? aux.data_ptr<int>() : nullptr;
-  const float* gamma_ptr = rt::data_or_null(gamma);
-  const float* beta_ptr = rt::data_or_null(beta);
+  const float* x_ptr = in.x.data_ptr<float>();
+  const float* dout_ptr = in.dout.data_ptr<float>();
+  const float* out_ptr = rt::data_or_null(in.out);
+  const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+  const float* gamma_ptr = rt::data_or_null(in.gamma);
+  const float* beta_ptr = rt::data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  // 16-byte loads when every stream read at the element's position allows them.
-  bool vec = shape.plane % 4 == 0 && rt::aligned(x) && rt::aligned(dx);
-  if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && rt::aligned(dout);
-  if (R == ReduceKind::kChannel) vec = vec && rt::aligned(out) && rt::aligned(aux);
+  const bool vec = rt::backward_vec<R>(in, dx);
 
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();

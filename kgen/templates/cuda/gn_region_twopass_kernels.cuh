@@ -290,6 +290,84 @@ constexpr int backward_streams() {
   return 0;
 }
 
+// The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
+// and aux (the list in gn_region_twopass.cuh). Made once per plane; dv() per element, at position s of its
+// plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
+// or aux). Shared by the two-pass sweeps and the cluster backward (gn_region_cluster.cuh).
+template <ReduceKind R, ReduceOp O>
+struct Upstream {
+  float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
+  int arg = 0, base = 0;     // ... the saved extreme's position; the plane's first position in the output's order
+  int64_t out_plane = 0;     // kWindow: the plane's first pooled output
+
+  __device__ __forceinline__ Upstream(const RegionShape& shape, const Geometry& geo, int64_t plane, int64_t n,
+                                      int64_t c, const float* __restrict__ dout, const float* __restrict__ out,
+                                      const int* __restrict__ aux) {
+    if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+      const int64_t o = R == ReduceKind::kPlane ? plane : n;
+      g = dout[o];
+      if constexpr (O == ReduceOp::kMean) {
+        g = g / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
+      }
+      if constexpr (O == ReduceOp::kLogSumExp) ref = out[o];
+      if constexpr (kHasAux<O>) arg = aux[o];
+      base = static_cast<int>(R == ReduceKind::kSample ? c * shape.plane : 0);
+    }
+    if constexpr (R == ReduceKind::kWindow) out_plane = plane * geo.pooled_plane;
+  }
+
+  template <class Ch>
+  __device__ __forceinline__ float dv(const Ch& ch, float xv, float z, float y, uint32_t s, float s1, float s2,
+                                     int64_t c, const RegionShape& shape, const Geometry& geo,
+                                     const float* __restrict__ dout, const float* __restrict__ out,
+                                     const int* __restrict__ aux) const {
+    float dv = 0.f;
+    if constexpr (R == ReduceKind::kNone) {
+      dv = s1;
+    } else if constexpr (R == ReduceKind::kChannel) {
+      if constexpr (O == ReduceOp::kSum) dv = s1;
+      if constexpr (O == ReduceOp::kMean) dv = s1 / static_cast<float>(shape.channels);
+      if constexpr (kHasAux<O>) dv = __float_as_int(s2) == static_cast<int>(c) ? s1 : 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) dv = s1 * __expf(ch.epi.value(y, z, xv) - s2);
+    } else if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+      if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) dv = g;
+      if constexpr (kHasAux<O>) dv = base + static_cast<int>(s) == arg ? g : 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - ref);
+    } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
+      // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
+      // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
+      const uint32_t d = geo.div_hw.div(s);
+      const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
+      const uint32_t h = geo.div_w.div(rem);
+      const uint32_t w = rem - h * static_cast<uint32_t>(geo.size[2]);
+      const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
+      if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
+        const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
+        const float gw = dout[o];
+        if constexpr (O == ReduceOp::kSum) dv = gw;
+        if constexpr (O == ReduceOp::kMean) dv = gw / static_cast<float>(geo.window_elems);
+        if constexpr (kHasAux<O>) {
+          const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
+          const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
+          dv = within == aux[o] ? gw : 0.f;
+        }
+        if constexpr (O == ReduceOp::kLogSumExp) dv = gw * __expf(ch.epi.value(y, z, xv) - out[o]);
+      }
+    }
+    return dv;
+  }
+};
+
+// Stream k's value j of one step of sweep (0 where there are fewer streams).
+template <int k, int W, int N>
+__device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
+  if constexpr (k < N) {
+    return v[k].v[j];
+  } else {
+    return 0.f;
+  }
+}
+
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
@@ -310,21 +388,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
   const int64_t offset = b.plane * shape.plane + b.begin;
-
-  // The upstream gradient's per-block part.
-  float g_block = 0.f, ref_block = 0.f;
-  int arg_block = 0, pos0 = 0;
-  if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    const int64_t o = R == ReduceKind::kPlane ? b.plane : b.n;
-    g_block = dout[o];
-    if constexpr (O == ReduceOp::kMean) {
-      g_block = g_block / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
-    }
-    if constexpr (O == ReduceOp::kLogSumExp) ref_block = out[o];
-    if constexpr (kHasAux<O>) arg_block = aux[o];
-    pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-  }
-  const int64_t out_plane = R == ReduceKind::kWindow ? b.plane * geo.pooled_plane : 0;
+  const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
 
   const float* in[kStreams];
   in[0] = x + offset;
@@ -351,41 +415,9 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
       const float z = ch.pro.value(xv);
       const float zc = centered(z, ch.mean);
       const float y = zc * ch.scale + ch.shift;
-      float dv = 0.f;
-      if constexpr (R == ReduceKind::kNone) {
-        dv = v[1].v[j];
-      } else if constexpr (R == ReduceKind::kChannel) {
-        const float g = v[1].v[j];
-        if constexpr (O == ReduceOp::kSum) dv = g;
-        if constexpr (O == ReduceOp::kMean) dv = g / static_cast<float>(shape.channels);
-        if constexpr (kHasAux<O>) dv = __float_as_int(v[2].v[j]) == static_cast<int>(b.c) ? g : 0.f;
-        if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - v[2].v[j]);
-      } else if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-        if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) dv = g_block;
-        if constexpr (kHasAux<O>) dv = pos0 + static_cast<int>(i) * W + j == arg_block ? g_block : 0.f;
-        if constexpr (O == ReduceOp::kLogSumExp) dv = g_block * __expf(ch.epi.value(y, z, xv) - ref_block);
-      } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
-        // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
-        // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
-        const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
-        const uint32_t d = geo.div_hw.div(s);
-        const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
-        const uint32_t h = geo.div_w.div(rem);
-        const uint32_t w = rem - h * static_cast<uint32_t>(geo.size[2]);
-        const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
-        if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
-          const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
-          const float g = dout[o];
-          if constexpr (O == ReduceOp::kSum) dv = g;
-          if constexpr (O == ReduceOp::kMean) dv = g / static_cast<float>(geo.window_elems);
-          if constexpr (kHasAux<O>) {
-            const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
-            const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
-            dv = within == aux[o] ? g : 0.f;
-          }
-          if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - out[o]);
-        }
-      }
+      const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+      const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), b.c, shape, geo, dout, out,
+                             aux);
       float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
       if constexpr (kApply) {
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);

@@ -1,0 +1,97 @@
+"""The cluster backward of a fused GroupNorm region (kgen/templates/cuda/gn_region_cluster.cuh): each slice held
+in the shared memory of a thread-block cluster, x and dout read once. Built into the two-pass test extension
+(tests/gpu/region_harness_twopass.py, entry `region_backward_cluster`, an error where the cluster backward
+declines), checked like the two-pass kernels: forward by the two-pass kernels, then every gradient against
+float64 through torch.autograd.grad (test_gn_region_twopass.check_region).
+
+Shapes are chosen for the cluster size cluster_plan takes (K blocks of at most 100 KB: 8 bytes a value for
+kNone, which holds x and dout, 4 for the other kinds): K = 2 to 16, ranges that end inside a plane, odd planes
+(scalar path) with and without 16-byte copies in, 3D planes, windows with a remainder. Also: bitwise
+determinism, and the shapes the cluster backward declines (slices past 16 blocks, planes under 512 values)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.gpu import region_harness_twopass as H  # noqa: E402
+from tests.gpu.test_gn_region_twopass import EPS, check_region, index_of, make_inputs  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+# (shape, groups, affine, scalar prologue params); K for kNone / for the kinds that hold x only
+PLAIN_CASES = [
+    ((2, 8, 40, 40), 2, True, False),      # D = 6400: K 2 / 2, 16-byte, ranges end inside a plane
+    ((2, 6, 23, 29), 3, False, True),      # plane 667 (odd), D % 4 == 2: scalar copies in and out
+    ((2, 8, 23, 29), 2, True, False),      # plane 667 (odd), D % 4 == 0: 16-byte copies in, scalar work
+    ((1, 8, 80, 80), 2, True, False),      # D = 25600: K 4 / 2
+    ((1, 6, 160, 160), 1, True, False),    # D = 153600: K 16 / 8
+    ((2, 4, 9, 10, 12), 2, True, False),   # 3D, plane 1080
+    ((3, 10, 24, 32), 5, True, False),     # C % 4 != 0, N = 3
+]
+LARGE_X_ONLY = ((1, 4, 230, 230), 1, True, False)  # D = 211600: K 16 for the kinds that hold x only
+WINDOW_CASES = [
+    ((2, 4, 30, 34), 2, True, False, (3, 4)),          # plane 1020, two columns fill no window
+    ((2, 4, 8, 10, 12), 2, False, False, (2, 3, 5)),   # 3D, plane 960, remainder in two dims
+    ((1, 8, 80, 80), 2, True, False, (4, 4)),          # K 2, 16-byte
+]
+
+
+def cases():
+    for v in H.VARIANTS:
+        if v.kind == "window":
+            for shape, groups, affine, scalar, window in WINDOW_CASES:
+                yield pytest.param(v, shape, groups, affine, scalar, window,
+                                   id=f"{v.name}-{'x'.join(map(str, shape))}-w{'x'.join(map(str, window))}")
+            continue
+        plain = PLAIN_CASES + ([LARGE_X_ONLY] if v.kind != "none" else [])
+        for shape, groups, affine, scalar in plain:
+            yield pytest.param(v, shape, groups, affine, scalar, (),
+                               id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}{'' if affine else '-noaffine'}")
+
+
+@pytest.fixture(scope="module")
+def ext():
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("thread-block clusters need sm_90 or newer")
+    return H.build_extension()
+
+
+@pytest.mark.parametrize("variant, shape, groups, affine, scalar_pro, window", list(cases()))
+def test_cluster_backward_matches_float64(ext, variant, shape, groups, affine, scalar_pro, window):
+    seed = sum(shape) * 5 + groups + index_of(variant) * 1000 + len(window)
+    check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, backward=ext.region_backward_cluster)
+
+
+@pytest.mark.parametrize("name", ["none_sig_hs", "sample_lse", "channel_lse", "window_max"])
+def test_cluster_backward_bitwise_deterministic_and_near_two_pass(ext, name):
+    variant = H.BY_NAME[name]
+    shape, groups = (2, 8, 80, 80), 2
+    window = [4, 4] if variant.kind == "window" else []
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 17)
+    i = index_of(variant)
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, window)
+    dout = torch.randn_like(out)
+    args = (i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, window)
+    first, second = ext.region_backward_cluster(*args), ext.region_backward_cluster(*args)
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)
+    for got, want in zip(first, ext.region_backward(*args)):  # the two-pass sweeps, same float32 math
+        scale = want.abs().max().clamp_min(1.0).item() if want.numel() else 1.0
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * scale)
+
+
+@pytest.mark.parametrize("shape, groups", [
+    ((1, 4, 230, 230), 1),   # kNone: D = 211600 at 8 bytes a value needs more than 16 blocks of 100 KB
+    ((2, 8, 20, 20), 2),     # plane 400 < 512
+])
+def test_cluster_backward_declines(ext, shape, groups):
+    variant = H.BY_NAME["none_sig_hs"]
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 3)
+    i = index_of(variant)
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, [])
+    with pytest.raises(RuntimeError, match="declined"):
+        ext.region_backward_cluster(i, torch.randn_like(out), x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, [])
