@@ -468,6 +468,16 @@ PY
       fi
       rm -f "$G"/*.py; cp -r "$G" "$P/family"
       tar czf "$OUT/s14_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s14p)  # session 14: the cluster backward's variants side by side (benchmarks/cluster_probe.py) on S14P_FAMILY,
+      # beside its GPU tests (the kernel as the template has it).
+      P=$OUT/s14p; mkdir -p "$P"
+      (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_cluster.py \
+         > "$P/pytest_cluster.log" 2>&1; echo "exit code: $?" >> "$P/pytest_cluster.log") &
+      python3 benchmarks/cluster_probe.py .kb/problems .build/probe_s14 --only "${S14P_FAMILY:-85,92,83,27}" \
+        --variants "${S14P_VARIANTS:-base,t512,b50,nostore,twopass}" --jobs 12 2>&1 | grep -v Warn | tee "$P/probe.log"
+      wait; tail -n 3 "$P/pytest_cluster.log"
+      cp .build/probe_s14/cluster_probe.json "$P/" 2>/dev/null
+      tar czf "$OUT/s14p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     s13p)  # session 13's parameter-gradient kernel (a block a channel): the GPU tests that run it (groupnorm.cuh,
       # groupnorm_nhwc.cuh, the two-pass regions) beside S13P_FAMILY's checks and the rates' builds; then the
       # rates of S13P_RATES (the problems whose backward launches it).

@@ -36,10 +36,25 @@ using reduction::kHasAux;
 constexpr int kMaxCluster = 16;                    // 16 is past the portable 8: opted in per kernel
 constexpr int64_t kClusterBlockBytes = 100 * 1024;  // two blocks per H100 SM (228 KB)
 constexpr int64_t kClusterMinPlane = 512;
+constexpr int kClusterThreads = 256;                // threads of a block (the solution's kBlock is not used)
+// kWindow and kChannel: pass A keeps each element's dv in shared memory for pass B, which then neither
+// gathers dout (and aux / out) again nor recomputes the epilogue's value for a log-sum-exp.
+constexpr bool kClusterStoreUpstream = true;
+
+template <ReduceKind R>
+constexpr bool stores_upstream() {
+  return kClusterStoreUpstream && (R == ReduceKind::kWindow || R == ReduceKind::kChannel);
+}
+
+// Streams a block holds: x; dout for kNone, dv where stores_upstream.
+template <ReduceKind R>
+constexpr int held_streams() {
+  return R == ReduceKind::kNone || stores_upstream<R>() ? 2 : 1;
+}
 
 struct ClusterPlan {
   int cluster;         // K: blocks per slice
-  int held;            // streams held in shared memory: x, and dout for kNone
+  int held;            // streams held in shared memory (held_streams)
   int cpg;             // channels per group
   int64_t slice;       // D
   int64_t range;       // R: values per block, a multiple of 4
@@ -108,14 +123,16 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
                         ClusterPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                         const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ dx,
                         double2* __restrict__ plane_sums, float* __restrict__ epi_grad,
-                        float* __restrict__ pro_partial) {
+                        float* __restrict__ pro_grad) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kCols = table_columns<Pro, Epi>();
   constexpr int kSumsA = 2 + Epi::kParams;
   constexpr bool kHeldDout = R == ReduceKind::kNone;
+  constexpr bool kStore = stores_upstream<R>();
   extern __shared__ float4 smem4[];
   float* held_x = reinterpret_cast<float*>(smem4);
   float* held_dout = held_x + plan.range;          // kNone
+  float* held_dv = held_x + plan.range;            // stores_upstream
   float* table = held_x + plan.held * plan.range;  // [cpg][kCols]
   __shared__ float2 coef;
 
@@ -127,6 +144,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
   const int64_t begin = int64_t(rank) * plan.range;
   const int64_t count = max(int64_t(0), min(plan.range, plan.slice - begin));
   const int64_t at = row * plan.slice + begin;  // the range's first value in x, dout and dx
+  const int64_t planes = shape.batch * C;
 
   // Copy the range in; the table starts at 0.
   const int held = kHeldDout ? 2 : 1;
@@ -183,6 +201,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
         sums[0] += dy;
         sums[1] += dy * zc;
+        if constexpr (kStore) held_dv[e + j] = dv;
       }
     }
 #pragma unroll
@@ -214,7 +233,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         for (int p = 0; p < Epi::kParams; ++p) {
           double e = 0.0;
           for (int r = 0; r < K; ++r) e += remote_load(table + k * kCols + 2 + p, r);
-          epi_grad[int64_t(p) * shape.batch * C + pl] = static_cast<float>(e);
+          epi_grad[p * planes + pl] = static_cast<float>(e);
         }
       }
       const double gm = gamma != nullptr ? double(__ldg(gamma + c)) : 1.0;
@@ -245,8 +264,8 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll 4
     for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
       const Pack<W> xs = held_pack<W>(held_x, e);
-      const Pack<W> d1 = stream_pack(e, s0 + e, 1);
-      const Pack<W> d2 = kSecondStream ? stream_pack(e, s0 + e, 2) : Pack<W>{};
+      const Pack<W> d1 = kStore ? held_pack<W>(held_dv, e) : stream_pack(e, s0 + e, 1);
+      const Pack<W> d2 = kSecondStream && !kStore ? stream_pack(e, s0 + e, 2) : Pack<W>{};
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) {
@@ -254,8 +273,9 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         const float z = ch.pro.value(xv);
         const float zc = centered(z, ch.mean);
         const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape, geo, dout,
-                               out, aux);
+        const float dv = kStore ? d1.v[j]
+                                : up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape,
+                                        geo, dout, out, aux);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
         const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
@@ -277,13 +297,22 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     }
   });
   if constexpr (Pro::kParams > 0) {
-    // every channel of the group, 0 where this block holds none of it: param_sums_kernel reads them all
-    const int64_t entries = shape.batch * C * K;
-    for (int64_t k = threadIdx.x; k < cpg; k += kBlock) {
-      const int64_t pl = n * C + g * cpg + k;
+    // The prologue's parameter gradients per plane: block 0 sums the K tables, rank order, double.
+    cluster_wait();  // (pairs with the arrive after the group step)
+    cluster_arrive();
+    cluster_wait();  // every block's pass B columns are in its table
+    if (rank == 0) {
+      for (int64_t k = threadIdx.x; k < cpg; k += kBlock) {
+        const int64_t pl = n * C + g * cpg + k;
 #pragma unroll
-      for (int i = 0; i < Pro::kParams; ++i) pro_partial[i * entries + pl * K + rank] = table[k * kCols + kSumsA + i];
+        for (int i = 0; i < Pro::kParams; ++i) {
+          double sum = 0.0;
+          for (int r = 0; r < K; ++r) sum += remote_load(table + k * kCols + kSumsA + i, r);
+          pro_grad[i * planes + pl] = static_cast<float>(sum);
+        }
+      }
     }
+    cluster_arrive();
   }
   cluster_wait();  // no block leaves while another may still read its table
 #else
@@ -302,7 +331,7 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
   p.feasible = false;
   const int device = x.get_device();
   if (cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) < 9 || shape.plane < kClusterMinPlane) return p;
-  p.held = R == ReduceKind::kNone ? 2 : 1;
+  p.held = held_streams<R>();
   p.cpg = static_cast<int>(shape.channels_per_group());
   p.slice = shape.slice_elems();
   p.copy16 = copy16 && p.slice % 4 == 0;
@@ -387,7 +416,7 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
   bool done = false;
   dispatch_vec(vec, [&](auto kv) {
     constexpr int W = decltype(kv)::value ? 4 : 1;
-    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, kBlock, W>;
+    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
     const rc::ClusterPlan plan = rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
     if (!plan.feasible) return;
     const int64_t planes = shape.batch * shape.channels;
@@ -399,15 +428,15 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
     auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
     auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
-    auto pro_partial = at::empty({int64_t(Pro::kParams) * planes * plan.cluster}, options);
+    auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
     const auto stream = at::cuda::getCurrentCUDAStream();
     const bool launched = rc::launch_clusters(
-        kernel, plan, blocks, kBlock, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
         in.aux.defined() ? static_cast<const int*>(in.aux.data_ptr<int>()) : nullptr, in.params, shape,
         rt::geometry(shape), plan, static_cast<const float2*>(as_float2(mean)), static_cast<const float*>(rstd.data_ptr<float>()),
         rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(),
         reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
-        Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (in.affine) {
@@ -417,9 +446,7 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
           dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    const at::Tensor none;
-    rt::param_sums(epi_grad, Epi::kParams, none, 0, planes, 1, shape, depilogue, dprologue);
-    rt::param_sums(none, 0, pro_partial, Pro::kParams, planes * plan.cluster, plan.cluster, shape, depilogue, dprologue);
+    rt::param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
     result = {dx, dgamma, dbeta, dprologue, depilogue};
     done = true;
   });
