@@ -23,10 +23,9 @@ from benchmarks.kernel_rates import emit_all, rate  # noqa: E402
 # name -> (constant's line as the template writes it, its replacement); "base" is the template as it is
 VARIANTS = {
     "base": None,
-    "t512": ("constexpr int kClusterThreads = 256;", "constexpr int kClusterThreads = 512;"),
-    "b50": ("constexpr int64_t kClusterBlockBytes = 100 * 1024;", "constexpr int64_t kClusterBlockBytes = 50 * 1024;"),
-    "b200": ("constexpr int64_t kClusterBlockBytes = 100 * 1024;", "constexpr int64_t kClusterBlockBytes = 200 * 1024;"),
-    "nostore": ("constexpr bool kClusterStoreUpstream = true;", "constexpr bool kClusterStoreUpstream = false;"),
+    "onestage": ("constexpr int kCopyStages = 4;", "constexpr int kCopyStages = 1;"),
+    "b100": ("constexpr int64_t kClusterBlockBytes = 64 * 1024;", "constexpr int64_t kClusterBlockBytes = 100 * 1024;"),
+    "b32": ("constexpr int64_t kClusterBlockBytes = 64 * 1024;", "constexpr int64_t kClusterBlockBytes = 32 * 1024;"),
     "twopass": ("constexpr int64_t kClusterMinPlane = 512;", "constexpr int64_t kClusterMinPlane = int64_t(1) << 62;"),
 }
 

@@ -4634,7 +4634,8 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 // The two-pass backward (gn_region_twopass.cuh) reads x and dout twice: a sweep for the group sums of dy
 // and dy (z - mean), then a sweep for dx. Here a CLUSTER of K blocks (Hopper, sm_90 and newer) takes one
 // (sample, group) slice of D = C/G * plane contiguous values. Block k copies its range [k R, k R + R) of x,
-// and of dout for kNone, into its shared memory (cp.async), and works from there:
+// and of dout for kNone, into its shared memory (cp.async, in kCopyStages groups: pass A starts on the first
+// while the rest are in flight), and works from there:
 //
 //   pass A   per channel piece of the range: z, y, v recomputed, dv (Upstream: the reduction's backward),
 //            dy = Epi::backward; block sums of dy, dy (z - mean) and the epilogue's parameter gradients into
@@ -4644,19 +4645,21 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 //            backward_group_kernel does, so every block gets the same bits; block 0 writes the plane sums
 //            (param_grad_kernel's dgamma, dbeta) and the epilogue's parameter gradients per plane
 //   pass B   per piece: dz = rstd gamma dy + B (z - mean) + C + direct dz, dx = Pro::backward + direct dx,
-//            written; the prologue's parameter gradients per (plane, rank), summed by param_sums_kernel
+//            written; the prologue's parameter gradients into the table, which block 0 sums over the
+//            cluster (a second barrier) per plane
 //
 // DRAM traffic is the floor: x and dout read once, dx written once, against x and dout twice for the two
-// sweeps. The other streams (kChannel's dout and out / aux at (n, s); kPlane's, kSample's and kWindow's
-// dout) are a plane's or a window's worth and stay in global memory, as in the two-pass sweeps.
+// sweeps. It takes kNone, kPlane and kSample (cluster_takes; kPlane's and kSample's dout is one value per
+// block).
 //
 // Sizing (cluster_plan): the smallest K of 2, 4, 8, 16 whose range takes at most kClusterBlockBytes of
-// shared memory, so that two or more blocks share an SM and one block's copy overlaps another's work. (With
-// one block per SM the copy and the work alternate: the resident path measured 0.48 TB/s that way on the H100,
-// L2-27's 175 KB slices.) The two-pass backward runs instead where no K fits (slices of more than about
-// 16 x 100 KB: L1-35, L2-19, L2-60, L2-61 at KernelBench's shapes), on GPUs older than sm_90, where the kernel
-// was not built for sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would
-// dominate). No float atomics anywhere: every result is bitwise reproducible.
+// shared memory, so that several blocks share an SM and one block's copy overlaps another's work. (With one
+// block per SM the copy and the work alternate: the resident path measured 0.48 TB/s that way on the H100,
+// L2-27's 175 KB slices; benchmarks/h100/s14/README.md has the block sizes tried.) The two-pass backward runs
+// instead where no K fits (slices of more than 16 x 64 KB: L1-35, L2-19, L2-21, L2-60, L2-61 at KernelBench's
+// shapes), on GPUs older than sm_90, where the kernel was not built for sm_90, and for planes shorter than
+// kClusterMinPlane (a block tree per piece would dominate). No float atomics anywhere: every result is
+// bitwise reproducible.
 namespace kgen {
 namespace region_cluster {
 
@@ -4664,13 +4667,30 @@ using region_twopass::Geometry;
 using region_twopass::Upstream;
 using reduction::kHasAux;
 
-constexpr int kMaxCluster = 16;                    // 16 is past the portable 8: opted in per kernel
-constexpr int64_t kClusterBlockBytes = 100 * 1024;  // two blocks per H100 SM (228 KB)
+constexpr int kMaxCluster = 16;                   // 16 is past the portable 8: opted in per kernel
+constexpr int64_t kClusterBlockBytes = 64 * 1024;  // three blocks per H100 SM (228 KB)
 constexpr int64_t kClusterMinPlane = 512;
+constexpr int kClusterThreads = 256;               // threads of a block (the solution's kBlock is not used)
+constexpr int kCopyStages = 4;                     // the range comes in as this many copy groups
+
+// The reductions the cluster backward takes: those whose dv is a dout value or one number per block. Where
+// dv is a gather and a division per element (kWindow) or an exp of the epilogue's value and two loads at
+// (n, s) (kChannel), the two-pass sweeps measured faster on the H100 (L2-85 1.00 against 1.21 ms, L2-92 0.86
+// against 0.97-1.18): they keep the SM full of warps to hide that work, the cluster blocks hold shared memory.
+template <ReduceKind R>
+constexpr bool cluster_takes() {
+  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
+}
+
+// Streams a block holds: x, and dout for kNone.
+template <ReduceKind R>
+constexpr int held_streams() {
+  return R == ReduceKind::kNone ? 2 : 1;
+}
 
 struct ClusterPlan {
   int cluster;         // K: blocks per slice
-  int held;            // streams held in shared memory: x, and dout for kNone
+  int held;            // streams held in shared memory (held_streams)
   int cpg;             // channels per group
   int64_t slice;       // D
   int64_t range;       // R: values per block, a multiple of 4
@@ -4739,7 +4759,8 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
                         ClusterPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                         const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ dx,
                         double2* __restrict__ plane_sums, float* __restrict__ epi_grad,
-                        float* __restrict__ pro_partial) {
+                        float* __restrict__ pro_grad) {
+  static_assert(cluster_takes<R>(), "the cluster backward takes kNone, kPlane and kSample");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kCols = table_columns<Pro, Epi>();
   constexpr int kSumsA = 2 + Epi::kParams;
@@ -4758,34 +4779,40 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
   const int64_t begin = int64_t(rank) * plan.range;
   const int64_t count = max(int64_t(0), min(plan.range, plan.slice - begin));
   const int64_t at = row * plan.slice + begin;  // the range's first value in x, dout and dx
+  const int64_t planes = shape.batch * C;
 
-  // Copy the range in; the table starts at 0.
-  const int held = kHeldDout ? 2 : 1;
-  for (int h = 0; h < held; ++h) {
-    const float* src = (h == 0 ? x : dout) + at;
-    float* dst = h == 0 ? held_x : held_dout;
-    if (plan.copy16) {
-      for (int64_t i = threadIdx.x; i < count / 4; i += kBlock) copy16(dst + 4 * i, src + 4 * i);
-    } else {
-      for (int64_t i = threadIdx.x; i < count; i += kBlock) copy4(dst + i, src + i);
+  // Copy the range in, as kCopyStages groups of `stage` values: pass A starts on the first while the others
+  // are in flight. The table starts at 0.
+  const int64_t stage = ((count + kCopyStages - 1) / kCopyStages + 3) / 4 * 4;
+  for (int st = 0; st < kCopyStages; ++st) {
+    const int64_t lo = min(count, st * stage), hi = min(count, lo + stage);
+    for (int h = 0; h < (kHeldDout ? 2 : 1); ++h) {
+      const float* src = (h == 0 ? x : dout) + at;
+      float* dst = h == 0 ? held_x : held_dout;
+      if (plan.copy16) {
+        for (int64_t i = lo / 4 + threadIdx.x; i < hi / 4; i += kBlock) copy16(dst + 4 * i, src + 4 * i);
+      } else {
+        for (int64_t i = lo + threadIdx.x; i < hi; i += kBlock) copy4(dst + i, src + i);
+      }
     }
+    copies_commit();
   }
   for (int i = threadIdx.x; i < cpg * kCols; i += kBlock) table[i] = 0.f;
-  copies_done();
-  __syncthreads();
-
-  // One element's recomputation and upstream gradient; `e` its range offset, `s` its position in the plane.
-  auto stream_pack = [&](int64_t e, int64_t s, int which) {
-    if constexpr (R == ReduceKind::kNone) {
-      return held_pack<W>(held_dout, e);
-    } else if constexpr (R == ReduceKind::kChannel) {
-      const float* base = which == 1 ? dout : (O == ReduceOp::kLogSumExp ? out : reinterpret_cast<const float*>(aux));
-      return load_pack<W>(base + n * S + s, 0);
-    } else {
-      return Pack<W>{};
+  int landed = 0;  // copy groups known complete (block-uniform)
+  // Values [0, hi) of the range are in shared memory, for every thread, once this returns.
+  auto arrived = [&](int64_t hi) {
+    const int need = static_cast<int>(min(int64_t(kCopyStages), (hi + stage - 1) / stage));
+    if (need <= landed) return;
+    static_assert(kCopyStages >= 1 && kCopyStages <= 4, "copies_wait below counts up to 4 groups");
+    switch (kCopyStages - need) {
+      case 0: copies_wait<0>(); break;
+      case 1: copies_wait<1>(); break;
+      case 2: copies_wait<2>(); break;
+      default: copies_wait<3>(); break;
     }
+    landed = need;
+    __syncthreads();
   };
-  constexpr bool kSecondStream = R == ReduceKind::kChannel && (O == ReduceOp::kLogSumExp || kHasAux<O>);
 
   // Pass A.
   for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
@@ -4797,24 +4824,28 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     for (int i = 0; i < kSumsA; ++i) sums[i] = 0.f;
     float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
     const int64_t s0 = begin - k * S;  // plane position of range offset 0
+    for (int64_t a = lo; a < hi;) {    // the piece's part in one copy group at a time
+      const int64_t b = min(hi, (a / stage + 1) * stage);
+      arrived(b);
 #pragma unroll 4
-    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
-      const Pack<W> xs = held_pack<W>(held_x, e);
-      const Pack<W> d1 = stream_pack(e, s0 + e, 1);
-      const Pack<W> d2 = kSecondStream ? stream_pack(e, s0 + e, 2) : Pack<W>{};
+      for (int64_t e = a + int64_t(threadIdx.x) * W; e < b; e += int64_t(kBlock) * W) {
+        const Pack<W> xs = held_pack<W>(held_x, e);
+        const Pack<W> d = kHeldDout ? held_pack<W>(held_dout, e) : Pack<W>{};
 #pragma unroll
-      for (int j = 0; j < W; ++j) {
-        const float xv = xs.v[j];
-        const float z = ch.pro.value(xv);
-        const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape, geo, dout,
-                               out, aux);
-        float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-        sums[0] += dy;
-        sums[1] += dy * zc;
+        for (int j = 0; j < W; ++j) {
+          const float xv = xs.v[j];
+          const float z = ch.pro.value(xv);
+          const float zc = centered(z, ch.mean);
+          const float y = zc * ch.scale + ch.shift;
+          const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d.v[j], 0.f, c, shape, geo,
+                                 dout, out, aux);
+          float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+          ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+          sums[0] += dy;
+          sums[1] += dy * zc;
+        }
       }
+      a = b;
     }
 #pragma unroll
     for (int i = 2; i < kSumsA; ++i) sums[i] = dparam[i - 2];
@@ -4825,6 +4856,8 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     }
     __syncthreads();  // block_sums' scratch is free again
   });
+
+  copies_done();  // empty trailing groups of a short range
 
   // The group's coefficients from the K tables (rank order, double), as backward_group_kernel forms them.
   cluster_arrive();
@@ -4845,7 +4878,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         for (int p = 0; p < Epi::kParams; ++p) {
           double e = 0.0;
           for (int r = 0; r < K; ++r) e += remote_load(table + k * kCols + 2 + p, r);
-          epi_grad[int64_t(p) * shape.batch * C + pl] = static_cast<float>(e);
+          epi_grad[p * planes + pl] = static_cast<float>(e);
         }
       }
       const double gm = gamma != nullptr ? double(__ldg(gamma + c)) : 1.0;
@@ -4876,8 +4909,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll 4
     for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
       const Pack<W> xs = held_pack<W>(held_x, e);
-      const Pack<W> d1 = stream_pack(e, s0 + e, 1);
-      const Pack<W> d2 = kSecondStream ? stream_pack(e, s0 + e, 2) : Pack<W>{};
+      const Pack<W> d = kHeldDout ? held_pack<W>(held_dout, e) : Pack<W>{};
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) {
@@ -4885,7 +4917,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         const float z = ch.pro.value(xv);
         const float zc = centered(z, ch.mean);
         const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d1.v[j], d2.v[j], c, shape, geo, dout,
+        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d.v[j], 0.f, c, shape, geo, dout,
                                out, aux);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
@@ -4908,13 +4940,22 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     }
   });
   if constexpr (Pro::kParams > 0) {
-    // every channel of the group, 0 where this block holds none of it: param_sums_kernel reads them all
-    const int64_t entries = shape.batch * C * K;
-    for (int64_t k = threadIdx.x; k < cpg; k += kBlock) {
-      const int64_t pl = n * C + g * cpg + k;
+    // The prologue's parameter gradients per plane: block 0 sums the K tables, rank order, double.
+    cluster_wait();  // (pairs with the arrive after the group step)
+    cluster_arrive();
+    cluster_wait();  // every block's pass B columns are in its table
+    if (rank == 0) {
+      for (int64_t k = threadIdx.x; k < cpg; k += kBlock) {
+        const int64_t pl = n * C + g * cpg + k;
 #pragma unroll
-      for (int i = 0; i < Pro::kParams; ++i) pro_partial[i * entries + pl * K + rank] = table[k * kCols + kSumsA + i];
+        for (int i = 0; i < Pro::kParams; ++i) {
+          double sum = 0.0;
+          for (int r = 0; r < K; ++r) sum += remote_load(table + k * kCols + kSumsA + i, r);
+          pro_grad[i * planes + pl] = static_cast<float>(sum);
+        }
+      }
     }
+    cluster_arrive();
   }
   cluster_wait();  // no block leaves while another may still read its table
 #else
@@ -4932,8 +4973,11 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
   ClusterPlan p{};
   p.feasible = false;
   const int device = x.get_device();
-  if (cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) < 9 || shape.plane < kClusterMinPlane) return p;
-  p.held = R == ReduceKind::kNone ? 2 : 1;
+  if (!cluster_takes<R>() || cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) < 9 ||
+      shape.plane < kClusterMinPlane) {
+    return p;
+  }
+  p.held = held_streams<R>();
   p.cpg = static_cast<int>(shape.channels_per_group());
   p.slice = shape.slice_elems();
   p.copy16 = copy16 && p.slice % 4 == 0;
@@ -4995,14 +5039,13 @@ bool launch_clusters(Kernel kernel, const ClusterPlan& plan, int64_t blocks, int
 
 }  // namespace region_cluster
 
-// The cluster backward of a region, where it applies (region_cluster::cluster_plan): fills `result` as
-// region_backward_twopass returns it and says true; false (nothing launched) where the two-pass backward runs.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
-bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in,
-                             const at::Tensor& beta_in, const std::vector<at::Tensor>& prologue_params,
-                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
-                             const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
-                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
+namespace region_cluster {
+
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in, const at::Tensor& beta_in,
+              const std::vector<at::Tensor>& prologue_params, const std::vector<at::Tensor>& epilogue_params,
+              const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
+              int64_t groups, const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
   namespace rt = region_twopass;
   namespace rc = region_cluster;
   if (!input.is_cuda() || input.numel() == 0) return false;
@@ -5018,7 +5061,7 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
   bool done = false;
   dispatch_vec(vec, [&](auto kv) {
     constexpr int W = decltype(kv)::value ? 4 : 1;
-    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, kBlock, W>;
+    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
     const rc::ClusterPlan plan = rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
     if (!plan.feasible) return;
     const int64_t planes = shape.batch * shape.channels;
@@ -5030,15 +5073,15 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
     auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
     auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
-    auto pro_partial = at::empty({int64_t(Pro::kParams) * planes * plan.cluster}, options);
+    auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
     const auto stream = at::cuda::getCurrentCUDAStream();
     const bool launched = rc::launch_clusters(
-        kernel, plan, blocks, kBlock, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
         in.aux.defined() ? static_cast<const int*>(in.aux.data_ptr<int>()) : nullptr, in.params, shape,
         rt::geometry(shape), plan, static_cast<const float2*>(as_float2(mean)), static_cast<const float*>(rstd.data_ptr<float>()),
         rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(),
         reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
-        Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (in.affine) {
@@ -5048,13 +5091,30 @@ bool region_backward_cluster(const at::Tensor& dout_in, const at::Tensor& input,
           dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
-    const at::Tensor none;
-    rt::param_sums(epi_grad, Epi::kParams, none, 0, planes, 1, shape, depilogue, dprologue);
-    rt::param_sums(none, 0, pro_partial, Pro::kParams, planes * plan.cluster, plan.cluster, shape, depilogue, dprologue);
+    rt::param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
     result = {dx, dgamma, dbeta, dprologue, depilogue};
     done = true;
   });
   return done;
+}
+
+}  // namespace region_cluster
+
+// The cluster backward of a region, where it applies (region_cluster::cluster_plan): fills `result` as
+// region_backward_twopass returns it and says true; false (nothing launched) where the two-pass backward runs.
+// kBlock is the interface's: the cluster kernel runs kClusterThreads a block.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, const at::Tensor& gamma,
+                             const at::Tensor& beta, const std::vector<at::Tensor>& prologue_params,
+                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                             const at::Tensor& rstd, const at::Tensor& out, const at::Tensor& aux, int64_t groups,
+                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
+  if constexpr (region_cluster::cluster_takes<R>()) {
+    return region_cluster::backward<Pro, Epi, R, O>(dout, input, gamma, beta, prologue_params, epilogue_params, mean,
+                                                    rstd, out, aux, groups, window, result);
+  } else {
+    return false;
+  }
 }
 
 }  // namespace kgen

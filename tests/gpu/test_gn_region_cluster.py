@@ -4,10 +4,11 @@ in the shared memory of a thread-block cluster, x and dout read once. Built into
 declines), checked like the two-pass kernels: forward by the two-pass kernels, then every gradient against
 float64 through torch.autograd.grad (test_gn_region_twopass.check_region).
 
-Shapes are chosen for the cluster size cluster_plan takes (K blocks of at most 100 KB: 8 bytes a value for
-kNone, which holds x and dout, 4 for the other kinds): K = 2 to 16, ranges that end inside a plane, odd planes
-(scalar path) with and without 16-byte copies in, 3D planes, windows with a remainder. Also: bitwise
-determinism, and the shapes the cluster backward declines (slices past 16 blocks, planes under 512 values)."""
+It takes the reductions kNone, kPlane and kSample. Shapes are chosen for the cluster size cluster_plan takes
+(K blocks of at most 64 KB: 8 bytes a value for kNone, which holds x and dout, 4 for the other kinds): K = 2 to
+16, ranges that end inside a plane and inside a copy stage, odd planes (scalar path) with and without 16-byte
+copies in, 3D planes. Also: bitwise determinism, and what the cluster backward declines (slices past 16
+blocks, planes under 512 values, the window and channel reductions)."""
 from __future__ import annotations
 
 import sys
@@ -28,25 +29,16 @@ PLAIN_CASES = [
     ((2, 6, 23, 29), 3, False, True),      # plane 667 (odd), D % 4 == 2: scalar copies in and out
     ((2, 8, 23, 29), 2, True, False),      # plane 667 (odd), D % 4 == 0: 16-byte copies in, scalar work
     ((1, 8, 80, 80), 2, True, False),      # D = 25600: K 4 / 2
-    ((1, 6, 160, 160), 1, True, False),    # D = 153600: K 16 / 8
+    ((1, 4, 160, 160), 1, True, False),    # D = 102400: K 16 / 8
     ((2, 4, 9, 10, 12), 2, True, False),   # 3D, plane 1080
     ((3, 10, 24, 32), 5, True, False),     # C % 4 != 0, N = 3
 ]
 LARGE_X_ONLY = ((1, 4, 230, 230), 1, True, False)  # D = 211600: K 16 for the kinds that hold x only
-WINDOW_CASES = [
-    ((2, 4, 30, 34), 2, True, False, (3, 4)),          # plane 1020, two columns fill no window
-    ((2, 4, 8, 10, 12), 2, False, False, (2, 3, 5)),   # 3D, plane 960, remainder in two dims
-    ((1, 8, 80, 80), 2, True, False, (4, 4)),          # K 2, 16-byte
-]
+TAKEN = [v for v in H.VARIANTS if v.kind in ("none", "plane", "sample")]
 
 
 def cases():
-    for v in H.VARIANTS:
-        if v.kind == "window":
-            for shape, groups, affine, scalar, window in WINDOW_CASES:
-                yield pytest.param(v, shape, groups, affine, scalar, window,
-                                   id=f"{v.name}-{'x'.join(map(str, shape))}-w{'x'.join(map(str, window))}")
-            continue
+    for v in TAKEN:
         plain = PLAIN_CASES + ([LARGE_X_ONLY] if v.kind != "none" else [])
         for shape, groups, affine, scalar in plain:
             yield pytest.param(v, shape, groups, affine, scalar, (),
@@ -66,11 +58,11 @@ def test_cluster_backward_matches_float64(ext, variant, shape, groups, affine, s
     check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, backward=ext.region_backward_cluster)
 
 
-@pytest.mark.parametrize("name", ["none_sig_hs", "sample_lse", "channel_lse", "window_max"])
+@pytest.mark.parametrize("name", ["none_sig_hs", "none_plain_g4", "plane_max", "sample_lse"])
 def test_cluster_backward_bitwise_deterministic_and_near_two_pass(ext, name):
     variant = H.BY_NAME[name]
     shape, groups = (2, 8, 80, 80), 2
-    window = [4, 4] if variant.kind == "window" else []
+    window = []
     x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 17)
     i = index_of(variant)
     out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, window)
@@ -84,14 +76,17 @@ def test_cluster_backward_bitwise_deterministic_and_near_two_pass(ext, name):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4 * scale)
 
 
-@pytest.mark.parametrize("shape, groups", [
-    ((1, 4, 230, 230), 1),   # kNone: D = 211600 at 8 bytes a value needs more than 16 blocks of 100 KB
-    ((2, 8, 20, 20), 2),     # plane 400 < 512
+@pytest.mark.parametrize("name, shape, groups, window", [
+    ("none_sig_hs", (1, 4, 230, 230), 1, []),  # D = 211600 at 8 bytes a value: more than 16 blocks of 64 KB
+    ("none_sig_hs", (2, 8, 20, 20), 2, []),    # plane 400 < 512
+    ("window_max", (1, 8, 80, 80), 2, [4, 4]),  # window and channel reductions: the two-pass sweeps
+    ("channel_lse", (1, 8, 80, 80), 2, []),
 ])
-def test_cluster_backward_declines(ext, shape, groups):
-    variant = H.BY_NAME["none_sig_hs"]
+def test_cluster_backward_declines(ext, name, shape, groups, window):
+    variant = H.BY_NAME[name]
     x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, 3)
     i = index_of(variant)
-    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, [])
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, window)
     with pytest.raises(RuntimeError, match="declined"):
-        ext.region_backward_cluster(i, torch.randn_like(out), x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, [])
+        ext.region_backward_cluster(i, torch.randn_like(out), x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,
+                                    window)
