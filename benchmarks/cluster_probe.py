@@ -23,7 +23,6 @@ from benchmarks.kernel_rates import emit_all, rate  # noqa: E402
 # name -> (constant's line as the template writes it, its replacement); "base" is the template as it is
 VARIANTS = {
     "base": None,
-    "onestage": ("constexpr int kCopyStages = 4;", "constexpr int kCopyStages = 1;"),
     "b100": ("constexpr int64_t kClusterBlockBytes = 64 * 1024;", "constexpr int64_t kClusterBlockBytes = 100 * 1024;"),
     "b32": ("constexpr int64_t kClusterBlockBytes = 64 * 1024;", "constexpr int64_t kClusterBlockBytes = 32 * 1024;"),
     "twopass": ("constexpr int64_t kClusterMinPlane = 512;", "constexpr int64_t kClusterMinPlane = int64_t(1) << 62;"),

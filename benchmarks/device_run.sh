@@ -474,7 +474,7 @@ PY
       (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_cluster.py \
          > "$P/pytest_cluster.log" 2>&1; echo "exit code: $?" >> "$P/pytest_cluster.log") &
       python3 benchmarks/cluster_probe.py .kb/problems .build/probe_s14 --only "${S14P_FAMILY:-83,27,23}" \
-        --variants "${S14P_VARIANTS:-base,onestage,b100,b32,twopass}" --jobs 12 2>&1 | grep -v Warn | tee "$P/probe.log"
+        --variants "${S14P_VARIANTS:-base,b100,b32,twopass}" --jobs 12 2>&1 | grep -v Warn | tee "$P/probe.log"
       wait; tail -n 3 "$P/pytest_cluster.log"
       cp .build/probe_s14/cluster_probe.json "$P/" 2>/dev/null
       tar czf "$OUT/s14p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;

@@ -1,14 +1,13 @@
 """The cluster backward of a fused GroupNorm region (kgen/templates/cuda/gn_region_cluster.cuh): each slice held
-in the shared memory of a thread-block cluster, x and dout read once. Built into the two-pass test extension
+in the shared memory of a thread-block cluster, x read once. Built into the two-pass test extension
 (tests/gpu/region_harness_twopass.py, entry `region_backward_cluster`, an error where the cluster backward
 declines), checked like the two-pass kernels: forward by the two-pass kernels, then every gradient against
 float64 through torch.autograd.grad (test_gn_region_twopass.check_region).
 
-It takes the reductions kNone, kPlane and kSample. Shapes are chosen for the cluster size cluster_plan takes
-(K blocks of at most 64 KB: 8 bytes a value for kNone, which holds x and dout, 4 for the other kinds): K = 2 to
-16, ranges that end inside a plane and inside a copy stage, odd planes (scalar path) with and without 16-byte
-copies in, 3D planes. Also: bitwise determinism, and what the cluster backward declines (slices past 16
-blocks, planes under 512 values, the window and channel reductions)."""
+It takes the reductions over a plane or a sample (kPlane, kSample). Shapes are chosen for the cluster size
+cluster_plan takes (K blocks of at most 64 KB of x): K = 2 to 16, ranges that end inside a plane, odd planes
+(scalar path) with and without 16-byte copies in, 3D planes. Also: bitwise determinism, and what the cluster
+backward declines (slices past 16 blocks, planes under 512 values, the other reductions)."""
 from __future__ import annotations
 
 import sys
@@ -23,24 +22,23 @@ from tests.gpu.test_gn_region_twopass import EPS, check_region, index_of, make_i
 
 pytestmark = pytest.mark.gpu
 
-# (shape, groups, affine, scalar prologue params); K for kNone / for the kinds that hold x only
+# (shape, groups, affine, scalar prologue params); K
 PLAIN_CASES = [
-    ((2, 8, 40, 40), 2, True, False),      # D = 6400: K 2 / 2, 16-byte, ranges end inside a plane
+    ((2, 8, 40, 40), 2, True, False),      # D = 6400: K 2, 16-byte, ranges end inside a plane
     ((2, 6, 23, 29), 3, False, True),      # plane 667 (odd), D % 4 == 2: scalar copies in and out
     ((2, 8, 23, 29), 2, True, False),      # plane 667 (odd), D % 4 == 0: 16-byte copies in, scalar work
-    ((1, 8, 80, 80), 2, True, False),      # D = 25600: K 4 / 2
-    ((1, 4, 160, 160), 1, True, False),    # D = 102400: K 16 / 8
+    ((1, 8, 80, 80), 2, True, False),      # D = 25600: K 2
+    ((1, 8, 160, 160), 2, True, False),    # D = 102400: K 8
     ((2, 4, 9, 10, 12), 2, True, False),   # 3D, plane 1080
     ((3, 10, 24, 32), 5, True, False),     # C % 4 != 0, N = 3
 ]
-LARGE_X_ONLY = ((1, 4, 230, 230), 1, True, False)  # D = 211600: K 16 for the kinds that hold x only
-TAKEN = [v for v in H.VARIANTS if v.kind in ("none", "plane", "sample")]
+LARGE = ((1, 4, 230, 230), 1, True, False)  # D = 211600: K 16
+TAKEN = [v for v in H.VARIANTS if v.kind in ("plane", "sample")]
 
 
 def cases():
     for v in TAKEN:
-        plain = PLAIN_CASES + ([LARGE_X_ONLY] if v.kind != "none" else [])
-        for shape, groups, affine, scalar in plain:
+        for shape, groups, affine, scalar in PLAIN_CASES + [LARGE]:
             yield pytest.param(v, shape, groups, affine, scalar, (),
                                id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}{'' if affine else '-noaffine'}")
 
@@ -58,7 +56,7 @@ def test_cluster_backward_matches_float64(ext, variant, shape, groups, affine, s
     check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, backward=ext.region_backward_cluster)
 
 
-@pytest.mark.parametrize("name", ["none_sig_hs", "none_plain_g4", "plane_max", "sample_lse"])
+@pytest.mark.parametrize("name", ["plane_mean", "plane_max", "sample_mean", "sample_lse"])
 def test_cluster_backward_bitwise_deterministic_and_near_two_pass(ext, name):
     variant = H.BY_NAME[name]
     shape, groups = (2, 8, 80, 80), 2
@@ -77,9 +75,10 @@ def test_cluster_backward_bitwise_deterministic_and_near_two_pass(ext, name):
 
 
 @pytest.mark.parametrize("name, shape, groups, window", [
-    ("none_sig_hs", (1, 4, 230, 230), 1, []),  # D = 211600 at 8 bytes a value: more than 16 blocks of 64 KB
-    ("none_sig_hs", (2, 8, 20, 20), 2, []),    # plane 400 < 512
-    ("window_max", (1, 8, 80, 80), 2, [4, 4]),  # window and channel reductions: the two-pass sweeps
+    ("plane_mean", (1, 2, 512, 520), 1, []),    # D = 532480: more than 16 blocks of 64 KB
+    ("sample_lse", (2, 8, 20, 20), 2, []),      # plane 400 < 512
+    ("none_sig_hs", (1, 8, 80, 80), 2, []),     # the other reductions: the two-pass sweeps
+    ("window_max", (1, 8, 80, 80), 2, [4, 4]),
     ("channel_lse", (1, 8, 80, 80), 2, []),
 ])
 def test_cluster_backward_declines(ext, name, shape, groups, window):

@@ -1,10 +1,10 @@
 // ---- gn_region_cluster: a region's backward with each slice held on chip by a thread-block cluster ----
 //
-// The two-pass backward (gn_region_twopass.cuh) reads x and dout twice: a sweep for the group sums of dy
-// and dy (z - mean), then a sweep for dx. Here a CLUSTER of K blocks (Hopper, sm_90 and newer) takes one
-// (sample, group) slice of D = C/G * plane contiguous values. Block k copies its range [k R, k R + R) of x,
-// and of dout for kNone, into its shared memory (cp.async, in kCopyStages groups: pass A starts on the first
-// while the rest are in flight), and works from there:
+// For the reductions over a plane or a sample (kPlane, kSample), the two-pass backward (gn_region_twopass.cuh)
+// reads x twice: a sweep for the group sums of dy and dy (z - mean), then a sweep for dx; dout is one value
+// per plane or sample. Here a CLUSTER of K blocks (Hopper, sm_90 and newer) takes one (sample, group) slice of
+// D = C/G * plane contiguous values. Block k copies its range [k R, k R + R) of x into its shared memory
+// (cp.async) and works from there:
 //
 //   pass A   per channel piece of the range: z, y, v recomputed, dv (Upstream: the reduction's backward),
 //            dy = Epi::backward; block sums of dy, dy (z - mean) and the epilogue's parameter gradients into
@@ -17,17 +17,15 @@
 //            written; the prologue's parameter gradients into the table, which block 0 sums over the
 //            cluster (a second barrier) per plane
 //
-// DRAM traffic is the floor: x and dout read once, dx written once, against x and dout twice for the two
-// sweeps. It takes kNone, kPlane and kSample (cluster_takes; kPlane's and kSample's dout is one value per
-// block).
+// DRAM traffic is the floor: x read once, dx written once, against x twice for the two sweeps.
 //
 // Sizing (cluster_plan): the smallest K of 2, 4, 8, 16 whose range takes at most kClusterBlockBytes of
-// shared memory, so that several blocks share an SM and one block's copy overlaps another's work. (With one
+// shared memory, so that several blocks share an SM and one block's copy overlaps another's work (with one
 // block per SM the copy and the work alternate: the resident path measured 0.48 TB/s that way on the H100,
-// L2-27's 175 KB slices; benchmarks/h100/s14/README.md has the block sizes tried.) The two-pass backward runs
-// instead where no K fits (slices of more than 16 x 64 KB: L1-35, L2-19, L2-21, L2-60, L2-61 at KernelBench's
-// shapes), on GPUs older than sm_90, where the kernel was not built for sm_90, and for planes shorter than
-// kClusterMinPlane (a block tree per piece would dominate). No float atomics anywhere: every result is
+// L2-27's 175 KB slices). The two-pass backward runs instead for the other reductions (cluster_takes), where
+// no K fits (slices of more than 16 x 64 KB), on GPUs older than sm_90, where the kernel was not built for
+// sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would dominate).
+// benchmarks/h100/s14/README.md has the variants measured. No float atomics anywhere: every result is
 // bitwise reproducible.
 namespace kgen {
 namespace region_cluster {
@@ -40,31 +38,26 @@ constexpr int kMaxCluster = 16;                   // 16 is past the portable 8: 
 constexpr int64_t kClusterBlockBytes = 64 * 1024;  // three blocks per H100 SM (228 KB)
 constexpr int64_t kClusterMinPlane = 512;
 constexpr int kClusterThreads = 256;               // threads of a block (the solution's kBlock is not used)
-constexpr int kCopyStages = 4;                     // the range comes in as this many copy groups
 
-// The reductions the cluster backward takes: those whose dv is a dout value or one number per block. Where
-// dv is a gather and a division per element (kWindow) or an exp of the epilogue's value and two loads at
-// (n, s) (kChannel), the two-pass sweeps measured faster on the H100 (L2-85 1.00 against 1.21 ms, L2-92 0.86
-// against 0.97-1.18): they keep the SM full of warps to hide that work, the cluster blocks hold shared memory.
+// The reductions the cluster backward takes: those whose dv is one number per plane or sample, so that a
+// block holds x alone. Measured against the two-pass sweeps on the H100 (benchmarks/h100/s14/README.md):
+//   kNone     x and dout held, 8 bytes a value: L2-83 0.80-0.82 ms against 0.74-0.76, not taken
+//   kWindow   a gather and divisions per element: L2-85 1.21 against 1.00 ms, not taken
+//   kChannel  an exp of the epilogue's value and two loads at (n, s) per element: L2-92 0.97-1.18 against
+//             0.86 ms, not taken
+// The two-pass sweeps keep an SM full of warps to hide that work; the cluster's blocks hold shared memory.
 template <ReduceKind R>
 constexpr bool cluster_takes() {
-  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
-}
-
-// Streams a block holds: x, and dout for kNone.
-template <ReduceKind R>
-constexpr int held_streams() {
-  return R == ReduceKind::kNone ? 2 : 1;
+  return R == ReduceKind::kPlane || R == ReduceKind::kSample;
 }
 
 struct ClusterPlan {
   int cluster;         // K: blocks per slice
-  int held;            // streams held in shared memory (held_streams)
   int cpg;             // channels per group
   int64_t slice;       // D
   int64_t range;       // R: values per block, a multiple of 4
   int64_t smem_bytes;  // dynamic shared memory of one block
-  bool copy16;         // 16-byte copies in: D % 4 == 0 and the held streams 16-byte aligned
+  bool copy16;         // 16-byte copies in: D % 4 == 0 and x 16-byte aligned
   bool feasible;
 };
 
@@ -106,7 +99,7 @@ __device__ __forceinline__ void for_pieces(int64_t begin, int64_t count, int64_t
   for (int64_t k = begin / S; k * S < end; ++k) body(k, max(begin, k * S) - begin, min(end, (k + 1) * S) - begin);
 }
 
-// W values of a held stream at range offset e (16-byte aligned where W = 4).
+// W values of the held range at offset e (16-byte aligned where W = 4).
 template <int W>
 __device__ __forceinline__ Pack<W> held_pack(const float* held, int64_t e) {
   Pack<W> p;
@@ -129,15 +122,13 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
                         const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ dx,
                         double2* __restrict__ plane_sums, float* __restrict__ epi_grad,
                         float* __restrict__ pro_grad) {
-  static_assert(cluster_takes<R>(), "the cluster backward takes kNone, kPlane and kSample");
+  static_assert(cluster_takes<R>(), "the cluster backward takes kPlane and kSample");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kCols = table_columns<Pro, Epi>();
   constexpr int kSumsA = 2 + Epi::kParams;
-  constexpr bool kHeldDout = R == ReduceKind::kNone;
   extern __shared__ float4 smem4[];
   float* held_x = reinterpret_cast<float*>(smem4);
-  float* held_dout = held_x + plan.range;          // kNone
-  float* table = held_x + plan.held * plan.range;  // [cpg][kCols]
+  float* table = held_x + plan.range;  // [cpg][kCols]
   __shared__ float2 coef;
 
   const int K = plan.cluster;
@@ -147,41 +138,18 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
   const int64_t n = row / shape.groups, g = row - n * shape.groups;
   const int64_t begin = int64_t(rank) * plan.range;
   const int64_t count = max(int64_t(0), min(plan.range, plan.slice - begin));
-  const int64_t at = row * plan.slice + begin;  // the range's first value in x, dout and dx
+  const int64_t at = row * plan.slice + begin;  // the range's first value in x and dx
   const int64_t planes = shape.batch * C;
 
-  // Copy the range in, as kCopyStages groups of `stage` values: pass A starts on the first while the others
-  // are in flight. The table starts at 0.
-  const int64_t stage = ((count + kCopyStages - 1) / kCopyStages + 3) / 4 * 4;
-  for (int st = 0; st < kCopyStages; ++st) {
-    const int64_t lo = min(count, st * stage), hi = min(count, lo + stage);
-    for (int h = 0; h < (kHeldDout ? 2 : 1); ++h) {
-      const float* src = (h == 0 ? x : dout) + at;
-      float* dst = h == 0 ? held_x : held_dout;
-      if (plan.copy16) {
-        for (int64_t i = lo / 4 + threadIdx.x; i < hi / 4; i += kBlock) copy16(dst + 4 * i, src + 4 * i);
-      } else {
-        for (int64_t i = lo + threadIdx.x; i < hi; i += kBlock) copy4(dst + i, src + i);
-      }
-    }
-    copies_commit();
+  // Copy the range in; the table starts at 0.
+  if (plan.copy16) {
+    for (int64_t i = threadIdx.x; i < count / 4; i += kBlock) copy16(held_x + 4 * i, x + at + 4 * i);
+  } else {
+    for (int64_t i = threadIdx.x; i < count; i += kBlock) copy4(held_x + i, x + at + i);
   }
   for (int i = threadIdx.x; i < cpg * kCols; i += kBlock) table[i] = 0.f;
-  int landed = 0;  // copy groups known complete (block-uniform)
-  // Values [0, hi) of the range are in shared memory, for every thread, once this returns.
-  auto arrived = [&](int64_t hi) {
-    const int need = static_cast<int>(min(int64_t(kCopyStages), (hi + stage - 1) / stage));
-    if (need <= landed) return;
-    static_assert(kCopyStages >= 1 && kCopyStages <= 4, "copies_wait below counts up to 4 groups");
-    switch (kCopyStages - need) {
-      case 0: copies_wait<0>(); break;
-      case 1: copies_wait<1>(); break;
-      case 2: copies_wait<2>(); break;
-      default: copies_wait<3>(); break;
-    }
-    landed = need;
-    __syncthreads();
-  };
+  copies_done();
+  __syncthreads();
 
   // Pass A.
   for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
@@ -193,28 +161,22 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     for (int i = 0; i < kSumsA; ++i) sums[i] = 0.f;
     float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
     const int64_t s0 = begin - k * S;  // plane position of range offset 0
-    for (int64_t a = lo; a < hi;) {    // the piece's part in one copy group at a time
-      const int64_t b = min(hi, (a / stage + 1) * stage);
-      arrived(b);
 #pragma unroll 4
-      for (int64_t e = a + int64_t(threadIdx.x) * W; e < b; e += int64_t(kBlock) * W) {
-        const Pack<W> xs = held_pack<W>(held_x, e);
-        const Pack<W> d = kHeldDout ? held_pack<W>(held_dout, e) : Pack<W>{};
+    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
+      const Pack<W> xs = held_pack<W>(held_x, e);
 #pragma unroll
-        for (int j = 0; j < W; ++j) {
-          const float xv = xs.v[j];
-          const float z = ch.pro.value(xv);
-          const float zc = centered(z, ch.mean);
-          const float y = zc * ch.scale + ch.shift;
-          const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d.v[j], 0.f, c, shape, geo,
-                                 dout, out, aux);
-          float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-          ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-          sums[0] += dy;
-          sums[1] += dy * zc;
-        }
+      for (int j = 0; j < W; ++j) {
+        const float xv = xs.v[j];
+        const float z = ch.pro.value(xv);
+        const float zc = centered(z, ch.mean);
+        const float y = zc * ch.scale + ch.shift;
+        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout, out,
+                               aux);
+        float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+        sums[0] += dy;
+        sums[1] += dy * zc;
       }
-      a = b;
     }
 #pragma unroll
     for (int i = 2; i < kSumsA; ++i) sums[i] = dparam[i - 2];
@@ -226,7 +188,6 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     __syncthreads();  // block_sums' scratch is free again
   });
 
-  copies_done();  // empty trailing groups of a short range
 
   // The group's coefficients from the K tables (rank order, double), as backward_group_kernel forms them.
   cluster_arrive();
@@ -278,7 +239,6 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll 4
     for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
       const Pack<W> xs = held_pack<W>(held_x, e);
-      const Pack<W> d = kHeldDout ? held_pack<W>(held_dout, e) : Pack<W>{};
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) {
@@ -286,7 +246,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
         const float z = ch.pro.value(xv);
         const float zc = centered(z, ch.mean);
         const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), d.v[j], 0.f, c, shape, geo, dout,
+        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout,
                                out, aux);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
         ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
@@ -346,14 +306,13 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
       shape.plane < kClusterMinPlane) {
     return p;
   }
-  p.held = held_streams<R>();
   p.cpg = static_cast<int>(shape.channels_per_group());
   p.slice = shape.slice_elems();
   p.copy16 = copy16 && p.slice % 4 == 0;
   const int64_t table = 4 * int64_t(p.cpg) * table_columns<Pro, Epi>();
   for (int k = 2; k <= kMaxCluster; k *= 2) {
     const int64_t range = ((p.slice + k - 1) / k + 3) / 4 * 4;
-    const int64_t bytes = 4 * p.held * range + table;
+    const int64_t bytes = 4 * range + table;
     if (bytes <= kClusterBlockBytes) {
       p.cluster = k;
       p.range = range;
@@ -426,7 +385,7 @@ bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tens
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
   const bool vec = rt::backward_vec<R>(in, dx);
-  const bool copy16 = rt::aligned(in.x) && (R != ReduceKind::kNone || rt::aligned(in.dout));
+  const bool copy16 = rt::aligned(in.x);
   bool done = false;
   dispatch_vec(vec, [&](auto kv) {
     constexpr int W = decltype(kv)::value ? 4 : 1;
