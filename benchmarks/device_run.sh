@@ -443,7 +443,8 @@ PY
       tar czf "$OUT/s13_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     s14)  # session 14: the cluster backward (gn_region_cluster.cuh). Checks (S14_CHECKS, default on): its GPU tests
       # and the two-pass ones (refactored: Upstream, backward_inputs), the resident tests (allow_smem moved to
-      # common.cuh), S14_FAMILY's problems checked (validate + KernelBench), the rates' builds. Then (S14_TIMING,
+      # common.cuh), S14_FAMILY's problems checked (validate + KernelBench), the rates' builds, the emitted-file
+      # tests S14_REF_K selects (none by default). Then (S14_TIMING,
       # default on) the forward and backward rates of S14_RATES, and S14_BENCH's timings (none by default).
       P=$OUT/s14; G=.build/family_s14; R=.build/rates_s14; mkdir -p "$P" "$G" "$R"
       kb_wheels
@@ -458,6 +459,10 @@ PY
          echo "exit code: $?" >> "$P/pytest_gn_region_resident.log") &
         (python3 benchmarks/kernel_rates.py .kb/problems "$R" --build-only --jobs 6 \
            --only "${S14_RATES:-92,83,85,27,23,21}" > "$P/rates_build.log" 2>&1) &
+        if [ -n "${S14_REF_K-}" ]; then
+          (timeout -k 5 480 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$S14_REF_K" \
+             > "$P/pytest_ref.log" 2>&1; echo "exit code: $?" >> "$P/pytest_ref.log") &
+        fi
         wait; tail -n 3 "$P"/pytest_*.log; grep -E "^L[12]" "$P/family_checks.txt"; tail -n 2 "$P/rates_build.log"
       fi
       if [ -n "${S14_TIMING-1}" ]; then

@@ -2900,7 +2900,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
 
 }  // namespace kgen
 
-// ---- gn_region_resident_host: planning, checks and launches of the resident kernels (gn_region_resident.cuh) ----
+// ---- gn_region_resident_plan: planning and checks of the resident kernels (gn_region_resident.cuh) ----
 namespace kgen {
 
 namespace resident_detail {
@@ -3193,6 +3193,12 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups) {
   const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, false, smem_budget(x));
   return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
 }
+
+}  // namespace kgen
+
+// ---- gn_region_resident_host: launches of the resident and rows kernels (gn_region_resident.cuh), planned by
+// gn_region_resident_plan.cuh ----
+namespace kgen {
 
 namespace resident_detail {
 
@@ -4707,7 +4713,9 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 // Every thread of every block of the cluster arrives (release: this block's shared writes become visible to
 // the others) and, at the wait, has seen every other arrive (acquire).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
 // The float at `local`'s offset in block `rank`'s shared memory (distributed shared memory).
@@ -4782,6 +4790,19 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
   copies_done();
   __syncthreads();
 
+  // One element recomputed from its x at position s of channel c's plane: z, z - mean, y, and v's gradient.
+  struct Recomputed {
+    float z, zc, y, dv;
+  };
+  auto recompute = [&](const auto& ch, const Upstream<R, O>& up, int64_t c, float xv, int64_t s) {
+    Recomputed r;
+    r.z = ch.pro.value(xv);
+    r.zc = centered(r.z, ch.mean);
+    r.y = r.zc * ch.scale + ch.shift;
+    r.dv = up.dv(ch, xv, r.z, r.y, static_cast<uint32_t>(s), 0.f, 0.f, c, shape, geo, dout, out, aux);
+    return r;
+  };
+
   // Pass A.
   for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
     const int64_t c = g * cpg + k, pl = n * C + c;
@@ -4798,15 +4819,11 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float xv = xs.v[j];
-        const float z = ch.pro.value(xv);
-        const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout, out,
-                               aux);
+        const Recomputed el = recompute(ch, up, c, xv, s0 + e + j);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+        ch.epi.backward(el.y, el.z, xv, el.dv, dy, dz_direct, dx_direct, dparam);
         sums[0] += dy;
-        sums[1] += dy * zc;
+        sums[1] += dy * el.zc;
       }
     }
 #pragma unroll
@@ -4818,7 +4835,6 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     }
     __syncthreads();  // block_sums' scratch is free again
   });
-
 
   // The group's coefficients from the K tables (rank order, double), as backward_group_kernel forms them.
   cluster_arrive();
@@ -4851,7 +4867,8 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     if (lane == 0) {
       const double r = rstd[row];
       const double d = double(cpg) * double(S);
-      coef = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered), static_cast<float>(-r / d * sum_gamma_dy));
+      coef = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered),
+                         static_cast<float>(-r / d * sum_gamma_dy));
     }
   }
   cluster_arrive();  // this block is done reading the others' tables
@@ -4874,14 +4891,10 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float xv = xs.v[j];
-        const float z = ch.pro.value(xv);
-        const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout,
-                               out, aux);
+        const Recomputed el = recompute(ch, up, c, xv, s0 + e + j);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-        const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+        ch.epi.backward(el.y, el.z, xv, el.dv, dy, dz_direct, dx_direct, discard);
+        const float dz = (ch.scale * dy + bc.x * el.zc + bc.y) + dz_direct;
         r.v[j] = ch.pro.backward(xv, dz, dparam) + dx_direct;
       }
       store_pack<W>(dst + e, 0, r);
@@ -5021,7 +5034,8 @@ bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tens
   dispatch_vec(vec, [&](auto kv) {
     constexpr int W = decltype(kv)::value ? 4 : 1;
     auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
-    const rc::ClusterPlan plan = rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
+    const rc::ClusterPlan plan =
+        rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
     if (!plan.feasible) return;
     const int64_t planes = shape.batch * shape.channels;
     const int64_t blocks = shape.batch * shape.groups * plan.cluster;
@@ -5034,20 +5048,21 @@ bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tens
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
     auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
     const auto stream = at::cuda::getCurrentCUDAStream();
+    const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+    const float2* mean_ptr = as_float2(mean);
+    const float* rstd_ptr = rstd.data_ptr<float>();
+    double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
     const bool launched = rc::launch_clusters(
-        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
-        in.aux.defined() ? static_cast<const int*>(in.aux.data_ptr<int>()) : nullptr, in.params, shape,
-        rt::geometry(shape), plan, static_cast<const float2*>(as_float2(mean)), static_cast<const float*>(rstd.data_ptr<float>()),
-        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(),
-        reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
-        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(),
+        rt::data_or_null(in.out), aux_ptr, in.params, shape, rt::geometry(shape), plan, mean_ptr, rstd_ptr,
+        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(), plane_sums_ptr,
+        Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr, Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (in.affine) {
       const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
       param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-          reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), rstd.data_ptr<float>(), gshape,
-          dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     rt::param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
@@ -5395,13 +5410,11 @@ at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::v
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
   const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
   const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-  if (width == 4) {
-    pointwise_forward_kernel<F, kBlock, 4><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
-  } else {
-    pointwise_forward_kernel<F, kBlock, 1><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
-  }
+  dispatch_vec(width == 4, [&](auto kv) {
+    pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
+        <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, v.data_ptr<float>(), x.numel(), channels, plane,
+                                                                  table);
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return v;
 }
@@ -5439,25 +5452,20 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (F::kParams == 0) {
     const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-    if (width == 4) {
-      pointwise_backward_flat_kernel<F, kBlock, 4><<<blocks, kBlock, 0, stream>>>(
+    dispatch_vec(width == 4, [&](auto kv) {
+      pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1><<<blocks, kBlock, 0, stream>>>(
           dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    } else {
-      pointwise_backward_flat_kernel<F, kBlock, 1><<<blocks, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    }
+    });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
     const SplitPlan plan = plan_split<kBlock>(plane);
     const int64_t rows = x.size(0) * plan.splits;
     at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
-    if (width == 4) {
-      pointwise_backward_kernel<F, kBlock, 4><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
-    } else {
-      pointwise_backward_kernel<F, kBlock, 1><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
-    }
+    dispatch_vec(width == 4, [&](auto kv) {
+      pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
+          <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(dv.data_ptr<float>(), in, dx, channels, plane,
+                                                                       plan, table, partial.data_ptr<float>());
+    });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     for (int k = 0; k < F::kParams; ++k) {
       auto row = dparams.select(0, k);

@@ -21,7 +21,8 @@ from kgen.ref.trace import RefError, load_reference
 # region kernel families build from the same lists.
 REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_reducers.cuh")
 RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_rows_forward.cuh",
-                  "gn_region_resident_backward.cuh", "gn_region_rows_backward.cuh", "gn_region_resident_host.cuh")
+                  "gn_region_resident_backward.cuh", "gn_region_rows_backward.cuh", "gn_region_resident_plan.cuh",
+                  "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_host.cuh",
                  "gn_region_cluster.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +

@@ -56,17 +56,22 @@ def test_emitted_solution_validates(reference, tmp_path):
         assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
 
 
+def emitted_pair(tmp_path, name):
+    """tests/ref/references/NAME.py emitted into tmp_path: (the solution's module, the reference's module)."""
+    from tests.solution_loader import import_file
+
+    reference = ROOT / "tests" / "ref" / "references" / f"{name}.py"
+    solution = tmp_path / f"{name}_solution.py"
+    emit(reference, solution)
+    return import_file(solution), import_file(reference)
+
+
 def test_clamp_gradient_on_the_bounds(tmp_path):
     """Inputs lying exactly on the clamp bounds (0.25, 0.75): the emitted kernels' gradient there is the running
     PyTorch's (which changed between 2.11 and 2.15), element for element."""
     import torch
 
-    from tests.solution_loader import import_file
-
-    reference = ROOT / "tests" / "ref" / "references" / "gn_clamp_bounds.py"
-    solution = tmp_path / "gn_clamp_bounds_solution.py"
-    emit(reference, solution)
-    sol, ref = import_file(solution), import_file(reference)
+    sol, ref = emitted_pair(tmp_path, "gn_clamp_bounds")
     torch.manual_seed(0)
     model = ref.Model(*ref.get_init_inputs()).cuda()
     torch.manual_seed(0)
@@ -93,12 +98,7 @@ def test_elementwise_kernels_read_strided_inputs_and_skip_unasked_gradients(tmp_
     asked for match the reference's."""
     import torch
 
-    from tests.solution_loader import import_file
-
-    reference = ROOT / "tests" / "ref" / "references" / "conv2d_gn_input_residual_gate.py"
-    solution = tmp_path / "gate_solution.py"
-    emit(reference, solution)
-    sol, ref = import_file(solution), import_file(reference)
+    sol, ref = emitted_pair(tmp_path, "conv2d_gn_input_residual_gate")
     torch.manual_seed(3)
     model = ref.Model(*ref.get_init_inputs()).cuda()
     new = sol.ModelNew(*ref.get_init_inputs()).cuda()

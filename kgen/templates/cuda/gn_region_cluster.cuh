@@ -76,7 +76,9 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 // Every thread of every block of the cluster arrives (release: this block's shared writes become visible to
 // the others) and, at the wait, has seen every other arrive (acquire).
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
 // The float at `local`'s offset in block `rank`'s shared memory (distributed shared memory).
@@ -151,6 +153,19 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
   copies_done();
   __syncthreads();
 
+  // One element recomputed from its x at position s of channel c's plane: z, z - mean, y, and v's gradient.
+  struct Recomputed {
+    float z, zc, y, dv;
+  };
+  auto recompute = [&](const auto& ch, const Upstream<R, O>& up, int64_t c, float xv, int64_t s) {
+    Recomputed r;
+    r.z = ch.pro.value(xv);
+    r.zc = centered(r.z, ch.mean);
+    r.y = r.zc * ch.scale + ch.shift;
+    r.dv = up.dv(ch, xv, r.z, r.y, static_cast<uint32_t>(s), 0.f, 0.f, c, shape, geo, dout, out, aux);
+    return r;
+  };
+
   // Pass A.
   for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
     const int64_t c = g * cpg + k, pl = n * C + c;
@@ -167,15 +182,11 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float xv = xs.v[j];
-        const float z = ch.pro.value(xv);
-        const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout, out,
-                               aux);
+        const Recomputed el = recompute(ch, up, c, xv, s0 + e + j);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+        ch.epi.backward(el.y, el.z, xv, el.dv, dy, dz_direct, dx_direct, dparam);
         sums[0] += dy;
-        sums[1] += dy * zc;
+        sums[1] += dy * el.zc;
       }
     }
 #pragma unroll
@@ -187,7 +198,6 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     }
     __syncthreads();  // block_sums' scratch is free again
   });
-
 
   // The group's coefficients from the K tables (rank order, double), as backward_group_kernel forms them.
   cluster_arrive();
@@ -220,7 +230,8 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     if (lane == 0) {
       const double r = rstd[row];
       const double d = double(cpg) * double(S);
-      coef = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered), static_cast<float>(-r / d * sum_gamma_dy));
+      coef = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered),
+                         static_cast<float>(-r / d * sum_gamma_dy));
     }
   }
   cluster_arrive();  // this block is done reading the others' tables
@@ -243,14 +254,10 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const float xv = xs.v[j];
-        const float z = ch.pro.value(xv);
-        const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
-        const float dv = up.dv(ch, xv, z, y, static_cast<uint32_t>(s0 + e + j), 0.f, 0.f, c, shape, geo, dout,
-                               out, aux);
+        const Recomputed el = recompute(ch, up, c, xv, s0 + e + j);
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-        const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+        ch.epi.backward(el.y, el.z, xv, el.dv, dy, dz_direct, dx_direct, discard);
+        const float dz = (ch.scale * dy + bc.x * el.zc + bc.y) + dz_direct;
         r.v[j] = ch.pro.backward(xv, dz, dparam) + dx_direct;
       }
       store_pack<W>(dst + e, 0, r);
@@ -390,7 +397,8 @@ bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tens
   dispatch_vec(vec, [&](auto kv) {
     constexpr int W = decltype(kv)::value ? 4 : 1;
     auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
-    const rc::ClusterPlan plan = rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
+    const rc::ClusterPlan plan =
+        rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
     if (!plan.feasible) return;
     const int64_t planes = shape.batch * shape.channels;
     const int64_t blocks = shape.batch * shape.groups * plan.cluster;
@@ -403,20 +411,21 @@ bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tens
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
     auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
     const auto stream = at::cuda::getCurrentCUDAStream();
+    const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+    const float2* mean_ptr = as_float2(mean);
+    const float* rstd_ptr = rstd.data_ptr<float>();
+    double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
     const bool launched = rc::launch_clusters(
-        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(), rt::data_or_null(in.out),
-        in.aux.defined() ? static_cast<const int*>(in.aux.data_ptr<int>()) : nullptr, in.params, shape,
-        rt::geometry(shape), plan, static_cast<const float2*>(as_float2(mean)), static_cast<const float*>(rstd.data_ptr<float>()),
-        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(),
-        reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
-        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(),
+        rt::data_or_null(in.out), aux_ptr, in.params, shape, rt::geometry(shape), plan, mean_ptr, rstd_ptr,
+        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(), plane_sums_ptr,
+        Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr, Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if (in.affine) {
       const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
       param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-          reinterpret_cast<double2*>(plane_sums.data_ptr<double>()), rstd.data_ptr<float>(), gshape,
-          dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
     rt::param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);

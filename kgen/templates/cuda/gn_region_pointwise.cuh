@@ -315,13 +315,11 @@ at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::v
   const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
   const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
   const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-  if (width == 4) {
-    pointwise_forward_kernel<F, kBlock, 4><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
-  } else {
-    pointwise_forward_kernel<F, kBlock, 1><<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        in, v.data_ptr<float>(), x.numel(), channels, plane, table);
-  }
+  dispatch_vec(width == 4, [&](auto kv) {
+    pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
+        <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, v.data_ptr<float>(), x.numel(), channels, plane,
+                                                                  table);
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return v;
 }
@@ -359,25 +357,20 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (F::kParams == 0) {
     const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-    if (width == 4) {
-      pointwise_backward_flat_kernel<F, kBlock, 4><<<blocks, kBlock, 0, stream>>>(
+    dispatch_vec(width == 4, [&](auto kv) {
+      pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1><<<blocks, kBlock, 0, stream>>>(
           dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    } else {
-      pointwise_backward_flat_kernel<F, kBlock, 1><<<blocks, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    }
+    });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
     const SplitPlan plan = plan_split<kBlock>(plane);
     const int64_t rows = x.size(0) * plan.splits;
     at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
-    if (width == 4) {
-      pointwise_backward_kernel<F, kBlock, 4><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
-    } else {
-      pointwise_backward_kernel<F, kBlock, 1><<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, channels, plane, plan, table, partial.data_ptr<float>());
-    }
+    dispatch_vec(width == 4, [&](auto kv) {
+      pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
+          <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(dv.data_ptr<float>(), in, dx, channels, plane,
+                                                                       plan, table, partial.data_ptr<float>());
+    });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     for (int k = 0; k < F::kParams; ++k) {
       auto row = dparams.select(0, k);
