@@ -4673,7 +4673,6 @@ namespace region_cluster {
 
 using region_twopass::Geometry;
 using region_twopass::Upstream;
-using reduction::kHasAux;
 
 constexpr int kMaxCluster = 16;                   // 16 is past the portable 8: opted in per kernel
 constexpr int64_t kClusterBlockBytes = 64 * 1024;  // three blocks per H100 SM (228 KB)
