@@ -47,6 +47,7 @@ CUDA_SOURCE = r"""
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kgen {

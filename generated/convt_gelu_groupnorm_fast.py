@@ -50,6 +50,7 @@ CUDA_SOURCE = r"""
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kgen {

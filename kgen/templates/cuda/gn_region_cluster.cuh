@@ -25,6 +25,7 @@
 // L2-27's 175 KB slices). The two-pass backward runs instead for the other reductions (cluster_takes), where
 // no K fits (slices of more than 16 x 64 KB), on GPUs older than sm_90, where the kernel was not built for
 // sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would dominate).
+// region_backward_twopass (gn_region_twopass_host.cuh) tries it first, after the same checks.
 // benchmarks/h100/s14/README.md has the variants measured. No float atomics anywhere: every result is
 // bitwise reproducible.
 namespace kgen {
@@ -351,7 +352,6 @@ bool launch_clusters(Kernel kernel, const ClusterPlan& plan, int64_t blocks, int
                      Args... args) {
   const void* fn = reinterpret_cast<const void*>(kernel);
   allow_smem(fn, plan.smem_bytes);
-  if (plan.cluster > 8) C10_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(block);
@@ -364,93 +364,27 @@ bool launch_clusters(Kernel kernel, const ClusterPlan& plan, int64_t blocks, int
   attribute[0].val.clusterDim.z = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  int clusters = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-  if (clusters < 1) return false;
+  // whether the GPU can place such a cluster, asked of the driver once per (kernel, device, size, shared memory)
+  static std::mutex lock;
+  static std::map<std::tuple<const void*, int, int, int64_t>, bool> placeable;
+  {
+    int device = 0;
+    C10_CUDA_CHECK(cudaGetDevice(&device));
+    const std::lock_guard<std::mutex> guard(lock);
+    const auto key = std::make_tuple(fn, device, plan.cluster, plan.smem_bytes);
+    auto found = placeable.find(key);
+    if (found == placeable.end()) {
+      if (plan.cluster > 8) C10_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      int clusters = 0;
+      C10_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+      found = placeable.emplace(key, clusters >= 1).first;
+    }
+    if (!found->second) return false;
+  }
   C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
   return true;
 }
 
 }  // namespace region_cluster
-
-namespace region_cluster {
-
-template <class Pro, class Epi, ReduceKind R, ReduceOp O>
-bool backward(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in, const at::Tensor& beta_in,
-              const std::vector<at::Tensor>& prologue_params, const std::vector<at::Tensor>& epilogue_params,
-              const at::Tensor& mean, const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
-              int64_t groups, const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
-  namespace rt = region_twopass;
-  namespace rc = region_cluster;
-  if (!input.is_cuda() || input.numel() == 0) return false;
-  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout_in, input, gamma_in, beta_in, prologue_params,
-                                                                    epilogue_params, mean, rstd, out_in, aux_in,
-                                                                    groups, window);
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const RegionShape& shape = in.shape;
-  const auto options = in.x.options();
-  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  const bool vec = rt::backward_vec<R>(in, dx);
-  const bool copy16 = rt::aligned(in.x);
-  bool done = false;
-  dispatch_vec(vec, [&](auto kv) {
-    constexpr int W = decltype(kv)::value ? 4 : 1;
-    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
-    const rc::ClusterPlan plan =
-        rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
-    if (!plan.feasible) return;
-    const int64_t planes = shape.batch * shape.channels;
-    const int64_t blocks = shape.batch * shape.groups * plan.cluster;
-    if (blocks >= (int64_t(1) << 31)) return;
-    auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-    auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-    auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
-    auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
-    auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
-    auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
-    auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
-    const float2* mean_ptr = as_float2(mean);
-    const float* rstd_ptr = rstd.data_ptr<float>();
-    double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
-    const bool launched = rc::launch_clusters(
-        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(),
-        rt::data_or_null(in.out), aux_ptr, in.params, shape, rt::geometry(shape), plan, mean_ptr, rstd_ptr,
-        rt::data_or_null(in.gamma), rt::data_or_null(in.beta), dx.data_ptr<float>(), plane_sums_ptr,
-        Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr, Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
-    if (!launched) return;
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (in.affine) {
-      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    rt::param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
-    result = {dx, dgamma, dbeta, dprologue, depilogue};
-    done = true;
-  });
-  return done;
-}
-
-}  // namespace region_cluster
-
-// The cluster backward of a region, where it applies (region_cluster::cluster_plan): fills `result` as
-// region_backward_twopass returns it and says true; false (nothing launched) where the two-pass backward runs.
-// kBlock is the interface's: the cluster kernel runs kClusterThreads a block.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
-bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, const at::Tensor& gamma,
-                             const at::Tensor& beta, const std::vector<at::Tensor>& prologue_params,
-                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
-                             const at::Tensor& rstd, const at::Tensor& out, const at::Tensor& aux, int64_t groups,
-                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
-  if constexpr (region_cluster::cluster_takes<R>()) {
-    return region_cluster::backward<Pro, Epi, R, O>(dout, input, gamma, beta, prologue_params, epilogue_params, mean,
-                                                    rstd, out, aux, groups, window, result);
-  } else {
-    return false;
-  }
-}
 
 }  // namespace kgen

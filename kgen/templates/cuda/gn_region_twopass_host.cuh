@@ -367,6 +367,62 @@ bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
   return vec;
 }
 
+// The cluster backward (gn_region_cluster.cuh) of checked inputs on their device, for the reductions it takes
+// (cluster_takes): fills `result` as region_backward_twopass returns it and says true where its plan applies;
+// false (nothing launched) where the two-pass sweeps run.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd,
+                      std::vector<at::Tensor>& result) {
+  static_assert(region_cluster::cluster_takes<R>(), "the cluster backward takes kPlane and kSample");
+  namespace rc = region_cluster;
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  const bool vec = backward_vec<R>(in, dx);
+  const bool copy16 = aligned(in.x);
+  bool done = false;
+  dispatch_vec(vec, [&](auto kv) {
+    constexpr int W = decltype(kv)::value ? 4 : 1;
+    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
+    const rc::ClusterPlan plan =
+        rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
+    if (!plan.feasible) return;
+    const int64_t planes = shape.batch * shape.channels;
+    const int64_t blocks = shape.batch * shape.groups * plan.cluster;
+    if (blocks >= (int64_t(1) << 31)) return;
+    auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
+    auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+    auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+    auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
+    auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+    const float2* mean_ptr = as_float2(mean);
+    const float* rstd_ptr = rstd.data_ptr<float>();
+    double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+    const bool launched = rc::launch_clusters(
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(),
+        data_or_null(in.out), aux_ptr, in.params, shape, geometry(shape), plan, mean_ptr, rstd_ptr,
+        data_or_null(in.gamma), data_or_null(in.beta), dx.data_ptr<float>(), plane_sums_ptr,
+        Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
+        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
+    if (!launched) return;
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (in.affine) {
+      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
+          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
+    result = {dx, dgamma, dbeta, dprologue, depilogue};
+    done = true;
+  });
+  return done;
+}
+
 }  // namespace region_twopass
 
 // Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
@@ -385,6 +441,10 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
                                                                     epilogue_params, mean, rstd, out_in, aux_in,
                                                                     groups, window);
   const c10::cuda::CUDAGuard device_guard(input.device());
+  if constexpr (region_cluster::cluster_takes<R>()) {
+    std::vector<at::Tensor> grads;
+    if (in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, grads)) return grads;
+  }
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
@@ -436,6 +496,26 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
+}
+
+// The cluster backward alone (the tests' entry): as region_backward_twopass where it applies, else false and
+// nothing launched. kBlock is the interface's: the cluster kernel runs kClusterThreads a block.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, const at::Tensor& gamma,
+                             const at::Tensor& beta, const std::vector<at::Tensor>& prologue_params,
+                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                             const at::Tensor& rstd, const at::Tensor& out, const at::Tensor& aux, int64_t groups,
+                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
+  namespace rt = region_twopass;
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout, input, gamma, beta, prologue_params,
+                                                                    epilogue_params, mean, rstd, out, aux, groups,
+                                                                    window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  if constexpr (region_cluster::cluster_takes<R>()) {
+    return in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, result);
+  } else {
+    return false;
+  }
 }
 
 }  // namespace kgen
