@@ -20,6 +20,7 @@
 #   s11c                  session 11's second rows A/B, rows tests, the family problems the changes touch
 #   s11e                  session 11's closing call: the rows forward's final constants, L2-37 and L2-94
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
+#   s15                   session 15's A/B of the rows and batch-norm backward kernels, their GPU tests
 #   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
 #   s13                   session 13's element-wise kernels of several tensors: tests, checks, builds; S13_TIMING=1:
 #                         timings and every problem's kernel rates, forward and backward (benchmarks/kernel_rates.py)
@@ -499,6 +500,35 @@ PY
       cp "$R/KERNEL_RATES.md" "$R/kernel_rates.json" "$P/" 2>/dev/null
       rm -f "$G"/*.py; cp -r "$G" "$P/family"
       tar czf "$OUT/s13p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s15)  # session 15: the rows backward's loads in flight and register cap (kRowsBackwardAhead, kRowsBackwardWarps)
+      # and the batch-norm backward's units in flight (kBnGradUnits): an A/B of each at its problem (L2-37, L2-11;
+      # benchmarks/kernel_variants.py --backward, S15_ROUNDS rounds), beside the rows and batch-norm GPU tests
+      # (S15_TESTS, default on). S15_ROWS_VARIANTS / S15_BN_VARIANTS: kernel_variants --variant lists (one a line).
+      P=$OUT/s15; V=.build/s15; mkdir -p "$P" "$V"
+      python3 -m kgen.cli emit --ref .kb/problems/level2_37_*.py -o "$V/l2_37.py"
+      python3 -m kgen.cli emit --ref .kb/problems/level2_11_*.py -o "$V/l2_11.py"
+      if [ -n "${S15_TESTS-1}" ]; then
+        (timeout -k 5 500 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py \
+           > "$P/pytest_bn_train.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train.log") &
+        (timeout -k 5 500 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+           -k "${S15_RESIDENT_K:-}" > "$P/pytest_rows.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_rows.log") &
+      fi
+      ab() {  # ab NAME FILE KERNEL_REGEX VARIANTS...
+        local name=$1 file=$2 kernel=$3; shift 3
+        local args=(); for v in "$@"; do args+=(--variant "$v"); done
+        timeout -k 5 520 python3 benchmarks/kernel_variants.py "$file" --backward --kernel "$kernel" \
+          --rounds "${S15_ROUNDS:-3}" --calls 10 --json "$P/ab_$name.json" "${args[@]}" > "$P/ab_$name.log" 2>&1
+        echo "exit code: $?" >> "$P/ab_$name.log"
+      }
+      mapfile -t RV <<< "${S15_ROWS_VARIANTS:-}"
+      mapfile -t BV <<< "${S15_BN_VARIANTS:-}"
+      (ab rows "$V/l2_37.py" rows_backward "${RV[@]}") &
+      (ab bn "$V/l2_11.py" bn_grad "${BV[@]}") &
+      wait
+      for f in "$P"/ab_*.log; do echo "== $f"; grep -vE "^\[|ninja|Building|Warn|warn" "$f" | tail -n 12; done
+      tail -n 3 "$P"/pytest_*.log 2>/dev/null
+      tar czf "$OUT/s15_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.

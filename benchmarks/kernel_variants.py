@@ -6,7 +6,10 @@ of the kernels whose names match --kernel, under torch.profiler, and the output'
         --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
 
 A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
-build). The base file runs as the variant `base`.
+build). The base file runs as the variant `base`. --backward times forward and backward calls (the output's
+gradient fixed) and compares the input's and every parameter's gradient with the base file's as well;
+--rounds R times the variants in turn R times and reports each kernel's median over the rounds (drift
+between variants spread evenly).
 """
 from __future__ import annotations
 
@@ -59,21 +62,42 @@ def load(path: Path):
     return module
 
 
-def kernel_times(model, inputs, pattern: re.Pattern, calls: int) -> dict[str, float]:
-    """Median us per call of each matching kernel over `calls` forwards."""
-    with torch.no_grad():
-        for _ in range(3):
+def run_call(model, inputs, grad) -> None:
+    """One forward (no_grad), or forward and backward with the output's gradient `grad`."""
+    if grad is None:
+        with torch.no_grad():
             model(*inputs)
+    else:
+        model(*inputs).backward(grad)
+
+
+def kernel_times(model, inputs, grad, pattern: re.Pattern, calls: int) -> dict[str, float]:
+    """Median us per call of each matching kernel over `calls` calls."""
+    for _ in range(3):
+        run_call(model, inputs, grad)
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            run_call(model, inputs, grad)
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                model(*inputs)
-            torch.cuda.synchronize()
     samples: dict[str, list[float]] = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA and pattern.search(event.name):
             samples.setdefault(event.name, []).append(event.time_range.elapsed_us())
     return {name: statistics.median(t) for name, t in samples.items()}
+
+
+def results_of(model, inputs, grad) -> list[torch.Tensor]:
+    """The output, or (backward) the output and the gradients of the inputs and every parameter."""
+    if grad is None:
+        with torch.no_grad():
+            return [model(*inputs).float()]
+    for t in [*inputs, *model.parameters()]:
+        t.grad = None
+    out = model(*inputs)
+    out.backward(grad)
+    grads = [t.grad for t in [*inputs, *model.parameters()] if t.grad is not None]
+    return [out.detach().float(), *(g.float() for g in grads)]
 
 
 def main() -> None:
@@ -82,6 +106,8 @@ def main() -> None:
     parser.add_argument("--kernel", required=True, help="regular expression on the kernel names")
     parser.add_argument("--variant", action="append", default=[])
     parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--backward", action="store_true", help="time forward and backward calls")
     parser.add_argument("--json")
     parser.add_argument("--build-only", action="store_true", help="write and build the variants, time nothing")
     args = parser.parse_args()
@@ -94,8 +120,7 @@ def main() -> None:
     if args.build_only:
         return
     pattern = re.compile(args.kernel)
-    results, reference = {}, None
-    inputs = None
+    loaded, results, inputs, grad, reference = {}, {}, None, None, None
     for name, path in files.items():
         try:
             module = load(path)
@@ -105,22 +130,36 @@ def main() -> None:
             continue
         if inputs is None:
             torch.manual_seed(0)
-            inputs = [t.cuda() for t in module.get_inputs()]
+            inputs = [t.cuda().requires_grad_(args.backward and t.is_floating_point()) for t in module.get_inputs()]
         torch.manual_seed(1)
         model = module.ModelNew(*module.get_init_inputs()).cuda()
-        with torch.no_grad():
-            out = model(*inputs).float()
+        if args.backward and grad is None:
+            with torch.no_grad():
+                shape = model(*inputs).shape
+            torch.manual_seed(2)
+            grad = torch.randn(shape, device="cuda")
+        values = results_of(model, inputs, grad)
         if reference is None:
-            reference = out
-        diff = (out - reference).abs().max().item()
-        times = kernel_times(model, inputs, pattern, args.calls)
-        results[name] = {"kernels_us": times, "max_abs_diff_vs_base": diff}
+            reference = values
+        diff = max((v - r).abs().max().item() for v, r in zip(values, reference))
+        loaded[name] = model
+        results[name] = {"max_abs_diff_vs_base": diff, "rounds": []}
+    for _ in range(args.rounds):
+        for name, model in loaded.items():
+            results[name]["rounds"].append(kernel_times(model, inputs, grad, pattern, args.calls))
+    for name in loaded:
+        rounds = results[name]["rounds"]
+        times = {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in set().union(*rounds)}
+        results[name]["kernels_us"] = times
         total = sum(times.values())
-        print(f"{name:24s} {total:9.1f} us  (max|diff| vs base {diff:.2e})  "
+        spread = [sum(r.values()) for r in rounds]
+        print(f"{name:24s} {total:9.1f} us (rounds {min(spread):.1f}-{max(spread):.1f})  "
+              f"(max|diff| vs base {results[name]['max_abs_diff_vs_base']:.2e})  "
               + ", ".join(f"{k[:60]}: {v:.1f}" for k, v in sorted(times.items())), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"solution": str(args.solution), "kernel": args.kernel,
-                                               "variants": args.variant, "results": results,
+                                               "variants": args.variant, "backward": args.backward,
+                                               "rounds": args.rounds, "results": results,
                                                "gpu": torch.cuda.get_device_name(), "torch": torch.__version__},
                                               indent=1))
 

@@ -73,16 +73,6 @@ struct UnitCursor {
   }
 };
 
-// Calls body(p, j) for each unit of this block's share of channel c (split s): p = n C + c, the (sample,
-// channel) plane, and j the unit within it.
-template <int kBlock, class Body>
-__device__ __forceinline__ void for_block_units(const BnShape& shape, const BnSplit& split, int64_t c, int s,
-                                                Body&& body) {
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) body(u.n * shape.c + c, u.j);
-}
-
 template <int kBlock>
 inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
   const int64_t units = units_per_plane * samples;
@@ -240,24 +230,25 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
-// for_block_units with kUnroll units a thread at a time: load(r, p, j) for each of them first (its loads
-// issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in flight, not one.
-template <int kBlock, class Load, class Finish>
+// The units of this block's share of channel c (split s), kUnroll a thread at a time: load(r, p, j) for each
+// of them first (its loads issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in
+// flight, not one. p = n C + c is the unit's (sample, channel) plane, j the unit within it.
+template <int kBlock, int kUnits, class Load, class Finish>
 __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, const BnSplit& split, int64_t c,
                                                          int s, Load&& load, Finish&& finish) {
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
-    int64_t p[kUnroll], j[kUnroll];
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
+    int64_t p[kUnits], j[kUnits];
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       p[r] = u.n * shape.c + c;
       j[r] = u.j;
       if (q + r * kBlock < end) load(r, p[r], j[r]);
       u.advance();
     }
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) finish(r, p[r], j[r]);
     }
   }
@@ -329,26 +320,48 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
     }
   };
-  for_block_units_unrolled<kBlock>(shape, split, c, s, load, finish);
+  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
 }
 
 // ---------------------------------------------------------------- backward
 
-// gy (dL/dy) of the window's (or pack's) elements through F and the pooling, from dout; calls
-// body(offset in the plane, gy, xhat) for each element.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, class Body>
-__device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, const float* __restrict__ dp,
-                                                 int64_t j, const BnShape& shape, const WindowOffsets& wo,
-                                                 float2 ab, float mean_c,
-                                                 float rstd_c, const F& f, float (&dparam)[kMaxParams],
-                                                 Body&& body) {
-  if constexpr (kPool) {
-    const BnWindow win(shape, j);
-    const float g = __ldg(dp + j);
-    if constexpr (kWin > 0) {
-      float v[kWin];
-      int at[kWin];
-      win.gather(xp, wo, v, at);
+constexpr int kBnGradUnits = 4;  // units a thread has in flight in the backward kernels
+
+// One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
+// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
+// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling. A window
+// of any other size is walked element by element in finish().
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
+struct BnUnitGradient {
+  static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
+  float v[kHeld];               // x of the held elements
+  float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
+  int base;                     // kPool: the window's first element
+
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo) {
+    if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      base = win.base;
+      g[0] = __ldg(dp + j);
+      if constexpr (kWin > 0) {
+        int at[kWin];
+        win.gather(xp, wo, v, at);
+      }
+    } else if constexpr (kVec) {
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
+    } else {
+      v[0] = __ldg(xp + j);
+      g[0] = __ldg(dp + j);
+    }
+  }
+
+  template <class Body>
+  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
+                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
+                                         float (&dparam)[kMaxParams], Body&& body) const {
+    if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
         float best = -INFINITY;
         int arg = 0;
@@ -364,56 +377,48 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
         float y_arg = 0.f;
 #pragma unroll
         for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
-        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g, dparam);
+        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) body(at[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
+        for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
       } else {
-        const float share = g / float(kWin);
+        const float share = g[0] / float(kWin);
 #pragma unroll
         for (int k = 0; k < kWin; ++k) {
-          body(at[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
+          body(base + wo.off[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
         }
       }
-    } else if constexpr (kOp == ReduceOp::kMax) {
-      float best = -INFINITY;
-      int arg = 0;
-      win.each([&](int k, int at) {
-        const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
-        if (pool_takes<kOp>(v, best)) {
-          best = v;
-          arg = k;
-        }
-      });
-      win.each([&](int k, int at) {
-        const float xi = __ldg(xp + at);
-        const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
-        body(at, gy, (xi - mean_c) * rstd_c);
-      });
+    } else if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      if constexpr (kOp == ReduceOp::kMax) {
+        float best = -INFINITY;
+        int arg = 0;
+        win.each([&](int k, int at) {
+          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        });
+        win.each([&](int k, int at) {
+          const float xi = __ldg(xp + at);
+          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
+          body(at, gy, (xi - mean_c) * rstd_c);
+        });
+      } else {
+        const float share = g[0] / float(win.size());
+        win.each([&](int, int at) {
+          const float xi = __ldg(xp + at);
+          body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
+        });
+      }
     } else {
-      const float share = g / float(win.size());
-      win.each([&](int, int at) {
-        const float xi = __ldg(xp + at);
-        body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
-      });
-    }
-  } else {
-    constexpr int W = kVec ? 4 : 1;
-    float xs[W], gs[W];
-    if constexpr (kVec) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
-      const float4 g = __ldg(reinterpret_cast<const float4*>(dp) + j);
-      xs[0] = v.x, xs[1] = v.y, xs[2] = v.z, xs[3] = v.w;
-      gs[0] = g.x, gs[1] = g.y, gs[2] = g.z, gs[3] = g.w;
-    } else {
-      xs[0] = __ldg(xp + j);
-      gs[0] = __ldg(dp + j);
-    }
 #pragma unroll
-    for (int i = 0; i < W; ++i) {
-      body(j * W + i, f.backward(fmaf(xs[i], ab.x, ab.y), gs[i], dparam), (xs[i] - mean_c) * rstd_c);
+      for (int i = 0; i < kHeld; ++i) {
+        body(j * kHeld + i, f.backward(fmaf(v[i], ab.x, ab.y), g[i], dparam), (v[i] - mean_c) * rstd_c);
+      }
     }
   }
-}
+};
 
 // partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
@@ -430,13 +435,16 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
-    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
-                                          dparam, [&](int64_t, float gy, float xhat) {
-                                            sum_gy += gy;
-                                            sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
-                                          });
-  });
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradUnits];
+  for_block_units_unrolled<kBlock, kBnGradUnits>(
+      shape, split, c, s,
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam, [&](int64_t, float gy, float xhat) {
+          sum_gy += gy;
+          sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+        });
+      });
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
   // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
@@ -478,13 +486,16 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
-    float* dxp = dx + p * plane;
-    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
-                                          unused, [&](int64_t i, float gy, float xhat) {
-                                            dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
-                                          });
-  });
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradUnits];
+  for_block_units_unrolled<kBlock, kBnGradUnits>(
+      shape, split, c, s,
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        float* dxp = dx + p * plane;
+        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
+          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+        });
+      });
   if constexpr (kPool && kBatchStats) {
     // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
     // but the batch statistics still carry one to them.

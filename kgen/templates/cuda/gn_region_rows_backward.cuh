@@ -27,9 +27,17 @@ struct RowsBackwardPlan {
 };
 
 constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
+constexpr int kRowsBackwardAhead = 1;     // samples whose x and dout a team loads ahead of the one it works on
+constexpr int kRowsBackwardWarps = 8;     // warps an SM the registers are capped for (__launch_bounds__)
+
+// Blocks an SM for kRowsBackwardWarps, at least one: the register cap __launch_bounds__ derives.
+template <int kBlock>
+constexpr int rows_backward_min_blocks() {
+  return kRowsBackwardWarps * kWarpSize / kBlock > 0 ? kRowsBackwardWarps * kWarpSize / kBlock : 1;
+}
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, rows_backward_min_blocks<kBlock>())
 region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -79,11 +87,21 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
   };
 
-  float xv[kPacks][4], gv[kPacks][4];
-  load(0, xv, gv);
+  // a queue of the next kRowsBackwardAhead samples' loads: the front is worked on while the rest are in flight
+  constexpr int kAhead = kRowsBackwardAhead;
+  float xq[kAhead][kPacks][4], gq[kAhead][kPacks][4];
+#pragma unroll
+  for (int a = 0; a < kAhead; ++a) load(a, xq[a], gq[a]);
   for (int64_t j = 0; j < plan.steps; ++j) {
-    float xn[kPacks][4], gn[kPacks][4];
-    load(j + 1, xn, gn);  // predicated off past the last sample
+    float xv[kPacks][4], gv[kPacks][4];
+    take_loaded(xq[0], xv);
+    if constexpr (kNone) take_loaded(gq[0], gv);
+#pragma unroll
+    for (int a = 0; a + 1 < kAhead; ++a) {
+      take_loaded(xq[a + 1], xq[a]);
+      if constexpr (kNone) take_loaded(gq[a + 1], gq[a]);
+    }
+    load(j + kAhead, xq[kAhead - 1], gq[kAhead - 1]);  // predicated off past the last sample
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
     const int64_t u = n * plan.groups + group;
@@ -161,8 +179,6 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       }
       if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
     }
-    take_loaded(xn, xv);
-    if constexpr (kNone) take_loaded(gn, gv);
   }
   // this team's row of partial: (R, K, C)
 #pragma unroll
