@@ -531,14 +531,16 @@ PY
       tar czf "$OUT/s15_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
-      # warp stalls, instruction mix. One log a problem, and the summary lines on stdout.
+      # warp stalls, instruction mix (NCU_SECTIONS: more "--section X"). One log a problem, and the summary lines on
+      # stdout. NCU_KERNELS: a regular expression on the kernel names (default: every kgen kernel).
       F=.build/ncu12; mkdir -p "$F"
       for n in ${NCU_FAMILY:-37 92 11}; do
         python3 -m kgen.cli emit --ref .kb/problems/level2_${n}_*.py ${NCU_EMIT_ARGS:-} -o "$F/l2_$n.py"
       done
       python3 benchmarks/prebuild.py -j 6 "$F"/l2_*.py 2>&1 | tail -3
       for n in ${NCU_FAMILY:-37 92 11}; do
-        timeout 150 ncu --kernel-name 'regex:region|bn_|stats_|channel_|column_|plane_|window_|reduce_|finalize' --launch-count ${NCU_LAUNCHES:-12} --section SpeedOfLight \
+        timeout ${NCU_TIMEOUT:-150} ncu --kernel-name "regex:${NCU_KERNELS:-region|bn_|stats_|channel_|column_|plane_|window_|reduce_|finalize}" \
+          --launch-count ${NCU_LAUNCHES:-12} --section SpeedOfLight ${NCU_SECTIONS:-} \
           --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis --section LaunchStats \
           python3 benchmarks/run_solution_once.py "$F/l2_$n.py" --backward --calls 1 > "$OUT/ncu_l2_$n.log" 2>&1
         echo "== L2-$n"

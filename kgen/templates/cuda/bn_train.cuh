@@ -325,7 +325,11 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 
 // ---------------------------------------------------------------- backward
 
-constexpr int kBnGradUnits = 4;  // units a thread has in flight in the backward kernels
+// Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
+// run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
+// window's 16 bytes a unit, 280 / 300 / 332 / 296 us: benchmarks/h100/s15.)
+constexpr int kBnGradSumsUnits = 4;
+constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
 // load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
@@ -435,8 +439,8 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradUnits];
-  for_block_units_unrolled<kBlock, kBnGradUnits>(
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+  for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
       shape, split, c, s,
       [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
       [&](int r, int64_t p, int64_t j) {
@@ -486,8 +490,8 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradUnits];
-  for_block_units_unrolled<kBlock, kBnGradUnits>(
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
+  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
       shape, split, c, s,
       [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
       [&](int r, int64_t p, int64_t j) {

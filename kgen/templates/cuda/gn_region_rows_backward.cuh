@@ -59,11 +59,20 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   const int cbase = group * D;
   const double inv_d = 1.0 / double(D);
 
+  // A lane's channels never change: their gamma, beta and functors are loaded once, into registers (so the
+  // compiler also sees that pass 2's recomputation of z is pass 1's).
   float gm[kPacks][4], bt[kPacks][4];
+  Pro pros[kPacks][4];
+  Epi epis[kPacks][4];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     load_affine4(gamma, cbase + 4 * (k * L + lane), plan.affine_vec, 1.f, gm[k]);
     load_affine4(beta, cbase + 4 * (k * L + lane), plan.affine_vec, 0.f, bt[k]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      pros[k][e] = Pro::at(params, cbase + 4 * (k * L + lane) + e);
+      epis[k][e] = Epi::at(params, cbase + 4 * (k * L + lane) + e);
+    }
   }
   float acc[K][kPacks][4];
 #pragma unroll
@@ -124,8 +133,8 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = cbase + 4 * (k * L + lane) + e;
-        const Pro pro = Pro::at(params, c);
-        const Epi epi = Epi::at(params, c);
+        const Pro& pro = pros[k][e];
+        const Epi& epi = epis[k][e];
         const float z = pro.value(xv[k][e]);
         xh[k][e] = centered(z, mu) * rs;
         const float y = xh[k][e] * gm[k][e] + bt[k][e];
@@ -168,8 +177,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       float d[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int c = cbase + 4 * (k * L + lane) + e;
-        const Pro pro = Pro::at(params, c);
+        const Pro& pro = pros[k][e];
         // gamma dy rounded once, as the A it cancels against was formed: a one-value slice gives exactly 0
         const float dz = rs * fmaf(cb, xh[k][e], __fadd_rn(__fmul_rn(gm[k][e], dy[k][e]), ca)) + dzd[k][e];
         float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
