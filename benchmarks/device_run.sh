@@ -21,6 +21,7 @@
 #   s11e                  session 11's closing call: the rows forward's final constants, L2-37 and L2-94
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   s15                   session 15's A/B of the rows and batch-norm backward kernels, their GPU tests
+#   s15b                  session 15's A/B of the backward sweeps' register cap, the resident and bn tests, checks
 #   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
 #   s13                   session 13's element-wise kernels of several tensors: tests, checks, builds; S13_TIMING=1:
 #                         timings and every problem's kernel rates, forward and backward (benchmarks/kernel_rates.py)
@@ -529,6 +530,33 @@ PY
       for f in "$P"/ab_*.log; do echo "== $f"; grep -vE "^\[|ninja|Building|Warn|warn" "$f" | tail -n 12; done
       tail -n 3 "$P"/pytest_*.log 2>/dev/null
       tar czf "$OUT/s15_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s15b)  # session 15: the two-pass backward sweeps' register cap (kSweepBackwardWarps) A/B at S15B_AB's problems
+      # (default L2-92, 85, 83), beside the resident and batch-norm GPU tests (S15_TESTS, default on) and the
+      # checks (validate + KernelBench) of S15B_FAMILY's problems (default the rows backward's and L2-11).
+      P=$OUT/s15b; V=.build/s15b; G=.build/family_s15; mkdir -p "$P" "$V" "$G"
+      kb_wheels
+      if [ -n "${S15_TESTS-1}" ]; then
+        (timeout -k 5 540 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py \
+           > "$P/pytest_bn_train.log" 2>&1; echo "exit code: $?" >> "$P/pytest_bn_train.log") &
+        (timeout -k 5 540 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_resident.py \
+           > "$P/pytest_resident.log" 2>&1; echo "exit code: $?" >> "$P/pytest_resident.log") &
+      fi
+      (fam_run "$G" "${S15B_FAMILY:-37,62,75,88,94,11}" --workers 3 --budget "${S15B_CHECK_BUDGET:-300}" \
+         > "$P/family_checks.txt") &
+      for n in ${S15B_AB:-92 85 83}; do
+        python3 -m kgen.cli emit --ref .kb/problems/level2_${n}_*.py -o "$V/l2_$n.py"
+        (timeout -k 5 540 python3 benchmarks/kernel_variants.py "$V/l2_$n.py" --backward --kernel backward_sweep \
+           --rounds "${S15_ROUNDS:-3}" --calls 10 --json "$P/ab_sweep_$n.json" \
+           --variant "w24:kSweepBackwardWarps = 8;=>kSweepBackwardWarps = 24;" \
+           --variant "w32:kSweepBackwardWarps = 8;=>kSweepBackwardWarps = 32;" > "$P/ab_sweep_$n.log" 2>&1
+         echo "exit code: $?" >> "$P/ab_sweep_$n.log") &
+        sleep 2
+      done
+      wait
+      for f in "$P"/ab_*.log; do echo "== $f"; grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$f" | tail -n 6 | cut -c1-250; done
+      tail -n 3 "$P"/pytest_*.log 2>/dev/null; grep -E "^L[12]" "$P/family_checks.txt"
+      rm -f "$G"/*.py; cp -r "$G" "$P/family"
+      tar czf "$OUT/s15b_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix (NCU_SECTIONS: more "--section X"). One log a problem, and the summary lines on

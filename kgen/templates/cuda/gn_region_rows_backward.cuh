@@ -10,10 +10,17 @@
 // with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
 // the prologue's and epilogue's) add up in registers across the team's samples, then land as one row of
 // `partial` (R, K, C), which column_sums adds in a fixed order: bitwise reproducible. Per slice: x and dout
-// (kNone; a reduction's per-sample gradient otherwise) loaded one step ahead, everything recomputed from x
-// and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat reduced over the team by an xor
-// butterfly in double, then dx = Pro'(x) (rstd (gamma dy - A / D - xhat B / D) + dz_epi) + dx_epi stored.
-// The step count is the same for every thread, so whole warps reach each shuffle.
+// (kNone; a reduction's per-sample gradient otherwise) loaded kRowsBackwardAhead steps ahead, everything
+// recomputed from x and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat (summed in float
+// within a lane, then over the team by an xor butterfly in double), then dx = Pro'(x) (rstd (gamma dy - A / D
+// - xhat B / D) + dz_epi) + dx_epi stored. The step count is the same for every thread, so whole warps reach
+// each shuffle.
+//
+// Measured (H100, L2-37's (32768, 4096) Swish + bias region, 64-value slices, teams of 16 lanes; kernel time
+// in one run each, benchmarks/h100/s15): 860 us with the functors reloaded per value and pass 2 recomputing
+// the sigmoid; 718 us with them in registers (one sigmoid a value); 707 us with float lane sums; 625 us with
+// those and registers capped for 24 warps an SM (80, no spill; the 94 uncapped leave 16). Loads 2-3 steps
+// ahead, or 32 warps (spills), were slower.
 namespace kgen {
 
 struct RowsBackwardPlan {
@@ -28,16 +35,17 @@ struct RowsBackwardPlan {
 
 constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
 constexpr int kRowsBackwardAhead = 1;     // samples whose x and dout a team loads ahead of the one it works on
-constexpr int kRowsBackwardWarps = 8;     // warps an SM the registers are capped for (__launch_bounds__)
+constexpr int kRowsBackwardWarps = 24;    // warps an SM the registers are capped for, a pack a lane
 
-// Blocks an SM for kRowsBackwardWarps, at least one: the register cap __launch_bounds__ derives.
-template <int kBlock>
+// Blocks an SM for kRowsBackwardWarps, at least one: the register cap __launch_bounds__ derives. Two packs a
+// lane are left uncapped (146 registers at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
+template <int kBlock, int kPacks>
 constexpr int rows_backward_min_blocks() {
-  return kRowsBackwardWarps * kWarpSize / kBlock > 0 ? kRowsBackwardWarps * kWarpSize / kBlock : 1;
+  return kPacks == 1 && kRowsBackwardWarps * kWarpSize / kBlock > 0 ? kRowsBackwardWarps * kWarpSize / kBlock : 1;
 }
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
-__global__ void __launch_bounds__(kBlock, rows_backward_min_blocks<kBlock>())
+__global__ void __launch_bounds__(kBlock, rows_backward_min_blocks<kBlock, kPacks>())
 region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -127,7 +135,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
     // pass 1: dy and the epilogue's derivatives of each value; the slice sums A, B
     float xh[kPacks][4], dy[kPacks][4], dzd[kPacks][4], dxd[kPacks][4];
-    double a = 0.0, b = 0.0;
+    float lane_a = 0.f, lane_b = 0.f;  // this lane's share of A and B
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
@@ -161,10 +169,11 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
         acc[1][k][e] += dy[k][e];  // dbeta
 #pragma unroll
         for (int p = 0; p < kEpi; ++p) acc[2 + kPro + p][k][e] += pe[p];
-        a += double(gm[k][e]) * double(dy[k][e]);
-        b += double(gm[k][e]) * double(dyx);
+        lane_a = fmaf(gm[k][e], dy[k][e], lane_a);
+        lane_b = fmaf(gm[k][e], dyx, lane_b);
       }
     }
+    double a = lane_a, b = lane_b;
     for (int o = L / 2; o > 0; o /= 2) {
       a += shfl_xor(a, o);
       b += shfl_xor(b, o);

@@ -368,12 +368,20 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+constexpr int kSweepBackwardWarps = 8;  // warps an SM the backward sweeps' registers are capped for
+
+// Blocks an SM for kSweepBackwardWarps, at least one: the register cap __launch_bounds__ derives.
+template <int kBlock>
+constexpr int sweep_backward_min_blocks() {
+  return kSweepBackwardWarps * kWarpSize / kBlock > 0 ? kSweepBackwardWarps * kWarpSize / kBlock : 1;
+}
+
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, sweep_backward_min_blocks<kBlock>())
 backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
