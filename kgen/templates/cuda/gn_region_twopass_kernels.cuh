@@ -368,7 +368,11 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
-constexpr int kSweepBackwardWarps = 8;  // warps an SM the backward sweeps' registers are capped for
+// Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
+// in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
+// 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
+// L2-92 spills, 1196 us.)
+constexpr int kSweepBackwardWarps = 24;
 
 // Blocks an SM for kSweepBackwardWarps, at least one: the register cap __launch_bounds__ derives.
 template <int kBlock>
