@@ -2736,10 +2736,17 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 // with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
 // the prologue's and epilogue's) add up in registers across the team's samples, then land as one row of
 // `partial` (R, K, C), which column_sums adds in a fixed order: bitwise reproducible. Per slice: x and dout
-// (kNone; a reduction's per-sample gradient otherwise) loaded one step ahead, everything recomputed from x
-// and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat reduced over the team by an xor
-// butterfly in double, then dx = Pro'(x) (rstd (gamma dy - A / D - xhat B / D) + dz_epi) + dx_epi stored.
-// The step count is the same for every thread, so whole warps reach each shuffle.
+// (kNone; a reduction's per-sample gradient otherwise) loaded kRowsBackwardAhead steps ahead, everything
+// recomputed from x and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat (summed in float
+// within a lane, then over the team by an xor butterfly in double), then dx = Pro'(x) (rstd (gamma dy - A / D
+// - xhat B / D) + dz_epi) + dx_epi stored. The step count is the same for every thread, so whole warps reach
+// each shuffle.
+//
+// Measured (H100, L2-37's (32768, 4096) Swish + bias region, 64-value slices, teams of 16 lanes; kernel time
+// in one run each, benchmarks/h100/s15): 860 us with the functors reloaded per value and pass 2 recomputing
+// the sigmoid; 718 us with them in registers (one sigmoid a value); 707 us with float lane sums; 625 us with
+// those and registers capped for 24 warps an SM (80, no spill; the 94 uncapped leave 16). Loads 2-3 steps
+// ahead, or 32 warps (spills), were slower.
 namespace kgen {
 
 struct RowsBackwardPlan {
@@ -2753,9 +2760,18 @@ struct RowsBackwardPlan {
 };
 
 constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
+constexpr int kRowsBackwardAhead = 1;     // samples whose x and dout a team loads ahead of the one it works on
+constexpr int kRowsBackwardWarps = 24;    // warps an SM the registers are capped for, a pack a lane
+
+// Blocks an SM for kRowsBackwardWarps, at least one: the register cap __launch_bounds__ derives. Two packs a
+// lane are left uncapped (146 registers at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
+template <int kBlock, int kPacks>
+constexpr int rows_backward_min_blocks() {
+  return kPacks == 1 && kRowsBackwardWarps * kWarpSize / kBlock > 0 ? kRowsBackwardWarps * kWarpSize / kBlock : 1;
+}
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, rows_backward_min_blocks<kBlock, kPacks>())
 region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -2777,11 +2793,20 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   const int cbase = group * D;
   const double inv_d = 1.0 / double(D);
 
+  // A lane's channels never change: their gamma, beta and functors are loaded once, into registers (so the
+  // compiler also sees that pass 2's recomputation of z is pass 1's).
   float gm[kPacks][4], bt[kPacks][4];
+  Pro pros[kPacks][4];
+  Epi epis[kPacks][4];
 #pragma unroll
   for (int k = 0; k < kPacks; ++k) {
     load_affine4(gamma, cbase + 4 * (k * L + lane), plan.affine_vec, 1.f, gm[k]);
     load_affine4(beta, cbase + 4 * (k * L + lane), plan.affine_vec, 0.f, bt[k]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      pros[k][e] = Pro::at(params, cbase + 4 * (k * L + lane) + e);
+      epis[k][e] = Epi::at(params, cbase + 4 * (k * L + lane) + e);
+    }
   }
   float acc[K][kPacks][4];
 #pragma unroll
@@ -2805,11 +2830,21 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
   };
 
-  float xv[kPacks][4], gv[kPacks][4];
-  load(0, xv, gv);
+  // a queue of the next kRowsBackwardAhead samples' loads: the front is worked on while the rest are in flight
+  constexpr int kAhead = kRowsBackwardAhead;
+  float xq[kAhead][kPacks][4], gq[kAhead][kPacks][4];
+#pragma unroll
+  for (int a = 0; a < kAhead; ++a) load(a, xq[a], gq[a]);
   for (int64_t j = 0; j < plan.steps; ++j) {
-    float xn[kPacks][4], gn[kPacks][4];
-    load(j + 1, xn, gn);  // predicated off past the last sample
+    float xv[kPacks][4], gv[kPacks][4];
+    take_loaded(xq[0], xv);
+    if constexpr (kNone) take_loaded(gq[0], gv);
+#pragma unroll
+    for (int a = 0; a + 1 < kAhead; ++a) {
+      take_loaded(xq[a + 1], xq[a]);
+      if constexpr (kNone) take_loaded(gq[a + 1], gq[a]);
+    }
+    load(j + kAhead, xq[kAhead - 1], gq[kAhead - 1]);  // predicated off past the last sample
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
     const int64_t u = n * plan.groups + group;
@@ -2826,14 +2861,14 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
     // pass 1: dy and the epilogue's derivatives of each value; the slice sums A, B
     float xh[kPacks][4], dy[kPacks][4], dzd[kPacks][4], dxd[kPacks][4];
-    double a = 0.0, b = 0.0;
+    float lane_a = 0.f, lane_b = 0.f;  // this lane's share of A and B
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = cbase + 4 * (k * L + lane) + e;
-        const Pro pro = Pro::at(params, c);
-        const Epi epi = Epi::at(params, c);
+        const Pro& pro = pros[k][e];
+        const Epi& epi = epis[k][e];
         const float z = pro.value(xv[k][e]);
         xh[k][e] = centered(z, mu) * rs;
         const float y = xh[k][e] * gm[k][e] + bt[k][e];
@@ -2860,10 +2895,11 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
         acc[1][k][e] += dy[k][e];  // dbeta
 #pragma unroll
         for (int p = 0; p < kEpi; ++p) acc[2 + kPro + p][k][e] += pe[p];
-        a += double(gm[k][e]) * double(dy[k][e]);
-        b += double(gm[k][e]) * double(dyx);
+        lane_a = fmaf(gm[k][e], dy[k][e], lane_a);
+        lane_b = fmaf(gm[k][e], dyx, lane_b);
       }
     }
+    double a = lane_a, b = lane_b;
     for (int o = L / 2; o > 0; o /= 2) {
       a += shfl_xor(a, o);
       b += shfl_xor(b, o);
@@ -2876,8 +2912,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       float d[4];
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int c = cbase + 4 * (k * L + lane) + e;
-        const Pro pro = Pro::at(params, c);
+        const Pro& pro = pros[k][e];
         // gamma dy rounded once, as the A it cancels against was formed: a one-value slice gives exactly 0
         const float dz = rs * fmaf(cb, xh[k][e], __fadd_rn(__fmul_rn(gm[k][e], dy[k][e]), ca)) + dzd[k][e];
         float pk[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
@@ -2887,8 +2922,6 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       }
       if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
     }
-    take_loaded(xn, xv);
-    if constexpr (kNone) take_loaded(gn, gv);
   }
   // this team's row of partial: (R, K, C)
 #pragma unroll
@@ -3282,7 +3315,8 @@ bool rows_backward_applies(int64_t slice, int lanes, int width) {
 
 // The rows backward's team width where the rows forward applies, else 0: a pack a lane up to 32 lanes (its
 // running sums, K x 4 a pack, take registers that a second pack would take from the warps an SM holds: H100,
-// L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1, 100 and two).
+// L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1, 100 and two, session
+// 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three, session 15).
 inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups) {
   if (rows_lanes(channels, plane, groups) == 0) return 0;
   const int64_t packs = channels / groups / 4;
@@ -4095,12 +4129,24 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+// Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
+// in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
+// 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
+// L2-92 spills, 1196 us.)
+constexpr int kSweepBackwardWarps = 24;
+
+// Blocks an SM for kSweepBackwardWarps, at least one: the register cap __launch_bounds__ derives.
+template <int kBlock>
+constexpr int sweep_backward_min_blocks() {
+  return kSweepBackwardWarps * kWarpSize / kBlock > 0 ? kSweepBackwardWarps * kWarpSize / kBlock : 1;
+}
+
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, sweep_backward_min_blocks<kBlock>())
 backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -5566,16 +5612,6 @@ struct UnitCursor {
   }
 };
 
-// Calls body(p, j) for each unit of this block's share of channel c (split s): p = n C + c, the (sample,
-// channel) plane, and j the unit within it.
-template <int kBlock, class Body>
-__device__ __forceinline__ void for_block_units(const BnShape& shape, const BnSplit& split, int64_t c, int s,
-                                                Body&& body) {
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kBlock, u.advance()) body(u.n * shape.c + c, u.j);
-}
-
 template <int kBlock>
 inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
   const int64_t units = units_per_plane * samples;
@@ -5733,24 +5769,25 @@ __device__ __forceinline__ bool pool_takes(float v, float best) {
   return v > best || isnan(v);
 }
 
-// for_block_units with kUnroll units a thread at a time: load(r, p, j) for each of them first (its loads
-// issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in flight, not one.
-template <int kBlock, class Load, class Finish>
+// The units of this block's share of channel c (split s), kUnroll a thread at a time: load(r, p, j) for each
+// of them first (its loads issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in
+// flight, not one. p = n C + c is the unit's (sample, channel) plane, j the unit within it.
+template <int kBlock, int kUnits, class Load, class Finish>
 __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, const BnSplit& split, int64_t c,
                                                          int s, Load&& load, Finish&& finish) {
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
-    int64_t p[kUnroll], j[kUnroll];
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
+    int64_t p[kUnits], j[kUnits];
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       p[r] = u.n * shape.c + c;
       j[r] = u.j;
       if (q + r * kBlock < end) load(r, p[r], j[r]);
       u.advance();
     }
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) finish(r, p[r], j[r]);
     }
   }
@@ -5822,26 +5859,52 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
     }
   };
-  for_block_units_unrolled<kBlock>(shape, split, c, s, load, finish);
+  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
 }
 
 // ---------------------------------------------------------------- backward
 
-// gy (dL/dy) of the window's (or pack's) elements through F and the pooling, from dout; calls
-// body(offset in the plane, gy, xhat) for each element.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, class Body>
-__device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, const float* __restrict__ dp,
-                                                 int64_t j, const BnShape& shape, const WindowOffsets& wo,
-                                                 float2 ab, float mean_c,
-                                                 float rstd_c, const F& f, float (&dparam)[kMaxParams],
-                                                 Body&& body) {
-  if constexpr (kPool) {
-    const BnWindow win(shape, j);
-    const float g = __ldg(dp + j);
-    if constexpr (kWin > 0) {
-      float v[kWin];
-      int at[kWin];
-      win.gather(xp, wo, v, at);
+// Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
+// run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
+// window's 16 bytes a unit, 280 / 300 / 332 / 296 us: benchmarks/h100/s15.)
+constexpr int kBnGradSumsUnits = 4;
+constexpr int kBnGradApplyUnits = 1;
+
+// One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
+// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
+// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling. A window
+// of any other size is walked element by element in finish().
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
+struct BnUnitGradient {
+  static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
+  float v[kHeld];               // x of the held elements
+  float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
+  int base;                     // kPool: the window's first element
+
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo) {
+    if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      base = win.base;
+      g[0] = __ldg(dp + j);
+      if constexpr (kWin > 0) {
+        int at[kWin];
+        win.gather(xp, wo, v, at);
+      }
+    } else if constexpr (kVec) {
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
+    } else {
+      v[0] = __ldg(xp + j);
+      g[0] = __ldg(dp + j);
+    }
+  }
+
+  template <class Body>
+  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
+                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
+                                         float (&dparam)[kMaxParams], Body&& body) const {
+    if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
         float best = -INFINITY;
         int arg = 0;
@@ -5857,56 +5920,48 @@ __device__ __forceinline__ void bn_unit_gradient(const float* __restrict__ xp, c
         float y_arg = 0.f;
 #pragma unroll
         for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
-        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g, dparam);
+        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) body(at[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
+        for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
       } else {
-        const float share = g / float(kWin);
+        const float share = g[0] / float(kWin);
 #pragma unroll
         for (int k = 0; k < kWin; ++k) {
-          body(at[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
+          body(base + wo.off[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
         }
       }
-    } else if constexpr (kOp == ReduceOp::kMax) {
-      float best = -INFINITY;
-      int arg = 0;
-      win.each([&](int k, int at) {
-        const float v = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
-        if (pool_takes<kOp>(v, best)) {
-          best = v;
-          arg = k;
-        }
-      });
-      win.each([&](int k, int at) {
-        const float xi = __ldg(xp + at);
-        const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g, dparam) : 0.f;
-        body(at, gy, (xi - mean_c) * rstd_c);
-      });
+    } else if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      if constexpr (kOp == ReduceOp::kMax) {
+        float best = -INFINITY;
+        int arg = 0;
+        win.each([&](int k, int at) {
+          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        });
+        win.each([&](int k, int at) {
+          const float xi = __ldg(xp + at);
+          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
+          body(at, gy, (xi - mean_c) * rstd_c);
+        });
+      } else {
+        const float share = g[0] / float(win.size());
+        win.each([&](int, int at) {
+          const float xi = __ldg(xp + at);
+          body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
+        });
+      }
     } else {
-      const float share = g / float(win.size());
-      win.each([&](int, int at) {
-        const float xi = __ldg(xp + at);
-        body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
-      });
-    }
-  } else {
-    constexpr int W = kVec ? 4 : 1;
-    float xs[W], gs[W];
-    if constexpr (kVec) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(xp) + j);
-      const float4 g = __ldg(reinterpret_cast<const float4*>(dp) + j);
-      xs[0] = v.x, xs[1] = v.y, xs[2] = v.z, xs[3] = v.w;
-      gs[0] = g.x, gs[1] = g.y, gs[2] = g.z, gs[3] = g.w;
-    } else {
-      xs[0] = __ldg(xp + j);
-      gs[0] = __ldg(dp + j);
-    }
 #pragma unroll
-    for (int i = 0; i < W; ++i) {
-      body(j * W + i, f.backward(fmaf(xs[i], ab.x, ab.y), gs[i], dparam), (xs[i] - mean_c) * rstd_c);
+      for (int i = 0; i < kHeld; ++i) {
+        body(j * kHeld + i, f.backward(fmaf(v[i], ab.x, ab.y), g[i], dparam), (v[i] - mean_c) * rstd_c);
+      }
     }
   }
-}
+};
 
 // partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
@@ -5923,13 +5978,16 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
-    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
-                                          dparam, [&](int64_t, float gy, float xhat) {
-                                            sum_gy += gy;
-                                            sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
-                                          });
-  });
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+  for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+      shape, split, c, s,
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam, [&](int64_t, float gy, float xhat) {
+          sum_gy += gy;
+          sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+        });
+      });
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
   // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
@@ -5971,13 +6029,16 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  for_block_units<kBlock>(shape, split, c, s, [&](int64_t p, int64_t j) {
-    float* dxp = dx + p * plane;
-    bn_unit_gradient<F, kOp, kPool, kVec, kWin>(x + p * plane, dout + p * out_plane, j, shape, wo, ab, mean_c, rstd_c, f,
-                                          unused, [&](int64_t i, float gy, float xhat) {
-                                            dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
-                                          });
-  });
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
+  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
+      shape, split, c, s,
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        float* dxp = dx + p * plane;
+        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
+          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+        });
+      });
   if constexpr (kPool && kBatchStats) {
     // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
     // but the batch statistics still carry one to them.
