@@ -501,7 +501,7 @@ PY
       cp "$R/KERNEL_RATES.md" "$R/kernel_rates.json" "$P/" 2>/dev/null
       rm -f "$G"/*.py; cp -r "$G" "$P/family"
       tar czf "$OUT/s13p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    s15)  # session 15: the rows backward's loads in flight and register cap (kRowsBackwardAhead, kRowsBackwardWarps)
+    s15)  # session 15: the rows backward's loads in flight and register cap (kRowsBackwardAhead, since removed; kRowsBackwardWarps)
       # and the batch-norm backward's units in flight (kBnGradUnits): an A/B of each at its problem (L2-37, L2-11;
       # benchmarks/kernel_variants.py --backward, S15_ROUNDS rounds), beside the rows and batch-norm GPU tests
       # (S15_TESTS, default on). S15_ROWS_VARIANTS / S15_BN_VARIANTS: kernel_variants --variant lists (one a line).

@@ -59,6 +59,12 @@ constexpr int kWarpSize = 32;
 // Independent 16-byte loads each thread issues before it consumes the first one.
 constexpr int kUnroll = 4;
 
+// Blocks of `block` threads an SM that hold `warps` warps, at least one: the minimum __launch_bounds__ takes to
+// cap a kernel's registers for that many warps.
+constexpr int min_blocks_for_warps(int warps, int block) {
+  return warps * kWarpSize / block > 0 ? warps * kWarpSize / block : 1;
+}
+
 // Running moments of a stream of values (Welford / Chan). `count` is a float: one block never
 // folds more than 2^24 values, and the cross-block combine below runs in double.
 struct Moments {

@@ -46,6 +46,12 @@ constexpr int kWarpSize = 32;
 // Independent 16-byte loads each thread issues before it consumes the first one.
 constexpr int kUnroll = 4;
 
+// Blocks of `block` threads an SM that hold `warps` warps, at least one: the minimum __launch_bounds__ takes to
+// cap a kernel's registers for that many warps.
+constexpr int min_blocks_for_warps(int warps, int block) {
+  return warps * kWarpSize / block > 0 ? warps * kWarpSize / block : 1;
+}
+
 // Running moments of a stream of values (Welford / Chan). `count` is a float: one block never
 // folds more than 2^24 values, and the cross-block combine below runs in double.
 struct Moments {
@@ -2735,7 +2741,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 // with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
 // the prologue's and epilogue's) add up in registers across the team's samples, then land as one row of
 // `partial` (R, K, C), which column_sums adds in a fixed order: bitwise reproducible. Per slice: x and dout
-// (kNone; a reduction's per-sample gradient otherwise) loaded kRowsBackwardAhead steps ahead, everything
+// (kNone; a reduction's per-sample gradient otherwise) loaded one step ahead, everything
 // recomputed from x and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat (summed in float
 // within a lane, then over the team by an xor butterfly in double), then dx = Pro'(x) (rstd (gamma dy - A / D
 // - xhat B / D) + dz_epi) + dx_epi stored. The step count is the same for every thread, so whole warps reach
@@ -2759,18 +2765,12 @@ struct RowsBackwardPlan {
 };
 
 constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
-constexpr int kRowsBackwardAhead = 1;     // samples whose x and dout a team loads ahead of the one it works on
-constexpr int kRowsBackwardWarps = 24;    // warps an SM the registers are capped for, a pack a lane
-
-// Blocks an SM for kRowsBackwardWarps, at least one: the register cap __launch_bounds__ derives. Two packs a
-// lane are left uncapped (146 registers at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
-template <int kBlock, int kPacks>
-constexpr int rows_backward_min_blocks() {
-  return kPacks == 1 && kRowsBackwardWarps * kWarpSize / kBlock > 0 ? kRowsBackwardWarps * kWarpSize / kBlock : 1;
-}
+// Warps an SM the registers are capped for at a pack a lane. Two packs a lane are left uncapped (139 registers
+// at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
+constexpr int kRowsBackwardWarps = 24;
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
-__global__ void __launch_bounds__(kBlock, rows_backward_min_blocks<kBlock, kPacks>())
+__global__ void __launch_bounds__(kBlock, kPacks == 1 ? min_blocks_for_warps(kRowsBackwardWarps, kBlock) : 1)
 region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -2829,21 +2829,11 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
   };
 
-  // a queue of the next kRowsBackwardAhead samples' loads: the front is worked on while the rest are in flight
-  constexpr int kAhead = kRowsBackwardAhead;
-  float xq[kAhead][kPacks][4], gq[kAhead][kPacks][4];
-#pragma unroll
-  for (int a = 0; a < kAhead; ++a) load(a, xq[a], gq[a]);
+  float xv[kPacks][4], gv[kPacks][4];
+  load(0, xv, gv);
   for (int64_t j = 0; j < plan.steps; ++j) {
-    float xv[kPacks][4], gv[kPacks][4];
-    take_loaded(xq[0], xv);
-    if constexpr (kNone) take_loaded(gq[0], gv);
-#pragma unroll
-    for (int a = 0; a + 1 < kAhead; ++a) {
-      take_loaded(xq[a + 1], xq[a]);
-      if constexpr (kNone) take_loaded(gq[a + 1], gq[a]);
-    }
-    load(j + kAhead, xq[kAhead - 1], gq[kAhead - 1]);  // predicated off past the last sample
+    float xn[kPacks][4], gn[kPacks][4];
+    load(j + 1, xn, gn);  // predicated off past the last sample
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
     const int64_t u = n * plan.groups + group;
@@ -2921,6 +2911,8 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       }
       if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
     }
+    take_loaded(xn, xv);
+    if constexpr (kNone) take_loaded(gn, gv);
   }
   // this team's row of partial: (R, K, C)
 #pragma unroll
@@ -4134,18 +4126,12 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
 // L2-92 spills, 1196 us.)
 constexpr int kSweepBackwardWarps = 24;
 
-// Blocks an SM for kSweepBackwardWarps, at least one: the register cap __launch_bounds__ derives.
-template <int kBlock>
-constexpr int sweep_backward_min_blocks() {
-  return kSweepBackwardWarps * kWarpSize / kBlock > 0 ? kSweepBackwardWarps * kWarpSize / kBlock : 1;
-}
-
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
-__global__ void __launch_bounds__(kBlock, sweep_backward_min_blocks<kBlock>())
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,

@@ -374,18 +374,12 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
 // L2-92 spills, 1196 us.)
 constexpr int kSweepBackwardWarps = 24;
 
-// Blocks an SM for kSweepBackwardWarps, at least one: the register cap __launch_bounds__ derives.
-template <int kBlock>
-constexpr int sweep_backward_min_blocks() {
-  return kSweepBackwardWarps * kWarpSize / kBlock > 0 ? kSweepBackwardWarps * kWarpSize / kBlock : 1;
-}
-
 // One sweep over (plane, chunk) blocks, two flavours:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
-__global__ void __launch_bounds__(kBlock, sweep_backward_min_blocks<kBlock>())
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
