@@ -22,6 +22,7 @@
 #   ncu12                 ncu on kgen's kernels of NCU_FAMILY's problems (session 11)
 #   s15                   session 15's A/B of the rows and batch-norm backward kernels, their GPU tests
 #   s15b                  session 15's A/B of the backward sweeps' register cap, the resident and bn tests, checks
+#   s16                   session 16's pipelined two-pass backward: two-pass and cluster tests, A/B against the sweeps
 #   s12                   session 12's rows sample reductions and broadcast element-wise kernel: tests, checks, timings
 #   s13                   session 13's element-wise kernels of several tensors: tests, checks, builds; S13_TIMING=1:
 #                         timings and every problem's kernel rates, forward and backward (benchmarks/kernel_rates.py)
@@ -557,6 +558,41 @@ PY
       tail -n 3 "$P"/pytest_*.log 2>/dev/null; grep -E "^L[12]" "$P/family_checks.txt"
       rm -f "$G"/*.py; cp -r "$G" "$P/family"
       tar czf "$OUT/s15b_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
+    s16)  # session 16: the pipelined two-pass backward (gn_region_twopass_pipeline.cuh). Builds every A/B variant and
+      # the two-pass test extension at once, runs the two-pass and cluster GPU tests (S16_TESTS, default on; -k
+      # S16_TESTS_K), then the A/Bs one after another on a quiet GPU: per problem of S16_AB (default the two-pass
+      # problems), kernel_variants --backward over the backward's kernels, the variants S16_VARIANTS_<n> (one a line)
+      # or the defaults below (base = the file as planned; "sweeps" = the two sweep kernels).
+      P=$OUT/s16; V=.build/s16; mkdir -p "$P" "$V"
+      K='backward_pipeline|backward_sweep|backward_group|param_grad|param_sums'
+      sweeps='sweeps:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{0};'
+      force='force:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{1};'
+      declare -A AB
+      for n in ${S16_AB:-35 19 21 60 61 83 92 85}; do
+        if [ "$n" = 35 ]; then f=.kb/problems/level1_35_*.py; else f=$(ls .kb/problems/level2_${n}_*.py); fi
+        python3 -m kgen.cli emit --ref $f -o "$V/p$n.py"
+        var="S16_VARIANTS_$n"
+        if [ -n "${!var-}" ]; then mapfile -t vs <<< "${!var}"; else vs=("$sweeps" "$force"); fi
+        args=(); for v in "${vs[@]}"; do args+=(--variant "$v"); done
+        AB[$n]=$(printf '%q ' "${args[@]}")
+        (python3 benchmarks/kernel_variants.py "$V/p$n.py" --kernel "$K" --build-only "${args[@]}" \
+           > "$P/build_$n.log" 2>&1) &
+      done
+      if [ -n "${S16_TESTS-1}" ]; then
+        (timeout -k 5 560 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+           tests/gpu/test_gn_region_cluster.py -k "${S16_TESTS_K:-}" > "$P/pytest_twopass.log" 2>&1
+         echo "exit code: $?" >> "$P/pytest_twopass.log") &
+      fi
+      wait
+      tail -n 3 "$P"/pytest_*.log 2>/dev/null
+      for n in ${S16_AB:-35 19 21 60 61 83 92 85}; do
+        eval "args=(${AB[$n]})"
+        timeout -k 5 ${S16_AB_TIMEOUT:-120} python3 benchmarks/kernel_variants.py "$V/p$n.py" --backward --kernel "$K" \
+          --rounds "${S16_ROUNDS:-3}" --calls 10 --json "$P/ab_$n.json" "${args[@]}" > "$P/ab_$n.log" 2>&1
+        echo "exit code: $?" >> "$P/ab_$n.log"
+        echo "== L-$n"; grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$P/ab_$n.log" | tail -n 8 | cut -c1-330
+      done
+      tar czf "$OUT/s16_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
     ncu12)  # session 11: ncu on kgen's kernels (forward and backward) of NCU_FAMILY's problems (default L2-37, L2-92,
       # L2-11: the rows below 2.4 TB/s in FAMILY.md), emitted from .kb/problems; sections: speed of light, occupancy,
       # warp stalls, instruction mix (NCU_SECTIONS: more "--section X"). One log a problem, and the summary lines on

@@ -244,6 +244,26 @@ inline void allow_smem(const void* kernel, int64_t bytes) {
   done = bytes;
 }
 
+// ---- flags and counters between the blocks of one kernel (device scope)
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Adds v, returns the old value; releases this thread's earlier writes and acquires those the other
+// adders released.
+__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
 __device__ __forceinline__ void copy16(float* smem, const float* gmem) {

@@ -237,6 +237,26 @@ inline void allow_smem(const void* kernel, int64_t bytes) {
   done = bytes;
 }
 
+// ---- flags and counters between the blocks of one kernel (device scope)
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Adds v, returns the old value; releases this thread's earlier writes and acquires those the other
+// adders released.
+__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
 __device__ __forceinline__ void copy16(float* smem, const float* gmem) {
@@ -1133,24 +1153,6 @@ __device__ __forceinline__ void bulk_stores_read() { asm volatile("cp.async.bulk
 __device__ __forceinline__ void bulk_stores_done() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 __device__ __forceinline__ void fence_to_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #endif
-
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-// Adds v, returns the old value; releases this thread's earlier writes and acquires those the other
-// adders released.
-__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
 
 // The channel of successive offsets within a slice (32-bit: the planner keeps slices under 2^31 values),
 // for offsets that only grow: a compare per step, a division only on a jump past a whole plane. It starts

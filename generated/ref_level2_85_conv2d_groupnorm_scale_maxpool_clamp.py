@@ -239,6 +239,26 @@ inline void allow_smem(const void* kernel, int64_t bytes) {
   done = bytes;
 }
 
+// ---- flags and counters between the blocks of one kernel (device scope)
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// Adds v, returns the old value; releases this thread's earlier writes and acquires those the other
+// adders released.
+__device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
 __device__ __forceinline__ void copy16(float* smem, const float* gmem) {
@@ -3735,12 +3755,14 @@ struct ChunkSpan {
   __device__ __forceinline__ int64_t end_at(int64_t k) const { return k < head ? k : tail + (k - head); }
 };
 
-// A (plane, chunk) block of the sweep kernels.
+// A (plane, chunk) item of the sweep kernels: block `blockIdx.x`'s, or item `item` of a persistent kernel.
 struct PlaneChunk {
   int64_t plane, n, c, row, begin, count;  // row: the (sample, group) of the plane
-  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan) {
-    plane = blockIdx.x / plan.splits;
-    begin = int64_t(blockIdx.x % plan.splits) * plan.chunk;
+  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan)
+      : PlaneChunk(shape, plan, blockIdx.x) {}
+  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan, unsigned item) {
+    plane = item / plan.splits;
+    begin = int64_t(item % plan.splits) * plan.chunk;
     count = min(plan.chunk, shape.plane - begin);
     n = plane / shape.channels;
     c = plane - n * shape.channels;
@@ -4121,6 +4143,69 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+// One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
+// epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
+// (gn_region_twopass_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+struct ValueBackward {
+  const Channel<Pro, Epi>& ch;
+  const Upstream<R, O>& up;
+  const RegionShape& shape;
+  const Geometry& geo;
+  int64_t c;
+  const float* __restrict__ dout;
+  const float* __restrict__ out;
+  const int* __restrict__ aux;
+
+  // s: the value's position in its plane
+  template <int W, int N>
+  __device__ __forceinline__ void sums(const Pack<W> (&v)[N], int j, uint32_t s, float& sum_dy, float& sum_dy_zc,
+                                       float (&dparam)[kMaxParams]) const {
+    const float xv = v[0].v[j];
+    const float z = ch.pro.value(xv);
+    const float zc = centered(z, ch.mean);
+    const float y = zc * ch.scale + ch.shift;
+    const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
+    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+    sum_dy += dy;
+    sum_dy_zc += dy * zc;
+  }
+
+  // bc: the slice's coefficients (B, C); adds the prologue's parameter gradients into dparam
+  template <int W, int N>
+  __device__ __forceinline__ float dx(const Pack<W> (&v)[N], int j, uint32_t s, float2 bc,
+                                      float (&dparam)[kMaxParams]) const {
+    const float xv = v[0].v[j];
+    const float z = ch.pro.value(xv);
+    const float zc = centered(z, ch.mean);
+    const float y = zc * ch.scale + ch.shift;
+    const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
+    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+    float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
+    (void)discard;
+    const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+    return ch.pro.backward(xv, dz, dparam) + dx_direct;
+  }
+};
+
+// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more).
+template <ReduceKind R, ReduceOp O, int kStreams>
+__device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStreams], const float* __restrict__ x,
+                                                      const float* __restrict__ dout, const float* __restrict__ out,
+                                                      const int* __restrict__ aux, const RegionShape& shape,
+                                                      const PlaneChunk& b) {
+  in[0] = x + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kChannel) {
+    const int64_t at = b.n * shape.plane + b.begin;
+    in[1] = dout + at;
+    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
+    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+  }
+}
+
 // Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
 // in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
 // 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
@@ -4146,51 +4231,30 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const int64_t offset = b.plane * shape.plane + b.begin;
   const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-
+  const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
   const float* in[kStreams];
-  in[0] = x + offset;
-  if constexpr (R == ReduceKind::kNone) in[1] = dout + offset;
-  if constexpr (R == ReduceKind::kChannel) {
-    const int64_t at = b.n * shape.plane + b.begin;
-    in[1] = dout + at;
-    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
-    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
-  }
+  backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
   for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
-  float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  float* dst = kApply ? dx + offset : nullptr;
+  float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
   sweep<kBlock, W, kStreams>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      const float xv = v[0].v[j];
-      const float z = ch.pro.value(xv);
-      const float zc = centered(z, ch.mean);
-      const float y = zc * ch.scale + ch.shift;
       const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
-      const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), b.c, shape, geo, dout, out,
-                             aux);
-      float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
       if constexpr (kApply) {
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-        const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
-        r.v[j] = ch.pro.backward(xv, dz, dparam) + dx_direct;
+        r.v[j] = value.dx(v, j, s, bc, dparam);
       } else {
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-        sums[0] += dy;
-        sums[1] += dy * zc;
+        value.sums(v, j, s, sums[0], sums[1], dparam);
       }
     }
     if constexpr (kApply) store_pack<W>(dst, i, r);
   });
-  (void)discard;
 
   if constexpr (kSums > 0) {
     constexpr int kFirstParam = kApply ? 0 : 2;
@@ -4221,6 +4285,324 @@ __global__ void param_sums_kernel(const float* __restrict__ partial, int params,
   }
   s = warp_sum(s);
   if (lane == 0) out[w] = static_cast<float>(s);
+}
+
+}  // namespace region_twopass
+}  // namespace kgen
+
+// ---- gn_region_twopass_pipeline: the two-pass backward as ONE persistent kernel, its passes an L2 apart ----
+//
+// The two-pass backward reads x (and dout, ...) twice: a (sample, group) slice's sums of dy and dy (z - mean)
+// must be complete before any of its dx can be formed. As two kernels (backward_sweep_kernel), the second
+// pass reads everything from DRAM again: 5 units of traffic for kNone against a floor of 3. Here the two
+// passes are tasks of one kernel, dealt out by ticket in an order that keeps an item's pass B `lag` items
+// behind its pass A:
+//
+//   tickets 0 .. lag - 1    pass A of items 0 .. lag - 1
+//   then, alternately       pass A of item lag + k, pass B of item k
+//   then                    pass B of the last lag items
+//
+// An item is a few rounds of a sweep (kBlock threads x kUnroll packs each) of one plane: small, so that what
+// is read and written between an item's pass A and its pass B (about lag items of every stream and of dx)
+// stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
+// are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
+// ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
+//
+// Hand-over, per slice (the counters zeroed before the launch):
+//   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
+//            arrived[row] (release); the block that completes the count (acquire) merges the slice's
+//            partials in double in a fixed order (finish_slice), writes plane_sums and coef[row], and
+//            releases ready[row]
+//   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
+// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
+// waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket
+// can always finish. A block takes its next ticket while its current item's loads are in flight.
+// Deterministic: every partial has its slot and is merged in a fixed order, whichever block merges.
+namespace kgen {
+namespace region_twopass {
+
+// Read and written once per call by the pipelined backward, zeroed before the launch.
+struct PipelineSync {
+  unsigned* ticket;   // 1: the next ticket
+  unsigned* arrived;  // rows: pass A items done
+  unsigned* ready;    // rows: 1 once coef[row] is written
+};
+
+struct PipelinePlan {
+  SplitPlan split;     // an item is one (plane, chunk) of this split
+  unsigned items;      // planes * splits
+  unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits
+  unsigned lag;        // items from an item's pass A ticket to its pass B ticket, per_slice <= lag <= items
+};
+
+// What the pipelined backward reads and writes (coef, plane_sums, gn_partial: written during the kernel,
+// read by other blocks through L2).
+struct PipelineArgs {
+  const float* x;
+  const float* dout;
+  const float* out;
+  const int* aux;
+  RegionParams params;
+  RegionShape shape;
+  Geometry geo;
+  const float2* mean;
+  const float* rstd;
+  const float* gamma;
+  const float* beta;
+  float2* coef;
+  double2* plane_sums;
+  float* dx;
+  float2* gn_partial;
+  float* epi_partial;  // (Epi::kParams, items)
+  float* pro_partial;  // (Pro::kParams, items)
+};
+
+// Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
+// (H100 A/B of the hints: benchmarks/h100/s16/README.md.)
+constexpr bool kPipelineL2Hints = true;
+
+// ---- L2 eviction priorities (sm_80 and newer; plain accesses below)
+
+template <bool kKeep>
+__device__ __forceinline__ uint64_t l2_policy() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kKeep) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  }
+#endif
+  return policy;
+}
+
+template <int W>
+__device__ __forceinline__ Pack<W> load_pack_l2(const float* __restrict__ p, int64_t i, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kPipelineL2Hints) {
+    Pack<W> r;
+    if constexpr (W == 4) {
+      asm("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+          : "=f"(r.v[0]), "=f"(r.v[1]), "=f"(r.v[2]), "=f"(r.v[3])
+          : "l"(p + 4 * i), "l"(policy));
+    } else {
+      asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;" : "=f"(r.v[0]) : "l"(p + i), "l"(policy));
+    }
+    return r;
+  }
+#endif
+  (void)policy;
+  return load_pack<W>(p, i);
+}
+
+template <int W>
+__device__ __forceinline__ void store_pack_l2(float* __restrict__ p, int64_t i, const Pack<W>& v, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (kPipelineL2Hints) {
+    if constexpr (W == 4) {
+      asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p + 4 * i), "f"(v.v[0]),
+                   "f"(v.v[1]), "f"(v.v[2]), "f"(v.v[3]), "l"(policy)
+                   : "memory");
+    } else {
+      asm volatile("st.global.L2::cache_hint.f32 [%0], %1, %2;" ::"l"(p + i), "f"(v.v[0]), "l"(policy) : "memory");
+    }
+    return;
+  }
+#endif
+  (void)policy;
+  store_pack<W>(p, i, v);
+}
+
+// ---- tickets
+
+// Ticket t's task: pass A (false) or B (true) of item `item`.
+__device__ __forceinline__ bool ticket_task(unsigned t, const PipelinePlan& pipe, unsigned& item) {
+  const unsigned middle = 2 * (pipe.items - pipe.lag);
+  if (t < pipe.lag) {
+    item = t;
+    return false;
+  }
+  t -= pipe.lag;
+  if (t < middle) {
+    item = (t & 1u) ? t >> 1 : pipe.lag + (t >> 1);
+    return (t & 1u) != 0;
+  }
+  item = pipe.items - pipe.lag + (t - middle);
+  return true;
+}
+
+// One round of an item's loads: kUnroll packs of each stream, from pack `base` on (none past `packs`).
+template <int W, int kStreams, int kBlock>
+__device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], const float* const (&in)[kStreams],
+                                           int64_t base, int64_t packs, uint64_t policy) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t i = base + int64_t(u) * kBlock;
+#pragma unroll
+    for (int k = 0; k < kStreams; ++k) {
+      if (i < packs) v[u][k] = load_pack_l2<W>(in[k], i, policy);
+    }
+  }
+}
+
+// The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
+// fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
+// coefficients B, C (groupnorm.cuh's backward_group_kernel), and releases the slice.
+template <int kBlock>
+__device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
+                                          int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
+                                          double2* plane_sums, float2* coef, unsigned* ready) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ double2 per_warp[kWarps];
+  __threadfence();  // thread 0's acquiring add saw every other block's partials; this extends it to the block
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  double weighted_dy = 0.0, weighted_dy_centered = 0.0;
+  for (int64_t k = warp; k < cpg; k += kWarps) {
+    const float2* p = gn_partial + (first_plane + k) * splits;
+    double s0 = 0.0, s1 = 0.0;
+    for (int s = lane; s < splits; s += kWarpSize) {
+      const float2 q = __ldcg(p + s);  // written during this kernel: through L2
+      s0 += q.x;
+      s1 += q.y;
+    }
+    s0 = warp_sum(s0);
+    s1 = warp_sum(s1);
+    const double g = gamma != nullptr ? double(__ldg(gamma + first_channel + k)) : 1.0;
+    weighted_dy += g * s0;
+    weighted_dy_centered += g * s1;
+    if (lane == 0) plane_sums[first_plane + k] = make_double2(s0, s1);
+  }
+  if (lane == 0) per_warp[warp] = make_double2(weighted_dy, weighted_dy_centered);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double sum_dy = 0.0, sum_dy_centered = 0.0;
+    for (int w = 0; w < kWarps; ++w) {
+      sum_dy += per_warp[w].x;
+      sum_dy_centered += per_warp[w].y;
+    }
+    const double r = rstd;
+    const double d = double(cpg) * double(plane_elems);
+    *coef = make_float2(static_cast<float>(-r * r * r / d * sum_dy_centered), static_cast<float>(-r / d * sum_dy));
+    store_release(ready, 1u);  // orders the coefficients before the flag
+  }
+}
+
+// Pass A (kApply = false) or B of one item. `next_ticket`: thread 0 stores the block's next ticket there
+// while the item's first loads are in flight. `scratch`: a float2 of shared memory for the slice's
+// coefficients (pass B) or the "this block completed the slice" flag (pass A).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
+__device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
+                                              const PipelineSync& sync, unsigned item, unsigned* next_ticket,
+                                              float2* scratch) {
+  constexpr int W = kVec ? 4 : 1;
+  constexpr int kStreams = 1 + backward_streams<R, O>();
+  const RegionShape& shape = a.shape;
+  const PlaneChunk b(shape, pipe.split, item);
+  const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
+  const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
+  const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
+  const float* in[kStreams];
+  backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const uint64_t policy = l2_policy<!kApply>();
+  const int64_t packs = b.count / W;
+
+  Pack<W> v[kUnroll][kStreams];
+  int64_t base = threadIdx.x;
+  load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+  if (threadIdx.x == 0) *next_ticket = atomicAdd(sync.ticket, 1u);
+  float2 bc = make_float2(0.f, 0.f);
+  if constexpr (kApply) {
+    if (threadIdx.x == 0) {
+      for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
+      *scratch = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
+    }
+    __syncthreads();
+    bc = *scratch;
+  }
+
+  float sum_dy = 0.f, sum_dy_centered = 0.f;
+  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  float* dst = a.dx + b.plane * shape.plane + b.begin;
+  while (base < packs) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) {
+        Pack<W> r;
+#pragma unroll
+        for (int j = 0; j < W; ++j) {
+          const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+          if constexpr (kApply) {
+            r.v[j] = value.dx(v[u], j, s, bc, dparam);
+          } else {
+            value.sums(v[u], j, s, sum_dy, sum_dy_centered, dparam);
+          }
+        }
+        if constexpr (kApply) store_pack_l2<W>(dst, i, r, policy);
+      }
+    }
+    base += int64_t(kBlock) * kUnroll;
+    if (base < packs) load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+  }
+
+  if constexpr (kApply) {
+    if constexpr (Pro::kParams > 0) {
+      float sums[Pro::kParams];
+#pragma unroll
+      for (int k = 0; k < Pro::kParams; ++k) sums[k] = dparam[k];
+      block_sums<kBlock, Pro::kParams>(sums);
+      if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < Pro::kParams; ++k) a.pro_partial[int64_t(k) * pipe.items + item] = sums[k];
+      }
+    }
+  } else {
+    constexpr int kSums = 2 + Epi::kParams;
+    float sums[kSums];
+    sums[0] = sum_dy;
+    sums[1] = sum_dy_centered;
+#pragma unroll
+    for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
+    block_sums<kBlock, kSums>(sums);
+    int* completes = reinterpret_cast<int*>(scratch);
+    if (threadIdx.x == 0) {
+      a.gn_partial[item] = make_float2(sums[0], sums[1]);
+#pragma unroll
+      for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
+      *completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
+    }
+    __syncthreads();
+    if (*completes) {
+      const int64_t cpg = shape.channels_per_group();
+      const int64_t first_channel = (b.row % shape.groups) * cpg;
+      finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
+                           shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
+                           sync.ready + b.row);
+    }
+  }
+}
+
+// The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
+backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync) {
+  __shared__ unsigned next_ticket;
+  __shared__ float2 scratch;
+  if (threadIdx.x == 0) next_ticket = atomicAdd(sync.ticket, 1u);
+  __syncthreads();
+  const unsigned tickets = 2 * pipe.items;
+  for (;;) {
+    const unsigned t = next_ticket;
+    __syncthreads();  // every thread has read it before thread 0 stores the next
+    if (t >= tickets) break;
+    unsigned item = 0;
+    if (ticket_task(t, pipe, item)) {
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &scratch);
+    } else {
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &scratch);
+    }
+    __syncthreads();  // the item's shared state is consumed; next_ticket is stored
+  }
 }
 
 }  // namespace region_twopass
@@ -4928,6 +5310,14 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   return {out, mean, rstd, aux};
 }
 
+}  // namespace kgen
+
+// ---- gn_region_twopass_backward_host: a region's backward on the large-tensor path (design: gn_region_twopass.cuh) ----
+// The checks and allocations of a backward call, then the first of these that applies: the cluster backward
+// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the
+// two sweep kernels with the group coefficients between them.
+namespace kgen {
+
 namespace region_twopass {
 
 // What a region's backward reads, checked and made contiguous; shared by the two-pass and the cluster backward.
@@ -5042,6 +5432,113 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   return done;
 }
 
+// ---- the pipelined backward (gn_region_twopass_pipeline.cuh)
+
+// Rounds of the sweep in one item; how far pass B trails pass A beyond a slice, in resident blocks; the share of
+// L2 that what is read and written in between may take for the pipelined backward to run (the two sweep
+// kernels run where it would not fit: their second pass reads DRAM either way, at no ticket cost).
+// (H100: benchmarks/h100/s16/README.md.)
+constexpr int kPipelineRounds = 1;
+constexpr double kPipelineExtraLag = 1.0;
+constexpr double kPipelineL2Share = 0.75;
+
+// -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
+// waiting). The tests' switch; emitted files leave it at -1.
+inline std::atomic<int>& pipeline_mode() {
+  static std::atomic<int> mode{-1};
+  return mode;
+}
+
+// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
+inline int64_t resident_blocks(const void* kernel, int block, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  const std::lock_guard<std::mutex> guard(lock);
+  auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
+  known[{kernel, device}] = blocks;
+  return blocks;
+}
+
+// The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false
+// (nothing launched) where its plan does not apply.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, bool vec,
+                       at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
+                       at::Tensor& depilogue) {
+  const int mode = pipeline_mode().load();
+  if (mode == 0) return false;
+  const RegionShape& shape = in.shape;
+  const int device = in.x.get_device();
+  const void* kernel =
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, false>);
+  const int64_t resident = resident_blocks(kernel, kBlock, device);
+  const int64_t target = int64_t(kBlock) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
+  int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
+  const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
+  splits = (shape.plane + chunk - 1) / chunk;
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t items = planes * splits;
+  const int64_t per_slice = shape.channels_per_group() * splits;
+  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
+  const int64_t extra = mode == 2 ? 0 : static_cast<int64_t>(kPipelineExtraLag * double(resident));
+  const int64_t lag = std::min<int64_t>(items, per_slice + extra);
+  constexpr int kStreams = 1 + backward_streams<R, O>();
+  const double between = double(lag) * double(chunk) * sizeof(float) * (kStreams + 1);
+  const int64_t l2 = cached_attribute<cudaDevAttrL2CacheSize>(device);
+  if (mode < 0 && between > kPipelineL2Share * double(l2)) return false;
+
+  const auto options = in.x.options();
+  auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
+  auto gn_partial = at::empty({items, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * items}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * items}, options);
+  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, options);
+  unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
+  const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
+  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
+                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
+  double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  const PipelineArgs args{in.x.data_ptr<float>(),
+                          in.dout.data_ptr<float>(),
+                          data_or_null(in.out),
+                          in.aux.defined() ? in.aux.data_ptr<int>() : nullptr,
+                          in.params,
+                          shape,
+                          geometry(shape),
+                          as_float2(mean),
+                          rstd.data_ptr<float>(),
+                          data_or_null(in.gamma),
+                          data_or_null(in.beta),
+                          as_float2(coef),
+                          plane_sums_ptr,
+                          dx.data_ptr<float>(),
+                          as_float2(gn_partial),
+                          Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr,
+                          Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr};
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t grid = std::min<int64_t>(resident, items);
+  dispatch_vec(vec, [&](auto kv) {
+    backward_pipeline_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value>
+        <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (in.affine) {
+    const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+    param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
+        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
+             dprologue);
+  return true;
+}
+
 }  // namespace region_twopass
 
 // Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
@@ -5098,6 +5595,9 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   const bool vec = rt::backward_vec<R>(in, dx);
+  if (rt::pipeline_backward<Pro, Epi, R, O, kBlock>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
 
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(

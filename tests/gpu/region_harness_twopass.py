@@ -153,7 +153,9 @@ def bindings() -> str:
         "  switch (variant) {", *cluster_cases,
         '    default: TORCH_CHECK(false, "kgen test: unknown variant");', "  }",
         '  TORCH_CHECK(taken, "kgen test: the cluster backward declined this shape");',
-        "  return grads;", "}",
+        "  return grads;", "}", "",
+        "// -1: the backward as planned; 0: never the pipelined backward; 1: the pipelined backward wherever correct",
+        "void set_backward_pipeline(int64_t mode) { kgen::region_twopass::pipeline_mode().store(static_cast<int>(mode)); }",
     ]
     return "\n".join(lines) + "\n"
 
@@ -170,8 +172,9 @@ std::vector<at::Tensor> region_backward_cluster(int64_t variant, at::Tensor dout
     c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,
     std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,
     c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window);
+void set_backward_pipeline(int64_t mode);
 """
-FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster"]
+FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster", "set_backward_pipeline"]
 
 
 def cuda_source() -> str:

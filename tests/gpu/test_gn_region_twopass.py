@@ -178,10 +178,53 @@ def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, 
     return x, dout
 
 
+@pytest.fixture(params=[-1, 0], ids=["planned", "sweeps"])
+def backward_path(request, ext):
+    """The backward as planned (the pipelined kernel at these sizes) and the two sweep kernels."""
+    ext.set_backward_pipeline(request.param)
+    yield request.param
+    ext.set_backward_pipeline(-1)
+
+
 @pytest.mark.parametrize("variant, shape, groups, affine, scalar_pro, window", list(all_cases()))
-def test_matches_float64(ext, variant, shape, groups, affine, scalar_pro, window):
+def test_matches_float64(ext, backward_path, variant, shape, groups, affine, scalar_pro, window):
     seed = sum(shape) * 7 + groups + index_of(variant) * 1000 + len(window)
     check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed)
+
+
+# (variant, shape, groups, window): more items than the resident blocks and a slice's items together, so that the
+# pipelined backward's tickets run all three phases (pass A alone, A and B alternating, B alone)
+PIPELINE_CASES = [
+    ("none_sig_hs", (16, 64, 96, 96), 8, ()),     # plane 9216: 3 items a plane, 24 a slice, 3072 in all
+    ("none_plain_g4", (6, 128, 48, 48), 1, ()),   # one group: 128 items a slice
+    ("channel_lse", (16, 48, 60, 60), 6, ()),     # dout, out at (n, s): 3 streams
+    ("window_max", (8, 32, 66, 66), 4, (3, 3)),   # plane 4356: the last item of a plane is short
+    ("none_sig_hs", (12, 24, 45, 47), 3, ()),     # plane 2115 (odd): the scalar path, 3 items a plane
+]
+
+
+@pytest.mark.parametrize("mode", [1, 2], ids=["lag_planned", "lag_one_slice"])
+@pytest.mark.parametrize("name, shape, groups, window", PIPELINE_CASES,
+                         ids=lambda c: c if isinstance(c, str) else None)
+def test_pipelined_backward_phases(ext, mode, name, shape, groups, window):
+    """The pipelined backward at sizes where pass B trails pass A by lag < all items, at the planned lag and at the
+    smallest (a slice: most pass B items wait for their slice): every gradient against float64, and bitwise the
+    same at both lags (the slices' partials are merged in a fixed order, whichever block merges)."""
+    variant = H.BY_NAME[name]
+    seed = 17 + len(shape) + groups
+    ext.set_backward_pipeline(mode)
+    try:
+        x, dout = check_region(ext, variant, shape, groups, True, False, window, seed)
+        i = index_of(variant)
+        _, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, seed, x)
+        out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+        first = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, list(window))
+        ext.set_backward_pipeline(3 - mode)
+        second = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups, list(window))
+    finally:
+        ext.set_backward_pipeline(-1)
+    for a, b in zip(first, second):
+        assert torch.equal(a, b), "the pipelined backward's result depends on its lag"
 
 
 @pytest.mark.parametrize("name, shape, groups, window", [

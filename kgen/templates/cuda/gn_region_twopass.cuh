@@ -154,12 +154,14 @@ struct ChunkSpan {
   __device__ __forceinline__ int64_t end_at(int64_t k) const { return k < head ? k : tail + (k - head); }
 };
 
-// A (plane, chunk) block of the sweep kernels.
+// A (plane, chunk) item of the sweep kernels: block `blockIdx.x`'s, or item `item` of a persistent kernel.
 struct PlaneChunk {
   int64_t plane, n, c, row, begin, count;  // row: the (sample, group) of the plane
-  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan) {
-    plane = blockIdx.x / plan.splits;
-    begin = int64_t(blockIdx.x % plan.splits) * plan.chunk;
+  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan)
+      : PlaneChunk(shape, plan, blockIdx.x) {}
+  __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan, unsigned item) {
+    plane = item / plan.splits;
+    begin = int64_t(item % plan.splits) * plan.chunk;
     count = min(plan.chunk, shape.plane - begin);
     n = plane / shape.channels;
     c = plane - n * shape.channels;

@@ -368,6 +368,69 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+// One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
+// epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
+// (gn_region_twopass_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+struct ValueBackward {
+  const Channel<Pro, Epi>& ch;
+  const Upstream<R, O>& up;
+  const RegionShape& shape;
+  const Geometry& geo;
+  int64_t c;
+  const float* __restrict__ dout;
+  const float* __restrict__ out;
+  const int* __restrict__ aux;
+
+  // s: the value's position in its plane
+  template <int W, int N>
+  __device__ __forceinline__ void sums(const Pack<W> (&v)[N], int j, uint32_t s, float& sum_dy, float& sum_dy_zc,
+                                       float (&dparam)[kMaxParams]) const {
+    const float xv = v[0].v[j];
+    const float z = ch.pro.value(xv);
+    const float zc = centered(z, ch.mean);
+    const float y = zc * ch.scale + ch.shift;
+    const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
+    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+    sum_dy += dy;
+    sum_dy_zc += dy * zc;
+  }
+
+  // bc: the slice's coefficients (B, C); adds the prologue's parameter gradients into dparam
+  template <int W, int N>
+  __device__ __forceinline__ float dx(const Pack<W> (&v)[N], int j, uint32_t s, float2 bc,
+                                      float (&dparam)[kMaxParams]) const {
+    const float xv = v[0].v[j];
+    const float z = ch.pro.value(xv);
+    const float zc = centered(z, ch.mean);
+    const float y = zc * ch.scale + ch.shift;
+    const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
+    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+    float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
+    (void)discard;
+    const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+    return ch.pro.backward(xv, dz, dparam) + dx_direct;
+  }
+};
+
+// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more).
+template <ReduceKind R, ReduceOp O, int kStreams>
+__device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStreams], const float* __restrict__ x,
+                                                      const float* __restrict__ dout, const float* __restrict__ out,
+                                                      const int* __restrict__ aux, const RegionShape& shape,
+                                                      const PlaneChunk& b) {
+  in[0] = x + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kChannel) {
+    const int64_t at = b.n * shape.plane + b.begin;
+    in[1] = dout + at;
+    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
+    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+  }
+}
+
 // Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
 // in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
 // 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
@@ -393,51 +456,30 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const int64_t offset = b.plane * shape.plane + b.begin;
   const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-
+  const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
   const float* in[kStreams];
-  in[0] = x + offset;
-  if constexpr (R == ReduceKind::kNone) in[1] = dout + offset;
-  if constexpr (R == ReduceKind::kChannel) {
-    const int64_t at = b.n * shape.plane + b.begin;
-    in[1] = dout + at;
-    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
-    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
-  }
+  backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
   for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
-  float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  float* dst = kApply ? dx + offset : nullptr;
+  float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
   sweep<kBlock, W, kStreams>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      const float xv = v[0].v[j];
-      const float z = ch.pro.value(xv);
-      const float zc = centered(z, ch.mean);
-      const float y = zc * ch.scale + ch.shift;
       const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
-      const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), b.c, shape, geo, dout, out,
-                             aux);
-      float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
       if constexpr (kApply) {
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-        const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
-        r.v[j] = ch.pro.backward(xv, dz, dparam) + dx_direct;
+        r.v[j] = value.dx(v, j, s, bc, dparam);
       } else {
-        ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-        sums[0] += dy;
-        sums[1] += dy * zc;
+        value.sums(v, j, s, sums[0], sums[1], dparam);
       }
     }
     if constexpr (kApply) store_pack<W>(dst, i, r);
   });
-  (void)discard;
 
   if constexpr (kSums > 0) {
     constexpr int kFirstParam = kApply ? 0 : 2;

@@ -1,0 +1,326 @@
+// ---- gn_region_twopass_backward_host: a region's backward on the large-tensor path (design: gn_region_twopass.cuh) ----
+// The checks and allocations of a backward call, then the first of these that applies: the cluster backward
+// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the
+// two sweep kernels with the group coefficients between them.
+namespace kgen {
+
+namespace region_twopass {
+
+// What a region's backward reads, checked and made contiguous; shared by the two-pass and the cluster backward.
+struct BackwardInputs {
+  RegionShape shape;
+  RegionParams params;
+  at::Tensor x, dout, out, aux, gamma, beta;  // out: log-sum-exp only; aux: max/min only; gamma, beta: affine only
+  bool affine;
+};
+
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& input, const at::Tensor& gamma_in,
+                               const at::Tensor& beta_in, const std::vector<at::Tensor>& prologue_params,
+                               const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                               const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
+                               int64_t groups, const std::vector<int64_t>& window) {
+  BackwardInputs in;
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window);
+  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
+  const auto expected = out_sizes(input, in.shape, R);
+  check_float_cuda(dout_in, "gradient of the output");
+  TORCH_CHECK(dout_in.device() == input.device(), "kgen: the output gradient is on ", dout_in.device().str(),
+              " but the input is on ", input.device().str());
+  TORCH_CHECK(dout_in.sizes().equals(expected), "kgen: the output gradient has shape ", str(dout_in.sizes()),
+              ", expected ", str(c10::IntArrayRef(expected)));
+  const bool needs_out = R != ReduceKind::kNone && O == ReduceOp::kLogSumExp;
+  if (needs_out) {
+    check_float_cuda(out_in, "saved output");
+    TORCH_CHECK(out_in.device() == input.device() && out_in.sizes().equals(expected),
+                "kgen: the saved output must be the forward's, of shape ", str(c10::IntArrayRef(expected)), ", got ",
+                str(out_in.sizes()));
+  }
+  if constexpr (kRegionHasAux<R, O>) {
+    TORCH_CHECK(aux_in.defined() && aux_in.is_cuda() && aux_in.scalar_type() == at::kInt &&
+                    aux_in.device() == input.device() && aux_in.sizes().equals(expected),
+                "kgen: the saved positions (aux) must be the forward's int32 tensor of shape ",
+                str(c10::IntArrayRef(expected)));
+  }
+  check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
+  in.x = input.contiguous();
+  in.dout = dout_in.contiguous();
+  in.out = needs_out ? out_in.contiguous() : at::Tensor();
+  in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
+  in.affine = gamma_in.defined();
+  in.gamma = in.affine ? gamma_in.contiguous() : at::Tensor();
+  in.beta = in.affine ? beta_in.contiguous() : at::Tensor();
+  return in;
+}
+
+// 16-byte loads and stores when every stream read or written at the element's position allows them.
+template <ReduceKind R>
+bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
+  bool vec = in.shape.plane % 4 == 0 && aligned(in.x) && aligned(dx);
+  if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && aligned(in.dout);
+  if (R == ReduceKind::kChannel) vec = vec && aligned(in.out) && aligned(in.aux);
+  return vec;
+}
+
+// The cluster backward (gn_region_cluster.cuh) of checked inputs on their device, for the reductions it takes
+// (cluster_takes): fills `result` as region_backward_twopass returns it and says true where its plan applies;
+// false (nothing launched) where the two-pass sweeps run.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd,
+                      std::vector<at::Tensor>& result) {
+  static_assert(region_cluster::cluster_takes<R>(), "the cluster backward takes kPlane and kSample");
+  namespace rc = region_cluster;
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  const bool vec = backward_vec<R>(in, dx);
+  const bool copy16 = aligned(in.x);
+  bool done = false;
+  dispatch_vec(vec, [&](auto kv) {
+    constexpr int W = decltype(kv)::value ? 4 : 1;
+    auto* kernel = rc::cluster_backward_kernel<Pro, Epi, R, O, rc::kClusterThreads, W>;
+    const rc::ClusterPlan plan =
+        rc::cluster_plan<Pro, Epi, R>(shape, in.x, copy16, reinterpret_cast<const void*>(kernel));
+    if (!plan.feasible) return;
+    const int64_t planes = shape.batch * shape.channels;
+    const int64_t blocks = shape.batch * shape.groups * plan.cluster;
+    if (blocks >= (int64_t(1) << 31)) return;
+    auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+    auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
+    auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+    auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+    auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
+    auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+    const float2* mean_ptr = as_float2(mean);
+    const float* rstd_ptr = rstd.data_ptr<float>();
+    double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+    const bool launched = rc::launch_clusters(
+        kernel, plan, blocks, rc::kClusterThreads, stream, in.x.data_ptr<float>(), in.dout.data_ptr<float>(),
+        data_or_null(in.out), aux_ptr, in.params, shape, geometry(shape), plan, mean_ptr, rstd_ptr,
+        data_or_null(in.gamma), data_or_null(in.beta), dx.data_ptr<float>(), plane_sums_ptr,
+        Epi::kParams > 0 ? epi_grad.data_ptr<float>() : nullptr,
+        Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
+    if (!launched) return;
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (in.affine) {
+      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
+          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
+    result = {dx, dgamma, dbeta, dprologue, depilogue};
+    done = true;
+  });
+  return done;
+}
+
+// ---- the pipelined backward (gn_region_twopass_pipeline.cuh)
+
+// Rounds of the sweep in one item; how far pass B trails pass A beyond a slice, in resident blocks; the share of
+// L2 that what is read and written in between may take for the pipelined backward to run (the two sweep
+// kernels run where it would not fit: their second pass reads DRAM either way, at no ticket cost).
+// (H100: benchmarks/h100/s16/README.md.)
+constexpr int kPipelineRounds = 1;
+constexpr double kPipelineExtraLag = 1.0;
+constexpr double kPipelineL2Share = 0.75;
+
+// -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
+// waiting). The tests' switch; emitted files leave it at -1.
+inline std::atomic<int>& pipeline_mode() {
+  static std::atomic<int> mode{-1};
+  return mode;
+}
+
+// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
+inline int64_t resident_blocks(const void* kernel, int block, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  const std::lock_guard<std::mutex> guard(lock);
+  auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
+  known[{kernel, device}] = blocks;
+  return blocks;
+}
+
+// The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false
+// (nothing launched) where its plan does not apply.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, bool vec,
+                       at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
+                       at::Tensor& depilogue) {
+  const int mode = pipeline_mode().load();
+  if (mode == 0) return false;
+  const RegionShape& shape = in.shape;
+  const int device = in.x.get_device();
+  const void* kernel =
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, false>);
+  const int64_t resident = resident_blocks(kernel, kBlock, device);
+  const int64_t target = int64_t(kBlock) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
+  int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
+  const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
+  splits = (shape.plane + chunk - 1) / chunk;
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t items = planes * splits;
+  const int64_t per_slice = shape.channels_per_group() * splits;
+  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
+  const int64_t extra = mode == 2 ? 0 : static_cast<int64_t>(kPipelineExtraLag * double(resident));
+  const int64_t lag = std::min<int64_t>(items, per_slice + extra);
+  constexpr int kStreams = 1 + backward_streams<R, O>();
+  const double between = double(lag) * double(chunk) * sizeof(float) * (kStreams + 1);
+  const int64_t l2 = cached_attribute<cudaDevAttrL2CacheSize>(device);
+  if (mode < 0 && between > kPipelineL2Share * double(l2)) return false;
+
+  const auto options = in.x.options();
+  auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
+  auto gn_partial = at::empty({items, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * items}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * items}, options);
+  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, options);
+  unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
+  const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
+  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
+                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
+  double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  const PipelineArgs args{in.x.data_ptr<float>(),
+                          in.dout.data_ptr<float>(),
+                          data_or_null(in.out),
+                          in.aux.defined() ? in.aux.data_ptr<int>() : nullptr,
+                          in.params,
+                          shape,
+                          geometry(shape),
+                          as_float2(mean),
+                          rstd.data_ptr<float>(),
+                          data_or_null(in.gamma),
+                          data_or_null(in.beta),
+                          as_float2(coef),
+                          plane_sums_ptr,
+                          dx.data_ptr<float>(),
+                          as_float2(gn_partial),
+                          Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr,
+                          Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr};
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t grid = std::min<int64_t>(resident, items);
+  dispatch_vec(vec, [&](auto kv) {
+    backward_pipeline_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value>
+        <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (in.affine) {
+    const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+    param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
+        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
+             dprologue);
+  return true;
+}
+
+}  // namespace region_twopass
+
+// Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
+// dprologue (Kp, C), depilogue (Ke, C)} from the forward's saved mean, rstd, out and aux.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const at::Tensor& input,
+                                                const at::Tensor& gamma_in, const at::Tensor& beta_in,
+                                                const std::vector<at::Tensor>& prologue_params,
+                                                const std::vector<at::Tensor>& epilogue_params,
+                                                const at::Tensor& mean, const at::Tensor& rstd,
+                                                const at::Tensor& out_in, const at::Tensor& aux_in, int64_t groups,
+                                                const std::vector<int64_t>& window) {
+  namespace rt = region_twopass;
+  static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout_in, input, gamma_in, beta_in, prologue_params,
+                                                                    epilogue_params, mean, rstd, out_in, aux_in,
+                                                                    groups, window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  if constexpr (region_cluster::cluster_takes<R>()) {
+    std::vector<at::Tensor> grads;
+    if (in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, grads)) return grads;
+  }
+  const RegionShape& shape = in.shape;
+  const auto options = in.x.options();
+  auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
+  auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+  auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
+  auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
+  auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+  if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
+
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
+  const SplitPlan plan = plan_split<kBlock>(shape.plane);
+  const int64_t blocks = planes * plan.splits;
+  rt::check_grid(blocks, "sweep");
+  const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+  const rt::Geometry geo = rt::geometry(shape);
+  // backward_group_kernel reads gamma; affine=False is gamma = 1.
+  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
+  auto gn_partial = at::empty({blocks, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * blocks}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
+  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, options);
+
+  const float* x_ptr = in.x.data_ptr<float>();
+  const float* dout_ptr = in.dout.data_ptr<float>();
+  const float* out_ptr = rt::data_or_null(in.out);
+  const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
+  const float* gamma_ptr = rt::data_or_null(in.gamma);
+  const float* beta_ptr = rt::data_or_null(in.beta);
+  const float2* mean_ptr = as_float2(mean);
+  const float* rstd_ptr = rstd.data_ptr<float>();
+  const bool vec = rt::backward_vec<R>(in, dx);
+  if (rt::pipeline_backward<Pro, Epi, R, O, kBlock>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
+
+  dispatch_vec(vec, [&](auto kv) {
+    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  dispatch_vec(vec, [&](auto kv) {
+    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
+                 dprologue);
+  return {dx, dgamma, dbeta, dprologue, depilogue};
+}
+
+// The cluster backward alone (the tests' entry): as region_backward_twopass where it applies, else false and
+// nothing launched. kBlock is the interface's: the cluster kernel runs kClusterThreads a block.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, const at::Tensor& gamma,
+                             const at::Tensor& beta, const std::vector<at::Tensor>& prologue_params,
+                             const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                             const at::Tensor& rstd, const at::Tensor& out, const at::Tensor& aux, int64_t groups,
+                             const std::vector<int64_t>& window, std::vector<at::Tensor>& result) {
+  namespace rt = region_twopass;
+  const rt::BackwardInputs in = rt::backward_inputs<Pro, Epi, R, O>(dout, input, gamma, beta, prologue_params,
+                                                                    epilogue_params, mean, rstd, out, aux, groups,
+                                                                    window);
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  if constexpr (region_cluster::cluster_takes<R>()) {
+    return in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, result);
+  } else {
+    return false;
+  }
+}
+
+}  // namespace kgen
