@@ -18,14 +18,16 @@
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
-//            arrived[row] (release); the block that completes the count (acquire) merges the slice's
-//            partials in double in a fixed order (finish_slice), writes plane_sums and coef[row], and
-//            releases ready[row]
-//   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
-// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
-// waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket
-// can always finish. A block takes its next ticket while its current item's loads are in flight.
-// Deterministic: every partial has its slot and is merged in a fixed order, whichever block merges.
+//            arrived[row] with release semantics and goes on (a reduction: nothing waits for its result)
+//   pass B   the slice's first item: thread 0 acquires arrived[row] == the slice's items, the block merges the
+//            slice's partials in double in a fixed order (finish_slice), writes plane_sums and coef[row] and
+//            releases ready[row]. Every other item issues its first loads, then thread 0 acquires ready[row]
+//            and reads coef[row] through L2.
+// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, a pass B waits
+// only for pass A items (lag >= a slice's items: lower tickets) and its slice's first pass B item (a lower
+// ticket), so the lowest unfinished ticket can always finish. A block takes its next ticket while an item's
+// loads are in flight and reads it only at the item's end. Deterministic: every partial has its slot and is
+// merged in a fixed order.
 namespace kgen {
 namespace region_twopass {
 
@@ -68,6 +70,10 @@ struct PipelineArgs {
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
 // (H100 A/B of the hints: benchmarks/h100/s16/README.md.)
 constexpr bool kPipelineL2Hints = true;
+
+// Whether the backward of a region takes this kernel where its plan applies (pipeline_backward), or always
+// the two sweep kernels.
+constexpr bool kPipelinedBackward = true;
 
 // ---- L2 eviction priorities (sm_80 and newer; plain accesses below)
 
@@ -153,16 +159,21 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
   }
 }
 
-// The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
+// Pass B of the slice's first item, once every pass A item of the slice has arrived: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
 // coefficients B, C (groupnorm.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
-                                          double2* plane_sums, float2* coef, unsigned* ready) {
+                                          double2* plane_sums, float2* coef, const unsigned* arrived,
+                                          unsigned per_slice, unsigned* ready) {
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ double2 per_warp[kWarps];
-  __threadfence();  // thread 0's acquiring add saw every other block's partials; this extends it to the block
+  if (threadIdx.x == 0) {
+    for (unsigned pause = 32; load_acquire(arrived) < per_slice; pause = min(2 * pause, 1024u)) __nanosleep(pause);
+  }
+  __syncthreads();
+  __threadfence();  // thread 0's acquire saw every pass A block's partials; this extends it to the block
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   double weighted_dy = 0.0, weighted_dy_centered = 0.0;
   for (int64_t k = warp; k < cpg; k += kWarps) {
@@ -195,17 +206,24 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
   }
 }
 
-// Pass A (kApply = false) or B of one item. `next_ticket`: thread 0 stores the block's next ticket there
-// while the item's first loads are in flight. `scratch`: a float2 of shared memory for the slice's
-// coefficients (pass B) or the "this block completed the slice" flag (pass A).
+// Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
+// are in flight and stores it to `next_ticket` at the item's end; `coef_shared` hands the slice's
+// coefficients to the block (pass B).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
 __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
                                               const PipelineSync& sync, unsigned item, unsigned* next_ticket,
-                                              float2* scratch) {
+                                              float2* coef_shared) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
   const PlaneChunk b(shape, pipe.split, item);
+  if (kApply && item % pipe.per_slice == 0) {  // the slice's first item forms its coefficients
+    const int64_t cpg = shape.channels_per_group();
+    const int64_t first_channel = (b.row % shape.groups) * cpg;
+    finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
+                         shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
+                         sync.arrived + b.row, pipe.per_slice, sync.ready + b.row);
+  }
   const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
@@ -217,15 +235,16 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   Pack<W> v[kUnroll][kStreams];
   int64_t base = threadIdx.x;
   load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
-  if (threadIdx.x == 0) *next_ticket = atomicAdd(sync.ticket, 1u);
+  unsigned ticket = 0;
+  if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) {
     if (threadIdx.x == 0) {
       for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-      *scratch = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
+      *coef_shared = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
     }
     __syncthreads();
-    bc = *scratch;
+    bc = *coef_shared;
   }
 
   float sum_dy = 0.f, sum_dy_centered = 0.f;
@@ -272,22 +291,14 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
     block_sums<kBlock, kSums>(sums);
-    int* completes = reinterpret_cast<int*>(scratch);
     if (threadIdx.x == 0) {
       a.gn_partial[item] = make_float2(sums[0], sums[1]);
 #pragma unroll
       for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
-      *completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
-    }
-    __syncthreads();
-    if (*completes) {
-      const int64_t cpg = shape.channels_per_group();
-      const int64_t first_channel = (b.row % shape.groups) * cpg;
-      finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
-                           shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
-                           sync.ready + b.row);
+      reduce_add_release(sync.arrived + b.row, 1u);  // after the partials, for the slice's merge to acquire
     }
   }
+  if (threadIdx.x == 0) *next_ticket = ticket;
 }
 
 // The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
@@ -295,7 +306,7 @@ template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync) {
   __shared__ unsigned next_ticket;
-  __shared__ float2 scratch;
+  __shared__ float2 coef_shared;
   if (threadIdx.x == 0) next_ticket = atomicAdd(sync.ticket, 1u);
   __syncthreads();
   const unsigned tickets = 2 * pipe.items;
@@ -305,9 +316,9 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
     if (t >= tickets) break;
     unsigned item = 0;
     if (ticket_task(t, pipe, item)) {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &scratch);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &coef_shared);
     } else {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &scratch);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &coef_shared);
     }
     __syncthreads();  // the item's shared state is consumed; next_ticket is stored
   }
