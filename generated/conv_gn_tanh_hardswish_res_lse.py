@@ -268,11 +268,6 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
   return old;
 }
 
-// Adds v without waiting for the old value; releases this thread's earlier writes to whoever acquires the sum.
-__device__ __forceinline__ void reduce_add_release(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
 __device__ __forceinline__ void copy16(float* smem, const float* gmem) {

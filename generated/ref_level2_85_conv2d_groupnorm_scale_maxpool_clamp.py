@@ -259,11 +259,6 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
   return old;
 }
 
-// Adds v without waiting for the old value; releases this thread's earlier writes to whoever acquires the sum.
-__device__ __forceinline__ void reduce_add_release(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
 __device__ __forceinline__ void copy16(float* smem, const float* gmem) {
@@ -4315,16 +4310,16 @@ __global__ void param_sums_kernel(const float* __restrict__ partial, int params,
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
-//            arrived[row] with release semantics and goes on (a reduction: nothing waits for its result)
-//   pass B   the slice's first item: thread 0 acquires arrived[row] == the slice's items, the block merges the
-//            slice's partials in double in a fixed order (finish_slice), writes plane_sums and coef[row] and
-//            releases ready[row]. Every other item issues its first loads, then thread 0 acquires ready[row]
-//            and reads coef[row] through L2.
-// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, a pass B waits
-// only for pass A items (lag >= a slice's items: lower tickets) and its slice's first pass B item (a lower
-// ticket), so the lowest unfinished ticket can always finish. A block takes its next ticket while an item's
-// loads are in flight and reads it only at the item's end. Deterministic: every partial has its slot and is
-// merged in a fixed order.
+//            arrived[row] (release); the block that completes the count (acquire) merges the slice's
+//            partials in double in a fixed order (finish_slice), writes plane_sums and coef[row], and
+//            releases ready[row]
+//   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
+// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
+// slower: every pass B item of the slice then waits for the merge. H100: benchmarks/h100/s16/README.md.)
+// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
+// waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
+// always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
+// end. Deterministic: every partial has its slot and is merged in a fixed order, whichever block merges.
 namespace kgen {
 namespace region_twopass {
 
@@ -4456,21 +4451,16 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
   }
 }
 
-// Pass B of the slice's first item, once every pass A item of the slice has arrived: merges the slice's partials (per plane: its splits in double, lanes then a
+// The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
 // coefficients B, C (groupnorm.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
-                                          double2* plane_sums, float2* coef, const unsigned* arrived,
-                                          unsigned per_slice, unsigned* ready) {
+                                          double2* plane_sums, float2* coef, unsigned* ready) {
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ double2 per_warp[kWarps];
-  if (threadIdx.x == 0) {
-    for (unsigned pause = 32; load_acquire(arrived) < per_slice; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-  }
-  __syncthreads();
-  __threadfence();  // thread 0's acquire saw every pass A block's partials; this extends it to the block
+  __threadfence();  // thread 0's acquiring add saw every other block's partials; this extends it to the block
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   double weighted_dy = 0.0, weighted_dy_centered = 0.0;
   for (int64_t k = warp; k < cpg; k += kWarps) {
@@ -4504,23 +4494,16 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
 }
 
 // Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
-// are in flight and stores it to `next_ticket` at the item's end; `coef_shared` hands the slice's
-// coefficients to the block (pass B).
+// are in flight and stores it to `next_ticket` at the item's end; `scratch` hands the slice's coefficients to
+// the block (pass B) or says that this block completed its slice (pass A).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
 __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
                                               const PipelineSync& sync, unsigned item, unsigned* next_ticket,
-                                              float2* coef_shared) {
+                                              float2* scratch) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
   const PlaneChunk b(shape, pipe.split, item);
-  if (kApply && item % pipe.per_slice == 0) {  // the slice's first item forms its coefficients
-    const int64_t cpg = shape.channels_per_group();
-    const int64_t first_channel = (b.row % shape.groups) * cpg;
-    finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
-                         shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
-                         sync.arrived + b.row, pipe.per_slice, sync.ready + b.row);
-  }
   const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
@@ -4538,10 +4521,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   if constexpr (kApply) {
     if (threadIdx.x == 0) {
       for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-      *coef_shared = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
+      *scratch = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
     }
     __syncthreads();
-    bc = *coef_shared;
+    bc = *scratch;
   }
 
   float sum_dy = 0.f, sum_dy_centered = 0.f;
@@ -4588,11 +4571,20 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
     block_sums<kBlock, kSums>(sums);
+    int* completes = reinterpret_cast<int*>(scratch);
     if (threadIdx.x == 0) {
       a.gn_partial[item] = make_float2(sums[0], sums[1]);
 #pragma unroll
       for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
-      reduce_add_release(sync.arrived + b.row, 1u);  // after the partials, for the slice's merge to acquire
+      *completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
+    }
+    __syncthreads();
+    if (*completes) {
+      const int64_t cpg = shape.channels_per_group();
+      const int64_t first_channel = (b.row % shape.groups) * cpg;
+      finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
+                           shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
+                           sync.ready + b.row);
     }
   }
   if (threadIdx.x == 0) *next_ticket = ticket;
@@ -4603,7 +4595,7 @@ template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync) {
   __shared__ unsigned next_ticket;
-  __shared__ float2 coef_shared;
+  __shared__ float2 scratch;
   if (threadIdx.x == 0) next_ticket = atomicAdd(sync.ticket, 1u);
   __syncthreads();
   const unsigned tickets = 2 * pipe.items;
@@ -4613,9 +4605,9 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
     if (t >= tickets) break;
     unsigned item = 0;
     if (ticket_task(t, pipe, item)) {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &coef_shared);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &scratch);
     } else {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &coef_shared);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &scratch);
     }
     __syncthreads();  // the item's shared state is consumed; next_ticket is stored
   }
@@ -5450,13 +5442,25 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 
 // ---- the pipelined backward (gn_region_twopass_pipeline.cuh)
 
-// Rounds of the sweep in one item; how far pass B trails pass A beyond a slice, in resident blocks; the share of
-// L2 that what is read and written in between may take for the pipelined backward to run (the two sweep
-// kernels run where it would not fit: their second pass reads DRAM either way, at no ticket cost).
-// (H100: benchmarks/h100/s16/README.md.)
+// Rounds of the sweep in one item; the share of L2 that what is read and written between an item's two passes may
+// take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
+// kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
+// reads DRAM, the pipelined one's would too, and waits on top).
+// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose
+// slice alone is 16 MB of x and dout, at 0.25 / 0.5 / 1: 11.18 / 11.60 / 12.10 ms, the sweeps 12.31.)
 constexpr int kPipelineRounds = 1;
-constexpr double kPipelineExtraLag = 1.0;
-constexpr double kPipelineL2Share = 0.75;
+constexpr double kPipelineL2Share = 0.6;
+constexpr double kPipelineMaxExtraLag = 1.0;
+constexpr double kPipelineMinExtraLag = 0.2;
+
+// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962 against
+// 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a DRAM read
+// does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a scalar
+// plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
+template <ReduceKind R>
+constexpr bool pipeline_takes() {
+  return R == ReduceKind::kNone;
+}
 
 // -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
 // waiting). The tests' switch; emitted files leave it at -1.
@@ -5486,7 +5490,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  if (!kPipelinedBackward || mode == 0) return false;
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && (!pipeline_takes<R>() || !vec))) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
@@ -5501,12 +5505,15 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const int64_t items = planes * splits;
   const int64_t per_slice = shape.channels_per_group() * splits;
   if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
-  const int64_t extra = mode == 2 ? 0 : static_cast<int64_t>(kPipelineExtraLag * double(resident));
-  const int64_t lag = std::min<int64_t>(items, per_slice + extra);
   constexpr int kStreams = 1 + backward_streams<R, O>();
-  const double between = double(lag) * double(chunk) * sizeof(float) * (kStreams + 1);
-  const int64_t l2 = cached_attribute<cudaDevAttrL2CacheSize>(device);
-  if (mode < 0 && between > kPipelineL2Share * double(l2)) return false;
+  const double item_bytes = double(chunk) * sizeof(float) * (kStreams + 1);  // read by both passes, and dx
+  const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
+  const int64_t fits = static_cast<int64_t>(kPipelineL2Share * l2 / item_bytes);
+  int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kPipelineMaxExtraLag * double(resident)));
+  if (mode < 0 && lag < per_slice + static_cast<int64_t>(kPipelineMinExtraLag * double(resident))) return false;
+  if (mode == 1) lag = std::max<int64_t>(lag, per_slice);
+  if (mode == 2) lag = per_slice;
+  lag = std::min<int64_t>(lag, items);
 
   const auto options = in.x.options();
   auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));

@@ -120,13 +120,25 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 
 // ---- the pipelined backward (gn_region_twopass_pipeline.cuh)
 
-// Rounds of the sweep in one item; how far pass B trails pass A beyond a slice, in resident blocks; the share of
-// L2 that what is read and written in between may take for the pipelined backward to run (the two sweep
-// kernels run where it would not fit: their second pass reads DRAM either way, at no ticket cost).
-// (H100: benchmarks/h100/s16/README.md.)
+// Rounds of the sweep in one item; the share of L2 that what is read and written between an item's two passes may
+// take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
+// kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
+// reads DRAM, the pipelined one's would too, and waits on top).
+// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose
+// slice alone is 16 MB of x and dout, at 0.25 / 0.5 / 1: 11.18 / 11.60 / 12.10 ms, the sweeps 12.31.)
 constexpr int kPipelineRounds = 1;
-constexpr double kPipelineExtraLag = 1.0;
-constexpr double kPipelineL2Share = 0.75;
+constexpr double kPipelineL2Share = 0.6;
+constexpr double kPipelineMaxExtraLag = 1.0;
+constexpr double kPipelineMinExtraLag = 0.2;
+
+// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962 against
+// 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a DRAM read
+// does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a scalar
+// plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
+template <ReduceKind R>
+constexpr bool pipeline_takes() {
+  return R == ReduceKind::kNone;
+}
 
 // -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
 // waiting). The tests' switch; emitted files leave it at -1.
@@ -156,7 +168,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  if (!kPipelinedBackward || mode == 0) return false;
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && (!pipeline_takes<R>() || !vec))) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
@@ -171,12 +183,15 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const int64_t items = planes * splits;
   const int64_t per_slice = shape.channels_per_group() * splits;
   if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
-  const int64_t extra = mode == 2 ? 0 : static_cast<int64_t>(kPipelineExtraLag * double(resident));
-  const int64_t lag = std::min<int64_t>(items, per_slice + extra);
   constexpr int kStreams = 1 + backward_streams<R, O>();
-  const double between = double(lag) * double(chunk) * sizeof(float) * (kStreams + 1);
-  const int64_t l2 = cached_attribute<cudaDevAttrL2CacheSize>(device);
-  if (mode < 0 && between > kPipelineL2Share * double(l2)) return false;
+  const double item_bytes = double(chunk) * sizeof(float) * (kStreams + 1);  // read by both passes, and dx
+  const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
+  const int64_t fits = static_cast<int64_t>(kPipelineL2Share * l2 / item_bytes);
+  int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kPipelineMaxExtraLag * double(resident)));
+  if (mode < 0 && lag < per_slice + static_cast<int64_t>(kPipelineMinExtraLag * double(resident))) return false;
+  if (mode == 1) lag = std::max<int64_t>(lag, per_slice);
+  if (mode == 2) lag = per_slice;
+  lag = std::min<int64_t>(lag, items);
 
   const auto options = in.x.options();
   auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));

@@ -18,16 +18,16 @@
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
-//            arrived[row] with release semantics and goes on (a reduction: nothing waits for its result)
-//   pass B   the slice's first item: thread 0 acquires arrived[row] == the slice's items, the block merges the
-//            slice's partials in double in a fixed order (finish_slice), writes plane_sums and coef[row] and
-//            releases ready[row]. Every other item issues its first loads, then thread 0 acquires ready[row]
-//            and reads coef[row] through L2.
-// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, a pass B waits
-// only for pass A items (lag >= a slice's items: lower tickets) and its slice's first pass B item (a lower
-// ticket), so the lowest unfinished ticket can always finish. A block takes its next ticket while an item's
-// loads are in flight and reads it only at the item's end. Deterministic: every partial has its slot and is
-// merged in a fixed order.
+//            arrived[row] (release); the block that completes the count (acquire) merges the slice's
+//            partials in double in a fixed order (finish_slice), writes plane_sums and coef[row], and
+//            releases ready[row]
+//   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
+// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
+// slower: every pass B item of the slice then waits for the merge. H100: benchmarks/h100/s16/README.md.)
+// Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
+// waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
+// always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
+// end. Deterministic: every partial has its slot and is merged in a fixed order, whichever block merges.
 namespace kgen {
 namespace region_twopass {
 
@@ -159,21 +159,16 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
   }
 }
 
-// Pass B of the slice's first item, once every pass A item of the slice has arrived: merges the slice's partials (per plane: its splits in double, lanes then a
+// The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
 // coefficients B, C (groupnorm.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
-                                          double2* plane_sums, float2* coef, const unsigned* arrived,
-                                          unsigned per_slice, unsigned* ready) {
+                                          double2* plane_sums, float2* coef, unsigned* ready) {
   constexpr int kWarps = kBlock / kWarpSize;
   __shared__ double2 per_warp[kWarps];
-  if (threadIdx.x == 0) {
-    for (unsigned pause = 32; load_acquire(arrived) < per_slice; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-  }
-  __syncthreads();
-  __threadfence();  // thread 0's acquire saw every pass A block's partials; this extends it to the block
+  __threadfence();  // thread 0's acquiring add saw every other block's partials; this extends it to the block
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   double weighted_dy = 0.0, weighted_dy_centered = 0.0;
   for (int64_t k = warp; k < cpg; k += kWarps) {
@@ -207,23 +202,16 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
 }
 
 // Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
-// are in flight and stores it to `next_ticket` at the item's end; `coef_shared` hands the slice's
-// coefficients to the block (pass B).
+// are in flight and stores it to `next_ticket` at the item's end; `scratch` hands the slice's coefficients to
+// the block (pass B) or says that this block completed its slice (pass A).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
 __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
                                               const PipelineSync& sync, unsigned item, unsigned* next_ticket,
-                                              float2* coef_shared) {
+                                              float2* scratch) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
   const PlaneChunk b(shape, pipe.split, item);
-  if (kApply && item % pipe.per_slice == 0) {  // the slice's first item forms its coefficients
-    const int64_t cpg = shape.channels_per_group();
-    const int64_t first_channel = (b.row % shape.groups) * cpg;
-    finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
-                         shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
-                         sync.arrived + b.row, pipe.per_slice, sync.ready + b.row);
-  }
   const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
@@ -241,10 +229,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   if constexpr (kApply) {
     if (threadIdx.x == 0) {
       for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-      *coef_shared = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
+      *scratch = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
     }
     __syncthreads();
-    bc = *coef_shared;
+    bc = *scratch;
   }
 
   float sum_dy = 0.f, sum_dy_centered = 0.f;
@@ -291,11 +279,20 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
     block_sums<kBlock, kSums>(sums);
+    int* completes = reinterpret_cast<int*>(scratch);
     if (threadIdx.x == 0) {
       a.gn_partial[item] = make_float2(sums[0], sums[1]);
 #pragma unroll
       for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
-      reduce_add_release(sync.arrived + b.row, 1u);  // after the partials, for the slice's merge to acquire
+      *completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
+    }
+    __syncthreads();
+    if (*completes) {
+      const int64_t cpg = shape.channels_per_group();
+      const int64_t first_channel = (b.row % shape.groups) * cpg;
+      finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
+                           shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
+                           sync.ready + b.row);
     }
   }
   if (threadIdx.x == 0) *next_ticket = ticket;
@@ -306,7 +303,7 @@ template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync) {
   __shared__ unsigned next_ticket;
-  __shared__ float2 coef_shared;
+  __shared__ float2 scratch;
   if (threadIdx.x == 0) next_ticket = atomicAdd(sync.ticket, 1u);
   __syncthreads();
   const unsigned tickets = 2 * pipe.items;
@@ -316,9 +313,9 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
     if (t >= tickets) break;
     unsigned item = 0;
     if (ticket_task(t, pipe, item)) {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &coef_shared);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &scratch);
     } else {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &coef_shared);
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &scratch);
     }
     __syncthreads();  // the item's shared state is consumed; next_ticket is stored
   }
