@@ -4269,22 +4269,33 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   }
 }
 
-// out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], one warp per (k, c): lanes stride
-// the (n, split) pairs, a double each, then a fixed shuffle tree.
-__global__ void param_sums_kernel(const float* __restrict__ partial, int params, int64_t blocks, int splits,
-                                  int64_t batch, int64_t channels, float* __restrict__ out) {
-  const int64_t w = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  if (w >= int64_t(params) * channels) return;  // warp-uniform
+// out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):
+// thread t sums the (n, split) pairs t, t + kParamSumThreads, ... in double, then a fixed tree (warps, then the
+// warps' sums in order). (One warp per (k, c) took 36 us for L2-19's 64 channels of 2176 pairs each on the H100:
+// too few loads in flight.)
+constexpr int kParamSumThreads = 256;
+
+__global__ void __launch_bounds__(kParamSumThreads)
+param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits, int64_t batch, int64_t channels,
+                  float* __restrict__ out) {
+  constexpr int kWarps = kParamSumThreads / kWarpSize;
+  __shared__ double per_warp[kWarps];
+  const int64_t w = blockIdx.x;  // (k, c)
   const int64_t k = w / channels, c = w - k * channels;
   const float* p = partial + k * blocks;
   double s = 0.0;
-  for (int64_t j = lane; j < batch * splits; j += kWarpSize) {
+  for (int64_t j = threadIdx.x; j < batch * splits; j += kParamSumThreads) {
     const int64_t n = j / splits, split = j - n * splits;
     s += double(p[(n * channels + c) * splits + split]);
   }
   s = warp_sum(s);
-  if (lane == 0) out[w] = static_cast<float>(s);
+  if (threadIdx.x % kWarpSize == 0) per_warp[threadIdx.x / kWarpSize] = s;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0.0;
+    for (int i = 0; i < kWarps; ++i) total += per_warp[i];
+    out[w] = static_cast<float>(total);
+  }
 }
 
 }  // namespace region_twopass
@@ -4311,11 +4322,14 @@ __global__ void param_sums_kernel(const float* __restrict__ partial, int params,
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
 //            arrived[row] (release); the block that completes the count (acquire) merges the slice's
-//            partials in double in a fixed order (finish_slice), writes plane_sums and coef[row], and
-//            releases ready[row]
+//            partials in double in a fixed order (finish_slice) before its next item, writes plane_sums and
+//            coef[row], and releases ready[row]
 //   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
 // (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
 // slower: every pass B item of the slice then waits for the merge. H100: benchmarks/h100/s16/README.md.)
+// One barrier per item besides the block sums' and pass B's hand-over of the coefficients: thread 0 passes the
+// next ticket and the slice to merge on through double-buffered shared slots (ncu at L2-61 with three barriers:
+// 39% of the warps' stall cycles at barriers).
 // Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
 // waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
 // always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
@@ -4335,6 +4349,13 @@ struct PipelinePlan {
   unsigned items;      // planes * splits
   unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits
   unsigned lag;        // items from an item's pass A ticket to its pass B ticket, per_slice <= lag <= items
+};
+
+// What thread 0 hands the block at an item's end: its next ticket, and the slice to merge first (-1: none).
+// Two slots, item k writing slot (k + 1) % 2, so that one barrier per item suffices.
+struct PipelineSlot {
+  unsigned ticket;
+  int64_t merge_row;
 };
 
 // What the pipelined backward reads and writes (coef, plane_sums, gn_partial: written during the kernel,
@@ -4362,6 +4383,9 @@ struct PipelineArgs {
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
 // (H100 A/B of the hints: benchmarks/h100/s16/README.md.)
 constexpr bool kPipelineL2Hints = true;
+
+// Threads of a block of the pipelined backward (an item is kPipelineThreads x kUnroll packs of each stream).
+constexpr int kPipelineThreads = 256;
 
 // Whether the backward of a region takes this kernel where its plan applies (pipeline_backward), or always
 // the two sweep kernels.
@@ -4494,12 +4518,12 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
 }
 
 // Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
-// are in flight and stores it to `next_ticket` at the item's end; `scratch` hands the slice's coefficients to
-// the block (pass B) or says that this block completed its slice (pass A).
+// are in flight and stores it to `next` at the item's end, with the slice this block completed (pass A) if
+// any; `coef_shared` hands the slice's coefficients to the block (pass B).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
 __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
-                                              const PipelineSync& sync, unsigned item, unsigned* next_ticket,
-                                              float2* scratch) {
+                                              const PipelineSync& sync, unsigned item, PipelineSlot* next,
+                                              float2* coef_shared) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
@@ -4521,10 +4545,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   if constexpr (kApply) {
     if (threadIdx.x == 0) {
       for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-      *scratch = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
+      *coef_shared = __ldcg(a.coef + b.row);  // written during this kernel: through L2, after the acquire
     }
     __syncthreads();
-    bc = *scratch;
+    bc = *coef_shared;
   }
 
   float sum_dy = 0.f, sum_dy_centered = 0.f;
@@ -4571,45 +4595,48 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
     block_sums<kBlock, kSums>(sums);
-    int* completes = reinterpret_cast<int*>(scratch);
     if (threadIdx.x == 0) {
       a.gn_partial[item] = make_float2(sums[0], sums[1]);
 #pragma unroll
       for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
-      *completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
-    }
-    __syncthreads();
-    if (*completes) {
-      const int64_t cpg = shape.channels_per_group();
-      const int64_t first_channel = (b.row % shape.groups) * cpg;
-      finish_slice<kBlock>(a.gn_partial, pipe.split.splits, cpg, b.n * shape.channels + first_channel, first_channel,
-                           shape.plane, a.gamma, __ldg(a.rstd + b.row), a.plane_sums, a.coef + b.row,
-                           sync.ready + b.row);
+      const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
+      next->merge_row = completes ? b.row : -1;
     }
   }
-  if (threadIdx.x == 0) *next_ticket = ticket;
+  if (threadIdx.x == 0) {
+    if constexpr (kApply) next->merge_row = -1;
+    next->ticket = ticket;
+  }
 }
 
 // The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync) {
-  __shared__ unsigned next_ticket;
-  __shared__ float2 scratch;
-  if (threadIdx.x == 0) next_ticket = atomicAdd(sync.ticket, 1u);
+  __shared__ PipelineSlot slots[2];
+  __shared__ float2 coef_shared;
+  if (threadIdx.x == 0) slots[0] = PipelineSlot{atomicAdd(sync.ticket, 1u), -1};
   __syncthreads();
   const unsigned tickets = 2 * pipe.items;
-  for (;;) {
-    const unsigned t = next_ticket;
-    __syncthreads();  // every thread has read it before thread 0 stores the next
-    if (t >= tickets) break;
-    unsigned item = 0;
-    if (ticket_task(t, pipe, item)) {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &next_ticket, &scratch);
-    } else {
-      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &next_ticket, &scratch);
+  const RegionShape& shape = args.shape;
+  for (unsigned k = 0;; ++k) {
+    const PipelineSlot slot = slots[k & 1];
+    if (slot.merge_row >= 0) {  // the previous item completed its slice
+      const int64_t cpg = shape.channels_per_group();
+      const int64_t n = slot.merge_row / shape.groups;
+      const int64_t first_channel = (slot.merge_row - n * shape.groups) * cpg;
+      finish_slice<kBlock>(args.gn_partial, pipe.split.splits, cpg, n * shape.channels + first_channel, first_channel,
+                           shape.plane, args.gamma, __ldg(args.rstd + slot.merge_row), args.plane_sums,
+                           args.coef + slot.merge_row, sync.ready + slot.merge_row);
     }
-    __syncthreads();  // the item's shared state is consumed; next_ticket is stored
+    if (slot.ticket >= tickets) break;
+    unsigned item = 0;
+    if (ticket_task(slot.ticket, pipe, item)) {
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &slots[(k + 1) & 1], &coef_shared);
+    } else {
+      pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &slots[(k + 1) & 1], &coef_shared);
+    }
+    __syncthreads();  // slot (k + 1) % 2 is written; the item's shared state is consumed
   }
 }
 
@@ -5196,9 +5223,11 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
   at::Tensor* grads[2] = {&depilogue, &dprologue};
   for (int f = 0; f < 2; ++f) {
     if (counts[f] == 0) continue;
-    param_sums_kernel<<<blocks_for(int64_t(counts[f]) * shape.channels * kWarpSize, 128), 128, 0, stream>>>(
-        partials[f]->data_ptr<float>(), counts[f], entries, splits, shape.batch, shape.channels,
-        grads[f]->data_ptr<float>());
+    const int64_t outputs = int64_t(counts[f]) * shape.channels;
+    if (outputs == 0) continue;
+    check_grid(outputs, "parameter sums");
+    param_sums_kernel<<<static_cast<unsigned>(outputs), kParamSumThreads, 0, stream>>>(
+        partials[f]->data_ptr<float>(), entries, splits, shape.batch, shape.channels, grads[f]->data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
@@ -5485,7 +5514,7 @@ inline int64_t resident_blocks(const void* kernel, int block, int device) {
 
 // The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false
 // (nothing launched) where its plan does not apply.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
 bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, bool vec,
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
@@ -5494,10 +5523,10 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
-      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>)
-          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, false>);
-  const int64_t resident = resident_blocks(kernel, kBlock, device);
-  const int64_t target = int64_t(kBlock) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
+  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
+  const int64_t target = int64_t(kPipelineThreads) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
   int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
   const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
   splits = (shape.plane + chunk - 1) / chunk;
@@ -5547,8 +5576,8 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t grid = std::min<int64_t>(resident, items);
   dispatch_vec(vec, [&](auto kv) {
-    backward_pipeline_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value>
-        <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
+    backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, decltype(kv)::value>
+        <<<static_cast<unsigned>(grid), kPipelineThreads, 0, stream>>>(args, pipe, sync);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (in.affine) {
@@ -5618,7 +5647,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   const bool vec = rt::backward_vec<R>(in, dx);
-  if (rt::pipeline_backward<Pro, Epi, R, O, kBlock>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
     return {dx, dgamma, dbeta, dprologue, depilogue};
   }
 

@@ -163,7 +163,7 @@ inline int64_t resident_blocks(const void* kernel, int block, int device) {
 
 // The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false
 // (nothing launched) where its plan does not apply.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O>
 bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, bool vec,
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
@@ -172,10 +172,10 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
-      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>)
-          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kBlock, false>);
-  const int64_t resident = resident_blocks(kernel, kBlock, device);
-  const int64_t target = int64_t(kBlock) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
+  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
+  const int64_t target = int64_t(kPipelineThreads) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
   int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
   const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
   splits = (shape.plane + chunk - 1) / chunk;
@@ -225,8 +225,8 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t grid = std::min<int64_t>(resident, items);
   dispatch_vec(vec, [&](auto kv) {
-    backward_pipeline_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value>
-        <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
+    backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, decltype(kv)::value>
+        <<<static_cast<unsigned>(grid), kPipelineThreads, 0, stream>>>(args, pipe, sync);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (in.affine) {
@@ -296,7 +296,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   const bool vec = rt::backward_vec<R>(in, dx);
-  if (rt::pipeline_backward<Pro, Epi, R, O, kBlock>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
     return {dx, dgamma, dbeta, dprologue, depilogue};
   }
 

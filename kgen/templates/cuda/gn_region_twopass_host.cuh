@@ -187,9 +187,11 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
   at::Tensor* grads[2] = {&depilogue, &dprologue};
   for (int f = 0; f < 2; ++f) {
     if (counts[f] == 0) continue;
-    param_sums_kernel<<<blocks_for(int64_t(counts[f]) * shape.channels * kWarpSize, 128), 128, 0, stream>>>(
-        partials[f]->data_ptr<float>(), counts[f], entries, splits, shape.batch, shape.channels,
-        grads[f]->data_ptr<float>());
+    const int64_t outputs = int64_t(counts[f]) * shape.channels;
+    if (outputs == 0) continue;
+    check_grid(outputs, "parameter sums");
+    param_sums_kernel<<<static_cast<unsigned>(outputs), kParamSumThreads, 0, stream>>>(
+        partials[f]->data_ptr<float>(), entries, splits, shape.batch, shape.channels, grads[f]->data_ptr<float>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
