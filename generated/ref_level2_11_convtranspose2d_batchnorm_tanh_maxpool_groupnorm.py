@@ -3643,6 +3643,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 //                             + direct dx, written; block sums of the prologue's parameter gradients
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
 //                             fixed order
+// kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
+// (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2.
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
@@ -3764,13 +3766,18 @@ struct PlaneChunk {
   int64_t plane, n, c, row, begin, count;  // row: the (sample, group) of the plane
   __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan)
       : PlaneChunk(shape, plan, blockIdx.x) {}
+  // In 32 bits: the planes (N C) and items (N C splits) are fewer than 2^31, and a 64-bit division is a
+  // subroutine of some 70 instructions (per item of the pipelined backward, not only per block).
   __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan, unsigned item) {
-    plane = item / plan.splits;
-    begin = int64_t(item % plan.splits) * plan.chunk;
+    const unsigned splits = static_cast<unsigned>(plan.splits), channels = static_cast<unsigned>(shape.channels);
+    const unsigned groups = static_cast<unsigned>(shape.groups);
+    const unsigned p = item / splits, sample = p / channels, channel = p - sample * channels;
+    plane = p;
+    n = sample;
+    c = channel;
+    row = int64_t(sample) * groups + channel / (channels / groups);
+    begin = int64_t(item - p * splits) * plan.chunk;
     count = min(plan.chunk, shape.plane - begin);
-    n = plane / shape.channels;
-    c = plane - n * shape.channels;
-    row = n * shape.groups + c / shape.channels_per_group();
   }
 };
 
@@ -4330,10 +4337,11 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //            coef[row], and releases ready[row]
 //   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
 // (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
-// slower: every pass B item of the slice then waits for the merge. H100: benchmarks/h100/s16/README.md.)
+// slower: every pass B item of the slice then waits for the merge. H100, L2-19: 3.44 against 3.06-3.12 ms;
+// benchmarks/h100/s16/README.md.)
 // One barrier per item besides the block sums' and pass B's hand-over of the coefficients: thread 0 passes the
 // next ticket and the slice to merge on through double-buffered shared slots (ncu at L2-61 with three barriers:
-// 39% of the warps' stall cycles at barriers).
+// 39% of the warps' stall cycles at barriers; removing two of them bought 0-1%, run5).
 // Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
 // waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
 // always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
@@ -4385,10 +4393,11 @@ struct PipelineArgs {
 };
 
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
-// (H100 A/B of the hints: benchmarks/h100/s16/README.md.)
+// (H100, L2-19: 3.12 against 3.49 ms without the hints, run1; 3.44 against 3.81, run2.)
 constexpr bool kPipelineL2Hints = true;
 
 // Threads of a block of the pipelined backward (an item is kPipelineThreads x kUnroll packs of each stream).
+// (H100, run5: 128 / 512 threads 3.20 / 4.23 ms against 3.10 at L2-19; 128 within 1% elsewhere or slower.)
 constexpr int kPipelineThreads = 256;
 
 // Whether the backward of a region takes this kernel where its plan applies (pipeline_backward), or always
@@ -5479,17 +5488,18 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 // take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
 // kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
 // reads DRAM, the pipelined one's would too, and waits on top).
-// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose
-// slice alone is 16 MB of x and dout, at 0.25 / 0.5 / 1: 11.18 / 11.60 / 12.10 ms, the sweeps 12.31.)
+// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms, run2; L1-35,
+// whose slice alone is 16 MB of x and dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the
+// sweeps 12.31, run3. Two rounds an item: 3.52 against 3.44 ms at L2-19, run2.)
 constexpr int kPipelineRounds = 1;
 constexpr double kPipelineL2Share = 0.6;
 constexpr double kPipelineMaxExtraLag = 1.0;
 constexpr double kPipelineMinExtraLag = 0.2;
 
-// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962 against
-// 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a DRAM read
-// does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a scalar
-// plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
+// The reductions the pipelined backward takes: kNone. (H100, runs 1-2: L2-92's log-sum-exp over channels 962
+// against 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a
+// DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a
+// scalar plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
 template <ReduceKind R>
 constexpr bool pipeline_takes() {
   return R == ReduceKind::kNone;

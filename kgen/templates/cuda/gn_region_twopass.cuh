@@ -38,6 +38,8 @@
 //                             + direct dx, written; block sums of the prologue's parameter gradients
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
 //                             fixed order
+// kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
+// (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2.
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
@@ -159,13 +161,18 @@ struct PlaneChunk {
   int64_t plane, n, c, row, begin, count;  // row: the (sample, group) of the plane
   __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan)
       : PlaneChunk(shape, plan, blockIdx.x) {}
+  // In 32 bits: the planes (N C) and items (N C splits) are fewer than 2^31, and a 64-bit division is a
+  // subroutine of some 70 instructions (per item of the pipelined backward, not only per block).
   __device__ __forceinline__ PlaneChunk(const RegionShape& shape, const SplitPlan& plan, unsigned item) {
-    plane = item / plan.splits;
-    begin = int64_t(item % plan.splits) * plan.chunk;
+    const unsigned splits = static_cast<unsigned>(plan.splits), channels = static_cast<unsigned>(shape.channels);
+    const unsigned groups = static_cast<unsigned>(shape.groups);
+    const unsigned p = item / splits, sample = p / channels, channel = p - sample * channels;
+    plane = p;
+    n = sample;
+    c = channel;
+    row = int64_t(sample) * groups + channel / (channels / groups);
+    begin = int64_t(item - p * splits) * plan.chunk;
     count = min(plan.chunk, shape.plane - begin);
-    n = plane / shape.channels;
-    c = plane - n * shape.channels;
-    row = n * shape.groups + c / shape.channels_per_group();
   }
 };
 

@@ -124,17 +124,18 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 // take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
 // kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
 // reads DRAM, the pipelined one's would too, and waits on top).
-// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose
-// slice alone is 16 MB of x and dout, at 0.25 / 0.5 / 1: 11.18 / 11.60 / 12.10 ms, the sweeps 12.31.)
+// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms, run2; L1-35,
+// whose slice alone is 16 MB of x and dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the
+// sweeps 12.31, run3. Two rounds an item: 3.52 against 3.44 ms at L2-19, run2.)
 constexpr int kPipelineRounds = 1;
 constexpr double kPipelineL2Share = 0.6;
 constexpr double kPipelineMaxExtraLag = 1.0;
 constexpr double kPipelineMinExtraLag = 0.2;
 
-// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962 against
-// 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a DRAM read
-// does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a scalar
-// plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
+// The reductions the pipelined backward takes: kNone. (H100, runs 1-2: L2-92's log-sum-exp over channels 962
+// against 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a
+// DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a
+// scalar plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
 template <ReduceKind R>
 constexpr bool pipeline_takes() {
   return R == ReduceKind::kNone;
