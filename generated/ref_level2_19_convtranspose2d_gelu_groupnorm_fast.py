@@ -4324,9 +4324,9 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //   then, alternately       pass A of item lag + k, pass B of item k
 //   then                    pass B of the last lag items
 //
-// An item is a few rounds of a sweep (kBlock threads x kUnroll packs each) of one plane: small, so that what
-// is read and written between an item's pass A and its pass B (about lag items of every stream and of dx)
-// stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
+// An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane: small,
+// so that what is read and written between an item's pass A and its pass B (about lag items of every stream
+// and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
 //

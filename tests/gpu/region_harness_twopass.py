@@ -154,7 +154,8 @@ def bindings() -> str:
         '    default: TORCH_CHECK(false, "kgen test: unknown variant");', "  }",
         '  TORCH_CHECK(taken, "kgen test: the cluster backward declined this shape");',
         "  return grads;", "}", "",
-        "// -1: the backward as planned; 0: never the pipelined backward; 1: the pipelined backward wherever correct",
+        "// pipeline_mode (gn_region_twopass_backward_host.cuh): -1 as planned, 0 the sweeps, 1 the pipelined kernel,",
+        "// 2 the pipelined kernel at the smallest lag",
         "void set_backward_pipeline(int64_t mode) { kgen::region_twopass::pipeline_mode().store(static_cast<int>(mode)); }",
     ]
     return "\n".join(lines) + "\n"

@@ -9,8 +9,10 @@ specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mea
 that the window does not divide), kChannel log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4
 != 0, C > 128, groups 1 and == C, N = 1, no spatial dims (plane 1), a plane split over two blocks, 16-byte
 packs that span rows of a window reduction; affine and not;
-per-channel and scalar (stride 0) parameters. Also: first-extreme positions on exact ties, bitwise
-determinism, a large common offset, empty inputs, clear errors.
+per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined kernel
+(gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels; the
+pipelined one also at sizes that run all its ticket phases, at two lags, bitwise equal. Also: first-extreme
+positions on exact ties, bitwise determinism, a large common offset, empty inputs, clear errors.
 
 `python tests/gpu/test_gn_region_twopass.py --bench` times the kernels at (128, 32, 254, 254)."""
 from __future__ import annotations
