@@ -3784,7 +3784,7 @@ struct PlaneChunk {
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_twopass_kernels: the two-pass kernels, forward and backward (design: gn_region_twopass.cuh) ----
+// ---- gn_region_twopass_kernels: the two-pass forward kernels (design: gn_region_twopass.cuh) ----
 namespace kgen {
 namespace region_twopass {
 
@@ -4065,7 +4065,13 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
   if constexpr (kHasAux<O>) aux[t] = acc.pos;
 }
 
-// ---------------------------------------------------------------- backward
+}  // namespace region_twopass
+}  // namespace kgen
+
+// ---- gn_region_twopass_backward: the two-pass backward sweeps and what the pipelined backward shares with them
+// (design: gn_region_twopass.cuh) ----
+namespace kgen {
+namespace region_twopass {
 
 // Streams the backward sweeps read besides x, at the element's own position: dout (kNone); dout and,
 // for log-sum-exp, out or, for max/min, aux at (n, s) (kChannel).
