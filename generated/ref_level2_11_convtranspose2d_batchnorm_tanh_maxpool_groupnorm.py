@@ -5210,6 +5210,16 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
+// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm.cuh's param_grad_kernel);
+// nothing when they are undefined (affine=False).
+inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
+                         at::Tensor& dgamma, at::Tensor& dbeta) {
+  if (!dgamma.defined()) return;
+  param_grad_kernel<0><<<gshape.channels, kParamGradThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      plane_sums, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
 // gn_partial, the per (sample, group) coefficients B, C (groupnorm.cuh's backward_group_kernel) and, affine,
 // dgamma and dbeta.
@@ -5224,11 +5234,7 @@ void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& 
       as_float2(gn_partial), splits, gamma_or_ones.data_ptr<float>(), rstd.data_ptr<float>(), gshape, plane_sums_ptr,
       as_float2(coef));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (dgamma.defined()) {
-    param_grad_kernel<0><<<gshape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  affine_grads(plane_sums_ptr, rstd, gshape, dgamma, dbeta);
 }
 
 // The functors' parameter gradients (Kp, C) and (Ke, C) from their per (sample, channel, split) partials, laid
@@ -5475,12 +5481,8 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
         Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (in.affine) {
-      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
+    affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma,
+                 dbeta);
     param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
     result = {dx, dgamma, dbeta, dprologue, depilogue};
     done = true;
@@ -5600,12 +5602,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
         <<<static_cast<unsigned>(grid), kPipelineThreads, 0, stream>>>(args, pipe, sync);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (in.affine) {
-    const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-    param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma, dbeta);
   param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
              dprologue);
   return true;
@@ -5641,6 +5638,10 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
   auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
+  const bool vec = rt::backward_vec<R>(in, dx);
+  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
@@ -5666,10 +5667,6 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float* beta_ptr = rt::data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  const bool vec = rt::backward_vec<R>(in, dx);
-  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
-    return {dx, dgamma, dbeta, dprologue, depilogue};
-  }
 
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(

@@ -105,12 +105,8 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
         Pro::kParams > 0 ? pro_grad.data_ptr<float>() : nullptr);
     if (!launched) return;
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if (in.affine) {
-      const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-      param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-          plane_sums_ptr, rstd_ptr, gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
+    affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma,
+                 dbeta);
     param_sums(epi_grad, Epi::kParams, pro_grad, Pro::kParams, planes, 1, shape, depilogue, dprologue);
     result = {dx, dgamma, dbeta, dprologue, depilogue};
     done = true;
@@ -230,12 +226,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
         <<<static_cast<unsigned>(grid), kPipelineThreads, 0, stream>>>(args, pipe, sync);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (in.affine) {
-    const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-    param_grad_kernel<0><<<shape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma, dbeta);
   param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
              dprologue);
   return true;
@@ -271,6 +262,10 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
   auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
+  const bool vec = rt::backward_vec<R>(in, dx);
+  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
@@ -296,10 +291,6 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float* beta_ptr = rt::data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  const bool vec = rt::backward_vec<R>(in, dx);
-  if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
-    return {dx, dgamma, dbeta, dprologue, depilogue};
-  }
 
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(

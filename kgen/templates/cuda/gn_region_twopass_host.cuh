@@ -155,6 +155,16 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
+// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm.cuh's param_grad_kernel);
+// nothing when they are undefined (affine=False).
+inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
+                         at::Tensor& dgamma, at::Tensor& dbeta) {
+  if (!dgamma.defined()) return;
+  param_grad_kernel<0><<<gshape.channels, kParamGradThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+      plane_sums, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
 // gn_partial, the per (sample, group) coefficients B, C (groupnorm.cuh's backward_group_kernel) and, affine,
 // dgamma and dbeta.
@@ -169,11 +179,7 @@ void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& 
       as_float2(gn_partial), splits, gamma_or_ones.data_ptr<float>(), rstd.data_ptr<float>(), gshape, plane_sums_ptr,
       as_float2(coef));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (dgamma.defined()) {
-    param_grad_kernel<0><<<gshape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), gshape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
+  affine_grads(plane_sums_ptr, rstd, gshape, dgamma, dbeta);
 }
 
 // The functors' parameter gradients (Kp, C) and (Ke, C) from their per (sample, channel, split) partials, laid
