@@ -159,7 +159,7 @@ def _bindings() -> tuple[str, str, list[str]]:
     names.append("rows_lanes")
     cuda.append("int64_t rows_backward_lanes(torch::Tensor x, int64_t groups) {\n"
                 "  return kgen::resident_detail::rows_backward_lanes(x.size(1), x.numel() / (x.size(0) * x.size(1)),"
-                " groups);\n}\n")
+                f" groups, {BLOCK});\n}}\n")
     cpp.append("int64_t rows_backward_lanes(torch::Tensor x, int64_t groups);")
     names.append("rows_backward_lanes")
     cuda.append("bool rows_reduce_applies(torch::Tensor x, int64_t groups) {\n"

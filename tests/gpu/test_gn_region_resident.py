@@ -145,9 +145,8 @@ def test_many_tiles_per_block(ext, name, case):
 
 
 # Linear outputs whose per-sample parameter rows would pass 256 MB and whose slices are past the rows backward
-# (512 and 1024 values): the backward's slab mode, each block summing its samples' parameter gradients in
-# shared memory.
-SLABS = [((32768, 1024), 2, [], True), ((4096, 8192), 8, [], True)]
+# (2048 values): the backward's slab mode, each block summing its samples' parameter gradients in shared memory.
+SLABS = [((16384, 2048), 1, [], True), ((4096, 8192), 4, [], True)]
 
 
 @pytest.mark.parametrize("case", SLABS, ids=_case_id)
@@ -195,10 +194,11 @@ def test_slab_decision(ext):
     assert ext.slab_parts_kPlane(torch.empty(8192, 64, 4, 4, device="cuda"), 8, 4) == 0  # planes
 
 
-# The rows backward (64- and 32-value slices, 16 and 8 lanes of one pack; 256-value slices, 32 lanes of two):
-# thousands of samples, so each team takes many in turn and sums its channels' parameter gradients across
-# them in registers.
-ROWS_BACKWARD = [((20000, 256), 8, [], True), ((4096, 1024), 16, [], False), ((3000, 2048), 8, [], True)]
+# The rows backward (32- and 64-value slices, 8 and 16 lanes of one pack; 256-, 512- and 1024-value slices,
+# teams of 2, 4 and 8 warps that meet in shared memory): thousands of samples, so each team takes many in turn
+# and sums its channels' parameter gradients across them in registers.
+ROWS_BACKWARD = [((20000, 256), 8, [], True), ((4096, 1024), 16, [], False), ((3000, 2048), 8, [], True),
+                 ((2500, 8192), 16, [], True), ((1500, 8192), 8, [], False)]
 
 
 @pytest.mark.parametrize("case", ROWS_BACKWARD, ids=_case_id)
@@ -208,19 +208,22 @@ def test_rows_backward_many_samples_a_team(ext, name, case):
 
 
 def test_rows_backward_decision(ext):
-    """The rows backward's team: a pack a lane up to 32 lanes, then two; past 64 packs, or wherever the rows
-    forward does not apply, none (the resident tiles)."""
+    """The rows backward's team: a pack a lane, up to a block (256 lanes here); wherever the rows forward
+    does not apply, none (the resident tiles)."""
     def lin(c):
         return torch.empty(2, c, device="cuda")
     assert ext.rows_backward_lanes(lin(4096), 64) == 16     # L2-37: 64 values, 16 lanes x 1 pack
     assert ext.rows_backward_lanes(lin(8192), 512) == 4     # L2-75: 16 values, 4 x 1
-    assert ext.rows_backward_lanes(lin(2048), 8) == 32      # 256 values: 32 x 2
-    assert ext.rows_backward_lanes(lin(8192), 16) == 0      # 512 values
+    assert ext.rows_backward_lanes(lin(2048), 8) == 64      # 256 values: 2 warps x 1 pack
+    assert ext.rows_backward_lanes(lin(8192), 16) == 128    # L2-30: 512 values, 4 warps
+    assert ext.rows_backward_lanes(lin(8192), 8) == 256     # 1024 values: the whole block
+    assert ext.rows_backward_lanes(lin(8192), 4) == 0       # 2048 values: past the rows forward
     assert ext.rows_backward_lanes(lin(96), 4) == 0         # 6 packs
     assert ext.rows_backward_lanes(torch.empty(2, 64, 3, 3, device="cuda"), 8) == 0  # planes
 
 
-@pytest.mark.parametrize("shape, groups", [((8192, 4096), 64), ((4096, 8192), 8)], ids=["rows", "slabs"])
+@pytest.mark.parametrize("shape, groups", [((8192, 4096), 64), ((4096, 8192), 16), ((4096, 8192), 4)],
+                         ids=["rows", "wide-rows", "slabs"])
 def test_backward_with_parameter_rows_is_bitwise_deterministic(ext, shape, groups):
     x, gamma, beta, pp, ep, dout = make_inputs("none_fused", shape, groups, [], True, 9, False)
     first = run_kernels("none_fused", x, gamma, beta, pp, ep, groups, 1e-5, [], dout)

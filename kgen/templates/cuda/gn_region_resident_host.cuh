@@ -77,19 +77,21 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
 // sample's values.
 template <ReduceKind R>
 bool rows_backward_applies(int64_t slice, int lanes, int width) {
-  return lanes > 0 && lanes <= kWarpSize && width == 4 && slice / 4 / lanes <= kRowsBackwardMaxPacks &&
+  return lanes > 0 && width == 4 && slice / 4 / lanes <= kRowsBackwardMaxPacks &&
          (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample);
 }
 
-// The rows backward's team width where the rows forward applies, else 0: a pack a lane up to 32 lanes (its
-// running sums, K x 4 a pack, take registers that a second pack would take from the warps an SM holds: H100,
-// L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1, 100 and two, session
-// 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three, session 15).
-inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups) {
+// The rows backward's team width where the rows forward applies, else 0: a pack a lane, up to a block of
+// `block` lanes (its running sums, K x 4 a pack, take registers that a second pack would take from the warps
+// an SM holds: H100, L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1,
+// 100 and two, session 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three,
+// session 15), two packs a lane past that. Teams past 32 lanes meet in shared memory (session 17: L2-30's
+// 512-value slices, 128 lanes; before, the resident tiles with a parameter row per sample).
+inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups, int block) {
   if (rows_lanes(channels, plane, groups) == 0) return 0;
   const int64_t packs = channels / groups / 4;
-  const int64_t lanes = packs <= kWarpSize ? packs : packs / kRowsBackwardMaxPacks;
-  return lanes <= kWarpSize ? static_cast<int>(lanes) : 0;
+  const int64_t lanes = packs <= block ? packs : packs / kRowsBackwardMaxPacks;
+  return lanes <= block ? static_cast<int>(lanes) : 0;
 }
 
 // The rows backward: the blocks that fit on the GPU at once, rounded to a whole number of rows (R rows x G
@@ -303,7 +305,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
     float* dx_ptr = dx.data_ptr<float>();
     if constexpr (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample) {
-      const int lanes = rows_backward_lanes(channels, dims.plane, groups);
+      const int lanes = rows_backward_lanes(channels, dims.plane, groups, kBlock);
       if (rows_backward_applies<R>(channels / groups, lanes, width)) {
         partial = launch_rows_backward<Pro, Epi, R, O, kBlock>(dims, groups, lanes, affine_vec, dout_ptr, x_ptr,
                                                                gamma_ptr, beta_ptr, params, mean_ptr, rstd_ptr,

@@ -1,7 +1,8 @@
 // ---- gn_region_rows_backward: the backward of Linear outputs with short slices, from registers ----
 //
 // The rows forward's layout (gn_region_rows_forward.cuh) run backward: Linear outputs (plane == 1), slices of
-// D = C / G values held by a TEAM of L lanes, kPacks <= 2 16-byte packs a lane. The resident backward's tiles
+// D = C / G values held by a TEAM of L lanes, kPacks <= 2 16-byte packs a lane; a team of up to a block, its
+// warps' sums met in shared memory past 32 lanes. The resident backward's tiles
 // (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice sums, barrier, dx sweep)
 // keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for 1.61 GB, 0.90 TB/s; the
 // 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample parameter rows as large as x).
@@ -12,9 +13,9 @@
 // `partial` (R, K, C), which column_sums adds in a fixed order: bitwise reproducible. Per slice: x and dout
 // (kNone; a reduction's per-sample gradient otherwise) loaded one step ahead, everything
 // recomputed from x and the saved (mean, rstd), A = sum gamma dy and B = sum gamma dy xhat (summed in float
-// within a lane, then over the team by an xor butterfly in double), then dx = Pro'(x) (rstd (gamma dy - A / D
-// - xhat B / D) + dz_epi) + dx_epi stored. The step count is the same for every thread, so whole warps reach
-// each shuffle.
+// within a lane, then over the team by an xor butterfly in double, then over its warps in shared memory in
+// warp order), then dx = Pro'(x) (rstd (gamma dy - A / D - xhat B / D) + dz_epi) + dx_epi stored. The step
+// count is the same for every thread, so whole warps reach each shuffle and the whole block each barrier.
 //
 // Measured (H100, L2-37's (32768, 4096) Swish + bias region, 64-value slices, teams of 16 lanes; kernel time
 // in one run each, benchmarks/h100/s15): 860 us with the functors reloaded per value and pass 2 recomputing
@@ -60,6 +61,10 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   const int64_t row = team / plan.groups;
   const int cbase = group * D;
   const double inv_d = 1.0 / double(D);
+  // Teams wider than a warp: each warp's (A, B) per step, double-buffered by step parity so that one barrier
+  // a step suffices (a warp writes a step's slot again only two steps later, past the next step's barrier,
+  // which every reader of this step reaches after reading).
+  __shared__ double2 team_sums[2][kBlock / kWarpSize];
 
   // A lane's channels never change: their gamma, beta and functors are loaded once, into registers (so the
   // compiler also sees that pass 2's recomputation of z is pass 1's).
@@ -158,9 +163,21 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
       }
     }
     double a = lane_a, b = lane_b;
-    for (int o = L / 2; o > 0; o /= 2) {
+    for (int o = (L < kWarpSize ? L : kWarpSize) / 2; o > 0; o /= 2) {
       a += shfl_xor(a, o);
       b += shfl_xor(b, o);
+    }
+    if (L > kWarpSize) {  // a team of several warps: their sums meet in shared memory, added in warp order
+      double2* slot = team_sums[j & 1];
+      if ((threadIdx.x & (kWarpSize - 1)) == 0) slot[threadIdx.x / kWarpSize] = make_double2(a, b);
+      __syncthreads();
+      const int first = static_cast<int>(threadIdx.x) / L * (L / kWarpSize);
+      a = 0.0;
+      b = 0.0;
+      for (int w = 0; w < L / kWarpSize; ++w) {
+        a += slot[first + w].x;
+        b += slot[first + w].y;
+      }
     }
     const float ca = static_cast<float>(-a * inv_d), cb = static_cast<float>(-b * inv_d);
     // pass 2: dx, and the prologue's parameter gradients
