@@ -562,9 +562,10 @@ PY
       # the two-pass test extension at once, runs the two-pass and cluster GPU tests (S16_TESTS, default on; -k
       # S16_TESTS_K), then the A/Bs one after another on a quiet GPU: per problem of S16_AB (default the two-pass
       # problems), kernel_variants --backward over the backward's kernels, the variants S16_VARIANTS_<n> (one a line)
-      # or the defaults below (base = the file as planned; "sweeps" = the two sweep kernels).
+      # or the defaults below (base = the file as planned; "sweeps" = the two sweep kernels); S16_KERNEL: the
+      # kernels timed (a regular expression; default the two-pass backward's).
       P=$OUT/s16; V=.build/s16; mkdir -p "$P" "$V"
-      K='backward_pipeline|backward_sweep|backward_group|param_grad|param_sums'
+      K=${S16_KERNEL:-'backward_pipeline|backward_sweep|backward_group|param_grad|param_sums'}
       sweeps='sweeps:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{0};'
       force='force:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{1};'
       declare -A AB

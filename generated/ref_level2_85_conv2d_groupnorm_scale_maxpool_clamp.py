@@ -1406,12 +1406,26 @@ __device__ __forceinline__ float clamp_grad(float a, float lo, float hi) {
 }
 __device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
-// F.mish: a * tanh(softplus(a)), as PyTorch's kernel: a * tanh(log1p(exp(a))).
-__device__ __forceinline__ float mishf(float a) { return a * tanhf(log1pf(expf(a))); }
+// F.mish: a * tanh(softplus(a)). PyTorch's kernel computes a * tanh(log1p(exp(a))); with e = exp(a),
+// tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation),
+// so one exp and a division give it, where PyTorch's value takes exp, log1p and tanh and its gradient two exps
+// more (the rows backward's L2-94, issue-bound: session 17). Within a few ulp of float64, as PyTorch's formula
+// (tests/gpu/test_region_ops.py measures both); not its bits. Past a = 20 the tanh is 1.0f in both (and e^2
+// would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+__device__ __forceinline__ float mishf(float a) {
+  if (a > 20.f) return a;
+  const float e = expf(a);
+  const float n = e * (e + 2.f);
+  return a * (n / (n + 2.f));
+}
+// d mish / da = t + a sigmoid(a) (1 - t^2), with t = n / d, d = n + 2, sigmoid(a) = e / (1 + e) and
+// 1 - t^2 = 4 (1 + e)^2 / d^2: (n + 4 a e (1 + e) / d) / d.
 __device__ __forceinline__ float mish_grad(float a) {
-  const float s = 1.f / (1.f + expf(-a));
-  const float t = tanhf(log1pf(expf(a)));
-  return t + a * s * (1.f - t * t);
+  if (a > 20.f) return 1.f + 0.f * a;
+  const float e = expf(a);
+  const float n = e * (e + 2.f);
+  const float d = n + 2.f;
+  return (n + 4.f * a * e * (1.f + e) / d) / d;
 }
 __device__ __forceinline__ float softplusf(float a, float beta, float threshold) {
   return a * beta > threshold ? a : log1pf(expf(a * beta)) / beta;

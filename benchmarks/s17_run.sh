@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 17's device calls, by name (the record of what ran; logs under benchmarks/h100/s17/).
+#   run2: the mish formula (gn_region_ops.cuh) against PyTorch's, A/B at L2-94's rows kernels; its op test, the
+#         resident tests, L2-94 checked and timed.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/kgen-out}
+case "${1:-}" in
+  run2)
+    timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_region_ops.py > "$OUT/pytest_region_ops.log" 2>&1
+    echo "exit code: $?" >> "$OUT/pytest_region_ops.log"; tail -n 3 "$OUT/pytest_region_ops.log"
+    old_value='  return a * (n / (n + 2.f));'
+    old_grad='  return (n + 4.f * a * e * (1.f + e) / d) / d;'
+    pytorch="pytorch_formula:${old_value}=>  return a * tanhf(log1pf(e));|||${old_grad}=>  const float t = tanhf(log1pf(e)); return t + a * (1.f / (1.f + expf(-a))) * (1.f - t * t);"
+    fdiv="fdividef:${old_value}=>  return a * __fdividef(n, n + 2.f);|||${old_grad}=>  const float r = __fdividef(1.f, d); return (n + 4.f * a * e * (1.f + e) * r) * r;"
+    S16_AB=94 S16_TESTS= S16_KERNEL='rows_|column_sum' S16_VARIANTS_94="$pytorch"$'\n'"$fdiv" bash benchmarks/device_run.sh s16
+    S14_FAMILY=94 S14_K=no_such_test S14_RATES=94 S14_BENCH=94 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run2" >&2; exit 2 ;;
+esac

@@ -1,0 +1,97 @@
+"""Element-wise ops of gn_region_ops.cuh whose formula is not PyTorch's (mish: one exp and a division for
+PyTorch's exp, log1p and tanh), against float64 over their whole range: the kernel's error must stay within
+a few ulp and no larger than PyTorch's own float32 formula's, and the special values (+-inf, NaN, the
+threshold past which mish is the identity) must come out as PyTorch's."""
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+pytestmark = pytest.mark.gpu
+
+CUDA_DIR = Path(__file__).resolve().parent.parent.parent / "kgen" / "templates" / "cuda"
+
+KERNELS = r"""
+__global__ void mish_kernel(const float* __restrict__ a, float* __restrict__ value, float* __restrict__ grad,
+                            int64_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    value[i] = kgen::mishf(a[i]);
+    grad[i] = kgen::mish_grad(a[i]);
+  }
+}
+std::vector<at::Tensor> mish(at::Tensor a) {
+  TORCH_CHECK(a.is_cuda() && a.scalar_type() == at::kFloat && a.is_contiguous(), "a float32 CUDA tensor");
+  auto value = at::empty_like(a), grad = at::empty_like(a);
+  const int64_t n = a.numel();
+  if (n > 0) {
+    mish_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        a.data_ptr<float>(), value.data_ptr<float>(), grad.data_ptr<float>(), n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  return {value, grad};
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def ext():
+    from torch.utils.cpp_extension import load_inline
+
+    cuda = "\n".join(["#include <torch/extension.h>", (CUDA_DIR / "common.cuh").read_text(),
+                      (CUDA_DIR / "gn_region_ops.cuh").read_text(), KERNELS])
+    cpp = "std::vector<at::Tensor> mish(at::Tensor a);"
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+    digest = hashlib.sha256((cpp + cuda).encode()).hexdigest()[:12]
+    return load_inline(name="kgen_region_ops_" + digest, cpp_sources=cpp, cuda_sources=cuda, functions=["mish"],
+                       extra_cuda_cflags=["-O3"])
+
+
+def mish64(a):
+    a = a.double()
+    t = torch.tanh(F.softplus(a, threshold=1e9))   # softplus without PyTorch's linear cut-off, in float64
+    return a * t, t + a * torch.sigmoid(a) * (1 - t * t)
+
+
+def ulp_error(got, want):
+    """|got - want| in units of float32's spacing at want (at least the smallest normal's)."""
+    spacing = torch.finfo(torch.float32).eps * want.abs().clamp_min(torch.finfo(torch.float32).tiny)
+    return ((got.double() - want) / spacing).abs()
+
+
+def test_mish_and_its_gradient_against_float64(ext):
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.cat([torch.linspace(-110, 60, 2_000_001, device="cuda"),
+                   torch.randn(1_000_000, device="cuda", generator=gen) * 3,
+                   torch.tensor([0.0, -0.0, 1e-30, -1e-30, 19.99, 20.0, 20.01, -1.1924, 44.5, 88.0, 89.0],
+                                device="cuda")])
+    value, grad = ext.mish(a)
+    want_value, want_grad = mish64(a)
+    leaf = a.clone().requires_grad_()
+    torch_value = F.mish(leaf)
+    (torch_grad,) = torch.autograd.grad(torch_value.sum(), leaf)
+    # the value: relative, in ulp; past -87 both underflow to denormals or zero, compared absolutely
+    normal = want_value.abs() > 1e-30
+    ours, theirs = ulp_error(value, want_value)[normal], ulp_error(torch_value.detach(), want_value)[normal]
+    assert ours.max() <= max(4.0, theirs.max().item()), (ours.max().item(), theirs.max().item())
+    assert (value.double() - want_value)[~normal].abs().max() < 1e-37
+    # the gradient crosses 0 near a = -1.19, where t and a sigmoid (1 - t^2) cancel: errors on the scale of t
+    scale = want_grad.abs() + (want_value / a.double()).abs().nan_to_num(0)
+    ours_g = ((grad.double() - want_grad).abs() / scale.clamp_min(1e-30))
+    theirs_g = ((torch_grad.double() - want_grad).abs() / scale.clamp_min(1e-30))
+    finite = scale > 1e-30
+    assert ours_g[finite].max() <= max(8 * torch.finfo(torch.float32).eps, theirs_g[finite].max().item())
+
+
+def test_mish_special_values_match_pytorch(ext):
+    a = torch.tensor([float("inf"), float("-inf"), float("nan"), 20.0, 20.5, 30.0, 1e30, -1e30, 0.0],
+                     device="cuda")
+    value, grad = ext.mish(a)
+    leaf = a.clone().requires_grad_()
+    want = F.mish(leaf)
+    (want_grad,) = torch.autograd.grad(want.sum(), leaf)
+    torch.testing.assert_close(value, want.detach(), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(grad, want_grad, equal_nan=True, rtol=0, atol=0)
