@@ -2,6 +2,9 @@
 # Session 17's device calls, by name (the record of what ran; logs under benchmarks/h100/s17/).
 #   run2: the mish formula (gn_region_ops.cuh) against PyTorch's, A/B at L2-94's rows kernels; its op test, the
 #         resident tests, L2-94 checked and timed.
+#   run3: mish's divisions as __fdividef (its op test, printing both formulas' errors); the two-pass backward's
+#         16-byte sweeps and pipelined kernel on odd planes (scalar ends): the two-pass, cluster and resident
+#         tests, L2-60 A/B (pipelined against the sweeps), the family problems they touch checked, rates.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -15,5 +18,10 @@ case "${1:-}" in
     fdiv="fdividef:${old_value}=>  return a * __fdividef(n, n + 2.f);|||${old_grad}=>  const float r = __fdividef(1.f, d); return (n + 4.f * a * e * (1.f + e) * r) * r;"
     S16_AB=94 S16_TESTS= S16_KERNEL='rows_|column_sum' S16_VARIANTS_94="$pytorch"$'\n'"$fdiv" bash benchmarks/device_run.sh s16
     S14_FAMILY=94 S14_K=no_such_test S14_RATES=94 S14_BENCH=94 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run2" >&2; exit 2 ;;
+  run3)
+    timeout -k 5 300 python3 -m pytest -q -s -rf -p no:cacheprovider tests/gpu/test_region_ops.py > "$OUT/pytest_region_ops.log" 2>&1
+    echo "exit code: $?" >> "$OUT/pytest_region_ops.log"; grep -E "mish|passed|failed" "$OUT/pytest_region_ops.log"
+    S16_AB=60 S16_TESTS= bash benchmarks/device_run.sh s16
+    S14_FAMILY=60,94,19,35,27 S14_CHECK_BUDGET=420 S14_RATES=L1-35,19,21,60,83,94 bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run2|run3" >&2; exit 2 ;;
 esac

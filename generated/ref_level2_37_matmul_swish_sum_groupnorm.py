@@ -1408,14 +1408,16 @@ __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || 
 // F.mish: a * tanh(softplus(a)). PyTorch's kernel computes a * tanh(log1p(exp(a))); with e = exp(a),
 // tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation),
 // so one exp and a division give it, where PyTorch's value takes exp, log1p and tanh and its gradient two exps
-// more (the rows backward's L2-94, issue-bound: session 17). Within a few ulp of float64, as PyTorch's formula
-// (tests/gpu/test_region_ops.py measures both); not its bits. Past a = 20 the tanh is 1.0f in both (and e^2
-// would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+// more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
+// holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
+// its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
+// IEEE divisions, 50.6 with __fdividef; benchmarks/h100/s17/run2.) Past a = 20 the tanh is 1.0f in both (and
+// e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
 __device__ __forceinline__ float mishf(float a) {
   if (a > 20.f) return a;
   const float e = expf(a);
   const float n = e * (e + 2.f);
-  return a * (n / (n + 2.f));
+  return a * __fdividef(n, n + 2.f);
 }
 // d mish / da = t + a sigmoid(a) (1 - t^2), with t = n / d, d = n + 2, sigmoid(a) = e / (1 + e) and
 // 1 - t^2 = 4 (1 + e)^2 / d^2: (n + 4 a e (1 + e) / d) / d.
@@ -1424,7 +1426,8 @@ __device__ __forceinline__ float mish_grad(float a) {
   const float e = expf(a);
   const float n = e * (e + 2.f);
   const float d = n + 2.f;
-  return (n + 4.f * a * e * (1.f + e) / d) / d;
+  const float r = __fdividef(1.f, d);
+  return (n + 4.f * a * e * (1.f + e) * r) * r;
 }
 __device__ __forceinline__ float softplusf(float a, float beta, float threshold) {
   return a * beta > threshold ? a : log1pf(expf(a * beta)) / beta;
@@ -3641,9 +3644,9 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
 // groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the forward sweeps take
-// odd planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), the
-// backward sweeps only planes of whole packs.
+// 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
+// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), except the
+// backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
 // Forward, 2 reads of x + the output:
 //   stats_partial     per (plane, chunk): Welford moments of z - pilot (pilot: z of the group's first
@@ -3776,17 +3779,18 @@ __device__ __forceinline__ Channel<Pro, Epi> load_channel(const RegionParams& pa
 // offset, so the body starts at the chunk's first 16-byte boundary (the streams' base pointers are 16-byte
 // aligned): `head` values (0-3) before it, `packs` whole packs, the values from `tail` on after them. With
 // S % 4 == 0 (chunks are whole packs) head = 0 and no value is left after the body. W = 1: all body.
+// In 32 bits (a chunk is part of a plane, and planes are shorter than 2^32 values: positions s are uint32_t).
 template <int W>
 struct ChunkSpan {
-  int64_t head, packs, tail, count;
-  __device__ __forceinline__ ChunkSpan(int64_t offset, int64_t n) : count(n) {
-    const int64_t gap = W == 4 ? (4 - offset % 4) % 4 : 0;
-    head = gap < n ? gap : n;
-    packs = (n - head) / W;
+  int head, packs, tail, count;
+  __device__ __forceinline__ ChunkSpan(int64_t offset, int64_t n) : count(static_cast<int>(n)) {
+    const int gap = W == 4 ? (4 - static_cast<int>(offset & 3)) & 3 : 0;
+    head = gap < count ? gap : count;
+    packs = (count - head) / W;
     tail = head + packs * W;
   }
-  __device__ __forceinline__ int64_t ends() const { return head + (count - tail); }  // values outside the body
-  __device__ __forceinline__ int64_t end_at(int64_t k) const { return k < head ? k : tail + (k - head); }
+  __device__ __forceinline__ int ends() const { return head + (count - tail); }  // values outside the body
+  __device__ __forceinline__ int end_at(int k) const { return k < head ? k : tail + (k - head); }
 };
 
 // A (plane, chunk) item of the sweep kernels: block `blockIdx.x`'s, or item `item` of a persistent kernel.
@@ -3870,7 +3874,7 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       }
     }
   }
-  for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock)
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock)
     accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
@@ -3911,7 +3915,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
       store_pack<W>(out, i, r);
     });
-    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = offset + span.end_at(k);
       v_out[e] = ch.value(__ldg(x + e));
     }
@@ -3925,7 +3929,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
 #pragma unroll
       for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
     });
-    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = span.end_at(k);
       Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
     }
@@ -4280,6 +4284,11 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
   const float* in[kStreams];
   backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
+  // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
+  const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
+  const float* body[kStreams];
+#pragma unroll
+  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -4287,19 +4296,31 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kBlock, W, kStreams>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep<kBlock, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+      const uint32_t s = static_cast<uint32_t>(b.begin + span.head + i * W + j);
       if constexpr (kApply) {
         r.v[j] = value.dx(v, j, s, bc, dparam);
       } else {
         value.sums(v, j, s, sums[0], sums[1], dparam);
       }
     }
-    if constexpr (kApply) store_pack<W>(dst, i, r);
+    if constexpr (kApply) store_pack<W>(dst + span.head, i, r);
   });
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    const int e = span.end_at(k);
+    Pack<1> v[kStreams];
+#pragma unroll
+    for (int t = 0; t < kStreams; ++t) v[t].v[0] = __ldg(in[t] + e);
+    const uint32_t s = static_cast<uint32_t>(b.begin + e);
+    if constexpr (kApply) {
+      dst[e] = value.dx(v, 0, s, bc, dparam);
+    } else {
+      value.sums(v, 0, s, sums[0], sums[1], dparam);
+    }
+  }
 
   if constexpr (kSums > 0) {
     constexpr int kFirstParam = kApply ? 0 : 2;
@@ -4363,6 +4384,7 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
+// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
@@ -4580,12 +4602,16 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
   const float* in[kStreams];
   backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes
+  const float* body[kStreams];
+#pragma unroll
+  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
   const uint64_t policy = l2_policy<!kApply>();
-  const int64_t packs = b.count / W;
+  const int64_t packs = span.packs;
 
   Pack<W> v[kUnroll][kStreams];
   int64_t base = threadIdx.x;
-  load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+  load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
   unsigned ticket = 0;
   if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
   float2 bc = make_float2(0.f, 0.f);
@@ -4609,18 +4635,32 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
         Pack<W> r;
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-          const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+          const uint32_t s = static_cast<uint32_t>(b.begin + span.head + i * W + j);
           if constexpr (kApply) {
             r.v[j] = value.dx(v[u], j, s, bc, dparam);
           } else {
             value.sums(v[u], j, s, sum_dy, sum_dy_centered, dparam);
           }
         }
-        if constexpr (kApply) store_pack_l2<W>(dst, i, r, policy);
+        if constexpr (kApply) store_pack_l2<W>(dst + span.head, i, r, policy);
       }
     }
     base += int64_t(kBlock) * kUnroll;
-    if (base < packs) load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+    if (base < packs) load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+  }
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    const int e = span.end_at(k);
+    Pack<1> one[kStreams];
+#pragma unroll
+    for (int t = 0; t < kStreams; ++t) one[t] = load_pack_l2<1>(in[t], e, policy);
+    const uint32_t s = static_cast<uint32_t>(b.begin + e);
+    if constexpr (kApply) {
+      Pack<1> r;
+      r.v[0] = value.dx(one, 0, s, bc, dparam);
+      store_pack_l2<1>(dst, e, r, policy);
+    } else {
+      value.sums(one, 0, s, sum_dy, sum_dy_centered, dparam);
+    }
   }
 
   if constexpr (kApply) {
@@ -5457,10 +5497,12 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
   return in;
 }
 
-// 16-byte loads and stores when every stream read or written at the element's position allows them.
+// 16-byte loads and stores when every stream read or written at the element's position allows them. Odd planes
+// (S % 4 != 0) too, with scalar ends per chunk (ChunkSpan), where those streams share x's offset: all but
+// kChannel's (dout, out, aux at (n, s)). (H100, session 17: L2-60's 31 x 63 x 63 planes, see s17/README.md.)
 template <ReduceKind R>
 bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
-  bool vec = in.shape.plane % 4 == 0 && aligned(in.x) && aligned(dx);
+  bool vec = (in.shape.plane % 4 == 0 || R != ReduceKind::kChannel) && aligned(in.x) && aligned(dx);
   if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && aligned(in.dout);
   if (R == ReduceKind::kChannel) vec = vec && aligned(in.out) && aligned(in.aux);
   return vec;
@@ -5477,7 +5519,7 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  const bool vec = backward_vec<R>(in, dx);
+  const bool vec = backward_vec<R>(in, dx) && shape.plane % 4 == 0;
   const bool copy16 = aligned(in.x);
   bool done = false;
   dispatch_vec(vec, [&](auto kv) {

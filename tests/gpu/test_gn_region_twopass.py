@@ -33,7 +33,8 @@ TOL = 1e-4
 
 # (shape, groups, affine, scalar prologue params)
 PLAIN_CASES = [
-    ((2, 12, 3, 5, 7), 3, True, False),   # 3D, plane 105 (odd): forward 16-byte with scalar ends, backward scalar
+    ((2, 12, 3, 5, 7), 3, True, False),   # 3D, plane 105 (odd): 16-byte sweeps with scalar ends (kChannel's
+                                          # backward scalar)
     ((3, 6, 13, 29), 2, False, True),     # C = 6 (not a multiple of 4), plane 377, affine=False, scalar params
     ((1, 10, 16, 20), 5, True, False),    # N = 1, plane 320: 16-byte sweeps
     ((2, 8, 12, 12), 8, True, False),     # groups == C

@@ -58,14 +58,16 @@ __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || 
 // F.mish: a * tanh(softplus(a)). PyTorch's kernel computes a * tanh(log1p(exp(a))); with e = exp(a),
 // tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation),
 // so one exp and a division give it, where PyTorch's value takes exp, log1p and tanh and its gradient two exps
-// more (the rows backward's L2-94, issue-bound: session 17). Within a few ulp of float64, as PyTorch's formula
-// (tests/gpu/test_region_ops.py measures both); not its bits. Past a = 20 the tanh is 1.0f in both (and e^2
-// would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+// more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
+// holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
+// its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
+// IEEE divisions, 50.6 with __fdividef; benchmarks/h100/s17/run2.) Past a = 20 the tanh is 1.0f in both (and
+// e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
 __device__ __forceinline__ float mishf(float a) {
   if (a > 20.f) return a;
   const float e = expf(a);
   const float n = e * (e + 2.f);
-  return a * (n / (n + 2.f));
+  return a * __fdividef(n, n + 2.f);
 }
 // d mish / da = t + a sigmoid(a) (1 - t^2), with t = n / d, d = n + 2, sigmoid(a) = e / (1 + e) and
 // 1 - t^2 = 4 (1 + e)^2 / d^2: (n + 4 a e (1 + e) / d) / d.
@@ -74,7 +76,8 @@ __device__ __forceinline__ float mish_grad(float a) {
   const float e = expf(a);
   const float n = e * (e + 2.f);
   const float d = n + 2.f;
-  return (n + 4.f * a * e * (1.f + e) / d) / d;
+  const float r = __fdividef(1.f, d);
+  return (n + 4.f * a * e * (1.f + e) * r) * r;
 }
 __device__ __forceinline__ float softplusf(float a, float beta, float threshold) {
   return a * beta > threshold ? a : log1pf(expf(a * beta)) / beta;

@@ -8,9 +8,9 @@
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
 // groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the forward sweeps take
-// odd planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), the
-// backward sweeps only planes of whole packs.
+// 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
+// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), except the
+// backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
 // Forward, 2 reads of x + the output:
 //   stats_partial     per (plane, chunk): Welford moments of z - pilot (pilot: z of the group's first
@@ -143,17 +143,18 @@ __device__ __forceinline__ Channel<Pro, Epi> load_channel(const RegionParams& pa
 // offset, so the body starts at the chunk's first 16-byte boundary (the streams' base pointers are 16-byte
 // aligned): `head` values (0-3) before it, `packs` whole packs, the values from `tail` on after them. With
 // S % 4 == 0 (chunks are whole packs) head = 0 and no value is left after the body. W = 1: all body.
+// In 32 bits (a chunk is part of a plane, and planes are shorter than 2^32 values: positions s are uint32_t).
 template <int W>
 struct ChunkSpan {
-  int64_t head, packs, tail, count;
-  __device__ __forceinline__ ChunkSpan(int64_t offset, int64_t n) : count(n) {
-    const int64_t gap = W == 4 ? (4 - offset % 4) % 4 : 0;
-    head = gap < n ? gap : n;
-    packs = (n - head) / W;
+  int head, packs, tail, count;
+  __device__ __forceinline__ ChunkSpan(int64_t offset, int64_t n) : count(static_cast<int>(n)) {
+    const int gap = W == 4 ? (4 - static_cast<int>(offset & 3)) & 3 : 0;
+    head = gap < count ? gap : count;
+    packs = (count - head) / W;
     tail = head + packs * W;
   }
-  __device__ __forceinline__ int64_t ends() const { return head + (count - tail); }  // values outside the body
-  __device__ __forceinline__ int64_t end_at(int64_t k) const { return k < head ? k : tail + (k - head); }
+  __device__ __forceinline__ int ends() const { return head + (count - tail); }  // values outside the body
+  __device__ __forceinline__ int end_at(int k) const { return k < head ? k : tail + (k - head); }
 };
 
 // A (plane, chunk) item of the sweep kernels: block `blockIdx.x`'s, or item `item` of a persistent kernel.

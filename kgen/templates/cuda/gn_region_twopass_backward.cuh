@@ -182,6 +182,11 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
   const float* in[kStreams];
   backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
+  // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
+  const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
+  const float* body[kStreams];
+#pragma unroll
+  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -189,19 +194,31 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kBlock, W, kStreams>(in, b.count / W, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep<kBlock, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
-      const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+      const uint32_t s = static_cast<uint32_t>(b.begin + span.head + i * W + j);
       if constexpr (kApply) {
         r.v[j] = value.dx(v, j, s, bc, dparam);
       } else {
         value.sums(v, j, s, sums[0], sums[1], dparam);
       }
     }
-    if constexpr (kApply) store_pack<W>(dst, i, r);
+    if constexpr (kApply) store_pack<W>(dst + span.head, i, r);
   });
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    const int e = span.end_at(k);
+    Pack<1> v[kStreams];
+#pragma unroll
+    for (int t = 0; t < kStreams; ++t) v[t].v[0] = __ldg(in[t] + e);
+    const uint32_t s = static_cast<uint32_t>(b.begin + e);
+    if constexpr (kApply) {
+      dst[e] = value.dx(v, 0, s, bc, dparam);
+    } else {
+      value.sums(v, 0, s, sums[0], sums[1], dparam);
+    }
+  }
 
   if constexpr (kSums > 0) {
     constexpr int kFirstParam = kApply ? 0 : 2;

@@ -53,10 +53,12 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
   return in;
 }
 
-// 16-byte loads and stores when every stream read or written at the element's position allows them.
+// 16-byte loads and stores when every stream read or written at the element's position allows them. Odd planes
+// (S % 4 != 0) too, with scalar ends per chunk (ChunkSpan), where those streams share x's offset: all but
+// kChannel's (dout, out, aux at (n, s)). (H100, session 17: L2-60's 31 x 63 x 63 planes, see s17/README.md.)
 template <ReduceKind R>
 bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
-  bool vec = in.shape.plane % 4 == 0 && aligned(in.x) && aligned(dx);
+  bool vec = (in.shape.plane % 4 == 0 || R != ReduceKind::kChannel) && aligned(in.x) && aligned(dx);
   if (R == ReduceKind::kNone || R == ReduceKind::kChannel) vec = vec && aligned(in.dout);
   if (R == ReduceKind::kChannel) vec = vec && aligned(in.out) && aligned(in.aux);
   return vec;
@@ -73,7 +75,7 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  const bool vec = backward_vec<R>(in, dx);
+  const bool vec = backward_vec<R>(in, dx) && shape.plane % 4 == 0;
   const bool copy16 = aligned(in.x);
   bool done = false;
   dispatch_vec(vec, [&](auto kv) {

@@ -56,7 +56,7 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       }
     }
   }
-  for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock)
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock)
     accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
@@ -97,7 +97,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
       for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
       store_pack<W>(out, i, r);
     });
-    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = offset + span.end_at(k);
       v_out[e] = ch.value(__ldg(x + e));
     }
@@ -111,7 +111,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
 #pragma unroll
       for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
     });
-    for (int64_t k = threadIdx.x; k < span.ends(); k += kBlock) {
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = span.end_at(k);
       Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
     }

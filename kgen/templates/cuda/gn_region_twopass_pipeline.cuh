@@ -15,6 +15,7 @@
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
+// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
@@ -232,12 +233,16 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
   const float* in[kStreams];
   backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes
+  const float* body[kStreams];
+#pragma unroll
+  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
   const uint64_t policy = l2_policy<!kApply>();
-  const int64_t packs = b.count / W;
+  const int64_t packs = span.packs;
 
   Pack<W> v[kUnroll][kStreams];
   int64_t base = threadIdx.x;
-  load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+  load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
   unsigned ticket = 0;
   if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
   float2 bc = make_float2(0.f, 0.f);
@@ -261,18 +266,32 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
         Pack<W> r;
 #pragma unroll
         for (int j = 0; j < W; ++j) {
-          const uint32_t s = static_cast<uint32_t>(b.begin + i * W + j);
+          const uint32_t s = static_cast<uint32_t>(b.begin + span.head + i * W + j);
           if constexpr (kApply) {
             r.v[j] = value.dx(v[u], j, s, bc, dparam);
           } else {
             value.sums(v[u], j, s, sum_dy, sum_dy_centered, dparam);
           }
         }
-        if constexpr (kApply) store_pack_l2<W>(dst, i, r, policy);
+        if constexpr (kApply) store_pack_l2<W>(dst + span.head, i, r, policy);
       }
     }
     base += int64_t(kBlock) * kUnroll;
-    if (base < packs) load_round<W, kStreams, kBlock>(v, in, base, packs, policy);
+    if (base < packs) load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+  }
+  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    const int e = span.end_at(k);
+    Pack<1> one[kStreams];
+#pragma unroll
+    for (int t = 0; t < kStreams; ++t) one[t] = load_pack_l2<1>(in[t], e, policy);
+    const uint32_t s = static_cast<uint32_t>(b.begin + e);
+    if constexpr (kApply) {
+      Pack<1> r;
+      r.v[0] = value.dx(one, 0, s, bc, dparam);
+      store_pack_l2<1>(dst, e, r, policy);
+    } else {
+      value.sums(one, 0, s, sum_dy, sum_dy_centered, dparam);
+    }
   }
 
   if constexpr (kApply) {
