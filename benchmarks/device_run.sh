@@ -566,14 +566,15 @@ PY
       # kernels timed (a regular expression; default the two-pass backward's).
       P=$OUT/s16; V=.build/s16; mkdir -p "$P" "$V"
       K=${S16_KERNEL:-'backward_pipeline|backward_sweep|backward_group|param_grad|param_sums'}
-      sweeps='sweeps:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{0};'
-      force='force:static std::atomic<int> mode{-1};=>static std::atomic<int> mode{1};'
+      # (A runtime switch is one instance per process for every extension, so these are compile-time: session 17
+      # found the earlier `pipeline_mode` variants timing the base.)
+      sweeps='sweeps:constexpr bool kPipelinedBackward = true;=>constexpr bool kPipelinedBackward = false;'
       declare -A AB
       for n in ${S16_AB:-35 19 21 60 61 83 92 85}; do
         if [ "$n" = 35 ]; then f=.kb/problems/level1_35_*.py; else f=$(ls .kb/problems/level2_${n}_*.py); fi
         python3 -m kgen.cli emit --ref $f -o "$V/p$n.py"
         var="S16_VARIANTS_$n"
-        if [ -n "${!var-}" ]; then mapfile -t vs <<< "${!var}"; else vs=("$sweeps" "$force"); fi
+        if [ -n "${!var-}" ]; then mapfile -t vs <<< "${!var}"; else vs=("$sweeps"); fi
         args=(); for v in "${vs[@]}"; do args+=(--variant "$v"); done
         AB[$n]=$(printf '%q ' "${args[@]}")
         (python3 benchmarks/kernel_variants.py "$V/p$n.py" --kernel "$K" --build-only "${args[@]}" \

@@ -5,6 +5,8 @@
 #   run3: mish's divisions as __fdividef (its op test, printing both formulas' errors); the two-pass backward's
 #         16-byte sweeps and pipelined kernel on odd planes (scalar ends): the two-pass, cluster and resident
 #         tests, L2-60 A/B (pipelined against the sweeps), the family problems they touch checked, rates.
+#   run4: A/Bs: L2-60 the sweeps and sigmoid's division as __fdividef; L2-21 the latter; L2-19 the pipelined
+#         kernel without the scalar ends (what it was before run3); L2-60's rates and timings.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -23,5 +25,13 @@ case "${1:-}" in
     echo "exit code: $?" >> "$OUT/pytest_region_ops.log"; grep -E "mish|passed|failed" "$OUT/pytest_region_ops.log"
     S16_AB=60 S16_TESTS= bash benchmarks/device_run.sh s16
     S14_FAMILY=60,94,19,35,27 S14_CHECK_BUDGET=420 S14_RATES=L1-35,19,21,60,83,94 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run2|run3" >&2; exit 2 ;;
+  run4)
+    sweeps='sweeps:constexpr bool kPipelinedBackward = true;=>constexpr bool kPipelinedBackward = false;'
+    sig='sigmoid_fdividef:float sigmoidf(float a) { return 1.f / (1.f + expf(-a)); }=>float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }'
+    span='const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes'
+    nospan="aligned_only:${span}=>struct { int head; int packs; __device__ int ends() const { return 0; } __device__ int end_at(int k) const { return k; } } span{0, static_cast<int>(b.count / W)};"
+    S16_AB="60 21 19" S16_TESTS= S16_VARIANTS_60="$sweeps"$'\n'"$sig" S16_VARIANTS_21="$sig" S16_VARIANTS_19="$nospan" \
+      bash benchmarks/device_run.sh s16
+    S14_CHECKS= S14_RATES=60 S14_BENCH=60 bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run2|run3|run4" >&2; exit 2 ;;
 esac
