@@ -7,6 +7,9 @@
 #         tests, L2-60 A/B (pipelined against the sweeps), the family problems they touch checked, rates.
 #   run4: A/Bs: L2-60 the sweeps and sigmoid's division as __fdividef; L2-21 the latter; L2-19 the pipelined
 #         kernel without the scalar ends (what it was before run3); L2-60's rates and timings.
+#   run5: sigmoid and SiLU's divisions as __fdividef, odd planes left to the sweeps: the op tests, the two-pass,
+#         cluster and resident tests, the own references with those ops, the family problems with them checked,
+#         their rates and timings.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -33,5 +36,10 @@ case "${1:-}" in
     S16_AB="60 21 19" S16_TESTS= S16_VARIANTS_60="$sweeps"$'\n'"$sig" S16_VARIANTS_21="$sig" S16_VARIANTS_19="$nospan" \
       bash benchmarks/device_run.sh s16
     S14_CHECKS= S14_RATES=60 S14_BENCH=60 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run2|run3|run4" >&2; exit 2 ;;
+  run5)
+    timeout -k 5 300 python3 -m pytest -q -s -rf -p no:cacheprovider tests/gpu/test_region_ops.py > "$OUT/pytest_region_ops.log" 2>&1
+    echo "exit code: $?" >> "$OUT/pytest_region_ops.log"; grep -E "ulp|passed|failed" "$OUT/pytest_region_ops.log"
+    S14_FAMILY=21,60,37,88 S14_CHECK_BUDGET=420 S14_REF_K="zoo or swish or sigmoid or gate" S14_RATES=21,60,37,88 \
+      S14_BENCH=21,60,37,88 S14_BUDGET=240 bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run2|run3|run4|run5" >&2; exit 2 ;;
 esac

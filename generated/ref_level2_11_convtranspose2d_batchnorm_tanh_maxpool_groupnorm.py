@@ -1355,14 +1355,20 @@ __device__ __forceinline__ T block_reduce(T v) {
 
 // ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op.
+// included where PyTorch propagates), so a fused op is the reference's op: its bits, except where a cheaper
+// form within a few ulp of float64 measured faster in issue-bound kernels (sigmoid, SiLU, mish: their
+// divisions, below; tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
-__device__ __forceinline__ float sigmoidf(float a) { return 1.f / (1.f + expf(-a)); }
-__device__ __forceinline__ float siluf(float a) { return a / (1.f + expf(-a)); }
+// sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
+// reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result
+// is 0 where IEEE gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one
+// process: L2-21 1462 -> 1324 us, L2-60 1810 -> 1702; benchmarks/h100/s17/run4.)
+__device__ __forceinline__ float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
+__device__ __forceinline__ float siluf(float a) { return __fdividef(a, 1.f + expf(-a)); }
 __device__ __forceinline__ float silu_grad(float a) {
-  const float s = 1.f / (1.f + expf(-a));
+  const float s = sigmoidf(a);
   return s * (1.f + a * (1.f - s));
 }
 __device__ __forceinline__ float gelu_erf(float a) { return 0.5f * a * (1.f + erff(a * float(M_SQRT1_2))); }
@@ -4389,7 +4395,8 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
-// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
+// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body; the
+// plan leaves them to the sweeps, measured faster there (pipeline_backward).
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
@@ -5616,7 +5623,10 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  if (!kPipelinedBackward || mode == 0 || (mode < 0 && (!pipeline_takes<R>() || !vec))) return false;
+  // Planned for planes of whole packs: on odd ones (scalar ends per item) the sweeps measured faster (H100,
+  // L2-60's 31 x 63 x 63 planes: 1736 against 1810 us, benchmarks/h100/s17/run4); forced (tests) on any.
+  const bool planned = pipeline_takes<R>() && vec && in.shape.plane % 4 == 0;
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =

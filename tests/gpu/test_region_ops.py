@@ -1,7 +1,8 @@
 """Element-wise ops of gn_region_ops.cuh whose formula is not PyTorch's (mish: one exp and a division for
-PyTorch's exp, log1p and tanh), against float64 over their whole range: the kernel's error must stay within
-a few ulp and no larger than PyTorch's own float32 formula's, and the special values (+-inf, NaN, the
-threshold past which mish is the identity) must come out as PyTorch's."""
+PyTorch's exp, log1p and tanh; sigmoid, SiLU: their divisions as __fdividef), against float64 over their
+whole range: the kernel's error must stay within a few ulp and no larger than PyTorch's own float32
+formula's, and the special values (+-inf, NaN, the threshold past which mish is the identity) must come out
+as PyTorch's."""
 import hashlib
 import os
 from pathlib import Path
@@ -15,24 +16,27 @@ pytestmark = pytest.mark.gpu
 CUDA_DIR = Path(__file__).resolve().parent.parent.parent / "kgen" / "templates" / "cuda"
 
 KERNELS = r"""
-__global__ void mish_kernel(const float* __restrict__ a, float* __restrict__ value, float* __restrict__ grad,
-                            int64_t n) {
+// out (5, n): mish, its gradient, sigmoid, SiLU, its gradient
+__global__ void ops_kernel(const float* __restrict__ a, float* __restrict__ out, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
-    value[i] = kgen::mishf(a[i]);
-    grad[i] = kgen::mish_grad(a[i]);
+    out[i] = kgen::mishf(a[i]);
+    out[n + i] = kgen::mish_grad(a[i]);
+    out[2 * n + i] = kgen::sigmoidf(a[i]);
+    out[3 * n + i] = kgen::siluf(a[i]);
+    out[4 * n + i] = kgen::silu_grad(a[i]);
   }
 }
-std::vector<at::Tensor> mish(at::Tensor a) {
+at::Tensor ops(at::Tensor a) {
   TORCH_CHECK(a.is_cuda() && a.scalar_type() == at::kFloat && a.is_contiguous(), "a float32 CUDA tensor");
-  auto value = at::empty_like(a), grad = at::empty_like(a);
   const int64_t n = a.numel();
+  auto out = at::empty({5, n}, a.options());
   if (n > 0) {
-    mish_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(
-        a.data_ptr<float>(), value.data_ptr<float>(), grad.data_ptr<float>(), n);
+    ops_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(a.data_ptr<float>(),
+                                                                             out.data_ptr<float>(), n);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
-  return {value, grad};
+  return out;
 }
 """
 
@@ -43,10 +47,10 @@ def ext():
 
     cuda = "\n".join(["#include <torch/extension.h>", (CUDA_DIR / "common.cuh").read_text(),
                       (CUDA_DIR / "gn_region_ops.cuh").read_text(), KERNELS])
-    cpp = "std::vector<at::Tensor> mish(at::Tensor a);"
+    cpp = "at::Tensor ops(at::Tensor a);"
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     digest = hashlib.sha256((cpp + cuda).encode()).hexdigest()[:12]
-    return load_inline(name="kgen_region_ops_" + digest, cpp_sources=cpp, cuda_sources=cuda, functions=["mish"],
+    return load_inline(name="kgen_region_ops_" + digest, cpp_sources=cpp, cuda_sources=cuda, functions=["ops"],
                        extra_cuda_cflags=["-O3"])
 
 
@@ -68,7 +72,7 @@ def test_mish_and_its_gradient_against_float64(ext):
                    torch.randn(1_000_000, device="cuda", generator=gen) * 3,
                    torch.tensor([0.0, -0.0, 1e-30, -1e-30, 19.99, 20.0, 20.01, -1.1924, 44.5, 88.0, 89.0],
                                 device="cuda")])
-    value, grad = ext.mish(a)
+    value, grad = ext.ops(a)[:2]
     want_value, want_grad = mish64(a)
     leaf = a.clone().requires_grad_()
     torch_value = F.mish(leaf)
@@ -96,9 +100,43 @@ def test_mish_and_its_gradient_against_float64(ext):
 def test_mish_special_values_match_pytorch(ext):
     a = torch.tensor([float("inf"), float("-inf"), float("nan"), 20.0, 20.5, 30.0, 1e30, -1e30, 0.0],
                      device="cuda")
-    value, grad = ext.mish(a)
+    value, grad = ext.ops(a)[:2]
     leaf = a.clone().requires_grad_()
     want = F.mish(leaf)
     (want_grad,) = torch.autograd.grad(want.sum(), leaf)
     torch.testing.assert_close(value, want.detach(), equal_nan=True, rtol=0, atol=0)
     torch.testing.assert_close(grad, want_grad, equal_nan=True, rtol=0, atol=0)
+
+
+def test_sigmoid_and_silu_against_float64(ext):
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.cat([torch.linspace(-120, 120, 2_000_001, device="cuda"),
+                   torch.randn(1_000_000, device="cuda", generator=gen) * 4,
+                   torch.tensor([0.0, -0.0, 1e-30, -1e-30, 87.0, -87.0, 88.5, -88.5, 89.0, -89.0], device="cuda")])
+    _, _, sig, silu, silu_grad = ext.ops(a)
+    a64 = a.double()
+    s64 = torch.sigmoid(a64)
+    want = {"sigmoid": s64, "silu": a64 * s64, "silu gradient": s64 * (1 + a64 * (1 - s64))}
+    leaf = a.clone().requires_grad_()
+    torch_silu = F.silu(leaf)
+    (torch_silu_grad,) = torch.autograd.grad(torch_silu.sum(), leaf)
+    theirs = {"sigmoid": torch.sigmoid(a), "silu": torch_silu.detach(), "silu gradient": torch_silu_grad}
+    ours = {"sigmoid": sig, "silu": silu, "silu gradient": silu_grad}
+    # Past a = -87.3 the denominator passes 2^126 and __fdividef gives 0: below 1.2e-38 (sigmoid), 1.1e-36 (SiLU)
+    floor = 1e-30
+    for name, w in want.items():
+        big = w.abs() >= floor
+        o, t = ulp_error(ours[name], w)[big].max().item(), ulp_error(theirs[name], w)[big].max().item()
+        small = (ours[name].double() - w)[~big].abs().max().item() if (~big).any() else 0.0
+        print(f"{name}: {o:.2f} ulp (PyTorch's {t:.2f}); below {floor:g} at most {small:.3g} off")
+        assert o <= max(4.0, t), name
+        assert small <= 2e-36, name
+    # special values as PyTorch's
+    special = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e30, -1e30], device="cuda")
+    _, _, sig, silu, silu_grad = ext.ops(special)
+    leaf = special.clone().requires_grad_()
+    want_silu = F.silu(leaf)
+    (want_grad,) = torch.autograd.grad(want_silu.sum(), leaf)
+    torch.testing.assert_close(sig, torch.sigmoid(special), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(silu, want_silu.detach(), equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(silu_grad, want_grad, equal_nan=True, rtol=0, atol=0)
