@@ -9,7 +9,9 @@
 #         kernel without the scalar ends (what it was before run3); L2-60's rates and timings.
 #   run5: sigmoid and SiLU's divisions as __fdividef, odd planes left to the sweeps: the op tests, the two-pass,
 #         cluster and resident tests, the own references with those ops, the family problems with them checked,
-#         their rates and timings.
+#         their rates and timings (the call ran out of its 600 s in the checks: run6 has the rest).
+#   run6: the op tests again (SiLU's gradient held on its terms' scale), the own reference the checks left
+#         unrun, the rates and timings of L2-21, 60, 37 and 88.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -41,5 +43,14 @@ case "${1:-}" in
     echo "exit code: $?" >> "$OUT/pytest_region_ops.log"; grep -E "ulp|passed|failed" "$OUT/pytest_region_ops.log"
     S14_FAMILY=21,60,37,88 S14_CHECK_BUDGET=420 S14_REF_K="zoo or swish or sigmoid or gate" S14_RATES=21,60,37,88 \
       S14_BENCH=21,60,37,88 S14_BUDGET=240 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run2|run3|run4|run5" >&2; exit 2 ;;
+  run6)
+    P=$OUT/run6; mkdir -p "$P"
+    (timeout -k 5 300 python3 -m pytest -q -s -rf -p no:cacheprovider tests/gpu/test_region_ops.py > "$P/pytest_region_ops.log" 2>&1
+     echo "exit code: $?" >> "$P/pytest_region_ops.log") &
+    (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "rank1" > "$P/pytest_ref.log" 2>&1
+     echo "exit code: $?" >> "$P/pytest_ref.log") &
+    (python3 benchmarks/kernel_rates.py .kb/problems .build/rates_s17 --build-only --jobs 6 --only 21,60,37,88 > "$P/rates_build.log" 2>&1) &
+    wait; grep -E "ulp|passed|failed" "$P/pytest_region_ops.log"; tail -n 2 "$P/pytest_ref.log"
+    S14_CHECKS= S14_RATES=21,60,37,88 S14_BENCH=21,60,37,88 S14_BUDGET=240 bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run2|run3|run4|run5|run6" >&2; exit 2 ;;
 esac
