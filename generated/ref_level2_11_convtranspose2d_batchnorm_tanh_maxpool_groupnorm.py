@@ -5511,7 +5511,8 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
 
 // 16-byte loads and stores when every stream read or written at the element's position allows them. Odd planes
 // (S % 4 != 0) too, with scalar ends per chunk (ChunkSpan), where those streams share x's offset: all but
-// kChannel's (dout, out, aux at (n, s)). (H100, session 17: L2-60's 31 x 63 x 63 planes, see s17/README.md.)
+// kChannel's (dout, out, aux at (n, s)). (H100, L2-60's 31 x 63 x 63 planes: backward 1.88 -> 1.72 ms with the
+// sigmoid change; benchmarks/h100/s17/README.md.)
 template <ReduceKind R>
 bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
   bool vec = (in.shape.plane % 4 == 0 || R != ReduceKind::kChannel) && aligned(in.x) && aligned(dx);
