@@ -2775,11 +2775,12 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 // ---- gn_region_rows_backward: the backward of Linear outputs with short slices, from registers ----
 //
 // The rows forward's layout (gn_region_rows_forward.cuh) run backward: Linear outputs (plane == 1), slices of
-// D = C / G values held by a TEAM of L lanes, kPacks <= 2 16-byte packs a lane; a team of up to a block, its
-// warps' sums met in shared memory past 32 lanes. The resident backward's tiles
-// (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice sums, barrier, dx sweep)
-// keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for 1.61 GB, 0.90 TB/s; the
-// 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample parameter rows as large as x).
+// D = C / G values held by a TEAM of L lanes, kPacks 16-byte packs a lane (the plan takes one:
+// rows_backward_lanes); a team of up to a block, its warps' sums met in shared memory past 32 lanes. The
+// resident backward's tiles (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice
+// sums, barrier, dx sweep) keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for
+// 1.61 GB, 0.90 TB/s; the 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample
+// parameter rows as large as x).
 //
 // Each team owns ONE group g and strides over the samples (team t: g = t % G, samples t / G, t / G + R, ...
 // with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
@@ -2808,7 +2809,6 @@ struct RowsBackwardPlan {
   bool affine_vec;
 };
 
-constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
 // Warps an SM the registers are capped for at a pack a lane. Two packs a lane are left uncapped (139 registers
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
@@ -3356,11 +3356,10 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
 }
 
 // Whether the rows backward (gn_region_rows_backward.cuh) takes the region: the rows forward's Linear outputs
-// (team width `lanes` > 0), 16-byte packs, at most kRowsBackwardMaxPacks a lane, no reduction or one over each
-// sample's values.
+// (team width `lanes` > 0, a 16-byte pack a lane), no reduction or one over each sample's values.
 template <ReduceKind R>
 bool rows_backward_applies(int64_t slice, int lanes, int width) {
-  return lanes > 0 && width == 4 && slice / 4 / lanes <= kRowsBackwardMaxPacks &&
+  return lanes > 0 && width == 4 && slice == int64_t(lanes) * 4 &&
          (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample);
 }
 
@@ -3368,13 +3367,13 @@ bool rows_backward_applies(int64_t slice, int lanes, int width) {
 // `block` lanes (its running sums, K x 4 a pack, take registers that a second pack would take from the warps
 // an SM holds: H100, L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1,
 // 100 and two, session 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three,
-// session 15), two packs a lane past that. Teams past 32 lanes meet in shared memory (session 17: L2-30's
-// 512-value slices, 128 lanes; before, the resident tiles with a parameter row per sample).
+// session 15). Teams past 32 lanes meet in shared memory (session 17: L2-30's 512-value slices, 128 lanes;
+// before, the resident tiles with a parameter row per sample). Slices of more packs than the block has lanes
+// keep the resident tiles.
 inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups, int block) {
   if (rows_lanes(channels, plane, groups) == 0) return 0;
   const int64_t packs = channels / groups / 4;
-  const int64_t lanes = packs <= block ? packs : packs / kRowsBackwardMaxPacks;
-  return lanes <= block ? static_cast<int>(lanes) : 0;
+  return packs <= block ? static_cast<int>(packs) : 0;
 }
 
 // The rows backward: the blocks that fit on the GPU at once, rounded to a whole number of rows (R rows x G
@@ -3407,11 +3406,7 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
     kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
         dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
   };
-  if (plan.slice / 4 / lanes == 1) {
-    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1>);
-  } else {
-    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 2>);
-  }
+  launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1>);  // a pack a lane (rows_backward_lanes)
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partial;
 }

@@ -1,11 +1,12 @@
 // ---- gn_region_rows_backward: the backward of Linear outputs with short slices, from registers ----
 //
 // The rows forward's layout (gn_region_rows_forward.cuh) run backward: Linear outputs (plane == 1), slices of
-// D = C / G values held by a TEAM of L lanes, kPacks <= 2 16-byte packs a lane; a team of up to a block, its
-// warps' sums met in shared memory past 32 lanes. The resident backward's tiles
-// (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice sums, barrier, dx sweep)
-// keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for 1.61 GB, 0.90 TB/s; the
-// 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample parameter rows as large as x).
+// D = C / G values held by a TEAM of L lanes, kPacks 16-byte packs a lane (the plan takes one:
+// rows_backward_lanes); a team of up to a block, its warps' sums met in shared memory past 32 lanes. The
+// resident backward's tiles (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice
+// sums, barrier, dx sweep) keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for
+// 1.61 GB, 0.90 TB/s; the 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample
+// parameter rows as large as x).
 //
 // Each team owns ONE group g and strides over the samples (team t: g = t % G, samples t / G, t / G + R, ...
 // with R = teams / G rows), so a lane's channels never change and their parameter gradients (dgamma, dbeta,
@@ -34,7 +35,6 @@ struct RowsBackwardPlan {
   bool affine_vec;
 };
 
-constexpr int kRowsBackwardMaxPacks = 2;  // per lane: K x 4 kPacks running sums stay in registers
 // Warps an SM the registers are capped for at a pack a lane. Two packs a lane are left uncapped (139 registers
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
