@@ -1355,9 +1355,9 @@ __device__ __forceinline__ T block_reduce(T v) {
 
 // ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op: its bits, except where a cheaper
-// form within a few ulp of float64 measured faster in issue-bound kernels (sigmoid, SiLU, mish: their
-// divisions, below; tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
+// included where PyTorch propagates), so a fused op is the reference's op: its bits, but for sigmoid, SiLU
+// and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
+// float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
@@ -3651,7 +3651,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 // groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
-// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), except the
+// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
 // Forward, 2 reads of x + the output:

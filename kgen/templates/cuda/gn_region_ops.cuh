@@ -1,8 +1,8 @@
 // ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op: its bits, except where a cheaper
-// form within a few ulp of float64 measured faster in issue-bound kernels (sigmoid, SiLU, mish: their
-// divisions, below; tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
+// included where PyTorch propagates), so a fused op is the reference's op: its bits, but for sigmoid, SiLU
+// and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
+// float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }

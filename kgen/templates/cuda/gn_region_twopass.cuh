@@ -9,7 +9,7 @@
 // groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
-// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), except the
+// planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
 // Forward, 2 reads of x + the output:
