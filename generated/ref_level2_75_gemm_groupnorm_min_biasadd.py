@@ -1086,6 +1086,9 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 //     // dv * dv/dparam_k into dparam[k].
 //     __device__ void backward(float y, float z, float x, float dv, float& dy, float& dz, float& dx,
 //                              float (&dparam)[kMaxParams]) const;
+//     // Optional: true when dv = 0 gives exact zeros from backward at every finite input (no derivative of its
+//     // ops can be infinite there); a window max/min's first backward pass then reads the extremes only.
+//     static constexpr bool kZeroGradExact;
 //   };
 //
 // Per-channel parameters: parameter k of a functor reads ptr[k][c * stride[k]] (stride 0: one value
@@ -1156,6 +1159,7 @@ struct NoPrologue {
 
 struct NoEpilogue {
   static constexpr int kParams = 0;
+  static constexpr bool kZeroGradExact = true;  // dy = dv (gn_region_window_backward.cuh)
   __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
   __device__ __forceinline__ float value(float y, float, float) const { return y; }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
@@ -4194,6 +4198,30 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+// One value's part of the first pass, given its z, z - mean, y and the gradient dv of its v: dy and dy (z - mean)
+// into the sums, the epilogue's parameter gradients into dparam.
+template <class Pro, class Epi>
+__device__ __forceinline__ void value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                           float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
+  float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+  ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+  sum_dy += dy;
+  sum_dy_zc += dy * zc;
+}
+
+// One value's dx in the second pass, given the slice's coefficients bc = (B, C); the prologue's parameter
+// gradients into dparam.
+template <class Pro, class Epi>
+__device__ __forceinline__ float value_dx(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                          float2 bc, float (&dparam)[kMaxParams]) {
+  float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+  float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
+  (void)discard;
+  const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+  return ch.pro.backward(xv, dz, dparam) + dx_direct;
+}
+
 // One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
 // epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
 // (gn_region_twopass_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
@@ -4217,10 +4245,7 @@ struct ValueBackward {
     const float zc = centered(z, ch.mean);
     const float y = zc * ch.scale + ch.shift;
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
-    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-    sum_dy += dy;
-    sum_dy_zc += dy * zc;
+    value_sums(ch, xv, z, zc, y, dv, sum_dy, sum_dy_zc, dparam);
   }
 
   // bc: the slice's coefficients (B, C); adds the prologue's parameter gradients into dparam
@@ -4232,12 +4257,7 @@ struct ValueBackward {
     const float zc = centered(z, ch.mean);
     const float y = zc * ch.scale + ch.shift;
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
-    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-    float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-    (void)discard;
-    const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
-    return ch.pro.backward(xv, dz, dparam) + dx_direct;
+    return value_dx(ch, xv, z, zc, y, dv, bc, dparam);
   }
 };
 
@@ -4254,6 +4274,25 @@ __device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStream
     in[1] = dout + at;
     if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
     if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+  }
+}
+
+// The end of a backward pass: a thread's sums (first pass: dy and dy (z - mean) in sums[0..1]) and parameter
+// gradients, summed over the block and written as the block's partials: the first pass's to gn_partial[block] and,
+// for the epilogue's parameters, param_partial[k * blocks + block]; the second pass's (the prologue's) likewise.
+template <int kBlock, bool kApply, int kSums>
+__device__ __forceinline__ void write_block_sums(float (&sums)[kSums > 0 ? kSums : 1], const float (&dparam)[kMaxParams],
+                                                 float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
+  if constexpr (kSums > 0) {
+    constexpr int kFirstParam = kApply ? 0 : 2;
+#pragma unroll
+    for (int k = kFirstParam; k < kSums; ++k) sums[k] = dparam[k - kFirstParam];
+    block_sums<kBlock, kSums>(sums);
+    if (threadIdx.x == 0) {
+      if constexpr (!kApply) gn_partial[blockIdx.x] = make_float2(sums[0], sums[1]);
+#pragma unroll
+      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * gridDim.x + blockIdx.x] = sums[k];
+    }
   }
 }
 
@@ -4324,17 +4363,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
     }
   }
 
-  if constexpr (kSums > 0) {
-    constexpr int kFirstParam = kApply ? 0 : 2;
-#pragma unroll
-    for (int k = kFirstParam; k < kSums; ++k) sums[k] = dparam[k - kFirstParam];
-    block_sums<kBlock, kSums>(sums);
-    if (threadIdx.x == 0) {
-      if constexpr (!kApply) gn_partial[blockIdx.x] = make_float2(sums[0], sums[1]);
-#pragma unroll
-      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * gridDim.x + blockIdx.x] = sums[k];
-    }
-  }
+  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
 }
 
 // out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):
@@ -4364,6 +4393,246 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
     for (int i = 0; i < kWarps; ++i) total += per_warp[i];
     out[w] = static_cast<float>(total);
   }
+}
+
+}  // namespace region_twopass
+}  // namespace kgen
+
+// ---- gn_region_window_backward: the two-pass backward of a region pooled over windows (kWindow; design:
+// gn_region_twopass.cuh) ----
+//
+// The backward sweeps (gn_region_twopass_backward.cuh) find each element's window from its flat position:
+// five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which made them
+// issue-bound at 3x their DRAM time (H100, L2-85's 126 x 126 planes and 4 x 4 windows: 558 + 496 us against a
+// same-size copy's 400). These kernels cut that work two ways:
+//   - window_sweep_kernel walks whole rows (a row: the W values along the last dim): a block takes `rows`
+//     rows of one plane, whose window coordinates it tabulates once in shared memory, and its threads walk the
+//     rows' values in order (coalesced 4-byte loads), carrying (row, column) from one value to the next by an
+//     add and a compare. A value's window is then a table read and one division by kw.
+//   - window_argmax_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
+//     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
+//     values: one thread per pooled output reads its dout and aux, and x at that one position.
+// Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
+// gradients, merged in a fixed order): deterministic, and the same group kernel follows.
+namespace kgen {
+namespace region_twopass {
+
+// The windows' first pass reads only the extremes (window_argmax_sums_kernel) where a zero dv gives exactly zero
+// everywhere in the epilogue's backward: then the values that are no window's extreme add nothing to the sums,
+// as in autograd. A generated epilogue says so (kZeroGradExact: none of its ops has a derivative that can be
+// infinite at a finite input, where autograd's 0 * inf would be NaN); a functor that does not say is read densely.
+template <class Epi, class = void>
+struct ZeroGradExact : std::false_type {};
+template <class Epi>
+struct ZeroGradExact<Epi, std::void_t<decltype(Epi::kZeroGradExact)>> : std::bool_constant<Epi::kZeroGradExact> {};
+
+template <class Epi, ReduceOp O>
+constexpr bool window_sums_sparse() {
+  return kHasAux<O> && ZeroGradExact<Epi>::value;
+}
+
+// Rows of one plane per window_sweep block (the last block of a plane may have fewer): the shared table holds
+// one entry a row.
+constexpr int kWindowMaxRows = 1024;
+
+struct WindowPlan {
+  int splits;  // blocks per plane
+  int rows;    // rows per block
+};
+
+// About plan_split's values a block, in whole rows.
+template <int kBlock>
+inline WindowPlan window_plan(const Geometry& geo) {
+  const int64_t width = std::max<int64_t>(geo.size[2], 1), total = geo.size[0] * geo.size[1];
+  const int64_t target = int64_t(kBlock) * 4 * kUnroll * 4;
+  int64_t rows = std::min<int64_t>(std::max<int64_t>(1, target / width), kWindowMaxRows);
+  rows = std::min<int64_t>(rows, std::max<int64_t>(total, 1));
+  const int64_t splits = std::max<int64_t>(1, (total + rows - 1) / rows);
+  rows = std::max<int64_t>(1, (total + splits - 1) / splits);
+  return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
+}
+
+// A value's gradient of v from its window's saved output o (the list in gn_region_twopass.cuh); v is needed by
+// log-sum-exp only.
+template <ReduceOp O>
+__device__ __forceinline__ float window_dv(float g, int within, const int* __restrict__ aux,
+                                           const float* __restrict__ out, uint32_t o, float v, int window_elems) {
+  if constexpr (O == ReduceOp::kSum) return g;
+  if constexpr (O == ReduceOp::kMean) return g / static_cast<float>(window_elems);
+  if constexpr (kHasAux<O>) return within == __ldg(aux + o) ? g : 0.f;
+  if constexpr (O == ReduceOp::kLogSumExp) return g * __expf(v - __ldg(out + o));
+  return 0.f;
+}
+
+// One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
+//   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
+//                   gradients -> param_partial[k * blocks + block]
+//   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
+template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
+window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+                    const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
+                    const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
+                    const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
+                    float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
+  constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
+  // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
+  // the floor remainder) and the offset within a window of its first value.
+  __shared__ int2 row_windows[kWindowMaxRows];
+  const unsigned splits = static_cast<unsigned>(plan.splits);
+  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
+  const unsigned channels = static_cast<unsigned>(shape.channels);
+  const unsigned n = plane / channels, c = plane - n * channels;
+  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  const int H = static_cast<int>(geo.size[1]), W = static_cast<int>(geo.size[2]);
+  const int kd = static_cast<int>(geo.window[0]), kh = static_cast<int>(geo.window[1]);
+  const int kw = static_cast<int>(geo.window[2]);
+  const int PH = static_cast<int>(geo.pooled[1]), PW = static_cast<int>(geo.pooled[2]);
+  const int first_row = static_cast<int>(split) * plan.rows;
+  const int rows = min(plan.rows, static_cast<int>(geo.size[0]) * H - first_row);
+  for (int k = threadIdx.x; k < rows; k += kBlock) {
+    const int r = first_row + k, d = r / H, h = r - d * H, pd = d / kd, ph = h / kh;
+    const bool in = pd < geo.pooled[0] && ph < PH;
+    row_windows[k] = in ? make_int2((pd * PH + ph) * PW, ((d - pd * kd) * kh + (h - ph * kh)) * kw)
+                        : make_int2(-1, 0);
+  }
+  __syncthreads();
+
+  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  float2 bc = make_float2(0.f, 0.f);
+  if constexpr (kApply) bc = coef[row];
+  const int64_t first = int64_t(plane) * shape.plane + int64_t(first_row) * W;
+  const float* xs = x + first;
+  // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
+  // is then one 32-bit add from it, and its address one multiply-add.
+  const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
+  const int count = rows * W;
+  // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on.
+  const int step_rows = kBlock / W, step_cols = kBlock - step_rows * W;
+  int at_row = static_cast<int>(threadIdx.x) / W, at_col = static_cast<int>(threadIdx.x) - at_row * W;
+
+  float sums[kSums > 0 ? kSums : 1];
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
+  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+
+  // A value's window: a table read, a division by kw, no branch (a value in no window reads output 0 and drops
+  // it; where the planes have no outputs at all, the host passes a zero in their place).
+  float* dst = kApply ? dx + first : nullptr;
+  auto visit = [&](int e, float xv, int r, int col) {
+    const float z = ch.pro.value(xv);
+    const float zc = centered(z, ch.mean);
+    const float y = zc * ch.scale + ch.shift;
+    const int2 rw = row_windows[r];
+    const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(col)));
+    const bool in = rw.x >= 0 && pw < PW;
+    const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
+    float v = 0.f;
+    if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv);
+    float dv = window_dv<O>(__ldg(dout + o), rw.y + col - pw * kw, aux, out, o, v, geo.window_elems);
+    dv = in ? dv : 0.f;
+    if constexpr (kApply) {
+      dst[e] = value_dx(ch, xv, z, zc, y, dv, bc, dparam);
+    } else {
+      value_sums(ch, xv, z, zc, y, dv, sums[0], sums[1], dparam);
+    }
+  };
+
+  for (int base = threadIdx.x; base < count; base += kBlock * kUnroll) {
+    float xv[kUnroll];
+    int r[kUnroll], col[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int e = base + u * kBlock;
+      r[u] = at_row;
+      col[u] = at_col;
+      if (e < count) xv[u] = __ldg(xs + e);
+      at_col += step_cols;
+      at_row += step_rows;
+      if (at_col >= W) {
+        at_col -= W;
+        ++at_row;
+      }
+    }
+    if (base + (kUnroll - 1) * kBlock < count) {  // a full round: no bounds to check
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) visit(base + u * kBlock, xv[u], r[u], col[u]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (base + u * kBlock < count) visit(base + u * kBlock, xv[u], r[u], col[u]);
+      }
+    }
+  }
+  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
+}
+
+// The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
+// window's saved extreme has a nonzero dv, so a thread takes a pooled output, reads its dout and aux, and x at
+// that one position. Blocks as plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's
+// first pass (the same sums: the other values add exact zeros there).
+template <class Pro, class Epi, ReduceOp O, int kBlock>
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
+window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__ dout, const int* __restrict__ aux,
+                          RegionParams params, RegionShape shape, Geometry geo, SplitPlan plan,
+                          const float2* __restrict__ mean, const float* __restrict__ rstd,
+                          const float* __restrict__ gamma, const float* __restrict__ beta,
+                          float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
+  static_assert(kHasAux<O>, "window_argmax_sums_kernel: the sums of a window max or min");
+  constexpr int kSums = 2 + Epi::kParams;
+  const unsigned splits = static_cast<unsigned>(plan.splits);
+  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
+  const unsigned channels = static_cast<unsigned>(shape.channels);
+  const unsigned n = plane / channels, c = plane - n * channels;
+  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  const uint32_t H = static_cast<uint32_t>(geo.size[1]), W = static_cast<uint32_t>(geo.size[2]);
+  const uint32_t kd = static_cast<uint32_t>(geo.window[0]), kh = static_cast<uint32_t>(geo.window[1]);
+  const uint32_t kw = static_cast<uint32_t>(geo.window[2]);
+  const uint32_t PH = static_cast<uint32_t>(geo.pooled[1]), PW = static_cast<uint32_t>(geo.pooled[2]);
+  const int64_t begin = int64_t(split) * plan.chunk;
+  const int count = static_cast<int>(min(plan.chunk, geo.pooled_plane - begin));
+  const float* xp = x + int64_t(plane) * shape.plane;
+  const float* gp = dout + int64_t(plane) * geo.pooled_plane + begin;
+  const int* ap = aux + int64_t(plane) * geo.pooled_plane + begin;
+
+  float sums[kSums];
+#pragma unroll
+  for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
+  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  for (int base = threadIdx.x; base < count; base += kBlock * kUnroll) {
+    float g[kUnroll], xv[kUnroll];
+    int a[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * kBlock;
+      if (i < count) {
+        g[u] = __ldg(gp + i);
+        a[u] = __ldg(ap + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * kBlock;
+      if (i < count) {
+        const uint32_t o = static_cast<uint32_t>(begin + i);
+        const uint32_t pdh = geo.div_pw.div(o), pw = o - pdh * PW;
+        const uint32_t pd = geo.div_ph.div(pdh), ph = pdh - pd * PH;
+        const uint32_t at = static_cast<uint32_t>(a[u]);
+        const uint32_t q = geo.div_window[2].div(at), aw = at - q * kw;
+        const uint32_t ad = geo.div_window[1].div(q), ah = q - ad * kh;
+        xv[u] = __ldg(xp + ((pd * kd + ad) * H + ph * kh + ah) * W + pw * kw + aw);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * kBlock >= count) break;
+      const float z = ch.pro.value(xv[u]);
+      const float zc = centered(z, ch.mean);
+      value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+    }
+  }
+  write_block_sums<kBlock, false, kSums>(sums, dparam, gn_partial, param_partial);
 }
 
 }  // namespace region_twopass
@@ -5447,8 +5716,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
 
 // ---- gn_region_twopass_backward_host: a region's backward on the large-tensor path (design: gn_region_twopass.cuh) ----
 // The checks and allocations of a backward call, then the first of these that applies: the cluster backward
-// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the
-// two sweep kernels with the group coefficients between them.
+// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the window
+// kernels (gn_region_window_backward.cuh; kWindow), the two sweep kernels with the group coefficients between them.
 namespace kgen {
 
 namespace region_twopass {
@@ -5685,6 +5954,67 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
+// kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
+// (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
+template <class Pro, class Epi, ReduceOp O, int kBlock>
+void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, at::Tensor& dx,
+                     at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue, at::Tensor& depilogue) {
+  const RegionShape& shape = in.shape;
+  const Geometry geo = geometry(shape);
+  const WindowPlan rows_plan = window_plan<kBlock>(geo);
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t blocks = planes * rows_plan.splits;
+  check_grid(blocks, "window backward");
+  TORCH_CHECK(planes * geo.pooled_plane < (int64_t(1) << 32), "kgen: too many pooled outputs for the window backward: ",
+              str(planes * geo.pooled_plane));
+  constexpr bool kSparse = window_sums_sparse<Epi, O>();
+  const SplitPlan outs_plan = geo.pooled_plane > 0 ? plan_split<kBlock>(geo.pooled_plane) : SplitPlan{1, 0};
+  const int64_t first_blocks = kSparse ? planes * outs_plan.splits : blocks;
+  const int first_splits = kSparse ? outs_plan.splits : rows_plan.splits;
+  check_grid(first_blocks, "window backward");
+  const auto options = in.x.options();
+  const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+  // backward_group_kernel reads gamma; affine=False is gamma = 1.
+  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
+  auto gn_partial = at::empty({first_blocks, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * first_blocks}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
+  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, options);
+  // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
+  // and drops it, so it gets a zero in place of dout, out and aux.
+  const bool no_outputs = geo.pooled_plane == 0;
+  const at::Tensor zero = no_outputs ? at::zeros({1}, options) : at::Tensor();
+  const at::Tensor zero_int = no_outputs ? at::zeros({1}, options.dtype(at::kInt)) : at::Tensor();
+  const float* x_ptr = in.x.data_ptr<float>();
+  const float* dout_ptr = no_outputs ? zero.data_ptr<float>() : in.dout.data_ptr<float>();
+  const float* out_ptr = no_outputs ? zero.data_ptr<float>() : data_or_null(in.out);
+  const int* aux_ptr = no_outputs ? zero_int.data_ptr<int>() : (in.aux.defined() ? in.aux.data_ptr<int>() : nullptr);
+  const float* gamma_ptr = data_or_null(in.gamma);
+  const float* beta_ptr = data_or_null(in.beta);
+  const float2* mean_ptr = as_float2(mean);
+  const float* rstd_ptr = rstd.data_ptr<float>();
+  float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if constexpr (kSparse) {
+    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        as_float2(gn_partial), epi_ptr);
+  } else {
+    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
+      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
+  param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
+}
+
 }  // namespace region_twopass
 
 // Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
@@ -5717,6 +6047,11 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
   const bool vec = rt::backward_vec<R>(in, dx);
   if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
+
+  if constexpr (R == ReduceKind::kWindow) {
+    rt::window_backward<Pro, Epi, O, kBlock>(in, mean, rstd, dx, dgamma, dbeta, dprologue, depilogue);
     return {dx, dgamma, dbeta, dprologue, depilogue};
   }
 

@@ -97,6 +97,10 @@ for _cmp, _sym in COMPARISON_SYMBOLS.items():
                                  ("0.f", "0.f", f"(a {_sym} b ? 1.f : 0.f)", f"(a {_sym} b ? 0.f : 1.f)"),
                                  f"where(a {_sym} b, c, d)")
 
+# Ops whose local derivative can be infinite at a finite operand (1 / b at b = 0, exp's overflow, log and the
+# roots at 0): behind them autograd's 0 * inf is NaN, so a zero upstream gradient does not give exact zeros.
+UNBOUNDED_GRAD_OPS = frozenset({"div", "log", "sqrt", "rsqrt", "reciprocal", "pow", "log1p", "exp", "expm1"})
+
 INF = float("inf")
 
 

@@ -4,7 +4,7 @@ tests use, and a float64 PyTorch re-implementation of a region (outputs and, thr
 
 Functors (the same math in CUDA and in the PyTorch reference below):
   SigmoidAffine   z = sigmoid((x + p0[c]) * p1[c])               2 prologue params
-  HardswishRes    v = hardswish(y) * p0[c] + z                   1 epilogue param, residual of z
+  HardswishRes    v = hardswish(y) * p0[c] + z                   1 epilogue param, residual of z; kZeroGradExact
   TanhGateX       v = tanh(y) * p0 + p1[c] * x                   2 epilogue params (p0 may be a scalar), residual of x
   NoPrologue / NoEpilogue (gn_region_common.cuh)
 """
@@ -48,6 +48,7 @@ struct SigmoidAffine {  // z = sigmoid((x + p0[c]) * p1[c])
 
 struct HardswishRes {  // v = hardswish(y) * p0[c] + z
   static constexpr int kParams = 1;
+  static constexpr bool kZeroGradExact = true;  // a window max's first backward pass reads the extremes only
   float w;
   __device__ static HardswishRes at(const kgen::RegionParams& p, int64_t c) { return HardswishRes{p.epilogue.at(0, c)}; }
   __device__ __forceinline__ static float hardswish(float y) { return y * fminf(fmaxf(y + 3.f, 0.f), 6.f) * (1.f / 6.f); }
@@ -99,6 +100,7 @@ VARIANTS = [
     Variant("sample_lse", "sample", "lse", "NoPrologue", "TanhGateX"),
     Variant("window_max", "window", "max", "SigmoidAffine", "HardswishRes"),
     Variant("window_mean", "window", "mean", "NoPrologue", "TanhGateX"),
+    Variant("window_min", "window", "min", "SigmoidAffine", "TanhGateX"),  # TanhGateX does not say kZeroGradExact
     Variant("channel_lse", "channel", "lse", "SigmoidAffine", "HardswishRes"),
     Variant("channel_min", "channel", "min", "SigmoidAffine", "HardswishRes"),
     Variant("channel_sum", "channel", "sum", "NoPrologue", "TanhGateX"),

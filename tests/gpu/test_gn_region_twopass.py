@@ -5,12 +5,14 @@ argmax/argmin positions, and every gradient (x, GroupNorm weight and bias, each 
 parameter) through torch.autograd.grad.
 
 Instantiations: kNone (sigmoid-affine prologue, hardswish*w + z epilogue; and plain GroupNorm with a
-specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mean (1D, 2D, 3D windows, sizes
-that the window does not divide), kChannel log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4
+specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mean/min (1D, 2D, 3D windows, sizes
+that the window does not divide; max reading only the windows' extremes in its first backward pass, min with an
+epilogue that does not allow that; rows longer than a block, and many short rows), kChannel log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4
 != 0, C > 128, groups 1 and == C, N = 1, no spatial dims (plane 1), a plane split over two blocks, 16-byte
 packs that span rows of a window reduction; affine and not;
 per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined kernel
-(gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels; the
+(gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels (for
+windows, those of gn_region_window_backward.cuh); the
 pipelined one also at sizes that run all its ticket phases, at two lags, bitwise equal. Also: first-extreme
 positions on exact ties, bitwise determinism, a large common offset, empty inputs, clear errors.
 
@@ -54,6 +56,8 @@ WINDOW_CASES = [
     ((2, 5, 7), 5, True, False, (3,)),              # 1D
     ((2, 4, 6, 2), 2, True, False, (4, 1)),         # 16-byte packs span two rows; rows 4, 5 fill no window
     ((2, 4, 3, 2, 2), 4, False, False, (2, 1, 2)),  # 3D, packs span (d, h) rows
+    ((2, 4, 3, 600), 2, True, False, (1, 4)),       # rows longer than a block: a thread's values in one row
+    ((1, 2, 3000, 2), 1, True, False, (2, 2)),      # rows of 2: three blocks of 1000 rows a plane
 ]
 
 

@@ -24,6 +24,9 @@
 //     // dv * dv/dparam_k into dparam[k].
 //     __device__ void backward(float y, float z, float x, float dv, float& dy, float& dz, float& dx,
 //                              float (&dparam)[kMaxParams]) const;
+//     // Optional: true when dv = 0 gives exact zeros from backward at every finite input (no derivative of its
+//     // ops can be infinite there); a window max/min's first backward pass then reads the extremes only.
+//     static constexpr bool kZeroGradExact;
 //   };
 //
 // Per-channel parameters: parameter k of a functor reads ptr[k][c * stride[k]] (stride 0: one value
@@ -94,6 +97,7 @@ struct NoPrologue {
 
 struct NoEpilogue {
   static constexpr int kParams = 0;
+  static constexpr bool kZeroGradExact = true;  // dy = dv (gn_region_window_backward.cuh)
   __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
   __device__ __forceinline__ float value(float y, float, float) const { return y; }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,

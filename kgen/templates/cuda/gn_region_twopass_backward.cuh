@@ -90,6 +90,30 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
   }
 }
 
+// One value's part of the first pass, given its z, z - mean, y and the gradient dv of its v: dy and dy (z - mean)
+// into the sums, the epilogue's parameter gradients into dparam.
+template <class Pro, class Epi>
+__device__ __forceinline__ void value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                           float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
+  float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+  ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
+  sum_dy += dy;
+  sum_dy_zc += dy * zc;
+}
+
+// One value's dx in the second pass, given the slice's coefficients bc = (B, C); the prologue's parameter
+// gradients into dparam.
+template <class Pro, class Epi>
+__device__ __forceinline__ float value_dx(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                          float2 bc, float (&dparam)[kMaxParams]) {
+  float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
+  float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
+  (void)discard;
+  const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
+  return ch.pro.backward(xv, dz, dparam) + dx_direct;
+}
+
 // One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
 // epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
 // (gn_region_twopass_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
@@ -113,10 +137,7 @@ struct ValueBackward {
     const float zc = centered(z, ch.mean);
     const float y = zc * ch.scale + ch.shift;
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
-    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
-    sum_dy += dy;
-    sum_dy_zc += dy * zc;
+    value_sums(ch, xv, z, zc, y, dv, sum_dy, sum_dy_zc, dparam);
   }
 
   // bc: the slice's coefficients (B, C); adds the prologue's parameter gradients into dparam
@@ -128,12 +149,7 @@ struct ValueBackward {
     const float zc = centered(z, ch.mean);
     const float y = zc * ch.scale + ch.shift;
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
-    float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
-    float discard[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-    ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, discard);
-    (void)discard;
-    const float dz = (ch.scale * dy + bc.x * zc + bc.y) + dz_direct;
-    return ch.pro.backward(xv, dz, dparam) + dx_direct;
+    return value_dx(ch, xv, z, zc, y, dv, bc, dparam);
   }
 };
 
@@ -150,6 +166,25 @@ __device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStream
     in[1] = dout + at;
     if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
     if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+  }
+}
+
+// The end of a backward pass: a thread's sums (first pass: dy and dy (z - mean) in sums[0..1]) and parameter
+// gradients, summed over the block and written as the block's partials: the first pass's to gn_partial[block] and,
+// for the epilogue's parameters, param_partial[k * blocks + block]; the second pass's (the prologue's) likewise.
+template <int kBlock, bool kApply, int kSums>
+__device__ __forceinline__ void write_block_sums(float (&sums)[kSums > 0 ? kSums : 1], const float (&dparam)[kMaxParams],
+                                                 float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
+  if constexpr (kSums > 0) {
+    constexpr int kFirstParam = kApply ? 0 : 2;
+#pragma unroll
+    for (int k = kFirstParam; k < kSums; ++k) sums[k] = dparam[k - kFirstParam];
+    block_sums<kBlock, kSums>(sums);
+    if (threadIdx.x == 0) {
+      if constexpr (!kApply) gn_partial[blockIdx.x] = make_float2(sums[0], sums[1]);
+#pragma unroll
+      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * gridDim.x + blockIdx.x] = sums[k];
+    }
   }
 }
 
@@ -220,17 +255,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
     }
   }
 
-  if constexpr (kSums > 0) {
-    constexpr int kFirstParam = kApply ? 0 : 2;
-#pragma unroll
-    for (int k = kFirstParam; k < kSums; ++k) sums[k] = dparam[k - kFirstParam];
-    block_sums<kBlock, kSums>(sums);
-    if (threadIdx.x == 0) {
-      if constexpr (!kApply) gn_partial[blockIdx.x] = make_float2(sums[0], sums[1]);
-#pragma unroll
-      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * gridDim.x + blockIdx.x] = sums[k];
-    }
-  }
+  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
 }
 
 // out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):

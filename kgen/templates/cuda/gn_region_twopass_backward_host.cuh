@@ -1,7 +1,7 @@
 // ---- gn_region_twopass_backward_host: a region's backward on the large-tensor path (design: gn_region_twopass.cuh) ----
 // The checks and allocations of a backward call, then the first of these that applies: the cluster backward
-// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the
-// two sweep kernels with the group coefficients between them.
+// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the window
+// kernels (gn_region_window_backward.cuh; kWindow), the two sweep kernels with the group coefficients between them.
 namespace kgen {
 
 namespace region_twopass {
@@ -238,6 +238,67 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
+// kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
+// (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
+template <class Pro, class Epi, ReduceOp O, int kBlock>
+void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, at::Tensor& dx,
+                     at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue, at::Tensor& depilogue) {
+  const RegionShape& shape = in.shape;
+  const Geometry geo = geometry(shape);
+  const WindowPlan rows_plan = window_plan<kBlock>(geo);
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t blocks = planes * rows_plan.splits;
+  check_grid(blocks, "window backward");
+  TORCH_CHECK(planes * geo.pooled_plane < (int64_t(1) << 32), "kgen: too many pooled outputs for the window backward: ",
+              str(planes * geo.pooled_plane));
+  constexpr bool kSparse = window_sums_sparse<Epi, O>();
+  const SplitPlan outs_plan = geo.pooled_plane > 0 ? plan_split<kBlock>(geo.pooled_plane) : SplitPlan{1, 0};
+  const int64_t first_blocks = kSparse ? planes * outs_plan.splits : blocks;
+  const int first_splits = kSparse ? outs_plan.splits : rows_plan.splits;
+  check_grid(first_blocks, "window backward");
+  const auto options = in.x.options();
+  const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
+  // backward_group_kernel reads gamma; affine=False is gamma = 1.
+  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
+  auto gn_partial = at::empty({first_blocks, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * first_blocks}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
+  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
+  auto coef = at::empty({rows, 2}, options);
+  // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
+  // and drops it, so it gets a zero in place of dout, out and aux.
+  const bool no_outputs = geo.pooled_plane == 0;
+  const at::Tensor zero = no_outputs ? at::zeros({1}, options) : at::Tensor();
+  const at::Tensor zero_int = no_outputs ? at::zeros({1}, options.dtype(at::kInt)) : at::Tensor();
+  const float* x_ptr = in.x.data_ptr<float>();
+  const float* dout_ptr = no_outputs ? zero.data_ptr<float>() : in.dout.data_ptr<float>();
+  const float* out_ptr = no_outputs ? zero.data_ptr<float>() : data_or_null(in.out);
+  const int* aux_ptr = no_outputs ? zero_int.data_ptr<int>() : (in.aux.defined() ? in.aux.data_ptr<int>() : nullptr);
+  const float* gamma_ptr = data_or_null(in.gamma);
+  const float* beta_ptr = data_or_null(in.beta);
+  const float2* mean_ptr = as_float2(mean);
+  const float* rstd_ptr = rstd.data_ptr<float>();
+  float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  if constexpr (kSparse) {
+    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        as_float2(gn_partial), epi_ptr);
+  } else {
+    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
+      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
+  param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
+}
+
 }  // namespace region_twopass
 
 // Backward of a region: returns {dx, dgamma (C), dbeta (C) (both undefined when affine=False),
@@ -270,6 +331,11 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
   const bool vec = rt::backward_vec<R>(in, dx);
   if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {
+    return {dx, dgamma, dbeta, dprologue, depilogue};
+  }
+
+  if constexpr (R == ReduceKind::kWindow) {
+    rt::window_backward<Pro, Epi, O, kBlock>(in, mean, rstd, dx, dgamma, dbeta, dprologue, depilogue);
     return {dx, dgamma, dbeta, dprologue, depilogue};
   }
 
