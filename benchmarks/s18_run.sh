@@ -3,7 +3,10 @@
 #   run1: the window backward (gn_region_window_backward.cuh): the two-pass and cluster GPU tests; A/B at L2-85
 #         of the backward's kernels: as planned (the extremes-only first pass, the row sweeps), "dense" (the row
 #         sweep for the first pass too), "sweeps" (the element sweeps of gn_region_twopass_backward.cuh, as before).
-#   run2: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
+#   run2: the row sweeps 2 or 4 values at a time (8- or 16-byte accesses) with 16 values in flight, capped at 16 warps:
+#         the two-pass tests of windows; A/B at L2-85: as planned, "scalar" (one value at a time, 8 in flight),
+#         "warps24" (capped at 24 warps, as the other sweeps), "dense" (the row sweep for the first pass too).
+#   run3: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
 #         timings.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -15,7 +18,13 @@ case "${1:-}" in
     S16_AB=85 S16_KERNEL='window_|backward_sweep|backward_group|param_grad|param_sums' \
       S16_VARIANTS_85="$dense"$'\n'"$sweeps" bash benchmarks/device_run.sh s16 ;;
   run2)
+    dense='dense:  constexpr bool kSparse = window_sums_sparse<Epi, O>();=>  constexpr bool kSparse = false;'
+    scalar='scalar:  const int values = divides(4) ? 4 : (divides(2) ? 2 : 1);=>  const int values = 1;'
+    warps24='warps24:constexpr int kWindowSweepWarps = 16;=>constexpr int kWindowSweepWarps = 24;'
+    S16_AB=85 S16_KERNEL='window_sweep|window_argmax|backward_sweep|backward_group|param_grad|param_sums' \
+      S16_TESTS_K=window S16_VARIANTS_85="$scalar"$'\n'"$warps24"$'\n'"$dense" bash benchmarks/device_run.sh s16 ;;
+  run3)
     S14_FAMILY=85,11 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
       S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run1|run2" >&2; exit 2 ;;
+  *) echo "usage: $0 run1|run2|run3" >&2; exit 2 ;;
 esac

@@ -4407,8 +4407,9 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 // same-size copy's 400). These kernels cut that work two ways:
 //   - window_sweep_kernel walks whole rows (a row: the W values along the last dim): a block takes `rows`
 //     rows of one plane, whose window coordinates it tabulates once in shared memory, and its threads walk the
-//     rows' values in order (coalesced 4-byte loads), carrying (row, column) from one value to the next by an
-//     add and a compare. A value's window is then a table read and one division by kw.
+//     rows' values in order, 4, 2 or 1 at a time (16-, 8- or 4-byte accesses, as W allows), carrying (row,
+//     column) from one pack to the next by an add and a compare. A value's window is then a table read and one
+//     division by kw.
 //   - window_argmax_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
 //     values: one thread per pooled output reads its dout and aux, and x at that one position.
@@ -4464,18 +4465,56 @@ __device__ __forceinline__ float window_dv(float g, int within, const int* __res
   return 0.f;
 }
 
+// kV consecutive values of a row, loaded and stored as one access (kV = 4, 2 or 1: rows of a multiple of kV values
+// and streams aligned to kV floats).
+template <int kV>
+__device__ __forceinline__ Pack<kV> load_values(const float* __restrict__ p, int i) {
+  if constexpr (kV == 4) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
+    return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else if constexpr (kV == 2) {
+    const float2 f = __ldg(reinterpret_cast<const float2*>(p) + i);
+    return Pack<2>{{f.x, f.y}};
+  } else {
+    return Pack<1>{{__ldg(p + i)}};
+  }
+}
+
+template <int kV>
+__device__ __forceinline__ void store_values(float* __restrict__ p, int i, const Pack<kV>& v) {
+  if constexpr (kV == 4) {
+    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
+  } else if constexpr (kV == 2) {
+    reinterpret_cast<float2*>(p)[i] = make_float2(v.v[0], v.v[1]);
+  } else {
+    p[i] = v.v[0];
+  }
+}
+
+// Packs a thread has in flight: 16 values for kV = 4 and 2, 8 single values. (H100, L2-85, session 18: with 4
+// single values in flight the second pass ran at 2.5 TB/s, latency-bound.)
+template <int kV>
+constexpr int window_packs_in_flight() {
+  return kV == 1 ? 8 : 16 / kV;
+}
+
+// Warps an SM the row sweeps' registers are capped for: 16 at 256 threads (128 registers), where 16 packs in flight
+// fit without spilling (at 24 warps' 80 registers, kV = 2 spilled).
+constexpr int kWindowSweepWarps = 16;
+
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
-__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kV, bool kApply>
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kWindowSweepWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
                     const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
+  constexpr int kInFlight = window_packs_in_flight<kV>();
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
@@ -4506,10 +4545,10 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
-  const int count = rows * W;
-  // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on.
-  const int step_rows = kBlock / W, step_cols = kBlock - step_rows * W;
-  int at_row = static_cast<int>(threadIdx.x) / W, at_col = static_cast<int>(threadIdx.x) - at_row * W;
+  const int row_packs = W / kV, count = rows * row_packs;
+  // Pack e of the block is at (row e / row_packs, pack column e % row_packs); a thread's next pack is kBlock further.
+  const int step_rows = kBlock / row_packs, step_cols = kBlock - step_rows * row_packs;
+  int at_row = static_cast<int>(threadIdx.x) / row_packs, at_col = static_cast<int>(threadIdx.x) - at_row * row_packs;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -4519,47 +4558,54 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // A value's window: a table read, a division by kw, no branch (a value in no window reads output 0 and drops
   // it; where the planes have no outputs at all, the host passes a zero in their place).
   float* dst = kApply ? dx + first : nullptr;
-  auto visit = [&](int e, float xv, int r, int col) {
-    const float z = ch.pro.value(xv);
-    const float zc = centered(z, ch.mean);
-    const float y = zc * ch.scale + ch.shift;
+  auto visit = [&](int e, const Pack<kV>& xp, int r, int pack_col) {
     const int2 rw = row_windows[r];
-    const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(col)));
-    const bool in = rw.x >= 0 && pw < PW;
-    const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
-    float v = 0.f;
-    if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv);
-    float dv = window_dv<O>(__ldg(dout + o), rw.y + col - pw * kw, aux, out, o, v, geo.window_elems);
-    dv = in ? dv : 0.f;
-    if constexpr (kApply) {
-      dst[e] = value_dx(ch, xv, z, zc, y, dv, bc, dparam);
-    } else {
-      value_sums(ch, xv, z, zc, y, dv, sums[0], sums[1], dparam);
+    Pack<kV> result;
+#pragma unroll
+    for (int j = 0; j < kV; ++j) {
+      const float xv = xp.v[j];
+      const int col = pack_col * kV + j;
+      const float z = ch.pro.value(xv);
+      const float zc = centered(z, ch.mean);
+      const float y = zc * ch.scale + ch.shift;
+      const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(col)));
+      const bool in = rw.x >= 0 && pw < PW;
+      const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
+      float v = 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv);
+      float dv = window_dv<O>(__ldg(dout + o), rw.y + col - pw * kw, aux, out, o, v, geo.window_elems);
+      dv = in ? dv : 0.f;
+      if constexpr (kApply) {
+        result.v[j] = value_dx(ch, xv, z, zc, y, dv, bc, dparam);
+      } else {
+        value_sums(ch, xv, z, zc, y, dv, sums[0], sums[1], dparam);
+      }
     }
+    if constexpr (kApply) store_values<kV>(dst, e, result);
   };
 
-  for (int base = threadIdx.x; base < count; base += kBlock * kUnroll) {
-    float xv[kUnroll];
-    int r[kUnroll], col[kUnroll];
+  for (int base = threadIdx.x; base < count; base += kBlock * kInFlight) {
+    Pack<kV> xv[kInFlight];
+    int r[kInFlight], col[kInFlight];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       const int e = base + u * kBlock;
       r[u] = at_row;
       col[u] = at_col;
-      if (e < count) xv[u] = __ldg(xs + e);
+      if (e < count) xv[u] = load_values<kV>(xs, e);
       at_col += step_cols;
       at_row += step_rows;
-      if (at_col >= W) {
-        at_col -= W;
+      if (at_col >= row_packs) {
+        at_col -= row_packs;
         ++at_row;
       }
     }
-    if (base + (kUnroll - 1) * kBlock < count) {  // a full round: no bounds to check
+    if (base + (kInFlight - 1) * kBlock < count) {  // a full round: no bounds to check
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) visit(base + u * kBlock, xv[u], r[u], col[u]);
+      for (int u = 0; u < kInFlight; ++u) visit(base + u * kBlock, xv[u], r[u], col[u]);
     } else {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kInFlight; ++u) {
         if (base + u * kBlock < count) visit(base + u * kBlock, xv[u], r[u], col[u]);
       }
     }
@@ -5954,6 +6000,18 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
+// f(std::integral_constant<int, V>) for V = values (4, 2 or 1).
+template <class F>
+void dispatch_values(int values, F&& f) {
+  if (values == 4) {
+    f(std::integral_constant<int, 4>{});
+  } else if (values == 2) {
+    f(std::integral_constant<int, 2>{});
+  } else {
+    f(std::integral_constant<int, 1>{});
+  }
+}
+
 // kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -5995,22 +6053,33 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
+  // Values a row sweep loads and stores at once: 4 or 2 where the rows are a multiple of that and x and dx are
+  // aligned to it (a plane's rows then start aligned), else 1.
+  const auto divides = [&](int v) {
+    const uintptr_t bytes = uintptr_t(v) * sizeof(float);
+    return geo.size[2] % v == 0 && reinterpret_cast<uintptr_t>(x_ptr) % bytes == 0 &&
+           reinterpret_cast<uintptr_t>(dx.data_ptr<float>()) % bytes == 0;
+  };
+  const int values = divides(4) ? 4 : (divides(2) ? 2 : 1);
   const auto stream = at::cuda::getCurrentCUDAStream();
-  if constexpr (kSparse) {
-    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(gn_partial), epi_ptr);
-  } else {
-    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
+  dispatch_values(values, [&](auto kv) {
+    constexpr int kV = decltype(kv)::value;
+    if constexpr (kSparse) {
+      window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+          x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+          as_float2(gn_partial), epi_ptr);
+    } else {
+      window_sweep_kernel<Pro, Epi, O, kBlock, kV, false><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+          beta_ptr, nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+    window_sweep_kernel<Pro, Epi, O, kBlock, kV, true><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
-  }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
-  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
   param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
