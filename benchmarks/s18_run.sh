@@ -6,6 +6,8 @@
 #   run2: the row sweeps 2 or 4 values at a time (8- or 16-byte accesses) with 16 values in flight, capped at 16 warps:
 #         the two-pass tests of windows; A/B at L2-85: as planned, "scalar" (one value at a time, 8 in flight),
 #         "warps24" (capped at 24 warps, as the other sweeps), "dense" (the row sweep for the first pass too).
+#   run2b: run2's configurations were slower (517 us against run1's 438): back to 4 packs in flight at 24 warps;
+#         A/B: as planned (2 values an access at L2-85), "scalar", "in_flight_8", "warps32"; ncu on the window kernels.
 #   run3: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
 #         timings.
 set -u
@@ -23,8 +25,16 @@ case "${1:-}" in
     warps24='warps24:constexpr int kWindowSweepWarps = 16;=>constexpr int kWindowSweepWarps = 24;'
     S16_AB=85 S16_KERNEL='window_sweep|window_argmax|backward_sweep|backward_group|param_grad|param_sums' \
       S16_TESTS_K=window S16_VARIANTS_85="$scalar"$'\n'"$warps24"$'\n'"$dense" bash benchmarks/device_run.sh s16 ;;
+  run2b)
+    scalar='scalar:  const int values = divides(4) ? 4 : (divides(2) ? 2 : 1);=>  const int values = 1;'
+    deep='in_flight_8:constexpr int kWindowPacksInFlight = 4;=>constexpr int kWindowPacksInFlight = 8;'
+    warps32='warps32:constexpr int kWindowSweepWarps = kSweepBackwardWarps;=>constexpr int kWindowSweepWarps = 32;'
+    S16_AB=85 S16_TESTS= S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
+      S16_VARIANTS_85="$scalar"$'\n'"$deep"$'\n'"$warps32" bash benchmarks/device_run.sh s16
+    NCU_FAMILY=85 NCU_KERNELS='window_sweep|window_argmax' NCU_SECTIONS='--section MemoryWorkloadAnalysis' \
+      bash benchmarks/device_run.sh ncu12 ;;
   run3)
     S14_FAMILY=85,11 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
       S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run1|run2|run3" >&2; exit 2 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3" >&2; exit 2 ;;
 esac

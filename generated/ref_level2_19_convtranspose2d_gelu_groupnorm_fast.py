@@ -4495,16 +4495,11 @@ __device__ __forceinline__ void store_values(float* __restrict__ p, int i, const
   }
 }
 
-// Packs a thread has in flight: 16 values for kV = 4 and 2, 8 single values. (H100, L2-85, session 18: with 4
-// single values in flight the second pass ran at 2.5 TB/s, latency-bound.)
-template <int kV>
-constexpr int window_packs_in_flight() {
-  return kV == 1 ? 8 : 16 / kV;
-}
+// Packs a thread has in flight.
+constexpr int kWindowPacksInFlight = 4;
 
-// Warps an SM the row sweeps' registers are capped for: 16 at 256 threads (128 registers), where 16 packs in flight
-// fit without spilling (at 24 warps' 80 registers, kV = 2 spilled).
-constexpr int kWindowSweepWarps = 16;
+// Warps an SM the row sweeps' registers are capped for, as the other sweeps.
+constexpr int kWindowSweepWarps = kSweepBackwardWarps;
 
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
@@ -4518,7 +4513,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
                     const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
-  constexpr int kInFlight = window_packs_in_flight<kV>();
+  constexpr int kInFlight = kWindowPacksInFlight;
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
