@@ -8,7 +8,10 @@
 #         "warps24" (capped at 24 warps, as the other sweeps), "dense" (the row sweep for the first pass too).
 #   run2b: run2's configurations were slower (517 us against run1's 438): back to 4 packs in flight at 24 warps;
 #         A/B: as planned (2 values an access at L2-85), "scalar", "in_flight_8", "warps32"; ncu on the window kernels.
-#   run3: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
+#   run3: one value a thread at a time again, its window's dout and aux loaded with x (one latency a round), full
+#         rounds without bounds checks: the window tests; A/B at L2-85: as planned (4 values in flight),
+#         "in_flight_8", "in_flight_2", "dense", "sweeps" (the element sweeps, as before this session); ncu.
+#   run4: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
 #         timings.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -34,7 +37,16 @@ case "${1:-}" in
     NCU_FAMILY=85 NCU_KERNELS='window_sweep|window_argmax' NCU_SECTIONS='--section MemoryWorkloadAnalysis' \
       bash benchmarks/device_run.sh ncu12 ;;
   run3)
+    sweeps='sweeps:  if constexpr (R == ReduceKind::kWindow) {=>  if constexpr (R == ReduceKind::kWindow && false) {'
+    in8='in_flight_8:constexpr int kWindowValuesInFlight = 4;=>constexpr int kWindowValuesInFlight = 8;'
+    in2='in_flight_2:constexpr int kWindowValuesInFlight = 4;=>constexpr int kWindowValuesInFlight = 2;'
+    dense='dense:  constexpr bool kSparse = window_sums_sparse<Epi, O>();=>  constexpr bool kSparse = false;'
+    S16_AB=85 S16_TESTS_K=window S16_KERNEL='window_sweep|window_argmax|backward_sweep|backward_group|param_grad|param_sums' \
+      S16_VARIANTS_85="$in8"$'\n'"$in2"$'\n'"$dense"$'\n'"$sweeps" bash benchmarks/device_run.sh s16
+    NCU_FAMILY=85 NCU_KERNELS='window_sweep' NCU_SECTIONS='--section MemoryWorkloadAnalysis' \
+      bash benchmarks/device_run.sh ncu12 ;;
+  run4)
     S14_FAMILY=85,11 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
       S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run1|run2|run2b|run3" >&2; exit 2 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4" >&2; exit 2 ;;
 esac

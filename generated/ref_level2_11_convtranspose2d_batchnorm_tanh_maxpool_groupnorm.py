@@ -4411,9 +4411,9 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 // same-size copy's 400). These kernels cut that work two ways:
 //   - window_sweep_kernel walks whole rows (a row: the W values along the last dim): a block takes `rows`
 //     rows of one plane, whose window coordinates it tabulates once in shared memory, and its threads walk the
-//     rows' values in order, 4, 2 or 1 at a time (16-, 8- or 4-byte accesses, as W allows), carrying (row,
-//     column) from one pack to the next by an add and a compare. A value's window is then a table read and one
-//     division by kw.
+//     rows' values in order (coalesced 4-byte accesses), carrying (row, column) from one value to the next by
+//     an add and a compare. A value's window is then a table read and one division by kw, and its saved dout
+//     and aux are loaded with x.
 //   - window_argmax_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
 //     values: one thread per pooled output reads its dout and aux, and x at that one position.
@@ -4457,46 +4457,20 @@ inline WindowPlan window_plan(const Geometry& geo) {
   return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
 }
 
-// A value's gradient of v from its window's saved output o (the list in gn_region_twopass.cuh); v is needed by
-// log-sum-exp only.
+// A value's gradient of v from its window's saved output: g = dout there, a = aux there (max / min), ref = out
+// there (log-sum-exp, with the value's v); `within` is the value's position in its window, -1 in no window.
 template <ReduceOp O>
-__device__ __forceinline__ float window_dv(float g, int within, const int* __restrict__ aux,
-                                           const float* __restrict__ out, uint32_t o, float v, int window_elems) {
-  if constexpr (O == ReduceOp::kSum) return g;
-  if constexpr (O == ReduceOp::kMean) return g / static_cast<float>(window_elems);
-  if constexpr (kHasAux<O>) return within == __ldg(aux + o) ? g : 0.f;
-  if constexpr (O == ReduceOp::kLogSumExp) return g * __expf(v - __ldg(out + o));
+__device__ __forceinline__ float window_dv(float g, int within, int a, float ref, float v, int window_elems) {
+  if constexpr (O == ReduceOp::kSum) return within >= 0 ? g : 0.f;
+  if constexpr (O == ReduceOp::kMean) return within >= 0 ? g / static_cast<float>(window_elems) : 0.f;
+  if constexpr (kHasAux<O>) return within == a ? g : 0.f;
+  if constexpr (O == ReduceOp::kLogSumExp) return within >= 0 ? g * __expf(v - ref) : 0.f;
   return 0.f;
 }
 
-// kV consecutive values of a row, loaded and stored as one access (kV = 4, 2 or 1: rows of a multiple of kV values
-// and streams aligned to kV floats).
-template <int kV>
-__device__ __forceinline__ Pack<kV> load_values(const float* __restrict__ p, int i) {
-  if constexpr (kV == 4) {
-    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
-    return Pack<4>{{f.x, f.y, f.z, f.w}};
-  } else if constexpr (kV == 2) {
-    const float2 f = __ldg(reinterpret_cast<const float2*>(p) + i);
-    return Pack<2>{{f.x, f.y}};
-  } else {
-    return Pack<1>{{__ldg(p + i)}};
-  }
-}
-
-template <int kV>
-__device__ __forceinline__ void store_values(float* __restrict__ p, int i, const Pack<kV>& v) {
-  if constexpr (kV == 4) {
-    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
-  } else if constexpr (kV == 2) {
-    reinterpret_cast<float2*>(p)[i] = make_float2(v.v[0], v.v[1]);
-  } else {
-    p[i] = v.v[0];
-  }
-}
-
-// Packs a thread has in flight.
-constexpr int kWindowPacksInFlight = 4;
+// Values a thread has in flight, each with its window's saved values. (H100, L2-85, session 18: 4 at 24 warps beat
+// 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
+constexpr int kWindowValuesInFlight = 4;
 
 // Warps an SM the row sweeps' registers are capped for, as the other sweeps.
 constexpr int kWindowSweepWarps = kSweepBackwardWarps;
@@ -4505,7 +4479,7 @@ constexpr int kWindowSweepWarps = kSweepBackwardWarps;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-template <class Pro, class Epi, ReduceOp O, int kBlock, int kV, bool kApply>
+template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kWindowSweepWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
@@ -4513,7 +4487,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
                     const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
-  constexpr int kInFlight = kWindowPacksInFlight;
+  constexpr int kInFlight = kWindowValuesInFlight;
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
@@ -4541,74 +4515,68 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   if constexpr (kApply) bc = coef[row];
   const int64_t first = int64_t(plane) * shape.plane + int64_t(first_row) * W;
   const float* xs = x + first;
+  float* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
-  const int row_packs = W / kV, count = rows * row_packs;
-  // Pack e of the block is at (row e / row_packs, pack column e % row_packs); a thread's next pack is kBlock further.
-  const int step_rows = kBlock / row_packs, step_cols = kBlock - step_rows * row_packs;
-  int at_row = static_cast<int>(threadIdx.x) / row_packs, at_col = static_cast<int>(threadIdx.x) - at_row * row_packs;
+  const int count = rows * W;
+  // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on.
+  const int step_rows = kBlock / W, step_cols = kBlock - step_rows * W;
+  int at_row = static_cast<int>(threadIdx.x) / W, at_col = static_cast<int>(threadIdx.x) - at_row * W;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
   for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
 
-  // A value's window: a table read, a division by kw, no branch (a value in no window reads output 0 and drops
-  // it; where the planes have no outputs at all, the host passes a zero in their place).
-  float* dst = kApply ? dx + first : nullptr;
-  auto visit = [&](int e, const Pack<kV>& xp, int r, int pack_col) {
-    const int2 rw = row_windows[r];
-    Pack<kV> result;
-#pragma unroll
-    for (int j = 0; j < kV; ++j) {
-      const float xv = xp.v[j];
-      const int col = pack_col * kV + j;
-      const float z = ch.pro.value(xv);
-      const float zc = centered(z, ch.mean);
-      const float y = zc * ch.scale + ch.shift;
-      const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(col)));
-      const bool in = rw.x >= 0 && pw < PW;
-      const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
-      float v = 0.f;
-      if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv);
-      float dv = window_dv<O>(__ldg(dout + o), rw.y + col - pw * kw, aux, out, o, v, geo.window_elems);
-      dv = in ? dv : 0.f;
-      if constexpr (kApply) {
-        result.v[j] = value_dx(ch, xv, z, zc, y, dv, bc, dparam);
-      } else {
-        value_sums(ch, xv, z, zc, y, dv, sums[0], sums[1], dparam);
-      }
-    }
-    if constexpr (kApply) store_values<kV>(dst, e, result);
-  };
-
-  for (int base = threadIdx.x; base < count; base += kBlock * kInFlight) {
-    Pack<kV> xv[kInFlight];
-    int r[kInFlight], col[kInFlight];
+  // One round: kInFlight values kBlock apart from `base`; kFull: all of them in the block (no bounds to check).
+  auto round = [&](int base, auto full) {
+    constexpr bool kFull = decltype(full)::value;
+    // Every load of the round first, x and its window's saved values together (one latency a round). A value's
+    // window: a table read, a division by kw, no branch (a value in no window reads output 0 and drops it; where
+    // the planes have no outputs at all, the host passes a zero in their place).
+    float xv[kInFlight], g[kInFlight], ref[kInFlight] = {};  // ref: log-sum-exp's, a: max / min's
+    int within[kInFlight], a[kInFlight] = {};
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
-      const int e = base + u * kBlock;
-      r[u] = at_row;
-      col[u] = at_col;
-      if (e < count) xv[u] = load_values<kV>(xs, e);
+      if (kFull || base + u * kBlock < count) {
+        xv[u] = __ldg(xs + base + u * kBlock);
+        const int2 rw = row_windows[at_row];
+        const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(at_col)));
+        const bool in = rw.x >= 0 && pw < PW;
+        const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
+        within[u] = in ? rw.y + at_col - pw * kw : -1;
+        g[u] = __ldg(dout + o);
+        if constexpr (kHasAux<O>) a[u] = __ldg(aux + o);
+        if constexpr (O == ReduceOp::kLogSumExp) ref[u] = __ldg(out + o);
+      }
       at_col += step_cols;
       at_row += step_rows;
-      if (at_col >= row_packs) {
-        at_col -= row_packs;
+      if (at_col >= W) {
+        at_col -= W;
         ++at_row;
       }
     }
-    if (base + (kInFlight - 1) * kBlock < count) {  // a full round: no bounds to check
 #pragma unroll
-      for (int u = 0; u < kInFlight; ++u) visit(base + u * kBlock, xv[u], r[u], col[u]);
-    } else {
-#pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
-        if (base + u * kBlock < count) visit(base + u * kBlock, xv[u], r[u], col[u]);
+    for (int u = 0; u < kInFlight; ++u) {
+      const int e = base + u * kBlock;
+      if (!kFull && e >= count) break;
+      const float z = ch.pro.value(xv[u]);
+      const float zc = centered(z, ch.mean);
+      const float y = zc * ch.scale + ch.shift;
+      float v = 0.f;
+      if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
+      const float dv = window_dv<O>(g[u], within[u], a[u], ref[u], v, geo.window_elems);
+      if constexpr (kApply) {
+        dst[e] = value_dx(ch, xv[u], z, zc, y, dv, bc, dparam);
+      } else {
+        value_sums(ch, xv[u], z, zc, y, dv, sums[0], sums[1], dparam);
       }
     }
-  }
+  };
+  int base = threadIdx.x;
+  for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) round(base, std::true_type{});
+  if (base < count) round(base, std::false_type{});
   write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
 }
 
@@ -5999,18 +5967,6 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
-// f(std::integral_constant<int, V>) for V = values (4, 2 or 1).
-template <class F>
-void dispatch_values(int values, F&& f) {
-  if (values == 4) {
-    f(std::integral_constant<int, 4>{});
-  } else if (values == 2) {
-    f(std::integral_constant<int, 2>{});
-  } else {
-    f(std::integral_constant<int, 1>{});
-  }
-}
-
 // kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -6052,33 +6008,22 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
-  // Values a row sweep loads and stores at once: 4 or 2 where the rows are a multiple of that and x and dx are
-  // aligned to it (a plane's rows then start aligned), else 1.
-  const auto divides = [&](int v) {
-    const uintptr_t bytes = uintptr_t(v) * sizeof(float);
-    return geo.size[2] % v == 0 && reinterpret_cast<uintptr_t>(x_ptr) % bytes == 0 &&
-           reinterpret_cast<uintptr_t>(dx.data_ptr<float>()) % bytes == 0;
-  };
-  const int values = divides(4) ? 4 : (divides(2) ? 2 : 1);
   const auto stream = at::cuda::getCurrentCUDAStream();
-  dispatch_values(values, [&](auto kv) {
-    constexpr int kV = decltype(kv)::value;
-    if constexpr (kSparse) {
-      window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
-          x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-          as_float2(gn_partial), epi_ptr);
-    } else {
-      window_sweep_kernel<Pro, Epi, O, kBlock, kV, false><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
-          beta_ptr, nullptr, nullptr, as_float2(gn_partial), epi_ptr);
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
-    window_sweep_kernel<Pro, Epi, O, kBlock, kV, true><<<blocks, kBlock, 0, stream>>>(
+  if constexpr (kSparse) {
+    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        as_float2(gn_partial), epi_ptr);
+  } else {
+    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
+      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }

@@ -238,18 +238,6 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
-// f(std::integral_constant<int, V>) for V = values (4, 2 or 1).
-template <class F>
-void dispatch_values(int values, F&& f) {
-  if (values == 4) {
-    f(std::integral_constant<int, 4>{});
-  } else if (values == 2) {
-    f(std::integral_constant<int, 2>{});
-  } else {
-    f(std::integral_constant<int, 1>{});
-  }
-}
-
 // kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -291,33 +279,22 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
-  // Values a row sweep loads and stores at once: 4 or 2 where the rows are a multiple of that and x and dx are
-  // aligned to it (a plane's rows then start aligned), else 1.
-  const auto divides = [&](int v) {
-    const uintptr_t bytes = uintptr_t(v) * sizeof(float);
-    return geo.size[2] % v == 0 && reinterpret_cast<uintptr_t>(x_ptr) % bytes == 0 &&
-           reinterpret_cast<uintptr_t>(dx.data_ptr<float>()) % bytes == 0;
-  };
-  const int values = divides(4) ? 4 : (divides(2) ? 2 : 1);
   const auto stream = at::cuda::getCurrentCUDAStream();
-  dispatch_values(values, [&](auto kv) {
-    constexpr int kV = decltype(kv)::value;
-    if constexpr (kSparse) {
-      window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
-          x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-          as_float2(gn_partial), epi_ptr);
-    } else {
-      window_sweep_kernel<Pro, Epi, O, kBlock, kV, false><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
-          beta_ptr, nullptr, nullptr, as_float2(gn_partial), epi_ptr);
-    }
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
-    window_sweep_kernel<Pro, Epi, O, kBlock, kV, true><<<blocks, kBlock, 0, stream>>>(
+  if constexpr (kSparse) {
+    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+        as_float2(gn_partial), epi_ptr);
+  } else {
+    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
+        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
+      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
