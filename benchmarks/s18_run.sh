@@ -11,7 +11,10 @@
 #   run3: one value a thread at a time again, its window's dout and aux loaded with x (one latency a round), full
 #         rounds without bounds checks: the window tests; A/B at L2-85: as planned (4 values in flight),
 #         "in_flight_8", "in_flight_2", "dense", "sweeps" (the element sweeps, as before this session); ncu.
-#   run4: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
+#   run4: run3's configurations all near 600 us, the second sweep at 70 % of DRAM: the row sweeps' values in a
+#         frame aligned to 128-byte lines (a plane's rows start anywhere: L2-85's 126 x 126 planes are 16 bytes off
+#         per plane). The window tests; A/B: as planned, "unaligned" (run3's mapping); ncu.
+#   run5: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
 #         timings.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
@@ -46,7 +49,12 @@ case "${1:-}" in
     NCU_FAMILY=85 NCU_KERNELS='window_sweep' NCU_SECTIONS='--section MemoryWorkloadAnalysis' \
       bash benchmarks/device_run.sh ncu12 ;;
   run4)
+    unaligned='unaligned:  const int lead = static_cast<int>(first & 31);=>  const int lead = 0;'
+    S16_AB=85 S16_TESTS_K=window S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
+      S16_VARIANTS_85="$unaligned" bash benchmarks/device_run.sh s16
+    NCU_FAMILY=85 NCU_KERNELS='window_sweep' bash benchmarks/device_run.sh ncu12 ;;
+  run5)
     S14_FAMILY=85,11 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
       S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
-  *) echo "usage: $0 run1|run2|run2b|run3|run4" >&2; exit 2 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5" >&2; exit 2 ;;
 esac

@@ -4516,9 +4516,14 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
   const int count = rows * W;
-  // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on.
+  // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on. The threads
+  // take the values in a frame aligned to 32 values of the tensor, so that a warp's accesses are whole 128-byte
+  // lines (a plane's rows start anywhere): thread t first takes value t - lead, or t - lead + kBlock.
+  const int lead = static_cast<int>(first & 31);
   const int step_rows = kBlock / W, step_cols = kBlock - step_rows * W;
-  int at_row = static_cast<int>(threadIdx.x) / W, at_col = static_cast<int>(threadIdx.x) - at_row * W;
+  const int start = static_cast<int>(threadIdx.x) >= lead ? static_cast<int>(threadIdx.x) - lead
+                                                           : static_cast<int>(threadIdx.x) - lead + kBlock;
+  int at_row = start / W, at_col = start - at_row * W;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -4570,7 +4575,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       }
     }
   };
-  int base = threadIdx.x;
+  int base = start;
   for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) round(base, std::true_type{});
   if (base < count) round(base, std::false_type{});
   write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
