@@ -14,8 +14,8 @@
 #   run4: run3's configurations all near 600 us, the second sweep at 70 % of DRAM: the row sweeps' values in a
 #         frame aligned to 128-byte lines (a plane's rows start anywhere: L2-85's 126 x 126 planes are 16 bytes off
 #         per plane). The window tests; A/B: as planned, "unaligned" (run3's mapping); ncu.
-#   run5: L2-85 and L2-11 checked (validate + KernelBench), the own references with pooling, L2-85's rates and
-#         timings.
+#   run5: L2-85 checked (validate + KernelBench), the own references with pooling, L2-85's rates and timings;
+#         A/B at L2-85 with 2 x 2 windows: as planned (the extremes-only first pass) against "dense".
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -54,7 +54,16 @@ case "${1:-}" in
       S16_VARIANTS_85="$unaligned" bash benchmarks/device_run.sh s16
     NCU_FAMILY=85 NCU_KERNELS='window_sweep' bash benchmarks/device_run.sh ncu12 ;;
   run5)
-    S14_FAMILY=85,11 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
-      S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14 ;;
+    S14_FAMILY=85 S14_CHECK_BUDGET=300 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_REF_K="pool" \
+      S14_RATES=85 S14_BENCH=85 S14_BUDGET=150 bash benchmarks/device_run.sh s14
+    # L2-85 with 2 x 2 windows: the extremes-only first pass against the row sweep where a window is 16 bytes
+    V=.build/s18; mkdir -p "$V"
+    sed 's/^maxpool_kernel_size = 4/maxpool_kernel_size = 2/' .kb/problems/level2_85_*.py > "$V/l2_85_pool2.py"
+    python3 -m kgen.cli emit --ref "$V/l2_85_pool2.py" -o "$V/p85_pool2.py"
+    dense='dense:  constexpr bool kSparse = window_sums_sparse<Epi, O>();=>  constexpr bool kSparse = false;'
+    timeout -k 5 200 python3 benchmarks/kernel_variants.py "$V/p85_pool2.py" --backward \
+      --kernel 'window_sweep|window_argmax|backward_group|param_grad|param_sums' --rounds 3 --calls 10 \
+      --json "$OUT/s18/run5_ab_85_pool2.json" --variant "$dense" > "$OUT/s18/run5_ab_85_pool2.log" 2>&1
+    grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/s18/run5_ab_85_pool2.log" | tail -n 4 | cut -c1-200 ;;
   *) echo "usage: $0 run1|run2|run2b|run3|run4|run5" >&2; exit 2 ;;
 esac
