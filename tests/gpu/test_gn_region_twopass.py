@@ -7,14 +7,14 @@ parameter) through torch.autograd.grad.
 Instantiations: kNone (sigmoid-affine prologue, hardswish*w + z epilogue; and plain GroupNorm with a
 specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mean/min (1D, 2D, 3D windows, sizes
 that the window does not divide; max reading only the windows' extremes in its first backward pass, min with an
-epilogue that does not allow that; rows longer than a block, and many short rows), kChannel log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4
-!= 0, C > 128, groups 1 and == C, N = 1, no spatial dims (plane 1), a plane split over two blocks, 16-byte
-packs that span rows of a window reduction; affine and not;
-per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined kernel
-(gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels (for
-windows, those of gn_region_window_backward.cuh); the
-pipelined one also at sizes that run all its ticket phases, at two lags, bitwise equal. Also: first-extreme
-positions on exact ties, bitwise determinism, a large common offset, empty inputs, clear errors.
+epilogue that does not allow that; rows longer than a block, and many short rows), kChannel
+log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4 != 0, C > 128, groups 1 and == C, N = 1, no
+spatial dims (plane 1), a plane split over two blocks, 16-byte packs that span rows of a window reduction; affine
+and not; per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined
+kernel (gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels
+(for windows, those of gn_region_window_backward.cuh); the pipelined one also at sizes that run all its ticket
+phases, at two lags, bitwise equal. Also: first-extreme positions on exact ties, bitwise determinism, a large
+common offset, empty inputs, clear errors.
 
 `python tests/gpu/test_gn_region_twopass.py --bench` times the kernels at (128, 32, 254, 254)."""
 from __future__ import annotations

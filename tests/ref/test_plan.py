@@ -508,6 +508,33 @@ def test_max_pooling_after_non_decreasing_ops_takes_f_of_the_max():
     assert non_decreasing(bn.nodes)
 
 
+def test_epilogue_says_whether_a_zero_gradient_gives_exact_zeros():
+    """The generated epilogue's kZeroGradExact: true where no op's derivative can be infinite at a finite
+    operand (a window max's first backward pass then reads only the windows' extremes), false with a division,
+    log, exp, root or power among its ops (autograd's 0 * inf is NaN there)."""
+    from kgen.ref.functors import epilogue_functor
+    from kgen.ref.ir import Operand, PwNode
+
+    def flag(*ops):
+        nodes, last = [], "y"
+        for i, op in enumerate(ops):
+            extra = [Operand("scalar", 2.0)] if op in ("mul", "div", "add") else []
+            nodes.append(PwNode(f"n{i}", op, [Operand("value", last)] + extra, {}))
+            last = f"n{i}"
+        text, _ = epilogue_functor("E", [], nodes, "x", None, "y", last, [])
+        (line,) = [ln for ln in text.splitlines() if "kZeroGradExact" in ln]
+        return "= true;" in line
+
+    assert flag("mul", "tanh", "hardswish", "add")
+    assert flag("sigmoid", "mish", "gelu_erf")
+    for unbounded in ("div", "log", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log1p"):
+        assert not flag("mul", unbounded), unbounded
+    # L2-85's epilogue (a per-channel scale before the max pool) takes the extremes-only pass.
+    text = emit_reference(str(KERNELBENCH / "level2_85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py"))[0] \
+        if FAMILY else ""
+    assert not FAMILY or "static constexpr bool kZeroGradExact = true;  // dv = 0" in text
+
+
 # ---------------------------------------------------------------- --conv fast (plan_layout.py)
 SPEC_REFERENCES = HERE.parent.parent / "kgen" / "specs" / "references"
 
