@@ -16,6 +16,9 @@
 #         per plane). The window tests; A/B: as planned, "unaligned" (run3's mapping); ncu.
 #   run5: L2-85 checked (validate + KernelBench), the own references with pooling, L2-85's rates and timings;
 #         A/B at L2-85 with 2 x 2 windows: as planned (the extremes-only first pass) against "dense".
+#   run6: what bounds the second pass: A/B at L2-85, as planned; "rows_x4" (blocks of 4x the rows: fewer block starts
+#         and ends); "no_gathers" (a diagnostic, wrong gradients: every value's dout and aux constants instead of its
+#         window's, so no gathers).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -65,5 +68,10 @@ case "${1:-}" in
       --kernel 'window_sweep|window_argmax|backward_group|param_grad|param_sums' --rounds 3 --calls 10 \
       --json "$OUT/s18/run5_ab_85_pool2.json" --variant "$dense" > "$OUT/s18/run5_ab_85_pool2.log" 2>&1
     grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/s18/run5_ab_85_pool2.log" | tail -n 4 | cut -c1-200 ;;
-  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5" >&2; exit 2 ;;
+  run6)
+    rows4='rows_x4:  const int64_t target = int64_t(kBlock) * 4 * kUnroll * 4;=>  const int64_t target = int64_t(kBlock) * 4 * kUnroll * 16;'
+    nogather='no_gathers:        g[u] = __ldg(dout + o);=>        g[u] = 1.f;|||        if constexpr (kHasAux<O>) a[u] = __ldg(aux + o);=>        if constexpr (kHasAux<O>) a[u] = 0;'
+    S16_AB=85 S16_TESTS= S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
+      S16_VARIANTS_85="$rows4"$'\n'"$nogather" bash benchmarks/device_run.sh s16 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6" >&2; exit 2 ;;
 esac
