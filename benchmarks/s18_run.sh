@@ -19,6 +19,7 @@
 #   run6: what bounds the second pass: A/B at L2-85, as planned; "rows_x4" (blocks of 4x the rows: fewer block starts
 #         and ends); "no_gathers" (a diagnostic, wrong gradients: every value's dout and aux constants instead of its
 #         window's, so no gathers).
+#   run7: compute-sanitizer memcheck and racecheck on the window kernels (the two-pass tests of windows, sweeps path).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -73,5 +74,15 @@ case "${1:-}" in
     nogather='no_gathers:        g[u] = __ldg(dout + o);=>        g[u] = 1.f;|||        if constexpr (kHasAux<O>) a[u] = __ldg(aux + o);=>        if constexpr (kHasAux<O>) a[u] = 0;'
     S16_AB=85 S16_TESTS= S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
       S16_VARIANTS_85="$rows4"$'\n'"$nogather" bash benchmarks/device_run.sh s16 ;;
-  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6" >&2; exit 2 ;;
+  run7)
+    # compute-sanitizer on the window kernels: the two-pass tests of windows on the window kernels ("sweeps" path)
+    CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+    python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gn_region_twopass.py -k "window and sweeps and 13x29" \
+      > /dev/null 2>&1   # builds the test extension outside the sanitizer
+    for tool in memcheck racecheck; do
+      timeout -k 5 240 "$CS" --tool $tool --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+        tests/gpu/test_gn_region_twopass.py -k "window and sweeps" > "$OUT/s18/run7_$tool.log" 2>&1
+      echo "$tool exit code: $?" | tee -a "$OUT/s18/run7_$tool.log"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/s18/run7_$tool.log" | tail -3
+    done ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6|run7" >&2; exit 2 ;;
 esac
