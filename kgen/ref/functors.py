@@ -148,7 +148,7 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     lines = [f"struct {name} {{"] + _params_block(name, "epilogue", slots, labels)
     exact = all(n.op not in ops.UNBOUNDED_GRAD_OPS for n in nodes)
     lines += [f"  static constexpr bool kZeroGradExact = {'true' if exact else 'false'};  "
-              "// dv = 0 gives exact zeros (no op's derivative can be infinite)"]
+              "// true: dv = 0 gives exact zeros (no op's derivative can be infinite)"]
     lines += ["  __device__ __forceinline__ float value(float y, float z, float x) const {"]
     lines += writer.forward("    ") + [f"    return {_var(result)};", "  }"]
     lines += ["  __device__ __forceinline__ void backward(float y, float z, float x, float dv, float& dy, float& dz,",

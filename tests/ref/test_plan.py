@@ -532,7 +532,7 @@ def test_epilogue_says_whether_a_zero_gradient_gives_exact_zeros():
     # L2-85's epilogue (a per-channel scale before the max pool) takes the extremes-only pass.
     text = emit_reference(str(KERNELBENCH / "level2_85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py"))[0] \
         if FAMILY else ""
-    assert not FAMILY or "static constexpr bool kZeroGradExact = true;  // dv = 0" in text
+    assert not FAMILY or "static constexpr bool kZeroGradExact = true;  // true: dv = 0" in text
 
 
 # ---------------------------------------------------------------- --conv fast (plan_layout.py)

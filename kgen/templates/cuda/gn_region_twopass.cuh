@@ -39,7 +39,8 @@
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
 //                             fixed order
 // kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
-// (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2.
+// (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2. kWindow runs its own sweeps over whole rows
+// and, for max / min, a first pass over the windows' extremes only (gn_region_window_backward.cuh).
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
