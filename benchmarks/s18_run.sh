@@ -20,6 +20,8 @@
 #         and ends); "no_gathers" (a diagnostic, wrong gradients: every value's dout and aux constants instead of its
 #         window's, so no gathers).
 #   run7: compute-sanitizer memcheck and racecheck on the window kernels (the two-pass tests of windows, sweeps path).
+#   run8: the row sweep stages its block's run of dout and aux in shared memory (run6: 36 us of gathers): the window
+#         tests; A/B at L2-85: as planned, "gathers" (run7's loads from L1/L2).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -84,5 +86,9 @@ case "${1:-}" in
         tests/gpu/test_gn_region_twopass.py -k "window and sweeps" > "$OUT/s18/run7_$tool.log" 2>&1
       echo "$tool exit code: $?" | tee -a "$OUT/s18/run7_$tool.log"; grep -E "ERROR SUMMARY|passed|failed" "$OUT/s18/run7_$tool.log" | tail -3
     done ;;
-  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6|run7" >&2; exit 2 ;;
+  run8)
+    gathers='gathers:  const bool staged = run > 0 && run <= kWindowStaged;=>  const bool staged = false;'
+    S16_AB=85 S16_TESTS_K=window S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
+      S16_VARIANTS_85="$gathers" bash benchmarks/device_run.sh s16 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6|run7|run8" >&2; exit 2 ;;
 esac
