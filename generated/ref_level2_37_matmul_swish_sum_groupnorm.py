@@ -4470,11 +4470,6 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
 constexpr int kWindowValuesInFlight = 4;
 
-// Outputs (dout, and aux for max / min) a row sweep block stages in shared memory: its rows' windows are one run
-// of the plane's outputs, read by kw values each. (H100, L2-85, session 18: the second sweep 434 us with these
-// gathers from L1/L2, 398 us with none at all.)
-constexpr int kWindowStaged = 2048;
-
 // Warps an SM the row sweeps' registers are capped for, as the other sweeps.
 constexpr int kWindowSweepWarps = kSweepBackwardWarps;
 
@@ -4505,23 +4500,11 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   const int PH = static_cast<int>(geo.pooled[1]), PW = static_cast<int>(geo.pooled[2]);
   const int first_row = static_cast<int>(split) * plan.rows;
   const int rows = min(plan.rows, static_cast<int>(geo.size[0]) * H - first_row);
-  // The block's rows map to pooled rows in order, so the outputs its values read are one run of the plane's,
-  // [run_first, run_end): staged in shared memory where the run fits (else read from global memory).
-  __shared__ int run_first, run_end;
-  if (threadIdx.x == 0) {
-    run_first = INT_MAX;
-    run_end = 0;
-  }
-  __syncthreads();
   for (int k = threadIdx.x; k < rows; k += kBlock) {
     const int r = first_row + k, d = r / H, h = r - d * H, pd = d / kd, ph = h / kh;
     const bool in = pd < geo.pooled[0] && ph < PH;
     row_windows[k] = in ? make_int2((pd * PH + ph) * PW, ((d - pd * kd) * kh + (h - ph * kh)) * kw)
                         : make_int2(-1, 0);
-    if (in) {
-      atomicMin(&run_first, (pd * PH + ph) * PW);
-      atomicMax(&run_end, (pd * PH + ph + 1) * PW);
-    }
   }
   __syncthreads();
 
@@ -4534,17 +4517,6 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
-  __shared__ float staged_dout[kWindowStaged];
-  __shared__ int staged_aux[kHasAux<O> ? kWindowStaged : 1];
-  const int run = run_end - run_first;  // <= 0: no value of the block is in a window
-  const bool staged = run > 0 && run <= kWindowStaged;
-  if (staged) {
-    for (int i = threadIdx.x; i < run; i += kBlock) {
-      staged_dout[i] = __ldg(dout + pooled_first + run_first + i);
-      if constexpr (kHasAux<O>) staged_aux[i] = __ldg(aux + pooled_first + run_first + i);
-    }
-  }
-  __syncthreads();
   const int count = rows * W;
   // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on. The threads
   // take the values in a frame aligned to 32 values of the tensor, so that a warp's accesses are whole 128-byte
@@ -4561,8 +4533,8 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
 
   // One round: kInFlight values kBlock apart from `base`; kFull: all of them in the block (no bounds to check).
-  auto round = [&](int base, auto full, auto from_shared) {
-    constexpr bool kFull = decltype(full)::value, kStaged = decltype(from_shared)::value;
+  auto round = [&](int base, auto full) {
+    constexpr bool kFull = decltype(full)::value;
     // Every load of the round first, x and its window's saved values together (one latency a round). A value's
     // window: a table read, a division by kw, no branch (a value in no window reads output 0 and drops it; where
     // the planes have no outputs at all, the host passes a zero in their place).
@@ -4575,17 +4547,11 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
         const int2 rw = row_windows[at_row];
         const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(at_col)));
         const bool in = rw.x >= 0 && pw < PW;
+        const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
         within[u] = in ? rw.y + at_col - pw * kw : -1;
-        if constexpr (kStaged) {
-          const int i = in ? rw.x + pw - run_first : 0;
-          g[u] = in ? staged_dout[i] : 0.f;
-          if constexpr (kHasAux<O>) a[u] = staged_aux[i];
-        } else {
-          const uint32_t o = pooled_first + (in ? static_cast<uint32_t>(rw.x + pw) : 0u);
-          g[u] = __ldg(dout + o);
-          if constexpr (kHasAux<O>) a[u] = __ldg(aux + o);
-        }
-        if constexpr (O == ReduceOp::kLogSumExp) ref[u] = __ldg(out + pooled_first + (in ? rw.x + pw : 0));
+        g[u] = __ldg(dout + o);
+        if constexpr (kHasAux<O>) a[u] = __ldg(aux + o);
+        if constexpr (O == ReduceOp::kLogSumExp) ref[u] = __ldg(out + o);
       }
       at_col += step_cols;
       at_row += step_rows;
@@ -4611,18 +4577,9 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       }
     }
   };
-  auto sweep_rounds = [&](auto from_shared) {
-    int base = start;
-    for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) {
-      round(base, std::true_type{}, from_shared);
-    }
-    if (base < count) round(base, std::false_type{}, from_shared);
-  };
-  if (staged) {  // the same for the whole block
-    sweep_rounds(std::true_type{});
-  } else {
-    sweep_rounds(std::false_type{});
-  }
+  int base = start;
+  for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) round(base, std::true_type{});
+  if (base < count) round(base, std::false_type{});
   write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
 }
 

@@ -7,8 +7,7 @@ parameter) through torch.autograd.grad.
 Instantiations: kNone (sigmoid-affine prologue, hardswish*w + z epilogue; and plain GroupNorm with a
 specialised kGroups), kPlane mean/max, kSample mean/log-sum-exp, kWindow max/mean/min (1D, 2D, 3D windows, sizes
 that the window does not divide; max reading only the windows' extremes in its first backward pass, min with an
-epilogue that does not allow that; rows longer than a block, many short rows, rows of more windows than a block
-stages), kChannel
+epilogue that does not allow that; rows longer than a block, many short rows, 1D rows of 10000 windows), kChannel
 log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4 != 0, C > 128, groups 1 and == C, N = 1, no
 spatial dims (plane 1), a plane split over two blocks, 16-byte packs that span rows of a window reduction; affine
 and not; per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined
@@ -59,7 +58,7 @@ WINDOW_CASES = [
     ((2, 4, 3, 2, 2), 4, False, False, (2, 1, 2)),  # 3D, packs span (d, h) rows
     ((2, 4, 3, 600), 2, True, False, (1, 4)),       # rows longer than a block: a thread's values in one row
     ((1, 2, 3000, 2), 1, True, False, (2, 2)),      # rows of 2: three blocks of 1000 rows a plane
-    ((2, 4, 20000), 2, True, False, (2,)),          # 1D, 10000 windows a row: too many to stage, read from L1/L2
+    ((2, 4, 20000), 2, True, False, (2,)),          # 1D, rows of 20000 values, 10000 windows
 ]
 
 
