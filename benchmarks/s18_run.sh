@@ -22,6 +22,8 @@
 #   run7: compute-sanitizer memcheck and racecheck on the window kernels (the two-pass tests of windows, sweeps path).
 #   run8: the row sweep stages its block's run of dout and aux in shared memory (run6: 36 us of gathers): the window
 #         tests; A/B at L2-85: as planned, "gathers" (run7's loads from L1/L2).
+#   run9: the review's mends (one scratch helper for both two-pass backwards, window_dv shared with the pipelined
+#         kernel's window path, a block-plane helper): every two-pass and cluster test, L2-85 and L2-92 checked.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/kgen-out}
@@ -90,5 +92,7 @@ case "${1:-}" in
     gathers='gathers:  const bool staged = run > 0 && run <= kWindowStaged;=>  const bool staged = false;'
     S16_AB=85 S16_TESTS_K=window S16_KERNEL='window_sweep|window_argmax|backward_group|param_grad|param_sums' \
       S16_VARIANTS_85="$gathers" bash benchmarks/device_run.sh s16 ;;
-  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6|run7|run8" >&2; exit 2 ;;
+  run9)
+    S14_FAMILY=85,92 S14_CHECK_BUDGET=360 S14_RESIDENT_K=no_such_test S14_TIMING= bash benchmarks/device_run.sh s14 ;;
+  *) echo "usage: $0 run1|run2|run2b|run3|run4|run5|run6|run7|run8|run9" >&2; exit 2 ;;
 esac

@@ -4121,6 +4121,17 @@ constexpr int backward_streams() {
   return 0;
 }
 
+// A value's gradient of v from its window's saved output: g = dout there, a = aux there (max / min), ref = out
+// there (log-sum-exp, with the value's v); `within` is the value's position in its window, -1 in no window.
+template <ReduceOp O>
+__device__ __forceinline__ float window_dv(float g, int within, int a, float ref, float v, int window_elems) {
+  if constexpr (O == ReduceOp::kSum) return within >= 0 ? g : 0.f;
+  if constexpr (O == ReduceOp::kMean) return within >= 0 ? g / static_cast<float>(window_elems) : 0.f;
+  if constexpr (kHasAux<O>) return within == a ? g : 0.f;
+  if constexpr (O == ReduceOp::kLogSumExp) return within >= 0 ? g * __expf(v - ref) : 0.f;
+  return 0.f;
+}
+
 // The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
 // and aux (the list in gn_region_twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
@@ -4165,8 +4176,8 @@ struct Upstream {
       if constexpr (kHasAux<O>) dv = base + static_cast<int>(s) == arg ? g : 0.f;
       if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - ref);
     } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
-      // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
-      // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
+      // (Only the pipelined kernel, forced by the tests, takes windows here: their backward is
+      // gn_region_window_backward.cuh's, which finds a value's window from its row instead.)
       const uint32_t d = geo.div_hw.div(s);
       const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
       const uint32_t h = geo.div_w.div(rem);
@@ -4174,15 +4185,16 @@ struct Upstream {
       const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
       if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
         const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
-        const float gw = dout[o];
-        if constexpr (O == ReduceOp::kSum) dv = gw;
-        if constexpr (O == ReduceOp::kMean) dv = gw / static_cast<float>(geo.window_elems);
-        if constexpr (kHasAux<O>) {
-          const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
-          const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
-          dv = within == aux[o] ? gw : 0.f;
+        const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
+        const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
+        int a = 0;
+        float ref = 0.f, v = 0.f;
+        if constexpr (kHasAux<O>) a = aux[o];
+        if constexpr (O == ReduceOp::kLogSumExp) {
+          ref = out[o];
+          v = ch.epi.value(y, z, xv);
         }
-        if constexpr (O == ReduceOp::kLogSumExp) dv = gw * __expf(ch.epi.value(y, z, xv) - out[o]);
+        dv = window_dv<O>(dout[o], within, a, ref, v, geo.window_elems);
       }
     }
     return dv;
@@ -4456,30 +4468,30 @@ inline WindowPlan window_plan(const Geometry& geo) {
   return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
 }
 
-// A value's gradient of v from its window's saved output: g = dout there, a = aux there (max / min), ref = out
-// there (log-sum-exp, with the value's v); `within` is the value's position in its window, -1 in no window.
-template <ReduceOp O>
-__device__ __forceinline__ float window_dv(float g, int within, int a, float ref, float v, int window_elems) {
-  if constexpr (O == ReduceOp::kSum) return within >= 0 ? g : 0.f;
-  if constexpr (O == ReduceOp::kMean) return within >= 0 ? g / static_cast<float>(window_elems) : 0.f;
-  if constexpr (kHasAux<O>) return within == a ? g : 0.f;
-  if constexpr (O == ReduceOp::kLogSumExp) return within >= 0 ? g * __expf(v - ref) : 0.f;
-  return 0.f;
-}
-
 // Values a thread has in flight, each with its window's saved values. (H100, L2-85, session 18: 4 at 24 warps beat
 // 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
 constexpr int kWindowValuesInFlight = 4;
 
-// Warps an SM the row sweeps' registers are capped for, as the other sweeps.
-constexpr int kWindowSweepWarps = kSweepBackwardWarps;
+// The plane of block blockIdx.x of a grid of `splits` blocks a plane: its split, channel and (sample, group) row.
+struct SplitPlane {
+  unsigned plane, split, c;
+  int64_t row;
+  __device__ __forceinline__ SplitPlane(const RegionShape& shape, int splits) {
+    const unsigned s = static_cast<unsigned>(splits), channels = static_cast<unsigned>(shape.channels);
+    plane = blockIdx.x / s;
+    split = blockIdx.x - plane * s;
+    const unsigned n = plane / channels;
+    c = plane - n * channels;
+    row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  }
+};
 
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
-__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kWindowSweepWarps, kBlock))
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
@@ -4490,16 +4502,12 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
-  const unsigned splits = static_cast<unsigned>(plan.splits);
-  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
-  const unsigned channels = static_cast<unsigned>(shape.channels);
-  const unsigned n = plane / channels, c = plane - n * channels;
-  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  const SplitPlane b(shape, plan.splits);
   const int H = static_cast<int>(geo.size[1]), W = static_cast<int>(geo.size[2]);
   const int kd = static_cast<int>(geo.window[0]), kh = static_cast<int>(geo.window[1]);
   const int kw = static_cast<int>(geo.window[2]);
   const int PH = static_cast<int>(geo.pooled[1]), PW = static_cast<int>(geo.pooled[2]);
-  const int first_row = static_cast<int>(split) * plan.rows;
+  const int first_row = static_cast<int>(b.split) * plan.rows;
   const int rows = min(plan.rows, static_cast<int>(geo.size[0]) * H - first_row);
   for (int k = threadIdx.x; k < rows; k += kBlock) {
     const int r = first_row + k, d = r / H, h = r - d * H, pd = d / kd, ph = h / kh;
@@ -4509,15 +4517,15 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   }
   __syncthreads();
 
-  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
-  if constexpr (kApply) bc = coef[row];
-  const int64_t first = int64_t(plane) * shape.plane + int64_t(first_row) * W;
+  if constexpr (kApply) bc = coef[b.row];
+  const int64_t first = int64_t(b.plane) * shape.plane + int64_t(first_row) * W;
   const float* xs = x + first;
   float* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
-  const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
+  const uint32_t pooled_first = b.plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
   const int count = rows * W;
   // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on. The threads
   // take the values in a frame aligned to 32 values of the tensor, so that a warp's accesses are whole 128-byte
@@ -4597,21 +4605,17 @@ window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__
                           float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   static_assert(kHasAux<O>, "window_argmax_sums_kernel: the sums of a window max or min");
   constexpr int kSums = 2 + Epi::kParams;
-  const unsigned splits = static_cast<unsigned>(plan.splits);
-  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
-  const unsigned channels = static_cast<unsigned>(shape.channels);
-  const unsigned n = plane / channels, c = plane - n * channels;
-  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
-  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  const SplitPlane b(shape, plan.splits);
+  const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const uint32_t H = static_cast<uint32_t>(geo.size[1]), W = static_cast<uint32_t>(geo.size[2]);
   const uint32_t kd = static_cast<uint32_t>(geo.window[0]), kh = static_cast<uint32_t>(geo.window[1]);
   const uint32_t kw = static_cast<uint32_t>(geo.window[2]);
   const uint32_t PH = static_cast<uint32_t>(geo.pooled[1]), PW = static_cast<uint32_t>(geo.pooled[2]);
-  const int64_t begin = int64_t(split) * plan.chunk;
+  const int64_t begin = int64_t(b.split) * plan.chunk;
   const int count = static_cast<int>(min(plan.chunk, geo.pooled_plane - begin));
-  const float* xp = x + int64_t(plane) * shape.plane;
-  const float* gp = dout + int64_t(plane) * geo.pooled_plane + begin;
-  const int* ap = aux + int64_t(plane) * geo.pooled_plane + begin;
+  const float* xp = x + int64_t(b.plane) * shape.plane;
+  const float* gp = dout + int64_t(b.plane) * geo.pooled_plane + begin;
+  const int* ap = aux + int64_t(b.plane) * geo.pooled_plane + begin;
 
   float sums[kSums];
 #pragma unroll
@@ -5971,6 +5975,25 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
+// What the two sweeps of a backward write between them: the first's per-block partials (`first` blocks: dy and
+// dy (z - mean); the epilogue's parameter gradients), the second's (`second` blocks: the prologue's), the plane
+// sums and the (sample, group) coefficients; and gamma as backward_group_kernel reads it (affine=False: ones).
+struct SweepScratch {
+  at::Tensor gamma_or_ones, gn_partial, epi_partial, pro_partial, plane_sums, coef;
+  SweepScratch(const BackwardInputs& in, int64_t first, int64_t second, int epi_params, int pro_params) {
+    const auto options = in.x.options();
+    const RegionShape& shape = in.shape;
+    gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
+    gn_partial = at::empty({first, 2}, options);
+    epi_partial = at::empty({int64_t(epi_params) * first}, options);
+    pro_partial = at::empty({int64_t(pro_params) * second}, options);
+    plane_sums = at::empty({shape.batch * shape.channels, 2}, options.dtype(at::kDouble));
+    coef = at::empty({shape.batch * shape.groups, 2}, options);
+  }
+  float* epi_ptr() const { return epi_partial.numel() > 0 ? epi_partial.data_ptr<float>() : nullptr; }
+  float* pro_ptr() const { return pro_partial.numel() > 0 ? pro_partial.data_ptr<float>() : nullptr; }
+};
+
 // kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -5979,7 +6002,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const RegionShape& shape = in.shape;
   const Geometry geo = geometry(shape);
   const WindowPlan rows_plan = window_plan<kBlock>(geo);
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * rows_plan.splits;
   check_grid(blocks, "window backward");
   TORCH_CHECK(planes * geo.pooled_plane < (int64_t(1) << 32), "kgen: too many pooled outputs for the window backward: ",
@@ -5991,13 +6014,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   check_grid(first_blocks, "window backward");
   const auto options = in.x.options();
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-  // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
-  auto gn_partial = at::empty({first_blocks, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * first_blocks}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
-  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, options);
+  SweepScratch t(in, first_blocks, blocks, Epi::kParams, Pro::kParams);
   // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
   // and drops it, so it gets a zero in place of dout, out and aux.
   const bool no_outputs = geo.pooled_plane == 0;
@@ -6011,25 +6028,25 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float* beta_ptr = data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (kSparse) {
     window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(gn_partial), epi_ptr);
+        as_float2(t.gn_partial), t.epi_ptr());
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                        dbeta);
   window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
       x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+      as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
-  param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
+  param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
+  param_sums(t.epi_partial, 0, t.pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
 
 }  // namespace region_twopass
@@ -6074,19 +6091,12 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
-  const int64_t rows = shape.batch * shape.groups;
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   const rt::Geometry geo = rt::geometry(shape);
-  // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
-  auto gn_partial = at::empty({blocks, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * blocks}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
-  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, options);
+  rt::SweepScratch t(in, blocks, blocks, Epi::kParams, Pro::kParams);
 
   const float* x_ptr = in.x.data_ptr<float>();
   const float* dout_ptr = in.dout.data_ptr<float>();
@@ -6100,17 +6110,18 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
+        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                                dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+        as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
+  rt::param_sums(t.epi_partial, Epi::kParams, t.pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
 }

@@ -12,6 +12,17 @@ constexpr int backward_streams() {
   return 0;
 }
 
+// A value's gradient of v from its window's saved output: g = dout there, a = aux there (max / min), ref = out
+// there (log-sum-exp, with the value's v); `within` is the value's position in its window, -1 in no window.
+template <ReduceOp O>
+__device__ __forceinline__ float window_dv(float g, int within, int a, float ref, float v, int window_elems) {
+  if constexpr (O == ReduceOp::kSum) return within >= 0 ? g : 0.f;
+  if constexpr (O == ReduceOp::kMean) return within >= 0 ? g / static_cast<float>(window_elems) : 0.f;
+  if constexpr (kHasAux<O>) return within == a ? g : 0.f;
+  if constexpr (O == ReduceOp::kLogSumExp) return within >= 0 ? g * __expf(v - ref) : 0.f;
+  return 0.f;
+}
+
 // The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
 // and aux (the list in gn_region_twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
@@ -56,8 +67,8 @@ struct Upstream {
       if constexpr (kHasAux<O>) dv = base + static_cast<int>(s) == arg ? g : 0.f;
       if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - ref);
     } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
-      // (Measured on the H100: this per-element form beat sharing (d, h) per 16-byte pack, 3.06 against
-      // 4.13 ms for the whole backward at (128, 32, 254, 254), 2x2 windows.)
+      // (Only the pipelined kernel, forced by the tests, takes windows here: their backward is
+      // gn_region_window_backward.cuh's, which finds a value's window from its row instead.)
       const uint32_t d = geo.div_hw.div(s);
       const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
       const uint32_t h = geo.div_w.div(rem);
@@ -65,15 +76,16 @@ struct Upstream {
       const uint32_t pd = geo.div_window[0].div(d), ph = geo.div_window[1].div(h), pw = geo.div_window[2].div(w);
       if (pd < geo.pooled[0] && ph < geo.pooled[1] && pw < geo.pooled[2]) {
         const int64_t o = out_plane + (int64_t(pd) * geo.pooled[1] + ph) * geo.pooled[2] + pw;
-        const float gw = dout[o];
-        if constexpr (O == ReduceOp::kSum) dv = gw;
-        if constexpr (O == ReduceOp::kMean) dv = gw / static_cast<float>(geo.window_elems);
-        if constexpr (kHasAux<O>) {
-          const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
-          const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
-          dv = within == aux[o] ? gw : 0.f;
+        const uint32_t kd = geo.window[0], kh = geo.window[1], kw = geo.window[2];
+        const int within = static_cast<int>(((d - pd * kd) * kh + (h - ph * kh)) * kw + (w - pw * kw));
+        int a = 0;
+        float ref = 0.f, v = 0.f;
+        if constexpr (kHasAux<O>) a = aux[o];
+        if constexpr (O == ReduceOp::kLogSumExp) {
+          ref = out[o];
+          v = ch.epi.value(y, z, xv);
         }
-        if constexpr (O == ReduceOp::kLogSumExp) dv = gw * __expf(ch.epi.value(y, z, xv) - out[o]);
+        dv = window_dv<O>(dout[o], within, a, ref, v, geo.window_elems);
       }
     }
     return dv;

@@ -238,6 +238,25 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   return true;
 }
 
+// What the two sweeps of a backward write between them: the first's per-block partials (`first` blocks: dy and
+// dy (z - mean); the epilogue's parameter gradients), the second's (`second` blocks: the prologue's), the plane
+// sums and the (sample, group) coefficients; and gamma as backward_group_kernel reads it (affine=False: ones).
+struct SweepScratch {
+  at::Tensor gamma_or_ones, gn_partial, epi_partial, pro_partial, plane_sums, coef;
+  SweepScratch(const BackwardInputs& in, int64_t first, int64_t second, int epi_params, int pro_params) {
+    const auto options = in.x.options();
+    const RegionShape& shape = in.shape;
+    gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
+    gn_partial = at::empty({first, 2}, options);
+    epi_partial = at::empty({int64_t(epi_params) * first}, options);
+    pro_partial = at::empty({int64_t(pro_params) * second}, options);
+    plane_sums = at::empty({shape.batch * shape.channels, 2}, options.dtype(at::kDouble));
+    coef = at::empty({shape.batch * shape.groups, 2}, options);
+  }
+  float* epi_ptr() const { return epi_partial.numel() > 0 ? epi_partial.data_ptr<float>() : nullptr; }
+  float* pro_ptr() const { return pro_partial.numel() > 0 ? pro_partial.data_ptr<float>() : nullptr; }
+};
+
 // kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -246,7 +265,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const RegionShape& shape = in.shape;
   const Geometry geo = geometry(shape);
   const WindowPlan rows_plan = window_plan<kBlock>(geo);
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * rows_plan.splits;
   check_grid(blocks, "window backward");
   TORCH_CHECK(planes * geo.pooled_plane < (int64_t(1) << 32), "kgen: too many pooled outputs for the window backward: ",
@@ -258,13 +277,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   check_grid(first_blocks, "window backward");
   const auto options = in.x.options();
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
-  // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
-  auto gn_partial = at::empty({first_blocks, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * first_blocks}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
-  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, options);
+  SweepScratch t(in, first_blocks, blocks, Epi::kParams, Pro::kParams);
   // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
   // and drops it, so it gets a zero in place of dout, out and aux.
   const bool no_outputs = geo.pooled_plane == 0;
@@ -278,25 +291,25 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float* beta_ptr = data_or_null(in.beta);
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
-  float* epi_ptr = Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (kSparse) {
     window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(gn_partial), epi_ptr);
+        as_float2(t.gn_partial), t.epi_ptr());
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(gn_partial), epi_ptr);
+        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(gn_partial, first_splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                        dbeta);
   window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
       x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+      as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  param_sums(epi_partial, Epi::kParams, pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
-  param_sums(epi_partial, 0, pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
+  param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
+  param_sums(t.epi_partial, 0, t.pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
 
 }  // namespace region_twopass
@@ -341,19 +354,12 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
 
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
-  const int64_t rows = shape.batch * shape.groups;
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   const rt::Geometry geo = rt::geometry(shape);
-  // backward_group_kernel reads gamma; affine=False is gamma = 1.
-  const at::Tensor gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
-  auto gn_partial = at::empty({blocks, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * blocks}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * blocks}, options);
-  auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, options);
+  rt::SweepScratch t(in, blocks, blocks, Epi::kParams, Pro::kParams);
 
   const float* x_ptr = in.x.data_ptr<float>();
   const float* dout_ptr = in.dout.data_ptr<float>();
@@ -367,17 +373,18 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(gn_partial), Epi::kParams > 0 ? epi_partial.data_ptr<float>() : nullptr);
+        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::group_backward<kBlock>(gn_partial, plan.splits, gamma_or_ones, rstd, gshape, plane_sums, coef, dgamma, dbeta);
+  rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                                dbeta);
   dispatch_vec(vec, [&](auto kv) {
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(coef), dx.data_ptr<float>(), nullptr, Pro::kParams > 0 ? pro_partial.data_ptr<float>() : nullptr);
+        as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
+  rt::param_sums(t.epi_partial, Epi::kParams, t.pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
 }

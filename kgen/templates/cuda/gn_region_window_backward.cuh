@@ -55,30 +55,30 @@ inline WindowPlan window_plan(const Geometry& geo) {
   return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
 }
 
-// A value's gradient of v from its window's saved output: g = dout there, a = aux there (max / min), ref = out
-// there (log-sum-exp, with the value's v); `within` is the value's position in its window, -1 in no window.
-template <ReduceOp O>
-__device__ __forceinline__ float window_dv(float g, int within, int a, float ref, float v, int window_elems) {
-  if constexpr (O == ReduceOp::kSum) return within >= 0 ? g : 0.f;
-  if constexpr (O == ReduceOp::kMean) return within >= 0 ? g / static_cast<float>(window_elems) : 0.f;
-  if constexpr (kHasAux<O>) return within == a ? g : 0.f;
-  if constexpr (O == ReduceOp::kLogSumExp) return within >= 0 ? g * __expf(v - ref) : 0.f;
-  return 0.f;
-}
-
 // Values a thread has in flight, each with its window's saved values. (H100, L2-85, session 18: 4 at 24 warps beat
 // 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
 constexpr int kWindowValuesInFlight = 4;
 
-// Warps an SM the row sweeps' registers are capped for, as the other sweeps.
-constexpr int kWindowSweepWarps = kSweepBackwardWarps;
+// The plane of block blockIdx.x of a grid of `splits` blocks a plane: its split, channel and (sample, group) row.
+struct SplitPlane {
+  unsigned plane, split, c;
+  int64_t row;
+  __device__ __forceinline__ SplitPlane(const RegionShape& shape, int splits) {
+    const unsigned s = static_cast<unsigned>(splits), channels = static_cast<unsigned>(shape.channels);
+    plane = blockIdx.x / s;
+    split = blockIdx.x - plane * s;
+    const unsigned n = plane / channels;
+    c = plane - n * channels;
+    row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  }
+};
 
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
 template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
-__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kWindowSweepWarps, kBlock))
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
@@ -89,16 +89,12 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
-  const unsigned splits = static_cast<unsigned>(plan.splits);
-  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
-  const unsigned channels = static_cast<unsigned>(shape.channels);
-  const unsigned n = plane / channels, c = plane - n * channels;
-  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
+  const SplitPlane b(shape, plan.splits);
   const int H = static_cast<int>(geo.size[1]), W = static_cast<int>(geo.size[2]);
   const int kd = static_cast<int>(geo.window[0]), kh = static_cast<int>(geo.window[1]);
   const int kw = static_cast<int>(geo.window[2]);
   const int PH = static_cast<int>(geo.pooled[1]), PW = static_cast<int>(geo.pooled[2]);
-  const int first_row = static_cast<int>(split) * plan.rows;
+  const int first_row = static_cast<int>(b.split) * plan.rows;
   const int rows = min(plan.rows, static_cast<int>(geo.size[0]) * H - first_row);
   for (int k = threadIdx.x; k < rows; k += kBlock) {
     const int r = first_row + k, d = r / H, h = r - d * H, pd = d / kd, ph = h / kh;
@@ -108,15 +104,15 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   }
   __syncthreads();
 
-  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
-  if constexpr (kApply) bc = coef[row];
-  const int64_t first = int64_t(plane) * shape.plane + int64_t(first_row) * W;
+  if constexpr (kApply) bc = coef[b.row];
+  const int64_t first = int64_t(b.plane) * shape.plane + int64_t(first_row) * W;
   const float* xs = x + first;
   float* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
-  const uint32_t pooled_first = plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
+  const uint32_t pooled_first = b.plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
   const int count = rows * W;
   // Value e of the block is at (row e / W, column e % W); a thread's next value is kBlock further on. The threads
   // take the values in a frame aligned to 32 values of the tensor, so that a warp's accesses are whole 128-byte
@@ -196,21 +192,17 @@ window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__
                           float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   static_assert(kHasAux<O>, "window_argmax_sums_kernel: the sums of a window max or min");
   constexpr int kSums = 2 + Epi::kParams;
-  const unsigned splits = static_cast<unsigned>(plan.splits);
-  const unsigned plane = blockIdx.x / splits, split = blockIdx.x - plane * splits;
-  const unsigned channels = static_cast<unsigned>(shape.channels);
-  const unsigned n = plane / channels, c = plane - n * channels;
-  const int64_t row = int64_t(n) * shape.groups + c / static_cast<unsigned>(shape.channels_per_group());
-  const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+  const SplitPlane b(shape, plan.splits);
+  const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const uint32_t H = static_cast<uint32_t>(geo.size[1]), W = static_cast<uint32_t>(geo.size[2]);
   const uint32_t kd = static_cast<uint32_t>(geo.window[0]), kh = static_cast<uint32_t>(geo.window[1]);
   const uint32_t kw = static_cast<uint32_t>(geo.window[2]);
   const uint32_t PH = static_cast<uint32_t>(geo.pooled[1]), PW = static_cast<uint32_t>(geo.pooled[2]);
-  const int64_t begin = int64_t(split) * plan.chunk;
+  const int64_t begin = int64_t(b.split) * plan.chunk;
   const int count = static_cast<int>(min(plan.chunk, geo.pooled_plane - begin));
-  const float* xp = x + int64_t(plane) * shape.plane;
-  const float* gp = dout + int64_t(plane) * geo.pooled_plane + begin;
-  const int* ap = aux + int64_t(plane) * geo.pooled_plane + begin;
+  const float* xp = x + int64_t(b.plane) * shape.plane;
+  const float* gp = dout + int64_t(b.plane) * geo.pooled_plane + begin;
+  const int* ap = aux + int64_t(b.plane) * geo.pooled_plane + begin;
 
   float sums[kSums];
 #pragma unroll
