@@ -562,8 +562,10 @@ PY
       # the two-pass test extension at once, runs the two-pass and cluster GPU tests (S16_TESTS, default on; -k
       # S16_TESTS_K), then the A/Bs one after another on a quiet GPU: per problem of S16_AB (default the two-pass
       # problems), kernel_variants --backward over the backward's kernels, the variants S16_VARIANTS_<n> (one a line)
-      # or the defaults below (base = the file as planned; "sweeps" = the two sweep kernels); S16_KERNEL: the
-      # kernels timed (a regular expression; default the two-pass backward's).
+      # or the defaults below (base = the file as planned; "sweeps" = the two sweep kernels); a line "@NAME=PATH" adds
+      # another emitted file of the problem as variant NAME (kernel_variants --file: the file at an older commit, for
+      # changes no text substitution expresses). S16_KERNEL: the kernels timed (a regular expression; default the
+      # two-pass backward's). S16_TEST_FILES: the test files (default the two-pass and cluster ones).
       P=$OUT/s16; V=.build/s16; mkdir -p "$P" "$V"
       K=${S16_KERNEL:-'backward_pipeline|backward_sweep|backward_group|param_grad|param_sums'}
       # (A runtime switch is one instance per process for every extension, so these are compile-time: session 17
@@ -575,14 +577,17 @@ PY
         python3 -m kgen.cli emit --ref $f -o "$V/p$n.py"
         var="S16_VARIANTS_$n"
         if [ -n "${!var-}" ]; then mapfile -t vs <<< "${!var}"; else vs=("$sweeps"); fi
-        args=(); for v in "${vs[@]}"; do args+=(--variant "$v"); done
+        args=(); for v in "${vs[@]}"; do
+          if [[ $v == @* ]]; then args+=(--file "${v#@}"); else args+=(--variant "$v"); fi
+        done
         AB[$n]=$(printf '%q ' "${args[@]}")
         (python3 benchmarks/kernel_variants.py "$V/p$n.py" --kernel "$K" --build-only "${args[@]}" \
            > "$P/build_$n.log" 2>&1) &
       done
       if [ -n "${S16_TESTS-1}" ]; then
-        (timeout -k 5 560 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
-           tests/gpu/test_gn_region_cluster.py -k "${S16_TESTS_K:-}" > "$P/pytest_twopass.log" 2>&1
+        (timeout -k 5 ${S16_TESTS_TIMEOUT:-560} python3 -m pytest -q -rf -p no:cacheprovider \
+           ${S16_TEST_FILES:-tests/gpu/test_gn_region_twopass.py tests/gpu/test_gn_region_cluster.py} \
+           -k "${S16_TESTS_K:-}" > "$P/pytest_twopass.log" 2>&1
          echo "exit code: $?" >> "$P/pytest_twopass.log") &
       fi
       wait

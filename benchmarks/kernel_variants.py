@@ -6,7 +6,8 @@ of the kernels whose names match --kernel, under torch.profiler, and the output'
         --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
 
 A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
-build). The base file runs as the variant `base`. --backward times forward and backward calls (the output's
+build). --file NAME=PATH adds another whole file as a variant (the same reference emitted at an older commit, say),
+for changes no text substitution expresses. The base file runs as the variant `base`. --backward times forward and backward calls (the output's
 gradient fixed) and compares the input's and every parameter's gradient with the base file's as well;
 --rounds R times the variants in turn R times and reports each kernel's median over the rounds (drift
 between variants spread evenly).
@@ -105,6 +106,8 @@ def main() -> None:
     parser.add_argument("solution")
     parser.add_argument("--kernel", required=True, help="regular expression on the kernel names")
     parser.add_argument("--variant", action="append", default=[])
+    parser.add_argument("--file", action="append", default=[], metavar="NAME=PATH",
+                        help="another emitted file of the same reference, timed as variant NAME")
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--backward", action="store_true", help="time forward and backward calls")
@@ -113,6 +116,11 @@ def main() -> None:
     args = parser.parse_args()
     base = Path(args.solution).resolve()
     files = write_variants(base, [parse_variant(v) for v in args.variant])
+    for spec in args.file:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or name in files or not Path(path).is_file():
+            raise SystemExit(f"--file {spec!r}: NAME=PATH, a new name and an existing file")
+        files[name] = Path(path).resolve()
     build = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(len(files)),
                             *map(str, files.values())], cwd=ROOT)
     if build.returncode != 0:
@@ -158,7 +166,8 @@ def main() -> None:
               + ", ".join(f"{k[:60]}: {v:.1f}" for k, v in sorted(times.items())), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"solution": str(args.solution), "kernel": args.kernel,
-                                               "variants": args.variant, "backward": args.backward,
+                                               "variants": args.variant, "files": args.file,
+                                               "backward": args.backward,
                                                "rounds": args.rounds, "results": results,
                                                "gpu": torch.cuda.get_device_name(), "torch": torch.__version__},
                                               indent=1))

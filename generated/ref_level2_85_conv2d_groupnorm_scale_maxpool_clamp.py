@@ -3682,7 +3682,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 //                             fixed order
 // kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
 // (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2. kWindow runs its own sweeps over whole rows
-// and, for max / min, a first pass over the windows' extremes only (gn_region_window_backward.cuh).
+// and, for max / min, a first pass over the windows' extremes only, whose x the forward saved
+// (gn_region_window_backward.cuh).
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
@@ -3699,6 +3700,31 @@ namespace region_twopass {
 using namespace reduction;  // Reducer<O> and its partials (gn_region_reducers.cuh)
 
 constexpr int kChannelTile = 128;       // channels whose constants channel_forward stages at a time
+
+// A window max / min whose epilogue gives exact zeros for a zero gradient (below) keeps, beside each output's
+// position, the input x at that position: aux is then (2, *out's shape) int32, positions first, then x's bits.
+// Its backward's first pass reads those two planes and dout instead of gathering x at the positions: a gather
+// touches most of x's sectors (L2-85's 4 x 4 windows: 148 us for 31 MB of outputs), the saved values cost the
+// forward one more write the size of out.
+//
+// Whether a zero dv gives exactly zero everywhere in the epilogue's backward: then the values that are no window's
+// extreme add nothing to the backward's sums, as in autograd. A generated epilogue says so (kZeroGradExact: none
+// of its ops has a derivative that can be infinite at a finite input, where autograd's 0 * inf would be NaN); a
+// functor that does not say is read densely.
+template <class Epi, class = void>
+struct ZeroGradExact : std::false_type {};
+template <class Epi>
+struct ZeroGradExact<Epi, std::void_t<decltype(Epi::kZeroGradExact)>> : std::bool_constant<Epi::kZeroGradExact> {};
+
+template <class Epi, ReduceOp O>
+constexpr bool window_sums_sparse() {
+  return kHasAux<O> && ZeroGradExact<Epi>::value;
+}
+
+template <class Epi, ReduceKind R, ReduceOp O>
+constexpr bool saves_extreme_x() {
+  return R == ReduceKind::kWindow && window_sums_sparse<Epi, O>();
+}
 
 // ---------------------------------------------------------------- small device helpers
 
@@ -4052,7 +4078,8 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
 }
 
 // kWindow: one thread per pooled output (flat over (n, c, pooled), fewer than 2^31), its window walked
-// in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window.
+// in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window, and where
+// extreme_x is given (saves_extreme_x), x at that index there.
 // (Measured on the H100 at (128, 32, 254, 254), 2x2 windows: faster than 4 outputs per thread with 16 loads
 // in flight, 1.49 against 1.75 ms for the whole forward: that variant needs 100 registers.)
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -4060,7 +4087,7 @@ __global__ void __launch_bounds__(kBlock)
 window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
                       const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
-                      int* __restrict__ aux, int64_t outs) {
+                      int* __restrict__ aux, float* __restrict__ extreme_x, int64_t outs) {
   using Red = Reducer<O>;
   const int64_t t = int64_t(blockIdx.x) * kBlock + threadIdx.x;
   if (t >= outs) return;
@@ -4079,6 +4106,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
   const float* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
                       int64_t(pw) * kw;
   auto acc = Red::empty();
+  float x_at_extreme = 0.f;
   int a = 0, bh = 0, e = 0;  // window coordinates of the next value to load
   for (int w0 = 0; w0 < geo.window_elems; w0 += 4) {
     float v[4];
@@ -4097,11 +4125,17 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      if (w0 + u < geo.window_elems) Red::push(acc, ch.value(v[u]), w0 + u);
+      if (w0 + u < geo.window_elems) {
+        Red::push(acc, ch.value(v[u]), w0 + u);
+        if constexpr (kHasAux<O>) x_at_extreme = acc.pos == w0 + u ? v[u] : x_at_extreme;  // it just took the lead
+      }
     }
   }
   out[t] = Red::result(acc, geo.window_elems);
-  if constexpr (kHasAux<O>) aux[t] = acc.pos;
+  if constexpr (kHasAux<O>) {
+    aux[t] = acc.pos;
+    if (extreme_x != nullptr) extreme_x[t] = x_at_extreme;
+  }
 }
 
 }  // namespace region_twopass
@@ -4423,29 +4457,16 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //     rows' values in order (coalesced 4-byte accesses), carrying (row, column) from one value to the next by
 //     an add and a compare. A value's window is then a table read and one division by kw, and its saved dout
 //     and aux are loaded with x.
-//   - window_argmax_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
+//   - window_extreme_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
-//     values: one thread per pooled output reads its dout and aux, and x at that one position.
+//     values: one thread per pooled output reads its dout and the x the forward saved at its extreme
+//     (saves_extreme_x, gn_region_twopass.cuh).
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
 // gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
 // 1057 -> 590 us for the backward's kernels, 148 us the extremes and 434 the second sweep; that sweep at 72 % of
 // DRAM, 36 us of it the gathers of dout and aux: benchmarks/h100/s18/README.md.)
 namespace kgen {
 namespace region_twopass {
-
-// The windows' first pass reads only the extremes (window_argmax_sums_kernel) where a zero dv gives exactly zero
-// everywhere in the epilogue's backward: then the values that are no window's extreme add nothing to the sums,
-// as in autograd. A generated epilogue says so (kZeroGradExact: none of its ops has a derivative that can be
-// infinite at a finite input, where autograd's 0 * inf would be NaN); a functor that does not say is read densely.
-template <class Epi, class = void>
-struct ZeroGradExact : std::false_type {};
-template <class Epi>
-struct ZeroGradExact<Epi, std::void_t<decltype(Epi::kZeroGradExact)>> : std::bool_constant<Epi::kZeroGradExact> {};
-
-template <class Epi, ReduceOp O>
-constexpr bool window_sums_sparse() {
-  return kHasAux<O> && ZeroGradExact<Epi>::value;
-}
 
 // Rows of one plane per window_sweep block (the last block of a plane may have fewer): the shared table holds
 // one entry a row.
@@ -4593,29 +4614,26 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 }
 
 // The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
-// window's saved extreme has a nonzero dv, so a thread takes a pooled output, reads its dout and aux, and x at
-// that one position. Blocks as plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's
-// first pass (the same sums: the other values add exact zeros there).
+// window's saved extreme has a nonzero dv, so a thread takes a pooled output and reads its dout and the x the
+// forward saved at its extreme (saves_extreme_x): three streams the size of out, all coalesced, no gather. Blocks as
+// plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's first pass (the same sums: the
+// other values add exact zeros there).
 template <class Pro, class Epi, ReduceOp O, int kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__ dout, const int* __restrict__ aux,
-                          RegionParams params, RegionShape shape, Geometry geo, SplitPlan plan,
-                          const float2* __restrict__ mean, const float* __restrict__ rstd,
-                          const float* __restrict__ gamma, const float* __restrict__ beta,
-                          float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
-  static_assert(kHasAux<O>, "window_argmax_sums_kernel: the sums of a window max or min");
+window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restrict__ extreme_x, RegionParams params,
+                           RegionShape shape, Geometry geo, SplitPlan plan, const float2* __restrict__ mean,
+                           const float* __restrict__ rstd, const float* __restrict__ gamma,
+                           const float* __restrict__ beta, float2* __restrict__ gn_partial,
+                           float* __restrict__ param_partial) {
+  static_assert(kHasAux<O>, "window_extreme_sums_kernel: the sums of a window max or min");
   constexpr int kSums = 2 + Epi::kParams;
   const SplitPlane b(shape, plan.splits);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
-  const uint32_t H = static_cast<uint32_t>(geo.size[1]), W = static_cast<uint32_t>(geo.size[2]);
-  const uint32_t kd = static_cast<uint32_t>(geo.window[0]), kh = static_cast<uint32_t>(geo.window[1]);
-  const uint32_t kw = static_cast<uint32_t>(geo.window[2]);
-  const uint32_t PH = static_cast<uint32_t>(geo.pooled[1]), PW = static_cast<uint32_t>(geo.pooled[2]);
   const int64_t begin = int64_t(b.split) * plan.chunk;
   const int count = static_cast<int>(min(plan.chunk, geo.pooled_plane - begin));
-  const float* xp = x + int64_t(b.plane) * shape.plane;
-  const float* gp = dout + int64_t(b.plane) * geo.pooled_plane + begin;
-  const int* ap = aux + int64_t(b.plane) * geo.pooled_plane + begin;
+  const int64_t first = int64_t(b.plane) * geo.pooled_plane + begin;
+  const float* gp = dout + first;
+  const float* xp = extreme_x + first;
 
   float sums[kSums];
 #pragma unroll
@@ -4623,26 +4641,12 @@ window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   for (int base = threadIdx.x; base < count; base += kBlock * kUnroll) {
     float g[kUnroll], xv[kUnroll];
-    int a[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int i = base + u * kBlock;
       if (i < count) {
         g[u] = __ldg(gp + i);
-        a[u] = __ldg(ap + i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * kBlock;
-      if (i < count) {
-        const uint32_t o = static_cast<uint32_t>(begin + i);
-        const uint32_t pdh = geo.div_pw.div(o), pw = o - pdh * PW;
-        const uint32_t pd = geo.div_ph.div(pdh), ph = pdh - pd * PH;
-        const uint32_t at = static_cast<uint32_t>(a[u]);
-        const uint32_t q = geo.div_window[2].div(at), aw = at - q * kw;
-        const uint32_t ad = geo.div_window[1].div(q), ah = q - ad * kh;
-        xv[u] = __ldg(xp + ((pd * kd + ad) * H + ph * kh + ah) * W + pw * kw + aw);
+        xv[u] = __ldg(xp + i);
       }
     }
 #pragma unroll
@@ -5544,6 +5548,14 @@ inline int64_t reduce_count(const RegionShape& shape, ReduceKind kind) {
 template <ReduceKind R, ReduceOp O>
 constexpr bool kRegionHasAux = R != ReduceKind::kNone && kHasAux<O>;
 
+// The saved aux's shape for an output of shape `out`: out's, or (2, *out) with the extremes' x (saves_extreme_x).
+template <class Epi, ReduceKind R, ReduceOp O>
+std::vector<int64_t> aux_sizes(c10::IntArrayRef out) {
+  std::vector<int64_t> sizes(out.begin(), out.end());
+  if constexpr (saves_extreme_x<Epi, R, O>()) sizes.insert(sizes.begin(), 2);
+  return sizes;
+}
+
 // The outputs of an empty input: a reduction over nothing is 0 (sum), NaN (mean), -inf (log-sum-exp), an
 // error (max, min), as torch.
 template <ReduceKind R, ReduceOp O>
@@ -5621,7 +5633,8 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
-// for max/min; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x); else
+// undefined)}. gamma and beta undefined: GroupNorm(affine=False).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
@@ -5640,7 +5653,9 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const auto options = x.options();
   auto out = at::empty(rt::out_sizes(x, shape, R), options);
-  auto aux = rt::kRegionHasAux<R, O> ? at::empty(out.sizes(), options.dtype(at::kInt)) : at::Tensor();
+  at::Tensor aux = rt::kRegionHasAux<R, O>
+                       ? at::empty(rt::aux_sizes<Epi, R, O>(out.sizes()), options.dtype(at::kInt))
+                       : at::Tensor();
   auto mean = at::empty({shape.batch, shape.groups, 2}, options);
   auto rstd = at::empty({shape.batch, shape.groups}, options);
   if (x.numel() == 0) {
@@ -5724,9 +5739,11 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const rt::Geometry geo = rt::geometry(shape);
+      int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+      float* extreme_x = rt::saves_extreme_x<Epi, R, O>() ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
       rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
-          rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr, outs);
+          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          extreme_x, outs);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
@@ -5774,10 +5791,11 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                 str(out_in.sizes()));
   }
   if constexpr (kRegionHasAux<R, O>) {
+    const auto aux_expected = aux_sizes<Epi, R, O>(expected);
     TORCH_CHECK(aux_in.defined() && aux_in.is_cuda() && aux_in.scalar_type() == at::kInt &&
-                    aux_in.device() == input.device() && aux_in.sizes().equals(expected),
+                    aux_in.device() == input.device() && aux_in.sizes().equals(aux_expected),
                 "kgen: the saved positions (aux) must be the forward's int32 tensor of shape ",
-                str(c10::IntArrayRef(expected)));
+                str(c10::IntArrayRef(aux_expected)));
   }
   check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
   in.x = input.contiguous();
@@ -6030,8 +6048,11 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float* rstd_ptr = rstd.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (kSparse) {
-    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+    static_assert(saves_extreme_x<Epi, ReduceKind::kWindow, O>(), "the forward saved the extremes' x");
+    const float* extreme_x = no_outputs ? zero.data_ptr<float>()
+                                        : reinterpret_cast<const float*>(aux_ptr) + planes * geo.pooled_plane;
+    window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(t.gn_partial), t.epi_ptr());
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
@@ -6545,14 +6566,23 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
 //   forward, batch statistics:  bn_moments_kernel (Welford moments of x per (channel, split), around the
 //                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
 //                               the splits in double, fixed order; updates running_mean / running_var)
-//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out
-//   backward:                   bn_grad_sums_kernel: recomputes y, v and the pooling's routing of dout, and
-//                               sums per channel gy = dL/dy and gy * xhat (and F's parameter gradients);
+//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
+//                               also writes each window's winning x (`extremes`, out's shape)
+//   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
+//                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
+//                               max pooling's reads only dout and the extremes (the other values' gy is 0);
 //                               bn_grad_totals_kernel adds the splits in double, fixed order;
 //                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
 //                               (running statistics: dx = a_c gy), recomputing gy.
-// Nothing but the output and the per-channel statistics is stored between forward and backward; the
-// reductions are fixed-order trees, so results are bitwise reproducible.
+// Nothing but the output, the per-channel statistics and a max pooling's extremes is stored between forward and
+// backward; the reductions are fixed-order trees, so results are bitwise reproducible.
+//
+// Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
+// it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
+// The backward did that twice, sums and apply, four tanh a 2x2 window each time, and was bound by that work (H100,
+// L2-11: 72 % of issue slots, half of DRAM's rate). The forward now does it once and keeps the winner's x. The
+// winner is then the window's first value with those bits: an earlier value with the same bits has the same F
+// and would have won. So the sums read two streams the size of out, and apply compares bits instead of taking F.
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -6791,11 +6821,14 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 // kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
 // registers: benchmarks/h100/rows_v3.)
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
+template <bool kPool, ReduceOp kOp>
+constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
+
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
-                RegionParams params, float* __restrict__ out) {
+                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -6823,29 +6856,28 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const auto finish = [&](int r, int64_t p, int64_t j) {
     if constexpr (kPool) {
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
-      // is F of its max y: one F per window instead of one per element. A NaN y wins as it would in F(y).
-      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone;
-      const auto take = [&](float xv) {
-        const float y = fmaf(xv, ab.x, ab.y);
-        if constexpr (kMaxOfY) {
-          if (pool_takes<kOp>(y, acc)) acc = y;
-        } else if constexpr (kOp == ReduceOp::kMax) {
-          const float fv = f.value(y);
-          if (pool_takes<kOp>(fv, acc)) acc = fv;
+      // kMax: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is -inf).
+      float winner = 0.f;
+      const auto take = [&](int k, float xv) {
+        const float fv = f.value(fmaf(xv, ab.x, ab.y));
+        if constexpr (kOp == ReduceOp::kMax) {
+          const bool takes = pool_takes<kOp>(fv, acc);
+          winner = k == 0 || takes ? xv : winner;
+          acc = takes ? fv : acc;
         } else {
-          acc += f.value(y);
+          acc += fv;
         }
       };
       if constexpr (kWin > 0) {
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) take(v[r][k]);
+        for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
       } else {
         const float* xp = x + p * plane;
-        BnWindow(shape, j).each([&](int, int at) { take(__ldg(xp + at)); });
+        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
+      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(size);
+      if constexpr (kSavesExtremes<kPool, kOp>) extremes[p * out_plane + j] = winner;
     } else if constexpr (kVec) {
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
           make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
@@ -6866,22 +6898,25 @@ constexpr int kBnGradSumsUnits = 4;
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
-// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
-// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling. A window
-// of any other size is walked element by element in finish().
+// load() issues the unit's loads (x of a window of known size or of a pack, dout, a max pooling's winning x),
+// finish() calls body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the
+// pooling. A window of any other size is walked element by element in finish().
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
 struct BnUnitGradient {
   static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
   float v[kHeld];               // x of the held elements
   float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
+  float winner;                 // kMax pooling: the winning x the forward saved
   int base;                     // kPool: the window's first element
 
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
-                                       const BnShape& shape, const WindowOffsets& wo) {
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp,
+                                       const float* __restrict__ ep, int64_t j, const BnShape& shape,
+                                       const WindowOffsets& wo) {
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       base = win.base;
       g[0] = __ldg(dp + j);
+      if constexpr (kSavesExtremes<kPool, kOp>) winner = __ldg(ep + j);
       if constexpr (kWin > 0) {
         int at[kWin];
         win.gather(xp, wo, v, at);
@@ -6901,21 +6936,12 @@ struct BnUnitGradient {
                                          float (&dparam)[kMaxParams], Body&& body) const {
     if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
+        // The winner: the first value with the saved x's bits. Only its y goes through F's derivative.
+        const int bits = __float_as_int(winner);
+        int arg = kWin;
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) {
-          const float value = f.value(fmaf(v[k], ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        }
-        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
-        float y_arg = 0.f;
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
-        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
+        for (int k = kWin - 1; k >= 0; --k) arg = __float_as_int(v[k]) == bits ? k : arg;
+        const float gy_arg = f.backward(fmaf(winner, ab.x, ab.y), g[0], dparam);
 #pragma unroll
         for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
       } else {
@@ -6928,19 +6954,13 @@ struct BnUnitGradient {
     } else if constexpr (kPool) {
       const BnWindow win(shape, j);
       if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
-        win.each([&](int k, int at) {
-          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        });
-        win.each([&](int k, int at) {
+        const int bits = __float_as_int(winner);
+        bool found = false;
+        win.each([&](int, int at) {
           const float xi = __ldg(xp + at);
-          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
-          body(at, gy, (xi - mean_c) * rstd_c);
+          const bool wins = !found && __float_as_int(xi) == bits;
+          found = found || wins;
+          body(at, wins ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f, (xi - mean_c) * rstd_c);
         });
       } else {
         const float share = g[0] / float(win.size());
@@ -6958,12 +6978,14 @@ struct BnUnitGradient {
   }
 };
 
-// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
+// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
+// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
-                    const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
-                    BnShape shape, BnSplit split, RegionParams params, float* __restrict__ partial) {
+bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
+                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
+                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
+                    float* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -6973,16 +6995,34 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
-  for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
-      shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
-      [&](int r, int64_t p, int64_t j) {
-        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam, [&](int64_t, float gy, float xhat) {
+  if constexpr (kSavesExtremes<kPool, kOp>) {
+    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) {
+          g[r] = __ldg(dout + p * out_plane + j);
+          winner[r] = __ldg(extremes + p * out_plane + j);
+        },
+        [&](int r, int64_t, int64_t) {
+          const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
           sum_gy += gy;
-          sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+          sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
         });
-      });
+  } else {
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) {
+          unit[r].load(x + p * plane, dout + p * out_plane, nullptr, j, shape, wo);
+        },
+        [&](int r, int64_t p, int64_t j) {
+          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
+                         [&](int64_t, float gy, float xhat) {
+                           sum_gy += gy;
+                           sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+                         });
+        });
+  }
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
   // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
@@ -7010,10 +7050,10 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
 
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
-                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
-                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
-                     RegionParams params, float* __restrict__ dx) {
+bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
+                     const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
+                     const float* __restrict__ bias, const float* __restrict__ totals, double inv_count, BnShape shape,
+                     BnSplit split, RegionParams params, float* __restrict__ dx) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -7027,7 +7067,10 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
   for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
       shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        const float* ep = kSavesExtremes<kPool, kOp> ? extremes + p * out_plane : nullptr;
+        unit[r].load(x + p * plane, dout + p * out_plane, ep, j, shape, wo);
+      },
       [&](int r, int64_t p, int64_t j) {
         float* dxp = dx + p * plane;
         unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
@@ -7143,8 +7186,9 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
   }
 }
 
-// Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
+// Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
+// pooling, each window's winning x (out's shape; else undefined), for the backward.
+template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
@@ -7161,12 +7205,13 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
               str(input.sizes()));
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
+  at::Tensor extremes = kSavesExtremes<kPool, kOp> ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if (batch_stats) {
     mean = at::empty({C}, x.options());
     rstd = at::empty({C}, x.options());
-    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_()};
+    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_(), extremes};
     const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
     const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
     at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
@@ -7186,28 +7231,29 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
     // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
     mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
     rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
-    if (x.numel() == 0) return {out, mean, rstd};
+    if (x.numel() == 0) return {out, mean, rstd, extremes};
   }
-  if (out.numel() == 0) return {out, mean, rstd};
+  if (out.numel() == 0) return {out, mean, rstd, extremes};
   const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
   const bool vec = bn_vec(x, shape, kPool);
   const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
         x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
-        data_or_null(t.bias), shape, split, table, out.data_ptr<float>());
+        data_or_null(t.bias), shape, split, table, out.data_ptr<float>(), mutable_data_or_null(extremes));
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {out, mean, rstd};
+  return {out, mean, rstd, extremes};
 }
 
 // Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
 template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
-                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd, bool batch_stats,
-                                    const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd,
+                                    const at::Tensor& extremes_in, bool batch_stats, const std::vector<int64_t>& window,
+                                    const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
@@ -7219,6 +7265,15 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
               ", expected ", str(c10::IntArrayRef(out_sizes)));
   const at::Tensor dout = grad.contiguous();
+  at::Tensor extremes;
+  if constexpr (kSavesExtremes<kPool, kOp>) {
+    TORCH_CHECK(extremes_in.defined(), "kgen: a max pooling's backward needs the forward's extremes");
+    check_float_cuda(extremes_in, "saved extremes");
+    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.sizes() == c10::IntArrayRef(out_sizes),
+                "kgen: the saved extremes must be the forward's, of shape ", str(c10::IntArrayRef(out_sizes)), ", got ",
+                str(extremes_in.sizes()));
+    extremes = extremes_in.contiguous();
+  }
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   const int64_t rows = 2 + F::kParams;
   at::Tensor totals = at::zeros({rows, C}, x.options());
@@ -7233,7 +7288,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
         constexpr bool kV = decltype(v)::value;
         constexpr int kW = decltype(w)::value;
         bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-            dout.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+            dout.data_ptr<float>(), x.data_ptr<float>(), data_or_null(extremes), mean.data_ptr<float>(),
+            rstd.data_ptr<float>(),
             data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -7248,7 +7304,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
       constexpr int kW = decltype(w)::value;
       const auto launch = [&](auto kernel) {
         kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                        data_or_null(extremes), mean.data_ptr<float>(),
+                                                        rstd.data_ptr<float>(),
                                                         data_or_null(weight), data_or_null(bias),
                                                         totals.data_ptr<float>(), inv_count,
                                                         shape, split, table, dx.data_ptr<float>());

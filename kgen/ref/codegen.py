@@ -191,37 +191,10 @@ def batchnorm_context(step: BatchNormStep) -> dict:
         window_size *= int(k)
     return {"index": step.index, "functor": struct, "pool": bool(step.pool_op), "pool_op": step.pool_op or "kMax",
             "window": "x".join(map(str, step.window)), "window_size": window_size if step.pool_op else 0,
-            "monotone": non_decreasing(functors.needed(step.nodes, result) if result else []),
             "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
             "summary": describe_batchnorm(step)}
-
-
-# Unary ops that never decrease and give no NaN for a number: max(F(y_i)) == F(max(y_i)).
-_NON_DECREASING = {"relu", "sigmoid", "tanh", "hardsigmoid", "hardtanh", "clamp", "softsign", "logsigmoid",
-                   "tanhshrink", "exp"}
-
-
-def non_decreasing(nodes) -> bool:
-    """Whether a chain of element-wise nodes (each reading one value, the one before it) is a non-decreasing
-    function of its input: the ops above, leaky_relu / elu with a non-negative slope, adding a scalar,
-    subtracting one, multiplying or dividing by a positive one."""
-    for node in nodes:
-        values = [o for o in node.operands if o.kind == "value"]
-        if len(values) != 1 or any(o.kind == "param" for o in node.operands):
-            return False
-        scalars = [o.ref for o in node.operands if o.kind == "scalar"]
-        first_is_value = node.operands[0].kind == "value"
-        ok = (node.op in _NON_DECREASING or
-              (node.op == "leaky_relu" and float(node.consts.get("slope", -1.0)) >= 0.0) or
-              (node.op == "elu" and float(node.consts.get("alpha", -1.0)) >= 0.0) or
-              node.op == "add" or (node.op == "sub" and first_is_value) or
-              (node.op == "mul" and scalars and scalars[0] > 0.0) or
-              (node.op == "div" and first_is_value and scalars and scalars[0] > 0.0))
-        if not ok:
-            return False
-    return True
 
 
 def describe_batchnorm(step: BatchNormStep) -> str:

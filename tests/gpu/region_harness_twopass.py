@@ -106,6 +106,8 @@ VARIANTS = [
     Variant("channel_sum", "channel", "sum", "NoPrologue", "TanhGateX"),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
+# Epilogues whose functor says kZeroGradExact: a window max / min over them saves x at its extremes.
+ZERO_GRAD_EXACT = {"HardswishRes", "NoEpilogue"}
 
 KIND = {"none": "kNone", "channel": "kChannel", "plane": "kPlane", "sample": "kSample", "window": "kWindow"}
 OP = {"sum": "kSum", "mean": "kMean", "max": "kMax", "min": "kMin", "lse": "kLogSumExp"}

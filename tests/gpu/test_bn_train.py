@@ -172,3 +172,39 @@ def test_no_pooling_with_planes_of_4_value_packs(tmp_path):
     for m in models:
         m.eval()
     compare(*models, shape, generator, "no pooling, eval")
+
+
+@pytest.mark.parametrize("window", [2, 3])
+def test_max_pooling_ties_go_to_the_first_maximum(window, tmp_path):
+    """Integer weights and inputs make the convolution's outputs integers, so pooling windows hold exact ties
+    (equal values, hence equal tanh): PyTorch routes a window's gradient to its first maximum, and so must kgen,
+    whose backward finds the winner by the x the forward saved (the first value with its bits). 2x2 windows take
+    the unrolled kernels, 3x3 the generic walk."""
+    ref, sol = emitted("convt_bn_tanh_maxpool_gn_odd", tmp_path)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    with torch.no_grad():
+        ref_model.conv_transpose.weight.copy_(torch.randint_like(ref_model.conv_transpose.weight, -1, 2))
+        ref_model.conv_transpose.bias.zero_()
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    for m in (ref_model, new_model):
+        m.max_pool.kernel_size = window
+        m.max_pool.stride = window
+    exact_model = copy.deepcopy(ref_model).double()
+    generator = torch.Generator("cuda").manual_seed(4)
+    x = torch.randint(0, 2, shape, device="cuda", generator=generator).float()
+    conv = ref_model.conv_transpose(x)
+    pooled = torch.nn.functional.max_pool2d(conv, window)
+    windows = torch.nn.functional.unfold(conv.reshape(-1, 1, *conv.shape[2:]), window, stride=window)
+    ties = (windows == pooled.reshape(-1, 1, windows.shape[-1])).sum(1) > 1
+    assert int(ties.sum()) > 100, "the input was meant to have ties"
+    ref_out, ref_dx, ref_grads, upstream = step(ref_model, x, generator)
+    exact_out, exact_dx, exact_grads, _ = step(exact_model, x.double(), upstream.double())
+    new_out, new_dx, new_grads, _ = step(new_model, x, upstream)
+    assert_close(new_out, ref_out, exact_out, "ties: output")
+    assert_close(new_dx, ref_dx, exact_dx, "ties: input gradient")
+    for name, grad in ref_grads.items():
+        assert_close(new_grads.get(name, torch.zeros_like(grad)), grad, exact_grads[name], f"ties: gradient of {name}")

@@ -114,6 +114,21 @@ def close(got, want, what, tol=TOL):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol * scale, msg=lambda m: f"{what}: {m}")
 
 
+def saved_positions(variant, aux, want_shape, x, window):
+    """The forward's saved positions (aux). A window max / min whose epilogue says kZeroGradExact also saves x
+    at each position (aux is (2, *out): positions, then x's bits), which must be x there, bit for bit."""
+    assert aux is not None and aux.dtype == torch.int32 and aux.is_contiguous()
+    if variant.kind == "window" and variant.epilogue in H.ZERO_GRAD_EXACT:
+        assert tuple(aux.shape) == (2, *want_shape), f"aux shape {tuple(aux.shape)}"
+        positions, saved_x = aux[0], aux[1].view(torch.float32)
+        rows_x = H.to_rows(x, "window", window)
+        at = rows_x.gather(1, positions.reshape(-1, 1).long())[:, 0]
+        assert torch.equal(saved_x.reshape(-1), at), "the saved x is not x at the saved position"
+        return positions
+    assert tuple(aux.shape) == want_shape, f"aux shape {tuple(aux.shape)}"
+    return aux
+
+
 def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, x=None, backward=None):
     """Forward and backward (`backward`: the extension's entry, region_backward by default) against float64."""
     backward = backward or ext.region_backward
@@ -140,10 +155,10 @@ def check_region(ext, variant, shape, groups, affine, scalar_pro, window, seed, 
 
     choice = None
     if variant.op in ("max", "min") and variant.kind != "none":
-        assert aux is not None and aux.dtype == torch.int32 and tuple(aux.shape) == want_shape
+        positions = saved_positions(variant, aux, want_shape, x, window)
         with torch.no_grad():
             _, rows, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, window)
-            ours = aux.reshape(-1).long()
+            ours = positions.reshape(-1).long()
             assert bool(((ours >= 0) & (ours < rows.shape[1])).all()), "aux out of range"
             best = rows.amax(1) if variant.op == "max" else rows.amin(1)
             picked = rows.gather(1, ours[:, None])[:, 0]
@@ -261,7 +276,7 @@ def test_first_extreme_on_exact_ties(ext, name, shape, groups, window):
         best = rows.amax(1) if variant.op == "max" else rows.amin(1)
         ties = ((rows == best[:, None]).sum(1) > 1).sum().item()
     assert ties > 0, "the input was meant to have ties"
-    ours = aux.reshape(-1).long().cpu()
+    ours = saved_positions(variant, aux, out.shape, x, window).reshape(-1).long().cpu()
     # where fp32 rounding and fp64 agree on the tie set, the first position must match
     same = rows.gather(1, ours[:, None])[:, 0] == best
     assert bool(same.all()), "aux is not an extreme"
@@ -366,6 +381,12 @@ def test_clear_errors(ext):
     out, mean, rstd, aux = ext.region_forward(index_of(m), x, gamma, beta, pro, epi, 2, EPS, [])
     with pytest.raises(RuntimeError, match="aux"):
         ext.region_backward(index_of(m), out, x, gamma, beta, pro, epi, mean, rstd, out, None, 2, [])
+    # a window max that saves its extremes' x wants both planes back, not the positions alone
+    xw, gw, bw, pw, ew = make_inputs(w, (2, 4, 6, 6), True, False, 3)
+    out, mean, rstd, aux = ext.region_forward(index_of(w), xw, gw, bw, pw, ew, 2, EPS, [2, 2])
+    assert tuple(aux.shape) == (2, 2, 4, 3, 3)
+    with pytest.raises(RuntimeError, match=r"aux\) must be the forward's int32 tensor of shape \[2, 2, 4, 3, 3\]"):
+        ext.region_backward(index_of(w), out, xw, gw, bw, pw, ew, mean, rstd, out, aux[0], 2, [2, 2])
 
 
 # ---------------------------------------------------------------- timing (not a test)

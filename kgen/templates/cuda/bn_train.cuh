@@ -11,14 +11,23 @@
 //   forward, batch statistics:  bn_moments_kernel (Welford moments of x per (channel, split), around the
 //                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
 //                               the splits in double, fixed order; updates running_mean / running_var)
-//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out
-//   backward:                   bn_grad_sums_kernel: recomputes y, v and the pooling's routing of dout, and
-//                               sums per channel gy = dL/dy and gy * xhat (and F's parameter gradients);
+//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
+//                               also writes each window's winning x (`extremes`, out's shape)
+//   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
+//                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
+//                               max pooling's reads only dout and the extremes (the other values' gy is 0);
 //                               bn_grad_totals_kernel adds the splits in double, fixed order;
 //                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
 //                               (running statistics: dx = a_c gy), recomputing gy.
-// Nothing but the output and the per-channel statistics is stored between forward and backward; the
-// reductions are fixed-order trees, so results are bitwise reproducible.
+// Nothing but the output, the per-channel statistics and a max pooling's extremes is stored between forward and
+// backward; the reductions are fixed-order trees, so results are bitwise reproducible.
+//
+// Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
+// it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
+// The backward did that twice, sums and apply, four tanh a 2x2 window each time, and was bound by that work (H100,
+// L2-11: 72 % of issue slots, half of DRAM's rate). The forward now does it once and keeps the winner's x. The
+// winner is then the window's first value with those bits: an earlier value with the same bits has the same F
+// and would have won. So the sums read two streams the size of out, and apply compares bits instead of taking F.
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -257,11 +266,14 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 // kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
 // registers: benchmarks/h100/rows_v3.)
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, int kBlock>
+template <bool kPool, ReduceOp kOp>
+constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
+
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
-                RegionParams params, float* __restrict__ out) {
+                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -289,29 +301,28 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const auto finish = [&](int r, int64_t p, int64_t j) {
     if constexpr (kPool) {
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
-      // is F of its max y: one F per window instead of one per element. A NaN y wins as it would in F(y).
-      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone;
-      const auto take = [&](float xv) {
-        const float y = fmaf(xv, ab.x, ab.y);
-        if constexpr (kMaxOfY) {
-          if (pool_takes<kOp>(y, acc)) acc = y;
-        } else if constexpr (kOp == ReduceOp::kMax) {
-          const float fv = f.value(y);
-          if (pool_takes<kOp>(fv, acc)) acc = fv;
+      // kMax: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is -inf).
+      float winner = 0.f;
+      const auto take = [&](int k, float xv) {
+        const float fv = f.value(fmaf(xv, ab.x, ab.y));
+        if constexpr (kOp == ReduceOp::kMax) {
+          const bool takes = pool_takes<kOp>(fv, acc);
+          winner = k == 0 || takes ? xv : winner;
+          acc = takes ? fv : acc;
         } else {
-          acc += f.value(y);
+          acc += fv;
         }
       };
       if constexpr (kWin > 0) {
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) take(v[r][k]);
+        for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
       } else {
         const float* xp = x + p * plane;
-        BnWindow(shape, j).each([&](int, int at) { take(__ldg(xp + at)); });
+        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
+      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(size);
+      if constexpr (kSavesExtremes<kPool, kOp>) extremes[p * out_plane + j] = winner;
     } else if constexpr (kVec) {
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
           make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
@@ -332,22 +343,25 @@ constexpr int kBnGradSumsUnits = 4;
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
-// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
-// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling. A window
-// of any other size is walked element by element in finish().
+// load() issues the unit's loads (x of a window of known size or of a pack, dout, a max pooling's winning x),
+// finish() calls body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the
+// pooling. A window of any other size is walked element by element in finish().
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
 struct BnUnitGradient {
   static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
   float v[kHeld];               // x of the held elements
   float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
+  float winner;                 // kMax pooling: the winning x the forward saved
   int base;                     // kPool: the window's first element
 
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
-                                       const BnShape& shape, const WindowOffsets& wo) {
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp,
+                                       const float* __restrict__ ep, int64_t j, const BnShape& shape,
+                                       const WindowOffsets& wo) {
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       base = win.base;
       g[0] = __ldg(dp + j);
+      if constexpr (kSavesExtremes<kPool, kOp>) winner = __ldg(ep + j);
       if constexpr (kWin > 0) {
         int at[kWin];
         win.gather(xp, wo, v, at);
@@ -367,21 +381,12 @@ struct BnUnitGradient {
                                          float (&dparam)[kMaxParams], Body&& body) const {
     if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
+        // The winner: the first value with the saved x's bits. Only its y goes through F's derivative.
+        const int bits = __float_as_int(winner);
+        int arg = kWin;
 #pragma unroll
-        for (int k = 0; k < kWin; ++k) {
-          const float value = f.value(fmaf(v[k], ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        }
-        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
-        float y_arg = 0.f;
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
-        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
+        for (int k = kWin - 1; k >= 0; --k) arg = __float_as_int(v[k]) == bits ? k : arg;
+        const float gy_arg = f.backward(fmaf(winner, ab.x, ab.y), g[0], dparam);
 #pragma unroll
         for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
       } else {
@@ -394,19 +399,13 @@ struct BnUnitGradient {
     } else if constexpr (kPool) {
       const BnWindow win(shape, j);
       if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
-        win.each([&](int k, int at) {
-          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        });
-        win.each([&](int k, int at) {
+        const int bits = __float_as_int(winner);
+        bool found = false;
+        win.each([&](int, int at) {
           const float xi = __ldg(xp + at);
-          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
-          body(at, gy, (xi - mean_c) * rstd_c);
+          const bool wins = !found && __float_as_int(xi) == bits;
+          found = found || wins;
+          body(at, wins ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f, (xi - mean_c) * rstd_c);
         });
       } else {
         const float share = g[0] / float(win.size());
@@ -424,12 +423,14 @@ struct BnUnitGradient {
   }
 };
 
-// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients.
+// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
+// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
-                    const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
-                    BnShape shape, BnSplit split, RegionParams params, float* __restrict__ partial) {
+bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
+                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
+                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
+                    float* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -439,16 +440,34 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
-  for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
-      shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
-      [&](int r, int64_t p, int64_t j) {
-        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam, [&](int64_t, float gy, float xhat) {
+  if constexpr (kSavesExtremes<kPool, kOp>) {
+    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) {
+          g[r] = __ldg(dout + p * out_plane + j);
+          winner[r] = __ldg(extremes + p * out_plane + j);
+        },
+        [&](int r, int64_t, int64_t) {
+          const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
           sum_gy += gy;
-          sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+          sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
         });
-      });
+  } else {
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) {
+          unit[r].load(x + p * plane, dout + p * out_plane, nullptr, j, shape, wo);
+        },
+        [&](int r, int64_t p, int64_t j) {
+          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
+                         [&](int64_t, float gy, float xhat) {
+                           sum_gy += gy;
+                           sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+                         });
+        });
+  }
   const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
   // block_sum's shared scratch is reused by each sum: a barrier between them.
   const float t0 = block_sum<kBlock>(sum_gy);
@@ -476,10 +495,10 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
 
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
-                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
-                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
-                     RegionParams params, float* __restrict__ dx) {
+bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
+                     const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
+                     const float* __restrict__ bias, const float* __restrict__ totals, double inv_count, BnShape shape,
+                     BnSplit split, RegionParams params, float* __restrict__ dx) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -493,7 +512,10 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
   for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
       shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        const float* ep = kSavesExtremes<kPool, kOp> ? extremes + p * out_plane : nullptr;
+        unit[r].load(x + p * plane, dout + p * out_plane, ep, j, shape, wo);
+      },
       [&](int r, int64_t p, int64_t j) {
         float* dxp = dx + p * plane;
         unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {

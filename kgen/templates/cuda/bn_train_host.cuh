@@ -88,8 +88,9 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
   }
 }
 
-// Returns {out, mean, rstd}: the statistics the normalisation used (batch or running), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
+// Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
+// pooling, each window's winning x (out's shape; else undefined), for the backward.
+template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
@@ -106,12 +107,13 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
               str(input.sizes()));
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
+  at::Tensor extremes = kSavesExtremes<kPool, kOp> ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if (batch_stats) {
     mean = at::empty({C}, x.options());
     rstd = at::empty({C}, x.options());
-    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_()};
+    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_(), extremes};
     const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
     const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
     at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
@@ -131,28 +133,29 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
     // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
     mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
     rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
-    if (x.numel() == 0) return {out, mean, rstd};
+    if (x.numel() == 0) return {out, mean, rstd, extremes};
   }
-  if (out.numel() == 0) return {out, mean, rstd};
+  if (out.numel() == 0) return {out, mean, rstd, extremes};
   const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
   const bool vec = bn_vec(x, shape, kPool);
   const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
         x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
-        data_or_null(t.bias), shape, split, table, out.data_ptr<float>());
+        data_or_null(t.bias), shape, split, table, out.data_ptr<float>(), mutable_data_or_null(extremes));
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {out, mean, rstd};
+  return {out, mean, rstd, extremes};
 }
 
 // Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
 template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
-                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd, bool batch_stats,
-                                    const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd,
+                                    const at::Tensor& extremes_in, bool batch_stats, const std::vector<int64_t>& window,
+                                    const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
@@ -164,6 +167,15 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
               ", expected ", str(c10::IntArrayRef(out_sizes)));
   const at::Tensor dout = grad.contiguous();
+  at::Tensor extremes;
+  if constexpr (kSavesExtremes<kPool, kOp>) {
+    TORCH_CHECK(extremes_in.defined(), "kgen: a max pooling's backward needs the forward's extremes");
+    check_float_cuda(extremes_in, "saved extremes");
+    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.sizes() == c10::IntArrayRef(out_sizes),
+                "kgen: the saved extremes must be the forward's, of shape ", str(c10::IntArrayRef(out_sizes)), ", got ",
+                str(extremes_in.sizes()));
+    extremes = extremes_in.contiguous();
+  }
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   const int64_t rows = 2 + F::kParams;
   at::Tensor totals = at::zeros({rows, C}, x.options());
@@ -178,7 +190,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
         constexpr bool kV = decltype(v)::value;
         constexpr int kW = decltype(w)::value;
         bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-            dout.data_ptr<float>(), x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
+            dout.data_ptr<float>(), x.data_ptr<float>(), data_or_null(extremes), mean.data_ptr<float>(),
+            rstd.data_ptr<float>(),
             data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -193,7 +206,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
       constexpr int kW = decltype(w)::value;
       const auto launch = [&](auto kernel) {
         kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                        data_or_null(extremes), mean.data_ptr<float>(),
+                                                        rstd.data_ptr<float>(),
                                                         data_or_null(weight), data_or_null(bias),
                                                         totals.data_ptr<float>(), inv_count,
                                                         shape, split, table, dx.data_ptr<float>());

@@ -40,7 +40,8 @@
 //                             fixed order
 // kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
 // (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2. kWindow runs its own sweeps over whole rows
-// and, for max / min, a first pass over the windows' extremes only (gn_region_window_backward.cuh).
+// and, for max / min, a first pass over the windows' extremes only, whose x the forward saved
+// (gn_region_window_backward.cuh).
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
@@ -57,6 +58,31 @@ namespace region_twopass {
 using namespace reduction;  // Reducer<O> and its partials (gn_region_reducers.cuh)
 
 constexpr int kChannelTile = 128;       // channels whose constants channel_forward stages at a time
+
+// A window max / min whose epilogue gives exact zeros for a zero gradient (below) keeps, beside each output's
+// position, the input x at that position: aux is then (2, *out's shape) int32, positions first, then x's bits.
+// Its backward's first pass reads those two planes and dout instead of gathering x at the positions: a gather
+// touches most of x's sectors (L2-85's 4 x 4 windows: 148 us for 31 MB of outputs), the saved values cost the
+// forward one more write the size of out.
+//
+// Whether a zero dv gives exactly zero everywhere in the epilogue's backward: then the values that are no window's
+// extreme add nothing to the backward's sums, as in autograd. A generated epilogue says so (kZeroGradExact: none
+// of its ops has a derivative that can be infinite at a finite input, where autograd's 0 * inf would be NaN); a
+// functor that does not say is read densely.
+template <class Epi, class = void>
+struct ZeroGradExact : std::false_type {};
+template <class Epi>
+struct ZeroGradExact<Epi, std::void_t<decltype(Epi::kZeroGradExact)>> : std::bool_constant<Epi::kZeroGradExact> {};
+
+template <class Epi, ReduceOp O>
+constexpr bool window_sums_sparse() {
+  return kHasAux<O> && ZeroGradExact<Epi>::value;
+}
+
+template <class Epi, ReduceKind R, ReduceOp O>
+constexpr bool saves_extreme_x() {
+  return R == ReduceKind::kWindow && window_sums_sparse<Epi, O>();
+}
 
 // ---------------------------------------------------------------- small device helpers
 

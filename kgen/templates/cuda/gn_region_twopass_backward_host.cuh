@@ -37,10 +37,11 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                 str(out_in.sizes()));
   }
   if constexpr (kRegionHasAux<R, O>) {
+    const auto aux_expected = aux_sizes<Epi, R, O>(expected);
     TORCH_CHECK(aux_in.defined() && aux_in.is_cuda() && aux_in.scalar_type() == at::kInt &&
-                    aux_in.device() == input.device() && aux_in.sizes().equals(expected),
+                    aux_in.device() == input.device() && aux_in.sizes().equals(aux_expected),
                 "kgen: the saved positions (aux) must be the forward's int32 tensor of shape ",
-                str(c10::IntArrayRef(expected)));
+                str(c10::IntArrayRef(aux_expected)));
   }
   check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
   in.x = input.contiguous();
@@ -293,8 +294,11 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float* rstd_ptr = rstd.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream();
   if constexpr (kSparse) {
-    window_argmax_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, aux_ptr, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+    static_assert(saves_extreme_x<Epi, ReduceKind::kWindow, O>(), "the forward saved the extremes' x");
+    const float* extreme_x = no_outputs ? zero.data_ptr<float>()
+                                        : reinterpret_cast<const float*>(aux_ptr) + planes * geo.pooled_plane;
+    window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
+        dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(t.gn_partial), t.epi_ptr());
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(

@@ -128,6 +128,14 @@ inline int64_t reduce_count(const RegionShape& shape, ReduceKind kind) {
 template <ReduceKind R, ReduceOp O>
 constexpr bool kRegionHasAux = R != ReduceKind::kNone && kHasAux<O>;
 
+// The saved aux's shape for an output of shape `out`: out's, or (2, *out) with the extremes' x (saves_extreme_x).
+template <class Epi, ReduceKind R, ReduceOp O>
+std::vector<int64_t> aux_sizes(c10::IntArrayRef out) {
+  std::vector<int64_t> sizes(out.begin(), out.end());
+  if constexpr (saves_extreme_x<Epi, R, O>()) sizes.insert(sizes.begin(), 2);
+  return sizes;
+}
+
 // The outputs of an empty input: a reduction over nothing is 0 (sum), NaN (mean), -inf (log-sum-exp), an
 // error (max, min), as torch.
 template <ReduceKind R, ReduceOp O>
@@ -205,7 +213,8 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
-// for max/min; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x); else
+// undefined)}. gamma and beta undefined: GroupNorm(affine=False).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
@@ -224,7 +233,9 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const auto options = x.options();
   auto out = at::empty(rt::out_sizes(x, shape, R), options);
-  auto aux = rt::kRegionHasAux<R, O> ? at::empty(out.sizes(), options.dtype(at::kInt)) : at::Tensor();
+  at::Tensor aux = rt::kRegionHasAux<R, O>
+                       ? at::empty(rt::aux_sizes<Epi, R, O>(out.sizes()), options.dtype(at::kInt))
+                       : at::Tensor();
   auto mean = at::empty({shape.batch, shape.groups, 2}, options);
   auto rstd = at::empty({shape.batch, shape.groups}, options);
   if (x.numel() == 0) {
@@ -308,9 +319,11 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const rt::Geometry geo = rt::geometry(shape);
+      int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+      float* extreme_x = rt::saves_extreme_x<Epi, R, O>() ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
       rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
-          rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr, outs);
+          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          extreme_x, outs);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }

@@ -10,29 +10,16 @@
 //     rows' values in order (coalesced 4-byte accesses), carrying (row, column) from one value to the next by
 //     an add and a compare. A value's window is then a table read and one division by kw, and its saved dout
 //     and aux are loaded with x.
-//   - window_argmax_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
+//   - window_extreme_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
-//     values: one thread per pooled output reads its dout and aux, and x at that one position.
+//     values: one thread per pooled output reads its dout and the x the forward saved at its extreme
+//     (saves_extreme_x, gn_region_twopass.cuh).
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
 // gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
 // 1057 -> 590 us for the backward's kernels, 148 us the extremes and 434 the second sweep; that sweep at 72 % of
 // DRAM, 36 us of it the gathers of dout and aux: benchmarks/h100/s18/README.md.)
 namespace kgen {
 namespace region_twopass {
-
-// The windows' first pass reads only the extremes (window_argmax_sums_kernel) where a zero dv gives exactly zero
-// everywhere in the epilogue's backward: then the values that are no window's extreme add nothing to the sums,
-// as in autograd. A generated epilogue says so (kZeroGradExact: none of its ops has a derivative that can be
-// infinite at a finite input, where autograd's 0 * inf would be NaN); a functor that does not say is read densely.
-template <class Epi, class = void>
-struct ZeroGradExact : std::false_type {};
-template <class Epi>
-struct ZeroGradExact<Epi, std::void_t<decltype(Epi::kZeroGradExact)>> : std::bool_constant<Epi::kZeroGradExact> {};
-
-template <class Epi, ReduceOp O>
-constexpr bool window_sums_sparse() {
-  return kHasAux<O> && ZeroGradExact<Epi>::value;
-}
 
 // Rows of one plane per window_sweep block (the last block of a plane may have fewer): the shared table holds
 // one entry a row.
@@ -180,29 +167,26 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 }
 
 // The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
-// window's saved extreme has a nonzero dv, so a thread takes a pooled output, reads its dout and aux, and x at
-// that one position. Blocks as plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's
-// first pass (the same sums: the other values add exact zeros there).
+// window's saved extreme has a nonzero dv, so a thread takes a pooled output and reads its dout and the x the
+// forward saved at its extreme (saves_extreme_x): three streams the size of out, all coalesced, no gather. Blocks as
+// plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's first pass (the same sums: the
+// other values add exact zeros there).
 template <class Pro, class Epi, ReduceOp O, int kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__ dout, const int* __restrict__ aux,
-                          RegionParams params, RegionShape shape, Geometry geo, SplitPlan plan,
-                          const float2* __restrict__ mean, const float* __restrict__ rstd,
-                          const float* __restrict__ gamma, const float* __restrict__ beta,
-                          float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
-  static_assert(kHasAux<O>, "window_argmax_sums_kernel: the sums of a window max or min");
+window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restrict__ extreme_x, RegionParams params,
+                           RegionShape shape, Geometry geo, SplitPlan plan, const float2* __restrict__ mean,
+                           const float* __restrict__ rstd, const float* __restrict__ gamma,
+                           const float* __restrict__ beta, float2* __restrict__ gn_partial,
+                           float* __restrict__ param_partial) {
+  static_assert(kHasAux<O>, "window_extreme_sums_kernel: the sums of a window max or min");
   constexpr int kSums = 2 + Epi::kParams;
   const SplitPlane b(shape, plan.splits);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
-  const uint32_t H = static_cast<uint32_t>(geo.size[1]), W = static_cast<uint32_t>(geo.size[2]);
-  const uint32_t kd = static_cast<uint32_t>(geo.window[0]), kh = static_cast<uint32_t>(geo.window[1]);
-  const uint32_t kw = static_cast<uint32_t>(geo.window[2]);
-  const uint32_t PH = static_cast<uint32_t>(geo.pooled[1]), PW = static_cast<uint32_t>(geo.pooled[2]);
   const int64_t begin = int64_t(b.split) * plan.chunk;
   const int count = static_cast<int>(min(plan.chunk, geo.pooled_plane - begin));
-  const float* xp = x + int64_t(b.plane) * shape.plane;
-  const float* gp = dout + int64_t(b.plane) * geo.pooled_plane + begin;
-  const int* ap = aux + int64_t(b.plane) * geo.pooled_plane + begin;
+  const int64_t first = int64_t(b.plane) * geo.pooled_plane + begin;
+  const float* gp = dout + first;
+  const float* xp = extreme_x + first;
 
   float sums[kSums];
 #pragma unroll
@@ -210,26 +194,12 @@ window_argmax_sums_kernel(const float* __restrict__ x, const float* __restrict__
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   for (int base = threadIdx.x; base < count; base += kBlock * kUnroll) {
     float g[kUnroll], xv[kUnroll];
-    int a[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int i = base + u * kBlock;
       if (i < count) {
         g[u] = __ldg(gp + i);
-        a[u] = __ldg(ap + i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * kBlock;
-      if (i < count) {
-        const uint32_t o = static_cast<uint32_t>(begin + i);
-        const uint32_t pdh = geo.div_pw.div(o), pw = o - pdh * PW;
-        const uint32_t pd = geo.div_ph.div(pdh), ph = pdh - pd * PH;
-        const uint32_t at = static_cast<uint32_t>(a[u]);
-        const uint32_t q = geo.div_window[2].div(at), aw = at - q * kw;
-        const uint32_t ad = geo.div_window[1].div(q), ah = q - ad * kh;
-        xv[u] = __ldg(xp + ((pd * kd + ad) * H + ph * kh + ah) * W + pw * kw + aw);
+        xv[u] = __ldg(xp + i);
       }
     }
 #pragma unroll
