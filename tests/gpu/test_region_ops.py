@@ -2,7 +2,8 @@
 PyTorch's exp, log1p and tanh; sigmoid, SiLU: their divisions as __fdividef), against float64 over their
 whole range: the kernel's error must stay within a few ulp and no larger than PyTorch's own float32
 formula's, and the special values (+-inf, NaN, the threshold past which mish is the identity) must come out
-as PyTorch's."""
+as PyTorch's. hardswish's gradient divides by 3 without the IEEE division's slow path (div3): every float
+in [-3, 3] against a / 3.f, bit for bit."""
 import hashlib
 import os
 from pathlib import Path
@@ -27,6 +28,36 @@ __global__ void ops_kernel(const float* __restrict__ a, float* __restrict__ out,
     out[4 * n + i] = kgen::silu_grad(a[i]);
   }
 }
+// Over every float32 of [-3, 3] (bit patterns `first` + i): how many a give div3(a) != a / 3.f, or a
+// hardswish_grad(a) with other bits than PyTorch's a / 3 + 0.5, and the first such a.
+__global__ void div3_kernel(uint32_t first, uint32_t count, unsigned long long* __restrict__ wrong,
+                            uint32_t* __restrict__ example) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    const uint32_t bits = first + i;
+    const float a = __uint_as_float(bits);
+    if (!(fabsf(a) <= 3.f)) continue;
+    const float exact = a / 3.f;
+    const bool quotient = __float_as_uint(kgen::div3(a)) != __float_as_uint(exact);
+    const bool gradient = __float_as_uint(kgen::hardswish_grad(a)) != __float_as_uint(exact + 0.5f);
+    if (quotient || gradient) {
+      atomicAdd(wrong, 1ull);
+      atomicMin(example, bits);
+    }
+  }
+}
+std::vector<int64_t> div3_mismatches() {
+  auto options = at::TensorOptions().device(at::kCUDA);
+  auto wrong = at::zeros({1}, options.dtype(at::kLong));
+  auto example = at::full({1}, -1, options.dtype(at::kInt));
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  // positive then negative floats up to |a| = 3 (0x40400000)
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    div3_kernel<<<4096, 256, 0, stream>>>(sign, 0x40400001u, reinterpret_cast<unsigned long long*>(wrong.data_ptr<int64_t>()),
+                                          reinterpret_cast<uint32_t*>(example.data_ptr<int>()));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  return {wrong.item<int64_t>(), int64_t(uint32_t(example.item<int>()))};
+}
 at::Tensor ops(at::Tensor a) {
   TORCH_CHECK(a.is_cuda() && a.scalar_type() == at::kFloat && a.is_contiguous(), "a float32 CUDA tensor");
   const int64_t n = a.numel();
@@ -47,10 +78,10 @@ def ext():
 
     cuda = "\n".join(["#include <torch/extension.h>", (CUDA_DIR / "common.cuh").read_text(),
                       (CUDA_DIR / "gn_region_ops.cuh").read_text(), KERNELS])
-    cpp = "at::Tensor ops(at::Tensor a);"
+    cpp = "at::Tensor ops(at::Tensor a);\nstd::vector<int64_t> div3_mismatches();"
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     digest = hashlib.sha256((cpp + cuda).encode()).hexdigest()[:12]
-    return load_inline(name="kgen_region_ops_" + digest, cpp_sources=cpp, cuda_sources=cuda, functions=["ops"],
+    return load_inline(name="kgen_region_ops_" + digest, cpp_sources=cpp, cuda_sources=cuda, functions=["ops", "div3_mismatches"],
                        extra_cuda_cflags=["-O3"])
 
 
@@ -147,3 +178,10 @@ def test_sigmoid_and_silu_against_float64(ext):
     torch.testing.assert_close(sig, torch.sigmoid(special), equal_nan=True, rtol=0, atol=0)
     torch.testing.assert_close(silu, want_silu.detach(), equal_nan=True, rtol=0, atol=0)
     torch.testing.assert_close(silu_grad, want_grad, equal_nan=True, rtol=0, atol=0)
+
+
+def test_division_by_three_is_exact_on_every_float_of_its_range(ext):
+    """div3 (hardswish's gradient, a / 3 + 0.5 as PyTorch's hardswish_backward) against the IEEE division for all
+    2^31 or so floats in [-3, 3], denormals, zeros and the ends included: not one bit may differ."""
+    wrong, example = ext.div3_mismatches()
+    assert wrong == 0, f"{wrong} floats differ, the first bit pattern 0x{example:08x}"

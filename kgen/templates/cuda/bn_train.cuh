@@ -18,16 +18,16 @@
 //                               max pooling's reads only dout and the extremes (the other values' gy is 0);
 //                               bn_grad_totals_kernel adds the splits in double, fixed order;
 //                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
-//                               (running statistics: dx = a_c gy), recomputing gy.
+//                               (running statistics: dx = a_c gy), recomputing gy and the winners.
 // Nothing but the output, the per-channel statistics and a max pooling's extremes is stored between forward and
 // backward; the reductions are fixed-order trees, so results are bitwise reproducible.
 //
 // Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
 // it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
-// The backward did that twice, sums and apply, four tanh a 2x2 window each time, and was bound by that work (H100,
-// L2-11: 72 % of issue slots, half of DRAM's rate). The forward now does it once and keeps the winner's x. The
-// winner is then the window's first value with those bits: an earlier value with the same bits has the same F
-// and would have won. So the sums read two streams the size of out, and apply compares bits instead of taking F.
+// The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
+// slots, half of DRAM's rate). The forward now keeps the winner's x, so the sums read two streams the size of
+// out: L2-11's sums 185 -> 72 us, its forward's apply 152 -> 207 us (F of every value, and the extremes written;
+// before, F of the window's largest y only), in one A/B run (benchmarks/h100/s19/README.md).
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -343,25 +343,24 @@ constexpr int kBnGradSumsUnits = 4;
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
-// load() issues the unit's loads (x of a window of known size or of a pack, dout, a max pooling's winning x),
-// finish() calls body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the
-// pooling. A window of any other size is walked element by element in finish().
+// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
+// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling (a max
+// pooling's winner found as the forward found it: reading the saved winner instead measured slower, its 4 bytes
+// a window costing more than the F they save). A window of any other size is walked element by element in
+// finish().
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
 struct BnUnitGradient {
   static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
   float v[kHeld];               // x of the held elements
   float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
-  float winner;                 // kMax pooling: the winning x the forward saved
   int base;                     // kPool: the window's first element
 
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp,
-                                       const float* __restrict__ ep, int64_t j, const BnShape& shape,
-                                       const WindowOffsets& wo) {
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo) {
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       base = win.base;
       g[0] = __ldg(dp + j);
-      if constexpr (kSavesExtremes<kPool, kOp>) winner = __ldg(ep + j);
       if constexpr (kWin > 0) {
         int at[kWin];
         win.gather(xp, wo, v, at);
@@ -381,12 +380,21 @@ struct BnUnitGradient {
                                          float (&dparam)[kMaxParams], Body&& body) const {
     if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
-        // The winner: the first value with the saved x's bits. Only its y goes through F's derivative.
-        const int bits = __float_as_int(winner);
-        int arg = kWin;
+        float best = -INFINITY;
+        int arg = 0;
 #pragma unroll
-        for (int k = kWin - 1; k >= 0; --k) arg = __float_as_int(v[k]) == bits ? k : arg;
-        const float gy_arg = f.backward(fmaf(winner, ab.x, ab.y), g[0], dparam);
+        for (int k = 0; k < kWin; ++k) {
+          const float value = f.value(fmaf(v[k], ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        }
+        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
+        float y_arg = 0.f;
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
+        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
 #pragma unroll
         for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
       } else {
@@ -399,13 +407,19 @@ struct BnUnitGradient {
     } else if constexpr (kPool) {
       const BnWindow win(shape, j);
       if constexpr (kOp == ReduceOp::kMax) {
-        const int bits = __float_as_int(winner);
-        bool found = false;
-        win.each([&](int, int at) {
+        float best = -INFINITY;
+        int arg = 0;
+        win.each([&](int k, int at) {
+          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        });
+        win.each([&](int k, int at) {
           const float xi = __ldg(xp + at);
-          const bool wins = !found && __float_as_int(xi) == bits;
-          found = found || wins;
-          body(at, wins ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f, (xi - mean_c) * rstd_c);
+          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
+          body(at, gy, (xi - mean_c) * rstd_c);
         });
       } else {
         const float share = g[0] / float(win.size());
@@ -457,9 +471,7 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
     BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
     for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
         shape, split, c, s,
-        [&](int r, int64_t p, int64_t j) {
-          unit[r].load(x + p * plane, dout + p * out_plane, nullptr, j, shape, wo);
-        },
+        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
         [&](int r, int64_t p, int64_t j) {
           unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
                          [&](int64_t, float gy, float xhat) {
@@ -495,10 +507,10 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
 
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
-                     const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
-                     const float* __restrict__ bias, const float* __restrict__ totals, double inv_count, BnShape shape,
-                     BnSplit split, RegionParams params, float* __restrict__ dx) {
+bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
+                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
+                     RegionParams params, float* __restrict__ dx) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -512,10 +524,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
   BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
   for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
       shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) {
-        const float* ep = kSavesExtremes<kPool, kOp> ? extremes + p * out_plane : nullptr;
-        unit[r].load(x + p * plane, dout + p * out_plane, ep, j, shape, wo);
-      },
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
       [&](int r, int64_t p, int64_t j) {
         float* dxp = dx + p * plane;
         unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {

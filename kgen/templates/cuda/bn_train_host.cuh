@@ -206,8 +206,7 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
       constexpr int kW = decltype(w)::value;
       const auto launch = [&](auto kernel) {
         kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        data_or_null(extremes), mean.data_ptr<float>(),
-                                                        rstd.data_ptr<float>(),
+                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
                                                         data_or_null(weight), data_or_null(bias),
                                                         totals.data_ptr<float>(), inv_count,
                                                         shape, split, table, dx.data_ptr<float>());

@@ -32,12 +32,24 @@ __device__ __forceinline__ float gelu_tanh_grad(float a) {
   const float t = tanhf(kBeta * (a + kKappa * a_sq * a));
   return 0.5f * (1.f + t) + 0.5f * a * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * a_sq);
 }
+// a / 3 correctly rounded for |a| <= 3, without the IEEE division's range check and slow-path call (about 20
+// instructions and two branches where this is 3): q = a * RN(1/3) is within an ulp, the remainder a - 3 q is exact
+// in one fma, and one correction step rounds correctly (Markstein; nvcc's own fast path of a / 3.f, which it takes
+// after checking the operands' range). tests/gpu/test_region_ops.py compares it with a / 3.f for every float in
+// [-3, 3], bit for bit.
+__device__ __forceinline__ float div3(float a) {
+  constexpr float kThird = 1.f / 3.f;
+  const float q = a * kThird;
+  return fmaf(fmaf(-3.f, q, a), kThird, q);
+}
+
 // F.hardswish: a * min(max(a + 3, 0), 6) / 6; its gradient as hardswish_backward. hardswish and hardsigmoid
 // multiply by 1/6 as PyTorch's CUDA kernels do (the same bits; a division by 6 rounds differently and costs
-// a dozen instructions with a slow-path branch).
+// a dozen instructions with a slow-path branch). The gradient divides by 3 as PyTorch does (div3: the same bits).
 __device__ __forceinline__ float hardswishf(float a) { return a * fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 __device__ __forceinline__ float hardswish_grad(float a) {
-  return a < -3.f ? 0.f : (a <= 3.f ? a / 3.f + 0.5f : 1.f);
+  const float inside = div3(a) + 0.5f;  // taken always: selects, no branch
+  return a < -3.f ? 0.f : (a <= 3.f ? inside : 1.f);
 }
 __device__ __forceinline__ float hardsigmoidf(float a) { return fminf(fmaxf(a + 3.f, 0.f), 6.f) * (1.f / 6.f); }
 // clamp / hardtanh: NaN stays NaN, as torch.clamp.
