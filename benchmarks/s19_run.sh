@@ -38,5 +38,21 @@ case "${1:-}" in
       S16_VARIANTS_60='@before=.build/s19/p60_before.py' S16_VARIANTS_27='@before=.build/s19/p27_before.py' \
       bash benchmarks/device_run.sh s16
     mv "$OUT/s16_logs.tar.gz" "$OUT/s19/run2_logs.tar.gz" ;;
-  *) echo "usage: $0 run1|run2" >&2; exit 2 ;;
+  run3)
+    # div3 keeps a's sign (run2: -0 was the one float of [-3, 3] that differed). Checks: the element-ops test, the
+    # emitted-file tests with pooling or a batch norm (tests/ref/references: 5), L2-11, 85, 92, 27, 60 validate + KernelBench; their kernel
+    # rates. A/B at L2-60: "odd_pipe", the pipelined backward on odd planes too (session 17 measured it slower
+    # there; both passes lost instructions since).
+    (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_region_ops.py \
+       > "$OUT/s19/run3_pytest_region_ops.log" 2>&1; echo "exit code: $?" >> "$OUT/s19/run3_pytest_region_ops.log") &
+    S14_FAMILY=11,85,92,27,60 S14_CHECK_BUDGET=420 S14_K=no_such_test S14_RESIDENT_K=no_such_test \
+      S14_REF_K="pool or bn" S14_RATES=11,85,92,27,60 bash benchmarks/device_run.sh s14
+    wait; tail -n 3 "$OUT/s19/run3_pytest_region_ops.log"
+    mv "$OUT/s14_logs.tar.gz" "$OUT/s19/run3_logs.tar.gz"
+    python3 -m kgen.cli emit --ref .kb/problems/level2_60_*.py -o .build/s19/p60.py
+    odd='odd_pipe:  const bool planned = pipeline_takes<R>() && vec && in.shape.plane % 4 == 0;=>  const bool planned = pipeline_takes<R>() && vec;'
+    timeout -k 5 200 python3 benchmarks/kernel_variants.py .build/s19/p60.py --backward --kernel 'kgen::' \
+      --rounds 3 --calls 10 --json "$OUT/s19/run3_ab_60.json" --variant "$odd" > "$OUT/s19/run3_ab_60.log" 2>&1
+    grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/s19/run3_ab_60.log" | tail -n 3 | cut -c1-300 ;;
+  *) echo "usage: $0 run1|run2|run3" >&2; exit 2 ;;
 esac
