@@ -54,5 +54,13 @@ case "${1:-}" in
     timeout -k 5 200 python3 benchmarks/kernel_variants.py .build/s19/p60.py --backward --kernel 'kgen::' \
       --rounds 3 --calls 10 --json "$OUT/s19/run3_ab_60.json" --variant "$odd" > "$OUT/s19/run3_ab_60.log" 2>&1
     grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/s19/run3_ab_60.log" | tail -n 3 | cut -c1-300 ;;
-  *) echo "usage: $0 run1|run2|run3" >&2; exit 2 ;;
+  run4)
+    # run3: the pipelined backward on L2-60's odd planes 1416 against 1687 us for the sweeps: planned there now.
+    # L2-60 checked (validate + KernelBench) and its rates; L2-60, 92, 11, 85 timed alone, forward and
+    # forward+backward against eager and torch.compile (run3's checks of 11, 85, 92, 27 carried in
+    # .build/family_s14: the same emitted bytes).
+    S14_FAMILY=60 S14_CHECK_BUDGET=200 S14_K=no_such_test S14_RESIDENT_K=no_such_test S14_RATES=60 \
+      S14_BENCH=60,92,11,85 S14_BUDGET=330 bash benchmarks/device_run.sh s14
+    mv "$OUT/s14_logs.tar.gz" "$OUT/s19/run4_logs.tar.gz" ;;
+  *) echo "usage: $0 run1|run2|run3|run4" >&2; exit 2 ;;
 esac

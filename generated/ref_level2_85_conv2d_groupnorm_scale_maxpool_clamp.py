@@ -4693,8 +4693,7 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
-// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body; the
-// plan leaves them to the sweeps, measured faster there (pipeline_backward).
+// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
@@ -5901,8 +5900,9 @@ constexpr double kPipelineMinExtraLag = 0.2;
 
 // The reductions the pipelined backward takes: kNone. (H100, runs 1-2: L2-92's log-sum-exp over channels 962
 // against 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a
-// DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs: a
-// scalar plane's items are 4x as many, each too short (L2-60: 3.96 against 1.89 ms).
+// DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs (odd
+// planes with scalar ends too): a scalar plane's items are 4x as many, each too short (L2-60 as scalars: 3.96
+// against 1.89 ms).
 template <ReduceKind R>
 constexpr bool pipeline_takes() {
   return R == ReduceKind::kNone;
@@ -5936,9 +5936,10 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  // Planned for planes of whole packs: on odd ones (scalar ends per item) the sweeps measured faster (H100,
-  // L2-60's 31 x 63 x 63 planes: 1736 against 1810 us, benchmarks/h100/s17/run4); forced (tests) on any.
-  const bool planned = pipeline_takes<R>() && vec && in.shape.plane % 4 == 0;
+  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the sweeps were
+  // faster in session 17, 1736 against 1810 us; once hardswish's gradient lost its division, the pipelined kernel
+  // 1416 against 1687 us: benchmarks/h100/s19/README.md.)
+  const bool planned = pipeline_takes<R>() && vec;
   if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();

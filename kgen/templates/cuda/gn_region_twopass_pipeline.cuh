@@ -15,8 +15,7 @@
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
-// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body; the
-// plan leaves them to the sweeps, measured faster there (pipeline_backward).
+// Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
 //
 // Hand-over, per slice (the counters zeroed before the launch):
 //   pass A   block sums -> gn_partial[item] (and the epilogue's parameter sums); thread 0 adds 1 to
