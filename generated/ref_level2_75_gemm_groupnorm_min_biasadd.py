@@ -5645,14 +5645,15 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
-// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x); else
-// undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
+// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
                                                const std::vector<at::Tensor>& prologue_params,
                                                const std::vector<at::Tensor>& epilogue_params, int64_t groups,
-                                               double eps, const std::vector<int64_t>& window) {
+                                               double eps, const std::vector<int64_t>& window,
+                                               bool for_backward = true) {
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
@@ -5752,7 +5753,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const rt::Geometry geo = rt::geometry(shape);
       int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-      float* extreme_x = rt::saves_extreme_x<Epi, R, O>() ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
+      float* extreme_x =
+          rt::saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
       rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
           x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
           extreme_x, outs);
@@ -6581,7 +6583,8 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
 //                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
 //                               the splits in double, fixed order; updates running_mean / running_var)
 //   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
-//                               also writes each window's winning x (`extremes`, out's shape)
+//                               whose backward follows (grad mode on) also writes each window's winning x
+//                               (`extremes`, out's shape)
 //   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
 //                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
 //                               max pooling's reads only dout and the extremes (the other values' gy is 0);
@@ -6594,9 +6597,10 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
 // Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
 // it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
 // The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
-// slots, half of DRAM's rate). The forward now keeps the winner's x, so the sums read two streams the size of
-// out: L2-11's sums 185 -> 72 us, its forward's apply 152 -> 207 us (F of every value, and the extremes written;
-// before, F of the window's largest y only), in one A/B run (benchmarks/h100/s19/README.md).
+// slots, half of DRAM's rate). A forward with a backward to follow now keeps the winner's x, so the sums read two
+// streams the size of out: L2-11's sums 185 -> 72 us, that forward's apply 152 -> 207 us (F of every value, and
+// the extremes written), in one A/B run (benchmarks/h100/s19/README.md). Without a backward (no_grad, as
+// KernelBench times), the forward stays at F of the window's largest y for a monotone F.
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -6838,11 +6842,13 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+// kSaveExtremes (a max pooling whose backward follows): each window's winning x -> extremes.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
                 RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
+  static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -6870,16 +6876,24 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const auto finish = [&](int r, int64_t p, int64_t j) {
     if constexpr (kPool) {
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      // kMax: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is -inf).
+      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
+      // is F of its max y: one F per window instead of one per element, where no backward needs the winner
+      // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
+      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
+      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
+      // -inf).
       float winner = 0.f;
       const auto take = [&](int k, float xv) {
-        const float fv = f.value(fmaf(xv, ab.x, ab.y));
-        if constexpr (kOp == ReduceOp::kMax) {
+        const float y = fmaf(xv, ab.x, ab.y);
+        if constexpr (kMaxOfY) {
+          if (pool_takes<kOp>(y, acc)) acc = y;
+        } else if constexpr (kOp == ReduceOp::kMax) {
+          const float fv = f.value(y);
           const bool takes = pool_takes<kOp>(fv, acc);
-          winner = k == 0 || takes ? xv : winner;
+          if constexpr (kSaveExtremes) winner = k == 0 || takes ? xv : winner;
           acc = takes ? fv : acc;
         } else {
-          acc += fv;
+          acc += f.value(y);
         }
       };
       if constexpr (kWin > 0) {
@@ -6890,8 +6904,8 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
         BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(size);
-      if constexpr (kSavesExtremes<kPool, kOp>) extremes[p * out_plane + j] = winner;
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
+      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
     } else if constexpr (kVec) {
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
           make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
@@ -7210,10 +7224,11 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
-// pooling, each window's winning x (out's shape; else undefined), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
+// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined).
+template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
-                                   double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+                                   double eps, const std::vector<int64_t>& window, bool for_backward,
+                                   const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
@@ -7228,7 +7243,8 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
               str(input.sizes()));
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
-  at::Tensor extremes = kSavesExtremes<kPool, kOp> ? at::empty_like(out) : at::Tensor();
+  const bool save_extremes = kSavesExtremes<kPool, kOp> && for_backward;
+  at::Tensor extremes = save_extremes ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if (batch_stats) {
@@ -7263,9 +7279,19 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
-        data_or_null(t.bias), shape, split, table, out.data_ptr<float>(), mutable_data_or_null(extremes));
+    const auto launch = [&](auto kernel) {
+      kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
+                                                      rstd.data_ptr<float>(), data_or_null(t.weight),
+                                                      data_or_null(t.bias), shape, split, table, out.data_ptr<float>(),
+                                                      mutable_data_or_null(extremes));
+    };
+    if constexpr (kSavesExtremes<kPool, kOp>) {
+      if (save_extremes) {
+        launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock>);
+        return;
+      }
+    }
+    launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock>);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, extremes};
@@ -7391,7 +7417,7 @@ constexpr auto kRegion0Op = kgen::ReduceOp::kMin;
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
-                                         std::vector<int64_t> window) {
+                                         std::vector<int64_t> window, bool for_backward) {
   const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
   const at::Tensor b = bias.has_value() ? *bias : at::Tensor();
   if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
@@ -7401,7 +7427,7 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   }
   return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                       kRegion0Op, kBlock, kRegion0Groups>(
-      x, w, b, prologue, epilogue, groups, eps, window);
+      x, w, b, prologue, epilogue, groups, eps, window, for_backward);
 }
 
 // Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}.
@@ -7454,7 +7480,7 @@ std::vector<at::Tensor> pointwise0_backward(at::Tensor grad, std::vector<at::Ten
 """
 
 CPP_SOURCE = r"""
-std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window);
+std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window);
 at::Tensor pointwise0_forward(std::vector<at::Tensor> inputs, std::vector<at::Tensor> params);
 std::vector<at::Tensor> pointwise0_backward(at::Tensor grad, std::vector<at::Tensor> inputs, std::vector<bool> needed, std::vector<at::Tensor> params);
@@ -7529,11 +7555,13 @@ class _Region0(torch.autograd.Function):
     EPILOGUE = []
 
     @staticmethod
-    def forward(ctx, x, weight, bias, groups, eps, window, *params):
+    def forward(ctx, x, weight, bias, groups, eps, window, for_backward, *params):
+        # for_backward: grad mode at the call (inside forward it is always off). Without it the kernels skip
+        # what only the backward reads (a window max's x at each extreme).
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
-                                                         list(window))
+                                                         list(window), for_backward)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window = groups, list(window)
         return _keep_dims(out, "kChannel", x.dim())
@@ -7551,7 +7579,7 @@ class _Region0(torch.autograd.Function):
             _accumulate(grads, k, _param_grad(dprologue[slot], params[k]))
         for slot, k in enumerate(_Region0.EPILOGUE):
             _accumulate(grads, k, _param_grad(depilogue[slot], params[k]))
-        return (dx, dweight, dbias, None, None, None, *grads)
+        return (dx, dweight, dbias, None, None, None, None, *grads)
 
 
 def _as_planes(t):
@@ -7602,7 +7630,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         gemm = F.linear(x, self.gemm.weight, None)
-        getitem = _Region0.apply(gemm, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), self.gemm.bias)
+        getitem = _Region0.apply(gemm, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.gemm.bias)
         add = _Pointwise0.apply(getitem, self.bias)
         return add
 

@@ -107,7 +107,8 @@ class ForwardWriter:
                 gn = step.gn_args
                 window = step.window_expr or "()"
                 out.append(f"{var(step.output)} = _Region{step.index}.apply({var(step.input)}, {gn['weight']}, "
-                           f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}{', ' if params else ''}{params})")
+                           f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
+                           f"{', ' if params else ''}{params})")
             elif isinstance(step, BatchNormStep):
                 for name in [step.bn] + [n.name for n in step.nodes]:
                     if name != step.output:
@@ -116,7 +117,7 @@ class ForwardWriter:
                 tail = "".join(f", {p.expr}" for p in step.params)
                 out.append(f"{var(step.output)} = _BatchNorm{step.index}.apply({var(step.input)}, {m}.weight, {m}.bias, "
                            f"*_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
-                           f"{step.window_expr or '()'}{tail})")
+                           f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
             else:
                 operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
                 out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({operands})")
@@ -191,10 +192,37 @@ def batchnorm_context(step: BatchNormStep) -> dict:
         window_size *= int(k)
     return {"index": step.index, "functor": struct, "pool": bool(step.pool_op), "pool_op": step.pool_op or "kMax",
             "window": "x".join(map(str, step.window)), "window_size": window_size if step.pool_op else 0,
+            "monotone": non_decreasing(functors.needed(step.nodes, result) if result else []),
             "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
             "summary": describe_batchnorm(step)}
+
+
+# Unary ops that never decrease and give no NaN for a number: max(F(y_i)) == F(max(y_i)).
+_NON_DECREASING = {"relu", "sigmoid", "tanh", "hardsigmoid", "hardtanh", "clamp", "softsign", "logsigmoid",
+                   "tanhshrink", "exp"}
+
+
+def non_decreasing(nodes) -> bool:
+    """Whether a chain of element-wise nodes (each reading one value, the one before it) is a non-decreasing
+    function of its input: the ops above, leaky_relu / elu with a non-negative slope, adding a scalar,
+    subtracting one, multiplying or dividing by a positive one."""
+    for node in nodes:
+        values = [o for o in node.operands if o.kind == "value"]
+        if len(values) != 1 or any(o.kind == "param" for o in node.operands):
+            return False
+        scalars = [o.ref for o in node.operands if o.kind == "scalar"]
+        first_is_value = node.operands[0].kind == "value"
+        ok = (node.op in _NON_DECREASING or
+              (node.op == "leaky_relu" and float(node.consts.get("slope", -1.0)) >= 0.0) or
+              (node.op == "elu" and float(node.consts.get("alpha", -1.0)) >= 0.0) or
+              node.op == "add" or (node.op == "sub" and first_is_value) or
+              (node.op == "mul" and scalars and scalars[0] > 0.0) or
+              (node.op == "div" and first_is_value and scalars and scalars[0] > 0.0))
+        if not ok:
+            return False
+    return True
 
 
 def describe_batchnorm(step: BatchNormStep) -> str:

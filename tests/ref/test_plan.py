@@ -482,6 +482,32 @@ def test_clamp_gradient_on_its_bounds_follows_the_running_pytorch():
         assert mine == points.grad.tolist(), (lo, hi, flags)
 
 
+def test_max_pooling_after_non_decreasing_ops_takes_f_of_the_max():
+    """The batch norm step's forward takes F(max y) over a max window only where F never decreases: tanh
+    (L2-11) and relu chains, a positive scale; not x * sigmoid(x) (a DAG, and not monotone), nor a scale of
+    unknown sign (a parameter), nor a negative one."""
+    from kgen.ref.codegen import non_decreasing
+    from kgen.ref.ir import Operand, PwNode
+
+    def chain(*specs):
+        nodes, last = [], "bn"
+        for i, (op, extra, consts) in enumerate(specs):
+            nodes.append(PwNode(f"n{i}", op, [Operand("value", last)] + extra, consts))
+            last = f"n{i}"
+        return nodes
+
+    assert non_decreasing(chain(("tanh", [], {})))
+    assert non_decreasing(chain(("relu", [], {}), ("mul", [Operand("scalar", 2.0)], {}), ("sigmoid", [], {})))
+    assert non_decreasing(chain(("leaky_relu", [], {"slope": 0.1}), ("sub", [Operand("scalar", 1.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand("scalar", -2.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand("param", 0)], {})))
+    assert not non_decreasing(chain(("gelu_erf", [], {})))
+    assert not non_decreasing([PwNode("s", "sigmoid", [Operand("value", "bn")], {}),
+                               PwNode("m", "mul", [Operand("value", "bn"), Operand("value", "s")], {})])
+    (bn,) = batch_norms(make_plan(load_reference(HERE / "references" / "convt_bn_tanh_maxpool_gn_odd.py")))
+    assert non_decreasing(bn.nodes)
+
+
 def test_epilogue_says_whether_a_zero_gradient_gives_exact_zeros():
     """The generated epilogue's kZeroGradExact: true where no op's derivative can be infinite at a finite
     operand (a window max's first backward pass then reads only the windows' extremes), false with a division,

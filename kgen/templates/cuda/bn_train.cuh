@@ -12,7 +12,8 @@
 //                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
 //                               the splits in double, fixed order; updates running_mean / running_var)
 //   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
-//                               also writes each window's winning x (`extremes`, out's shape)
+//                               whose backward follows (grad mode on) also writes each window's winning x
+//                               (`extremes`, out's shape)
 //   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
 //                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
 //                               max pooling's reads only dout and the extremes (the other values' gy is 0);
@@ -25,9 +26,10 @@
 // Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
 // it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
 // The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
-// slots, half of DRAM's rate). The forward now keeps the winner's x, so the sums read two streams the size of
-// out: L2-11's sums 185 -> 72 us, its forward's apply 152 -> 207 us (F of every value, and the extremes written;
-// before, F of the window's largest y only), in one A/B run (benchmarks/h100/s19/README.md).
+// slots, half of DRAM's rate). A forward with a backward to follow now keeps the winner's x, so the sums read two
+// streams the size of out: L2-11's sums 185 -> 72 us, that forward's apply 152 -> 207 us (F of every value, and
+// the extremes written), in one A/B run (benchmarks/h100/s19/README.md). Without a backward (no_grad, as
+// KernelBench times), the forward stays at F of the window's largest y for a monotone F.
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -269,11 +271,13 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+// kSaveExtremes (a max pooling whose backward follows): each window's winning x -> extremes.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
                 RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
+  static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
@@ -301,16 +305,24 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   const auto finish = [&](int r, int64_t p, int64_t j) {
     if constexpr (kPool) {
       float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      // kMax: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is -inf).
+      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
+      // is F of its max y: one F per window instead of one per element, where no backward needs the winner
+      // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
+      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
+      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
+      // -inf).
       float winner = 0.f;
       const auto take = [&](int k, float xv) {
-        const float fv = f.value(fmaf(xv, ab.x, ab.y));
-        if constexpr (kOp == ReduceOp::kMax) {
+        const float y = fmaf(xv, ab.x, ab.y);
+        if constexpr (kMaxOfY) {
+          if (pool_takes<kOp>(y, acc)) acc = y;
+        } else if constexpr (kOp == ReduceOp::kMax) {
+          const float fv = f.value(y);
           const bool takes = pool_takes<kOp>(fv, acc);
-          winner = k == 0 || takes ? xv : winner;
+          if constexpr (kSaveExtremes) winner = k == 0 || takes ? xv : winner;
           acc = takes ? fv : acc;
         } else {
-          acc += fv;
+          acc += f.value(y);
         }
       };
       if constexpr (kWin > 0) {
@@ -321,8 +333,8 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
         BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kOp == ReduceOp::kMax ? acc : acc / float(size);
-      if constexpr (kSavesExtremes<kPool, kOp>) extremes[p * out_plane + j] = winner;
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
+      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
     } else if constexpr (kVec) {
       reinterpret_cast<float4*>(out + p * out_plane)[j] =
           make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),

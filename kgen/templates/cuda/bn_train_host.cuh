@@ -89,10 +89,11 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
-// pooling, each window's winning x (out's shape; else undefined), for the backward.
-template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
+// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined).
+template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
-                                   double eps, const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
+                                   double eps, const std::vector<int64_t>& window, bool for_backward,
+                                   const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
@@ -107,7 +108,8 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
               str(input.sizes()));
   const at::Tensor x = input.contiguous();
   at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
-  at::Tensor extremes = kSavesExtremes<kPool, kOp> ? at::empty_like(out) : at::Tensor();
+  const bool save_extremes = kSavesExtremes<kPool, kOp> && for_backward;
+  at::Tensor extremes = save_extremes ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
   if (batch_stats) {
@@ -142,9 +144,19 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
     constexpr bool kV = decltype(v)::value;
     constexpr int kW = decltype(w)::value;
-    bn_apply_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
-        data_or_null(t.bias), shape, split, table, out.data_ptr<float>(), mutable_data_or_null(extremes));
+    const auto launch = [&](auto kernel) {
+      kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
+                                                      rstd.data_ptr<float>(), data_or_null(t.weight),
+                                                      data_or_null(t.bias), shape, split, table, out.data_ptr<float>(),
+                                                      mutable_data_or_null(extremes));
+    };
+    if constexpr (kSavesExtremes<kPool, kOp>) {
+      if (save_extremes) {
+        launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock>);
+        return;
+      }
+    }
+    launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock>);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, extremes};

@@ -213,14 +213,15 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
-// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x); else
-// undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
+// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
                                                const std::vector<at::Tensor>& prologue_params,
                                                const std::vector<at::Tensor>& epilogue_params, int64_t groups,
-                                               double eps, const std::vector<int64_t>& window) {
+                                               double eps, const std::vector<int64_t>& window,
+                                               bool for_backward = true) {
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
@@ -320,7 +321,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const rt::Geometry geo = rt::geometry(shape);
       int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-      float* extreme_x = rt::saves_extreme_x<Epi, R, O>() ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
+      float* extreme_x =
+          rt::saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
       rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
           x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
           extreme_x, outs);
