@@ -78,7 +78,7 @@ case "${1:-}" in
     G=.build/family_s19; mkdir -p "$G" "$OUT/s19/run6"
     python3 benchmarks/family.py .kb/problems .kb "$G" --trials 2 --jobs 12 --only 85,92,60 --workers 1 --bench \
       --skip-checks --budget 330 2>&1 | tee "$G/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200
-    timeout -k 5 150 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py tests/gpu/test_region_ops.py \
+    timeout -k 5 200 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_bn_train.py tests/gpu/test_region_ops.py \
       -k "ties or division" > "$OUT/s19/run6/pytest.log" 2>&1; echo "exit code: $?" >> "$OUT/s19/run6/pytest.log"
     tail -n 3 "$OUT/s19/run6/pytest.log"
     rm -f "$G"/*.py; cp -r "$G" "$OUT/s19/run6/family"
