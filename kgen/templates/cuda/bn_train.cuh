@@ -265,13 +265,14 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
   }
 }
 
-// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
-// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
-// registers: benchmarks/h100/rows_v3.)
+// Whether a step's forward can keep its windows' winners for the backward: max pooling (the header says why).
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-// kSaveExtremes (a max pooling whose backward follows): each window's winning x -> extremes.
+// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
+// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
+// registers: benchmarks/h100/rows_v3.) kSaveExtremes (a max pooling whose backward follows): each window's
+// winning x -> extremes.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
 __global__ void __launch_bounds__(kBlock)
 bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
