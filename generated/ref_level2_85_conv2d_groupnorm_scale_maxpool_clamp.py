@@ -4476,8 +4476,9 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //     (saves_extreme_x, gn_region_twopass.cuh).
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
 // gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
-// 1057 -> 590 us for the backward's kernels, 148 us the extremes and 434 the second sweep; that sweep at 72 % of
-// DRAM, 36 us of it the gathers of dout and aux: benchmarks/h100/s18/README.md.)
+// 1057 -> 590 us for the backward's kernels, 434 us of it the second sweep, at 72 % of DRAM, 36 us of that the
+// gathers of dout and aux: benchmarks/h100/s18/README.md. The first pass, 148 us while it gathered x at the
+// positions, 40 us reading the saved x: benchmarks/h100/s19/README.md.)
 namespace kgen {
 namespace region_twopass {
 
@@ -4628,7 +4629,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 
 // The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
 // window's saved extreme has a nonzero dv, so a thread takes a pooled output and reads its dout and the x the
-// forward saved at its extreme (saves_extreme_x): three streams the size of out, all coalesced, no gather. Blocks as
+// forward saved at its extreme (saves_extreme_x): two streams the size of out, both coalesced, no gather. Blocks as
 // plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's first pass (the same sums: the
 // other values add exact zeros there).
 template <class Pro, class Epi, ReduceOp O, int kBlock>
