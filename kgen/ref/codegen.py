@@ -6,6 +6,7 @@ where a region adds it); ModelNew.__init__ is the reference's own (same modules,
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -13,6 +14,7 @@ import torch.fx
 import torch.nn as nn
 
 from kgen.ref import functors, ops
+from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
@@ -24,6 +26,15 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 
 def var(name: str) -> str:
     return name
+
+
+def literal(value) -> str:
+    """Python source for a constant of the graph: repr, except for the floats repr writes as bare names."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"float({repr(value)!r})"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    return repr(value)
 
 
 class ForwardWriter:
@@ -46,7 +57,10 @@ class ForwardWriter:
             return str(arg)
         if isinstance(arg, torch.device):
             return f"torch.device({str(arg)!r})"
-        return repr(arg)
+        return literal(arg)
+
+    def attr(self, target: str) -> str:
+        return self_attr(target, self.plan.ref.model)
 
     def value_of(self, name: str) -> str:
         return self.alias.get(name, var(name))
@@ -58,7 +72,7 @@ class ForwardWriter:
     def library(self, step: LibraryStep) -> str:
         node = step.node
         if node.op == "get_attr":
-            return f"{var(node.name)} = self.{node.target}"
+            return f"{var(node.name)} = {self.attr(node.target)}"
         if node.op == "call_module":
             module = self.modules[node.target]
             if step.drop_bias:
@@ -66,8 +80,8 @@ class ForwardWriter:
             if step.channels_last:
                 rest = "".join([f", {self.value(a)}" for a in node.args[1:]] +
                                [f", {k}={self.value(v)}" for k, v in node.kwargs.items()])
-                return f"{var(node.name)} = self.{node.target}(_ChannelsLastCopy.apply({self.value(node.args[0])}){rest})"
-            return f"{var(node.name)} = self.{node.target}({self.call_args(node)})"
+                return f"{var(node.name)} = {self.attr(node.target)}(_ChannelsLastCopy.apply({self.value(node.args[0])}){rest})"
+            return f"{var(node.name)} = {self.attr(node.target)}({self.call_args(node)})"
         if node.op == "call_method":
             rest = [self.value(a) for a in node.args[1:]] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
             return f"{var(node.name)} = {self.value(node.args[0])}.{node.target}({', '.join(rest)})"
@@ -85,7 +99,7 @@ class ForwardWriter:
         x = self.value(node.args[0])
         if channels_last:
             x = f"_ChannelsLastCopy.apply({x})"
-        m = f"self.{node.target}"
+        m = self.attr(node.target)
         if isinstance(module, nn.Linear):
             return f"F.linear({x}, {m}.weight, None)"
         if type(module) in CONV_FUNCTIONAL:
@@ -113,7 +127,7 @@ class ForwardWriter:
                 for name in [step.bn] + [n.name for n in step.nodes]:
                     if name != step.output:
                         self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
-                m = f"self.{step.bn_module}"
+                m = self.attr(step.bn_module)
                 tail = "".join(f", {p.expr}" for p in step.params)
                 out.append(f"{var(step.output)} = _BatchNorm{step.index}.apply({var(step.input)}, {m}.weight, {m}.bias, "
                            f"*_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
@@ -278,19 +292,42 @@ def baked_constants(plan: Plan) -> dict:
     return found
 
 
+def init_extra(plan: Plan) -> list[str]:
+    """Statements ModelNew.__init__ runs after the reference's own: fx's tensor constants (`torch.tensor(0.5)` in
+    forward) as non-persistent buffers, so the kernels can read them on the model's device and the state_dict
+    stays the reference's; and inplace=False on every module forward calls in place, because the plan works on
+    values (trace.resolve_inplace) and a kgen step keeps its output for the backward, which an in-place write
+    after it would invalidate."""
+    lines = []
+    for name, tensor in plan.ref.constants.items():
+        values = literal(tensor.tolist()) if tensor.dim() else literal(tensor.item())
+        lines.append(f"self.register_buffer({name!r}, torch.tensor({values}, dtype={tensor.dtype}), persistent=False)")
+    for node in plan.ref.graph.nodes:
+        if node.op == "call_module" and getattr(plan.ref.gm.get_submodule(node.target), "inplace", False) is True:
+            line = f"{self_attr(node.target, plan.ref.model)}.inplace = False"
+            if line not in lines:
+                lines.append(line)
+    return lines
+
+
 def solution_context(plan: Plan) -> dict:
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
     batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
-    placeholders = [n.name for n in ref.graph.nodes if n.op == "placeholder"]
+    writer = ForwardWriter(plan)
+    # forward's arguments as the reference declares them (fx keeps a default as the placeholder's argument)
+    placeholders = [n.name if not n.args else f"{n.name}={writer.value(n.args[0])}"
+                    for n in ref.graph.nodes if n.op == "placeholder"]
     return {
         "regions": regions,
         "pointwise": pointwise,
         "batchnorms": batchnorms,
         "init_source": ref.init_source,
+        "init_extra": init_extra(plan),
+        "prelude": ref.prelude,
         "forward_args": placeholders,
-        "forward_lines": ForwardWriter(plan).lines(),
+        "forward_lines": writer.lines(),
         "input_shapes": ref.input_shapes,
         "init_args": ref.init_args,
         "baked_constants": baked_constants(plan),

@@ -83,8 +83,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     for shape in ref.input_shapes:
         if shape is None:
             raise RefError(f"{path}: get_inputs() returns a non-tensor input: kgen emits torch.rand inputs only")
-    plan = make_plan(ref, conv)
-    context = solution_context(plan)
+    plan, context = _planned(ref, conv)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
     env = _environment()
@@ -116,6 +115,20 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
     _check_static_rules(text)
     return text, notes, plan_lines
+
+
+def _planned(ref, conv: str):
+    """The plan and its template context. A failure that is not a RefError is kgen's own bug: it still ends as
+    one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
+    try:
+        plan = make_plan(ref, conv)
+        return plan, solution_context(plan)
+    except RefError:
+        raise
+    except Exception as error:  # noqa: BLE001 (turned into the one-line error users get)
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise RefError(f"{ref.path}: kgen could not plan this reference (an internal error, please report it): "
+                       f"{type(error).__name__}: {first}") from error
 
 
 def _groups_of(ref, step: RegionStep) -> int:

@@ -2,6 +2,8 @@
 plan_batchnorm.py)."""
 from __future__ import annotations
 
+import keyword
+
 import torch.nn as nn
 
 # Modules whose bias a kgen step can take over (add in a region, or drop before a batch norm).
@@ -35,3 +37,18 @@ def get_attribute(gm, target):
 
 def as_tuple(value, dims):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+
+
+def self_attr(target: str, root: nn.Module) -> str:
+    """The Python expression ModelNew reads a module or tensor of the traced graph by: `self.conv.weight`,
+    `self.block[0].bias` (an nn.Sequential / ModuleList / ParameterList index), `getattr(self.heads, 'a-b')`."""
+    expr, owner = "self", root
+    for part in target.split("."):
+        if part.isdigit() and isinstance(owner, (nn.Sequential, nn.ModuleList, nn.ParameterList)):
+            expr += f"[{part}]"
+        elif part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        else:
+            expr = f"getattr({expr}, {part!r})"
+        owner = getattr(owner, part, None)
+    return expr

@@ -12,12 +12,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
+from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PointwiseStep, PwNode, RegionStep
-from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of
+from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, self_attr
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_reductions import ReductionPlanning
-from kgen.ref.trace import Reference, RefError, tensor_shape
+from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                    nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
@@ -38,6 +39,8 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 # this many per-channel parameters (gn_region_common.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
+# A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
+MAX_FUNCTOR_PARAMS = 4
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to"}
@@ -57,12 +60,16 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         line = self.ref.forward_lines.get(node.name)
         return f"{self.ref.path}: `{line}`" if line else f"{self.ref.path}: node {node.name}"
 
+    def attr(self, target: str) -> str:
+        """ModelNew's expression for a module or tensor of the graph (graph.self_attr)."""
+        return self_attr(target, self.ref.model)
+
     def module(self, node):
         return self.modules.get(node.target) if node.op == "call_module" else None
 
     def is_groupnorm(self, node) -> bool:
         return isinstance(self.module(node), nn.GroupNorm) or (node.op == "call_function" and
-                                                                node.target is F.group_norm)
+                                                                node.target in (F.group_norm, torch.group_norm))
 
     def scalar_of(self, value):
         """A Python number, or a node that is a constant scalar (torch.tensor(0.0, device=...))."""
@@ -79,7 +86,7 @@ class Planner(ReductionPlanning, BatchNormPlanning):
             return None
         tensor = self.ref.gm.get_parameter(value.target) if is_parameter(self.ref.gm, value.target) else \
             get_attribute(self.ref.gm, value.target)
-        if not isinstance(tensor, torch.Tensor):
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
             return None
         shape = tuple(tensor.shape)
         if len(full) < 2 or len(shape) > len(full):
@@ -87,7 +94,7 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         aligned = (1,) * (len(full) - len(shape)) + shape
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
             return None
-        return Param(expr=f"self.{value.target}", shape=shape, label=value.target)
+        return Param(expr=self.attr(value.target), shape=shape, label=value.target)
 
     def pw_node(self, node, op, operands, consts) -> PwNode:
         folded = node.args[0].name if op.startswith("where_") else ""
@@ -100,12 +107,18 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         if tensor_shape(node) != full:
             return None
         found = ops.recognise(node, self.module(node))
-        if found is None:
+        if found is None or not self.float32(node, found[1]):
             return None
         name, operands, consts = found
         if ops.OPS[name].arity != len(operands):
             return None
         return name, operands, consts
+
+    def float32(self, node, operands) -> bool:
+        """Whether an element-wise node and its tensor operands are float32, the only dtype kgen's kernels
+        read (a bool mask, a float64 parameter, an integer tensor stay PyTorch's)."""
+        tensors = [node] + [o for o in operands if isinstance(o, torch.fx.Node)]
+        return all(tensor_dtype(t) in (None, torch.float32) for t in tensors)
 
     # ---------------------------------------------------------------- regions
     def plan(self) -> Plan:
@@ -135,18 +148,28 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         for open_end in (True, False):
             params: list[Param] = []
             prologue, x = self.absorb_prologue(gn, gn_input, full, params, open_end)
+            if len(param_slots(prologue)) > MAX_FUNCTOR_PARAMS:
+                # the prologue functor reads at most kMaxParams: its ops go to an element-wise kernel instead
+                params.clear()
+                prologue, x = [], gn_input
             region_values = {x.name} | names_of(prologue) | {gn.name}
             epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
+            while epilogue and _epilogue_params(prologue, epilogue) > MAX_FUNCTOR_PARAMS:
+                region_values -= names_of([epilogue.pop()])
             if not open_end or not prologue or all(u.name in region_values or is_metadata(u) for u in gn_input.users):
                 break
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
         # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
         xmod = self.module(x)
+        # (Only a plain call: `up(x, output_size=...)` keeps its arguments and its bias in PyTorch; and only while
+        # the prologue functor has a parameter slot left for the bias.)
         peel = x if (isinstance(xmod, PEELABLE) and xmod.bias is not None and x.users
-                     and all(u.name in region_values for u in x.users)
+                     and all(u.name in region_values for u in x.users) and len(x.args) == 1 and not x.kwargs
+                     and len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS
+                     and _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS
                      and (not isinstance(xmod, nn.Linear) or len(full) == 2)) else None
         if peel is not None:
-            bias_param = Param(expr=f"self.{peel.target}.bias", shape=tuple(self.module(peel).bias.shape),
+            bias_param = Param(expr=f"{self.attr(peel.target)}.bias", shape=tuple(self.module(peel).bias.shape),
                                label=f"{peel.target}.bias")
             params.insert(0, bias_param)
             _shift_params(prologue + epilogue, 1)
@@ -174,21 +197,23 @@ class Planner(ReductionPlanning, BatchNormPlanning):
     def gn_arguments(self, gn):
         if gn.op == "call_module":
             module = self.module(gn)
-            return module.affine, {"groups": f"self.{gn.target}.num_groups", "eps": f"self.{gn.target}.eps",
-                                   "weight": f"self.{gn.target}.weight" if module.affine else "None",
-                                   "bias": f"self.{gn.target}.bias" if module.affine else "None"}
+            m = self.attr(gn.target)
+            return module.affine, {"groups": f"{m}.num_groups", "eps": f"{m}.eps",
+                                   "weight": f"{m}.weight" if module.affine else "None",
+                                   "bias": f"{m}.bias" if module.affine else "None"}
         args = list(gn.args) + [None] * 5
         kw = dict(gn.kwargs)
         groups = kw.get("num_groups", args[1])
-        weight, bias, eps = kw.get("weight", args[2]), kw.get("bias", args[3]), kw.get("eps", args[4] or 1e-5)
+        weight, bias = kw.get("weight", args[2]), kw.get("bias", args[3])
+        eps = kw.get("eps", args[4] if args[4] is not None else 1e-5)
         for value, what in ((weight, "weight"), (bias, "bias")):
             if value is not None and not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
                 raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
         if (weight is None) != (bias is None):
             raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
         return weight is not None, {"groups": repr(groups), "eps": repr(float(eps)),
-                                    "weight": f"self.{weight.target}" if weight is not None else "None",
-                                    "bias": f"self.{bias.target}" if bias is not None else "None"}
+                                    "weight": self.attr(weight.target) if weight is not None else "None",
+                                    "bias": self.attr(bias.target) if bias is not None else "None"}
 
     def absorb_prologue(self, gn, start, full, params, open_end=False):
         """Element-wise nodes between the region's one tensor input x and the GroupNorm. With open_end, the
@@ -339,6 +364,10 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                 continue
             full = tensor_shape(node)
             found = self.elementwise(node, full) if full is not None else None
+            recognised = ops.recognise(node, self.module(node)) if full is not None else None
+            if found is None and recognised is not None and not self.float32(node, recognised[1]):
+                self.library(node, fallback="an element-wise op on a tensor that is not float32")
+                continue
             if found is not None:
                 name, operands, consts = found
                 tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
@@ -380,8 +409,10 @@ class Planner(ReductionPlanning, BatchNormPlanning):
             readable = all(_broadcasts(tensor_shape(i), full) for i in inputs) and len(full) <= 5
             if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
                 why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
-                       len(chain) == len(nodes) else "a tensor that does not broadcast to the output, or an output "
-                       "of rank above 5")
+                       len(chain) == len(nodes) else
+                       "it reads a value that is not a tensor (a forward argument)" if any(
+                           tensor_shape(i) is None for i in inputs) else
+                       "a tensor that does not broadcast to the output, or an output of rank above 5")
                 for member in nodes:
                     self.library(member, fallback=f"element-wise op kgen's element-wise kernel cannot take ({why})")
                     taken.add(member.name)
@@ -449,6 +480,16 @@ class Planner(ReductionPlanning, BatchNormPlanning):
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step
         self.steps.append(step)
+
+
+def _epilogue_params(prologue, epilogue) -> int:
+    """Parameters the epilogue functor reads: the epilogue's, and those of the prologue values it recomputes
+    (at most: the prologue's last value, z, is read as it is)."""
+    nodes = prologue[:-1] + epilogue
+    read = set()
+    for node in epilogue:
+        read |= {n.name for n in needed(nodes, node.name)}
+    return len(param_slots([n for n in nodes if n.name in read]))
 
 
 def _broadcasts(shape, full) -> bool:

@@ -46,12 +46,12 @@ class BatchNormPlanning:
                 pool = found
         module = self.module(bn)
         xmod = self.module(x)
-        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and
+        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and len(x.args) == 1 and not x.kwargs and
                 all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
         output = pool[0] if pool is not None else last
         step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
                              bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
-                             params=params, shape=full, conv_bias=f"self.{x.target}.bias" if peel else "",
+                             params=params, shape=full, conv_bias=f"{self.attr(x.target)}.bias" if peel else "",
                              output=output.name, out_shape=tensor_shape(output) or [])
         if pool is not None:
             _, _, step.pool_op, _, step.window, step.window_expr = pool

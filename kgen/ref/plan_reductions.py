@@ -44,7 +44,7 @@ class ReductionPlanning:
             if k != s or any(pad) or any(d != 1 for d in dil) or module.ceil_mode or \
                     getattr(module, "return_indices", False) or getattr(module, "divisor_override", None):
                 return None
-            window_expr = f"_window(self.{node.target}.kernel_size, {dims})"
+            window_expr = f"_window({self.attr(node.target)}.kernel_size, {dims})"
             return node, "kWindow", POOLS[type(module)], False, k, window_expr
         if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
             return self.functional_pool(node, source, rank)

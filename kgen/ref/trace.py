@@ -39,6 +39,8 @@ class Reference:
     gm: torch.fx.GraphModule
     init_source: str                       # Model.__init__, rewritten for ModelNew
     forward_lines: dict = field(default_factory=dict)   # node name -> source line text of the reference
+    prelude: str = ""                      # the reference's top-level definitions that ModelNew's code reads
+    constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
 
 
 def _short(error: BaseException) -> str:
@@ -76,12 +78,19 @@ def load_reference(path: str | Path) -> Reference:
             inputs = list(ns["get_inputs"]())
     except Exception as error:
         raise RefError(f"{path}: get_inputs() failed: {type(error).__name__}: {_short(error)}") from None
+    # tracing adds fx's tensor constants to the model itself
+    own_attributes = set(vars(model)) | set(model._parameters) | set(model._buffers) | set(model._modules)
     try:
         tracer = torch.fx.Tracer()
         tracer.record_stack_traces = True
         gm = torch.fx.GraphModule(model, tracer.trace(model))
+        model.eval()
+        eval_graph = torch.fx.Tracer().trace(model)
+        model.train()
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
+    flags = training_flags(gm.graph, eval_graph, path)
+    normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
@@ -94,13 +103,87 @@ def load_reference(path: str | Path) -> Reference:
     # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
+    mark_training_flags(gm.graph, flags)   # after the shapes: PyTorch's ops take only a real bool
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
-        forward_lines=_forward_lines(gm, path),
+        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree),
+        constants=_tensor_constants(gm, own_attributes),
     )
+
+
+# ---- self.training -----------------------------------------------------------------------------------
+# fx evaluates `self.training` while tracing: `F.dropout(x, 0.3, training=self.training)` would be baked in as
+# training=True. The model is traced again in eval mode; an argument that is True in the first graph and False
+# in the second is the flag, and the emitted call reads `self.training` there. A forward whose graph differs
+# in any other way between the modes (it branches on self.training) is refused: kgen plans one graph.
+
+class TrainingFlag:
+    """`self.training` in an argument of the traced graph: true while tracing, written as `self.training`."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "self.training"
+
+
+TRAINING = TrainingFlag()
+
+
+def training_flags(graph: torch.fx.Graph, eval_graph: torch.fx.Graph, path: Path) -> list:
+    """(node name, "args" or "kwargs", position or keyword) of every argument that is `self.training`."""
+    train_nodes, eval_nodes = list(graph.nodes), list(eval_graph.nodes)
+
+    def same_op(a, b) -> bool:
+        constants = a.op == b.op == "get_attr" and all(str(n.target).startswith("_tensor_constant") for n in (a, b))
+        return a.op == b.op and (a.target == b.target or constants)
+
+    if len(train_nodes) != len(eval_nodes) or not all(same_op(a, b) for a, b in zip(train_nodes, eval_nodes)):
+        raise RefError(f"{path}: Model.forward runs other ops in eval mode than in training mode (it branches on "
+                       "self.training): kgen plans one graph for both")
+    found = []
+    for a, b in zip(train_nodes, eval_nodes):
+        if a.op == "placeholder":
+            continue
+        pairs = [("args", i, x, y) for i, (x, y) in enumerate(zip(a.args, b.args))]
+        pairs += [("kwargs", k, a.kwargs[k], b.kwargs.get(k)) for k in a.kwargs]
+        for where, key, x, y in pairs:
+            if x is True and y is False:
+                found.append((a.name, where, key))
+            elif not isinstance(x, (torch.fx.Node, list, tuple, dict)) and (type(x) is not type(y) or x != y):
+                raise RefError(f"{path}: `{_source_line(a, path) or a.name}`: an argument differs between training "
+                               "and eval mode: kgen plans one graph for both")
+    return found
+
+
+def mark_training_flags(graph: torch.fx.Graph, flags: list) -> None:
+    nodes = {n.name: n for n in graph.nodes}
+    for name, where, key in flags:
+        node = nodes[name]
+        if where == "args":
+            node.args = tuple(TRAINING if i == key else v for i, v in enumerate(node.args))
+        else:
+            node.kwargs = {**node.kwargs, key: TRAINING}
+
+
+# ---- tensors passed by keyword -------------------------------------------------------------------------
+
+def normalize_tensor_keywords(graph: torch.fx.Graph) -> None:
+    """`torch.sigmoid(input=y)`, `self.gn(input=y)`, `torch.add(y, other=z)`: the tensor operands moved to the
+    positions the planner reads them from."""
+    for node in graph.nodes:
+        if node.op not in ("call_function", "call_module"):
+            continue
+        kwargs = dict(node.kwargs)
+        args = list(node.args)
+        if not args and "input" in kwargs:
+            args.append(kwargs.pop("input"))
+        if len(args) == 1 and "other" in kwargs:
+            args.append(kwargs.pop("other"))
+        node.args, node.kwargs = tuple(args), kwargs
 
 
 # ---- in-place ops ------------------------------------------------------------------------------------
@@ -185,6 +268,95 @@ def _init_source(tree: ast.Module, path: Path) -> str:
     init.body = [s for s in init.body
                  if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value == "")]
     return ast.unparse(init)
+
+
+def _bound_names(statement: ast.stmt) -> set:
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _loads(*parts) -> set:
+    return {n.id for part in parts if part is not None for n in ast.walk(part)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _signature_names(fn: ast.FunctionDef) -> set:
+    """Names a function's signature reads where it is defined: defaults, annotations, decorators."""
+    a = fn.args
+    annotations = [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None]
+    return _loads(*a.defaults, *[d for d in a.kw_defaults if d is not None], *annotations, fn.returns,
+                  *fn.decorator_list)
+
+
+def _free_names(statement: ast.stmt) -> set:
+    """The module-level names a top-level statement (or a method) reads: a function's body less its arguments
+    and the names it assigns; a class's bases and every member."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = statement.args
+        arguments = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+        stored = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        return _signature_names(statement) | (_loads(*statement.body) - arguments - stored)
+    if isinstance(statement, ast.ClassDef):
+        names = _loads(*statement.bases, *statement.decorator_list)
+        for member in statement.body:
+            names |= _free_names(member)
+        return names
+    return _loads(statement)
+
+
+def _prelude(tree: ast.Module) -> str:
+    """The reference's top-level imports, constants, functions and classes that ModelNew's copy of Model's code
+    reads (Model.__init__, forward's signature), and what those read in turn: `import math`, a helper class,
+    `Optional` in an annotation. The template's own imports (torch, nn, F) are always there."""
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
+    skip = {"Model", "get_inputs", "get_init_inputs"}
+    defining = [s for s in tree.body if _bound_names(s) and not (_bound_names(s) & skip)]
+    needed = _loads(*cls.bases, *cls.decorator_list)
+    for member in cls.body:
+        forward = isinstance(member, ast.FunctionDef) and member.name == "forward"
+        needed |= _signature_names(member) if forward else _free_names(member)
+    taken: list[ast.stmt] = []
+    grown = True
+    while grown:
+        grown = False
+        for statement in defining:
+            if statement not in taken and _bound_names(statement) & needed:
+                taken.append(statement)
+                needed |= _free_names(statement)
+                grown = True
+    kept = [s for s in tree.body if s in taken and not _template_import(s)]
+    text = ""
+    for statement in kept:
+        spaced = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        text += ("\n\n" if spaced and text else "") + ast.unparse(statement) + ("\n\n" if spaced else "") + "\n"
+    return text.strip()
+
+
+def _template_import(statement: ast.stmt) -> bool:
+    """An import the solution template makes itself (import torch, torch.nn as nn, torch.nn.functional as F)."""
+    if isinstance(statement, ast.Import):
+        return all((a.name, a.asname) in {("torch", None), ("torch.nn", "nn"), ("torch.nn.functional", "F")}
+                   for a in statement.names)
+    return False
+
+
+def _tensor_constants(gm: torch.fx.GraphModule, own_attributes: set) -> dict:
+    """fx's attributes for tensors made in forward (`torch.tensor(0.5)` becomes `self._tensor_constant0`), which
+    the model itself did not have: name -> the tensor, for ModelNew to register as buffers."""
+    found = {}
+    for node in gm.graph.nodes:
+        if node.op != "get_attr" or node.target in own_attributes or not node.target.startswith("_tensor_constant"):
+            continue
+        value = getattr(gm, node.target, None)
+        if isinstance(value, torch.Tensor):
+            found[node.target] = value.detach().clone()
+    return found
 
 
 def _forward_lines(gm: torch.fx.GraphModule, path: Path) -> dict:

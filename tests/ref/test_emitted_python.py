@@ -1,0 +1,138 @@
+"""The Python side of files `kgen emit --ref` writes, checked on the CPU with the CUDA build stubbed out: the file
+compiles, ModelNew builds from the reference's init arguments with the reference's parameters and buffers (same
+names, same random draws, strict state_dict), and what the reference's code reads besides its Model (imports,
+constants, helper classes, containers, tensors made in forward, forward's defaults, self.training) is there."""
+import ast
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+import torch.utils.cpp_extension
+
+from kgen.ref.emit import emit_reference
+from kgen.ref.trace import RefError
+
+HERE = Path(__file__).parent
+OWN = sorted((HERE / "references").glob("*.py"))
+
+
+def load_emitted(text: str, monkeypatch) -> types.ModuleType:
+    """The emitted module, executed with load_inline returning a stand-in (nothing is built)."""
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: types.SimpleNamespace())
+    module = types.ModuleType("emitted_solution")
+    exec(compile(text, "emitted_solution.py", "exec"), module.__dict__)
+    return module
+
+
+def load_reference_module(path: Path) -> types.ModuleType:
+    module = types.ModuleType("reference_module")
+    module.__file__ = str(path)
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize("path", OWN, ids=lambda p: p.stem)
+def test_model_new_builds_with_the_references_state(path, monkeypatch):
+    text, _, _ = emit_reference(str(path))
+    solution = load_emitted(text, monkeypatch)
+    reference = load_reference_module(path)
+    init = reference.get_init_inputs()
+    torch.manual_seed(0)
+    ours = solution.ModelNew(*init)
+    torch.manual_seed(0)
+    theirs = reference.Model(*init)
+    mine, expected = ours.state_dict(), theirs.state_dict()
+    assert list(mine) == list(expected)
+    for key in expected:
+        assert torch.equal(mine[key], expected[key]), key
+    ours.load_state_dict(expected, strict=True)
+    # every `self.a.b[0].c` forward reads exists on the built model
+    model_new = next(c for c in ast.parse(text).body if isinstance(c, ast.ClassDef) and c.name == "ModelNew")
+    forward = next(f for f in model_new.body if isinstance(f, ast.FunctionDef) and f.name == "forward")
+    for node in ast.walk(forward):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and "self." in ast.unparse(node) and \
+                isinstance(node.ctx, ast.Load) and ast.unparse(node).startswith("self."):
+            expr = ast.unparse(node)
+            if "(" not in expr and not expr.endswith(".apply"):
+                eval(expr, {"self": ours})
+
+
+def emitted(name: str) -> str:
+    return emit_reference(str(HERE / "references" / f"{name}.py"))[0]
+
+
+def forward_source(text: str) -> str:
+    return text[text.index("    def forward(self"):text.index("\ndef get_inputs")]
+
+
+def test_containers_are_indexed_not_dotted():
+    text = emitted("sequential_modulelist_blocks")
+    assert "self.block[0]._conv_forward(x, self.block[0].weight, None)" in text
+    assert "self.norms[1].weight" in text and "self.scales[0]" in text
+
+
+def test_what_model_reads_from_its_file_comes_along_and_forward_keeps_its_defaults():
+    text = emitted("helper_class_prelude")
+    prelude = text[text.index("# ---- from the reference"):text.index("CUDA_SOURCE")]
+    for line in ("import math", "from typing import Optional", "INIT_SCALE = 0.5", "class ChannelScale(nn.Module):"):
+        assert line in prelude
+    assert "get_inputs" not in prelude and "class Model(" not in prelude
+    assert "def forward(self, x, shift=0.25):" in text
+
+
+def test_a_tensor_made_in_forward_is_a_buffer_and_keywords_are_read(monkeypatch):
+    text = emitted("tensor_constants_keywords")
+    assert "self.register_buffer('_tensor_constant0', torch.tensor(0.10000000149011612, dtype=torch.float32), " \
+           "persistent=False)" in text
+    model = load_emitted(text, monkeypatch).ModelNew(6, 2)
+    assert "_tensor_constant0" not in model.state_dict() and model._tensor_constant0.item() == pytest.approx(0.1)
+    # every op, the keyword-passed ones included, is in the one region
+    assert forward_source(text).count("_Region0.apply") == 1 and "torch." not in forward_source(text).replace(
+        "torch.is_grad_enabled", "")
+
+
+def test_non_float32_and_infinite_constants_stay_pytorch_and_print_as_python():
+    text = emitted("where_inf_bool_mask_float64")
+    assert "float('-inf')" in text
+    assert "an element-wise op on a tensor that is not float32" in text
+
+
+def test_a_convolution_called_with_more_than_its_input_keeps_its_bias_and_arguments():
+    text = emitted("convt_output_size_inplace_dropout")
+    assert "self.up(x, output_size=[14, 18])" in text
+    # the in-place dropout writes a fresh tensor: the region's saved output stays valid for its backward
+    assert "self.drop.inplace = False" in text
+
+
+def test_the_training_flag_follows_the_model_and_functors_keep_four_parameters():
+    text = emitted("training_flag_many_params")
+    assert "training=self.training" in text
+    assert "_Region0.apply(x, self.w, self.b, 2, 1e-05" in text
+    assert "_Pointwise0.apply(" in text   # the fifth parameter's multiply
+
+
+def test_a_forward_that_branches_on_training_is_refused(tmp_path):
+    path = tmp_path / "branchy.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(2, 4)\n\n"
+                    "    def forward(self, x):\n        y = self.gn(x)\n        if self.training:\n"
+                    "            y = y * 2\n        return y\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 3, 3)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(RefError, match="branches on self.training"):
+        emit_reference(str(path))
+
+
+def test_an_internal_planning_failure_is_one_line(monkeypatch):
+    import kgen.ref.emit as emit_module
+
+    def broken(ref, conv):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(emit_module, "make_plan", broken)
+    with pytest.raises(RefError) as info:
+        emit_reference(str(OWN[0]))
+    message = str(info.value)
+    assert "\n" not in message and "internal error" in message and "IndexError" in message
