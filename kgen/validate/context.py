@@ -24,6 +24,9 @@ from kgen.validate.checks import Check
 
 PROGRESS_PREFIX = "[kgen-progress] "   # a line of the child's log that the parent shows as progress
 
+# The random state every model call starts from: the run's seed plus this.
+CALL_SEED_OFFSET = 7919
+
 
 class StageError(Exception):
     """A problem that ends the run, with the kind the report shows (e.g. "usage")."""
@@ -207,8 +210,14 @@ class Context:
         return make_inputs(self.specs if specs is None else specs, kind, seed, self.device,
                            materialize=self.ref_mod.get_inputs)
 
-    def run(self, model, inputs) -> list:
-        """Call a model and wait for the device, so an asynchronous CUDA error surfaces here."""
+    def run(self, model, inputs, same_draws: bool = False) -> list:
+        """Call a model and wait for the device, so an asynchronous CUDA error surfaces here. same_draws: start
+        from a fixed random state, so that a reference that draws (dropout in training mode) and a solution
+        making the same PyTorch calls draw the same numbers (the calls whose results are compared; the
+        determinism checks' repeated calls are not reseeded, so a solution whose output follows the random
+        state still shows as nondeterministic)."""
+        if same_draws:
+            torch.manual_seed(self.seed + CALL_SEED_OFFSET)
         out = outputs_of(model(*inputs))
         self.sync()
         return out

@@ -42,7 +42,7 @@ def forward_backward(ctx: Context, model, inputs: list, upstream: Callable, want
         x.requires_grad_(want_grads)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     with torch.set_grad_enabled(want_grads):
-        outs = ctx.run(model, inputs)
+        outs = ctx.run(model, inputs, same_draws=True)
     if not want_grads:
         return outs, None
     touts = tensors_of(outs)

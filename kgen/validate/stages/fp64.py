@@ -52,7 +52,7 @@ def fp64_arbiter(ctx: Context, inputs: list, upstream: Callable, keys: list[str]
         return None
     batch = inputs[leaves[0]].shape[0]
     with torch.no_grad():
-        full_out = tensors_of(ctx.run(ctx.ref_model, inputs))
+        full_out = tensors_of(ctx.run(ctx.ref_model, inputs, same_draws=True))
     grads_out = upstream(full_out)
     chunk = max(1, fp64_samples(ctx, batch) * 4)
     distances = _fp64_distances(ctx, inputs, leaves, full_out, grads_out, keys, new_grads, ref_grads, chunk)
