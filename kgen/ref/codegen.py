@@ -81,6 +81,12 @@ class ForwardWriter:
                 rest = "".join([f", {self.value(a)}" for a in node.args[1:]] +
                                [f", {k}={self.value(v)}" for k, v in node.kwargs.items()])
                 return f"{var(node.name)} = {self.attr(node.target)}(_ChannelsLastCopy.apply({self.value(node.args[0])}){rest})"
+            if getattr(module, "inplace", False) is True and node.args:
+                # The module writes its input in place: it gets a copy, so that what kgen's steps saved for the
+                # backward stays intact, with the reference's own (in-place) kernel and random draws.
+                rest = "".join(f", {self.value(a)}" for a in node.args[1:])
+                return (f"{var(node.name)} = {self.attr(node.target)}({self.value(node.args[0])}.clone(){rest})"
+                        "  # in place in the reference: a copy keeps the saved tensors intact")
             return f"{var(node.name)} = {self.attr(node.target)}({self.call_args(node)})"
         if node.op == "call_method":
             rest = [self.value(a) for a in node.args[1:]] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
@@ -295,18 +301,11 @@ def baked_constants(plan: Plan) -> dict:
 def init_extra(plan: Plan) -> list[str]:
     """Statements ModelNew.__init__ runs after the reference's own: fx's tensor constants (`torch.tensor(0.5)` in
     forward) as non-persistent buffers, so the kernels can read them on the model's device and the state_dict
-    stays the reference's; and inplace=False on every module forward calls in place, because the plan works on
-    values (trace.resolve_inplace) and a kgen step keeps its output for the backward, which an in-place write
-    after it would invalidate."""
+    stays the reference's."""
     lines = []
     for name, tensor in plan.ref.constants.items():
         values = literal(tensor.tolist()) if tensor.dim() else literal(tensor.item())
         lines.append(f"self.register_buffer({name!r}, torch.tensor({values}, dtype={tensor.dtype}), persistent=False)")
-    for node in plan.ref.graph.nodes:
-        if node.op == "call_module" and getattr(plan.ref.gm.get_submodule(node.target), "inplace", False) is True:
-            line = f"{self_attr(node.target, plan.ref.model)}.inplace = False"
-            if line not in lines:
-                lines.append(line)
     return lines
 
 
