@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-OWN = sorted((ROOT / "tests" / "ref" / "references").glob("*.py"))
+OWN = sorted((ROOT / "tests" / "ref" / "references").glob("*.py")) + sorted((ROOT / "tests" / "ref" / "probe").glob("*.py"))
 OTHER_SHAPES = {
     "conv1d_gn_noaffine_relu": (["[3, 16, 4, 4]"], ["[2, 3, 50]"]),
     "two_groupnorms": (["[24, 64, 8, 16]"], ["[5, 24]"]),

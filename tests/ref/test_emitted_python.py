@@ -16,6 +16,9 @@ from kgen.ref.trace import RefError
 
 HERE = Path(__file__).parent
 OWN = sorted((HERE / "references").glob("*.py"))
+# References written to probe the planner (session 20): each emitted and validated on an H100
+# (benchmarks/h100/s20/run5, run6).
+PROBE = sorted((HERE / "probe").glob("*.py"))
 
 
 def load_emitted(text: str, monkeypatch) -> types.ModuleType:
@@ -33,7 +36,7 @@ def load_reference_module(path: Path) -> types.ModuleType:
     return module
 
 
-@pytest.mark.parametrize("path", OWN, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", OWN + PROBE, ids=lambda p: p.stem)
 def test_model_new_builds_with_the_references_state(path, monkeypatch):
     text, _, _ = emit_reference(str(path))
     solution = load_emitted(text, monkeypatch)
