@@ -84,12 +84,13 @@ def load_reference(path: str | Path) -> Reference:
         tracer = torch.fx.Tracer()
         tracer.record_stack_traces = True
         gm = torch.fx.GraphModule(model, tracer.trace(model))
-        model.eval()
-        eval_graph = torch.fx.Tracer().trace(model)
-        model.train()
+        mode = model.training
+        model.train(not mode)
+        other_graph = torch.fx.Tracer().trace(model)
+        model.train(mode)
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
-    flags = training_flags(gm.graph, eval_graph, path)
+    flags = training_flags(gm.graph, other_graph, mode, path)
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
@@ -103,7 +104,7 @@ def load_reference(path: str | Path) -> Reference:
     # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
-    mark_training_flags(gm.graph, flags)   # after the shapes: PyTorch's ops take only a real bool
+    mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,
@@ -116,26 +117,27 @@ def load_reference(path: str | Path) -> Reference:
 
 # ---- self.training -----------------------------------------------------------------------------------
 # fx evaluates `self.training` while tracing: `F.dropout(x, 0.3, training=self.training)` would be baked in as
-# training=True. The model is traced again in eval mode; an argument that is True in the first graph and False
-# in the second is the flag, and the emitted call reads `self.training` there. A forward whose graph differs
-# in any other way between the modes (it branches on self.training) is refused: kgen plans one graph.
+# training=True. The model is traced again in the other mode; an argument that is the mode in the first graph
+# and its negation in the second is the flag, and the emitted call reads `self.training` there. A forward whose
+# graph differs in any other way between the modes (it branches on self.training) is refused: kgen plans one graph.
 
 class TrainingFlag:
-    """`self.training` in an argument of the traced graph: true while tracing, written as `self.training`."""
+    """`self.training` in an argument of the traced graph: the mode it was traced in, written `self.training`."""
+
+    def __init__(self, traced: bool):
+        self.traced = traced
 
     def __bool__(self) -> bool:
-        return True
+        return self.traced
 
     def __repr__(self) -> str:
         return "self.training"
 
 
-TRAINING = TrainingFlag()
-
-
-def training_flags(graph: torch.fx.Graph, eval_graph: torch.fx.Graph, path: Path) -> list:
-    """(node name, "args" or "kwargs", position or keyword) of every argument that is `self.training`."""
-    train_nodes, eval_nodes = list(graph.nodes), list(eval_graph.nodes)
+def training_flags(graph: torch.fx.Graph, other_graph: torch.fx.Graph, mode: bool, path: Path) -> list:
+    """(node name, "args" or "kwargs", position or keyword) of every argument that is `self.training`: `mode` in
+    `graph` (traced in that mode), its negation in `other_graph`."""
+    train_nodes, eval_nodes = list(graph.nodes), list(other_graph.nodes)
 
     def same_op(a, b) -> bool:
         constants = a.op == b.op == "get_attr" and all(str(n.target).startswith("_tensor_constant") for n in (a, b))
@@ -151,7 +153,7 @@ def training_flags(graph: torch.fx.Graph, eval_graph: torch.fx.Graph, path: Path
         pairs = [("args", i, x, y) for i, (x, y) in enumerate(zip(a.args, b.args))]
         pairs += [("kwargs", k, a.kwargs[k], b.kwargs.get(k)) for k in a.kwargs]
         for where, key, x, y in pairs:
-            if x is True and y is False:
+            if x is mode and y is (not mode):
                 found.append((a.name, where, key))
             elif not isinstance(x, (torch.fx.Node, list, tuple, dict)) and (type(x) is not type(y) or x != y):
                 raise RefError(f"{path}: `{_source_line(a, path) or a.name}`: an argument differs between training "
@@ -159,14 +161,15 @@ def training_flags(graph: torch.fx.Graph, eval_graph: torch.fx.Graph, path: Path
     return found
 
 
-def mark_training_flags(graph: torch.fx.Graph, flags: list) -> None:
+def mark_training_flags(graph: torch.fx.Graph, flags: list, mode: bool) -> None:
     nodes = {n.name: n for n in graph.nodes}
+    flag = TrainingFlag(mode)
     for name, where, key in flags:
         node = nodes[name]
         if where == "args":
-            node.args = tuple(TRAINING if i == key else v for i, v in enumerate(node.args))
+            node.args = tuple(flag if i == key else v for i, v in enumerate(node.args))
         else:
-            node.kwargs = {**node.kwargs, key: TRAINING}
+            node.kwargs = {**node.kwargs, key: flag}
 
 
 # ---- tensors passed by keyword -------------------------------------------------------------------------

@@ -140,3 +140,15 @@ def test_an_internal_planning_failure_is_one_line(monkeypatch):
         emit_reference(str(OWN[0]))
     message = str(info.value)
     assert "\n" not in message and "internal error" in message and "IndexError" in message
+
+
+def test_the_training_flag_is_found_in_a_model_built_in_eval_mode(tmp_path):
+    path = tmp_path / "built_eval.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.gn = nn.GroupNorm(2, 4)\n        self.eval()\n\n"
+                    "    def forward(self, x):\n        return F.dropout(torch.relu(self.gn(x)), 0.5, self.training)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 3, 3)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    text = emit_reference(str(path))[0]
+    assert "F.dropout(relu, p=0.5, training=self.training, inplace=False)" in text
