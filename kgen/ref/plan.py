@@ -41,6 +41,7 @@ MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
 # A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
 MAX_FUNCTOR_PARAMS = 4
+SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to"}
@@ -464,12 +465,18 @@ class Planner(ReductionPlanning, BatchNormPlanning):
         outside = {t.name for m in members for t in by_name[m][4] if t.name not in members}
         return [n for n in self.nodes if n.name in outside]
 
+    def size_arithmetic(self, node) -> bool:
+        """Python arithmetic on sizes (`x.size(2) * 2` for a conv's output_size): no tensor among its operands."""
+        return node.op == "call_function" and node.target in SIZE_OPERATORS and not any(
+            isinstance(a, torch.fx.Node) and tensor_shape(a) is not None for a in node.args)
+
     def library(self, node, fallback: str = "") -> None:
         module = self.module(node)
         known = (bool(fallback) or node.op == "get_attr" or
                  (module is not None and isinstance(module, LIBRARY_MODULES)) or
                  (node.op == "call_function" and node.target in LIBRARY_FUNCTIONS) or
-                 (node.op == "call_method" and node.target in LIBRARY_METHODS))
+                 (node.op == "call_method" and node.target in LIBRARY_METHODS) or
+                 self.size_arithmetic(node))
         if not known:
             what = (type(module).__name__ if module is not None else
                     getattr(node.target, "__name__", str(node.target)))

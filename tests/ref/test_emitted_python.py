@@ -152,3 +152,9 @@ def test_the_training_flag_is_found_in_a_model_built_in_eval_mode(tmp_path):
                     "def get_init_inputs():\n    return []\n")
     text = emit_reference(str(path))[0]
     assert "F.dropout(relu, p=0.5, training=self.training, inplace=False)" in text
+
+
+def test_size_arithmetic_stays_python():
+    text = emit_reference(str(HERE / "probe" / "convt_output_size_from_input_sizes.py"))[0]
+    forward = forward_source(text)
+    assert "mul = size * 2" in forward and "self.up(x, output_size=[mul, mul_1])" in forward
