@@ -211,3 +211,13 @@ def test_gradient_wrong_over_a_band_at_a_kink_fails_the_rounding_sensitivity_arb
     assert failed and all(c.name.endswith("grad input[0]") for c in failed)
     assert all("beyond the reference's rounding noise" in c.detail for c in failed)
     assert exit_code(result.checks, result.ran) == EXIT_FAIL
+
+
+def test_a_reference_that_draws_and_returns_a_view_passes_its_faithful_solution():
+    """Dropout in training mode: the compared calls start from one random state, so the same PyTorch calls draw
+    the same mask; and an output may be non-contiguous where the reference's is (a transposed view)."""
+    result = run("same_dropout_transposed", reference=str(RUNTIME_FILES / "reference_dropout_transposed.py.txt"))
+    failed = [c.name for c in result.checks if c.ok is False]
+    assert exit_code(result.checks, result.ran) == EXIT_PASS, failed
+    names = [c.name for c in result.checks]
+    assert "trial 1 (rand) forward" in names and "trial 1 (rand) output contiguous" in names
