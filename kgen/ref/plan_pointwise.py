@@ -1,0 +1,187 @@
+"""The rest of the graph (part of the Planner, plan.py): the element-wise ops no region took become kgen
+element-wise kernels (pointwise steps: DAGs over at most four tensors and four per-channel parameters), and
+every other node stays the reference's PyTorch call (a library step), or is one line naming what kgen cannot
+plan."""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kgen.ref import ops
+from kgen.ref.graph import names_of
+from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
+from kgen.ref.trace import RefError, tensor_shape
+
+LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+                   nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
+                   nn.InstanceNorm2d, nn.InstanceNorm3d, nn.LayerNorm, nn.Dropout, nn.Dropout1d, nn.Dropout2d,
+                   nn.Dropout3d, nn.AlphaDropout, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d,
+                   nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
+                   nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d, nn.Flatten, nn.Identity,
+                   nn.Upsample, nn.PixelShuffle, nn.Embedding, nn.Softmax, nn.LogSoftmax)
+LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F.conv1d, F.conv2d, F.conv3d,
+                     F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.dropout, F.batch_norm,
+                     F.layer_norm, F.instance_norm, F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d,
+                     F.avg_pool2d, F.avg_pool3d, F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d,
+                     F.interpolate, F.softmax, F.log_softmax, torch.flatten, torch.cat, torch.stack, torch.reshape,
+                     torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze, torch.softmax, torch.log_softmax,
+                     torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp,
+                     torch.tensor, operator.getitem, getattr, torch.einsum}
+# An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
+# this many per-channel parameters (gn_region_common.cuh's kMaxParams).
+MAX_POINTWISE_INPUTS = 4
+MAX_POINTWISE_PARAMS = 4
+SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
+LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
+                   "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
+                   "matmul", "mm", "bmm", "t", "float", "to"}
+
+
+class PointwisePlanning:
+    """Planner methods for the element-wise kernels outside regions and for library steps."""
+
+    def pointwise_and_library(self) -> None:
+        pending: list = []
+        conditions: list = []
+        for node in self.nodes:
+            if node.op in ("placeholder", "output") or node.name in self.claimed:
+                continue
+            if ops.comparison(node) is not None:
+                conditions.append(node)  # folded into the where that reads it, or PyTorch's: decided below
+                continue
+            full = tensor_shape(node)
+            found = self.elementwise(node, full) if full is not None else None
+            recognised = ops.recognise(node, self.module(node)) if full is not None else None
+            if found is None and recognised is not None and not self.float32(node, recognised[1]):
+                self.library(node, fallback="an element-wise op on a tensor that is not float32")
+                continue
+            if found is not None:
+                name, operands, consts = found
+                tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                           and self.param_of(o, full) is None]
+                if tensors:
+                    pending.append((node, name, operands, consts, tensors))
+                    continue
+            if node.op == "call_function" and node.target is torch.where:
+                self.library(node, fallback="a where whose condition is read elsewhere")
+                continue
+            self.library(node)
+        self.pointwise_steps(pending)
+        for node in conditions:
+            if node.name not in self.claimed:
+                self.library(node, fallback="a comparison read outside kgen's kernels")
+
+    def pointwise_steps(self, pending) -> None:
+        """The element-wise nodes no region took become kgen element-wise kernels: each one a DAG grown back from
+        its output (the latest node not yet taken) over the nodes of the same shape whose every reader is
+        already inside, reading at most MAX_POINTWISE_INPUTS tensors (a region's output, a library op's, the
+        model's input, each maybe broadcast) and at most kMaxParams per-channel parameters."""
+        by_name = {p[0].name: p for p in pending}
+        taken: set[str] = set()
+        for node, *_ in reversed(pending):
+            if node.name in taken:
+                continue
+            full = tensor_shape(node)
+            members = self.grow_pointwise(node, full, by_name, taken)
+            nodes = [n for n in self.nodes if n.name in members]
+            inputs = self.pointwise_inputs(members, by_name)
+            params: list[Param] = []
+            chain = []
+            for member in nodes:
+                _, cname, cops, cconsts, _ = by_name[member.name]
+                converted = self.operands(member, cops, full, params, inputs={i.name for i in inputs})
+                if converted is None:
+                    break
+                chain.append(self.pw_node(member, cname, converted, cconsts))
+            readable = all(_broadcasts(tensor_shape(i), full) for i in inputs) and len(full) <= 5
+            if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
+                why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
+                       len(chain) == len(nodes) else
+                       "it reads a value that is not a tensor (a forward argument)" if any(
+                           tensor_shape(i) is None for i in inputs) else
+                       "a tensor that does not broadcast to the output, or an output of rank above 5")
+                for member in nodes:
+                    self.library(member, fallback=f"element-wise op kgen's element-wise kernel cannot take ({why})")
+                    taken.add(member.name)
+                continue
+            step = PointwiseStep(index=0, inputs=[i.name for i in inputs],
+                                 input_shapes=[list(tensor_shape(i)) for i in inputs], nodes=chain, params=params,
+                                 output=node.name, shape=full)
+            for name in names_of(chain):
+                self.claimed[name] = step
+            taken |= members
+            self.steps.append(step)
+        # numbered in graph order, as plan() sorts the steps
+        pointwise = sorted((s for s in self.steps if isinstance(s, PointwiseStep)), key=lambda s: self.order[s.output])
+        for index, step in enumerate(pointwise):
+            step.index = index
+
+    def grow_pointwise(self, output, full, by_name, taken) -> set:
+        """The element-wise nodes of one kernel: `output`, then every pending node of its shape that feeds a
+        member and is read only by members, while the tensors read from outside and the parameters stay within
+        their limits."""
+        members = {output.name}
+        grown = True
+        while grown:
+            grown = False
+            covered = members | {by_name[m][0].args[0].name for m in members if by_name[m][1].startswith("where_")}
+            for member in [n for n in self.nodes if n.name in members]:
+                for tensor in by_name[member.name][4]:
+                    if tensor.name in members or tensor.name in taken or tensor.name not in by_name or \
+                            tensor_shape(tensor) != full or not all(u.name in covered for u in tensor.users):
+                        continue
+                    trial = members | {tensor.name}
+                    if len(self.pointwise_inputs(trial, by_name)) > MAX_POINTWISE_INPUTS or \
+                            len(self.pointwise_params(trial, by_name, full)) > MAX_POINTWISE_PARAMS:
+                        continue
+                    members = trial
+                    grown = True
+                    break
+                if grown:
+                    break
+        return members
+
+    def pointwise_params(self, members: set, by_name, full) -> set:
+        """The per-channel (or one-value) parameters the members read."""
+        return {o.name for m in members for o in by_name[m][2]
+                if isinstance(o, torch.fx.Node) and self.param_of(o, full) is not None}
+
+    def pointwise_inputs(self, members: set, by_name) -> list:
+        """The tensors the members read from outside them, in graph order."""
+        outside = {t.name for m in members for t in by_name[m][4] if t.name not in members}
+        return [n for n in self.nodes if n.name in outside]
+
+    def size_arithmetic(self, node) -> bool:
+        """Python arithmetic on sizes (`x.size(2) * 2` for a conv's output_size): no tensor among its operands."""
+        return node.op == "call_function" and node.target in SIZE_OPERATORS and not any(
+            isinstance(a, torch.fx.Node) and tensor_shape(a) is not None for a in node.args)
+
+    def library(self, node, fallback: str = "") -> None:
+        module = self.module(node)
+        known = (bool(fallback) or node.op == "get_attr" or
+                 (module is not None and isinstance(module, LIBRARY_MODULES)) or
+                 (node.op == "call_function" and node.target in LIBRARY_FUNCTIONS) or
+                 (node.op == "call_method" and node.target in LIBRARY_METHODS) or
+                 self.size_arithmetic(node))
+        if not known:
+            what = (type(module).__name__ if module is not None else
+                    getattr(node.target, "__name__", str(node.target)))
+            raise RefError(f"{self.where(node)}: kgen cannot plan `{what}` ({node.op}): it is neither a library "
+                           "op kgen keeps in PyTorch nor an element-wise op, GroupNorm or reduction it fuses")
+        taker = self.claimed.get(f"peel:{node.name}")
+        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
+                           bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
+        self.claimed[node.name] = step
+        self.steps.append(step)
+
+
+def _broadcasts(shape, full) -> bool:
+    """Whether a tensor of `shape` broadcasts to `full` (rank at most 5: the element-wise kernel's (N, C, *); a
+    lower-rank output is viewed as (N, 1) or (1, 1))."""
+    if shape is None or full is None or len(shape) > len(full) or len(full) > 5:
+        return False
+    aligned = [1] * (len(full) - len(shape)) + list(shape)
+    return all(a in (1, f) for a, f in zip(aligned, full))
