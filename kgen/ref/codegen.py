@@ -305,8 +305,8 @@ def init_extra(plan: Plan) -> list[str]:
     stays the reference's."""
     lines = []
     for name, tensor in plan.ref.constants.items():
-        values = literal(tensor.tolist()) if tensor.dim() else literal(tensor.item())
-        lines.append(f"self.register_buffer({name!r}, torch.tensor({values}, dtype={tensor.dtype}), persistent=False)")
+        lines.append(f"self.register_buffer({name!r}, torch.tensor({literal(tensor.tolist())}, dtype={tensor.dtype}), "
+                     "persistent=False)")
     return lines
 
 
