@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Session 21's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/).
+#   run1: the wgmma ConvTranspose2d (convt_wgmma.cuh, v3): its GPU tests against float64 (9 geometries x 3 ops,
+#         the normalised output, determinism, the distance to cuDNN's TF32, errors), then the bench at L2-19's shape
+#         against cuDNN NCHW and channels-last.
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+OUT=${OUT:-/tmp/kgen-out}
+mkdir -p "$OUT/s21"
+case "${1:-}" in
+  run1)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    timeout -k 5 240 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
+      > "$OUT/s21/run1_build.log" 2>&1; echo "build exit $?"; grep -E "error|Used [0-9]+ registers" "$OUT/s21/run1_build.log" | head -8
+    timeout -k 5 200 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py -s 2>&1 | tail -25
+    timeout -k 5 120 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -12 ;;
+  *) echo "usage: $0 run1" ; exit 2 ;;
+esac

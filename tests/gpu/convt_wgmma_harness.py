@@ -1,0 +1,80 @@
+"""Test harness of kgen's wgmma ConvTranspose2d (kgen/templates/cuda/convt_wgmma.cuh, sm_90a, stride 1): one
+load_inline extension built straight from the .cuh building blocks, for sm_90a besides the GPU's own target.
+
+  convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
+  convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
+  convt_wgmma_available() -> whether the kernel runs on the current GPU
+
+variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_igemm.cuh", "convt_wgmma.cuh")
+SM90A = "-gencode=arch=compute_90a,code=sm_90a"
+
+BINDINGS = r"""
+namespace {
+template <class Op>
+std::vector<at::Tensor> forward_with(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t groups,
+                                     double eps, std::vector<int64_t> padding) {
+  return kgen::convt::convt_wgmma_moments<Op>(x, w, b, groups, eps, padding, Op{});
+}
+}  // namespace
+
+std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+                                            std::vector<int64_t> padding, int64_t variant) {
+  switch (variant) {
+    case 0: return forward_with<kgen::GeluErf>(x, w, b, groups, eps, padding);
+    case 1: return forward_with<kgen::Identity>(x, w, b, groups, eps, padding);
+    case 2: return forward_with<kgen::GeluTanh>(x, w, b, groups, eps, padding);
+  }
+  TORCH_CHECK(false, "kgen test: no variant ", variant);
+}
+
+std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+                                               at::Tensor beta, int64_t groups, double eps,
+                                               std::vector<int64_t> padding) {
+  using Op = kgen::GeluErf;
+  auto zs = forward_with<Op>(x, w, b, groups, eps, padding);
+  const auto& z = zs[0];
+  auto y = at::empty_like(z);
+  const kgen::GroupShape shape{z.size(0), z.size(1), groups, z.size(2) * z.size(3)};
+  kgen::groupnorm_normalize<Op, 256, 8>(z, zs[1], zs[2], gamma.contiguous(), beta.contiguous(), y, shape, Op{});
+  return {y, zs[0], zs[1], zs[2]};
+}
+
+bool convt_wgmma_available() {
+  int device = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  return kgen::convt::convt_wgmma_available(device);
+}
+"""
+
+CPP_SOURCE = """
+#include <torch/extension.h>
+std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+    std::vector<int64_t> padding, int64_t variant);
+std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+    at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
+bool convt_wgmma_available();
+"""
+FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_available"]
+VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2}
+
+
+def cuda_source() -> str:
+    return "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + BINDINGS
+
+
+def build_extension(verbose: bool = False):
+    from torch.utils.cpp_extension import load_inline
+
+    source = cuda_source()
+    digest = hashlib.sha256((CPP_SOURCE + source + SM90A).encode()).hexdigest()[:16]
+    return load_inline(name="kgen_test_convt_wgmma_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
+                       functions=FUNCTIONS, extra_cuda_cflags=["-O3", SM90A, "-Xptxas=-v"],
+                       verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")))

@@ -1,0 +1,159 @@
+"""kgen's wgmma ConvTranspose2d (kgen/templates/cuda/convt_wgmma.cuh: sm_90a, stride 1, issue 13) against float64:
+z = conv_transpose2d(x, w) + b within the TF32 bound of each element (the input truncated: 2^-10 relative; the
+weights rounded to nearest: 2^-11; times sum |x w| of its terms), the fused GroupNorm statistics of op(z) against
+float64 statistics of the kernel's own z, and the normalised output. Shapes: kernel 1 to 5, padding 0 to 2, input
+channels 3 to 80 (partial chunks of 8), output channels 24 to 130 (partial and several channel tiles, groups
+straddling them), batch 1, odd sizes (rows of odd width, scalar stores), several pixel tiles a sample. Also:
+bitwise determinism, the distance to cuDNN's TF32, clear errors.
+
+`python tests/gpu/test_convt_wgmma.py --bench` times it at L2-19's shape against cuDNN."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.gpu import convt_wgmma_harness as H  # noqa: E402
+from tests.gpu.timing import median_ms  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+EPS = 1e-5
+TF32_REL = 2.0 ** -10 + 2.0 ** -11   # input truncated, weights rounded to nearest
+OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}
+
+# (N, C_in, C_out, H, W, kernel, padding, groups)
+CASES = [
+    (2, 64, 64, 20, 19, 3, 0, 8),      # L2-19's layer at a small size; odd output width
+    (1, 3, 24, 17, 13, 1, 0, 6),       # kernel 1, C_in 3, batch 1
+    (2, 24, 48, 9, 11, 2, 0, 8),       # kernel 2; even widths: paired stores
+    (2, 48, 96, 7, 8, 4, 1, 12),       # kernel 4, padding 1, C_out 96: a second, partial channel tile
+    (1, 16, 70, 10, 7, 5, 2, 7),       # kernel 5, padding 2
+    (2, 9, 130, 6, 5, 3, 1, 2),        # groups of 65 channels straddling channel tiles
+    (1, 33, 64, 31, 29, 3, 1, 16),     # C_in 33: a partial chunk
+    (1, 80, 32, 6, 5, 1, 0, 4),        # 10 chunks
+    (2, 64, 64, 62, 64, 3, 0, 8),      # 9 pixel tiles a sample
+]
+
+
+@pytest.fixture(scope="module")
+def ext():
+    e = H.build_extension()
+    if not e.convt_wgmma_available():
+        major, minor = torch.cuda.get_device_capability()
+        assert (major, minor) != (9, 0), "an sm_90 GPU must run the sm_90a build"
+        pytest.skip("the wgmma conv needs an sm_90 GPU")
+    return e
+
+
+def make(case, seed):
+    n, c_in, c_out, h, w, k, pad, groups = case
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.rand(n, c_in, h, w, device="cuda", generator=gen) * 2 - 1
+    bound = 1.0 / (c_in * k * k) ** 0.5
+    weight = (torch.rand(c_in, c_out, k, k, device="cuda", generator=gen) * 2 - 1) * bound
+    bias = (torch.rand(c_out, device="cuda", generator=gen) * 2 - 1) * bound
+    gamma = torch.randn(c_out, device="cuda", generator=gen)
+    beta = torch.randn(c_out, device="cuda", generator=gen)
+    return x, weight, bias, gamma, beta, [pad] * 2, groups
+
+
+def conv64(x, weight, bias, pad):
+    return F.conv_transpose2d(x.double(), weight.double(), None if bias is None else bias.double(), padding=pad)
+
+
+def ids(c):
+    return f"{c[0]}x{c[1]}x{c[3]}x{c[4]}-co{c[2]}-k{c[5]}p{c[6]}"
+
+
+@pytest.mark.parametrize("variant", sorted(H.VARIANTS))
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_conv_and_statistics_match_float64(ext, case, variant):
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, variant)) % 2**31)
+    z, mean, rstd = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, H.VARIANTS[variant])
+    exact = conv64(x, weight, bias, pad)
+    bound = 1.25 * TF32_REL * conv64(x.abs(), weight.abs(), None, pad) + 1e-6
+    err = (z.double() - exact).abs()
+    assert z.shape == exact.shape
+    assert (err <= bound).all(), f"max err {err.max():.3g}, worst excess {(err - bound).max():.3g}"
+    u = OPS[variant](z.double()).reshape(z.shape[0], groups, -1)
+    mu, var = u.mean(-1), u.var(-1, unbiased=False)
+    got_mean = mean[..., 0].double() + mean[..., 1].double()
+    assert torch.allclose(got_mean, mu, atol=1e-6, rtol=1e-6), (got_mean - mu).abs().max()
+    assert torch.allclose(rstd.double(), 1 / torch.sqrt(var + EPS), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=ids)
+def test_groupnorm_output_matches_float64(ext, case):
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=7)
+    y, z, mean, rstd = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
+    ref = F.group_norm(F.gelu(z.double()), groups, gamma.double(), beta.double(), EPS)
+    assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
+
+
+def test_bitwise_deterministic(ext):
+    x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=3)
+    first = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
+    again = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
+    for a, b in zip(first, again):
+        assert torch.equal(a, b)
+
+
+def test_distance_to_cudnn_tf32(ext, capsys):
+    """Reported: kgen's z and cuDNN's TF32 z, each against float64, and against each other."""
+    x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=5)
+    torch.backends.cudnn.allow_tf32 = True
+    cudnn = F.conv_transpose2d(x, weight, bias, padding=pad)
+    z = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0)[0]
+    exact = conv64(x, weight, bias, pad)
+    with capsys.disabled():
+        print(f"\n  max |kgen - float64| {(z.double() - exact).abs().max():.3g}, "
+              f"|cuDNN TF32 - float64| {(cudnn.double() - exact).abs().max():.3g}, "
+              f"|kgen - cuDNN| {(z - cudnn).abs().max():.3g}")
+
+
+def test_clear_errors(ext):
+    x, weight, bias, gamma, beta, pad, groups = make(CASES[0], seed=1)
+    with pytest.raises(RuntimeError, match="CUDA"):
+        ext.convt_wgmma_forward(x.cpu(), weight, bias, groups, EPS, pad, 0)
+    with pytest.raises(RuntimeError, match="weight"):
+        ext.convt_wgmma_forward(x, weight[:3], bias, groups, EPS, pad, 0)
+    with pytest.raises(RuntimeError, match="divisible"):
+        ext.convt_wgmma_forward(x, weight, bias, 7, EPS, pad, 0)
+    with pytest.raises(RuntimeError, match="padding <= kernel size - 1"):
+        ext.convt_wgmma_forward(x, weight, bias, groups, EPS, [3, 3], 0)
+
+
+def bench() -> None:
+    """L2-19's shape: kgen's wgmma conv (+ moments), and with GELU + GroupNorm, against cuDNN NCHW and
+    channels-last (TF32), one process."""
+    ext = H.build_extension()
+    print("wgmma available:", ext.convt_wgmma_available())
+    torch.backends.cudnn.allow_tf32 = True
+    x = torch.rand(128, 64, 256, 256, device="cuda")
+    weight = torch.randn(64, 64, 3, 3, device="cuda") * 0.04
+    bias, gamma, beta = (torch.randn(64, device="cuda") for _ in range(3))
+    flop = 2 * 128 * 64 * 258 * 258 * 64 * 9
+    x_cl = x.to(memory_format=torch.channels_last)
+    z = ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0)[0]
+    ref = F.conv_transpose2d(x, weight, bias)
+    print(f"max |kgen - cuDNN TF32| at L2-19's shape: {(z - ref).abs().max():.3g} (|z| up to {ref.abs().max():.3g})")
+    del z, ref
+    rows = {
+        "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
+        "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
+                                                                                 EPS, [0, 0]),
+        "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
+        "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
+    }
+    for name, fn in rows.items():
+        ms = median_ms(fn)
+        print(f"{name:48s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
+
+
+if __name__ == "__main__":
+    if "--bench" in sys.argv:
+        bench()
