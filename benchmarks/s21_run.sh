@@ -5,6 +5,9 @@
 #         against cuDNN NCHW and channels-last.
 #   run2: run1: correct on the first run (12 tests passed before the kernel-5 case ran out of shared memory), but
 #         11.4 ms at L2-19 (55 TFLOP/s), not the ~2.5 ms predicted. ncu of one launch at batch 16: where it waits.
+#   run3: run2: tensor pipe 12 % busy, issue-bound (0.23 instructions a cycle a scheduler, 8.8 cycles apart, "no
+#         instruction" the first stall: i-cache) on ~18 K instructions a warp per tile. v3.1: register-staged loads,
+#         4 channels per 16-byte store; the epilogue through shared memory, a warp per channel. Tests, bench, ncu.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -21,5 +24,14 @@ case "${1:-}" in
       --section WarpStateStats --section SchedulerStats --section Occupancy --section MemoryWorkloadAnalysis \
       --section SourceCounters --print-details all python3 benchmarks/convt_wgmma_once.py 16 > "$OUT/s21/run2_ncu.log" 2>&1
     echo "ncu exit $?"; grep -iE "Duration|Throughput|stall|Eligible|Issued|Active Warps|Registers|Shared Memory Config|Bank|Pipe" "$OUT/s21/run2_ncu.log" | head -60 ;;
-  *) echo "usage: $0 run1|run2" ; exit 2 ;;
+  run3)
+    timeout -k 5 240 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
+      > "$OUT/s21/run3_build.log" 2>&1; echo "build exit $?"; grep -E "error|Used [0-9]+ registers" "$OUT/s21/run3_build.log" | head -8
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -s 2>&1 | tail -15
+    timeout -k 5 120 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -12
+    timeout -k 5 200 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+      --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis python3 benchmarks/convt_wgmma_once.py 16 \
+      > "$OUT/s21/run3_ncu.log" 2>&1
+    echo "ncu exit $?"; grep -iE "Duration|Tensor|Throughput  |Issued Warp|Eligible Warps|Warp Cycles Per Issued|Stall (No Inst|Wait|Short|Long|Barrier|Math|Dispatch|GMMA)" "$OUT/s21/run3_ncu.log" | head -30 ;;
+  *) echo "usage: $0 run1|run2|run3" ; exit 2 ;;
 esac

@@ -144,6 +144,8 @@ def bench() -> None:
     del z, ref
     rows = {
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
+        "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
+                                                                                        [0, 0], 1),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),

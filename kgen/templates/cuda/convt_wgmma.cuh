@@ -17,16 +17,23 @@
 // are computed and dropped.
 //
 // The block. 2 warpgroups x 256 pixels (N of m64n256k8), 64 output channels (M; more channels take more blocks),
-// K in chunks of 8 input channels, kWgStages shared-memory stages with kWgLead chunks in flight (cp.async 4-byte
-// copies of the input, zero-filled outside it; 16-byte copies of the weights, laid out and rounded to TF32 once per
-// call by convt_wgmma_weights_kernel). One barrier per chunk: a stage is refilled only after every warpgroup has
-// waited for the wgmma group that read it (kWgStages >= kWgLead + 2). The input goes to the tensor cores as raw
-// float bits: they drop the low 13 (truncation); the weights are rounded to nearest.
+// K in chunks of 8 input channels through kWgStages shared-memory stages. While the tensor cores multiply chunk c
+// (wgmma is asynchronous), the threads load chunk c + 1: each lane one frame position of 4 channel planes (a warp
+// reads 128 contiguous bytes of each plane) stored as one 16-byte unit (a warp writes 512 contiguous bytes), zeros
+// where the position is padding; the weights, laid out and rounded to TF32 once per call by
+// convt_wgmma_weights_kernel, as one contiguous run. One barrier per chunk: a stage is refilled only after every
+// warpgroup has waited for the wgmma group that read it. The input goes to the tensor cores as raw float bits:
+// they drop the low 13 (truncation); the weights are rounded to nearest.
 //
-// The epilogue works from the accumulators: z = acc + bias (a separately rounded add, as PyTorch's) stored straight
-// to NCHW (pairs of pixels as 8 bytes where they are), and op(z) folded per thread into moments shifted by op(bias)
-// (64 values a channel), combined over the 4 lanes of a channel, then per (sample, group, pixel tile, channel tile)
-// in a fixed order: convt_moments_finalize_kernel merges those in double. Deterministic, no atomics.
+// The epilogue: the accumulators go through shared memory ([channel][pixel], over the stages), then a warp takes
+// one channel at a time with its lanes along the pixels: z = acc + bias (a separately rounded add, as PyTorch's)
+// leaves as 16-byte stores where 4 pixels are contiguous in the output, and op(z) folds into moments shifted by
+// op(bias), combined over the warp, then per (sample, group, pixel tile, channel tile) in a fixed order;
+// convt_moments_finalize_kernel merges those in double. Deterministic, no atomics.
+//
+// (v3.0 measured on the H100: 4-byte cp.async copies, one per element, and an epilogue unrolled over the
+// accumulators in registers issued about 18 K instructions a warp per tile, 8.8 cycles apart, so the tensor pipe
+// was 12 % busy: 11.4 ms at L2-19. benchmarks/convt_fused/README.md, v3.)
 namespace kgen {
 namespace convt {
 
@@ -35,10 +42,10 @@ constexpr int kWgWarpgroups = 2;
 constexpr int kWgTilePixels = kWgPixels * kWgWarpgroups;  // a block's pixels
 constexpr int kWgChannels = 64;                           // M: a block's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
-constexpr int kWgStages = 4;
-constexpr int kWgLead = 2;
+constexpr int kWgStages = 3;  // chunk c + 1 loads into the stage of chunk c - 2 while chunk c multiplies
 constexpr int kWgThreads = 128 * kWgWarpgroups;
-static_assert(kWgStages >= kWgLead + 2, "a stage is refilled while the other warpgroup may still read the one before");
+constexpr int kWgTilePitch = kWgTilePixels + 8;           // the epilogue's [channel][pixel] rows: 8-byte stores
+                                                          // of a half warp hit 32 distinct banks
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -50,6 +57,7 @@ struct WgmmaGeometry {
   int chunks;         // K chunks: ceil(C_in / 8)
   int channel_tiles;  // ceil(C_out / 64)
   int64_t stage_floats;
+  int64_t main_floats;  // the stages, or the epilogue's tile where that is larger
   int64_t smem_bytes;
 };
 
@@ -160,52 +168,65 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
-  int* pos_off = reinterpret_cast<int*>(smem + kWgStages * g.stage_floats);
-  __shared__ Moments channel_moments[kWgWarpgroups][kWgChannels];
+  int* pos_off = reinterpret_cast<int*>(smem + g.main_floats);  // past the stages and the epilogue's tile
+  __shared__ Moments channel_moments[kWgChannels];
 
-  const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / kWarpSize, lane = tid % kWarpSize;
+  const int tid = threadIdx.x, wg = tid / 128, warp = tid / kWarpSize, lane = tid % kWarpSize;
   const int tile = blockIdx.x, ctile = blockIdx.y, n = blockIdx.z;
   const int taps = s.taps();
-  const int64_t f0 = int64_t(tile) * kWgTilePixels;
+  const int f0 = tile * kWgTilePixels;
   const int64_t in_plane = s.in_plane();
   const float* xn = x + int64_t(n) * s.in_channels * in_plane;
 
   // Each staged frame position's offset in an input plane, -1 where it is padding.
   for (int p = tid; p < g.positions; p += kWgThreads) {
-    const int64_t at = f0 + p, r = at / g.pitch;
-    const int64_t ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;  // iw < in_w by the choice of Q
-    pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 ? static_cast<int>(ih * s.in_w + iw) : -1;
+    const int at = f0 + p, r = at / g.pitch;
+    const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;  // iw < in_w by the choice of Q
+    pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 ? ih * s.in_w + iw : -1;
   }
   __syncthreads();
 
-  // Chunk c into a stage: lanes take 8 positions x 4 channels, so the 32 lanes write 128 consecutive bytes.
+  // Chunk c into a stage. Lanes take consecutive positions: each loads its position in 4 channel planes (a warp
+  // reads 128 bytes of each) and stores the 4 as one 16-byte unit (a warp writes 512 consecutive bytes). The
+  // weights are one contiguous run.
   auto load_chunk = [&](int c, int stage) {
-    float* xs = smem + stage * g.stage_floats;
-    float* ws = xs + 8 * g.positions;
-    const int ci0 = c * kWgChunk;
+    float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+    float4* ws = xs + 2 * g.positions;
+#pragma unroll
     for (int half = 0; half < 2; ++half) {
-      for (int it = tid; it < 4 * g.positions; it += kWgThreads) {
-        const int p = it >> 2, ch = it & 3, ci = ci0 + 4 * half + ch;
+      const float* plane[4];
+      bool has[4];
+#pragma unroll
+      for (int ch = 0; ch < 4; ++ch) {
+        const int ci = c * kWgChunk + 4 * half + ch;
+        has[ch] = ci < s.in_channels;
+        plane[ch] = xn + (has[ch] ? ci : 0) * in_plane;
+      }
+#pragma unroll 4
+      for (int p = tid; p < g.positions; p += kWgThreads) {
         const int off = pos_off[p];
-        const bool valid = off >= 0 && ci < s.in_channels;
-        copy4_or_zero(xs + (half * g.positions + p) * 4 + ch, valid ? xn + ci * in_plane + off : x, valid);
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (off >= 0) {
+          if (has[0]) v.x = __ldg(plane[0] + off);
+          if (has[1]) v.y = __ldg(plane[1] + off);
+          if (has[2]) v.z = __ldg(plane[2] + off);
+          if (has[3]) v.w = __ldg(plane[3] + off);
+        }
+        xs[half * g.positions + p] = v;
       }
     }
-    const float* wsrc = wprep + (int64_t(ctile) * g.chunks + c) * taps * 512;
-    for (int i = tid; i < taps * 128; i += kWgThreads) copy16(ws + 4 * i, wsrc + 4 * i);
+    const float4* wsrc = reinterpret_cast<const float4*>(wprep) + (int64_t(ctile) * g.chunks + c) * taps * 128;
+    for (int i = tid; i < taps * 128; i += kWgThreads) ws[i] = __ldg(wsrc + i);
   };
 
   float acc[128];
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-#pragma unroll
-  for (int c = 0; c < kWgLead; ++c) {
-    if (c < g.chunks) load_chunk(c, c);
-    copies_commit();
-  }
+  load_chunk(0, 0);
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  // Chunk c + 1 is loaded while the tensor cores work on chunk c: its stage held chunk c + 1 - kWgStages, which every
+  // warpgroup has waited for (this one at the end of the last iteration, the other before this barrier).
   for (int c = 0; c < g.chunks; ++c) {
-    copies_wait<kWgLead - 1>();
     fence_async_shared();
     __syncthreads();
     const uint32_t xs = smem_base + static_cast<uint32_t>((c % kWgStages) * g.stage_floats * 4);
@@ -218,66 +239,73 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
       wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
     }
     wgmma_commit();
-    if (c + kWgLead < g.chunks) load_chunk(c + kWgLead, (c + kWgLead) % kWgStages);
-    copies_commit();
+    if (c + 1 < g.chunks) load_chunk(c + 1, (c + 1) % kWgStages);
     wgmma_wait<1>();
   }
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < 128; ++i) fence_register(acc[i]);
+  __syncthreads();  // every warpgroup is done with the stages: the epilogue's tile takes their place
 
-  // Epilogue: rows 16 warp + lane / 4 (+ 8) of the block's channels; pixels f0 + 256 wg + 8 i + 2 (lane % 4) + e.
-  const int64_t out_plane = s.out_plane();
-  const bool pairs = s.out_w % 2 == 0 && g.pitch % 2 == 0;  // a pixel pair then shares a row and 8 bytes
+  // Epilogue, 1: the accumulators into shared memory as [channel][pixel] (rows 16 (warp % 4) + lane / 4 (+ 8),
+  // pixels 256 wg + 8 i + 2 (lane % 4)), and each pixel's offset in an output plane (-1: dropped).
+  float* cs = smem;
+  int* out_off = pos_off;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int co_local = warp * 16 + lane / 4 + 8 * r, co = ctile * kWgChannels + co_local;
-    const bool co_ok = co < s.out_channels;
-    const float b = co_ok ? __ldg(bias + co) : 0.f;
-    const float shift = op(b);
-    float* zc = z + (int64_t(n) * s.out_channels + (co_ok ? co : 0)) * out_plane;
-    float count = 0.f, s1 = 0.f, s2 = 0.f;
-    const int64_t first = f0 + wg * kWgPixels + 2 * (lane % 4);
-    int64_t oh = first / g.pitch;
-    int ow = static_cast<int>(first - oh * g.pitch);
+  for (int i = 0; i < 32; ++i)
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const float v0 = __fadd_rn(acc[4 * i + 2 * r], b), v1 = __fadd_rn(acc[4 * i + 2 * r + 1], b);
-      const bool ok0 = co_ok && oh < s.out_h && ow < s.out_w;
-      int ow1 = ow + 1;
-      int64_t oh1 = oh;
-      if (ow1 >= g.pitch) ow1 -= g.pitch, ++oh1;
-      const bool ok1 = co_ok && oh1 < s.out_h && ow1 < s.out_w;
-      if (pairs && ok0 && ok1) {
-        *reinterpret_cast<float2*>(zc + oh * s.out_w + ow) = make_float2(v0, v1);
-      } else {
-        if (ok0) zc[oh * s.out_w + ow] = v0;
-        if (ok1) zc[oh1 * s.out_w + ow1] = v1;
-      }
-      if (ok0) {
-        const float u = op(v0) - shift;
-        count += 1.f, s1 += u, s2 += u * u;
-      }
-      if (ok1) {
-        const float u = op(v1) - shift;
-        count += 1.f, s1 += u, s2 += u * u;
-      }
-      ow += 8;
-      while (ow >= g.pitch) ow -= g.pitch, ++oh;
+    for (int r = 0; r < 2; ++r) {
+      const int row = 16 * (warp % 4) + lane / 4 + 8 * r, col = wg * kWgPixels + 8 * i + 2 * (lane % 4);
+      *reinterpret_cast<float2*>(cs + row * kWgTilePitch + col) = make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
     }
-    Moments m{count, 0.f, 0.f};
-    if (count > 0.f) m = Moments{count, shift + s1 / count, fmaxf(s2 - s1 * s1 / count, 0.f)};
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
-                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
-      m = combine(m, other);
-    }
-    if (lane % 4 == 0) channel_moments[wg][co_local] = m;
+  for (int p = tid; p < kWgTilePixels; p += kWgThreads) {
+    const int at = f0 + p, oh = at / g.pitch, ow = at - oh * g.pitch;
+    out_off[p] = oh < s.out_h && ow < s.out_w ? oh * s.out_w + ow : -1;
   }
   __syncthreads();
 
-  // One partial per group this channel tile touches: its channels in order, warpgroup 0's pixels first.
+  // Epilogue, 2: a warp per channel at a time, lanes along pixels: z = acc + bias (a separately rounded add, as
+  // PyTorch's) stored 16 bytes a lane where 4 pixels are contiguous and aligned; op(z) into moments shifted by
+  // op(bias), combined over the warp.
+  const int64_t out_plane = s.out_plane();
+  const bool vec = out_plane % 4 == 0;
+  for (int k = warp; k < kWgChannels; k += kWgThreads / kWarpSize) {
+    const int co = ctile * kWgChannels + k;
+    if (co >= s.out_channels) break;  // warp-uniform; later k only larger
+    const float b = __ldg(bias + co);
+    const float shift = op(b);
+    float* zc = z + (int64_t(n) * s.out_channels + co) * out_plane;
+    float count = 0.f, s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int j = 0; j < kWgTilePixels / (4 * kWarpSize); ++j) {
+      const int p = 4 * lane + 4 * kWarpSize * j;
+      const float4 a4 = *reinterpret_cast<const float4*>(cs + k * kWgTilePitch + p);
+      const int4 o = *reinterpret_cast<const int4*>(out_off + p);
+      const float v[4] = {__fadd_rn(a4.x, b), __fadd_rn(a4.y, b), __fadd_rn(a4.z, b), __fadd_rn(a4.w, b)};
+      const int off[4] = {o.x, o.y, o.z, o.w};
+      if (vec && o.x >= 0 && o.w == o.x + 3 && o.x % 4 == 0) {
+        *reinterpret_cast<float4*>(zc + o.x) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (off[e] >= 0) zc[off[e]] = v[e];
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (off[e] >= 0) {
+          const float u = op(v[e]) - shift;
+          count += 1.f, s1 += u, s2 += u * u;
+        }
+      }
+    }
+    Moments m{count, 0.f, 0.f};
+    if (count > 0.f) m = Moments{count, shift + s1 / count, fmaxf(s2 - s1 * s1 / count, 0.f)};
+    m = warp_combine(m);
+    if (lane == 0) channel_moments[k] = m;
+  }
+  __syncthreads();
+
+  // One partial per group this channel tile touches: its channels in order.
   const int cpg = s.channels_per_group();
   const int co_lo = ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
   const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
@@ -285,8 +313,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     const int grp = g_first + tid;
     const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
     Moments m{0.f, 0.f, 0.f};
-    for (int w = 0; w < kWgWarpgroups; ++w)
-      for (int c = lo; c < hi; ++c) m = combine(m, channel_moments[w][c]);
+    for (int c = lo; c < hi; ++c) m = combine(m, channel_moments[c]);
     partial[((int64_t(n) * s.groups + grp) * g.tiles + tile) * g.channel_tiles + ctile] = m;
   }
 #else
@@ -342,12 +369,14 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.chunks = (s.in_channels + kWgChunk - 1) / kWgChunk;
   g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
-  g.smem_bytes = 4 * (kWgStages * g.stage_floats + positions);
+  const int64_t tile_floats = int64_t(kWgChannels) * kWgTilePitch;
+  g.main_floats = std::max<int64_t>(kWgStages * g.stage_floats, tile_floats);
+  g.smem_bytes = 4 * (g.main_floats + std::max<int64_t>(positions, kWgTilePixels));
   if (g.smem_bytes > smem_limit) {
     return "it would take " + std::to_string(g.smem_bytes) + " bytes of shared memory a block; the GPU allows " +
            std::to_string(smem_limit);
   }
-  if (frame > int64_t(1) << 40 || g.channel_tiles > 65535) return "the output is too large for one launch";
+  if (frame + positions >= (int64_t(1) << 31) || g.channel_tiles > 65535) return "the output is too large for one launch";
   return "";
 }
 
