@@ -5,7 +5,8 @@ load_inline extension built straight from the .cuh building blocks, for sm_90a b
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
-variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh."""
+variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
+alone and 11 the epilogue alone (GELU erf; neither computes the conv)."""
 from __future__ import annotations
 
 import hashlib
@@ -31,6 +32,9 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 0: return forward_with<kgen::GeluErf>(x, w, b, groups, eps, padding);
     case 1: return forward_with<kgen::Identity>(x, w, b, groups, eps, padding);
     case 2: return forward_with<kgen::GeluTanh>(x, w, b, groups, eps, padding);
+    // timing only: the main loop alone, the epilogue alone (GELU erf)
+    case 10: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 11: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 2>(x, w, b, groups, eps, padding, kgen::GeluErf{});
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }

@@ -146,6 +146,8 @@ def bench() -> None:
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
         "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
                                                                                         [0, 0], 1),
+        "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
+        "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 11),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
