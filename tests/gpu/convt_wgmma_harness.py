@@ -6,7 +6,8 @@ load_inline extension built straight from the .cuh building blocks, for sm_90a b
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
-alone and 11 the epilogue alone (GELU erf; neither computes the conv)."""
+alone, 11 the epilogue alone, 12 the main loop with aligned descriptors, 13 its wgmma alone (GELU erf; none of
+them computes the conv)."""
 from __future__ import annotations
 
 import hashlib
@@ -35,6 +36,8 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     // timing only: the main loop alone, the epilogue alone (GELU erf)
     case 10: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 11: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 2>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 12: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 3>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 13: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 4>(x, w, b, groups, eps, padding, kgen::GeluErf{});
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }

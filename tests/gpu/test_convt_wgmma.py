@@ -148,6 +148,10 @@ def bench() -> None:
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
         "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 11),
+        "  main loop, every tap at an aligned start (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 12),
+        "  main loop's wgmma alone, no loads (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 13),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
@@ -155,7 +159,7 @@ def bench() -> None:
     }
     for name, fn in rows.items():
         ms = median_ms(fn)
-        print(f"{name:48s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
+        print(f"{name:58s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
 
 
 if __name__ == "__main__":

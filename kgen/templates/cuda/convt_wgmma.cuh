@@ -161,7 +161,9 @@ __global__ void convt_wgmma_weights_kernel(const float* __restrict__ weight, flo
   }
 }
 
-// kPart: 0 the whole kernel; 1 the main loop alone, 2 the epilogue alone (on zero accumulators): for timing only.
+// kPart: 0 the whole kernel. For timing only: 1 the main loop alone; 2 the epilogue alone (on zero accumulators);
+// 3 the main loop with every tap's descriptor at the stage's aligned start (wrong products); 4 the main loop's
+// wgmma alone (no loads after the first chunk).
 template <class Op, int kPart = 0>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
@@ -236,18 +238,19 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     for (int t = 0; t < taps; ++t) {
       const int a = t / s.kernel_w, b = t - a * s.kernel_w;
       const uint64_t desc_w = smem_desc(ws + 2048u * t, 1024u, 128u);
-      const uint64_t desc_x = smem_desc(xs + 16u * (wg * kWgPixels + a * g.pitch + b), 16u * g.positions, 128u);
+      const int shift = kPart == 3 ? 0 : a * g.pitch + b;
+      const uint64_t desc_x = smem_desc(xs + 16u * (wg * kWgPixels + shift), 16u * g.positions, 128u);
       wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
     }
     wgmma_commit();
-    if (c + 1 < g.chunks) load_chunk(c + 1, (c + 1) % kWgStages);
+    if (kPart != 4 && c + 1 < g.chunks) load_chunk(c + 1, (c + 1) % kWgStages);
     wgmma_wait<1>();
   }
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < 128; ++i) fence_register(acc[i]);
   __syncthreads();  // every warpgroup is done with the stages: the epilogue's tile takes their place
-  if constexpr (kPart == 1) {
+  if constexpr (kPart == 1 || kPart == 3 || kPart == 4) {
     float keep = 0.f;
 #pragma unroll
     for (int i = 0; i < 128; ++i) keep += acc[i];
