@@ -35,20 +35,25 @@ def test_generated_file_builds_for_sm80_and_sm90(name, tmp_path):
 
 
 _BUILD_HARNESS = """
-import sys
+import importlib, sys
 sys.path.insert(0, sys.argv[1])
-from tests.gpu import convt_harness
-print("BUILT", convt_harness.build_extension().__name__)
+harness = importlib.import_module("tests.gpu." + sys.argv[2])
+print("BUILT", harness.build_extension().__name__)
 """
 
 
 @pytest.mark.skipif(build_problem() is not None, reason=build_problem() or "")
-def test_tensor_core_convt_builds_for_sm80_and_sm90(tmp_path):
-    """kgen's tensor-core ConvTranspose2d (issue 13) is in no emitted file yet: its test harness is built here so
-    that the kernel keeps compiling (mma.sync TF32 on sm_80/sm_90) while it waits for its GPU runs."""
+@pytest.mark.parametrize("harness", ["convt_harness", "convt_wgmma_harness"])
+def test_tensor_core_convt_builds_for_sm80_and_sm90(harness, tmp_path):
+    """kgen's tensor-core ConvTranspose2d (issue 13) is in no emitted file yet: its test harnesses are built here so
+    that the kernels keep compiling while they wait for their GPU runs: mma.sync TF32 (convt_igemm.cuh) for the
+    build's targets, and wgmma (convt_wgmma.cuh) for sm_90a besides them."""
     root = GENERATED.parent
     env = dict(os.environ, **build_environment(), TORCH_EXTENSIONS_DIR=str(tmp_path), MAX_JOBS="2")
-    result = subprocess.run([sys.executable, "-c", _BUILD_HARNESS, str(root)], env=env, capture_output=True,
-                            text=True, timeout=1800, cwd=root)
+    result = subprocess.run([sys.executable, "-c", _BUILD_HARNESS, str(root), harness], env=env,
+                            capture_output=True, text=True, timeout=1800, cwd=root)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "BUILT" in result.stdout
+    if harness == "convt_wgmma_harness":
+        flags = " ".join(p.read_text() for p in tmp_path.rglob("build.ninja"))
+        assert "sm_90a" in flags, "the wgmma harness was not built for sm_90a"

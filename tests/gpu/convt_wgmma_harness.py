@@ -83,5 +83,5 @@ def build_extension(verbose: bool = False):
     source = cuda_source()
     digest = hashlib.sha256((CPP_SOURCE + source + SM90A).encode()).hexdigest()[:16]
     return load_inline(name="kgen_test_convt_wgmma_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
-                       functions=FUNCTIONS, extra_cuda_cflags=["-O3", SM90A, "-Xptxas=-v"],
+                       functions=FUNCTIONS, extra_cuda_cflags=["-O3", SM90A],
                        verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")))
