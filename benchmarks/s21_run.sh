@@ -12,6 +12,8 @@
 #         the first stall. The main loop alone and the epilogue alone, timed in one run.
 #   run5: run4: main loop alone 6.72 ms, epilogue alone 2.20 ms. The main loop split: its wgmma alone (no loads),
 #         and with every tap's descriptor at an aligned start (are shifted descriptors slow?).
+#   run6: run5: wgmma alone 2.44 ms, aligned descriptors 6.24 (-5 %): the loads bound it. After the review's shared
+#         helpers (finalize_moments in convt_igemm.cuh, the tests' statistics check): both convt GPU test files.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -47,5 +49,7 @@ case "${1:-}" in
       > "$OUT/s21/run5_build.log" 2>&1; echo "build exit $?"
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -2
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -12 ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5" ; exit 2 ;;
+  run6)
+    timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py tests/gpu/test_convt_igemm.py 2>&1 | tail -3 ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6" ; exit 2 ;;
 esac

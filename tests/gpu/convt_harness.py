@@ -112,3 +112,14 @@ def build_extension(verbose: bool = False):
     return load_inline(name="kgen_test_convt_igemm_" + digest, cpp_sources=CPP_SOURCE, cuda_sources=source,
                        functions=FUNCTIONS, extra_cuda_cflags=["-O3"],
                        verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")))
+
+
+def assert_statistics_match(z, mean, rstd, op, groups: int, eps: float) -> None:
+    """The fused GroupNorm statistics of op(z), for the kernel's own z, against float64."""
+    import torch
+
+    u = op(z.double()).reshape(z.shape[0], groups, -1)
+    mu, var = u.mean(-1), u.var(-1, unbiased=False)
+    got_mean = mean[..., 0].double() + mean[..., 1].double()
+    assert torch.allclose(got_mean, mu, atol=1e-6, rtol=1e-6), (got_mean - mu).abs().max()
+    assert torch.allclose(rstd.double(), 1 / torch.sqrt(var + eps), atol=1e-5, rtol=1e-5)

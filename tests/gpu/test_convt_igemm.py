@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.gpu import convt_harness as H  # noqa: E402
-from tests.gpu.timing import median_ms  # noqa: E402
+from tests.gpu.timing import print_conv_rates  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 EPS = 1e-5
@@ -74,11 +74,7 @@ def test_conv_and_statistics_match_float64(ext, case, variant):
     assert z.shape == exact.shape
     assert (err <= bound).all(), f"max err {err.max():.3g}, worst excess {(err - bound).max():.3g}"
     # the statistics of op(z) for the kernel's own z, against float64
-    u = OPS[variant](z.double()).reshape(z.shape[0], groups, -1)
-    mu, var = u.mean(-1), u.var(-1, unbiased=False)
-    got_mean = mean[..., 0].double() + mean[..., 1].double()
-    assert torch.allclose(got_mean, mu, atol=1e-6, rtol=1e-6), (got_mean - mu).abs().max()
-    assert torch.allclose(rstd.double(), 1 / torch.sqrt(var + EPS), atol=1e-5, rtol=1e-5)
+    H.assert_statistics_match(z, mean, rstd, OPS[variant], groups, EPS)
 
 
 @pytest.mark.parametrize("case", CASES[:4], ids=lambda c: f"{c[0]}x{c[1]}x{c[3]}x{c[4]}-co{c[2]}-k{c[5]}s{c[6]}")
@@ -157,9 +153,7 @@ def bench() -> None:
     for config, text in H.CONFIGS.items():   # the tile configurations, conv + moments each
         rows[f"kgen conv + moments, {text}"] = (
             lambda c=config: ext.convt_forward_config(x, weight, bias, 8, EPS, [1, 1], [0, 0], [0, 0], c))
-    for name, fn in rows.items():
-        ms = median_ms(fn)
-        print(f"{name:72s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
+    print_conv_rates(rows, flop, 72)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.gpu import convt_harness as CH  # noqa: E402
 from tests.gpu import convt_wgmma_harness as H  # noqa: E402
-from tests.gpu.timing import median_ms  # noqa: E402
+from tests.gpu.timing import print_conv_rates  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 EPS = 1e-5
@@ -79,11 +80,7 @@ def test_conv_and_statistics_match_float64(ext, case, variant):
     err = (z.double() - exact).abs()
     assert z.shape == exact.shape
     assert (err <= bound).all(), f"max err {err.max():.3g}, worst excess {(err - bound).max():.3g}"
-    u = OPS[variant](z.double()).reshape(z.shape[0], groups, -1)
-    mu, var = u.mean(-1), u.var(-1, unbiased=False)
-    got_mean = mean[..., 0].double() + mean[..., 1].double()
-    assert torch.allclose(got_mean, mu, atol=1e-6, rtol=1e-6), (got_mean - mu).abs().max()
-    assert torch.allclose(rstd.double(), 1 / torch.sqrt(var + EPS), atol=1e-5, rtol=1e-5)
+    CH.assert_statistics_match(z, mean, rstd, OPS[variant], groups, EPS)
 
 
 @pytest.mark.parametrize("case", CASES[:4], ids=ids)
@@ -157,9 +154,7 @@ def bench() -> None:
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
         "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
     }
-    for name, fn in rows.items():
-        ms = median_ms(fn)
-        print(f"{name:58s} {ms:8.3f} ms   {flop / ms / 1e9:7.1f} TFLOP/s of the conv")
+    print_conv_rates(rows, flop, 58)
 
 
 if __name__ == "__main__":

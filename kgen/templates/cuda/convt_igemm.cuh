@@ -301,6 +301,15 @@ __global__ void convt_moments_finalize_kernel(const Moments* __restrict__ partia
   if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, eps, mean[row], rstd[row]);
 }
 
+// mean and rstd of every (sample, group) from its per_row partials.
+inline void finalize_moments(const Moments* partial, int64_t per_row, const ConvShape& s, double eps, at::Tensor& mean,
+                             at::Tensor& rstd, cudaStream_t stream) {
+  const int64_t rows = int64_t(s.batch) * s.groups;
+  convt_moments_finalize_kernel<<<blocks_for(rows * kWarpSize, 256), 256, 0, stream>>>(
+      partial, static_cast<int>(per_row), rows, eps, as_float2(mean), rstd.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 // Output size of ConvTranspose2d along one dim (dilation 1).
 inline int64_t transposed_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t out_pad) {
   return (in - 1) * stride - 2 * pad + kernel + out_pad;
@@ -377,10 +386,7 @@ std::vector<at::Tensor> convt_moments(const at::Tensor& input, const at::Tensor&
   kernel<<<grid, T::kThreads, T::kSmemBytes, stream>>>(x.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(),
                                                       z.data_ptr<float>(), partial_ptr, s, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t rows = int64_t(s.batch) * s.groups;
-  convt_moments_finalize_kernel<<<blocks_for(rows * kWarpSize, 256), 256, 0, stream>>>(
-      partial_ptr, static_cast<int>(per_row), rows, eps, as_float2(mean), rstd.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
 }
 

@@ -430,10 +430,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
                                                      bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
                                                      partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t rows = int64_t(s.batch) * s.groups;
-  convt_moments_finalize_kernel<<<blocks_for(rows * kWarpSize, 256), 256, 0, stream>>>(
-      partial_ptr, static_cast<int>(per_row), rows, eps, as_float2(mean), rstd.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
 }
 
