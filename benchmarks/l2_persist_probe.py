@@ -13,12 +13,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import glob
-import importlib.util
 import os
 import re
 import statistics
 
 import torch
+
+from run_solution_once import load_solution  # benchmarks/ is the script's own folder
 
 CUDA_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 CUDA_DEV_ATTR_MAX_PERSISTING_L2_CACHE_SIZE = 108
@@ -61,9 +62,7 @@ def main() -> None:
     parser.add_argument("--kernel", default="backward_pipeline")
     parser.add_argument("--calls", type=int, default=10)
     args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("probe_solution", args.solution)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_solution(args.solution, "probe_solution")
     torch.manual_seed(0)
     model = module.ModelNew(*module.get_init_inputs()).cuda()
     inputs = [t.cuda().requires_grad_(t.is_floating_point()) for t in module.get_inputs()]

@@ -8,15 +8,21 @@ import importlib.util
 import torch
 
 
+def load_solution(path: str, name: str = "solution_once"):
+    """The emitted file at `path` as a module."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("solution")
     parser.add_argument("--backward", action="store_true")
     parser.add_argument("--calls", type=int, default=3)
     args = parser.parse_args()
-    spec = importlib.util.spec_from_file_location("solution_once", args.solution)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_solution(args.solution)
     torch.manual_seed(0)
     model = module.ModelNew(*module.get_init_inputs()).cuda()
     inputs = [t.cuda().requires_grad_(args.backward) for t in module.get_inputs()]
