@@ -6,8 +6,8 @@ load_inline extension built straight from the .cuh building blocks, for sm_90a b
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
-alone, 11 the epilogue alone, 12 the main loop with aligned descriptors, 13 its wgmma alone (GELU erf; none of
-them computes the conv)."""
+alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop loading only the weights, 15 only
+the input (GELU erf; none of them computes the conv)."""
 from __future__ import annotations
 
 import hashlib
@@ -33,11 +33,12 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 0: return forward_with<kgen::GeluErf>(x, w, b, groups, eps, padding);
     case 1: return forward_with<kgen::Identity>(x, w, b, groups, eps, padding);
     case 2: return forward_with<kgen::GeluTanh>(x, w, b, groups, eps, padding);
-    // timing only: the main loop alone, the epilogue alone (GELU erf)
+    // timing only: the main loop alone, the epilogue alone, the main loop's wgmma alone (GELU erf)
     case 10: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 11: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 2>(x, w, b, groups, eps, padding, kgen::GeluErf{});
-    case 12: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 3>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 13: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 4>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 14: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 5>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 15: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 6>(x, w, b, groups, eps, padding, kgen::GeluErf{});
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }

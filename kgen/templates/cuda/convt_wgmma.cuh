@@ -4,48 +4,53 @@
 //
 // The conv as a GEMM per sample: D[co, f] = sum over (ci, tap) of W[co, (ci, tap)] * X[(ci, tap), f], where f is an
 // output pixel. wgmma wants both operands K-major in shared memory (K = input channels, 4 of them per 16 bytes),
-// so a block stages its input the other way round from NCHW: one 16-byte unit per (frame position, 4 channels).
+// so the input is staged the other way round from NCHW: one 16-byte unit per (frame position, 4 channels).
 //
 // The frame. At stride 1 a transposed conv is a direct conv of the input padded by PH = kH - 1 - pad rows and
 // PW = kW - 1 - pad columns with the kernel flipped: z[oh, ow] = sum_{a, b} xpad[oh + a, ow + b] W[kH-1-a, kW-1-b].
 // Lay xpad out with a row pitch of Q = W_in + PW and number output pixels f = oh Q + ow in the same pitch: the
 // value tap (a, b) reads for pixel f sits at frame position f + a Q + b, for every pixel. So a tap is a constant
-// shift of the staged positions, which a wgmma descriptor expresses as a start address: the block stages the
-// positions [f0, f0 + P) of its 512 pixels once per chunk of 8 input channels, and every tap multiplies from
-// there (P = 512 + (kH - 1) Q + kW - 1). A read past the right edge of a row lands on the next row's left
-// padding, which is zero as the true right padding would be. Columns ow >= W_out (pad > 0) and rows past the last
-// are computed and dropped.
+// shift of the staged positions, which a wgmma descriptor expresses as a start address: a tile of 512 pixels
+// stages the positions [f0, f0 + P) once per chunk of 8 input channels, and every tap multiplies from there
+// (P = 512 + (kH - 1) Q + kW - 1). A read past the right edge of a row lands on the next row's left padding,
+// which is zero as the true right padding would be. Columns ow >= W_out (pad > 0) and rows past the last are
+// computed and dropped.
 //
-// The block. 2 warpgroups x 256 pixels (N of m64n256k8), 64 output channels (M; more channels take more blocks),
-// K in chunks of 8 input channels through kWgStages shared-memory stages. While the tensor cores multiply chunk c
-// (wgmma is asynchronous), the threads load chunk c + 1: each lane one frame position of 4 channel planes (a warp
-// reads 128 contiguous bytes of each plane) stored as one 16-byte unit (a warp writes 512 contiguous bytes), zeros
-// where the position is padding; the weights, laid out and rounded to TF32 once per call by
-// convt_wgmma_weights_kernel, as one contiguous run. One barrier per chunk: a stage is refilled only after every
-// warpgroup has waited for the wgmma group that read it. The input goes to the tensor cores as raw float bits:
-// they drop the low 13 (truncation); the weights are rounded to nearest.
+// The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised.
+// - The producer warpgroup (40 registers a thread, setmaxnreg) fills a ring of 2-4 shared-memory stages, one
+//   chunk each. Its lanes take consecutive frame positions: each loads its position from 4 channel planes (a warp
+//   reads 128 contiguous bytes of each), rounds the values to TF32 (to nearest, as the weights), and stores them as
+//   one 16-byte unit (a warp writes 512 contiguous bytes); zeros where the position is padding. The weights, laid
+//   out and rounded once per call by convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. A stage is
+//   handed over by mbarriers: `full` (128 producer arrivals and the copy's bytes), `empty` (each consumer warp,
+//   once its wgmma have read the stage). So loads run up to a whole ring ahead of the tensor cores, across tiles.
+// - Two consumer warpgroups (232 registers) multiply: 256 pixels each (N of m64n256k8) by 64 output channels
+//   (M; more channels take more tiles), every tap of a chunk as one wgmma group.
+// - Their epilogue works on the accumulators where they are, in registers: z = acc + bias (a separately rounded
+//   add, as PyTorch's) is stored as 8-byte pairs where two pixels are contiguous, and op(z) folds into per-thread
+//   moments shifted by op(bias), combined over the 4 lanes of a channel, then over the two warpgroups and the
+//   channels of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged
+//   in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the producer is already
+//   loading the next tile's first chunks.
 //
-// The epilogue: the accumulators go through shared memory ([channel][pixel], over the stages), then a warp takes
-// one channel at a time with its lanes along the pixels: z = acc + bias (a separately rounded add, as PyTorch's)
-// leaves as 16-byte stores where 4 pixels are contiguous in the output, and op(z) folds into moments shifted by
-// op(bias), combined over the warp, then per (sample, group, pixel tile, channel tile) in a fixed order;
-// convt_moments_finalize_kernel merges those in double. Deterministic, no atomics.
-//
-// (v3.0 measured on the H100: 4-byte cp.async copies, one per element, and an epilogue unrolled over the
-// accumulators in registers issued about 18 K instructions a warp per tile, 8.8 cycles apart, so the tensor pipe
-// was 12 % busy: 11.4 ms at L2-19. benchmarks/convt_fused/README.md, v3.)
+// (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.0, all threads issuing 4-byte
+// cp.async copies and wgmma, 11.4 ms, issue-bound; v3.1, the same threads staging through registers between
+// their wgmma, 9.4 ms, its loads waiting on L1TEX with too few in flight (the wgmma alone: 2.4 ms) and an
+// epilogue through shared memory (2.1 ms) that nothing overlapped.)
 namespace kgen {
 namespace convt {
 
-constexpr int kWgPixels = 256;                            // N of one wgmma: one warpgroup's pixels
-constexpr int kWgWarpgroups = 2;
-constexpr int kWgTilePixels = kWgPixels * kWgWarpgroups;  // a block's pixels
-constexpr int kWgChannels = 64;                           // M: a block's output channels
+constexpr int kWgPixels = 256;                            // N of one wgmma: one consumer warpgroup's pixels
+constexpr int kWgProducers = 1;                           // producer warpgroups
+constexpr int kWgConsumers = 2;                           // consumer warpgroups
+constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
+constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
-constexpr int kWgStages = 3;  // chunk c + 1 loads into the stage of chunk c - 2 while chunk c multiplies
-constexpr int kWgThreads = 128 * kWgWarpgroups;
-constexpr int kWgTilePitch = kWgTilePixels + 8;           // the epilogue's [channel][pixel] rows: 8-byte stores
-                                                          // of a half warp hit 32 distinct banks
+constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
+constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
+// 168 registers a thread (65536 / 384): the consumers' 128 accumulators and the epilogue's state; the producer's
+// 64 values in flight. (setmaxnreg would move registers from producer to consumers at run time, but ptxas
+// allocates every role within the launch bound, so it buys nothing here.)
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -56,8 +61,9 @@ struct WgmmaGeometry {
   int tiles;          // pixel tiles a sample
   int chunks;         // K chunks: ceil(C_in / 8)
   int channel_tiles;  // ceil(C_out / 64)
+  int stages;         // the ring's length
+  int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
-  int64_t main_floats;  // the stages, or the epilogue's tile where that is larger
   int64_t smem_bytes;
 };
 
@@ -161,9 +167,292 @@ __global__ void convt_wgmma_weights_kernel(const float* __restrict__ weight, flo
   }
 }
 
-// kPart: 0 the whole kernel. For timing only: 1 the main loop alone; 2 the epilogue alone (on zero accumulators);
-// 3 the main loop with every tap's descriptor at the stage's aligned start (wrong products); 4 the main loop's
-// wgmma alone (no loads after the first chunk).
+// ---- mbarriers, named barriers, bulk copies (sm_90a; the kernel body is guarded) ----
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t arrivals) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
+// The bytes a bulk copy will count down on `bar` in its current phase.
+__device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+// Spins until the phase of parity `parity` has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+// global -> shared, one contiguous run (16-byte aligned, a multiple of 16 bytes), completion counted on `bar`.
+__device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+#endif
+}
+// A barrier among `threads` threads (whole warps) of the block; id 0 is __syncthreads'.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
+// A tile of the persistent schedule: sample, channel tile, pixel tile. Consecutive tiles are neighbouring pixel
+// tiles of one sample, so blocks running side by side share their halo rows in L2.
+struct WgmmaTile {
+  int n, ctile, tile, f0;
+  __device__ __forceinline__ WgmmaTile(int64_t t, const WgmmaGeometry& g) {
+    tile = static_cast<int>(t % g.tiles);
+    const int64_t rest = t / g.tiles;
+    ctile = static_cast<int>(rest % g.channel_tiles);
+    n = static_cast<int>(rest / g.channel_tiles);
+    f0 = tile * kWgTilePixels;
+  }
+};
+
+// kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
+// accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
+
+// The producer warpgroups: for each of the block's tiles, every frame position's offset in an input plane (-1:
+// padding), then every chunk into the next stage of the ring once the consumers have released it.
+template <int kPart>
+__device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
+                                              const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
+                                              uint32_t full, uint32_t empty) {
+  constexpr int kThreads = 128 * kWgProducers;
+  // Positions a thread loads before it stores: 64 loads in flight.
+  constexpr int kBatch = 8;
+  const int tid = threadIdx.x;
+  const int taps = s.taps();
+  const int in_plane = static_cast<int>(s.in_plane());
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t weight_bytes = 2048u * taps;
+  int stage = 0, filled = 0;
+  uint32_t phase = 0;
+  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+    const WgmmaTile tile(t, g);
+    named_barrier(1, kThreads);  // every producer thread is done with the previous tile's offsets
+    for (int p = tid; p < g.positions; p += kThreads) {
+      const int at = tile.f0 + p, r = at / g.pitch;
+      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;  // iw < in_w by the choice of Q
+      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 ? ih * s.in_w + iw : -1;
+    }
+    named_barrier(1, kThreads);
+    const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
+    for (int c = 0; c < g.chunks; ++c) {
+      mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
+      const uint32_t full_stage = full + 8 * stage;
+      const bool first_fill = filled < g.stages;
+      ++filled;
+      const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
+      if ((kPart != 4 && kPart != 6) || first_fill) {
+        if (tid == 0) {
+          mbar_expect_bytes(full_stage, weight_bytes);
+          bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
+        }
+      }
+      if ((kPart != 4 && kPart != 5) || first_fill) {
+        // A thread's positions, kBatch at a time: all 8 channels of each loaded, then rounded and stored as two
+        // 16-byte units (channels 0-3 in the first half of the stage, 4-7 in the second).
+        const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
+        const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+        const float* plane[kWgChunk];  // a missing channel (C_in % 8) reads channel 0's plane, and is zeroed
+#pragma unroll
+        for (int ch = 0; ch < kWgChunk; ++ch) plane[ch] = xc + (ch < channels ? ch : 0) * in_plane;
+        float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+        for (int p0 = tid; p0 < g.positions; p0 += kBatch * kThreads) {
+          float v[kBatch][kWgChunk];
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const int p = p0 + j * kThreads;
+            const int off = p < g.positions ? pos_off[p] : -1;
+            // Unconditional loads (padding and missing channels read a valid address, then select 0): no branch
+            // between them, so all are in flight before the first store waits.
+            const int at = max(off, 0);
+#pragma unroll
+            for (int ch = 0; ch < kWgChunk; ++ch) {
+              const float loaded = __ldg(plane[ch] + at);
+              v[j][ch] = off >= 0 && ch < channels ? loaded : 0.f;
+            }
+          }
+#pragma unroll
+          for (int j = 0; j < kBatch; ++j) {
+            const int p = p0 + j * kThreads;
+            if (p >= g.positions) break;
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              const float* q = v[j] + 4 * half;
+              xs[half * g.positions + p] =
+                  make_float4(__uint_as_float(tf32_nearest(q[0])), __uint_as_float(tf32_nearest(q[1])),
+                              __uint_as_float(tf32_nearest(q[2])), __uint_as_float(tf32_nearest(q[3])));
+            }
+          }
+        }
+      }
+      fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
+      mbar_arrive(full_stage);
+      if (++stage == g.stages) stage = 0, phase ^= 1;
+    }
+  }
+}
+
+// One consumer warpgroup's epilogue, on its accumulators in registers: warp w, lane l holds the channels
+// 16 w + l / 4 and that + 8, and the pixels 8 i + 2 (l % 4) and the one after, i = 0 .. 31, of its 256.
+template <class Op>
+__device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
+                                               const float* __restrict__ bias, float* __restrict__ z,
+                                               Moments* __restrict__ partial, const ConvShape& s,
+                                               const WgmmaGeometry& g, Op op,
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels]) {
+  const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
+  const int row0 = 16 * warp + lane / 4;
+  const int64_t out_plane = s.out_plane();
+  const bool pairs_aligned = out_plane % 2 == 0;
+  bool live[2];
+  float b[2], shift[2];
+  float* zc[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int co = tile.ctile * kWgChannels + row0 + 8 * r;
+    live[r] = co < s.out_channels;
+    b[r] = live[r] ? __ldg(bias + co) : 0.f;
+    shift[r] = op(b[r]);
+    zc[r] = z + (int64_t(tile.n) * s.out_channels + (live[r] ? co : 0)) * out_plane;
+  }
+  // The pixel pair (f, f + 1) of step i as (row, column) of the frame; a column past W_out, or a row past H_out,
+  // is dropped. In the output a pixel sits at oh W_out + ow.
+  int f = tile.f0 + kWgPixels * consumer + 2 * (lane % 4);
+  int oh = f / g.pitch, ow = f - oh * g.pitch;
+  float count = 0.f, s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    int oh1 = oh, ow1 = ow + 1;
+    if (ow1 == g.pitch) ow1 = 0, ++oh1;
+    const bool in0 = oh < s.out_h && ow < s.out_w, in1 = oh1 < s.out_h && ow1 < s.out_w;
+    const int off0 = oh * s.out_w + ow, off1 = oh1 * s.out_w + ow1;
+    count += float(in0) + float(in1);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (!live[r]) continue;
+      const float v0 = __fadd_rn(acc[4 * i + 2 * r], b[r]), v1 = __fadd_rn(acc[4 * i + 2 * r + 1], b[r]);
+      if (in0 && in1 && off1 == off0 + 1 && pairs_aligned && off0 % 2 == 0) {
+        *reinterpret_cast<float2*>(zc[r] + off0) = make_float2(v0, v1);
+      } else {
+        if (in0) zc[r][off0] = v0;
+        if (in1) zc[r][off1] = v1;
+      }
+      if (in0) {
+        const float u = op(v0) - shift[r];
+        s1[r] += u, s2[r] += u * u;
+      }
+      if (in1) {
+        const float u = op(v1) - shift[r];
+        s1[r] += u, s2[r] += u * u;
+      }
+    }
+    ow += 8;
+    while (ow >= g.pitch) ow -= g.pitch, ++oh;
+  }
+  // Each channel's moments: the thread's 64 pixels, then the 4 lanes that share the channel (Chan's combine),
+  // then both warpgroups and the channels of a group, in order.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    Moments m{0.f, 0.f, 0.f};
+    if (count > 0.f) m = Moments{count, shift[r] + s1[r] / count, fmaxf(s2[r] - s1[r] * s1[r] / count, 0.f)};
+#pragma unroll
+    for (int offset = 1; offset < 4; offset *= 2) {
+      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
+                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
+      m = combine(m, other);
+    }
+    if (lane % 4 == 0) channel_moments[consumer][row0 + 8 * r] = m;
+  }
+  named_barrier(2, 128 * kWgConsumers);
+
+  // One partial per group this channel tile touches.
+  const int cpg = s.channels_per_group();
+  const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
+  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
+  const int ctid = threadIdx.x - 128 * kWgProducers;
+  if (ctid < g_count) {
+    const int grp = g_first + ctid;
+    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
+    Moments m{0.f, 0.f, 0.f};
+    for (int c = lo; c < hi; ++c)
+#pragma unroll
+      for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
+    partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
+  }
+}
+
+// A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
+// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
+template <class Op, int kPart>
+__device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
+                                              Moments* __restrict__ partial, const ConvShape& s,
+                                              const WgmmaGeometry& g, Op op, const float* smem,
+                                              Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
+                                              uint32_t full, uint32_t empty) {
+  const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
+  const int taps = s.taps();
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  int stage = 0, parity_buffer = 0;
+  uint32_t phase = 0;
+  float acc[128];
+  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+    const WgmmaTile tile(t, g);
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    int last = 0;
+    for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
+      mbar_wait(full + 8 * stage, phase);
+      const uint32_t xs = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
+      const uint32_t ws = xs + 32u * g.positions;
+      wgmma_fence();
+      for (int tap = 0; tap < taps; ++tap) {
+        const int a = tap / s.kernel_w, b = tap - a * s.kernel_w;
+        const uint64_t desc_w = smem_desc(ws + 2048u * tap, 1024u, 128u);
+        const uint64_t desc_x = smem_desc(xs + 16u * (consumer * kWgPixels + a * g.pitch + b), 16u * g.positions, 128u);
+        wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
+      last = stage;
+      if (++stage == g.stages) stage = 0, phase ^= 1;
+    }
+    wgmma_wait<0>();
+    if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
+#pragma unroll
+    for (int i = 0; i < 128; ++i) fence_register(acc[i]);
+    if constexpr (kPart == 1 || kPart >= 4) {
+      float keep = 0.f;
+#pragma unroll
+      for (int i = 0; i < 128; ++i) keep += acc[i];
+      if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
+    } else {
+      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer]);
+      parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
+    }
+  }
+}
+
 template <class Op, int kPart = 0>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
@@ -171,161 +460,23 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
-  int* pos_off = reinterpret_cast<int*>(smem + g.main_floats);  // past the stages and the epilogue's tile
-  __shared__ Moments channel_moments[kWgChannels];
-
-  const int tid = threadIdx.x, wg = tid / 128, warp = tid / kWarpSize, lane = tid % kWarpSize;
-  const int tile = blockIdx.x, ctile = blockIdx.y, n = blockIdx.z;
-  const int taps = s.taps();
-  const int f0 = tile * kWgTilePixels;
-  const int64_t in_plane = s.in_plane();
-  const float* xn = x + int64_t(n) * s.in_channels * in_plane;
-
-  // Each staged frame position's offset in an input plane, -1 where it is padding.
-  for (int p = tid; p < g.positions; p += kWgThreads) {
-    const int at = f0 + p, r = at / g.pitch;
-    const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;  // iw < in_w by the choice of Q
-    pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 ? ih * s.in_w + iw : -1;
+  int* pos_off = reinterpret_cast<int*>(smem + g.stages * g.stage_floats);  // past the ring
+  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
+  __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
+  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
+  const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < g.stages; ++i) {
+      mbar_init(full + 8 * i, 128 * kWgProducers);    // every producer thread
+      mbar_init(empty + 8 * i, 4 * kWgConsumers);     // every consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-
-  // Chunk c into a stage. Lanes take consecutive positions: each loads its position in 4 channel planes (a warp
-  // reads 128 bytes of each) and stores the 4 as one 16-byte unit (a warp writes 512 consecutive bytes). The
-  // weights are one contiguous run.
-  auto load_chunk = [&](int c, int stage) {
-    float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
-    float4* ws = xs + 2 * g.positions;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const float* plane[4];
-      bool has[4];
-#pragma unroll
-      for (int ch = 0; ch < 4; ++ch) {
-        const int ci = c * kWgChunk + 4 * half + ch;
-        has[ch] = ci < s.in_channels;
-        plane[ch] = xn + (has[ch] ? ci : 0) * in_plane;
-      }
-#pragma unroll 4
-      for (int p = tid; p < g.positions; p += kWgThreads) {
-        const int off = pos_off[p];
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (off >= 0) {
-          if (has[0]) v.x = __ldg(plane[0] + off);
-          if (has[1]) v.y = __ldg(plane[1] + off);
-          if (has[2]) v.z = __ldg(plane[2] + off);
-          if (has[3]) v.w = __ldg(plane[3] + off);
-        }
-        xs[half * g.positions + p] = v;
-      }
-    }
-    const float4* wsrc = reinterpret_cast<const float4*>(wprep) + (int64_t(ctile) * g.chunks + c) * taps * 128;
-    for (int i = tid; i < taps * 128; i += kWgThreads) ws[i] = __ldg(wsrc + i);
-  };
-
-  float acc[128];
-#pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-  if (kPart != 2) load_chunk(0, 0);
-  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  // Chunk c + 1 is loaded while the tensor cores work on chunk c: its stage held chunk c + 1 - kWgStages, which every
-  // warpgroup has waited for (this one at the end of the last iteration, the other before this barrier).
-  for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
-    fence_async_shared();
-    __syncthreads();
-    const uint32_t xs = smem_base + static_cast<uint32_t>((c % kWgStages) * g.stage_floats * 4);
-    const uint32_t ws = xs + 32u * g.positions;
-    wgmma_fence();
-    for (int t = 0; t < taps; ++t) {
-      const int a = t / s.kernel_w, b = t - a * s.kernel_w;
-      const uint64_t desc_w = smem_desc(ws + 2048u * t, 1024u, 128u);
-      const int shift = kPart == 3 ? 0 : a * g.pitch + b;
-      const uint64_t desc_x = smem_desc(xs + 16u * (wg * kWgPixels + shift), 16u * g.positions, 128u);
-      wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
-    }
-    wgmma_commit();
-    if (kPart != 4 && c + 1 < g.chunks) load_chunk(c + 1, (c + 1) % kWgStages);
-    wgmma_wait<1>();
-  }
-  wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-  __syncthreads();  // every warpgroup is done with the stages: the epilogue's tile takes their place
-  if constexpr (kPart == 1 || kPart == 3 || kPart == 4) {
-    float keep = 0.f;
-#pragma unroll
-    for (int i = 0; i < 128; ++i) keep += acc[i];
-    if (keep == 1234.5f) z[tid] = keep;  // keeps the main loop
-    return;
-  }
-
-  // Epilogue, 1: the accumulators into shared memory as [channel][pixel] (rows 16 (warp % 4) + lane / 4 (+ 8),
-  // pixels 256 wg + 8 i + 2 (lane % 4)), and each pixel's offset in an output plane (-1: dropped).
-  float* cs = smem;
-  int* out_off = pos_off;
-#pragma unroll
-  for (int i = 0; i < 32; ++i)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = 16 * (warp % 4) + lane / 4 + 8 * r, col = wg * kWgPixels + 8 * i + 2 * (lane % 4);
-      *reinterpret_cast<float2*>(cs + row * kWgTilePitch + col) = make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
-    }
-  for (int p = tid; p < kWgTilePixels; p += kWgThreads) {
-    const int at = f0 + p, oh = at / g.pitch, ow = at - oh * g.pitch;
-    out_off[p] = oh < s.out_h && ow < s.out_w ? oh * s.out_w + ow : -1;
-  }
-  __syncthreads();
-
-  // Epilogue, 2: a warp per channel at a time, lanes along pixels: z = acc + bias (a separately rounded add, as
-  // PyTorch's) stored 16 bytes a lane where 4 pixels are contiguous and aligned; op(z) into moments shifted by
-  // op(bias), combined over the warp.
-  const int64_t out_plane = s.out_plane();
-  const bool vec = out_plane % 4 == 0;
-  for (int k = warp; k < kWgChannels; k += kWgThreads / kWarpSize) {
-    const int co = ctile * kWgChannels + k;
-    if (co >= s.out_channels) break;  // warp-uniform; later k only larger
-    const float b = __ldg(bias + co);
-    const float shift = op(b);
-    float* zc = z + (int64_t(n) * s.out_channels + co) * out_plane;
-    float count = 0.f, s1 = 0.f, s2 = 0.f;
-#pragma unroll
-    for (int j = 0; j < kWgTilePixels / (4 * kWarpSize); ++j) {
-      const int p = 4 * lane + 4 * kWarpSize * j;
-      const float4 a4 = *reinterpret_cast<const float4*>(cs + k * kWgTilePitch + p);
-      const int4 o = *reinterpret_cast<const int4*>(out_off + p);
-      const float v[4] = {__fadd_rn(a4.x, b), __fadd_rn(a4.y, b), __fadd_rn(a4.z, b), __fadd_rn(a4.w, b)};
-      const int off[4] = {o.x, o.y, o.z, o.w};
-      if (vec && o.x >= 0 && o.w == o.x + 3 && o.x % 4 == 0) {
-        *reinterpret_cast<float4*>(zc + o.x) = make_float4(v[0], v[1], v[2], v[3]);
-      } else {
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (off[e] >= 0) zc[off[e]] = v[e];
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (off[e] >= 0) {
-          const float u = op(v[e]) - shift;
-          count += 1.f, s1 += u, s2 += u * u;
-        }
-      }
-    }
-    Moments m{count, 0.f, 0.f};
-    if (count > 0.f) m = Moments{count, shift + s1 / count, fmaxf(s2 - s1 * s1 / count, 0.f)};
-    m = warp_combine(m);
-    if (lane == 0) channel_moments[k] = m;
-  }
-  __syncthreads();
-
-  // One partial per group this channel tile touches: its channels in order.
-  const int cpg = s.channels_per_group();
-  const int co_lo = ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
-  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
-  if (tid < g_count) {
-    const int grp = g_first + tid;
-    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
-    Moments m{0.f, 0.f, 0.f};
-    for (int c = lo; c < hi; ++c) m = combine(m, channel_moments[c]);
-    partial[((int64_t(n) * s.groups + grp) * g.tiles + tile) * g.channel_tiles + ctile] = m;
+  if (threadIdx.x < 128 * kWgProducers) {
+    if (kPart != 2) wgmma_produce<kPart>(x, wprep, s, g, smem, pos_off, full, empty);
+  } else {
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, full, empty);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
@@ -362,7 +513,7 @@ inline bool convt_wgmma_available(int device) {
   return ok;
 }
 
-// The frame and tiles of a checked shape; "" where this kernel takes it, else why not.
+// The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
@@ -374,20 +525,24 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.pitch = s.in_w + g.pad_left;
   const int64_t frame = int64_t(s.out_h) * g.pitch;
   const int64_t positions = kWgTilePixels + int64_t(s.kernel_h - 1) * g.pitch + s.kernel_w - 1;
-  if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 31)) return "the input rows are too long for it";
+  if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 28)) return "the input planes are too large for it";
   g.positions = static_cast<int>(positions);
   g.tiles = static_cast<int>((frame + kWgTilePixels - 1) / kWgTilePixels);
   g.chunks = (s.in_channels + kWgChunk - 1) / kWgChunk;
   g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
+  g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
-  const int64_t tile_floats = int64_t(kWgChannels) * kWgTilePitch;
-  g.main_floats = std::max<int64_t>(kWgStages * g.stage_floats, tile_floats);
-  g.smem_bytes = 4 * (g.main_floats + std::max<int64_t>(positions, kWgTilePixels));
-  if (g.smem_bytes > smem_limit) {
-    return "it would take " + std::to_string(g.smem_bytes) + " bytes of shared memory a block; the GPU allows " +
-           std::to_string(smem_limit);
+  // The kernel's static shared memory: the barriers and the epilogue's channel moments.
+  const int64_t static_bytes = 16 * kWgMaxStages + 2 * kWgConsumers * kWgChannels * int64_t(sizeof(Moments));
+  for (g.stages = kWgMaxStages; g.stages >= kWgMinStages; --g.stages) {
+    g.smem_bytes = 4 * (g.stages * g.stage_floats + positions);
+    if (g.smem_bytes + static_bytes <= smem_limit) break;
   }
-  if (frame + positions >= (int64_t(1) << 31) || g.channel_tiles > 65535) return "the output is too large for one launch";
+  if (g.stages < kWgMinStages) {
+    return "it would take " + std::to_string(4 * (kWgMinStages * g.stage_floats + positions) + static_bytes) +
+           " bytes of shared memory a block; the GPU allows " + std::to_string(smem_limit);
+  }
+  if (frame + positions >= (int64_t(1) << 31)) return "the output is too large for one launch";
   return "";
 }
 
@@ -404,7 +559,6 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device));
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
-  TORCH_CHECK(s.batch <= 65535, "kgen: batch above 65535");
   const auto x = input.contiguous();
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
@@ -424,11 +578,11 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
   const auto kernel = convt_wgmma_kernel<Op, kPart>;
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
-  const dim3 grid(static_cast<unsigned>(g.tiles), static_cast<unsigned>(g.channel_tiles),
-                  static_cast<unsigned>(s.batch));
-  kernel<<<grid, kWgThreads, g.smem_bytes, stream>>>(x.data_ptr<float>(), wprep.data_ptr<float>(),
-                                                     bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-                                                     partial_ptr, s, g, op);
+  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
+  const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
+  kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
+      x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
+      partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
