@@ -229,21 +229,53 @@ struct WgmmaTile {
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
 // 4 nothing (the wgmma alone), 5 the weights, 6 the input.
 
-// The producer warpgroups: for each of the block's tiles, every frame position's offset in an input plane (-1:
-// padding), then every chunk into the next stage of the ring once the consumers have released it.
+// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
+__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+// The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
+// padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
+// input arrives by 4-byte asynchronous copies, a thread its own positions (8 channels each, into its two 16-byte
+// units); once they have landed the thread rounds those units to TF32 in place and hands the stage over. The
+// rounding of chunk k waits until chunk k + 1's copies are issued, so two chunks are in flight a thread.
 template <int kPart>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
   constexpr int kThreads = 128 * kWgProducers;
-  // Positions a thread loads before it stores: 64 loads in flight.
-  constexpr int kBatch = 8;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  int stage = 0, filled = 0;
+  // Rounds this thread's units of a landed stage and hands it to the consumers.
+  auto hand_over = [&](int stage) {
+    float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      for (int p = tid; p < g.positions; p += kThreads) {  // the units this thread's copies wrote
+        const float4 v = xs[half * g.positions + p];
+        xs[half * g.positions + p] = make_float4(__uint_as_float(tf32_nearest(v.x)), __uint_as_float(tf32_nearest(v.y)),
+                                                 __uint_as_float(tf32_nearest(v.z)), __uint_as_float(tf32_nearest(v.w)));
+      }
+    fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
+    mbar_arrive(full + 8 * stage);
+  };
+  int stage = 0, filled = 0, pending = -1;  // pending: the stage whose copies are in flight, not yet handed over
   uint32_t phase = 0;
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
@@ -256,6 +288,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     named_barrier(1, kThreads);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c) {
+      // With a ring of 2 the stage waited for below is the pending one's predecessor, which the consumers release
+      // only after they have the pending one: hand it over first.
+      if (g.stages < 3 && pending >= 0) copy_async_wait<0>(), hand_over(pending), pending = -1;
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
       const uint32_t full_stage = full + 8 * stage;
       const bool first_fill = filled < g.stages;
@@ -268,48 +303,26 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
         }
       }
       if ((kPart != 4 && kPart != 5) || first_fill) {
-        // A thread's positions, kBatch at a time: all 8 channels of each loaded, then rounded and stored as two
-        // 16-byte units (channels 0-3 in the first half of the stage, 4-7 in the second).
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-        const float* plane[kWgChunk];  // a missing channel (C_in % 8) reads channel 0's plane, and is zeroed
+        for (int p = tid; p < g.positions; p += kThreads) {
+          const int off = pos_off[p];
+          const float* at = xc + max(off, 0);
 #pragma unroll
-        for (int ch = 0; ch < kWgChunk; ++ch) plane[ch] = xc + (ch < channels ? ch : 0) * in_plane;
-        float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
-        for (int p0 = tid; p0 < g.positions; p0 += kBatch * kThreads) {
-          float v[kBatch][kWgChunk];
-#pragma unroll
-          for (int j = 0; j < kBatch; ++j) {
-            const int p = p0 + j * kThreads;
-            const int off = p < g.positions ? pos_off[p] : -1;
-            // Unconditional loads (padding and missing channels read a valid address, then select 0): no branch
-            // between them, so all are in flight before the first store waits.
-            const int at = max(off, 0);
-#pragma unroll
-            for (int ch = 0; ch < kWgChunk; ++ch) {
-              const float loaded = __ldg(plane[ch] + at);
-              v[j][ch] = off >= 0 && ch < channels ? loaded : 0.f;
-            }
-          }
-#pragma unroll
-          for (int j = 0; j < kBatch; ++j) {
-            const int p = p0 + j * kThreads;
-            if (p >= g.positions) break;
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const float* q = v[j] + 4 * half;
-              xs[half * g.positions + p] =
-                  make_float4(__uint_as_float(tf32_nearest(q[0])), __uint_as_float(tf32_nearest(q[1])),
-                              __uint_as_float(tf32_nearest(q[2])), __uint_as_float(tf32_nearest(q[3])));
-            }
+          for (int ch = 0; ch < kWgChunk; ++ch) {
+            const bool real = off >= 0 && ch < channels;
+            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
+                        real ? 4u : 0u);
           }
         }
       }
-      fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
-      mbar_arrive(full_stage);
+      copy_async_commit();
+      if (pending >= 0) copy_async_wait<1>(), hand_over(pending);
+      pending = stage;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
+  if (pending >= 0) copy_async_wait<0>(), hand_over(pending);
 }
 
 // One consumer warpgroup's epilogue, on its accumulators in registers: warp w, lane l holds the channels
