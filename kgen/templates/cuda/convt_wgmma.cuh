@@ -16,27 +16,30 @@
 // which is zero as the true right padding would be. Columns ow >= W_out (pad > 0) and rows past the last are
 // computed and dropped.
 //
-// The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised.
-// - The producer warpgroup (40 registers a thread, setmaxnreg) fills a ring of 2-4 shared-memory stages, one
-//   chunk each. Its lanes take consecutive frame positions: each loads its position from 4 channel planes (a warp
-//   reads 128 contiguous bytes of each), rounds the values to TF32 (to nearest, as the weights), and stores them as
-//   one 16-byte unit (a warp writes 512 contiguous bytes); zeros where the position is padding. The weights, laid
-//   out and rounded once per call by convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. A stage is
-//   handed over by mbarriers: `full` (128 producer arrivals and the copy's bytes), `empty` (each consumer warp,
-//   once its wgmma have read the stage). So loads run up to a whole ring ahead of the tensor cores, across tiles.
-// - Two consumer warpgroups (232 registers) multiply: 256 pixels each (N of m64n256k8) by 64 output channels
-//   (M; more channels take more tiles), every tap of a chunk as one wgmma group.
+// The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised, 3 warpgroups.
+// - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A thread takes frame
+//   positions tid, tid + 128, ...: 8 four-byte cp.async copies each (a warp reads 128 contiguous bytes of a
+//   plane), straight into the position's two 16-byte units, zero-filled where the position is padding. No
+//   registers hold the data, so a thread keeps two chunks in flight: once chunk k's copies have landed (while
+//   chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, as cuDNN does: its z
+//   and ours then agree to 2e-6) and hands the stage over. The weights, laid out and rounded once per call by
+//   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full` (128
+//   producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
+// - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
+//   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue works on the accumulators where they are, in registers: z = acc + bias (a separately rounded
-//   add, as PyTorch's) is stored as 8-byte pairs where two pixels are contiguous, and op(z) folds into per-thread
-//   moments shifted by op(bias), combined over the 4 lanes of a channel, then over the two warpgroups and the
-//   channels of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged
-//   in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the producer is already
-//   loading the next tile's first chunks.
+//   add, as PyTorch's) is stored as 8-byte pairs, and op(z) folds into per-thread moments shifted by op(bias),
+//   combined over the 4 lanes of a channel, then over the two warpgroups and the channels of each group in a
+//   fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
+//   convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the producer loads the next tile's first
+//   chunks.
+// - 168 registers a thread (65536 / 384) hold the 128 accumulators. setmaxnreg would move registers from the
+//   producer to the consumers at run time, but ptxas allocates every role within the launch bound, so it buys
+//   nothing here.
 //
-// (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.0, all threads issuing 4-byte
-// cp.async copies and wgmma, 11.4 ms, issue-bound; v3.1, the same threads staging through registers between
-// their wgmma, 9.4 ms, its loads waiting on L1TEX with too few in flight (the wgmma alone: 2.4 ms) and an
-// epilogue through shared memory (2.1 ms) that nothing overlapped.)
+// (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
+// registers between its wgmma, 9.4 ms; this design 5.8 ms with GELU erf, 3.8 ms with the identity op, its main
+// loop 2.8 ms against 2.0 ms for its wgmma alone: the epilogue, which nothing overlaps, is what is left.)
 namespace kgen {
 namespace convt {
 
@@ -48,9 +51,6 @@ constexpr int kWgChannels = 64;                           // M: a tile's output 
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
-// 168 registers a thread (65536 / 384): the consumers' 128 accumulators and the epilogue's state; the producer's
-// 64 values in flight. (setmaxnreg would move registers from producer to consumers at run time, but ptxas
-// allocates every role within the launch bound, so it buys nothing here.)
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
