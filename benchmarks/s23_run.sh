@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Session 23's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s23/).
+#   run1: the state session 22 left (v3.4 and its uncommitted ring-of-2 test case): the wgmma harness's GPU tests,
+#         the bench at L2-19's layer, then ncu with per-instruction stall samples (SourceCounters) of the whole kernel
+#         with GELU erf and with the identity op at batch 16: where does the epilogue's ~3 ms (GELU erf; ~1 ms
+#         identity) go? Its SASS is 21.9 K instructions (the epilogue unrolled 4 ways: aligned or not, dense or not).
+set -u
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+OUT=${OUT:-/tmp/kgen-out}
+mkdir -p "$OUT/s23"
+build_wgmma() {
+  timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
+    > "$OUT/s23/$1_build.log" 2>&1; echo "build exit $?"; grep -E "error|Used [0-9]+ registers" "$OUT/s23/$1_build.log" | head -8
+}
+ncu_source() {  # name, variant: stall samples per SASS instruction of one launch at batch 16
+  timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --section SchedulerStats --section SourceCounters --section InstructionStats \
+    -o "$OUT/s23/$1" python3 benchmarks/convt_wgmma_once.py 16 "$2" > "$OUT/s23/$1.log" 2>&1
+  echo "ncu $1 exit $?"
+  ncu -i "$OUT/s23/$1.ncu-rep" --page details > "$OUT/s23/$1_details.txt" 2>&1
+  grep -iE "Duration|Tensor|DRAM Through|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Stall|No Eligible" "$OUT/s23/$1_details.txt" | head -30
+  ncu -i "$OUT/s23/$1.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip -9 > "$OUT/s23/$1_source.csv.gz"
+  rm -f "$OUT/s23/$1.ncu-rep"
+}
+case "${1:-}" in
+  run1)
+    nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+    build_wgmma run1
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
+    ncu_source run1_ncu_gelu 0
+    ncu_source run1_ncu_identity 1 ;;
+  *) echo "usage: $0 run1" ; exit 2 ;;
+esac
