@@ -4,6 +4,12 @@
 #         the bench at L2-19's layer, then ncu with per-instruction stall samples (SourceCounters) of the whole kernel
 #         with GELU erf and with the identity op at batch 16: where does the epilogue's ~3 ms (GELU erf; ~1 ms
 #         identity) go? Its SASS is 21.9 K instructions (the epilogue unrolled 4 ways: aligned or not, dense or not).
+#   run2: run1: 37 passed; 5.75 ms (identity 3.83, main loop 2.82, epilogue alone 2.04). ncu: the GELU epilogue's
+#         samples 59 % "no instruction" (i-cache: 66.7 M warp instructions, ~4 K a warp a tile, from 300 KB of code);
+#         identity's epilogue waits on its stores (mio 34 %, lg 26 %). v3.5: the epilogue through a staging tile in
+#         shared memory, a piece of 64 channels x 32 pixels at a time, one rolled loop (4.3 K SASS instructions a
+#         kernel), 16-byte stores of whole 64-byte runs. Predicted: GELU epilogue 2.9 -> ~1 ms unhidden, conv +
+#         moments 5.75 -> ~3.9 ms; identity 3.83 -> ~3.4. Tests, bench, ncu.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -30,5 +36,10 @@ case "${1:-}" in
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
     ncu_source run1_ncu_gelu 0
     ncu_source run1_ncu_identity 1 ;;
-  *) echo "usage: $0 run1" ; exit 2 ;;
+  run2)
+    build_wgmma run2
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
+    ncu_source run2_ncu_gelu 0 ;;
+  *) echo "usage: $0 run1|run2" ; exit 2 ;;
 esac

@@ -342,93 +342,130 @@ __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   return v >= 0.f ? v - 0.5f * v * q : 0.5f * v * q;
 }
 
-// One consumer warpgroup's epilogue, on its accumulators in registers: warp w, lane l holds the channels
-// 16 w + l / 4 and that + 8, and the pixels 8 i + 2 (l % 4) and the one after, i = 0 .. 31, of its 256.
+// The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
+// in pieces of 64 channels x 32 pixels, so that the code that adds the bias, stores z and folds op(z) into the
+// moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (the v3.4
+// epilogue: 21.9 K SASS instructions a kernel, 59 % of its stall samples waiting for instructions to be fetched).
+constexpr int kEpiPixels = 32;                          // a piece's pixels
+constexpr int kEpiPieces = kWgPixels / kEpiPixels;      // 8 pieces a tile
+constexpr int kEpiPitch = kEpiPixels + 4;               // floats a staged row: 16-byte rows, conflict-free reads
+constexpr int kEpiFloats = kWgConsumers * kWgChannels * kEpiPitch;  // both warpgroups' staging tiles
+
+// Writes this thread's accumulators of piece kPiece (steps i = 4 kPiece .. 4 kPiece + 3 of the fragment: channels
+// 16 w + l / 4 and that + 8, pixels 8 i + 2 (l % 4) and the one after) to the staging tile: static register indices.
+template <int kPiece>
+__device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* tile, int row0, int col0) {
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    const int i = 4 * kPiece + s;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      *reinterpret_cast<float2*>(tile + (row0 + 8 * r) * kEpiPitch + 8 * s + col0) =
+          make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
+    }
+  }
+}
+
+// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows:
+// a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
+// 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
+// 4 (l % 4) and 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte
+// stores; z = acc + bias (a separately rounded add, as PyTorch's), and op(z) folds into per-thread sums shifted
+// by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
+// of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
+// convt_moments_finalize_kernel. Deterministic, no atomics.
 template <class Op>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels]) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
-  const int row0 = 16 * warp + lane / 4;
   const int64_t out_plane = s.out_plane();
-  const bool pairs_aligned = out_plane % 2 == 0;
+  float* const mine = staging + consumer * kWgChannels * kEpiPitch;
+  const int row = 16 * warp + (lane / 8) + 4 * ((lane / 4) % 2);  // this thread's first channel in the tile; + 8
+  const int col = 4 * (lane % 4);                                   // its first pixel of a piece; + 16
   bool live[2];
-  float b[2], shift[2];
-  float* zc[2];
+  float b[2], shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int co = tile.ctile * kWgChannels + row0 + 8 * r;
-    live[r] = co < s.out_channels;
-    b[r] = live[r] ? __ldg(bias + co) : 0.f;
-    shift[r] = moments_value(op, b[r]);
-    zc[r] = z + (int64_t(tile.n) * s.out_channels + (live[r] ? co : 0)) * out_plane;
+  for (int j = 0; j < 2; ++j) {
+    const int co = tile.ctile * kWgChannels + row + 8 * j;
+    live[j] = co < s.out_channels;
+    b[j] = live[j] ? __ldg(bias + co) : 0.f;
+    shift[j] = moments_value(op, b[j]);
   }
-  float count = 0.f, s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
-  auto fold = [&](int r, float v) {
-    const float u = moments_value(op, v) - shift[r];
-    s1[r] += u, s2[r] += u * u;
-  };
-  int f = tile.f0 + kWgPixels * consumer + 2 * (lane % 4);
-  if (s.out_w == g.pitch && tile.f0 + kWgPixels * (consumer + 1) <= s.out_h * s.out_w) {
-    // Dense (padding 0, all 256 pixels inside the output): the frame is the output plane, every pair contiguous.
-    count = 64.f;
+  // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
+  float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
+                            out_plane;
+  float count = 0.f;
+  // The frame position of this warpgroup's first pixel. Dense: padding 0 (the frame is the output plane), all 256
+  // pixels inside it, and planes of whole 16-byte units.
+  const int fbase = tile.f0 + kWgPixels * consumer;
+  const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
+  const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
+#pragma unroll 1
+  for (int k = 0; k < kEpiPieces; ++k) {
+    const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // the fragment's place
+    switch (k) {
+      case 0: epilogue_stage<0>(acc, mine, frow, fcol); break;
+      case 1: epilogue_stage<1>(acc, mine, frow, fcol); break;
+      case 2: epilogue_stage<2>(acc, mine, frow, fcol); break;
+      case 3: epilogue_stage<3>(acc, mine, frow, fcol); break;
+      case 4: epilogue_stage<4>(acc, mine, frow, fcol); break;
+      case 5: epilogue_stage<5>(acc, mine, frow, fcol); break;
+      case 6: epilogue_stage<6>(acc, mine, frow, fcol); break;
+      default: epilogue_stage<7>(acc, mine, frow, fcol); break;
+    }
+    named_barrier(barrier, 128);
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
+    for (int q = 0; q < 2; ++q) {
+      const int f = fbase + kEpiPixels * k + col + 16 * q;  // the frame position of these 4 pixels' first
+      if (dense) {
+        count += 4.f;
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        if (!live[r]) continue;
-        const float v0 = __fadd_rn(acc[4 * i + 2 * r], b[r]), v1 = __fadd_rn(acc[4 * i + 2 * r + 1], b[r]);
-        if (pairs_aligned) {
-          *reinterpret_cast<float2*>(zc[r] + f + 8 * i) = make_float2(v0, v1);
-        } else {
-          zc[r][f + 8 * i] = v0, zc[r][f + 8 * i + 1] = v1;
+        for (int j = 0; j < 2; ++j) {
+          const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
+          const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
+                                       __fadd_rn(a.w, b[j]));
+          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + f) = v;
+          const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+          const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+          s1[j] += (u0 + u1) + (u2 + u3);
+          s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
         }
-        fold(r, v0), fold(r, v1);
+      } else {
+        // Each pixel's (row, column) of the frame; a column past W_out, or a row past H_out, is dropped. In the
+        // output a pixel sits at oh W_out + ow.
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int oh = (f + e) / g.pitch, ow = f + e - oh * g.pitch;
+          if (oh >= s.out_h || ow >= s.out_w) continue;
+          count += 1.f;
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const float v = __fadd_rn(mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], b[j]);
+            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = v;
+            const float u = moments_value(op, v) - shift[j];
+            s1[j] += u, s2[j] += u * u;
+          }
+        }
       }
     }
-  } else {
-    // The pixel pair (f, f + 1) of step i as (row, column) of the frame; a column past W_out, or a row past H_out,
-    // is dropped. In the output a pixel sits at oh W_out + ow.
-    int oh = f / g.pitch, ow = f - oh * g.pitch;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      int oh1 = oh, ow1 = ow + 1;
-      if (ow1 == g.pitch) ow1 = 0, ++oh1;
-      const bool in0 = oh < s.out_h && ow < s.out_w, in1 = oh1 < s.out_h && ow1 < s.out_w;
-      const int off0 = oh * s.out_w + ow, off1 = oh1 * s.out_w + ow1;
-      count += float(in0) + float(in1);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        if (!live[r]) continue;
-        const float v0 = __fadd_rn(acc[4 * i + 2 * r], b[r]), v1 = __fadd_rn(acc[4 * i + 2 * r + 1], b[r]);
-        if (in0 && in1 && off1 == off0 + 1 && pairs_aligned && off0 % 2 == 0) {
-          *reinterpret_cast<float2*>(zc[r] + off0) = make_float2(v0, v1);
-        } else {
-          if (in0) zc[r][off0] = v0;
-          if (in1) zc[r][off1] = v1;
-        }
-        if (in0) fold(r, v0);
-        if (in1) fold(r, v1);
-      }
-      ow += 8;
-      while (ow >= g.pitch) ow -= g.pitch, ++oh;
-    }
+    named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
   }
-  // Each channel's moments: the thread's 64 pixels, then the 4 lanes that share the channel (Chan's combine),
-  // then both warpgroups and the channels of a group, in order.
+  // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
+  // both warpgroups and the channels of a group, in order.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
+  for (int j = 0; j < 2; ++j) {
     Moments m{0.f, 0.f, 0.f};
-    if (count > 0.f) m = Moments{count, shift[r] + s1[r] / count, fmaxf(s2[r] - s1[r] * s1[r] / count, 0.f)};
+    if (count > 0.f) m = Moments{count, shift[j] + s1[j] / count, fmaxf(s2[j] - s1[j] * s1[j] / count, 0.f)};
 #pragma unroll
     for (int offset = 1; offset < 4; offset *= 2) {
       const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
                           __shfl_xor_sync(0xffffffffu, m.m2, offset)};
       m = combine(m, other);
     }
-    if (lane % 4 == 0) channel_moments[consumer][row0 + 8 * r] = m;
+    if (lane % 4 == 0) channel_moments[consumer][row + 8 * j] = m;
   }
   named_barrier(2, 128 * kWgConsumers);
 
@@ -455,7 +492,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              uint32_t full, uint32_t empty) {
+                                              float* staging, uint32_t full, uint32_t empty) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -494,7 +531,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer]);
+      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
@@ -507,7 +544,8 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
-  int* pos_off = reinterpret_cast<int*>(smem + g.stages * g.stage_floats);  // past the ring
+  float* staging = smem + g.stages * g.stage_floats;                  // past the ring: the epilogue's tiles
+  int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
@@ -523,7 +561,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   if (threadIdx.x < 128 * kWgProducers) {
     if (kPart != 2) wgmma_produce<kPart>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, full, empty);
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
@@ -561,7 +599,9 @@ inline bool convt_wgmma_available(int device) {
 }
 
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
-inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit) {
+// static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
+inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
+                                    int64_t static_bytes) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -579,14 +619,13 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
-  // The kernel's static shared memory: the barriers and the epilogue's channel moments.
-  const int64_t static_bytes = 16 * kWgMaxStages + 2 * kWgConsumers * kWgChannels * int64_t(sizeof(Moments));
   for (g.stages = kWgMaxStages; g.stages >= kWgMinStages; --g.stages) {
-    g.smem_bytes = 4 * (g.stages * g.stage_floats + positions);
+    g.smem_bytes = 4 * (g.stages * g.stage_floats + kEpiFloats + positions);
     if (g.smem_bytes + static_bytes <= smem_limit) break;
   }
   if (g.stages < kWgMinStages) {
-    return "it would take " + std::to_string(4 * (kWgMinStages * g.stage_floats + positions) + static_bytes) +
+    return "it would take " + std::to_string(4 * (kWgMinStages * g.stage_floats + kEpiFloats + positions) +
+                                             static_bytes) +
            " bytes of shared memory a block; the GPU allows " + std::to_string(smem_limit);
   }
   if (frame + positions >= (int64_t(1) << 31)) return "the output is too large for one launch";
@@ -603,8 +642,11 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
+  const auto kernel = convt_wgmma_kernel<Op, kPart>;
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
-  const std::string why = convt_wgmma_plan(s, g, max_block_smem(device));
+  const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   const auto x = input.contiguous();
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
@@ -623,7 +665,6 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
                            x.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-  const auto kernel = convt_wgmma_kernel<Op, kPart>;
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
   const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
