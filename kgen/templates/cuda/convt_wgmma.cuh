@@ -27,19 +27,20 @@
 //   producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
-// - Their epilogue works on the accumulators where they are, in registers: z = acc + bias (a separately rounded
-//   add, as PyTorch's) is stored as 8-byte pairs, and op(z) folds into per-thread moments shifted by op(bias),
-//   combined over the 4 lanes of a channel, then over the two warpgroups and the channels of each group in a
-//   fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
-//   convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the producer loads the next tile's first
-//   chunks.
-// - 168 registers a thread (65536 / 384) hold the 128 accumulators. setmaxnreg would move registers from the
-//   producer to the consumers at run time, but ptxas allocates every role within the launch bound, so it buys
-//   nothing here.
+// - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
+//   at a time, in one rolled loop: z = acc + bias (a separately rounded add, as PyTorch's) stored as 16-byte runs,
+//   op(z) folded into per-thread moments shifted by op(bias), combined over the lanes of a channel, then over the
+//   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
+//   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
+//   producer loads the next tile's first chunks.
+// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (40: it holds no data)
+//   to the consumers (232: the 128 accumulators and the epilogue's values in flight). ptxas allocates each branch
+//   of the role split within its own count.
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
-// registers between its wgmma, 9.4 ms; this design 5.8 ms with GELU erf, 3.8 ms with the identity op, its main
-// loop 2.8 ms against 2.0 ms for its wgmma alone: the epilogue, which nothing overlaps, is what is left.)
+// registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
+// with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms. The main loop
+// takes 2.8 ms against 2.06 for its wgmma alone; the epilogue, which nothing overlaps, is the rest.)
 namespace kgen {
 namespace convt {
 
@@ -326,20 +327,32 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 }
 
 // op(v) as the epilogue's moments take it: the op itself, except GELU (erf), whose libdevice erff costs about 30
-// instructions in this register-bound epilogue; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <=
-// 1.5e-7: 12 instructions, 2 of them MUFU) moves each GELU value by at most 1e-7 |v|. The moments only steer the
-// normalisation; z and the normalised output are computed with the op itself.
+// instructions; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7: 12 instructions, 2 of
+// them the multi-function unit's, without the range fix-ups of __fdividef and __expf) moves each GELU value by at
+// most 1e-7 |v|. The moments only steer the normalisation; z and the normalised output take the op itself.
 template <class Op>
 __device__ __forceinline__ float moments_value(const Op& op, float v) {
   return op(v);
 }
+// The multi-function unit's reciprocal and 2^x as they are (flushing denormals): no range fix-ups around them.
+__device__ __forceinline__ float mufu_rcp(float v) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ float mufu_ex2(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
 __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   const float y = fabsf(v) * static_cast<float>(M_SQRT1_2);
-  const float t = __fdividef(1.f, fmaf(0.3275911f, y, 1.f));
+  const float t = mufu_rcp(fmaf(0.3275911f, y, 1.f));  // the denominator is >= 1
   const float poly =
       t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 1.061405429f, -1.453152027f), 1.421413741f), -0.284496736f), 0.254829592f);
-  const float q = poly * __expf(-y * y);  // erfc(|v| / sqrt 2)
-  return v >= 0.f ? v - 0.5f * v * q : 0.5f * v * q;
+  const float q = poly * mufu_ex2(v * v * -0.72134752044448170f);  // erfc(|v| / sqrt 2); exp(-v^2 / 2) = 2^(...)
+  const float h = 0.5f * v * q;
+  return v >= 0.f ? v - h : h;
 }
 
 // The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
@@ -559,8 +572,10 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     if (kPart != 2) wgmma_produce<kPart>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
