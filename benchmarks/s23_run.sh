@@ -22,6 +22,12 @@
 #         of the ~3500 cycles a chunk takes at the wgmma-alone rate. Now a warp's copy instruction writes 128
 #         contiguous bytes (8 positions x 4 channels: ~258 wavefronts), a warp rounds its own 16-position blocks;
 #         producer 56 registers, consumers 224. Predicted: main loop 2.95 -> ~2.4, conv + moments 3.75 -> ~3.2.
+#   run5: run4: 37 passed but slower, main loop 4.21 ms: the copies' shared-memory wavefronts did not drop (17.1 M
+#         both ways: a 4-byte copy's wavefronts follow its global sectors), its L1 tag requests went 8.3 -> 20.1 M
+#         and L2 sectors 20.1 -> 29.6 M (32-byte runs across sector bounds). Back to v3.6's copies, with the
+#         producer's TF32 rounding in two integer instructions (cvt.rna is ~6 in SASS: 64 values a thread a chunk)
+#         and 56 / 224 registers. Predicted: main loop 2.95 -> ~2.8. Tests, bench, compute-sanitizer memcheck and
+#         racecheck on three cases.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -63,5 +69,14 @@ case "${1:-}" in
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
     ncu_source run4_ncu_gelu 0 ;;
-  *) echo "usage: $0 run1|run2|run3|run4" ; exit 2 ;;
+  run5)
+    build_wgmma run5
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
+    for tool in memcheck racecheck; do
+      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s23/run5_$tool.log" 2>&1
+      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s23/run5_$tool.log" | tail -3
+    done ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5" ; exit 2 ;;
 esac

@@ -17,12 +17,12 @@
 // computed and dropped.
 //
 // The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised, 3 warpgroups.
-// - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A warp takes blocks of 16
-//   frame positions and copies them by 4-byte cp.async, 8 positions x 4 channels an instruction, so that each
-//   instruction writes 128 contiguous bytes of the staged layout (its 4 channel runs of 32 bytes come from L2),
-//   zero-filled where a position is padding. No registers hold the data, so the warp keeps two chunks in flight:
-//   once chunk k's copies have landed (while chunk k + 1's are on their way) it rounds its own units to TF32 in
-//   place (to nearest, as cuDNN does: its z and ours then agree to 2e-6) and hands the stage over. The weights, laid out and rounded once per call by
+// - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A thread takes frame
+//   positions tid, tid + 128, ...: 8 four-byte cp.async copies each (a warp reads 128 contiguous bytes of a
+//   plane), straight into the position's two 16-byte units, zero-filled where the position is padding. No
+//   registers hold the data, so a thread keeps two chunks in flight: once chunk k's copies have landed (while
+//   chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, as cuDNN does: its z
+//   and ours then agree to 2e-6) and hands the stage over. The weights, laid out and rounded once per call by
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full` (128
 //   producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
@@ -52,7 +52,6 @@ constexpr int kWgChannels = 64;                           // M: a tile's output 
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
-constexpr int kWgCopyBlock = 16;                          // positions a producer warp copies and rounds as one
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -77,6 +76,13 @@ __device__ __forceinline__ uint32_t tf32_nearest(float v) {
 #else
   return __float_as_uint(v);
 #endif
+}
+
+// The same rounding in two integer instructions (cvt.rna.tf32 is emulated in about six on sm_90): add half a TF32
+// ulp to the magnitude, drop the 13 low bits. Equal to cvt.rna for every finite value and infinity; a NaN whose
+// payload lies only in the low 13 bits becomes infinity, as the tensor cores, which ignore those bits, read it.
+__device__ __forceinline__ float tf32_nearest_fast(float v) {
+  return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xFFFFE000u);
 }
 
 // A shared-memory matrix descriptor without swizzle: 8-row x 16-byte core matrices, `leading` bytes apart along K
@@ -259,23 +265,21 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
   constexpr int kThreads = 128 * kWgProducers;
-  constexpr int kWarps = kThreads / kWarpSize;
-  const int tid = threadIdx.x, warp = tid / kWarpSize, lane = tid % kWarpSize;
+  const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  // Rounds the units of a landed stage that this warp's copies wrote (its blocks: 16 positions x 2 halves, a unit
-  // a lane) and hands the stage to the consumers.
+  // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
-    __syncwarp();  // every lane has waited for its own copies: the warp's units are all in shared memory
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
-    const int half = lane / kWgCopyBlock, offset = lane % kWgCopyBlock;
-    for (int p = warp * kWgCopyBlock + offset; p < g.positions; p += kWarps * kWgCopyBlock) {
-      const float4 v = xs[half * g.positions + p];
-      xs[half * g.positions + p] = make_float4(__uint_as_float(tf32_nearest(v.x)), __uint_as_float(tf32_nearest(v.y)),
-                                               __uint_as_float(tf32_nearest(v.z)), __uint_as_float(tf32_nearest(v.w)));
-    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      for (int p = tid; p < g.positions; p += kThreads) {  // the units this thread's copies wrote
+        const float4 v = xs[half * g.positions + p];
+        xs[half * g.positions + p] = make_float4(tf32_nearest_fast(v.x), tf32_nearest_fast(v.y), tf32_nearest_fast(v.z),
+                                                 tf32_nearest_fast(v.w));
+      }
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);
   };
@@ -307,23 +311,16 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
         }
       }
       if ((kPart != 4 && kPart != 5) || first_fill) {
-        // A warp's copy: 8 positions x 4 channels, lane l taking channel l % 4 of position l / 4, so its 32 words
-        // land as 128 contiguous bytes of shared memory (no bank conflicts) from 4 runs of 32 bytes in the planes.
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-        for (int block = warp * kWgCopyBlock; block < g.positions; block += kWarps * kWgCopyBlock) {
+        for (int p = tid; p < g.positions; p += kThreads) {
+          const int off = pos_off[p];
+          const float* at = xc + max(off, 0);
 #pragma unroll
-          for (int sub = 0; sub < kWgCopyBlock; sub += 8) {
-            const int p = block + sub + lane / 4;
-            if (p >= g.positions) continue;
-            const int off = pos_off[p];
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const int ch = 4 * half + lane % 4;
-              const bool real = off >= 0 && ch < channels;
-              copy4_async(xs_addr + 16u * (half * g.positions + p) + 4u * (lane % 4),
-                          xc + (real ? int64_t(ch) * in_plane + off : 0), real ? 4u : 0u);
-            }
+          for (int ch = 0; ch < kWgChunk; ++ch) {
+            const bool real = off >= 0 && ch < channels;
+            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
+                        real ? 4u : 0u);
           }
         }
       }
