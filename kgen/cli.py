@@ -94,6 +94,7 @@ def emit_command(spec_name, output, reference, explain, **given):
 def _emit_reference(reference, output, explain, given, spec_given) -> None:
     from kgen.ref.emit import emit_reference, explain as explain_plan
     from kgen.ref.plan import make_plan
+    from kgen.ref.plan_layout import CONV_MODES
     from kgen.ref.trace import RefError, load_reference
 
     if spec_given:
@@ -104,6 +105,9 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
                                f"{', '.join('--' + n.replace('_', '-') for n in unknown)} (the rest comes from the "
                                "reference)")
     conv = given.get("conv", "exact")
+    if conv not in CONV_MODES:
+        raise click.UsageError(f"--ref plans --conv {' or '.join(CONV_MODES)}; --conv {conv} is the "
+                               "convt-gelu-groupnorm spec's own (kgen emit convt-gelu-groupnorm --conv fused)")
     try:
         if explain:
             plan = make_plan(load_reference(reference), conv)

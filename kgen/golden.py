@@ -15,6 +15,7 @@ GOLDEN: dict[str, tuple[str, dict]] = {
     "convt_gelu_groupnorm.py": ("convt-gelu-groupnorm", {}),
     "convt_gelu_groupnorm_tanh.py": ("convt-gelu-groupnorm", {"gelu": "tanh"}),
     "convt_gelu_groupnorm_fast.py": ("convt-gelu-groupnorm", {"conv": "fast"}),
+    "convt_gelu_groupnorm_fused.py": ("convt-gelu-groupnorm", {"conv": "fused"}),
     "conv_gn_tanh_hardswish_res_lse.py": ("conv-gn-tanh-hardswish-res-lse", {}),
 }
 

@@ -3,22 +3,33 @@ from kgen.specs.base import BLOCK_SIZE, FORWARD, REFERENCES, Param, Spec, groups
 
 GELU_OPS = {"erf": "kgen::GeluErf", "tanh": "kgen::GeluTanh"}
 TANH_REFERENCE = "level2_19_convtranspose2d_gelu_tanh_groupnorm.py"
+FUSED_NOTE = (
+    "--conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: "
+    "nvcc 12 or newer), TF32 like cuDNN's default (operands rounded to nearest, float32 accumulation): it differs "
+    "from the reference's cuDNN TF32 convolution by rounding, so compare at 1e-2 (kgen validate --atol 1e-2). Its "
+    "backward is the reference's cuDNN convolution backward. Where it does not apply (another GPU, stride, dilation "
+    "or output padding) the file runs the exact mode's path.")
 
 
 class ConvTransposeGeluGroupNorm(Spec):
     def cuda_parts_for(self, params):
         if params["conv"] == "fast":   # channels-last kernels (two passes) and the layout copies around the conv
             return self.cuda_parts + ("groupnorm_nhwc.cuh", "layout.cuh")
+        if params["conv"] == "fused":  # kgen's wgmma conv; the exact mode's kernels where it does not apply
+            return super().cuda_parts_for(params) + ("convt_common.cuh", "convt_wgmma.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):
-        return self.functions + (("to_channels_last", "to_contiguous_nchw") if params["conv"] == "fast" else ())
+        extra = {"fast": ("to_channels_last", "to_contiguous_nchw"),
+                 "fused": ("convt_fused_unsupported", "convt_fused_forward")}
+        return self.functions + extra.get(params["conv"], ())
 
     def template_context(self, params):
         # channel_bias: the conv runs without its bias, which the GroupNorm kernels add (and differentiate).
         layout = "nhwc" if params["conv"] == "fast" else "nchw"
         onepass = onepass_context(params) if layout == "nchw" else onepass_context({})
-        return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True, **onepass}
+        return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True,
+                "conv_fused": params["conv"] == "fused", **onepass}
 
     def matching_reference_path(self, params):
         return REFERENCES / TANH_REFERENCE if params["gelu"] == "tanh" else self.reference_path(params)
@@ -36,6 +47,8 @@ class ConvTransposeGeluGroupNorm(Spec):
                 "TF32 weight gradient strays further from float64 than its NCHW one (H100, 2x64x24x24: 0.26 vs 2.7e-3; "
                 "the reference fed a channels-last input does the same); set torch.backends.cudnn.allow_tf32 = False "
                 "for float32 accuracy.")
+        if params["conv"] == "fused":
+            notes.append(FUSED_NOTE)
         return notes
 
 
@@ -58,7 +71,8 @@ SPEC = ConvTransposeGeluGroupNorm(
               choices=("erf", "tanh")),
         Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
               "fast: channels-last cuDNN (TF32 rounding differs); with --ref, every 2-D or 3-D convolution a region "
-              "reads runs channels-last", choices=("exact", "fast")),
+              "reads runs channels-last; fused (this spec only): kgen's own wgmma ConvTranspose2d (sm_90a, TF32) with "
+              "bias, GELU and the GroupNorm moments in its epilogue", choices=("exact", "fast", "fused")),
         FORWARD,
     ),
     summary="cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise "

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_igemm.cuh")
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_igemm.cuh")
 
 BINDINGS = r"""
 namespace {

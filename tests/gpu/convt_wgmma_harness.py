@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_igemm.cuh", "convt_wgmma.cuh")
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 BINDINGS = r"""

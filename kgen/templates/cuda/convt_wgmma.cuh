@@ -63,6 +63,7 @@ struct WgmmaGeometry {
   int chunks;         // K chunks: ceil(C_in / 8)
   int channel_tiles;  // ceil(C_out / 64)
   int stages;         // the ring's length
+  bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -447,7 +448,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + f) = v;
+          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + f) = g.z_with_bias ? v : a;
           const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
           const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
           s1[j] += (u0 + u1) + (u2 + u3);
@@ -463,8 +464,8 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           count += 1.f;
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            const float v = __fadd_rn(mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], b[j]);
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = v;
+            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
+            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
             const float u = moments_value(op, v) - shift[j];
             s1[j] += u, s2[j] += u * u;
           }
@@ -655,10 +656,13 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 }
 
 // conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
-// {z, mean (N, G, 2), rstd (N, G)}. A clear error where the GPU or the shape is not this kernel's.
+// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
+// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
+// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
 template <class Op, int kPart = 0>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op) {
+                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
+                                            bool z_with_bias = true) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
@@ -670,6 +674,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
+  g.z_with_bias = z_with_bias;
   const auto x = input.contiguous();
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
@@ -696,6 +701,36 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
+}
+
+// Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
+// running the sm_90a build), the arguments (float32 CUDA tensors; stride 1, dilation 1, one conv group, output
+// padding 0, padding <= kernel - 1), the shared memory. For a caller that falls back to another path instead.
+template <class Op>
+std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                    int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding,
+                                    std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
+                                    int64_t conv_groups) {
+  for (const auto* t : {&x, &weight, &bias}) {
+    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
+    if (t->get_device() != x.get_device()) return "its tensors are on different devices";
+  }
+  if (x.dim() != 4 || weight.dim() != 4 || bias.dim() != 1 || weight.size(0) != x.size(1) ||
+      bias.size(0) != weight.size(1) || groups <= 0 || weight.size(1) % groups != 0) {
+    return "the shapes are not a ConvTranspose2d's";
+  }
+  if (stride != std::vector<int64_t>{1, 1} || dilation != std::vector<int64_t>{1, 1} || conv_groups != 1 ||
+      output_padding != std::vector<int64_t>{0, 0} || padding.size() != 2) {
+    return "it takes stride 1, dilation 1, one conv group and no output padding only";
+  }
+  if (x.numel() == 0 || x.size(0) > 65535) return "it takes 1 to 65535 samples";
+  if (!convt_wgmma_available(x.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
+  const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
+  WgmmaGeometry g{};
+  return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
 }
 
 }  // namespace convt
