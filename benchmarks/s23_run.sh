@@ -28,6 +28,13 @@
 #         producer's TF32 rounding in two integer instructions (cvt.rna is ~6 in SASS: 64 values a thread a chunk)
 #         and 56 / 224 registers. Predicted: main loop 2.95 -> ~2.8. Tests, bench, compute-sanitizer memcheck and
 #         racecheck on three cases.
+#   run6: run5: 37 passed; main loop 2.74 ms (2.95), conv + moments 3.98 (3.75 in run3: epilogue alone 1.33 ->
+#         1.42 with 224 consumer registers; the rows are single medians, ~5 % apart run to run); memcheck 0 errors,
+#         racecheck 0 hazards. Now `kgen emit convt-gelu-groupnorm --conv fused` (generated/
+#         convt_gelu_groupnorm_fused.py): the wgmma conv + moments, then the normalise sweep; backward the
+#         GroupNorm kernels then cuDNN's conv backward. kgen validate --bench at 1e-2 (float64 arbitration),
+#         KernelBench's evaluator (fp32, 5 trials). Predicted: forward ~5.3 ms (fast 6.9, compile 8.3),
+#         forward+backward ~24 (exact mode's backward, ~18.5 ms).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -78,5 +85,13 @@ case "${1:-}" in
         tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s23/run5_$tool.log" 2>&1
       echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s23/run5_$tool.log" | tail -3
     done ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5" ; exit 2 ;;
+  run6)
+    F=generated/convt_gelu_groupnorm_fused.py
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s23/run6_prebuild.log" 2>&1; echo "prebuild exit $?"
+    timeout -k 5 420 python3 -m kgen.cli validate "$F" --bench --atol 1e-2 --rtol 1e-2 --json "$OUT/s23/run6_validate.json" \
+      > "$OUT/s23/run6_validate.log" 2>&1; echo "validate exit $?"; tail -45 "$OUT/s23/run6_validate.log"
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl
+    PYTHONPATH=/tmp/site:. timeout -k 5 300 python3 .kb/kb_eval.py "$F" .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py \
+      --trials 5 > "$OUT/s23/run6_kb_eval.log" 2>&1; echo "kb_eval exit $?"; tail -3 "$OUT/s23/run6_kb_eval.log" | cut -c1-600 ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6" ; exit 2 ;;
 esac

@@ -1954,6 +1954,17 @@ std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at:
 """
 
 
+def _cuda_arch_flags():
+    """The targets torch would build for (TORCH_CUDA_ARCH_LIST, else the GPUs present), sm_90 taken as sm_90a:
+    the wgmma convolution needs sm_90a code, which runs on sm_90 devices only. torch adds no target of its own
+    once a flag names one, so this list is complete."""
+    from torch.utils import cpp_extension
+
+    sm90a = "-gencode=arch=compute_90a,code=sm_90a"
+    flags = [sm90a if f == "-gencode=arch=compute_90,code=sm_90" else f for f in cpp_extension._get_cuda_arch_flags()]
+    return flags if sm90a in flags else flags + [sm90a]
+
+
 def _build_extension():
     """Builds the kernels once per process. The module name carries a hash of the source, so two
     different emitted files never share (or overwrite) one build."""
@@ -1963,7 +1974,7 @@ def _build_extension():
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
         functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward"],
-        extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a"],
+        extra_cuda_cflags=["-O3", *_cuda_arch_flags()],
         verbose=False,
     )
 
