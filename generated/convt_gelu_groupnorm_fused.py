@@ -1177,10 +1177,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   positions tid, tid + 128, ...: 8 four-byte cp.async copies each (a warp reads 128 contiguous bytes of a
 //   plane), straight into the position's two 16-byte units, zero-filled where the position is padding. No
 //   registers hold the data, so a thread keeps two chunks in flight: once chunk k's copies have landed (while
-//   chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, as cuDNN does: its z
-//   and ours then agree to 2e-6) and hands the stage over. The weights, laid out and rounded once per call by
-//   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full` (128
-//   producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
+//   chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, ties to even, as cuDNN
+//   rounds at L2-19's shape: see tf32_nearest) and hands the stage over. The weights, laid out and rounded once per
+//   call by convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
+//   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
@@ -1225,21 +1225,15 @@ struct WgmmaGeometry {
   int64_t smem_bytes;
 };
 
-__device__ __forceinline__ uint32_t tf32_nearest(float v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
-  return r;
-#else
-  return __float_as_uint(v);
-#endif
-}
-
-// The same rounding in two integer instructions (cvt.rna.tf32 is emulated in about six on sm_90): add half a TF32
-// ulp to the magnitude, drop the 13 low bits. Equal to cvt.rna for every finite value and infinity; a NaN whose
-// payload lies only in the low 13 bits becomes infinity, as the tensor cores, which ignore those bits, read it.
-__device__ __forceinline__ float tf32_nearest_fast(float v) {
-  return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xFFFFE000u);
+// float32 -> TF32 (19 bits), to nearest with ties to even, as cuDNN's TF32 kernels round both operands at L2-19's
+// shape (benchmarks/convt_rounding_probe.py: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
+// from ties-away ones, 8e-4 from truncated ones; KernelBench compares at 1e-4). In integer arithmetic: add half a
+// TF32 ulp less one, plus the kept last bit, to the magnitude, then drop the 13 low bits (cvt.rna, ties away, is
+// itself ~6 instructions in SASS). Exact for every finite value and infinity; a NaN whose payload lies only in
+// the low 13 bits becomes infinity, as the tensor cores, which ignore those bits, would read it anyway.
+__device__ __forceinline__ float tf32_nearest(float v) {
+  const uint32_t bits = __float_as_uint(v);
+  return __uint_as_float((bits + 0xFFFu + ((bits >> 13) & 1u)) & 0xFFFFE000u);
 }
 
 // A shared-memory matrix descriptor without swizzle: 8-row x 16-byte core matrices, `leading` bytes apart along K
@@ -1328,7 +1322,7 @@ __global__ void convt_wgmma_weights_kernel(const float* __restrict__ weight, flo
       v = weight[((int64_t(ci) * s.out_channels + cog) * s.kernel_h + (s.kernel_h - 1 - a)) * s.kernel_w +
                  (s.kernel_w - 1 - b)];
     }
-    out[i] = __uint_as_float(tf32_nearest(v));
+    out[i] = tf32_nearest(v);
   }
 }
 
@@ -1434,8 +1428,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     for (int half = 0; half < 2; ++half)
       for (int p = tid; p < g.positions; p += kThreads) {  // the units this thread's copies wrote
         const float4 v = xs[half * g.positions + p];
-        xs[half * g.positions + p] = make_float4(tf32_nearest_fast(v.x), tf32_nearest_fast(v.y), tf32_nearest_fast(v.z),
-                                                 tf32_nearest_fast(v.w));
+        xs[half * g.positions + p] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z),
+                                                 tf32_nearest(v.w));
       }
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);

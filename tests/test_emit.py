@@ -165,6 +165,34 @@ def test_fast_conv_uses_the_layout_kernels_and_two_pass_forward():
     assert "groupnorm_onepass_kernel" not in text
 
 
+def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
+    """--conv fused: kgen's wgmma conv (sm_90a, z stored without its bias) then the normalise sweep, the exact
+    mode's path where the kernel does not apply, a build for sm_90a, and a header that says it is TF32."""
+    text, notes = emit("convt-gelu-groupnorm", {"conv": "fused"})
+    assert "convt_wgmma_kernel" in text and "convt_wgmma_moments<InputOp>" in text
+    assert "/*z_with_bias=*/false" in text
+    assert "FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias" in text
+    assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
+    assert "torch.ops.aten.convolution_backward(" in text
+    assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
+    assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]
+    assert "# NOTE: --conv fused" in text
+    assert "mma.sync.aligned" not in text  # the portable mma.sync kernel (convt_igemm.cuh) is not part of it
+    assert "_cuda_arch_flags" not in emit("convt-gelu-groupnorm", {"conv": "exact"})[0]
+
+
+def test_ref_rejects_the_spec_only_fused_conv(tmp_path):
+    from click.testing import CliRunner
+
+    from kgen.cli import main
+
+    reference = "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py"
+    out = tmp_path / "solution.py"
+    result = CliRunner().invoke(main, ["emit", "--ref", reference, "--conv", "fused", "-o", str(out)])
+    assert result.exit_code == 2 and "--conv fused is the convt-gelu-groupnorm spec's own" in result.output
+    assert not out.exists()
+
+
 def test_emit_into_a_missing_folder_is_a_clear_error(tmp_path):
     from click.testing import CliRunner
 

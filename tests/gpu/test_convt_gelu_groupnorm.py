@@ -53,6 +53,7 @@ def solutions(tmp_path_factory):
     root = tmp_path_factory.mktemp("l2_19")
     loaded = {gelu: load_solution(root, "convt-gelu-groupnorm", gelu=gelu) for gelu in ("erf", "tanh")}
     loaded["fast"] = load_solution(root, "convt-gelu-groupnorm", conv="fast")
+    loaded["fused"] = load_solution(root, "convt-gelu-groupnorm", conv="fused")
     return loaded
 
 
@@ -139,7 +140,7 @@ def deterministic_cudnn():
     torch.backends.cudnn.deterministic = saved
 
 
-@pytest.mark.parametrize("mode", ["erf", "fast"])
+@pytest.mark.parametrize("mode", ["erf", "fast", "fused"])
 @pytest.mark.parametrize("init, shape", [((64, 64, 3, 1, 8, 8), (2, 64, 64, 64)), ((32, 96, 4, 2, 8, 12), (4, 32, 17, 23))])
 def test_deterministic(solutions, deterministic_cudnn, mode, init, shape):
     """Two identical forward + backward runs give bitwise equal results, the conv bias gradient (summed
@@ -224,3 +225,34 @@ def test_fast_mode_with_tf32_within_1e_2(solutions, init, shape):
     got = grads(new, x, dy)
     assert_all_close(got, grads(ref, x, dy), 1e-2, "vs reference NCHW, TF32")
     assert_all_close(got, float64_grads(ref, x, dy), 1e-2, "vs reference float64")
+
+
+# --conv fused: (init (in, out, kernel, stride, groups, num_groups), input shape, whether the wgmma conv takes it)
+FUSED_CASES = [
+    ((64, 64, 3, 1, 8, 8), (2, 64, 40, 36), True),      # L2-19's layer at a smaller image
+    ((3, 24, 1, 1, 8, 6), (1, 3, 17, 13), True),        # kernel 1, 3 input channels, batch 1
+    ((24, 48, 2, 1, 8, 8), (2, 24, 9, 11), True),       # kernel 2, a partial channel tile
+    ((48, 96, 4, 1, 8, 12), (2, 48, 7, 8), True),       # kernel 4, two channel tiles, 12 groups (generic kernels)
+    ((16, 24, 5, 1, 8, 4), (1, 16, 10, 7), True),       # kernel 5
+    ((16, 32, 3, 2, 8, 8), (2, 16, 10, 10), False),     # stride 2: the exact mode's path
+    ((8, 24, 4, 3, 8, 6), (2, 8, 7, 9), False),         # stride 3: likewise
+]
+
+
+@pytest.mark.parametrize("init, shape, wgmma", FUSED_CASES)
+def test_fused_conv_against_float64(solutions, init, shape, wgmma):
+    """--conv fused: output and every gradient against the reference run in float64. Where kgen's wgmma conv
+    runs (an H100/H200, stride 1) its TF32 convolution holds them within 1e-2; elsewhere the file takes the
+    exact mode's path and holds 1e-4 (the convolutions here in full float32)."""
+    solution = solutions["fused"]
+    ref, new = make_models(load_reference("erf"), solution, init, 31)
+    x = torch.rand(shape, device="cuda")
+    conv = new.conv_transpose
+    reason = solution._ext.convt_fused_unsupported(x, conv.weight, conv.bias, init[5], list(conv.stride),
+                                                   list(conv.padding), list(conv.output_padding),
+                                                   list(conv.dilation), conv.groups)
+    on_hopper = torch.cuda.get_device_capability() == (9, 0)
+    assert (reason == "") == (wgmma and on_hopper), reason
+    dy = torch.randn(ref(x).shape, device="cuda")
+    got = grads(new, x, dy)
+    assert_all_close(got, float64_grads(ref, x, dy), 1e-2 if reason == "" else 1e-4, "vs reference float64")
