@@ -1,5 +1,6 @@
 """Test harness of kgen's wgmma ConvTranspose2d (kgen/templates/cuda/convt_wgmma.cuh, sm_90a, stride 1): one
-load_inline extension built straight from the .cuh building blocks, for sm_90a besides the GPU's own target.
+load_inline extension built straight from the .cuh building blocks, for sm_90a alone (torch adds no target of
+its own once a flag names one; sm_90a code runs on sm_90 devices only).
 
   convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
@@ -7,7 +8,8 @@ load_inline extension built straight from the .cuh building blocks, for sm_90a b
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
 alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop loading only the weights, 15 only
-the input (GELU erf; none of them computes the conv)."""
+the input (GELU erf; none of them computes the conv); 16 GELU erf with 3 chunks of copies in flight a producer
+thread (the default keeps 2)."""
 from __future__ import annotations
 
 import hashlib
@@ -39,6 +41,8 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 13: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 4>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 14: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 5>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 15: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 6>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
+    case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }
@@ -71,7 +75,7 @@ std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::T
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_available"]
-VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2}
+VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 
 
 def cuda_source() -> str:

@@ -24,7 +24,8 @@ from tests.gpu.timing import print_conv_rates  # noqa: E402
 pytestmark = pytest.mark.gpu
 EPS = 1e-5
 TF32_REL = 2.0 ** -11 + 2.0 ** -11   # input and weights rounded to nearest
-OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh")}
+OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
+       "gelu_erf_3_in_flight": F.gelu}
 
 # (N, C_in, C_out, H, W, kernel, padding, groups)
 CASES = [
@@ -142,6 +143,9 @@ def bench() -> None:
     del z, ref
     rows = {
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
+        "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 16),
+        "kgen wgmma conv + moments (again)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
         "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
