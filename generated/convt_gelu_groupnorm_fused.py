@@ -4,7 +4,7 @@
 # KernelBench L2-19: ConvTranspose2d -> GELU -> GroupNorm
 #   cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise and backward sweeps
 # Parameters: groups=8 block_size=256 gelu=erf conv=fused forward=two-pass
-# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer), TF32 like cuDNN's default (operands rounded to nearest, float32 accumulation): it differs from the reference's cuDNN TF32 convolution by rounding, so compare at 1e-2 (kgen validate --atol 1e-2). Its backward is the reference's cuDNN convolution backward. Where it does not apply (another GPU, stride, dilation or output padding) the file runs the exact mode's path.
+# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward is the reference's cuDNN convolution backward.
 # Reference: level2_19_convtranspose2d_gelu_groupnorm.py (a copy ships in kgen/specs/references/)
 # kgen-spec: convt-gelu-groupnorm
 # kgen-params: {"block_size": 256, "conv": "fused", "forward": "two-pass", "gelu": "erf", "groups": 8}
@@ -21,8 +21,9 @@ normalise sweep reads it. So the forward writes the conv output once and reads i
 mode writes it and reads it twice. It differs from the reference's cuDNN TF32 convolution by rounding:
 compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output, then the reference's
 own cuDNN convolution backward. Where the kernel does not apply (another GPU, a stride, dilation, conv
-groups or output padding it does not take) the forward runs the exact mode's path: the reference's NCHW
-cuDNN call, then the GroupNorm kernels.
+groups or output padding it does not take; ModelNew.fused_conv_unsupported(x) says which), and wherever
+torch.backends.cudnn.allow_tf32 is off, the forward runs the exact mode's path: the reference's NCHW cuDNN
+call, then the GroupNorm kernels.
 The conv runs WITHOUT its bias: PyTorch adds a conv bias in a separate elementwise sweep over the whole
 (N, C, H, W) output, and here the kernels add bias[c] on the fly instead, the very same single float add
 (never contracted into an FMA), so the values they see are bitwise the reference's conv output. Autograd
@@ -1176,8 +1177,8 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A thread takes frame
 //   positions tid, tid + 128, ...: 8 four-byte cp.async copies each (a warp reads 128 contiguous bytes of a
 //   plane), straight into the position's two 16-byte units, zero-filled where the position is padding. No
-//   registers hold the data, so a thread keeps two chunks in flight: once chunk k's copies have landed (while
-//   chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, ties to even, as cuDNN
+//   registers hold the data, so a thread keeps two chunks in flight (three where the ring has 4 stages and the
+//   caller asks): once chunk k's copies have landed (while chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, ties to even, as cuDNN
 //   rounds at L2-19's shape: see tf32_nearest) and hands the stage over. The weights, laid out and rounded once per
 //   call by convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
@@ -1220,6 +1221,7 @@ struct WgmmaGeometry {
   int channel_tiles;  // ceil(C_out / 64)
   int stages;         // the ring's length
   bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
+  int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -1434,7 +1436,21 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);
   };
-  int stage = 0, filled = 0, pending = -1;  // pending: the stage whose copies are in flight, not yet handed over
+  // The stages whose copies are in flight, not yet handed over, oldest first (one commit group each); scalars,
+  // not an array, which a run-time index would put in local memory.
+  int pending0 = -1, pending1 = -1, pending2 = -1, in_flight = 0;
+  auto retire_oldest = [&]() {  // waits for the oldest in-flight chunk's copies, rounds them, hands the stage over
+    if (in_flight >= 3) {
+      copy_async_wait<2>();
+    } else if (in_flight == 2) {
+      copy_async_wait<1>();
+    } else {
+      copy_async_wait<0>();
+    }
+    hand_over(pending0);
+    pending0 = pending1, pending1 = pending2, --in_flight;
+  };
+  int stage = 0, filled = 0;
   uint32_t phase = 0;
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
@@ -1447,9 +1463,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     named_barrier(1, kThreads);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c) {
-      // With a ring of 2 the stage waited for below is the pending one's predecessor, which the consumers release
-      // only after they have the pending one: hand it over first.
-      if (g.stages < 3 && pending >= 0) copy_async_wait<0>(), hand_over(pending), pending = -1;
+      // The stage waited for below held chunk c - S, which the consumers release once they have chunk c - S + 1:
+      // that one, and all before it, must have been handed over (at most S - 2 chunks still in flight).
+      while (in_flight > g.stages - 2) retire_oldest();
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
       const uint32_t full_stage = full + 8 * stage;
       const bool first_fill = filled < g.stages;
@@ -1476,12 +1492,19 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
         }
       }
       copy_async_commit();
-      if (pending >= 0) copy_async_wait<1>(), hand_over(pending);
-      pending = stage;
+      if (in_flight == 0) {
+        pending0 = stage;
+      } else if (in_flight == 1) {
+        pending1 = stage;
+      } else {
+        pending2 = stage;
+      }
+      ++in_flight;
+      while (in_flight >= g.chunks_in_flight) retire_oldest();  // keeps chunks_in_flight - 1 after this one's issue
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
-  if (pending >= 0) copy_async_wait<0>(), hand_over(pending);
+  while (in_flight > 0) retire_oldest();
 }
 
 // op(v) as the epilogue's moments take it: the op itself, except GELU (erf), whose libdevice erff costs about 30
@@ -1812,7 +1835,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 template <class Op, int kPart = 0>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true) {
+                                            bool z_with_bias = true, int chunks_in_flight = 2) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
@@ -1825,6 +1848,8 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
+  TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
+  g.chunks_in_flight = chunks_in_flight;
   const auto x = input.contiguous();
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
@@ -2032,14 +2057,20 @@ class ModelNew(nn.Module):
         self.conv_transpose = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=stride)
         self.group_norm = nn.GroupNorm(num_groups=num_groups, num_channels=out_channels)
 
+    def fused_conv_unsupported(self, x):
+        """Why kgen's wgmma convolution does not take this input ("" where it does): the GPU, the dtype, the
+        conv's stride, dilation, groups or output padding, the shared memory it would need."""
+        conv = self.conv_transpose
+        return _ext.convt_fused_unsupported(x, conv.weight, conv.bias, self.group_norm.num_groups, list(conv.stride),
+                                            list(conv.padding), list(conv.output_padding), list(conv.dilation),
+                                            conv.groups)
+
     def forward(self, x):
         conv, gn = self.conv_transpose, self.group_norm
         if x.dim() != 4:
             raise ValueError(f"ModelNew expects an (N, C, H, W) input, got shape {tuple(x.shape)}")
-        reason = _ext.convt_fused_unsupported(x, conv.weight, conv.bias, gn.num_groups, list(conv.stride),
-                                              list(conv.padding), list(conv.output_padding), list(conv.dilation),
-                                              conv.groups)
-        if reason == "":  # kgen's wgmma convolution takes this call (see the docstring)
+        # kgen's wgmma convolution is TF32: it runs where cuDNN may use TF32 too, and takes the call (docstring).
+        if torch.backends.cudnn.allow_tf32 and self.fused_conv_unsupported(x) == "":
             return FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias, gn.weight, gn.bias,
                                                          gn.num_groups, gn.eps, list(conv.padding))
         # The reference's convolution without the bias, which the kernels add (see the docstring).
