@@ -67,6 +67,13 @@ build_wgmma() {
   timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
     > "$OUT/s23/$1_build.log" 2>&1; echo "build exit $?"; grep -E "error|Used [0-9]+ registers" "$OUT/s23/$1_build.log" | head -8
 }
+sanitize_wgmma() {  # compute-sanitizer memcheck and racecheck on three of the harness's cases
+  for tool in memcheck racecheck; do
+    timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+      tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s23/$1_$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s23/$1_$tool.log" | tail -3
+  done
+}
 ncu_source() {  # name, variant: stall samples per SASS instruction of one launch at batch 16
   timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
     --section WarpStateStats --section SchedulerStats --section SourceCounters --section InstructionStats \
@@ -104,11 +111,7 @@ case "${1:-}" in
     build_wgmma run5
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -14
-    for tool in memcheck racecheck; do
-      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
-        tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s23/run5_$tool.log" 2>&1
-      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s23/run5_$tool.log" | tail -3
-    done ;;
+    sanitize_wgmma run5 ;;
   run6)
     F=generated/convt_gelu_groupnorm_fused.py
     timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s23/run6_prebuild.log" 2>&1; echo "prebuild exit $?"
@@ -139,11 +142,7 @@ case "${1:-}" in
     build_wgmma run9
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -2
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -16
-    for tool in memcheck racecheck; do
-      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
-        tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s23/run9_$tool.log" 2>&1
-      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s23/run9_$tool.log" | tail -3
-    done ;;
+    sanitize_wgmma run9 ;;
   run10)
     F=generated/convt_gelu_groupnorm_fused.py
     timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s23/run10_prebuild.log" 2>&1; echo "prebuild exit $?"
