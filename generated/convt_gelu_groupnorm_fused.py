@@ -1977,9 +1977,13 @@ def _cuda_arch_flags():
     """The targets torch would build for (TORCH_CUDA_ARCH_LIST, else the GPUs present), sm_90 taken as sm_90a:
     the wgmma convolution needs sm_90a code, which runs on sm_90 devices only. torch adds no target of its own
     once a flag names one, so this list is complete."""
+    import os
+
     from torch.utils import cpp_extension
 
     sm90a = "-gencode=arch=compute_90a,code=sm_90a"
+    if not os.environ.get("TORCH_CUDA_ARCH_LIST") and not torch.cuda.is_available():
+        return [sm90a]  # no GPU here and no list given: torch itself could pick no target
     flags = [sm90a if f == "-gencode=arch=compute_90,code=sm_90" else f for f in cpp_extension._get_cuda_arch_flags()]
     return flags if sm90a in flags else flags + [sm90a]
 
