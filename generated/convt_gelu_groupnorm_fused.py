@@ -13,12 +13,13 @@
 """ConvTranspose2d -> GELU (erf) -> GroupNorm (L2-19), trainable, conv mode "fused".
 
 The transposed convolution is kgen's own, on Hopper's warpgroup tensor cores (wgmma, sm_90a; the file is
-built for sm_90a besides the GPU's own target): an implicit GEMM that reads the NCHW input as it is,
-TF32 operands rounded to nearest as cuDNN's default TF32 mode rounds them, float32 accumulation. Its
-epilogue adds the conv bias, applies GELU and folds the GroupNorm moments of each (sample, group), merged
-in double in a fixed order (deterministic); it stores the conv output without its bias once, and one
-normalise sweep reads it. So the forward writes the conv output once and reads it once, where the exact
-mode writes it and reads it twice. It differs from the reference's cuDNN TF32 convolution by rounding:
+built for torch's targets with sm_90 taken as sm_90a): an implicit GEMM that reads the NCHW input as it
+is, TF32 operands rounded to nearest with ties to even as cuDNN's TF32 kernels round them at L2-19's
+shape, float32 accumulation (1e-6 from cuDNN's output there). Its epilogue adds the conv bias, applies
+GELU and folds the GroupNorm moments of each (sample, group), merged in double in a fixed order
+(deterministic); it stores the conv output without its bias once, and one normalise sweep reads it.
+So the forward writes the conv output once and reads it once, where the exact mode writes it and reads it
+twice. It differs from the reference's cuDNN TF32 convolution by rounding:
 compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output, then the reference's
 own cuDNN convolution backward. Where the kernel does not apply (another GPU, a stride, dilation, conv
 groups or output padding it does not take; ModelNew.fused_conv_unsupported(x) says which), and wherever
@@ -26,14 +27,14 @@ torch.backends.cudnn.allow_tf32 is off, the forward runs the exact mode's path: 
 call, then the GroupNorm kernels.
 The conv runs WITHOUT its bias: PyTorch adds a conv bias in a separate elementwise sweep over the whole
 (N, C, H, W) output, and here the kernels add bias[c] on the fly instead, the very same single float add
-(never contracted into an FMA), so the values they see are bitwise the reference's conv output. Autograd
+(never contracted into an FMA), so the values they see are bitwise the reference's conv output on the exact path. Autograd
 runs the conv's input and weight gradients through cuDNN (with no bias, so cuDNN's bias-gradient
 reduction over the whole output disappears too); the bias gradient, the sum over (n, h, w) of the conv
 output's gradient, comes from the backward kernel that writes that gradient: per-block sums, added up
 per channel in double and in a fixed order (bitwise reproducible, no atomics).
 GELU is fused into GroupNorm as well: the statistics sweep applies bias and GELU on the fly, the
 normalise sweep recomputes them, and backward recomputes GELU and its derivative from the conv output,
-so neither the biased conv output nor the GELU result is ever written. Forward moves 2 reads + 1 write of
+so neither the biased conv output nor the GELU result is ever written. On the exact path, forward moves 2 reads + 1 write of
 the conv output; backward 2 reads, then 2 reads + 1 write. Kernels are specialised for
 8 groups and 256 threads per block; any other group count runs the generic kernels.
 """
