@@ -62,6 +62,7 @@ def render(spec: Spec, params: dict) -> str:
         version=__version__,
         command=emit_command(spec, params),
         params_line=" ".join(f"{k}={v}" for k, v in params.items()),
+        summary=spec.summary_for(params),
         notes=spec.notes(params),
         header_fields=render_header_fields(spec.name, params, __version__),
         cuda_source=cuda_source(spec, params, env),

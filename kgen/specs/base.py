@@ -129,6 +129,10 @@ class Spec:
         """Values the templates need beyond the parameters themselves (e.g. the C++ type of an op)."""
         return {**self.context, **onepass_context(params)}
 
+    def summary_for(self, params: dict) -> str:
+        """The header's one-line summary of what the file does (a spec may describe a variant of its own)."""
+        return self.summary
+
     def notes(self, params: dict) -> list[str]:
         """Warnings `emit` prints on stderr and writes into the header (e.g. a non-equivalent variant)."""
         return []

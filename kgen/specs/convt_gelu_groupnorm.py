@@ -37,6 +37,12 @@ class ConvTransposeGeluGroupNorm(Spec):
     def matching_reference_path(self, params):
         return REFERENCES / TANH_REFERENCE if params["gelu"] == "tanh" else self.reference_path(params)
 
+    def summary_for(self, params):
+        if params["conv"] == "fused":
+            return ("kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its "
+                    "epilogue, then the normalise sweep; backward: GroupNorm kernels, then cuDNN's conv backward")
+        return super().summary_for(params)
+
     def notes(self, params):
         notes = []
         if params["gelu"] == "tanh":
