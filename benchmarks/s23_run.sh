@@ -64,6 +64,10 @@
 #   run13: run12: validate PASS (forward 5.50 ms, fwd+bwd 23.85), KernelBench 5/5. The committed file's GPU tests
 #         once more (its Python changed since: docstring, summary, a build-flag guard), and a probe of cuDNN's
 #         conv backward at L2-19's shape, NCHW against channels-last tensors, for the backward's plan.
+#   run14: run13: 16 passed; cuDNN's conv backward at L2-19's shape 8.72 ms on channels-last tensors against
+#         14.71 on NCHW, bitwise the same gradients. The fused file's backward now hands cuDNN channels-last copies
+#         (layout.cuh) and turns grad_x back. Predicted: backward 18.4 -> ~16.9 ms, forward+backward 23.85 ->
+#         ~22.3; gradients at L2-19's shape as before. GPU tests, validate --bench.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -181,5 +185,14 @@ case "${1:-}" in
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
       -k "fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s23/run13_pytest_fused.log" | tail -2
     timeout -k 5 150 python3 benchmarks/convt_backward_probe.py 2>&1 | tee "$OUT/s23/run13_backward_probe.log" | tail -9 ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8|run9|run10|run11|run12|run13" ; exit 2 ;;
+  run14)
+    F=generated/convt_gelu_groupnorm_fused.py
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s23/run14_prebuild.log" 2>&1; echo "prebuild exit $?"
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s23/run14_pytest_fused.log" | tail -2
+    timeout -k 5 330 python3 -m kgen.cli validate "$F" --bench --atol 1e-2 --rtol 1e-2 --json "$OUT/s23/run14_validate.json" \
+      > "$OUT/s23/run14_validate.log" 2>&1; echo "validate exit $?"
+    grep -E "^(fp64|  forward|  backward|  forward_backward|KernelBench|kgen verdict|RESULT)|convt_wgmma_kernel|Kernel|_kernel " \
+      "$OUT/s23/run14_validate.log" | cut -c1-200 | head -40 ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8|run9|run10|run11|run12|run13|run14" ; exit 2 ;;
 esac

@@ -174,6 +174,7 @@ def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
     assert "FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias" in text
     assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
     assert "torch.ops.aten.convolution_backward(" in text
+    assert "_ext.to_channels_last(grad_z), _ext.to_channels_last(x), weight" in text  # cuDNN's NHWC kernels
     assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
     assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]
     assert "# NOTE: --conv fused" in text
