@@ -1343,9 +1343,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   positions tid, tid + 128, ...: 8 four-byte cp.async copies each (a warp reads 128 contiguous bytes of a
 //   plane), straight into the position's two 16-byte units, zero-filled where the position is padding. No
 //   registers hold the data, so a thread keeps two chunks in flight (three where the ring has 4 stages and the
-//   caller asks): once chunk k's copies have landed (while chunk k + 1's are on their way) it rounds its own units to TF32 in place (to nearest, ties to even, as cuDNN
-//   rounds at L2-19's shape: see tf32_nearest) and hands the stage over. The weights, laid out and rounded once per
-//   call by convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
+//   caller asks; measured slower at L2-19): once chunk k's copies have landed (while chunk k + 1's are on their
+//   way) it rounds its own units to TF32 in place (to nearest, ties to even, as cuDNN rounds at L2-19's shape: see
+//   tf32_nearest) and hands the stage over. The weights, laid out and rounded once per call by
+//   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
@@ -1361,8 +1362,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
-// with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms. The main loop
-// takes 2.8 ms against 2.06 for its wgmma alone; the epilogue, which nothing overlaps, is the rest.)
+// with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms; v3.6-v3.9, the
+// register split and a cheaper erfc, 3.75-3.98 ms. The main loop takes 2.7-2.9 ms against 2.0 for its wgmma alone,
+// bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding); the epilogue,
+// which nothing overlaps, is the rest.)
 namespace kgen {
 namespace convt {
 
