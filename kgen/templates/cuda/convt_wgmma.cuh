@@ -353,7 +353,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   while (in_flight > 0) retire_oldest();
 }
 
-// op(v) as the epilogue's moments take it: the op itself, except GELU (erf), whose libdevice erff costs about 30
+// op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
 // instructions; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7: 12 instructions, 2 of
 // them the multi-function unit's, without the range fix-ups of __fdividef and __expf) moves each GELU value by at
 // most 1e-7 |v|. The moments only steer the normalisation; z and the normalised output take the op itself.
