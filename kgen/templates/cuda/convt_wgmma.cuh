@@ -443,9 +443,9 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const int fbase = tile.f0 + kWgPixels * consumer;
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
+  const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
-    const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // the fragment's place
     switch (k) {
       case 0: epilogue_stage<0>(acc, mine, frow, fcol); break;
       case 1: epilogue_stage<1>(acc, mine, frow, fcol); break;
