@@ -1008,15 +1008,10 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   return {y, stats[0], stats[1]};
 }
 
-// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
-// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
-std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
-                                              const at::Tensor& gamma_in, const at::Tensor& mean,
-                                              const at::Tensor& rstd, int64_t groups, Op op,
-                                              const at::Tensor& channel_bias_in = at::Tensor()) {
-  const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
-  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
+// The checks of a backward call's arguments (the forward's saved statistics among them); returns the shape.
+inline GroupShape check_groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& gamma,
+                                           const at::Tensor& mean, const at::Tensor& rstd, int64_t groups) {
+  const GroupShape shape = check_groupnorm_input(input, gamma, gamma, groups);
   check_float_cuda(grad_out, "gradient of the output");
   TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
               ", expected ", str(input.sizes()));
@@ -1024,6 +1019,48 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
   TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+  return shape;
+}
+
+// Backward's sums sweep and what follows from it, for contiguous dy and x: the coefficients B, C of dx per (sample,
+// group) into coef (N * G float2), and the parameter gradients into dgamma and dbeta.
+template <class Op, int kGroups, int kBlock, bool kChannelBias>
+void groupnorm_backward_sums(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& mean,
+                             const at::Tensor& rstd, const GroupShape& shape, Op op, const float* channel_bias,
+                             float2* coef, at::Tensor& dgamma, at::Tensor& dbeta) {
+  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
+  auto partial = at::empty({planes * plan.splits, 2}, x.options());
+  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
+  auto* partial_ptr = as_float2(partial);
+  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(dy.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_vec(vec, [&](auto kv) {
+    backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
+        <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                                     shape, plan, partial_ptr, op, channel_bias);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
+      plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
+// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                                              const at::Tensor& gamma_in, const at::Tensor& mean,
+                                              const at::Tensor& rstd, int64_t groups, Op op,
+                                              const at::Tensor& channel_bias_in = at::Tensor()) {
+  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto dy = grad_out.contiguous();
   const auto x = input.contiguous();
@@ -1037,12 +1074,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   const int64_t planes = shape.batch * shape.channels;
-  auto partial = at::empty({planes * plan.splits, 2}, x.options());
-  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, x.options());
+  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
   auto bias_partial = kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, x.options()) : at::Tensor();
-  auto* partial_ptr = as_float2(partial);
-  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   auto* coef_ptr = as_float2(coef);
   const float* bias = channel_bias_data<kChannelBias>(channel_bias);
   float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
@@ -1051,18 +1084,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     constexpr int kGroups = decltype(kg)::value;
-    dispatch_vec(vec, [&](auto kv) {
-      backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
-          <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
-                                                       shape, plan, partial_ptr, op, bias);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef_ptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias, coef_ptr,
+                                                                 dgamma, dbeta);
     dispatch_vec(vec, [&](auto kv) {
       backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
           <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
@@ -1237,6 +1260,176 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
   const int64_t plane = spatial_size(input);
   batched_transpose(input.data_ptr<float>(), out.data_ptr<float>(), input.size(0), plane, input.size(1));
   return out;
+}
+
+}  // namespace kgen
+
+// ---- GroupNorm backward with its input gradient written channels-last ----
+//
+// --conv fused hands cuDNN's conv backward channels-last tensors: its NHWC kernels are what run either way, and for
+// NCHW tensors cuDNN first makes its own slower copies. Here the apply sweep writes dx (the gradient of the conv's
+// output) straight in that layout, instead of groupnorm.cuh's NCHW sweep followed by layout.cuh's copy: one read
+// and one write of the whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are
+// groupnorm.cuh's.
+//
+// A block takes one sample, kClTileC channels and a span of kClTileP-position tiles. For each tile it reads dy and x
+// along positions (16-byte loads where the plane allows: contiguous in NCHW), computes dx, and turns it through a
+// shared tile into stores along channels (16-byte stores of 4 channels: contiguous in NHWC), the way layout.cuh's
+// batched transpose moves its tiles. A thread reads the same channel rows in every tile of its span, so it loads
+// their per-channel constants once and keeps their bias-gradient sums in registers; at the end the block adds each
+// row's per-thread sums in thread order (deterministic).
+namespace kgen {
+
+constexpr int kClTileC = 32;
+constexpr int kClTileP = 64;
+constexpr int kClThreads = 256;
+constexpr int64_t kClTilesPerSpan = 8;
+
+template <class Op, int kGroups, bool kVec, bool kChannelBias>
+__global__ void __launch_bounds__(kClThreads)
+backward_apply_channels_last_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                    const float2* __restrict__ mean, const float* __restrict__ rstd,
+                                    const float* __restrict__ gamma, const float2* __restrict__ coef,
+                                    float* __restrict__ dx, GroupShape shape, int64_t channel_tiles, int64_t spans,
+                                    Op op, const float* __restrict__ channel_bias, float* __restrict__ bias_partial) {
+  constexpr int kLanesPerRow = kVec ? kClTileP / 4 : kClTileP;  // threads sharing a channel row of the tile
+  constexpr int kRowStep = kClThreads / kLanesPerRow;
+  constexpr int kRows = kClTileC / kRowStep;                    // channel rows per thread: 2 (kVec) or 8
+  static_assert(kClTileC * kLanesPerRow <= kClTileC * (kClTileP + 1), "the row sums reuse the tile");
+  __shared__ float tile[kClTileC][kClTileP + 1];
+  const int64_t span = blockIdx.x % spans;
+  const int64_t channel_tile = (blockIdx.x / spans) % channel_tiles;
+  const int64_t n = blockIdx.x / (spans * channel_tiles);
+  const int64_t C = shape.channels, P = shape.plane_elems;
+  const int64_t c0 = channel_tile * kClTileC;
+  const int row0 = threadIdx.x / kLanesPerRow;
+  const int lane_s = (threadIdx.x % kLanesPerRow) * (kVec ? 4 : 1);
+
+  ChannelOp<Op, kChannelBias> f[kRows];
+  float a[kRows], sum[kRows];
+  float2 mu[kRows], bc[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t c = min(c0 + row0 + j * kRowStep, C - 1);  // rows past C load channel C-1's and store nothing
+    const int64_t row = shape.row_of_plane<kGroups>(n * C + c);
+    f[j] = channel_op<kChannelBias>(op, channel_bias, c);
+    a[j] = rstd[row] * gamma[c];
+    mu[j] = mean[row];
+    bc[j] = coef[row];
+    sum[j] = 0.f;
+  }
+  const float* dy_n = dy + n * C * P;
+  const float* x_n = x + n * C * P;
+  float* dx_n = dx + n * P * C;
+  const int64_t tiles = (P + kClTileP - 1) / kClTileP;
+  const int64_t first = span * kClTilesPerSpan;
+  const int64_t last = min(first + kClTilesPerSpan, tiles);
+  for (int64_t t = first; t < last; ++t) {
+    const int64_t p = t * kClTileP + lane_s;
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) {
+      const int r = row0 + j * kRowStep;
+      if (c0 + r >= C || p >= P) continue;  // P % 4 == 0 with kVec: a float4 is all in or all out
+      const int64_t at = (c0 + r) * P + p;
+      Pack<kVec ? 4 : 1> vdy, vx;
+      if constexpr (kVec) {
+        const float4 g = __ldg(reinterpret_cast<const float4*>(dy_n + at));
+        const float4 v = __ldg(reinterpret_cast<const float4*>(x_n + at));
+        vdy.v[0] = g.x; vdy.v[1] = g.y; vdy.v[2] = g.z; vdy.v[3] = g.w;
+        vx.v[0] = v.x; vx.v[1] = v.y; vx.v[2] = v.z; vx.v[3] = v.w;
+      } else {
+        vdy.v[0] = __ldg(dy_n + at);
+        vx.v[0] = __ldg(x_n + at);
+      }
+#pragma unroll
+      for (int k = 0; k < (kVec ? 4 : 1); ++k) {
+        float z, dz_dx;
+        f[j].value_and_derivative(vx.v[k], z, dz_dx);
+        const float d = dz_dx * (a[j] * vdy.v[k] + bc[j].x * centered(z, mu[j]) + bc[j].y);  // as groupnorm.cuh
+        tile[r][lane_s + k] = d;
+        if constexpr (kChannelBias) sum[j] += d;
+      }
+    }
+    __syncthreads();
+    const int64_t p0 = t * kClTileP;
+    if constexpr (kVec) {  // C % 4 == 0: 4 channels are all in or all out
+      constexpr int kStoresPerPos = kClTileC / 4;
+      for (int k = threadIdx.x; k < kClTileP * kStoresPerPos; k += kClThreads) {
+        const int s = k / kStoresPerPos, r = (k % kStoresPerPos) * 4;
+        if (p0 + s < P && c0 + r < C) {
+          *reinterpret_cast<float4*>(dx_n + (p0 + s) * C + c0 + r) =
+              make_float4(tile[r][s], tile[r + 1][s], tile[r + 2][s], tile[r + 3][s]);
+        }
+      }
+    } else {
+      for (int k = threadIdx.x; k < kClTileP * kClTileC; k += kClThreads) {
+        const int s = k / kClTileC, r = k % kClTileC;
+        if (p0 + s < P && c0 + r < C) dx_n[(p0 + s) * C + c0 + r] = tile[r][s];
+      }
+    }
+    __syncthreads();
+  }
+  if constexpr (kChannelBias) {
+    float* row_sums = &tile[0][0];  // [kClTileC][kLanesPerRow]
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) row_sums[(row0 + j * kRowStep) * kLanesPerRow + threadIdx.x % kLanesPerRow] = sum[j];
+    __syncthreads();
+    if (threadIdx.x < kClTileC && c0 + threadIdx.x < C) {
+      float total = 0.f;
+      for (int l = 0; l < kLanesPerRow; ++l) total += row_sums[threadIdx.x * kLanesPerRow + l];
+      bias_partial[(n * spans + span) * C + c0 + threadIdx.x] = total;
+    }
+  }
+}
+
+// groupnorm_backward with dx returned channels-last (NHWC / NDHWC strides; the same values). Returns {dx, dgamma,
+// dbeta}, and with kChannelBias the bias gradient as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_backward_channels_last(const at::Tensor& grad_out, const at::Tensor& input,
+                                                         const at::Tensor& gamma_in, const at::Tensor& mean,
+                                                         const at::Tensor& rstd, int64_t groups, Op op,
+                                                         const at::Tensor& channel_bias_in = at::Tensor()) {
+  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
+  const auto format = channels_last_format(input, "GroupNorm input");
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const auto dy = grad_out.contiguous();
+  const auto x = input.contiguous();
+  const auto gamma = gamma_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
+  auto dx = at::empty_like(x, format);
+  auto dgamma = at::zeros_like(gamma);
+  auto dbeta = at::zeros_like(gamma);
+  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
+  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
+
+  const int64_t channel_tiles = blocks_for(shape.channels, kClTileC);
+  const int64_t spans = blocks_for(blocks_for(shape.plane_elems, kClTileP), kClTilesPerSpan);
+  const int64_t blocks = shape.batch * channel_tiles * spans;
+  TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: GroupNorm backward of ", str(x.numel()),
+              " values needs more blocks than one launch allows");
+  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
+  auto bias_partial = kChannelBias ? at::empty({shape.batch * spans, shape.channels}, x.options()) : at::Tensor();
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
+  const bool vec = shape.plane_elems % 4 == 0 && shape.channels % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
+    constexpr int kGroups = decltype(kg)::value;
+    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias,
+                                                                 as_float2(coef), dgamma, dbeta);
+    dispatch_vec(vec, [&](auto kv) {
+      backward_apply_channels_last_kernel<Op, kGroups, decltype(kv)::value, kChannelBias>
+          <<<blocks, kClThreads, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                              rstd.data_ptr<float>(), gamma.data_ptr<float>(), as_float2(coef),
+                                              dx.data_ptr<float>(), shape, channel_tiles, spans, op, bias,
+                                              bias_partial_ptr);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
+  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 }
 
 }  // namespace kgen
@@ -2111,6 +2304,15 @@ std::string convt_fused_unsupported(at::Tensor x, at::Tensor weight, at::Tensor 
                                                        dilation, conv_groups);
 }
 
+// groupnorm_backward with grad x returned channels-last (groupnorm_backward_cl.cuh), as cuDNN's conv backward
+// takes it. Returns {grad x, grad weight, grad bias, grad conv_bias}.
+std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::Tensor x, at::Tensor conv_bias,
+                                                         at::Tensor weight, at::Tensor mean, at::Tensor rstd,
+                                                         int64_t groups) {
+  return kgen::groupnorm_backward_channels_last<InputOp, kBlock, kSpecialisedGroups, true>(
+      grad_y, x, weight, mean, rstd, groups, InputOp{}, conv_bias);
+}
+
 // Returns {y, z (the conv without its bias), mean, rstd}.
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
@@ -2140,6 +2342,9 @@ std::string convt_fused_unsupported(at::Tensor x, at::Tensor weight, at::Tensor 
                                     std::vector<int64_t> stride, std::vector<int64_t> padding,
                                     std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
                                     int64_t conv_groups);
+std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::Tensor x, at::Tensor conv_bias,
+                                                         at::Tensor weight, at::Tensor mean, at::Tensor rstd,
+                                                         int64_t groups);
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
 at::Tensor to_channels_last(at::Tensor x);
@@ -2170,7 +2375,7 @@ def _build_extension():
         name="kgen_convt_gelu_groupnorm_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "to_channels_last", "to_contiguous_nchw"],
+        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last", "to_channels_last", "to_contiguous_nchw"],
         extra_cuda_cflags=["-O3", *_cuda_arch_flags()],
         verbose=False,
     )
@@ -2204,10 +2409,10 @@ class GeluGroupNormFunction(torch.autograd.Function):
 class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     """y = GroupNorm(gelu(conv_transpose2d(x, weight) + conv_bias)) with kgen's wgmma convolution, its epilogue
     holding the bias, GELU and the GroupNorm moments. z, the conv output without its bias, is saved: backward
-    is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), then
-    cuDNN's convolution backward for the input and weight gradients, handed channels-last copies (layout.cuh,
-    ~2.9 TB/s): for NCHW tensors cuDNN makes its own slower copies to the same NHWC kernels (H100, L2-19's
-    shape: 14.7 ms against 8.7 plus kgen's copies, the gradients bitwise equal)."""
+    is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), its grad_z
+    written channels-last, then cuDNN's convolution backward for the input and weight gradients on channels-last
+    tensors (x copied by layout.cuh, ~2.9 TB/s): for NCHW tensors cuDNN makes its own slower copies to the same
+    NHWC kernels (H100, L2-19's shape: 14.7 ms against 8.7 plus kgen's copies, the gradients bitwise equal)."""
 
     @staticmethod
     def forward(ctx, x, weight, conv_bias, gamma, beta, num_groups, eps, padding):
@@ -2219,11 +2424,13 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y):
         x, weight, z, conv_bias, gamma, mean, rstd = ctx.saved_tensors
-        grad_z, grad_gamma, grad_beta, grad_conv_bias = _ext.groupnorm_backward(
+        grad_z, grad_gamma, grad_beta, grad_conv_bias = _ext.groupnorm_backward_channels_last(
             grad_y, z, conv_bias, gamma, mean, rstd, ctx.num_groups)
-        grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
-            _ext.to_channels_last(grad_z), _ext.to_channels_last(x), weight, None, [1, 1], ctx.padding, [1, 1], True,
-            [0, 0], 1, [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False])
+        grad_x, grad_weight = None, None
+        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
+            grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
+                grad_z, _ext.to_channels_last(x), weight, None, [1, 1], ctx.padding, [1, 1], True, [0, 0], 1,
+                [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False])
         if grad_x is not None:
             grad_x = _ext.to_contiguous_nchw(grad_x)
         return grad_x, grad_weight, grad_conv_bias, grad_gamma, grad_beta, None, None, None

@@ -997,15 +997,10 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   return {y, stats[0], stats[1]};
 }
 
-// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
-// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
-std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
-                                              const at::Tensor& gamma_in, const at::Tensor& mean,
-                                              const at::Tensor& rstd, int64_t groups, Op op,
-                                              const at::Tensor& channel_bias_in = at::Tensor()) {
-  const GroupShape shape = check_groupnorm_input(input, gamma_in, gamma_in, groups);
-  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
+// The checks of a backward call's arguments (the forward's saved statistics among them); returns the shape.
+inline GroupShape check_groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& gamma,
+                                           const at::Tensor& mean, const at::Tensor& rstd, int64_t groups) {
+  const GroupShape shape = check_groupnorm_input(input, gamma, gamma, groups);
   check_float_cuda(grad_out, "gradient of the output");
   TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
               ", expected ", str(input.sizes()));
@@ -1013,6 +1008,48 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
   TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+  return shape;
+}
+
+// Backward's sums sweep and what follows from it, for contiguous dy and x: the coefficients B, C of dx per (sample,
+// group) into coef (N * G float2), and the parameter gradients into dgamma and dbeta.
+template <class Op, int kGroups, int kBlock, bool kChannelBias>
+void groupnorm_backward_sums(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& mean,
+                             const at::Tensor& rstd, const GroupShape& shape, Op op, const float* channel_bias,
+                             float2* coef, at::Tensor& dgamma, at::Tensor& dbeta) {
+  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t rows = shape.batch * shape.groups;
+  auto partial = at::empty({planes * plan.splits, 2}, x.options());
+  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
+  auto* partial_ptr = as_float2(partial);
+  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
+  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(dy.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_vec(vec, [&](auto kv) {
+    backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
+        <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                                     shape, plan, partial_ptr, op, channel_bias);
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
+      plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
+// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                                              const at::Tensor& gamma_in, const at::Tensor& mean,
+                                              const at::Tensor& rstd, int64_t groups, Op op,
+                                              const at::Tensor& channel_bias_in = at::Tensor()) {
+  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const auto dy = grad_out.contiguous();
   const auto x = input.contiguous();
@@ -1026,12 +1063,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   const int64_t planes = shape.batch * shape.channels;
-  auto partial = at::empty({planes * plan.splits, 2}, x.options());
-  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
-  auto coef = at::empty({rows, 2}, x.options());
+  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
   auto bias_partial = kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, x.options()) : at::Tensor();
-  auto* partial_ptr = as_float2(partial);
-  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   auto* coef_ptr = as_float2(coef);
   const float* bias = channel_bias_data<kChannelBias>(channel_bias);
   float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
@@ -1040,18 +1073,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   const auto stream = at::cuda::getCurrentCUDAStream();
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
     constexpr int kGroups = decltype(kg)::value;
-    dispatch_vec(vec, [&](auto kv) {
-      backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
-          <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
-                                                       shape, plan, partial_ptr, op, bias);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef_ptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
-        plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias, coef_ptr,
+                                                                 dgamma, dbeta);
     dispatch_vec(vec, [&](auto kv) {
       backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
           <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),

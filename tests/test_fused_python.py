@@ -61,6 +61,10 @@ class FakeExtension:
             grad_z, grad_conv_bias, grad_gamma, grad_beta = torch.autograd.grad(y, leaves, grad_y)
         return [grad_z, grad_gamma, grad_beta, grad_conv_bias]
 
+    def groupnorm_backward_channels_last(self, grad_y, z, conv_bias, gamma, mean, rstd, groups):
+        grad_z, *rest = self.groupnorm_backward(grad_y, z, conv_bias, gamma, mean, rstd, groups)
+        return [grad_z.contiguous(memory_format=torch.channels_last), *rest]
+
 
 def load(text: str, monkeypatch, extension) -> types.ModuleType:
     monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: extension)

@@ -21,12 +21,14 @@ class ConvTransposeGeluGroupNorm(Spec):
             return self.cuda_parts + ("groupnorm_nhwc.cuh", "layout.cuh")
         if params["conv"] == "fused":  # kgen's wgmma conv; the exact mode's kernels where it does not apply; the
             # layout copies around cuDNN's conv backward
-            return super().cuda_parts_for(params) + ("layout.cuh", "convt_common.cuh", "convt_wgmma.cuh")
+            return super().cuda_parts_for(params) + ("layout.cuh", "groupnorm_backward_cl.cuh", "convt_common.cuh",
+                                                      "convt_wgmma.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):
         extra = {"fast": ("to_channels_last", "to_contiguous_nchw"),
-                 "fused": ("convt_fused_unsupported", "convt_fused_forward", "to_channels_last", "to_contiguous_nchw")}
+                 "fused": ("convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last",
+                           "to_channels_last", "to_contiguous_nchw")}
         return self.functions + extra.get(params["conv"], ())
 
     def template_context(self, params):

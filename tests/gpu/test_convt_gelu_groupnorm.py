@@ -202,6 +202,39 @@ def test_fused_bias_gelu_groupnorm_against_float64(solutions, mode, shape, group
         torch.testing.assert_close(got.double(), want, atol=1e-4 * max(1.0, scale), rtol=1e-4)
 
 
+CHANNELS_LAST_BACKWARD_SHAPES = [((3, 48, 40, 40), 6), ((4, 96, 17, 23), 12), ((2, 64, 66, 66), 8),
+                                 ((3, 6, 5, 7), 3), ((1, 36, 9, 150), 4)]
+
+
+@pytest.mark.parametrize("shape, groups", CHANNELS_LAST_BACKWARD_SHAPES)
+def test_groupnorm_backward_channels_last(solutions, shape, groups):
+    """--conv fused's GroupNorm backward writes grad z channels-last (groupnorm_backward_cl.cuh): the same values,
+    bit for bit, as the NCHW kernels' (one formula a value); the same parameter gradients (the same sums kernels);
+    the conv bias gradient summed in another order, so within float rounding of it and of float64. Shapes: several
+    spans of tiles a block (66x66), channels not a multiple of 4 and odd planes (the scalar path), the specialised
+    group count (8) and others, a plane not a multiple of the 64-position tile."""
+    ext = solutions["fused"]._ext
+    torch.manual_seed(23)
+    channels = shape[1]
+    z = torch.randn(shape, device="cuda") * 3
+    conv_bias, gamma, beta = (torch.randn(channels, device="cuda") for _ in range(3))
+    _, mean, rstd = ext.groupnorm_forward(z, conv_bias, gamma, beta, groups, 1e-5)
+    dy = torch.randn(shape[0], shape[2], shape[3], channels, device="cuda").permute(0, 3, 1, 2)  # not contiguous
+    dz_cl, dgamma_cl, dbeta_cl, dbias_cl = ext.groupnorm_backward_channels_last(dy, z, conv_bias, gamma, mean, rstd,
+                                                                               groups)
+    dz, dgamma, dbeta, dbias = ext.groupnorm_backward(dy.contiguous(), z, conv_bias, gamma, mean, rstd, groups)
+    assert dz_cl.is_contiguous(memory_format=torch.channels_last) and dz_cl.shape == z.shape
+    assert torch.equal(dz_cl, dz)
+    assert torch.equal(dgamma_cl, dgamma) and torch.equal(dbeta_cl, dbeta)
+    z64, cb64, g64, b64 = (t.double().requires_grad_() for t in (z, conv_bias, gamma, beta))
+    y64 = F.group_norm(F.gelu(z64 + cb64.view(1, -1, 1, 1)), groups, g64, b64, 1e-5)
+    y64.backward(dy.double())
+    scale = cb64.grad.abs().max().item()
+    torch.testing.assert_close(dbias_cl.double(), cb64.grad, atol=1e-4 * max(1.0, scale), rtol=1e-4)
+    torch.testing.assert_close(dbias_cl, dbias, atol=1e-5 * max(1.0, scale), rtol=1e-5)
+    torch.testing.assert_close(dz_cl.double(), z64.grad, atol=1e-4, rtol=1e-4)
+
+
 def test_groups_argument_is_accepted_and_ignored(solutions):
     a = solutions["erf"].ModelNew(16, 32, 3, 1, 1, 8)
     b = solutions["erf"].ModelNew(16, 32, 3, 1, 99, 8)

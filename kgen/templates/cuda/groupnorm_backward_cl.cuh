@@ -1,0 +1,169 @@
+// ---- GroupNorm backward with its input gradient written channels-last ----
+//
+// --conv fused hands cuDNN's conv backward channels-last tensors: its NHWC kernels are what run either way, and for
+// NCHW tensors cuDNN first makes its own slower copies. Here the apply sweep writes dx (the gradient of the conv's
+// output) straight in that layout, instead of groupnorm.cuh's NCHW sweep followed by layout.cuh's copy: one read
+// and one write of the whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are
+// groupnorm.cuh's.
+//
+// A block takes one sample, kClTileC channels and a span of kClTileP-position tiles. For each tile it reads dy and x
+// along positions (16-byte loads where the plane allows: contiguous in NCHW), computes dx, and turns it through a
+// shared tile into stores along channels (16-byte stores of 4 channels: contiguous in NHWC), the way layout.cuh's
+// batched transpose moves its tiles. A thread reads the same channel rows in every tile of its span, so it loads
+// their per-channel constants once and keeps their bias-gradient sums in registers; at the end the block adds each
+// row's per-thread sums in thread order (deterministic).
+namespace kgen {
+
+constexpr int kClTileC = 32;
+constexpr int kClTileP = 64;
+constexpr int kClThreads = 256;
+constexpr int64_t kClTilesPerSpan = 8;
+
+template <class Op, int kGroups, bool kVec, bool kChannelBias>
+__global__ void __launch_bounds__(kClThreads)
+backward_apply_channels_last_kernel(const float* __restrict__ dy, const float* __restrict__ x,
+                                    const float2* __restrict__ mean, const float* __restrict__ rstd,
+                                    const float* __restrict__ gamma, const float2* __restrict__ coef,
+                                    float* __restrict__ dx, GroupShape shape, int64_t channel_tiles, int64_t spans,
+                                    Op op, const float* __restrict__ channel_bias, float* __restrict__ bias_partial) {
+  constexpr int kLanesPerRow = kVec ? kClTileP / 4 : kClTileP;  // threads sharing a channel row of the tile
+  constexpr int kRowStep = kClThreads / kLanesPerRow;
+  constexpr int kRows = kClTileC / kRowStep;                    // channel rows per thread: 2 (kVec) or 8
+  static_assert(kClTileC * kLanesPerRow <= kClTileC * (kClTileP + 1), "the row sums reuse the tile");
+  __shared__ float tile[kClTileC][kClTileP + 1];
+  const int64_t span = blockIdx.x % spans;
+  const int64_t channel_tile = (blockIdx.x / spans) % channel_tiles;
+  const int64_t n = blockIdx.x / (spans * channel_tiles);
+  const int64_t C = shape.channels, P = shape.plane_elems;
+  const int64_t c0 = channel_tile * kClTileC;
+  const int row0 = threadIdx.x / kLanesPerRow;
+  const int lane_s = (threadIdx.x % kLanesPerRow) * (kVec ? 4 : 1);
+
+  ChannelOp<Op, kChannelBias> f[kRows];
+  float a[kRows], sum[kRows];
+  float2 mu[kRows], bc[kRows];
+#pragma unroll
+  for (int j = 0; j < kRows; ++j) {
+    const int64_t c = min(c0 + row0 + j * kRowStep, C - 1);  // rows past C load channel C-1's and store nothing
+    const int64_t row = shape.row_of_plane<kGroups>(n * C + c);
+    f[j] = channel_op<kChannelBias>(op, channel_bias, c);
+    a[j] = rstd[row] * gamma[c];
+    mu[j] = mean[row];
+    bc[j] = coef[row];
+    sum[j] = 0.f;
+  }
+  const float* dy_n = dy + n * C * P;
+  const float* x_n = x + n * C * P;
+  float* dx_n = dx + n * P * C;
+  const int64_t tiles = (P + kClTileP - 1) / kClTileP;
+  const int64_t first = span * kClTilesPerSpan;
+  const int64_t last = min(first + kClTilesPerSpan, tiles);
+  for (int64_t t = first; t < last; ++t) {
+    const int64_t p = t * kClTileP + lane_s;
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) {
+      const int r = row0 + j * kRowStep;
+      if (c0 + r >= C || p >= P) continue;  // P % 4 == 0 with kVec: a float4 is all in or all out
+      const int64_t at = (c0 + r) * P + p;
+      Pack<kVec ? 4 : 1> vdy, vx;
+      if constexpr (kVec) {
+        const float4 g = __ldg(reinterpret_cast<const float4*>(dy_n + at));
+        const float4 v = __ldg(reinterpret_cast<const float4*>(x_n + at));
+        vdy.v[0] = g.x; vdy.v[1] = g.y; vdy.v[2] = g.z; vdy.v[3] = g.w;
+        vx.v[0] = v.x; vx.v[1] = v.y; vx.v[2] = v.z; vx.v[3] = v.w;
+      } else {
+        vdy.v[0] = __ldg(dy_n + at);
+        vx.v[0] = __ldg(x_n + at);
+      }
+#pragma unroll
+      for (int k = 0; k < (kVec ? 4 : 1); ++k) {
+        float z, dz_dx;
+        f[j].value_and_derivative(vx.v[k], z, dz_dx);
+        const float d = dz_dx * (a[j] * vdy.v[k] + bc[j].x * centered(z, mu[j]) + bc[j].y);  // as groupnorm.cuh
+        tile[r][lane_s + k] = d;
+        if constexpr (kChannelBias) sum[j] += d;
+      }
+    }
+    __syncthreads();
+    const int64_t p0 = t * kClTileP;
+    if constexpr (kVec) {  // C % 4 == 0: 4 channels are all in or all out
+      constexpr int kStoresPerPos = kClTileC / 4;
+      for (int k = threadIdx.x; k < kClTileP * kStoresPerPos; k += kClThreads) {
+        const int s = k / kStoresPerPos, r = (k % kStoresPerPos) * 4;
+        if (p0 + s < P && c0 + r < C) {
+          *reinterpret_cast<float4*>(dx_n + (p0 + s) * C + c0 + r) =
+              make_float4(tile[r][s], tile[r + 1][s], tile[r + 2][s], tile[r + 3][s]);
+        }
+      }
+    } else {
+      for (int k = threadIdx.x; k < kClTileP * kClTileC; k += kClThreads) {
+        const int s = k / kClTileC, r = k % kClTileC;
+        if (p0 + s < P && c0 + r < C) dx_n[(p0 + s) * C + c0 + r] = tile[r][s];
+      }
+    }
+    __syncthreads();
+  }
+  if constexpr (kChannelBias) {
+    float* row_sums = &tile[0][0];  // [kClTileC][kLanesPerRow]
+#pragma unroll
+    for (int j = 0; j < kRows; ++j) row_sums[(row0 + j * kRowStep) * kLanesPerRow + threadIdx.x % kLanesPerRow] = sum[j];
+    __syncthreads();
+    if (threadIdx.x < kClTileC && c0 + threadIdx.x < C) {
+      float total = 0.f;
+      for (int l = 0; l < kLanesPerRow; ++l) total += row_sums[threadIdx.x * kLanesPerRow + l];
+      bias_partial[(n * spans + span) * C + c0 + threadIdx.x] = total;
+    }
+  }
+}
+
+// groupnorm_backward with dx returned channels-last (NHWC / NDHWC strides; the same values). Returns {dx, dgamma,
+// dbeta}, and with kChannelBias the bias gradient as a fourth tensor.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_backward_channels_last(const at::Tensor& grad_out, const at::Tensor& input,
+                                                         const at::Tensor& gamma_in, const at::Tensor& mean,
+                                                         const at::Tensor& rstd, int64_t groups, Op op,
+                                                         const at::Tensor& channel_bias_in = at::Tensor()) {
+  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
+  const auto format = channels_last_format(input, "GroupNorm input");
+  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const auto dy = grad_out.contiguous();
+  const auto x = input.contiguous();
+  const auto gamma = gamma_in.contiguous();
+  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
+  auto dx = at::empty_like(x, format);
+  auto dgamma = at::zeros_like(gamma);
+  auto dbeta = at::zeros_like(gamma);
+  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
+  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
+
+  const int64_t channel_tiles = blocks_for(shape.channels, kClTileC);
+  const int64_t spans = blocks_for(blocks_for(shape.plane_elems, kClTileP), kClTilesPerSpan);
+  const int64_t blocks = shape.batch * channel_tiles * spans;
+  TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: GroupNorm backward of ", str(x.numel()),
+              " values needs more blocks than one launch allows");
+  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
+  auto bias_partial = kChannelBias ? at::empty({shape.batch * spans, shape.channels}, x.options()) : at::Tensor();
+  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
+  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
+  const bool vec = shape.plane_elems % 4 == 0 && shape.channels % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
+                   is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
+    constexpr int kGroups = decltype(kg)::value;
+    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias,
+                                                                 as_float2(coef), dgamma, dbeta);
+    dispatch_vec(vec, [&](auto kv) {
+      backward_apply_channels_last_kernel<Op, kGroups, decltype(kv)::value, kChannelBias>
+          <<<blocks, kClThreads, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
+                                              rstd.data_ptr<float>(), gamma.data_ptr<float>(), as_float2(coef),
+                                              dx.data_ptr<float>(), shape, channel_tiles, spans, op, bias,
+                                              bias_partial_ptr);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
+  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
+}
+
+}  // namespace kgen
