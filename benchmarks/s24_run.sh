@@ -9,6 +9,12 @@
 #         (groupnorm_backward_cl.cuh) instead of NCHW plus layout.cuh's copy. Predicted: that part 3.6 + 1.5 ->
 #         ~3.7 ms, the backward 16.6 -> ~15.1, forward+backward 22.07 -> ~20.6. GPU tests (the new kernel bitwise
 #         against the NCHW one, the fused model against float64), the parts bench, validate --bench.
+#   run3: run2: fused backward 16.2 ms (parts bench; validate's profile 15.8), forward+backward 21.41 (compile 31.92),
+#         validate PASS, KernelBench 5/5; but the channels-last apply sweep is 2.91 ms (2.25 TB/s) against ~2.25 for the
+#         NCHW one, so the GroupNorm part went 5.17 -> 4.38, not ~3.7; and its grad_z is not bitwise the NCHW
+#         kernels' (FMA contraction differs): both now call groupnorm_dx (explicitly rounded). The apply now loads
+#         kClStep tiles before its barrier (more loads in flight a thread); registers 126 uncapped, 80 + 56 B of
+#         stack at 3 blocks an SM. Predicted: apply 2.9 -> ~2.3 ms. Variants timed, tests.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -72,5 +78,22 @@ case "${1:-}" in
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_groupnorm.py 2>&1 | tail -2
     timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run2_parts.log" | tail -9
     validate_fused run2 ;;
+  run3)
+    # variants of the channels-last apply: tiles a thread loads before the barrier (kClStep) x the register cap
+    # (kClBlocksPerSM); the golden file is step 2, 3 blocks an SM
+    mkdir -p .build/variants
+    for v in "1 1" "2 1" "2 3" "1 3" "4 2"; do
+      set -- $v
+      sed -e "s/^constexpr int kClStep = 2;/constexpr int kClStep = $1;/" \
+          -e "s/^constexpr int kClBlocksPerSM = 3;/constexpr int kClBlocksPerSM = $2;/" "$F" > ".build/variants/cl_step$1_blocks$2.py"
+    done
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" .build/variants/cl_*.py > "$OUT/s24/run3_prebuild.log" 2>&1
+    echo "prebuild exit $?"; tail -2 "$OUT/s24/run3_prebuild.log"
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run3_pytest_fused.log" | tail -3
+    for f in .build/variants/cl_*.py "$F"; do
+      echo "== $f"; timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py "$f" 2>&1 | tee -a "$OUT/s24/run3_parts.log" \
+        | grep -E "bit for bit|GroupNorm|whole"
+    done ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

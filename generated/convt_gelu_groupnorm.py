@@ -480,6 +480,12 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 // z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
+// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
+// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
+  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
+}
+
 // Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
 struct GroupShape {
   int64_t batch;
@@ -758,7 +764,7 @@ backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
     for (int j = 0; j < W; ++j) {
       float z, dz_dx;
       f.value_and_derivative(v[1].v[j], z, dz_dx);
-      r.v[j] = dz_dx * (a * v[0].v[j] + bc.x * centered(z, mu) + bc.y);
+      r.v[j] = groupnorm_dx(dz_dx, a, v[0].v[j], bc, z, mu);
       if constexpr (kChannelBias) dx_sum += r.v[j];
     }
     store_pack<W>(out, i, r);
