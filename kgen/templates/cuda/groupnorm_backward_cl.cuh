@@ -18,11 +18,14 @@ constexpr int kClTileC = 32;
 constexpr int kClTileP = 64;
 constexpr int kClThreads = 256;
 constexpr int64_t kClTilesPerSpan = 8;
-constexpr int kClStep = 2;         // tiles a thread loads before the block's barrier
-constexpr int kClBlocksPerSM = 3;  // <= 85 registers a thread (uncapped: 126 with 16-byte loads, 224 without)
+// Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep
+// (benchmarks/convt_fused/h100_v3/s24/run3_parts.log): 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM),
+// 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus
+// layout.cuh's copy took 5.17.
+constexpr int kClStep = 2;
 
 template <class Op, int kGroups, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kClThreads, kClBlocksPerSM)
+__global__ void __launch_bounds__(kClThreads)
 backward_apply_channels_last_kernel(const float* __restrict__ dy, const float* __restrict__ x,
                                     const float2* __restrict__ mean, const float* __restrict__ rstd,
                                     const float* __restrict__ gamma, const float2* __restrict__ coef,
@@ -63,7 +66,7 @@ backward_apply_channels_last_kernel(const float* __restrict__ dy, const float* _
   const int64_t last = min(first + kClTilesPerSpan, tiles);
   for (int64_t t = first; t < last; t += kClStep) {
     // Every load of the step's tiles is issued before the first value is used: 2 x kClStep x kRows loads in flight a
-    // thread (one tile at a time measured 2.25 TB/s on the H100 against the NCHW sweep's 2.9).
+    // thread (see kClStep).
     Pack<W> vdy[kClStep][kRows], vx[kClStep][kRows];
 #pragma unroll
     for (int u = 0; u < kClStep; ++u) {
