@@ -1778,6 +1778,12 @@ __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 #endif
 }
+// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
+__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -1795,7 +1801,10 @@ __device__ __forceinline__ void copy_async_wait() {
 // input arrives by 4-byte asynchronous copies, a thread its own positions (8 channels each, into its two 16-byte
 // units); once they have landed the thread rounds those units to TF32 in place and hands the stage over. The
 // rounding of chunk k waits until chunk k + 1's copies are issued, so two chunks are in flight a thread.
-template <int kPart>
+// kInputCL: the input is channels-last (NHWC), so a position's 4 channels of a unit are 16 contiguous bytes: one
+// 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128. A warp's
+// copies write 2 x 256 contiguous bytes of shared memory (no conflicts) and read 32 contiguous bytes a position.
+template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
@@ -1808,13 +1817,17 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+    auto round_unit = [&](int at) {
+      const float4 v = xs[at];
+      xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
+    };
+    if constexpr (kInputCL) {
+      for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
+    } else {
 #pragma unroll
-    for (int half = 0; half < 2; ++half)
-      for (int p = tid; p < g.positions; p += kThreads) {  // the units this thread's copies wrote
-        const float4 v = xs[half * g.positions + p];
-        xs[half * g.positions + p] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z),
-                                                 tf32_nearest(v.w));
-      }
+      for (int half = 0; half < 2; ++half)
+        for (int p = tid; p < g.positions; p += kThreads) round_unit(half * g.positions + p);  // this thread's copies
+    }
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);
   };
@@ -1859,7 +1872,17 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
           bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
         }
       }
-      if ((kPart != 4 && kPart != 5) || first_fill) {
+      if (kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
+        const float* xn = x + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk;
+        const bool second = c * kWgChunk + 4 < s.in_channels;  // the chunk's channels 4-7 exist (C_in % 4 == 0)
+        for (int u = tid; u < 2 * g.positions; u += kThreads) {
+          const int p = u >> 1, half = u & 1, off = pos_off[p];
+          const bool real = off >= 0 && (half == 0 || second);
+          copy16_async(xs_addr + 16u * (half * g.positions + p),
+                       xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0), real ? 16u : 0u);
+        }
+      }
+      if (!kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
         for (int p = tid; p < g.positions; p += kThreads) {
@@ -2113,7 +2136,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   }
 }
 
-template <class Op, int kPart = 0>
+template <class Op, int kPart = 0, bool kInputCL = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
@@ -2136,7 +2159,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
@@ -2214,16 +2237,19 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-template <class Op, int kPart = 0>
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0).
+template <class Op, int kPart = 0, bool kInputCL = false>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+  TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
+              str(s.in_channels));
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart>;
+  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
@@ -2232,7 +2258,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   g.z_with_bias = z_with_bias;
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
-  const auto x = input.contiguous();
+  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());
@@ -2258,6 +2284,36 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
+}
+
+// The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
+// padding) in NCHW, by this kernel: that direct conv is itself a transposed one of grad_z, with the weight's two
+// channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
+// grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
+// the epilogue runs with the identity op and a zero bias (adding +0 leaves every value but -0 as it is), its
+// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient.
+inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
+                                                      std::vector<int64_t> padding) {
+  if (!grad_z.is_cuda() || grad_z.scalar_type() != at::kFloat || grad_z.dim() != 4 || weight.dim() != 4 ||
+      padding.size() != 2 || grad_z.size(1) != weight.size(1)) {
+    return "the shapes are not a ConvTranspose2d's gradient's";
+  }
+  if (grad_z.size(1) % 4 != 0) return "it reads grad_z's channels 4 at a time";
+  if (!is_16_byte_aligned(grad_z.data_ptr<float>())) return "grad_z is not 16-byte aligned";
+  if (!convt_wgmma_available(grad_z.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
+  return "";
+}
+
+inline at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight,
+                                         std::vector<int64_t> padding) {
+  const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
+  TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
+  TORCH_CHECK(padding[0] >= 0 && padding[0] < weight.size(2) && padding[1] >= 0 && padding[1] < weight.size(3),
+              "kgen: padding must be below the kernel size");
+  const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
+  const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
+  const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
+  return convt_wgmma_moments<Identity, 0, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, Identity{})[0];
 }
 
 // Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
@@ -2334,6 +2390,27 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::
       grad_y, x, weight, mean, rstd, groups, InputOp{}, conv_bias);
 }
 
+// The conv's gradients for --conv fused's backward, from grad_z written channels-last: grad_x (NCHW) by the wgmma
+// kernel (convt_wgmma_input_grad) wherever it takes the call, else by cuDNN; grad_weight by cuDNN's weight gradient
+// on channels-last tensors (x copied by layout.cuh: for NCHW tensors cuDNN makes its own slower copies to the same
+// NHWC kernels). Returns {grad x, grad weight}, each undefined (None) where not asked for.
+std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor x, at::Tensor weight,
+                                                  std::vector<int64_t> padding, bool input_grad, bool weight_grad) {
+  at::Tensor grad_x, grad_weight;
+  const bool own_input_grad =
+      input_grad && kgen::convt::convt_wgmma_input_grad_unsupported(grad_z, weight, padding).empty();
+  if (own_input_grad) grad_x = kgen::convt::convt_wgmma_input_grad(grad_z, weight, padding);
+  const bool cudnn_input_grad = input_grad && !own_input_grad;
+  if (cudnn_input_grad || weight_grad) {
+    auto grads = at::convolution_backward(grad_z, kgen::to_channels_last(x), weight, c10::nullopt, {1, 1}, padding,
+                                          {1, 1}, /*transposed=*/true, {0, 0}, 1,
+                                          {cudnn_input_grad, weight_grad, false});
+    if (cudnn_input_grad) grad_x = kgen::to_contiguous_nchw(std::get<0>(grads));
+    if (weight_grad) grad_weight = std::get<1>(grads);
+  }
+  return {grad_x, grad_weight};
+}
+
 // Returns {y, z (the conv without its bias), mean, rstd}.
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
@@ -2348,10 +2425,6 @@ std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at:
                                                                        bias.data_ptr<float>());
   return {y, z, zs[1], zs[2]};
 }
-
-// The layout copies around the channels-last convolution (layout.cuh).
-at::Tensor to_channels_last(at::Tensor x) { return kgen::to_channels_last(x); }
-at::Tensor to_contiguous_nchw(at::Tensor x) { return kgen::to_contiguous_nchw(x); }
 """
 
 CPP_SOURCE = r"""
@@ -2366,10 +2439,10 @@ std::string convt_fused_unsupported(at::Tensor x, at::Tensor weight, at::Tensor 
 std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::Tensor x, at::Tensor conv_bias,
                                                          at::Tensor weight, at::Tensor mean, at::Tensor rstd,
                                                          int64_t groups);
+std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor x, at::Tensor weight,
+                                                  std::vector<int64_t> padding, bool input_grad, bool weight_grad);
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
-at::Tensor to_channels_last(at::Tensor x);
-at::Tensor to_contiguous_nchw(at::Tensor x);
 """
 
 
@@ -2396,7 +2469,7 @@ def _build_extension():
         name="kgen_convt_gelu_groupnorm_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last", "to_channels_last", "to_contiguous_nchw"],
+        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last", "convt_fused_conv_backward"],
         extra_cuda_cflags=["-O3", *_cuda_arch_flags()],
         verbose=False,
     )
@@ -2431,9 +2504,8 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     """y = GroupNorm(gelu(conv_transpose2d(x, weight) + conv_bias)) with kgen's wgmma convolution, its epilogue
     holding the bias, GELU and the GroupNorm moments. z, the conv output without its bias, is saved: backward
     is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), its grad_z
-    written channels-last, then cuDNN's convolution backward for the input and weight gradients on channels-last
-    tensors (x copied by layout.cuh, ~2.9 TB/s): for NCHW tensors cuDNN makes its own slower copies to the same
-    NHWC kernels (H100, L2-19's shape: 14.7 ms against 8.7 plus kgen's copies, the gradients bitwise equal)."""
+    written channels-last; then the input gradient by kgen's wgmma kernel (a direct conv of grad_z, which it runs
+    as a transposed one), and the weight gradient by cuDNN on channels-last tensors."""
 
     @staticmethod
     def forward(ctx, x, weight, conv_bias, gamma, beta, num_groups, eps, padding):
@@ -2447,13 +2519,8 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
         x, weight, z, conv_bias, gamma, mean, rstd = ctx.saved_tensors
         grad_z, grad_gamma, grad_beta, grad_conv_bias = _ext.groupnorm_backward_channels_last(
             grad_y, z, conv_bias, gamma, mean, rstd, ctx.num_groups)
-        grad_x, grad_weight = None, None
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]:
-            grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
-                grad_z, _ext.to_channels_last(x), weight, None, [1, 1], ctx.padding, [1, 1], True, [0, 0], 1,
-                [ctx.needs_input_grad[0], ctx.needs_input_grad[1], False])
-        if grad_x is not None:
-            grad_x = _ext.to_contiguous_nchw(grad_x)
+        grad_x, grad_weight = _ext.convt_fused_conv_backward(grad_z, x, weight, ctx.padding, ctx.needs_input_grad[0],
+                                                             ctx.needs_input_grad[1])
         return grad_x, grad_weight, grad_conv_bias, grad_gamma, grad_beta, None, None, None
 
 

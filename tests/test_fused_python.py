@@ -61,6 +61,12 @@ class FakeExtension:
             grad_z, grad_conv_bias, grad_gamma, grad_beta = torch.autograd.grad(y, leaves, grad_y)
         return [grad_z, grad_gamma, grad_beta, grad_conv_bias]
 
+    @staticmethod
+    def convt_fused_conv_backward(grad_z, x, weight, padding, input_grad, weight_grad):
+        grad_x, grad_weight, _ = torch.ops.aten.convolution_backward(
+            grad_z, x, weight, None, [1, 1], padding, [1, 1], True, [0, 0], 1, [input_grad, weight_grad, False])
+        return [grad_x.contiguous() if input_grad else None, grad_weight if weight_grad else None]
+
     def groupnorm_backward_channels_last(self, grad_y, z, conv_bias, gamma, mean, rstd, groups):
         grad_z, *rest = self.groupnorm_backward(grad_y, z, conv_bias, gamma, mean, rstd, groups)
         return [grad_z.contiguous(memory_format=torch.channels_last), *rest]

@@ -28,7 +28,7 @@ class ConvTransposeGeluGroupNorm(Spec):
     def functions_for(self, params):
         extra = {"fast": ("to_channels_last", "to_contiguous_nchw"),
                  "fused": ("convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last",
-                           "to_channels_last", "to_contiguous_nchw")}
+                           "convt_fused_conv_backward")}
         return self.functions + extra.get(params["conv"], ())
 
     def template_context(self, params):
@@ -37,7 +37,7 @@ class ConvTransposeGeluGroupNorm(Spec):
         onepass = onepass_context(params) if layout == "nchw" else onepass_context({})
         fused = params["conv"] == "fused"
         return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True, "conv_fused": fused,
-                "layout_copies": layout == "nhwc" or fused, **onepass}
+                "layout_copies": layout == "nhwc", **onepass}
 
     def matching_reference_path(self, params):
         return REFERENCES / TANH_REFERENCE if params["gelu"] == "tanh" else self.reference_path(params)

@@ -59,6 +59,14 @@ std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::T
   return {y, zs[0], zs[1], zs[2]};
 }
 
+// grad_x of conv_transpose2d(x, w, padding) at stride 1 for grad_z (read channels-last), NCHW; "" or why not
+at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding) {
+  return kgen::convt::convt_wgmma_input_grad(grad_z, w, padding);
+}
+std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding) {
+  return kgen::convt::convt_wgmma_input_grad_unsupported(grad_z, w, padding);
+}
+
 bool convt_wgmma_available() {
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -72,9 +80,12 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     std::vector<int64_t> padding, int64_t variant);
 std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
+at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
+std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
-FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_available"]
+FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
+             "convt_wgmma_input_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 
 

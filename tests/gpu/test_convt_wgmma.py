@@ -114,6 +114,49 @@ def test_distance_to_cudnn_tf32(ext, capsys):
               f"|kgen - cuDNN| {(z - cudnn).abs().max():.3g}")
 
 
+# (N, C_in, C_out, H, W, kernel, padding) of the forward conv whose input gradient is taken: grad_z has C_out channels
+# (a multiple of 4: read 4 at a time), grad_x C_in.
+INPUT_GRAD_CASES = [
+    (2, 64, 64, 20, 19, 3, 0),     # L2-19's layer at a small size
+    (1, 24, 12, 17, 13, 1, 0),     # kernel 1; C_out 12: a half chunk
+    (2, 48, 36, 9, 11, 2, 0),      # kernel 2; C_out 36
+    (2, 96, 48, 7, 8, 4, 1),       # kernel 4, padding 1; grad_x 96 channels: a second, partial channel tile
+    (1, 3, 16, 10, 7, 5, 2),       # kernel 5, padding 2; grad_x 3 channels
+    (2, 64, 64, 62, 64, 3, 0),     # several pixel tiles a sample
+]
+
+
+@pytest.mark.parametrize("case", INPUT_GRAD_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[3]}x{c[4]}-co{c[2]}-k{c[5]}p{c[6]}")
+@pytest.mark.parametrize("layout", ["channels_last", "nchw"])
+def test_input_grad_matches_float64(ext, case, layout):
+    """grad_x of conv_transpose2d(x, w, padding) = conv2d(grad_z, w, padding), by the wgmma kernel reading grad_z
+    channels-last (an NCHW grad_z is copied so first), against float64, within the TF32 bound of the forward's test;
+    unwritten outputs would fail (the output is poisoned by nothing: every element is compared)."""
+    n, c_in, c_out, h, w, k, pad = case
+    gen = torch.Generator(device="cuda").manual_seed(hash(case) % 2**31)
+    weight = (torch.rand(c_in, c_out, k, k, device="cuda", generator=gen) * 2 - 1) / (c_out * k * k) ** 0.5
+    out_h, out_w = h + k - 1 - 2 * pad, w + k - 1 - 2 * pad
+    grad_z = torch.randn(n, c_out, out_h, out_w, device="cuda", generator=gen)
+    if layout == "channels_last":
+        grad_z = grad_z.contiguous(memory_format=torch.channels_last)
+    assert ext.convt_wgmma_input_grad_unsupported(grad_z, weight, [pad, pad]) == ""
+    grad_x = ext.convt_wgmma_input_grad(grad_z, weight, [pad, pad])
+    exact = F.conv2d(grad_z.double(), weight.double(), padding=pad)
+    assert grad_x.shape == (n, c_in, h, w) and grad_x.is_contiguous()
+    bound = 1.25 * TF32_REL * F.conv2d(grad_z.double().abs(), weight.double().abs(), padding=pad) + 1e-6
+    err = (grad_x.double() - exact).abs()
+    assert (err <= bound).all(), f"max err {err.max():.3g}, worst excess {(err - bound).max():.3g}"
+
+
+def test_input_grad_declines_what_it_does_not_take(ext):
+    weight = torch.randn(8, 6, 3, 3, device="cuda")
+    assert "4 at a time" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 6, 9, 9, device="cuda"), weight,
+                                                                  [0, 0])
+    assert "shapes" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 8, 9, 9, device="cuda"), weight, [0, 0])
+    with pytest.raises(RuntimeError, match="4 at a time"):
+        ext.convt_wgmma_input_grad(torch.randn(1, 6, 9, 9, device="cuda"), weight, [0, 0])
+
+
 def test_clear_errors(ext):
     x, weight, bias, gamma, beta, pad, groups = make(CASES[0], seed=1)
     with pytest.raises(RuntimeError, match="CUDA"):
@@ -141,6 +184,13 @@ def bench() -> None:
     ref = F.conv_transpose2d(x, weight, bias)
     print(f"max |kgen - cuDNN TF32| at L2-19's shape: {(z - ref).abs().max():.3g} (|z| up to {ref.abs().max():.3g})")
     del z, ref
+    gz_cl = torch.randn(128, 64, 258, 258, device="cuda").contiguous(memory_format=torch.channels_last)
+    gx = ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0])
+    gx_ref = torch.ops.aten.convolution_backward(gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
+                                                 [True, False, False])[0]
+    print(f"max |kgen - cuDNN TF32| of the input gradient: {(gx - gx_ref).abs().max():.3g} "
+          f"(|grad_x| up to {gx_ref.abs().max():.3g})")
+    del gx, gx_ref
     rows = {
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
         "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
@@ -158,6 +208,10 @@ def bench() -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
+        "kgen wgmma input gradient (grad_z channels-last -> grad_x NCHW)": lambda: ext.convt_wgmma_input_grad(
+            gz_cl, weight, [0, 0]),
+        "cuDNN input gradient, channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
+            gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [True, False, False]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
         "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
     }
