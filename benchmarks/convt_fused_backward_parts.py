@@ -1,7 +1,7 @@
 """The backward of `--conv fused` at L2-19's shape, part by part, in one run (median of 7, CUDA events): the GroupNorm
-backward writing grad_z NCHW and then copied channels-last (what the file did until session 24) against writing it
-channels-last itself, the x copy, cuDNN's conv backward on channels-last tensors, grad_x back to NCHW, and the whole
-autograd backward of the emitted file's FusedConvTransposeGeluGroupNorm.
+backward writing grad_z NCHW against writing it channels-last, the conv's gradients (convt_fused_conv_backward: the
+input gradient by kgen's wgmma kernel, the weight gradient by cuDNN, together and each alone), and the whole autograd
+backward of the emitted file's FusedConvTransposeGeluGroupNorm.
 
     PYTHONPATH=. python3 benchmarks/convt_fused_backward_parts.py [FILE] [--batch N]
 """
@@ -41,13 +41,9 @@ def main() -> None:
     dz_cl = ext.groupnorm_backward_channels_last(*args_gn)[0]
     dz = ext.groupnorm_backward(*args_gn)[0]
     print(f"grad_z channels-last equals the NCHW kernels' bit for bit: {torch.equal(dz_cl, dz)}")
-    x_cl = ext.to_channels_last(x)
 
-    def conv_backward():
-        return torch.ops.aten.convolution_backward(dz_cl, x_cl, conv.weight, None, [1, 1], padding, [1, 1], True,
-                                                   [0, 0], 1, [True, True, False])
-
-    grad_x_cl = conv_backward()[0]
+    def conv_backward(input_grad, weight_grad):
+        return lambda: ext.convt_fused_conv_backward(dz_cl, x, conv.weight, padding, input_grad, weight_grad)
     xr = x.detach().requires_grad_()
     weight = conv.weight.detach().requires_grad_()
     out = solution.FusedConvTransposeGeluGroupNorm.apply(xr, weight, conv.bias, gn.weight, gn.bias, gn.num_groups,
@@ -58,11 +54,10 @@ def main() -> None:
 
     rows = {
         "GroupNorm backward, grad_z NCHW": lambda: ext.groupnorm_backward(*args_gn),
-        "  + its channels-last copy": lambda: ext.to_channels_last(ext.groupnorm_backward(*args_gn)[0]),
         "GroupNorm backward, grad_z written channels-last": lambda: ext.groupnorm_backward_channels_last(*args_gn),
-        "x to channels-last (layout.cuh)": lambda: ext.to_channels_last(x),
-        "cuDNN conv backward, channels-last": conv_backward,
-        "grad_x back to NCHW (layout.cuh)": lambda: ext.to_contiguous_nchw(grad_x_cl),
+        "conv gradients (input: kgen wgmma; weight: cuDNN)": conv_backward(True, True),
+        "  input gradient alone": conv_backward(True, False),
+        "  weight gradient alone (with x's channels-last copy)": conv_backward(False, True),
         "the file's whole backward (autograd.grad)": whole_backward,
     }
     for name, fn in rows.items():

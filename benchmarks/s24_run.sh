@@ -15,6 +15,13 @@
 #         kernels' (FMA contraction differs): both now call groupnorm_dx (explicitly rounded). The apply now loads
 #         kClStep tiles before its barrier (more loads in flight a thread); registers 126 uncapped, 80 + 56 B of
 #         stack at 3 blocks an SM. Predicted: apply 2.9 -> ~2.3 ms. Variants timed, tests.
+#   run4: run3: 2 tiles uncapped best, GroupNorm backward 3.90 ms (NCHW + copy 5.17), whole backward 15.8; grad_z
+#         bitwise the NCHW kernels'. Now kgen's own input gradient: the wgmma kernel as a transposed conv of grad_z
+#         (channels-last, 16-byte copies, C % 4 == 0) with swapped and flipped weights, identity epilogue; no grad_x
+#         copy back. cuDNN's dgrad 2.68 + copy 1.48 today. Predicted: ~2.6-2.9 ms for ours (main loop near the wgmma's
+#         2.0 with 4x fewer copy instructions; the epilogue's scalar path, since the frame pitch 258 != 256), the
+#         backward 15.8 -> ~14.4. Harness tests (input gradient against float64 at 6 shapes x 2 layouts), fused
+#         tests, bench, parts.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -95,5 +102,15 @@ case "${1:-}" in
       echo "== $f"; timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py "$f" 2>&1 | tee -a "$OUT/s24/run3_parts.log" \
         | grep -E "bit for bit|GroupNorm|whole"
     done ;;
+  run4)
+    build_wgmma run4 &
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run4_prebuild.log" 2>&1; echo "prebuild exit $?"
+    wait
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/s24/run4_pytest_wgmma.log" | tail -3
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run4_pytest_fused.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run4_bench.log" | tail -18
+    timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run4_parts.log" | tail -8 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
