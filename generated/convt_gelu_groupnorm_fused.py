@@ -1544,13 +1544,15 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //
 // The frame. At stride 1 a transposed conv is a direct conv of the input padded by PH = kH - 1 - pad rows and
 // PW = kW - 1 - pad columns with the kernel flipped: z[oh, ow] = sum_{a, b} xpad[oh + a, ow + b] W[kH-1-a, kW-1-b].
-// Lay xpad out with a row pitch of Q = W_in + PW and number output pixels f = oh Q + ow in the same pitch: the
+// Lay xpad out with a row pitch of Q >= W_in + PW and number output pixels f = oh Q + ow in the same pitch: the
 // value tap (a, b) reads for pixel f sits at frame position f + a Q + b, for every pixel. So a tap is a constant
 // shift of the staged positions, which a wgmma descriptor expresses as a start address: a tile of 512 pixels
 // stages the positions [f0, f0 + P) once per chunk of 8 input channels, and every tap multiplies from there
 // (P = 512 + (kH - 1) Q + kW - 1). A read past the right edge of a row lands on the next row's left padding,
 // which is zero as the true right padding would be. Columns ow >= W_out (pad > 0) and rows past the last are
-// computed and dropped.
+// computed and dropped. Q is W_in + PW, rounded up to a multiple of 4 where W_out is one and Q != W_out: then each 4
+// pixels the epilogue stores are all inside the output or all outside, one 16-byte store (the input gradient's
+// frame, W_in = W_out + kW - 1, is such a case).
 //
 // The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised, 3 warpgroups.
 // - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A thread takes frame
@@ -1604,6 +1606,7 @@ struct WgmmaGeometry {
   int stages;         // the ring's length
   bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
+  bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks')
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -1784,6 +1787,13 @@ __device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uin
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 #endif
 }
+// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
+__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -1852,8 +1862,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     named_barrier(1, kThreads);  // every producer thread is done with the previous tile's offsets
     for (int p = tid; p < g.positions; p += kThreads) {
       const int at = tile.f0 + p, r = at / g.pitch;
-      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;  // iw < in_w by the choice of Q
-      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 ? ih * s.in_w + iw : -1;
+      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
+      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w ? ih * s.in_w + iw : -1;
     }
     named_barrier(1, kThreads);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
@@ -1878,8 +1888,13 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
         for (int u = tid; u < 2 * g.positions; u += kThreads) {
           const int p = u >> 1, half = u & 1, off = pos_off[p];
           const bool real = off >= 0 && (half == 0 || second);
-          copy16_async(xs_addr + 16u * (half * g.positions + p),
-                       xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0), real ? 16u : 0u);
+          const uint32_t dst = xs_addr + 16u * (half * g.positions + p);
+          const float* src = xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0);
+          if (g.l2_prefetch) {
+            copy16_async_prefetch(dst, src, real ? 16u : 0u);
+          } else {
+            copy16_async(dst, src, real ? 16u : 0u);
+          }
         }
       }
       if (!kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
@@ -2001,6 +2016,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   // pixels inside it, and planes of whole 16-byte units.
   const int fbase = tile.f0 + kWgPixels * consumer;
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
+  const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
 #pragma unroll 1
@@ -2019,20 +2035,22 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int f = fbase + kEpiPixels * k + col + 16 * q;  // the frame position of these 4 pixels' first
-      if (dense) {
+      const int quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
+      if (dense || (quads && quad_oh < s.out_h && quad_ow < s.out_w)) {
+        const int at = dense ? f : quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
         count += 4.f;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + f) = g.z_with_bias ? v : a;
+          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
           const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
           s1[j] += (u0 + u1) + (u2 + u3);
           s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
         }
-      } else {
+      } else if (!quads) {
         // Each pixel's (row, column) of the frame; a column past W_out, or a row past H_out, is dropped. In the
         // output a pixel sits at oh W_out + ow.
 #pragma unroll
@@ -2202,7 +2220,7 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes) {
+                                    int64_t static_bytes, bool pad_pitch_to_4 = true) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2211,6 +2229,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.pad_top = s.kernel_h - 1 - s.pad_h;
   g.pad_left = s.kernel_w - 1 - s.pad_w;
   g.pitch = s.in_w + g.pad_left;
+  if (pad_pitch_to_4 && s.out_w % 4 == 0 && g.pitch != s.out_w) g.pitch = (g.pitch + 3) / 4 * 4;
   const int64_t frame = int64_t(s.out_h) * g.pitch;
   const int64_t positions = kWgTilePixels + int64_t(s.kernel_h - 1) * g.pitch + s.kernel_w - 1;
   if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 28)) return "the input planes are too large for it";
@@ -2237,11 +2256,13 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0).
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch and
+// pad_pitch_to_4 (WgmmaGeometry, the frame's comment) are on by default; off for comparisons only.
 template <class Op, int kPart = 0, bool kInputCL = false>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2) {
+                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = true,
+                                            bool pad_pitch_to_4 = true) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -2253,9 +2274,11 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
-  const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
+                                           pad_pitch_to_4);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
+  g.l2_prefetch = l2_prefetch;
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
@@ -2304,8 +2327,9 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
   return "";
 }
 
-inline at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight,
-                                         std::vector<int64_t> padding) {
+template <int kPart = 0>
+at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
+                                  bool l2_prefetch = true, bool pad_pitch_to_4 = true) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
   TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
   TORCH_CHECK(padding[0] >= 0 && padding[0] < weight.size(2) && padding[1] >= 0 && padding[1] < weight.size(3),
@@ -2313,7 +2337,8 @@ inline at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Ten
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<Identity, 0, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, Identity{})[0];
+  return convt_wgmma_moments<Identity, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, Identity{},
+                                                     true, 2, l2_prefetch, pad_pitch_to_4)[0];
 }
 
 // Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device

@@ -60,8 +60,17 @@ std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::T
 }
 
 // grad_x of conv_transpose2d(x, w, padding) at stride 1 for grad_z (read channels-last), NCHW; "" or why not
-at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding) {
-  return kgen::convt::convt_wgmma_input_grad(grad_z, w, padding);
+at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding, int64_t variant) {
+  using kgen::convt::convt_wgmma_input_grad;
+  switch (variant) {
+    case 0: return convt_wgmma_input_grad(grad_z, w, padding);
+    case 1: return convt_wgmma_input_grad(grad_z, w, padding, /*l2_prefetch=*/false);
+    case 2: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pad_pitch_to_4=*/false);
+    // timing only: the main loop alone, the epilogue alone
+    case 10: return convt_wgmma_input_grad<1>(grad_z, w, padding);
+    case 11: return convt_wgmma_input_grad<2>(grad_z, w, padding);
+  }
+  TORCH_CHECK(false, "kgen test: no input gradient variant ", variant);
 }
 std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding) {
   return kgen::convt::convt_wgmma_input_grad_unsupported(grad_z, w, padding);
@@ -80,13 +89,14 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     std::vector<int64_t> padding, int64_t variant);
 std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
-at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
+at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding, int64_t variant);
 std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
+INPUT_GRAD_VARIANTS = {"default": 0, "no_l2_prefetch": 1, "pitch_unpadded": 2}
 
 
 def cuda_source() -> str:

@@ -38,6 +38,7 @@ CASES = [
     (1, 33, 64, 31, 29, 3, 1, 16),     # C_in 33: a partial chunk
     (1, 80, 32, 6, 5, 1, 0, 4),        # 10 chunks
     (1, 8, 24, 6, 100, 5, 0, 4),       # kernel 5 on 100-wide rows: shared memory for a ring of 2 stages only
+    (2, 16, 32, 9, 16, 3, 1, 4),       # padding 1 on 16-wide rows: the frame pitch 17 padded to 20 (4-pixel stores)
     (2, 64, 64, 62, 64, 3, 0, 8),      # 9 pixel tiles a sample (the determinism and cuDNN checks use it)
 ]
 
@@ -128,7 +129,8 @@ INPUT_GRAD_CASES = [
 
 @pytest.mark.parametrize("case", INPUT_GRAD_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[3]}x{c[4]}-co{c[2]}-k{c[5]}p{c[6]}")
 @pytest.mark.parametrize("layout", ["channels_last", "nchw"])
-def test_input_grad_matches_float64(ext, case, layout):
+@pytest.mark.parametrize("variant", sorted(H.INPUT_GRAD_VARIANTS))
+def test_input_grad_matches_float64(ext, case, layout, variant):
     """grad_x of conv_transpose2d(x, w, padding) = conv2d(grad_z, w, padding), by the wgmma kernel reading grad_z
     channels-last (an NCHW grad_z is copied so first), against float64, within the TF32 bound of the forward's test;
     unwritten outputs would fail (the output is poisoned by nothing: every element is compared)."""
@@ -140,7 +142,7 @@ def test_input_grad_matches_float64(ext, case, layout):
     if layout == "channels_last":
         grad_z = grad_z.contiguous(memory_format=torch.channels_last)
     assert ext.convt_wgmma_input_grad_unsupported(grad_z, weight, [pad, pad]) == ""
-    grad_x = ext.convt_wgmma_input_grad(grad_z, weight, [pad, pad])
+    grad_x = ext.convt_wgmma_input_grad(grad_z, weight, [pad, pad], H.INPUT_GRAD_VARIANTS[variant])
     exact = F.conv2d(grad_z.double(), weight.double(), padding=pad)
     assert grad_x.shape == (n, c_in, h, w) and grad_x.is_contiguous()
     bound = 1.25 * TF32_REL * F.conv2d(grad_z.double().abs(), weight.double().abs(), padding=pad) + 1e-6
@@ -154,7 +156,7 @@ def test_input_grad_declines_what_it_does_not_take(ext):
                                                                   [0, 0])
     assert "shapes" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 8, 9, 9, device="cuda"), weight, [0, 0])
     with pytest.raises(RuntimeError, match="4 at a time"):
-        ext.convt_wgmma_input_grad(torch.randn(1, 6, 9, 9, device="cuda"), weight, [0, 0])
+        ext.convt_wgmma_input_grad(torch.randn(1, 6, 9, 9, device="cuda"), weight, [0, 0], 0)
 
 
 def test_clear_errors(ext):
@@ -185,7 +187,7 @@ def bench() -> None:
     print(f"max |kgen - cuDNN TF32| at L2-19's shape: {(z - ref).abs().max():.3g} (|z| up to {ref.abs().max():.3g})")
     del z, ref
     gz_cl = torch.randn(128, 64, 258, 258, device="cuda").contiguous(memory_format=torch.channels_last)
-    gx = ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0])
+    gx = ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 0)
     gx_ref = torch.ops.aten.convolution_backward(gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
                                                  [True, False, False])[0]
     print(f"max |kgen - cuDNN TF32| of the input gradient: {(gx - gx_ref).abs().max():.3g} "
@@ -209,7 +211,11 @@ def bench() -> None:
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "kgen wgmma input gradient (grad_z channels-last -> grad_x NCHW)": lambda: ext.convt_wgmma_input_grad(
-            gz_cl, weight, [0, 0]),
+            gz_cl, weight, [0, 0], 0),
+        "  without the L2 prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),
+        "  frame pitch 258 (scalar epilogue stores)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 2),
+        "  its main loop alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 10),
+        "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 11),
         "cuDNN input gradient, channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
             gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [True, False, False]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
