@@ -28,6 +28,13 @@
 #         position's 256 bytes. Now (a) the frame pitch padded to a multiple of 4 where the output width is one, so 4
 #         pixels are all in or all out, one 16-byte store; (b) cp.async.cg ... L2::256B; variants without each, and
 #         the main loop and epilogue timed alone. Predicted: if (a), the input gradient toward ~3 ms.
+#   run6: run5: 88 harness tests pass; input gradient 5.19 ms (7.33 with the scalar stores; the L2 prefetch hint
+#         changes nothing), its main loop alone 3.34 ms (the forward's 2.9 with 4-byte NCHW copies), its epilogue
+#         alone 2.12 (the forward's GELU one 1.4). Backward 16.75 ms against 15.8 on cuDNN's input gradient. Why:
+#         ncu (speed of light, memory tables, warp states) of the input gradient, its epilogue alone and main loop
+#         alone, and the forward's epilogue alone, at batch 16. Suspects: the channels-last copies touch 16 lines a
+#         warp instruction (NCHW: 1); grad_x's channel planes are 256 KB apart (a power of two: the 8 channels a
+#         store instruction writes may fall in the same memory partitions).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -128,5 +135,17 @@ case "${1:-}" in
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
       -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run5_pytest_fused.log" | tail -3
     timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run5_parts.log" | tail -8 ;;
+  run6)
+    build_wgmma run6
+    for v in "ig 100" "ig_epilogue 111" "ig_mainloop 110" "fwd_epilogue 11"; do
+      set -- $v
+      timeout -k 5 200 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+        --section WarpStateStats --section SchedulerStats --section LaunchStats \
+        python3 benchmarks/convt_wgmma_once.py 16 "$2" > "$OUT/s24/run6_ncu_$1.txt" 2>&1
+      echo "ncu $1 exit $?"
+      grep -iE "^ +(Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Compute \(SM\)|Mem Busy|Max Bandwidth|Issued Warp|No Eligible|Warp Cycles Per Issued)" \
+        "$OUT/s24/run6_ncu_$1.txt" | head -14
+    done ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
