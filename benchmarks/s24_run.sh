@@ -35,6 +35,13 @@
 #         alone, and the forward's epilogue alone, at batch 16. Suspects: the channels-last copies touch 16 lines a
 #         warp instruction (NCHW: 1); grad_x's channel planes are 256 KB apart (a power of two: the 8 channels a
 #         store instruction writes may fall in the same memory partitions).
+#   run7: run6 (ncu, batch 16): the input gradient's main loop has 6.2-way conflicts on shared loads and 10.6-way on
+#         stores (the channels-last copies and rounding interleave the two halves lane by lane: a quarter-warp's 16-byte
+#         accesses straddle two 64-byte runs 16 x P bytes apart); its epilogue waits at barriers 61 % of the time, its
+#         global stores use 25.6 of 32 bytes a sector (pitch 260: a lane quad's 64-byte run starts 4 floats off the
+#         output's 64-byte units in 3 rows of 4). Now a quarter-warp takes 8 positions of one half (128 contiguous
+#         bytes), and a pitch_align 16 variant (pitch 272 = W_out mod 16, 6 % more frame). Predicted: main loop
+#         3.34 -> ~2.5 ms; pitch 272's epilogue -0.3 ms against +0.15 in the main loop.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -147,5 +154,15 @@ case "${1:-}" in
       grep -iE "^ +(Duration|DRAM Throughput|Memory Throughput|L1/TEX Hit|L2 Hit|Compute \(SM\)|Mem Busy|Max Bandwidth|Issued Warp|No Eligible|Warp Cycles Per Issued)" \
         "$OUT/s24/run6_ncu_$1.txt" | head -14
     done ;;
+  run7)
+    build_wgmma run7 &
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run7_prebuild.log" 2>&1; echo "prebuild exit $?"
+    wait
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/s24/run7_pytest_wgmma.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run7_bench.log" | tail -22
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run7_pytest_fused.log" | tail -3
+    timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run7_parts.log" | tail -8 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

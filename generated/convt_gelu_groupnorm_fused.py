@@ -1550,9 +1550,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // stages the positions [f0, f0 + P) once per chunk of 8 input channels, and every tap multiplies from there
 // (P = 512 + (kH - 1) Q + kW - 1). A read past the right edge of a row lands on the next row's left padding,
 // which is zero as the true right padding would be. Columns ow >= W_out (pad > 0) and rows past the last are
-// computed and dropped. Q is W_in + PW, rounded up to a multiple of 4 where W_out is one and Q != W_out: then each 4
-// pixels the epilogue stores are all inside the output or all outside, one 16-byte store (the input gradient's
-// frame, W_in = W_out + kW - 1, is such a case).
+// computed and dropped. Where W_out is a multiple of 4 and Q != W_out, Q is the least value from W_in + PW on with
+// Q = W_out modulo `pitch_align` (4 or 16): then each 4 pixels the epilogue stores are all inside the output or all
+// outside, one 16-byte store, and with 16 a lane quad's 64-byte run starts a 64-byte unit of the output as it does of
+// the frame (the input gradient's frame, W_in = W_out + kW - 1, is such a case).
 //
 // The block: persistent (one a multiprocessor, tiles handed out round-robin) and warp-specialised, 3 warpgroups.
 // - The producer warpgroup fills a ring of 2-4 shared-memory stages, one chunk each. A thread takes frame
@@ -1812,8 +1813,9 @@ __device__ __forceinline__ void copy_async_wait() {
 // units); once they have landed the thread rounds those units to TF32 in place and hands the stage over. The
 // rounding of chunk k waits until chunk k + 1's copies are issued, so two chunks are in flight a thread.
 // kInputCL: the input is channels-last (NHWC), so a position's 4 channels of a unit are 16 contiguous bytes: one
-// 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128. A warp's
-// copies write 2 x 256 contiguous bytes of shared memory (no conflicts) and read 32 contiguous bytes a position.
+// 16-byte copy a unit (C_in % 4 == 0). Slot u = tid, tid + 128, ... of a chunk is unit (half, p) with u = 16 b + 8 half
+// + i, p = 8 b + i: a quarter-warp's copies fill 128 contiguous bytes of one half (one wavefront; halves interleaved
+// lane by lane measured 6-10-way conflicts), and the two quarter-warps of a position pair read its 32 bytes.
 template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
@@ -1824,6 +1826,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
+  const int cl_slots = 16 * ((g.positions + 7) / 8);  // kInputCL: copy slots a chunk (16 per 8 positions)
   // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
@@ -1832,7 +1835,10 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
     if constexpr (kInputCL) {
-      for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
+      for (int u = tid; u < cl_slots; u += kThreads) {
+        const int p = 8 * (u >> 4) + (u & 7);
+        if (p < g.positions) round_unit(((u >> 3) & 1) * g.positions + p);
+      }
     } else {
 #pragma unroll
       for (int half = 0; half < 2; ++half)
@@ -1885,8 +1891,10 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       if (kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xn = x + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk;
         const bool second = c * kWgChunk + 4 < s.in_channels;  // the chunk's channels 4-7 exist (C_in % 4 == 0)
-        for (int u = tid; u < 2 * g.positions; u += kThreads) {
-          const int p = u >> 1, half = u & 1, off = pos_off[p];
+        for (int u = tid; u < cl_slots; u += kThreads) {
+          const int p = 8 * (u >> 4) + (u & 7), half = (u >> 3) & 1;
+          if (p >= g.positions) continue;
+          const int off = pos_off[p];
           const bool real = off >= 0 && (half == 0 || second);
           const uint32_t dst = xs_addr + 16u * (half * g.positions + p);
           const float* src = xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0);
@@ -2220,7 +2228,7 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, bool pad_pitch_to_4 = true) {
+                                    int64_t static_bytes, int pitch_align = 4) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2229,7 +2237,9 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.pad_top = s.kernel_h - 1 - s.pad_h;
   g.pad_left = s.kernel_w - 1 - s.pad_w;
   g.pitch = s.in_w + g.pad_left;
-  if (pad_pitch_to_4 && s.out_w % 4 == 0 && g.pitch != s.out_w) g.pitch = (g.pitch + 3) / 4 * 4;
+  if (pitch_align > 1 && s.out_w % 4 == 0 && g.pitch != s.out_w) {
+    g.pitch += ((s.out_w - g.pitch) % pitch_align + pitch_align) % pitch_align;  // Q = W_out mod pitch_align
+  }
   const int64_t frame = int64_t(s.out_h) * g.pitch;
   const int64_t positions = kWgTilePixels + int64_t(s.kernel_h - 1) * g.pitch + s.kernel_w - 1;
   if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 28)) return "the input planes are too large for it";
@@ -2256,13 +2266,13 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch and
-// pad_pitch_to_4 (WgmmaGeometry, the frame's comment) are on by default; off for comparisons only.
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
+// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
 template <class Op, int kPart = 0, bool kInputCL = false>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = true,
-                                            bool pad_pitch_to_4 = true) {
+                                            int pitch_align = 4) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -2275,7 +2285,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pad_pitch_to_4);
+                                           pitch_align);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;
@@ -2329,7 +2339,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
 
 template <int kPart = 0>
 at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
-                                  bool l2_prefetch = true, bool pad_pitch_to_4 = true) {
+                                  bool l2_prefetch = true, int pitch_align = 4) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
   TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
   TORCH_CHECK(padding[0] >= 0 && padding[0] < weight.size(2) && padding[1] >= 0 && padding[1] < weight.size(3),
@@ -2338,7 +2348,7 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
   return convt_wgmma_moments<Identity, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, Identity{},
-                                                     true, 2, l2_prefetch, pad_pitch_to_4)[0];
+                                                     true, 2, l2_prefetch, pitch_align)[0];
 }
 
 // Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device

@@ -65,7 +65,8 @@ at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<i
   switch (variant) {
     case 0: return convt_wgmma_input_grad(grad_z, w, padding);
     case 1: return convt_wgmma_input_grad(grad_z, w, padding, /*l2_prefetch=*/false);
-    case 2: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pad_pitch_to_4=*/false);
+    case 2: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/1);
+    case 3: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/16);
     // timing only: the main loop alone, the epilogue alone
     case 10: return convt_wgmma_input_grad<1>(grad_z, w, padding);
     case 11: return convt_wgmma_input_grad<2>(grad_z, w, padding);
@@ -96,7 +97,7 @@ bool convt_wgmma_available();
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
-INPUT_GRAD_VARIANTS = {"default": 0, "no_l2_prefetch": 1, "pitch_unpadded": 2}
+INPUT_GRAD_VARIANTS = {"default": 0, "no_l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3}
 
 
 def cuda_source() -> str:

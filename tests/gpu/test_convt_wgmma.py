@@ -214,8 +214,12 @@ def bench() -> None:
             gz_cl, weight, [0, 0], 0),
         "  without the L2 prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),
         "  frame pitch 258 (scalar epilogue stores)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 2),
-        "  its main loop alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 10),
-        "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 11),
+        "  frame pitch 272 (= W_out mod 16: aligned 64-byte runs)": lambda: ext.convt_wgmma_input_grad(
+            gz_cl, weight, [0, 0], 3),
+        "  input gradient's main loop alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0],
+                                                                                                 10),
+        "  input gradient's epilogue alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0],
+                                                                                                11),
         "cuDNN input gradient, channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
             gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [True, False, False]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
