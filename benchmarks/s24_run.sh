@@ -42,6 +42,11 @@
 #         output's 64-byte units in 3 rows of 4). Now a quarter-warp takes 8 positions of one half (128 contiguous
 #         bytes), and a pitch_align 16 variant (pitch 272 = W_out mod 16, 6 % more frame). Predicted: main loop
 #         3.34 -> ~2.5 ms; pitch 272's epilogue -0.3 ms against +0.15 in the main loop.
+#   run8: run7: both slower: the quarter-warp copies 5.46 ms (main loop 3.72), pitch 272 6.25; reverted to run5's
+#         copies. The fused file goes back to cuDNN's input gradient (2.7 + 1.5 for the copy back, against 5.2 for
+#         kgen's); its backward keeps the channels-last grad_z. A probe: the epilogue alone at power-of-two output
+#         planes (forward at output 256 against 258, input gradient at 260 against 256). The harness tests, the fused
+#         GPU tests, validate --bench. Predicted: fused backward ~15.5 ms, forward+backward ~21.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -164,5 +169,14 @@ case "${1:-}" in
     timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
       -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run7_pytest_fused.log" | tail -3
     timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run7_parts.log" | tail -8 ;;
+  run8)
+    build_wgmma run8 &
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run8_prebuild.log" 2>&1; echo "prebuild exit $?"
+    wait
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/s24/run8_pytest_wgmma.log" | tail -2
+    timeout -k 5 150 python3 benchmarks/convt_plane_stride_probe.py 2>&1 | tee "$OUT/s24/run8_plane_probe.log" | tail -9
+    pytest_fused run8
+    validate_fused run8 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

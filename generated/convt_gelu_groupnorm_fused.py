@@ -4,7 +4,7 @@
 # KernelBench L2-19: ConvTranspose2d -> GELU -> GroupNorm
 #   kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its epilogue, then the normalise sweep; backward: GroupNorm kernels, then cuDNN's conv backward
 # Parameters: groups=8 block_size=256 gelu=erf conv=fused forward=two-pass
-# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward is cuDNN's convolution backward on channels-last copies (at L2-19's shape bitwise the reference's NCHW gradients, in 8.7 ms instead of 14.7).
+# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last, then cuDNN's convolution backward runs on channels-last tensors (at L2-19's shape bitwise the gradients of its NCHW call, in 8.7 ms instead of 14.7).
 # Reference: level2_19_convtranspose2d_gelu_groupnorm.py (a copy ships in kgen/specs/references/)
 # kgen-spec: convt-gelu-groupnorm
 # kgen-params: {"block_size": 256, "conv": "fused", "forward": "two-pass", "gelu": "erf", "groups": 8}
@@ -1813,9 +1813,9 @@ __device__ __forceinline__ void copy_async_wait() {
 // units); once they have landed the thread rounds those units to TF32 in place and hands the stage over. The
 // rounding of chunk k waits until chunk k + 1's copies are issued, so two chunks are in flight a thread.
 // kInputCL: the input is channels-last (NHWC), so a position's 4 channels of a unit are 16 contiguous bytes: one
-// 16-byte copy a unit (C_in % 4 == 0). Slot u = tid, tid + 128, ... of a chunk is unit (half, p) with u = 16 b + 8 half
-// + i, p = 8 b + i: a quarter-warp's copies fill 128 contiguous bytes of one half (one wavefront; halves interleaved
-// lane by lane measured 6-10-way conflicts), and the two quarter-warps of a position pair read its 32 bytes.
+// 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
+// 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
+// H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
@@ -1826,7 +1826,6 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int cl_slots = 16 * ((g.positions + 7) / 8);  // kInputCL: copy slots a chunk (16 per 8 positions)
   // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
@@ -1835,10 +1834,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
     if constexpr (kInputCL) {
-      for (int u = tid; u < cl_slots; u += kThreads) {
-        const int p = 8 * (u >> 4) + (u & 7);
-        if (p < g.positions) round_unit(((u >> 3) & 1) * g.positions + p);
-      }
+      for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
 #pragma unroll
       for (int half = 0; half < 2; ++half)
@@ -1891,10 +1887,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       if (kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xn = x + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk;
         const bool second = c * kWgChunk + 4 < s.in_channels;  // the chunk's channels 4-7 exist (C_in % 4 == 0)
-        for (int u = tid; u < cl_slots; u += kThreads) {
-          const int p = 8 * (u >> 4) + (u & 7), half = (u >> 3) & 1;
-          if (p >= g.positions) continue;
-          const int off = pos_off[p];
+        for (int u = tid; u < 2 * g.positions; u += kThreads) {
+          const int p = u >> 1, half = u & 1, off = pos_off[p];
           const bool real = off >= 0 && (half == 0 || second);
           const uint32_t dst = xs_addr + 16u * (half * g.positions + p);
           const float* src = xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0);
@@ -2324,7 +2318,9 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
 // the epilogue runs with the identity op and a zero bias (adding +0 leaves every value but -0 as it is), its
-// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient.
+// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient. Not yet what --conv fused runs: H100,
+// L2-19's shape, 5.2 ms (main loop alone 3.3, epilogue alone 2.1) against cuDNN's 2.7 plus 1.5 for turning its
+// channels-last result back to NCHW (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   if (!grad_z.is_cuda() || grad_z.scalar_type() != at::kFloat || grad_z.dim() != 4 || weight.dim() != 4 ||
@@ -2425,24 +2421,19 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::
       grad_y, x, weight, mean, rstd, groups, InputOp{}, conv_bias);
 }
 
-// The conv's gradients for --conv fused's backward, from grad_z written channels-last: grad_x (NCHW) by the wgmma
-// kernel (convt_wgmma_input_grad) wherever it takes the call, else by cuDNN; grad_weight by cuDNN's weight gradient
-// on channels-last tensors (x copied by layout.cuh: for NCHW tensors cuDNN makes its own slower copies to the same
-// NHWC kernels). Returns {grad x, grad weight}, each undefined (None) where not asked for.
+// The conv's gradients for --conv fused's backward, from grad_z written channels-last: cuDNN's NHWC kernels on
+// channels-last tensors (x copied by layout.cuh; for NCHW tensors cuDNN makes its own slower copies to the same
+// kernels), grad x turned back to NCHW. kgen's own input gradient (convt_wgmma_input_grad) measured slower: 5.2 ms
+// against 2.7 + 1.5 for the copy back (H100, L2-19's shape). Returns {grad x, grad weight}, each undefined (None)
+// where not asked for.
 std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor x, at::Tensor weight,
                                                   std::vector<int64_t> padding, bool input_grad, bool weight_grad) {
   at::Tensor grad_x, grad_weight;
-  const bool own_input_grad =
-      input_grad && kgen::convt::convt_wgmma_input_grad_unsupported(grad_z, weight, padding).empty();
-  if (own_input_grad) grad_x = kgen::convt::convt_wgmma_input_grad(grad_z, weight, padding);
-  const bool cudnn_input_grad = input_grad && !own_input_grad;
-  if (cudnn_input_grad || weight_grad) {
-    auto grads = at::convolution_backward(grad_z, kgen::to_channels_last(x), weight, c10::nullopt, {1, 1}, padding,
-                                          {1, 1}, /*transposed=*/true, {0, 0}, 1,
-                                          {cudnn_input_grad, weight_grad, false});
-    if (cudnn_input_grad) grad_x = kgen::to_contiguous_nchw(std::get<0>(grads));
-    if (weight_grad) grad_weight = std::get<1>(grads);
-  }
+  if (!input_grad && !weight_grad) return {grad_x, grad_weight};
+  auto grads = at::convolution_backward(grad_z, kgen::to_channels_last(x), weight, c10::nullopt, {1, 1}, padding,
+                                        {1, 1}, /*transposed=*/true, {0, 0}, 1, {input_grad, weight_grad, false});
+  if (input_grad) grad_x = kgen::to_contiguous_nchw(std::get<0>(grads));
+  if (weight_grad) grad_weight = std::get<1>(grads);
   return {grad_x, grad_weight};
 }
 
@@ -2539,8 +2530,9 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     """y = GroupNorm(gelu(conv_transpose2d(x, weight) + conv_bias)) with kgen's wgmma convolution, its epilogue
     holding the bias, GELU and the GroupNorm moments. z, the conv output without its bias, is saved: backward
     is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), its grad_z
-    written channels-last; then the input gradient by kgen's wgmma kernel (a direct conv of grad_z, which it runs
-    as a transposed one), and the weight gradient by cuDNN on channels-last tensors."""
+    written channels-last; then cuDNN's conv backward on channels-last tensors (x copied by layout.cuh, ~2.9 TB/s,
+    the input gradient turned back to NCHW): for NCHW tensors cuDNN makes its own slower copies to the same NHWC
+    kernels (H100, L2-19's shape: 14.7 ms against 8.7 plus kgen's copies, the gradients bitwise equal)."""
 
     @staticmethod
     def forward(ctx, x, weight, conv_bias, gamma, beta, num_groups, eps, padding):

@@ -277,9 +277,9 @@ __device__ __forceinline__ void copy_async_wait() {
 // units); once they have landed the thread rounds those units to TF32 in place and hands the stage over. The
 // rounding of chunk k waits until chunk k + 1's copies are issued, so two chunks are in flight a thread.
 // kInputCL: the input is channels-last (NHWC), so a position's 4 channels of a unit are 16 contiguous bytes: one
-// 16-byte copy a unit (C_in % 4 == 0). Slot u = tid, tid + 128, ... of a chunk is unit (half, p) with u = 16 b + 8 half
-// + i, p = 8 b + i: a quarter-warp's copies fill 128 contiguous bytes of one half (one wavefront; halves interleaved
-// lane by lane measured 6-10-way conflicts), and the two quarter-warps of a position pair read its 32 bytes.
+// 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
+// 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
+// H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
@@ -290,7 +290,6 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int cl_slots = 16 * ((g.positions + 7) / 8);  // kInputCL: copy slots a chunk (16 per 8 positions)
   // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
@@ -299,10 +298,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
     if constexpr (kInputCL) {
-      for (int u = tid; u < cl_slots; u += kThreads) {
-        const int p = 8 * (u >> 4) + (u & 7);
-        if (p < g.positions) round_unit(((u >> 3) & 1) * g.positions + p);
-      }
+      for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
 #pragma unroll
       for (int half = 0; half < 2; ++half)
@@ -355,10 +351,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       if (kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xn = x + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk;
         const bool second = c * kWgChunk + 4 < s.in_channels;  // the chunk's channels 4-7 exist (C_in % 4 == 0)
-        for (int u = tid; u < cl_slots; u += kThreads) {
-          const int p = 8 * (u >> 4) + (u & 7), half = (u >> 3) & 1;
-          if (p >= g.positions) continue;
-          const int off = pos_off[p];
+        for (int u = tid; u < 2 * g.positions; u += kThreads) {
+          const int p = u >> 1, half = u & 1, off = pos_off[p];
           const bool real = off >= 0 && (half == 0 || second);
           const uint32_t dst = xs_addr + 16u * (half * g.positions + p);
           const float* src = xn + (real ? int64_t(off) * s.in_channels + 4 * half : 0);
@@ -788,7 +782,9 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
 // the epilogue runs with the identity op and a zero bias (adding +0 leaves every value but -0 as it is), its
-// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient.
+// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient. Not yet what --conv fused runs: H100,
+// L2-19's shape, 5.2 ms (main loop alone 3.3, epilogue alone 2.1) against cuDNN's 2.7 plus 1.5 for turning its
+// channels-last result back to NCHW (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   if (!grad_z.is_cuda() || grad_z.scalar_type() != at::kFloat || grad_z.dim() != 4 || weight.dim() != 4 ||
