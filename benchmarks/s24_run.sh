@@ -47,6 +47,14 @@
 #         kgen's); its backward keeps the channels-last grad_z. A probe: the epilogue alone at power-of-two output
 #         planes (forward at output 256 against 258, input gradient at 260 against 256). The harness tests, the fused
 #         GPU tests, validate --bench. Predicted: fused backward ~15.5 ms, forward+backward ~21.
+#   run9: run8: validate PASS, KernelBench verdict PASS; forward 5.41 ms, forward+backward 20.81 (eager 33.97, compile
+#         32.02), backward 15.3 (validate's profile); the plane probe: the input gradient's epilogue is no faster at
+#         output 260 than 256 (2.18 / 2.21 ms), nor the forward's slower at 256 (1.23 / 1.31): not the plane stride.
+#         Now the forward's producer also writes x channels-last as it stages it (for the weight gradient; where
+#         grad is on and the weight wants it), saved instead of x: the backward's x copy (1.47 ms) goes. Predicted:
+#         forward with the copy +0.1-0.4 ms (global stores beside a shared-memory-bound main loop), the backward
+#         -1.47, forward+backward ~19.6. Harness tests (x_cl exactly x at 8 shapes), fused tests, parts, validate,
+#         KernelBench.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -178,5 +186,16 @@ case "${1:-}" in
     timeout -k 5 150 python3 benchmarks/convt_plane_stride_probe.py 2>&1 | tee "$OUT/s24/run8_plane_probe.log" | tail -9
     pytest_fused run8
     validate_fused run8 ;;
+  run9)
+    build_wgmma run9 &
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run9_prebuild.log" 2>&1; echo "prebuild exit $?"
+    wait
+    timeout -k 5 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/s24/run9_pytest_wgmma.log" | tail -2
+    timeout -k 5 150 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run9_pytest_fused.log" | tail -2
+    timeout -k 5 120 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run9_parts.log" | tail -12
+    validate_fused run9
+    kb_eval_fused run9 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
