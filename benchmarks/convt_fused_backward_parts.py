@@ -1,8 +1,7 @@
 """The backward of `--conv fused` at L2-19's shape, part by part, in one run (median of 7, CUDA events): the GroupNorm
-backward writing grad_z NCHW against writing it channels-last, the conv's gradients (convt_fused_conv_backward, cuDNN
-on channels-last tensors: together and each alone, x as the forward's producer wrote it or copied), the forward with
-and without that channels-last x, and the whole autograd backward of the emitted file's
-FusedConvTransposeGeluGroupNorm.
+backward writing grad_z NCHW against writing it channels-last, the conv's gradients (convt_fused_conv_backward: the
+input gradient by kgen's wgmma kernel, the weight gradient by cuDNN, together and each alone), and the whole autograd
+backward of the emitted file's FusedConvTransposeGeluGroupNorm.
 
     PYTHONPATH=. python3 benchmarks/convt_fused_backward_parts.py [FILE] [--batch N]
 """
@@ -35,38 +34,30 @@ def main() -> None:
     x = torch.rand(args.batch, *solution.get_inputs()[0].shape[1:], device="cuda")
     assert model.fused_conv_unsupported(x) == "", model.fused_conv_unsupported(x)
     padding = list(conv.padding)
-    y, z, mean, rstd, x_cl = ext.convt_fused_forward(x, conv.weight, conv.bias, gn.weight, gn.bias, gn.num_groups,
-                                                     gn.eps, padding, True)
-    print(f"the producer's channels-last x equals x: {torch.equal(x_cl, x)}")
+    y, z, mean, rstd = ext.convt_fused_forward(x, conv.weight, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps,
+                                               padding)
     dy = torch.randn_like(y)
     args_gn = (dy, z, conv.bias, gn.weight, mean, rstd, gn.num_groups)
     dz_cl = ext.groupnorm_backward_channels_last(*args_gn)[0]
     dz = ext.groupnorm_backward(*args_gn)[0]
     print(f"grad_z channels-last equals the NCHW kernels' bit for bit: {torch.equal(dz_cl, dz)}")
 
-    def conv_backward(input_grad, weight_grad, saved=x_cl):
-        return lambda: ext.convt_fused_conv_backward(dz_cl, saved, conv.weight, padding, input_grad, weight_grad)
-
-    def forward(save_input_cl):
-        return lambda: ext.convt_fused_forward(x, conv.weight, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps,
-                                               padding, save_input_cl)
+    def conv_backward(input_grad, weight_grad):
+        return lambda: ext.convt_fused_conv_backward(dz_cl, x, conv.weight, padding, input_grad, weight_grad)
     xr = x.detach().requires_grad_()
     weight = conv.weight.detach().requires_grad_()
     out = solution.FusedConvTransposeGeluGroupNorm.apply(xr, weight, conv.bias, gn.weight, gn.bias, gn.num_groups,
-                                                         gn.eps, padding, True)
+                                                         gn.eps, padding)
 
     def whole_backward():
         torch.autograd.grad(out, (xr, weight), dy, retain_graph=True)
 
     rows = {
-        "fused forward": forward(False),
-        "fused forward, the producer also writing x channels-last": forward(True),
         "GroupNorm backward, grad_z NCHW": lambda: ext.groupnorm_backward(*args_gn),
         "GroupNorm backward, grad_z written channels-last": lambda: ext.groupnorm_backward_channels_last(*args_gn),
         "conv gradients (input: kgen wgmma; weight: cuDNN)": conv_backward(True, True),
         "  input gradient alone": conv_backward(True, False),
-        "  weight gradient alone (x as the producer wrote it)": conv_backward(False, True),
-        "  weight gradient alone (x copied channels-last)": conv_backward(False, True, x),
+        "  weight gradient alone (with x's channels-last copy)": conv_backward(False, True),
         "the file's whole backward (autograd.grad)": whole_backward,
     }
     for name, fn in rows.items():

@@ -55,6 +55,13 @@
 #         forward with the copy +0.1-0.4 ms (global stores beside a shared-memory-bound main loop), the backward
 #         -1.47, forward+backward ~19.6. Harness tests (x_cl exactly x at 8 shapes), fused tests, parts, validate,
 #         KernelBench.
+#   run10: run9: correct (108 harness tests, x_cl exactly x; validate PASS; KernelBench 5/5) but a net loss: the
+#         forward 5.41 -> 6.44 ms even without the copy (the conv kernel 3.93 -> 4.85: the producer's new per-chunk
+#         bookkeeping, a WgmmaTile of 64-bit divisions a hand-over) and 8.53 with it (its 16-byte stores, positions
+#         256 bytes apart: 32 lines a warp instruction); the backward 15.3 -> 13.8 (weight gradient 7.39 -> 6.32 ms
+#         with the producer's x); forward+backward 22.46 against 20.81. Reverted. It shows the producer's
+#         instruction stream bounds the main loop more than counted: ~400 more instructions a chunk (of ~700) cost
+#         ~0.9 ms.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}

@@ -29,34 +29,22 @@ std::vector<at::Tensor> forward_with(const at::Tensor& x, const at::Tensor& w, c
 }
 }  // namespace
 
-std::vector<at::Tensor> convt_wgmma_variant(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant) {
-  using kgen::GeluErf;
-  using kgen::convt::convt_wgmma_moments;
+std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
+                                            std::vector<int64_t> padding, int64_t variant) {
   switch (variant) {
-    case 0: return forward_with<GeluErf>(x, w, b, groups, eps, padding);
+    case 0: return forward_with<kgen::GeluErf>(x, w, b, groups, eps, padding);
     case 1: return forward_with<kgen::Identity>(x, w, b, groups, eps, padding);
     case 2: return forward_with<kgen::GeluTanh>(x, w, b, groups, eps, padding);
     // timing only: the main loop alone, the epilogue alone, the main loop's wgmma alone (GELU erf)
-    case 10: return convt_wgmma_moments<GeluErf, 1>(x, w, b, groups, eps, padding, GeluErf{});
-    case 11: return convt_wgmma_moments<GeluErf, 2>(x, w, b, groups, eps, padding, GeluErf{});
-    case 13: return convt_wgmma_moments<GeluErf, 4>(x, w, b, groups, eps, padding, GeluErf{});
-    case 14: return convt_wgmma_moments<GeluErf, 5>(x, w, b, groups, eps, padding, GeluErf{});
-    case 15: return convt_wgmma_moments<GeluErf, 6>(x, w, b, groups, eps, padding, GeluErf{});
+    case 10: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 11: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 2>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 13: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 4>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 14: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 5>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 15: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 6>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
-    case 16: return convt_wgmma_moments<GeluErf>(x, w, b, groups, eps, padding, GeluErf{}, true, 3);
-    // GELU erf, the producer also writing the input channels-last (a fourth tensor)
-    case 17: return convt_wgmma_moments<GeluErf>(x, w, b, groups, eps, padding, GeluErf{}, true, 2, true, 4, true);
+    case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
-}
-
-// {z, mean, rstd}, and for variant 17 the input written channels-last.
-std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, double eps,
-                                            std::vector<int64_t> padding, int64_t variant) {
-  auto out = convt_wgmma_variant(x, w, b, groups, eps, padding, variant);
-  if (variant != 17) out.resize(3);
-  return out;
 }
 
 std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
@@ -109,7 +97,6 @@ bool convt_wgmma_available();
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
-INPUT_CL_VARIANT = 17
 INPUT_GRAD_VARIANTS = {"default": 0, "no_l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3}
 
 

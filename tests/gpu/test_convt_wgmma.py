@@ -115,20 +115,6 @@ def test_distance_to_cudnn_tf32(ext, capsys):
               f"|kgen - cuDNN| {(z - cudnn).abs().max():.3g}")
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c[1] % 4 == 0], ids=ids)
-def test_input_written_channels_last(ext, case):
-    """Variant 17: the producer also writes the input channels-last (for the backward's weight gradient): every value
-    exactly x's (padding 2 and several tiles a sample: the last tile owns the bottom rows; 96 output channels: two
-    channel tiles, the first writes), and z, mean, rstd bitwise the plain call's."""
-    x, weight, bias, gamma, beta, pad, groups = make(case, seed=11)
-    plain = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0)
-    z, mean, rstd, x_cl = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, H.INPUT_CL_VARIANT)
-    assert x_cl.is_contiguous(memory_format=torch.channels_last) and x_cl.shape == x.shape
-    assert torch.equal(x_cl, x)
-    for got, want in zip((z, mean, rstd), plain):
-        assert torch.equal(got, want)
-
-
 # (N, C_in, C_out, H, W, kernel, padding) of the forward conv whose input gradient is taken: grad_z has C_out channels
 # (a multiple of 4: read 4 at a time), grad_x C_in.
 INPUT_GRAD_CASES = [

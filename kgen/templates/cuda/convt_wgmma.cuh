@@ -280,22 +280,18 @@ __device__ __forceinline__ void copy_async_wait() {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-// x_cl (NCHW input only; nullptr: none): the producer also writes the input channels-last there, for a backward that
-// hands it to cuDNN's weight gradient (instead of a separate layout copy: one read and one write of x less). As it
-// rounds a landed unit it stores the unit's raw 16 bytes, for the positions its tile owns: the tile's own 512 frame
-// positions (the last tile of a sample: all it stages, which holds the bottom input rows), first channel tile only.
 template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
-                                              uint32_t full, uint32_t empty, float* __restrict__ x_cl) {
+                                              uint32_t full, uint32_t empty) {
   constexpr int kThreads = 128 * kWgProducers;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  // Rounds this thread's units of a landed stage (chunk c of work item t) and hands it to the consumers.
-  auto hand_over = [&](int stage, int64_t t, int c) {
+  // Rounds this thread's units of a landed stage and hands it to the consumers.
+  auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
     auto round_unit = [&](int at) {
       const float4 v = xs[at];
@@ -304,24 +300,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     if constexpr (kInputCL) {
       for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
-      const WgmmaTile tile(t, g);
-      const bool keep = x_cl != nullptr && tile.ctile == 0;
-      const int owned = tile.tile == g.tiles - 1 ? g.positions : kWgTilePixels;
-      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      float* const xn = keep ? x_cl + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk : nullptr;
 #pragma unroll
       for (int half = 0; half < 2; ++half)
-        for (int p = tid; p < g.positions; p += kThreads) {  // this thread's copies
-          if (keep && p < owned && 4 * half < channels) {
-            const int at = tile.f0 + p, r = at / g.pitch;
-            const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
-            if (ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w) {
-              *reinterpret_cast<float4*>(xn + int64_t(ih * s.in_w + iw) * s.in_channels + 4 * half) =
-                  xs[half * g.positions + p];
-            }
-          }
-          round_unit(half * g.positions + p);
-        }
+        for (int p = tid; p < g.positions; p += kThreads) round_unit(half * g.positions + p);  // this thread's copies
     }
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);
@@ -329,8 +310,6 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   // The stages whose copies are in flight, not yet handed over, oldest first (one commit group each); scalars,
   // not an array, which a run-time index would put in local memory.
   int pending0 = -1, pending1 = -1, pending2 = -1, in_flight = 0;
-  int chunk0 = 0, chunk1 = 0, chunk2 = 0;    // their chunks
-  int64_t item0 = 0, item1 = 0, item2 = 0;  // and work items
   auto retire_oldest = [&]() {  // waits for the oldest in-flight chunk's copies, rounds them, hands the stage over
     if (in_flight >= 3) {
       copy_async_wait<2>();
@@ -339,9 +318,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     } else {
       copy_async_wait<0>();
     }
-    hand_over(pending0, item0, chunk0);
+    hand_over(pending0);
     pending0 = pending1, pending1 = pending2, --in_flight;
-    chunk0 = chunk1, chunk1 = chunk2, item0 = item1, item1 = item2;
   };
   int stage = 0, filled = 0;
   uint32_t phase = 0;
@@ -401,11 +379,11 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       }
       copy_async_commit();
       if (in_flight == 0) {
-        pending0 = stage, chunk0 = c, item0 = t;
+        pending0 = stage;
       } else if (in_flight == 1) {
-        pending1 = stage, chunk1 = c, item1 = t;
+        pending1 = stage;
       } else {
-        pending2 = stage, chunk2 = c, item2 = t;
+        pending2 = stage;
       }
       ++in_flight;
       while (in_flight >= g.chunks_in_flight) retire_oldest();  // keeps chunks_in_flight - 1 after this one's issue
@@ -645,8 +623,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
 template <class Op, int kPart = 0, bool kInputCL = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op,
-                   float* __restrict__ x_cl) {
+                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -666,13 +643,13 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty, x_cl);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op, (void)x_cl;
+  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
 }
@@ -748,13 +725,12 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons. write_input_cl (NCHW input,
-// C_in % 4 == 0): a fourth tensor, the input channels-last, written by the producer (wgmma_produce); else undefined.
+// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
 template <class Op, int kPart = 0, bool kInputCL = false>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = true,
-                                            int pitch_align = 4, bool write_input_cl = false) {
+                                            int pitch_align = 4) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -777,10 +753,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());
-  TORCH_CHECK(!write_input_cl || (!kInputCL && s.in_channels % 4 == 0), "kgen: the channels-last copy of the input "
-              "is written for NCHW inputs of C_in % 4 == 0 only, not ", str(s.in_channels), " channels");
-  auto x_cl = write_input_cl ? at::empty_like(x, at::MemoryFormat::ChannelsLast) : at::Tensor();
-  if (s.batch == 0) return {z, mean, rstd, x_cl};
+  if (s.batch == 0) return {z, mean, rstd};
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
   auto wprep = at::empty({wtotal}, x.options());
@@ -798,10 +771,10 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
   kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-      partial_ptr, s, g, op, write_input_cl ? x_cl.data_ptr<float>() : nullptr);
+      partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
-  return {z, mean, rstd, x_cl};
+  return {z, mean, rstd};
 }
 
 // The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
