@@ -62,6 +62,11 @@
 #         with the producer's x); forward+backward 22.46 against 20.81. Reverted. It shows the producer's
 #         instruction stream bounds the main loop more than counted: ~400 more instructions a chunk (of ~700) cost
 #         ~0.9 ms.
+#         So, fewer producer instructions: the 8 copies of a position selected each channel's offset per copy (67
+#         SASS instructions a position); now the offsets are byte offsets computed once a chunk, a copy of a channel
+#         past C_in taking channel C_in - 1's address with src-size 0 (43.5 a position). Predicted: main loop
+#         2.9 -> ~2.6 ms, conv + moments 3.9 -> ~3.6. Harness tests, bench, memcheck and racecheck on the partial
+#         chunks (C_in 3, 9, 33).
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -204,5 +209,16 @@ case "${1:-}" in
     timeout -k 5 120 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run9_parts.log" | tail -12
     validate_fused run9
     kb_eval_fused run9 ;;
+  run10)
+    build_wgmma run10
+    timeout -k 5 100 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/s24/run10_pytest_wgmma.log" | tail -2
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run10_bench.log" | tail -22
+    for tool in memcheck racecheck; do
+      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_convt_wgmma.py -k "test_conv_and_statistics_match_float64 and gelu_erf and not in_flight and \
+        (1x3x17x13 or 1x33x31x29 or 2x9x6x5 or 2x64x20x19)" > "$OUT/s24/run10_$tool.log" 2>&1
+      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/run10_$tool.log" | tail -3
+    done ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
