@@ -1902,22 +1902,14 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       if (!kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-        // Each channel's plane offset, once a chunk (the same for every thread): a channel past C_in (the last
-        // chunk) takes channel C_in - 1's address with src-size 0, so no address leaves the tensor and nothing is
-        // read. (Selecting the offset a copy, as v3.6-v3.9 did, cost 67 SASS instructions a position for its 8
-        // copies; the producer's instruction stream bounds the main loop: session 24, run9.)
-        uint32_t ch_bytes[kWgChunk];  // byte offsets (in_plane < 2^27: convt_wgmma_plan)
-#pragma unroll
-        for (int ch = 0; ch < kWgChunk; ++ch) ch_bytes[ch] = uint32_t(min(ch, channels - 1)) * uint32_t(in_plane) * 4u;
-        const uint64_t xc_bytes = reinterpret_cast<uint64_t>(xc);
         for (int p = tid; p < g.positions; p += kThreads) {
           const int off = pos_off[p];
-          const uint64_t at = xc_bytes + uint64_t(uint32_t(max(off, 0))) * 4u;
-          const uint32_t dst = xs_addr + 16u * p;
+          const float* at = xc + max(off, 0);
 #pragma unroll
           for (int ch = 0; ch < kWgChunk; ++ch) {
-            copy4_async(dst + 16u * (ch / 4) * g.positions + 4u * (ch % 4),
-                        reinterpret_cast<const float*>(at + ch_bytes[ch]), off >= 0 && ch < channels ? 4u : 0u);
+            const bool real = off >= 0 && ch < channels;
+            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
+                        real ? 4u : 0u);
           }
         }
       }
@@ -2244,7 +2236,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   }
   const int64_t frame = int64_t(s.out_h) * g.pitch;
   const int64_t positions = kWgTilePixels + int64_t(s.kernel_h - 1) * g.pitch + s.kernel_w - 1;
-  if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 27)) return "the input planes are too large for it";
+  if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 28)) return "the input planes are too large for it";
   g.positions = static_cast<int>(positions);
   g.tiles = static_cast<int>((frame + kWgTilePixels - 1) / kWgTilePixels);
   g.chunks = (s.in_channels + kWgChunk - 1) / kWgChunk;
