@@ -59,10 +59,9 @@
 #         forward 5.41 -> 6.44 ms even without the copy (the conv kernel 3.93 -> 4.85: the producer's new per-chunk
 #         bookkeeping, a WgmmaTile of 64-bit divisions a hand-over) and 8.53 with it (its 16-byte stores, positions
 #         256 bytes apart: 32 lines a warp instruction); the backward 15.3 -> 13.8 (weight gradient 7.39 -> 6.32 ms
-#         with the producer's x); forward+backward 22.46 against 20.81. Reverted. It shows the producer's
-#         instruction stream bounds the main loop more than counted: ~400 more instructions a chunk (of ~700) cost
-#         ~0.9 ms.
-#         So, fewer producer instructions: the 8 copies of a position selected each channel's offset per copy (67
+#         with the producer's x); forward+backward 22.46 against 20.81. Reverted. Does the producer's instruction
+#         stream bound the main loop (its hand-over gained ~400 SASS instructions a chunk)? Fewer producer
+#         instructions, then: the 8 copies of a position selected each channel's offset per copy (67
 #         SASS instructions a position); now the offsets are byte offsets computed once a chunk, a copy of a channel
 #         past C_in taking channel C_in - 1's address with src-size 0 (43.5 a position). Predicted: main loop
 #         2.9 -> ~2.6 ms, conv + moments 3.9 -> ~3.6. Harness tests, bench, memcheck and racecheck on the partial
@@ -71,6 +70,8 @@
 #         moments 4.02-4.08 (3.89-3.98 in run7-run8). So the copy loop's instruction count does not bound the main
 #         loop, and run9's 0.9 ms came from something else in its hand-over (its loop structure, the 64-bit
 #         divisions, registers: not isolated). Reverted to v3.9's copy loop.
+#   run11: the committed file (run8's kernels; comments since): the fused GPU tests, compute-sanitizer memcheck and
+#         racecheck on the channels-last GroupNorm backward, validate --bench, KernelBench's evaluator.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}
@@ -224,5 +225,16 @@ case "${1:-}" in
         (1x3x17x13 or 1x33x31x29 or 2x9x6x5 or 2x64x20x19)" > "$OUT/s24/run10_$tool.log" 2>&1
       echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/run10_$tool.log" | tail -3
     done ;;
+  run11)
+    prebuild_fused run11
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run11_pytest_fused.log" | tail -2
+    for tool in memcheck racecheck; do
+      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_convt_gelu_groupnorm.py -k "test_groupnorm_backward_channels_last" > "$OUT/s24/run11_$tool.log" 2>&1
+      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/run11_$tool.log" | tail -3
+    done
+    validate_fused run11
+    kb_eval_fused run11 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
