@@ -77,54 +77,8 @@
 #         NCHW apply now computes dx through groupnorm_dx (explicitly rounded): the GPU tests of every golden file
 #         whose kernels run it (L1-35, L2-92, L2-19 in all its modes).
 set -u
-export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
-OUT=${OUT:-/tmp/kgen-out}
-mkdir -p "$OUT/s24"
-build_wgmma() {
-  timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
-    > "$OUT/s24/$1_build.log" 2>&1; echo "build exit $?"; grep -E "error|Used [0-9]+ registers" "$OUT/s24/$1_build.log" | head -8
-}
-sanitize_wgmma() {  # compute-sanitizer memcheck and racecheck on three of the harness's cases
-  for tool in memcheck racecheck; do
-    timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
-      tests/gpu/test_convt_wgmma.py -k "gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)" > "$OUT/s24/$1_$tool.log" 2>&1
-    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/$1_$tool.log" | tail -3
-  done
-}
-ncu_source() {  # name, variant: stall samples per SASS instruction of one launch at batch 16
-  timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
-    --section WarpStateStats --section SchedulerStats --section SourceCounters --section InstructionStats \
-    -o "$OUT/s24/$1" python3 benchmarks/convt_wgmma_once.py 16 "$2" > "$OUT/s24/$1.log" 2>&1
-  echo "ncu $1 exit $?"
-  ncu -i "$OUT/s24/$1.ncu-rep" --page details > "$OUT/s24/$1_details.txt" 2>&1
-  grep -iE "Duration|Tensor|DRAM Through|Issued Warp|Eligible Warps|Warp Cycles Per Issued|Stall|No Eligible" "$OUT/s24/$1_details.txt" | head -30
-  ncu -i "$OUT/s24/$1.ncu-rep" --page source --csv --print-source sass 2>&1 | gzip -9 > "$OUT/s24/$1_source.csv.gz"
-  rm -f "$OUT/s24/$1.ncu-rep"
-}
-F=generated/convt_gelu_groupnorm_fused.py
-harness() {  # the wgmma harness: build, its GPU tests, the bench at L2-19's layer
-  build_wgmma "$1"
-  timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 | tail -3
-  timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tail -16
-}
-prebuild_fused() {
-  timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/$1_prebuild.log" 2>&1; echo "prebuild exit $?"
-}
-pytest_fused() {  # the fused model's GPU tests: against float64 at 7 shapes, TF32 on and off; determinism
-  timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-    -k "fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/$1_pytest_fused.log" | tail -3
-}
-validate_fused() {  # kgen validate --bench at L2-19's shape, 1e-2 (TF32) with float64 arbitration
-  timeout -k 5 420 python3 -m kgen.cli validate "$F" --bench --atol 1e-2 --rtol 1e-2 --json "$OUT/s24/$1_validate.json" \
-    > "$OUT/s24/$1_validate.log" 2>&1; echo "validate exit $?"
-  grep -E "^(fp64|  forward|  backward|  forward_backward|KernelBench|kgen verdict|RESULT)|convt_wgmma_kernel|_kernel " \
-    "$OUT/s24/$1_validate.log" | cut -c1-200 | head -40
-}
-kb_eval_fused() {  # KernelBench's own evaluator, fp32, 5 trials (carry .kb)
-  python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl
-  PYTHONPATH=/tmp/site:. timeout -k 5 300 python3 .kb/kb_eval.py "$F" .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py \
-    --trials 5 > "$OUT/s24/$1_kb_eval.log" 2>&1; echo "kb_eval exit $?"; tail -1 "$OUT/s24/$1_kb_eval.log" | cut -c1-500
-}
+S=s24
+source "$(dirname "$0")/convt_fused_helpers.sh"
 case "${1:-}" in
   run1)
     nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -157,25 +111,9 @@ case "${1:-}" in
         | grep -E "bit for bit|GroupNorm|whole"
     done ;;
   run4)
-    build_wgmma run4 &
-    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run4_prebuild.log" 2>&1; echo "prebuild exit $?"
-    wait
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/s24/run4_pytest_wgmma.log" | tail -3
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run4_pytest_fused.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run4_bench.log" | tail -18
-    timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run4_parts.log" | tail -8 ;;
+    build_both run4; pytest_wgmma run4; pytest_fused_cl run4; bench_wgmma run4 18; parts_fused run4 8 ;;
   run5)
-    build_wgmma run5 &
-    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run5_prebuild.log" 2>&1; echo "prebuild exit $?"
-    wait
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/s24/run5_pytest_wgmma.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run5_bench.log" | tail -20
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run5_pytest_fused.log" | tail -3
-    timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run5_parts.log" | tail -8 ;;
+    build_both run5; pytest_wgmma run5; bench_wgmma run5 20; pytest_fused_cl run5; parts_fused run5 8 ;;
   run6)
     build_wgmma run6
     for v in "ig 100" "ig_epilogue 111" "ig_mainloop 110" "fwd_epilogue 11"; do
@@ -189,15 +127,7 @@ case "${1:-}" in
         "$OUT/s24/run6_ncu_$1.txt" | head -14
     done ;;
   run7)
-    build_wgmma run7 &
-    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run7_prebuild.log" 2>&1; echo "prebuild exit $?"
-    wait
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/s24/run7_pytest_wgmma.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench 2>&1 | tee "$OUT/s24/run7_bench.log" | tail -22
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/s24/run7_pytest_fused.log" | tail -3
-    timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/s24/run7_parts.log" | tail -8 ;;
+    build_both run7; pytest_wgmma run7; bench_wgmma run7 22; pytest_fused_cl run7; parts_fused run7 8 ;;
   run8)
     build_wgmma run8 &
     timeout -k 5 300 python3 benchmarks/prebuild.py "$F" > "$OUT/s24/run8_prebuild.log" 2>&1; echo "prebuild exit $?"
