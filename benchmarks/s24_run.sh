@@ -76,6 +76,10 @@
 #         forward+backward 20.84 (eager 34.03, compile 32.01); KernelBench 5/5, 5.68 ms against 12.6. groupnorm.cuh's
 #         NCHW apply now computes dx through groupnorm_dx (explicitly rounded): the GPU tests of every golden file
 #         whose kernels run it (L1-35, L2-92, L2-19 in all its modes).
+#   run13: run12: 34, 16 and 53 passed. The input gradient's epilogue (2.1 ms alone, 61 % of its stalls at barriers)
+#         computed GroupNorm moments it drops, and with one group a channel tile one thread combined 128 channel
+#         moments a tile while its warpgroup waited. Now ConvOnly: no moments at all. Predicted: its epilogue alone
+#         2.1 -> ~1.2 ms, the input gradient 5.2 -> ~4.4 (cuDNN's + the copy back: 4.2). Harness tests and bench.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -177,5 +181,7 @@ case "${1:-}" in
     for t in test_groupnorm test_conv_gn_lse test_convt_gelu_groupnorm; do
       timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/$t.py 2>&1 | tee "$OUT/s24/run12_$t.log" | tail -1
     done ;;
+  run13)
+    build_wgmma run13; pytest_wgmma run13; bench_wgmma run13 22 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

@@ -422,6 +422,12 @@ __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   return v >= 0.f ? v - h : h;
 }
 
+// The conv alone, without GroupNorm moments (the input gradient): the epilogue stores and skips every moments step,
+// and convt_wgmma_moments returns mean and rstd unset.
+struct ConvOnly : Identity {};
+template <class Op>
+constexpr bool kEpilogueMoments = !std::is_same<Op, ConvOnly>::value;
+
 // The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
 // in pieces of 64 channels x 32 pixels, so that the code that adds the bias, stores z and folds op(z) into the
 // moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (the v3.4
@@ -511,10 +517,12 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
           if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-          const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-          const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
-          s1[j] += (u0 + u1) + (u2 + u3);
-          s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          if constexpr (kEpilogueMoments<Op>) {
+            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          }
         }
       } else if (!quads) {
         // Each pixel's (row, column) of the frame; a column past W_out, or a row past H_out, is dropped. In the
@@ -528,14 +536,17 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
             if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
-            const float u = moments_value(op, v) - shift[j];
-            s1[j] += u, s2[j] += u * u;
+            if constexpr (kEpilogueMoments<Op>) {
+              const float u = moments_value(op, v) - shift[j];
+              s1[j] += u, s2[j] += u * u;
+            }
           }
         }
       }
     }
     named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
   }
+  if constexpr (!kEpilogueMoments<Op>) return;
   // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
   // both warpgroups and the channels of a group, in order.
 #pragma unroll
@@ -773,7 +784,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
       x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
       partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
+  if constexpr (kEpilogueMoments<Op>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
 }
 
@@ -781,8 +792,8 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // padding) in NCHW, by this kernel: that direct conv is itself a transposed one of grad_z, with the weight's two
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
-// the epilogue runs with the identity op and a zero bias (adding +0 leaves every value but -0 as it is), its
-// GroupNorm moments computed and dropped. TF32, as cuDNN's own input gradient. Not yet what --conv fused runs: H100,
+// the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
+// (ConvOnly). TF32, as cuDNN's own input gradient. Not yet what --conv fused runs: H100,
 // L2-19's shape, 5.2 ms (main loop alone 3.3, epilogue alone 2.1) against cuDNN's 2.7 plus 1.5 for turning its
 // channels-last result back to NCHW (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
@@ -807,7 +818,7 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<Identity, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, Identity{},
+  return convt_wgmma_moments<ConvOnly, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, ConvOnly{},
                                                      true, 2, l2_prefetch, pitch_align)[0];
 }
 
