@@ -80,6 +80,10 @@
 #         computed GroupNorm moments it drops, and with one group a channel tile one thread combined 128 channel
 #         moments a tile while its warpgroup waited. Now ConvOnly: no moments at all. Predicted: its epilogue alone
 #         2.1 -> ~1.2 ms, the input gradient 5.2 -> ~4.4 (cuDNN's + the copy back: 4.2). Harness tests and bench.
+#   run14: run13: 100 passed; the input gradient 3.86 ms (epilogue alone 1.54, main loop alone 3.43), 3.80 without
+#         the L2 prefetch hint (now off by default), 3.79 at pitch 272: below cuDNN's 2.73 + 1.47. The fused file now
+#         takes its input gradient from kgen's kernel. Predicted: backward 15.2 -> ~14.8 ms, forward+backward 20.84 ->
+#         ~20.4. Harness and fused GPU tests, parts, validate --bench, KernelBench.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -183,5 +187,9 @@ case "${1:-}" in
     done ;;
   run13)
     build_wgmma run13; pytest_wgmma run13; bench_wgmma run13 22 ;;
+  run14)
+    build_both run14; pytest_wgmma run14; pytest_fused_cl run14; parts_fused run14 8
+    validate_fused run14
+    kb_eval_fused run14 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

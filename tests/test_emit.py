@@ -183,8 +183,11 @@ def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
     assert "/*z_with_bias=*/false" in text
     assert "FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias" in text
     assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
-    # backward: grad_z written channels-last, then cuDNN's NHWC kernels on channels-last tensors
+    # backward: grad_z written channels-last; grad_x by the wgmma kernel (cuDNN where it declines), grad_weight by
+    # cuDNN's NHWC kernels on channels-last tensors
     assert "_ext.groupnorm_backward_channels_last(" in text and "_ext.convt_fused_conv_backward(grad_z, x" in text
+    assert "grad_x = kgen::convt::convt_wgmma_input_grad(grad_z, weight, padding)" in text
+    assert "convt_wgmma_moments<ConvOnly, kPart, true>" in text
     assert "at::convolution_backward(grad_z, kgen::to_channels_last(x), weight" in text
     assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
     assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]

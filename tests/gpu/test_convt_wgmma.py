@@ -212,7 +212,7 @@ def bench() -> None:
                                                                                  EPS, [0, 0]),
         "kgen wgmma input gradient (grad_z channels-last -> grad_x NCHW)": lambda: ext.convt_wgmma_input_grad(
             gz_cl, weight, [0, 0], 0),
-        "  without the L2 prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),
+        "  with the L2::256B prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),
         "  frame pitch 258 (scalar epilogue stores)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 2),
         "  frame pitch 272 (= W_out mod 16: aligned 64-byte runs)": lambda: ext.convt_wgmma_input_grad(
             gz_cl, weight, [0, 0], 3),

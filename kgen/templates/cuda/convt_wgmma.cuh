@@ -71,7 +71,8 @@ struct WgmmaGeometry {
   int stages;         // the ring's length
   bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
-  bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks')
+  bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
+                      // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -740,7 +741,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 template <class Op, int kPart = 0, bool kInputCL = false>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = true,
+                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
                                             int pitch_align = 4) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
@@ -793,9 +794,9 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
 // the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
-// (ConvOnly). TF32, as cuDNN's own input gradient. Not yet what --conv fused runs: H100,
-// L2-19's shape, 5.2 ms (main loop alone 3.3, epilogue alone 2.1) against cuDNN's 2.7 plus 1.5 for turning its
-// channels-last result back to NCHW (benchmarks/convt_fused/README.md, session 24).
+// (ConvOnly). TF32, as cuDNN's own input gradient. H100, L2-19's shape: 3.8 ms (main loop alone 3.4, epilogue
+// alone 1.5) against cuDNN's 2.7 plus 1.5 for turning its channels-last result back to NCHW; 5.2 while the epilogue
+// still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   if (!grad_z.is_cuda() || grad_z.scalar_type() != at::kFloat || grad_z.dim() != 4 || weight.dim() != 4 ||
@@ -810,7 +811,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
 
 template <int kPart = 0>
 at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
-                                  bool l2_prefetch = true, int pitch_align = 4) {
+                                  bool l2_prefetch = false, int pitch_align = 4) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
   TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
   TORCH_CHECK(padding[0] >= 0 && padding[0] < weight.size(2) && padding[1] >= 0 && padding[1] < weight.size(3),
