@@ -84,6 +84,9 @@
 #         the L2 prefetch hint (now off by default), 3.79 at pitch 272: below cuDNN's 2.73 + 1.47. The fused file now
 #         takes its input gradient from kgen's kernel. Predicted: backward 15.2 -> ~14.8 ms, forward+backward 20.84 ->
 #         ~20.4. Harness and fused GPU tests, parts, validate --bench, KernelBench.
+#         Result: 100 + 24 passed; validate PASS, forward 5.56 ms, forward+backward 20.25 (eager 34.05, compile
+#         32.17), backward 14.8 (weight gradient 5.82, kgen's input gradient 3.67, GroupNorm 3.83, x copy 1.46);
+#         KernelBench 5/5, 5.57 ms against 12.5.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
