@@ -87,6 +87,8 @@
 #         Result: 100 + 24 passed; validate PASS, forward 5.56 ms, forward+backward 20.25 (eager 34.05, compile
 #         32.17), backward 14.8 (weight gradient 5.82, kgen's input gradient 3.67, GroupNorm 3.83, x copy 1.46);
 #         KernelBench 5/5, 5.57 ms against 12.5.
+#   run15: compute-sanitizer memcheck and racecheck on the input gradient's path (channels-last copies, ConvOnly
+#         epilogue): 4 harness cases (kernel 1-5, padding 0-2, a partial channel tile, 3 output channels).
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -194,5 +196,13 @@ case "${1:-}" in
     build_both run14; pytest_wgmma run14; pytest_fused_cl run14; parts_fused run14 8
     validate_fused run14
     kb_eval_fused run14 ;;
+  run15)
+    build_wgmma run15
+    for tool in memcheck racecheck; do
+      timeout -k 5 200 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_convt_wgmma.py -k "test_input_grad and default and channels_last and \
+        (2x64x20x19 or 2x96x7x8 or 1x3x10x7 or 1x24x17x13)" > "$OUT/s24/run15_$tool.log" 2>&1
+      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/run15_$tool.log" | tail -3
+    done ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
