@@ -89,6 +89,7 @@
 #         KernelBench 5/5, 5.57 ms against 12.5.
 #   run15: compute-sanitizer memcheck and racecheck on the input gradient's path (channels-last copies, ConvOnly
 #         epilogue): 4 harness cases (kernel 1-5, padding 0-2, a partial channel tile, 3 output channels).
+#         Result: memcheck 0 errors, racecheck 0 hazards.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
