@@ -90,6 +90,9 @@
 #   run15: compute-sanitizer memcheck and racecheck on the input gradient's path (channels-last copies, ConvOnly
 #         epilogue): 4 harness cases (kernel 1-5, padding 0-2, a partial channel tile, 3 output channels).
 #         Result: memcheck 0 errors, racecheck 0 hazards.
+#   run16: convt_wgmma_input_grad_unsupported now also plans the frame and ring (a shape whose shared memory would not
+#         fit falls back to cuDNN instead of raising in backward), checks devices, padding and empty outputs: the
+#         harness tests (new declines), the fused tests, the parts bench.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -205,5 +208,7 @@ case "${1:-}" in
         (2x64x20x19 or 2x96x7x8 or 1x3x10x7 or 1x24x17x13)" > "$OUT/s24/run15_$tool.log" 2>&1
       echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/s24/run15_$tool.log" | tail -3
     done ;;
+  run16)
+    build_both run16; pytest_wgmma run16; pytest_fused_cl run16; parts_fused run16 8 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

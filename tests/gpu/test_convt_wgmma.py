@@ -155,6 +155,12 @@ def test_input_grad_declines_what_it_does_not_take(ext):
     assert "4 at a time" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 6, 9, 9, device="cuda"), weight,
                                                                   [0, 0])
     assert "shapes" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 8, 9, 9, device="cuda"), weight, [0, 0])
+    grad_z = torch.randn(1, 8, 9, 9, device="cuda")
+    assert "padding below the kernel size" in ext.convt_wgmma_input_grad_unsupported(grad_z, weight.transpose(0, 1),
+                                                                                    [3, 3])
+    assert "float32 CUDA" in ext.convt_wgmma_input_grad_unsupported(grad_z.cpu(), weight.transpose(0, 1), [0, 0])
+    assert "shared memory" in ext.convt_wgmma_input_grad_unsupported(torch.randn(1, 8, 9, 400, device="cuda"),
+                                                                    torch.randn(8, 8, 5, 5, device="cuda"), [0, 0])
     with pytest.raises(RuntimeError, match="4 at a time"):
         ext.convt_wgmma_input_grad(torch.randn(1, 6, 9, 9, device="cuda"), weight, [0, 0], 0)
 

@@ -799,14 +799,33 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
-  if (!grad_z.is_cuda() || grad_z.scalar_type() != at::kFloat || grad_z.dim() != 4 || weight.dim() != 4 ||
-      padding.size() != 2 || grad_z.size(1) != weight.size(1)) {
+  for (const auto* t : {&grad_z, &weight}) {
+    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
+    if (t->get_device() != grad_z.get_device()) return "its tensors are on different devices";
+  }
+  if (grad_z.dim() != 4 || weight.dim() != 4 || padding.size() != 2 || grad_z.size(1) != weight.size(1) ||
+      grad_z.numel() == 0 || grad_z.size(0) > 65535) {
     return "the shapes are not a ConvTranspose2d's gradient's";
+  }
+  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
+    return "it takes padding below the kernel size only";
+  }
+  if (grad_z.size(2) < weight.size(2) - 2 * padding[0] || grad_z.size(3) < weight.size(3) - 2 * padding[1]) {
+    return "the input gradient would be empty";
   }
   if (grad_z.size(1) % 4 != 0) return "it reads grad_z's channels 4 at a time";
   if (!is_16_byte_aligned(grad_z.data_ptr<float>())) return "grad_z is not 16-byte aligned";
   if (!convt_wgmma_available(grad_z.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
-  return "";
+  // The frame and ring of the transposed conv it runs (the shape only: the weight's roles swapped as a view).
+  const c10::cuda::CUDAGuard device_guard(grad_z.device());
+  const auto swapped = weight.transpose(0, 1);
+  const ConvShape s = check_convt(grad_z, swapped, at::empty({weight.size(0)}, weight.options()), 1, {1, 1},
+                                  {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]}, {0, 0});
+  const auto kernel = convt_wgmma_kernel<ConvOnly, 0, true>;
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  WgmmaGeometry g{};
+  return convt_wgmma_plan(s, g, max_block_smem(grad_z.get_device()), int64_t(attributes.sharedSizeBytes));
 }
 
 template <int kPart = 0>
@@ -814,8 +833,6 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
                                   bool l2_prefetch = false, int pitch_align = 4) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
   TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
-  TORCH_CHECK(padding[0] >= 0 && padding[0] < weight.size(2) && padding[1] >= 0 && padding[1] < weight.size(3),
-              "kgen: padding must be below the kernel size");
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
