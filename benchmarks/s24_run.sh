@@ -95,6 +95,8 @@
 #         harness tests (new declines), the fused tests, the parts bench.
 #         Result: 100 + 24 passed; the whole backward 15.28 ms in the parts bench (15.46 in run14's).
 #   run17: the committed file once more: validate --bench and KernelBench's evaluator.
+#         Result: validate PASS, forward 5.52 ms (eager 12.29, compile 8.40), forward+backward 20.22 (33.96, 32.11),
+#         backward 14.7; KernelBench 5/5, 5.50 ms against 12.5.
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
