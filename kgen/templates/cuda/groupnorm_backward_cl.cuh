@@ -1,10 +1,10 @@
 // ---- GroupNorm backward with its input gradient written channels-last ----
 //
-// --conv fused hands cuDNN's conv backward channels-last tensors: its NHWC kernels are what run either way, and for
-// NCHW tensors cuDNN first makes its own slower copies. Here the apply sweep writes dx (the gradient of the conv's
-// output) straight in that layout, instead of groupnorm.cuh's NCHW sweep followed by layout.cuh's copy: one read
-// and one write of the whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are
-// groupnorm.cuh's.
+// --conv fused's conv backward reads the gradient of the conv's output channels-last: kgen's wgmma input gradient
+// (16-byte copies of 4 channels a position) and cuDNN's weight gradient (its NHWC kernels are what run either way;
+// for NCHW tensors cuDNN first makes its own slower copies). Here the apply sweep writes dx, that gradient, straight
+// in that layout, instead of groupnorm.cuh's NCHW sweep followed by layout.cuh's copy: one read and one write of the
+// whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are groupnorm.cuh's.
 //
 // A block takes one sample, kClTileC channels and a span of kClTileP-position tiles. For each tile it reads dy and x
 // along positions (16-byte loads where the plane allows: contiguous in NCHW), computes dx, and turns it through a
