@@ -97,6 +97,8 @@
 #   run17: the committed file once more: validate --bench and KernelBench's evaluator.
 #         Result: validate PASS, forward 5.52 ms (eager 12.29, compile 8.40), forward+backward 20.22 (33.96, 32.11),
 #         backward 14.7; KernelBench 5/5, 5.50 ms against 12.5.
+#   run18: the exact mode (generated/convt_gelu_groupnorm.py), whose NCHW GroupNorm apply now computes dx through
+#         groupnorm_dx: validate --bench at 1e-4, its speed against session 23's table (8.65 / 27.37 ms).
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -216,5 +218,12 @@ case "${1:-}" in
     build_both run16; pytest_wgmma run16; pytest_fused_cl run16; parts_fused run16 8 ;;
   run17)
     prebuild_fused run17; validate_fused run17; kb_eval_fused run17 ;;
+  run18)
+    E=generated/convt_gelu_groupnorm.py
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$E" > "$OUT/$S/run18_prebuild.log" 2>&1; echo "prebuild exit $?"
+    timeout -k 5 420 python3 -m kgen.cli validate "$E" --bench --json "$OUT/$S/run18_validate_exact.json" \
+      > "$OUT/$S/run18_validate_exact.log" 2>&1; echo "validate exit $?"
+    grep -E "^  (forward|forward_backward) |KernelBench verdict|kgen verdict|^RESULT|backward_apply_kernel" \
+      "$OUT/$S/run18_validate_exact.log" | cut -c1-160 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac
