@@ -101,6 +101,9 @@
 #         groupnorm_dx: validate --bench at 1e-4, its speed against session 23's table (8.65 / 27.37 ms).
 #         Result: PASS at 1e-4 (KernelBench verdict 5/5); forward 8.65 ms, forward+backward 27.20 (eager 34.01,
 #         compile 32.12): unchanged; its NCHW apply kernel 2.19 ms.
+#   run19: the pre-stop review: both GroupNorm backward entries (NCHW and channels-last dx) now share
+#         groupnorm_backward_with (checks, operands, outputs, sums, bias gradient) and differ only in their apply
+#         launch. The GPU tests of every file whose kernels run it, and the parts bench (GroupNorm parts 3.68 / 3.88).
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
@@ -227,5 +230,13 @@ case "${1:-}" in
       > "$OUT/$S/run18_validate_exact.log" 2>&1; echo "validate exit $?"
     grep -E "^  (forward|forward_backward) |KernelBench verdict|kgen verdict|^RESULT|backward_apply_kernel" \
       "$OUT/$S/run18_validate_exact.log" | cut -c1-160 ;;
+  run19)
+    timeout -k 5 300 python3 benchmarks/prebuild.py "$F" generated/convt_gelu_groupnorm.py generated/convt_gelu_groupnorm_tanh.py \
+      generated/convt_gelu_groupnorm_fast.py generated/groupnorm.py generated/conv_gn_tanh_hardswish_res_lse.py \
+      > "$OUT/$S/run19_prebuild.log" 2>&1; echo "prebuild exit $?"; tail -1 "$OUT/$S/run19_prebuild.log"
+    for t in test_groupnorm test_conv_gn_lse test_convt_gelu_groupnorm; do
+      timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/$t.py 2>&1 | tee "$OUT/$S/run19_$t.log" | tail -1
+    done
+    parts_fused run19 8 ;;
   *) echo "usage: $0 run1 .." ; exit 2 ;;
 esac

@@ -1047,13 +1047,24 @@ void groupnorm_backward_sums(const at::Tensor& dy, const at::Tensor& x, const at
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Backward of op -> GroupNorm: returns {dx, dgamma, dbeta}, and with kChannelBias (op(x + channel_bias[c]))
-// the bias gradient, sum over n, h, w of dx, as a fourth tensor.
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
-std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
-                                              const at::Tensor& gamma_in, const at::Tensor& mean,
-                                              const at::Tensor& rstd, int64_t groups, Op op,
-                                              const at::Tensor& channel_bias_in = at::Tensor()) {
+// One backward call's contiguous operands and its dx (allocated in the entry's memory format), for an apply sweep.
+struct BackwardOperands {
+  GroupShape shape;
+  at::Tensor dy, x, gamma, coef, dx;
+  const float* channel_bias;  // nullptr without kChannelBias
+};
+
+// What every backward entry shares around its apply sweep: the checks, contiguous operands, the outputs (dx in
+// `dx_format`), the sums sweep and its coefficients, and the bias gradient summed per channel. apply(kg, operands)
+// launches the entry's apply sweep (kg: the group count, a compile-time constant as dispatch_groups gives it) and
+// returns its (rows, C) bias-gradient partials with kChannelBias (else an undefined tensor). Returns {dx, dgamma,
+// dbeta}, and with kChannelBias (op(x + channel_bias[c])) the bias gradient, sum over n, h, w of dx, fourth.
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias, class Apply>
+std::vector<at::Tensor> groupnorm_backward_with(const at::Tensor& grad_out, const at::Tensor& input,
+                                                const at::Tensor& gamma_in, const at::Tensor& mean,
+                                                const at::Tensor& rstd, int64_t groups, Op op,
+                                                const at::Tensor& channel_bias_in, at::MemoryFormat dx_format,
+                                                Apply&& apply) {
   const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
   if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
   const c10::cuda::CUDAGuard device_guard(input.device());
@@ -1061,36 +1072,51 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
   const auto x = input.contiguous();
   const auto gamma = gamma_in.contiguous();
   const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
-  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto dx = at::empty_like(x, dx_format);
   auto dgamma = at::zeros_like(gamma);
   auto dbeta = at::zeros_like(gamma);
   auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
   if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
 
-  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
-  const int64_t planes = shape.batch * shape.channels;
   auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
-  auto bias_partial = kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, x.options()) : at::Tensor();
-  auto* coef_ptr = as_float2(coef);
-  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
-  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
-  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
-                   is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
-  const auto stream = at::cuda::getCurrentCUDAStream();
+  const BackwardOperands operands{shape, dy, x, gamma, coef, dx, channel_bias_data<kChannelBias>(channel_bias)};
+  at::Tensor bias_partial;
   dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
-    constexpr int kGroups = decltype(kg)::value;
-    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias, coef_ptr,
-                                                                 dgamma, dbeta);
-    dispatch_vec(vec, [&](auto kv) {
-      backward_apply_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
-          <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
-                                                       rstd.data_ptr<float>(), gamma.data_ptr<float>(), coef_ptr,
-                                                       dx.data_ptr<float>(), shape, plan, op, bias, bias_partial_ptr);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    groupnorm_backward_sums<Op, decltype(kg)::value, kBlock, kChannelBias>(
+        dy, x, gamma, mean, rstd, shape, op, operands.channel_bias, as_float2(coef), dgamma, dbeta);
+    bias_partial = apply(kg, operands);
   });
   if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
   return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
+}
+
+// Backward of op -> GroupNorm, dx NCHW-contiguous (groupnorm_backward_with says what it returns).
+template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
+std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
+                                              const at::Tensor& gamma_in, const at::Tensor& mean,
+                                              const at::Tensor& rstd, int64_t groups, Op op,
+                                              const at::Tensor& channel_bias_in = at::Tensor()) {
+  auto apply = [&](auto kg, const BackwardOperands& o) {
+    const GroupShape& shape = o.shape;
+    const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
+    const int64_t planes = shape.batch * shape.channels;
+    auto bias_partial =
+        kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, o.x.options()) : at::Tensor();
+    float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
+    const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(o.x.data_ptr<float>()) &&
+                     is_16_byte_aligned(o.dy.data_ptr<float>()) && is_16_byte_aligned(o.dx.data_ptr<float>());
+    dispatch_vec(vec, [&](auto kv) {
+      backward_apply_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value, kChannelBias>
+          <<<planes * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
+              o.dy.data_ptr<float>(), o.x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
+              o.gamma.data_ptr<float>(), as_float2(o.coef), o.dx.data_ptr<float>(), shape, plan, op, o.channel_bias,
+              bias_partial_ptr);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return bias_partial;
+  };
+  return groupnorm_backward_with<Op, kBlock, kSpecialisedGroups, kChannelBias>(
+      grad_out, input, gamma_in, mean, rstd, groups, op, channel_bias_in, at::MemoryFormat::Contiguous, apply);
 }
 
 }  // namespace kgen

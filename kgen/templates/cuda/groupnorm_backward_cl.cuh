@@ -131,54 +131,37 @@ backward_apply_channels_last_kernel(const float* __restrict__ dy, const float* _
   }
 }
 
-// groupnorm_backward with dx returned channels-last (NHWC / NDHWC strides; the same values). Returns {dx, dgamma,
-// dbeta}, and with kChannelBias the bias gradient as a fourth tensor.
+// groupnorm_backward with dx returned channels-last (NHWC / NDHWC strides; the same values).
 template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
 std::vector<at::Tensor> groupnorm_backward_channels_last(const at::Tensor& grad_out, const at::Tensor& input,
                                                          const at::Tensor& gamma_in, const at::Tensor& mean,
                                                          const at::Tensor& rstd, int64_t groups, Op op,
                                                          const at::Tensor& channel_bias_in = at::Tensor()) {
-  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
   const auto format = channels_last_format(input, "GroupNorm input");
-  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto dy = grad_out.contiguous();
-  const auto x = input.contiguous();
-  const auto gamma = gamma_in.contiguous();
-  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
-  auto dx = at::empty_like(x, format);
-  auto dgamma = at::zeros_like(gamma);
-  auto dbeta = at::zeros_like(gamma);
-  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
-  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
-
-  const int64_t channel_tiles = blocks_for(shape.channels, kClTileC);
-  const int64_t spans = blocks_for(blocks_for(shape.plane_elems, kClTileP), kClTilesPerSpan);
-  const int64_t blocks = shape.batch * channel_tiles * spans;
-  TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: GroupNorm backward of ", str(x.numel()),
+  const int64_t channel_tiles = blocks_for(input.size(1), kClTileC);
+  const int64_t spans = blocks_for(blocks_for(spatial_size(input), kClTileP), kClTilesPerSpan);
+  const int64_t blocks = input.size(0) * channel_tiles * spans;
+  TORCH_CHECK(blocks < (int64_t(1) << 31), "kgen: GroupNorm backward of ", str(input.numel()),
               " values needs more blocks than one launch allows");
-  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
-  auto bias_partial = kChannelBias ? at::empty({shape.batch * spans, shape.channels}, x.options()) : at::Tensor();
-  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
-  float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
-  const bool vec = shape.plane_elems % 4 == 0 && shape.channels % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
-                   is_16_byte_aligned(dy.data_ptr<float>()) && is_16_byte_aligned(dx.data_ptr<float>());
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
-    constexpr int kGroups = decltype(kg)::value;
-    groupnorm_backward_sums<Op, kGroups, kBlock, kChannelBias>(dy, x, gamma, mean, rstd, shape, op, bias,
-                                                                 as_float2(coef), dgamma, dbeta);
+  auto apply = [&](auto kg, const BackwardOperands& o) {
+    const GroupShape& shape = o.shape;
+    auto bias_partial = kChannelBias ? at::empty({shape.batch * spans, shape.channels}, o.x.options()) : at::Tensor();
+    float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
+    const bool vec = shape.plane_elems % 4 == 0 && shape.channels % 4 == 0 &&
+                     is_16_byte_aligned(o.x.data_ptr<float>()) && is_16_byte_aligned(o.dy.data_ptr<float>()) &&
+                     is_16_byte_aligned(o.dx.data_ptr<float>());
     dispatch_vec(vec, [&](auto kv) {
-      backward_apply_channels_last_kernel<Op, kGroups, decltype(kv)::value, kChannelBias>
-          <<<blocks, kClThreads, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
-                                              rstd.data_ptr<float>(), gamma.data_ptr<float>(), as_float2(coef),
-                                              dx.data_ptr<float>(), shape, channel_tiles, spans, op, bias,
-                                              bias_partial_ptr);
+      backward_apply_channels_last_kernel<Op, decltype(kg)::value, decltype(kv)::value, kChannelBias>
+          <<<blocks, kClThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+              o.dy.data_ptr<float>(), o.x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
+              o.gamma.data_ptr<float>(), as_float2(o.coef), o.dx.data_ptr<float>(), shape, channel_tiles, spans, op,
+              o.channel_bias, bias_partial_ptr);
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
-  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
+    return bias_partial;
+  };
+  return groupnorm_backward_with<Op, kBlock, kSpecialisedGroups, kChannelBias>(
+      grad_out, input, gamma_in, mean, rstd, groups, op, channel_bias_in, format, apply);
 }
 
 }  // namespace kgen
