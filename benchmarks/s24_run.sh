@@ -104,6 +104,7 @@
 #   run19: the pre-stop review: both GroupNorm backward entries (NCHW and channels-last dx) now share
 #         groupnorm_backward_with (checks, operands, outputs, sums, bias gradient) and differ only in their apply
 #         launch. The GPU tests of every file whose kernels run it, and the parts bench (GroupNorm parts 3.68 / 3.88).
+#         Result: 34, 16 and 53 passed; GroupNorm parts 3.67 / 3.88 ms, the whole backward 15.0 (unchanged).
 set -u
 S=s24
 source "$(dirname "$0")/convt_fused_helpers.sh"
