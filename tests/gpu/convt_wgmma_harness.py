@@ -4,6 +4,9 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
 
   convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
+  convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
+  convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x rounded to
+      nearest, 1 x truncated by the tensor cores, 14 for timing: the wgmma and A loads alone)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -17,7 +20,7 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh")
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh", "convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 BINDINGS = r"""
@@ -77,6 +80,23 @@ std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, 
   return kgen::convt::convt_wgmma_input_grad_unsupported(grad_z, w, padding);
 }
 
+// grad weight of conv_transpose2d(x, w, padding) at stride 1 for grad_z (read channels-last), x read NCHW
+at::Tensor convt_wgmma_weight_grad(at::Tensor grad_z, at::Tensor x, at::Tensor w, std::vector<int64_t> padding,
+                                   int64_t variant) {
+  using kgen::convt::convt_wgmma_weight_grad;
+  switch (variant) {
+    case 0: return convt_wgmma_weight_grad(grad_z, x, w, padding);
+    case 1: return convt_wgmma_weight_grad(grad_z, x, w, padding, /*round_x=*/false);
+    // timing only: the wgmma and A loads alone (each slot filled once)
+    case 14: return convt_wgmma_weight_grad<4>(grad_z, x, w, padding);
+  }
+  TORCH_CHECK(false, "kgen test: no weight gradient variant ", variant);
+}
+std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x, at::Tensor w,
+                                                std::vector<int64_t> padding) {
+  return kgen::convt::convt_wgmma_weight_grad_unsupported(grad_z, x, w, padding);
+}
+
 bool convt_wgmma_available() {
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -92,12 +112,18 @@ std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::T
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
 at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding, int64_t variant);
 std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
+at::Tensor convt_wgmma_weight_grad(at::Tensor grad_z, at::Tensor x, at::Tensor w, std::vector<int64_t> padding,
+    int64_t variant);
+std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x, at::Tensor w,
+    std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
-             "convt_wgmma_input_grad_unsupported", "convt_wgmma_available"]
+             "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
+             "convt_wgmma_weight_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3}
+WEIGHT_GRAD_VARIANTS = {"default": 0, "x_truncated": 1}
 
 
 def cuda_source() -> str:

@@ -4,7 +4,8 @@ relative each, times sum |x w| of its terms), the fused GroupNorm statistics of 
 float64 statistics of the kernel's own z, and the normalised output. Shapes: kernel 1 to 5, padding 0 to 2, input
 channels 3 to 80 (partial chunks of 8), output channels 24 to 130 (partial and several channel tiles, groups
 straddling them), batch 1, odd sizes (rows of odd width, scalar stores), several pixel tiles a sample. Also:
-bitwise determinism, the distance to cuDNN's TF32, clear errors.
+bitwise determinism, the distance to cuDNN's TF32, clear errors. The input gradient (convt_wgmma_input_grad) and
+the weight gradient (convt_wgrad.cuh) against float64 at their own shapes, and what each declines.
 
 `python tests/gpu/test_convt_wgmma.py --bench` times it at L2-19's shape against cuDNN."""
 from __future__ import annotations
@@ -165,6 +166,71 @@ def test_input_grad_declines_what_it_does_not_take(ext):
         ext.convt_wgmma_input_grad(torch.randn(1, 6, 9, 9, device="cuda"), weight, [0, 0], 0)
 
 
+# (N, C_in, C_out, H, W, kernel, padding) of the forward conv whose weight gradient is taken: W and C_out multiples of
+# 4 (x's rows and grad_z's channels are copied 4 at a time).
+WEIGHT_GRAD_CASES = [
+    (2, 64, 64, 20, 20, 3, 0),     # L2-19's layer at a small size
+    (1, 24, 12, 17, 16, 1, 0),     # kernel 1: one consumer warpgroup, one accumulator
+    (2, 48, 36, 9, 12, 2, 0),      # kernel 2; C_out 36: a partial channel tile
+    (2, 96, 68, 7, 8, 3, 1),       # padding 1; 2 x 2 channel tile pairs
+    (1, 3, 16, 10, 72, 3, 2),      # C_in 3, padding 2; a second, partial strip of columns
+    (3, 64, 64, 33, 132, 3, 0),    # 3 strips a sample, the last partial; many blocks, runs across strips
+    (1, 8, 8, 5, 4, 2, 1),         # fewer row steps than multiprocessors
+]
+
+
+def weight_grad64(grad_z, x, weight_shape, pad):
+    """dW of conv_transpose2d(x, W, padding) for grad_z, in float64, by autograd."""
+    w = torch.zeros(weight_shape, dtype=torch.float64, device=x.device, requires_grad=True)
+    out = F.conv_transpose2d(x.double(), w, padding=pad)
+    return torch.autograd.grad(out, w, grad_z.double())[0]
+
+
+@pytest.mark.parametrize("case", WEIGHT_GRAD_CASES, ids=lambda c: f"{c[0]}x{c[1]}x{c[3]}x{c[4]}-co{c[2]}-k{c[5]}p{c[6]}")
+@pytest.mark.parametrize("layout", ["channels_last", "nchw"])
+@pytest.mark.parametrize("variant", sorted(H.WEIGHT_GRAD_VARIANTS))
+def test_weight_grad_matches_float64(ext, case, layout, variant):
+    """dW of conv_transpose2d(x, w, padding) by the wgmma kernel (x NCHW, grad_z read channels-last: an NCHW one is
+    copied so first) against float64, every element within the TF32 bound of its terms: x and grad_z rounded to
+    nearest (2^-11 each), or x truncated by the tensor cores (2^-10)."""
+    n, c_in, c_out, h, w, k, pad = case
+    gen = torch.Generator(device="cuda").manual_seed(hash(case) % 2**31)
+    x = torch.rand(n, c_in, h, w, device="cuda", generator=gen) * 2 - 1
+    weight = torch.empty(c_in, c_out, k, k, device="cuda")
+    out_h, out_w = h + k - 1 - 2 * pad, w + k - 1 - 2 * pad
+    grad_z = torch.randn(n, c_out, out_h, out_w, device="cuda", generator=gen)
+    if layout == "channels_last":
+        grad_z = grad_z.contiguous(memory_format=torch.channels_last)
+    assert ext.convt_wgmma_weight_grad_unsupported(grad_z, x, weight, [pad, pad]) == ""
+    grad_w = ext.convt_wgmma_weight_grad(grad_z, x, weight, [pad, pad], H.WEIGHT_GRAD_VARIANTS[variant])
+    exact = weight_grad64(grad_z, x, weight.shape, pad)
+    assert grad_w.shape == weight.shape and grad_w.is_contiguous()
+    rel = (2.0 ** -10 if variant == "x_truncated" else 2.0 ** -11) + 2.0 ** -11
+    bound = 1.25 * rel * weight_grad64(grad_z.abs(), x.abs(), weight.shape, pad) + 1e-6
+    err = (grad_w.double() - exact).abs()
+    assert (err <= bound).all(), f"max err {err.max():.3g}, worst excess {(err - bound).max():.3g}"
+    assert torch.equal(grad_w, ext.convt_wgmma_weight_grad(grad_z, x, weight, [pad, pad],
+                                                           H.WEIGHT_GRAD_VARIANTS[variant])), "not deterministic"
+
+
+def test_weight_grad_declines_what_it_does_not_take(ext):
+    x = torch.randn(1, 8, 9, 12, device="cuda")
+    weight = torch.empty(8, 8, 3, 3, device="cuda")
+    grad_z = torch.randn(1, 8, 11, 14, device="cuda")
+    assert ext.convt_wgmma_weight_grad_unsupported(grad_z, x, weight, [0, 0]) == ""
+    assert "4 at a time" in ext.convt_wgmma_weight_grad_unsupported(grad_z[..., :13], x[..., :11], weight, [0, 0])
+    assert "4 at a time" in ext.convt_wgmma_weight_grad_unsupported(grad_z[:, :6], x, weight[:, :6], [0, 0])
+    assert "up to 3 x 3" in ext.convt_wgmma_weight_grad_unsupported(torch.randn(1, 8, 12, 15, device="cuda"), x,
+                                                                    torch.empty(8, 8, 4, 4, device="cuda"), [0, 0])
+    assert "stride-1 output" in ext.convt_wgmma_weight_grad_unsupported(grad_z, x, weight, [1, 1])
+    assert "padding below the kernel size" in ext.convt_wgmma_weight_grad_unsupported(grad_z, x, weight, [3, 3])
+    assert "shapes" in ext.convt_wgmma_weight_grad_unsupported(grad_z, x, weight[:4], [0, 0])
+    assert "float32 CUDA" in ext.convt_wgmma_weight_grad_unsupported(grad_z.cpu(), x, weight, [0, 0])
+    with pytest.raises(RuntimeError, match="up to 3 x 3"):
+        ext.convt_wgmma_weight_grad(torch.randn(1, 8, 12, 15, device="cuda"), x, torch.empty(8, 8, 4, 4, device="cuda"),
+                                    [0, 0], 0)
+
+
 def test_clear_errors(ext):
     x, weight, bias, gamma, beta, pad, groups = make(CASES[0], seed=1)
     with pytest.raises(RuntimeError, match="CUDA"):
@@ -199,6 +265,12 @@ def bench() -> None:
     print(f"max |kgen - cuDNN TF32| of the input gradient: {(gx - gx_ref).abs().max():.3g} "
           f"(|grad_x| up to {gx_ref.abs().max():.3g})")
     del gx, gx_ref
+    gw = ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0], 0)
+    gw_ref = torch.ops.aten.convolution_backward(gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
+                                                 [False, True, False])[1]
+    print(f"max |kgen - cuDNN TF32| of the weight gradient: {(gw - gw_ref).abs().max():.3g} "
+          f"(|grad_w| up to {gw_ref.abs().max():.3g})")
+    del gw, gw_ref
     rows = {
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
         "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
@@ -226,6 +298,16 @@ def bench() -> None:
                                                                                                  10),
         "  input gradient's epilogue alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0],
                                                                                                 11),
+        "kgen wgmma weight gradient (x NCHW, grad_z channels-last)": lambda: ext.convt_wgmma_weight_grad(
+            gz_cl, x, weight, [0, 0], 0),
+        "  x truncated by the tensor cores (no rounding pass)": lambda: ext.convt_wgmma_weight_grad(
+            gz_cl, x, weight, [0, 0], 1),
+        "  its wgmma and A loads alone (timing only)": lambda: ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0],
+                                                                                             14),
+        "cuDNN weight gradient, channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
+            gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [False, True, False]),
+        "cuDNN weight gradient, x NCHW and grad_z channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
+            gz_cl, x, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [False, True, False]),
         "cuDNN input gradient, channels-last (TF32)": lambda: torch.ops.aten.convolution_backward(
             gz_cl, x_cl, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [True, False, False]),
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Session 25's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s25/).
+#   run1: kgen's own weight gradient (convt_wgrad.cuh): x NCHW as the B operand (K-major as it lies), grad_z
+#         channels-last as the A operand loaded into registers at the tap's 4-byte shift, 3 consumer warpgroups (one
+#         a kernel column, kH accumulators each), a ring of x rows shared by the kernel rows. Today cuDNN's 5.9 ms
+#         on channels-last tensors plus 1.46 for the x copy. Predicted: ~2.5-3 ms (its wgmma and A loads alone
+#         ~1.5-2), the fused backward 14.7 -> ~10.5. Harness tests against float64 (7 shapes x 2 layouts x 2
+#         variants), declines, compute-sanitizer on two shapes, the bench at L2-19's layer.
+set -u
+S=s25
+. benchmarks/convt_fused_helpers.sh
+sanitize_wgrad() {  # compute-sanitizer memcheck and racecheck on two weight-gradient cases
+  for tool in memcheck racecheck; do
+    timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+      tests/gpu/test_convt_wgmma.py -k "weight_grad and default and channels_last and (1x3x10x72 or 2x96x7x8)" \
+      > "$OUT/$S/$1_$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/$1_$tool.log" | tail -3
+  done
+}
+case "${1:-}" in
+  run1)
+    build_wgmma run1
+    timeout -k 5 240 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k weight_grad 2>&1 \
+      | tee "$OUT/$S/run1_pytest_wgrad.log" | tail -15
+    bench_wgmma run1 30
+    sanitize_wgrad run1
+    ;;
+  *) echo "usage: $0 runN"; exit 2 ;;
+esac
