@@ -1,7 +1,7 @@
 """The backward of `--conv fused` at L2-19's shape, part by part, in one run (median of 7, CUDA events): the GroupNorm
 backward writing grad_z NCHW against writing it channels-last, the conv's gradients (convt_fused_conv_backward: the
-input gradient by kgen's wgmma kernel, the weight gradient by cuDNN, together and each alone), and the whole autograd
-backward of the emitted file's FusedConvTransposeGeluGroupNorm.
+input and weight gradients by kgen's wgmma kernels, together and each alone), and the whole autograd backward of the
+emitted file's FusedConvTransposeGeluGroupNorm.
 
     PYTHONPATH=. python3 benchmarks/convt_fused_backward_parts.py [FILE] [--batch N]
 """
@@ -55,9 +55,9 @@ def main() -> None:
     rows = {
         "GroupNorm backward, grad_z NCHW": lambda: ext.groupnorm_backward(*args_gn),
         "GroupNorm backward, grad_z written channels-last": lambda: ext.groupnorm_backward_channels_last(*args_gn),
-        "conv gradients (input: kgen wgmma; weight: cuDNN)": conv_backward(True, True),
+        "conv gradients (kgen's wgmma kernels)": conv_backward(True, True),
         "  input gradient alone": conv_backward(True, False),
-        "  weight gradient alone (with x's channels-last copy)": conv_backward(False, True),
+        "  weight gradient alone": conv_backward(False, True),
         "the file's whole backward (autograd.grad)": whole_backward,
     }
     for name, fn in rows.items():

@@ -6,6 +6,11 @@
 #         on channels-last tensors plus 1.46 for the x copy. Predicted: ~2.5-3 ms (its wgmma and A loads alone
 #         ~1.5-2), the fused backward 14.7 -> ~10.5. Harness tests against float64 (7 shapes x 2 layouts x 2
 #         variants), declines, compute-sanitizer on two shapes, the bench at L2-19's layer.
+#   run2: run1: all 29 weight-gradient tests pass, memcheck/racecheck clean; 2.99 ms (x rounded to nearest in place),
+#         2.36 (x truncated by the tensor cores), its wgmma and A loads alone 1.73; cuDNN's 6.75 in the same run. Now
+#         the fused file takes its weight gradient from it (x read NCHW as saved: no x copy). Predicted: backward
+#         14.7 -> ~10.5 ms, forward+backward 20.2 -> ~16. The accuracy of both roundings against float64 next to
+#         cuDNN's (benchmarks/convt_wgrad_accuracy.py), fused GPU tests, validate --bench, KernelBench, parts.
 set -u
 S=s25
 . benchmarks/convt_fused_helpers.sh
@@ -24,6 +29,14 @@ case "${1:-}" in
       | tee "$OUT/$S/run1_pytest_wgrad.log" | tail -15
     bench_wgmma run1 30
     sanitize_wgrad run1
+    ;;
+  run2)
+    build_both run2
+    timeout -k 5 200 python3 benchmarks/convt_wgrad_accuracy.py 2>&1 | tee "$OUT/$S/run2_accuracy.log" | tail -16
+    pytest_fused_cl run2
+    parts_fused run2 8
+    validate_fused run2
+    kb_eval_fused run2
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -12,18 +12,18 @@ FUSED_NOTE = (
     "kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate "
     "--no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file "
     "runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last; "
-    "kgen's wgmma kernel takes the input gradient from it (TF32, 4e-6 from cuDNN's at L2-19's shape), cuDNN's NHWC "
-    "kernels the weight gradient.")
+    "kgen's wgmma kernels take the input gradient (TF32, 4e-6 from cuDNN's at L2-19's shape) and the weight gradient "
+    "(TF32; x read NCHW as saved) from it, cuDNN's NHWC kernels whichever of the two a shape keeps from them.")
 
 
 class ConvTransposeGeluGroupNorm(Spec):
     def cuda_parts_for(self, params):
         if params["conv"] == "fast":   # channels-last kernels (two passes) and the layout copies around the conv
             return self.cuda_parts + ("groupnorm_nhwc.cuh", "layout.cuh")
-        if params["conv"] == "fused":  # kgen's wgmma conv; the exact mode's kernels where it does not apply; the
-            # layout copies around cuDNN's conv backward
+        if params["conv"] == "fused":  # kgen's wgmma conv and its gradients; the exact mode's kernels where it does
+            # not apply; the layout copies around cuDNN's conv backward where kgen's gradients do not apply
             return super().cuda_parts_for(params) + ("layout.cuh", "groupnorm_backward_cl.cuh", "convt_common.cuh",
-                                                      "convt_wgmma.cuh")
+                                                      "convt_wgmma.cuh", "convt_wgrad.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):
@@ -46,8 +46,8 @@ class ConvTransposeGeluGroupNorm(Spec):
     def summary_for(self, params):
         if params["conv"] == "fused":
             return ("kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its "
-                    "epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input gradient, "
-                    "cuDNN's weight gradient")
+                    "epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input and weight "
+                    "gradients")
         return super().summary_for(params)
 
     def notes(self, params):

@@ -281,6 +281,7 @@ FUSED_CASES = [
     ((24, 48, 2, 1, 8, 8), (2, 24, 9, 11), True),       # kernel 2, a partial channel tile
     ((48, 96, 4, 1, 8, 12), (2, 48, 7, 8), True),       # kernel 4, two channel tiles, 12 groups (generic kernels)
     ((16, 24, 5, 1, 8, 4), (1, 16, 10, 7), True),       # kernel 5
+    ((32, 48, 2, 1, 8, 8), (2, 32, 12, 16), True),      # kernel 2 on rows of 16: kgen's weight gradient too
     ((16, 32, 3, 2, 8, 8), (2, 16, 10, 10), False),     # stride 2: the exact mode's path
     ((8, 24, 4, 3, 8, 6), (2, 8, 7, 9), False),         # stride 3: likewise
 ]
