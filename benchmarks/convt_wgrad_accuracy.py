@@ -1,6 +1,6 @@
 """How far kgen's wgmma weight gradient (convt_wgrad.cuh) lies from float64, against cuDNN's, at L2-19's layer
-(64 -> 64 channels, kernel 3) on 256 x 256 inputs at a reduced batch, and at a small shape: x rounded to nearest
-(the default) or truncated by the tensor cores; cuDNN in TF32 (channels-last and NCHW) and in float32. Prints, for
+(64 -> 64 channels, kernel 3) on 256 x 256 inputs at a reduced batch, and at a small shape: x truncated by the
+tensor cores (the default) or rounded to nearest; cuDNN in TF32 (channels-last and NCHW) and in float32. Prints, for
 each, the largest error over the largest |dW| and the RMS error over the RMS of dW, and the mean signed relative
 error (a truncation bias would show there).
 
@@ -39,8 +39,9 @@ def main() -> None:
         gz_cl = grad_z.contiguous(memory_format=torch.channels_last)
         exact = cudnn_weight_grad(grad_z.double(), x.double(), weight.double())
         print(f"{n}x64x{size}x{size} -> 64 channels, kernel 3 (|dW| up to {exact.abs().max():.3g}):")
-        report("kgen, x rounded to nearest (default)", ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0], 0), exact)
-        report("kgen, x truncated by the tensor cores", ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0], 1), exact)
+        report("kgen, x truncated by the tensor cores (default)", ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0],
+                                                                                               0), exact)
+        report("kgen, x rounded to nearest", ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0], 1), exact)
         torch.backends.cudnn.allow_tf32 = True
         report("cuDNN TF32, channels-last", cudnn_weight_grad(gz_cl, x.contiguous(memory_format=torch.channels_last),
                                                               weight), exact)

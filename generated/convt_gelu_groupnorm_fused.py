@@ -4,7 +4,7 @@
 # KernelBench L2-19: ConvTranspose2d -> GELU -> GroupNorm
 #   kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input and weight gradients
 # Parameters: groups=8 block_size=256 gelu=erf conv=fused forward=two-pass
-# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last; kgen's wgmma kernels take the input gradient (TF32, 4e-6 from cuDNN's at L2-19's shape) and the weight gradient (TF32; x read NCHW as saved) from it, cuDNN's NHWC kernels whichever of the two a shape keeps from them.
+# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last; kgen's wgmma kernels take the input gradient (TF32, 4e-6 from cuDNN's at L2-19's shape) and the weight gradient (TF32, x truncated and grad_z rounded to nearest: 3.5e-4 of max |dW| from float64 at 8x64x256x256, where cuDNN's TF32 weight gradient is 6.7e-4) from it, cuDNN's NHWC kernels whichever of the two a shape keeps from them.
 # Reference: level2_19_convtranspose2d_gelu_groupnorm.py (a copy ships in kgen/specs/references/)
 # kgen-spec: convt-gelu-groupnorm
 # kgen-params: {"block_size": 256, "conv": "fused", "forward": "two-pass", "gelu": "erf", "groups": 8}
@@ -22,8 +22,9 @@ So the forward writes the conv output once and reads it once, where the exact mo
 twice. It differs from the reference's cuDNN TF32 convolution by rounding:
 compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output, writing its gradient
 channels-last; from it the same wgmma kernel computes the input gradient (a direct conv, run as a transposed
-one), and a second wgmma kernel the weight gradient (x read NCHW as saved; cuDNN's NHWC kernels take either
-gradient where kgen's do not apply). Where the kernel does not apply (another GPU, a stride,
+one), and a second wgmma kernel the weight gradient (x read NCHW as saved, TF32 with x truncated: 3.5e-4 of
+max |dW| from float64 at L2-19's layer, cuDNN's TF32 6.7e-4; cuDNN's NHWC kernels take either gradient where
+kgen's do not apply). Where the kernel does not apply (another GPU, a stride,
 dilation, conv groups or output padding it does not take; ModelNew.fused_conv_unsupported(x) says which), and wherever
 torch.backends.cudnn.allow_tf32 is off, the forward runs the exact mode's path: the reference's NCHW cuDNN
 call, then the GroupNorm kernels.
@@ -2441,8 +2442,11 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 // - The producer warpgroup stages rows by 16-byte cp.async (x: [4-pixel group][channel][4], the no-swizzle
 //   K-major layout; grad_z: [pixel][channel] with a pitch of 72 floats, so a warp's A loads hit 32 banks), zero
 //   where a row, column or channel lies outside, and hands them over by mbarriers as convt_wgmma.cuh's producer
-//   does (`full`: the 128 producer threads; `empty`: every consumer warp). x is rounded to TF32 in place once
-//   landed (round_x; to nearest, ties to even, as cuDNN rounds), A as it is loaded.
+//   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
+//   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
+//   round_x asks for an in-place rounding pass. Measured (H100, benchmarks/convt_wgrad_accuracy.py, 8x64x256x256):
+//   the pass costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
+//   weight gradient, which truncates both operands (a mean signed error of -7.4e-4), is 6.7e-4 from float64.
 // - K is split over the grid: each block takes a contiguous run of (sample, strip, grad_z row) steps of one channel
 //   tile pair and writes its own partial dW; convt_wgrad_reduce_kernel adds the partials in block order
 //   (deterministic, no atomics).
@@ -2471,7 +2475,7 @@ struct WgradGeometry {
   int x_slots, gz_slots;  // the rings
   int64_t gz_slot_bytes;
   int64_t smem_bytes;
-  bool round_x;           // round x to TF32 to nearest in shared memory (else the tensor cores truncate it)
+  bool round_x;           // round x to TF32 to nearest in shared memory (default: the tensor cores truncate it)
 };
 
 // d (64 x 64, this warpgroup's fragment) += A (64 x 8, registers) * B (8 x 64, descriptor), TF32 in, float32
@@ -2841,7 +2845,7 @@ inline std::string convt_wgmma_weight_grad_plan(const at::Tensor& grad_z, const 
                                                                                  g.steps)));
   g.gz_cols = kWgradCols + s.kernel_w - 1;
   g.gz_slot_bytes = int64_t(4) * kWgradGzPitch * g.gz_cols;
-  g.round_x = true;
+  g.round_x = false;
   const int64_t limit = max_block_smem(device) - 4096;  // less the kernel's static barriers (1.2 KB with the system's)
   for (int extra = 3; extra >= 1; --extra) {
     g.x_slots = s.kernel_h + extra;
@@ -2871,11 +2875,12 @@ void launch_convt_wgrad(const at::Tensor& x, const at::Tensor& gz, float* partia
 }
 
 // The weight gradient of conv_transpose2d(x, weight, padding) at stride 1 for grad_z: (C_in, C_out, kH, kW), TF32
-// operands (x rounded to nearest unless round_x is false, grad_z rounded to nearest), float32 sums. x is read as
-// NCHW and grad_z channels-last (each copied so if it is not).
+// operands (grad_z rounded to nearest; x truncated, or rounded to nearest with round_x), float32 sums. x is read as
+// NCHW and grad_z channels-last (each copied so if it is not). H100, L2-19's shape: 2.4 ms (2.99 with round_x)
+// against 6.7 for cuDNN's on channels-last tensors (benchmarks/convt_fused/README.md, session 25).
 template <int kPart = 0>
 at::Tensor convt_wgmma_weight_grad(const at::Tensor& grad_z, const at::Tensor& x, const at::Tensor& weight,
-                                   std::vector<int64_t> padding, bool round_x = true) {
+                                   std::vector<int64_t> padding, bool round_x = false) {
   ConvShape s;
   WgradGeometry g{};
   const std::string why = convt_wgmma_weight_grad_plan(grad_z, x, weight, padding, s, g);
@@ -2948,7 +2953,8 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::
 // wherever they take the call, else by cuDNN's NHWC kernels on channels-last tensors (x copied by layout.cuh; for
 // NCHW tensors cuDNN makes its own slower copies to the same kernels). H100, L2-19's shape: grad x (NCHW) by
 // convt_wgmma_input_grad 3.7 ms, against 2.8 for cuDNN's plus 1.5 to turn its channels-last result back; grad
-// weight by convt_wgmma_weight_grad (x read NCHW as saved) 3.0 ms, against 6.7 for cuDNN's plus 1.5 for the x copy.
+// weight by convt_wgmma_weight_grad (x read NCHW as saved; TF32 with x truncated, 2.5e-4 to 3.5e-4 of max |dW| from
+// float64, cuDNN's TF32 6.7e-4) 2.4 ms, against 6.7 for cuDNN's plus 1.5 for the x copy.
 // Returns {grad x, grad weight}, each undefined (None) where not asked for.
 std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor x, at::Tensor weight,
                                                   std::vector<int64_t> padding, bool input_grad, bool weight_grad) {

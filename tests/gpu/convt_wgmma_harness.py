@@ -5,8 +5,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
   convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
-  convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x rounded to
-      nearest, 1 x truncated by the tensor cores, 14 for timing: the wgmma and A loads alone)
+  convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
+      the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -86,7 +86,7 @@ at::Tensor convt_wgmma_weight_grad(at::Tensor grad_z, at::Tensor x, at::Tensor w
   using kgen::convt::convt_wgmma_weight_grad;
   switch (variant) {
     case 0: return convt_wgmma_weight_grad(grad_z, x, w, padding);
-    case 1: return convt_wgmma_weight_grad(grad_z, x, w, padding, /*round_x=*/false);
+    case 1: return convt_wgmma_weight_grad(grad_z, x, w, padding, /*round_x=*/true);
     // timing only: the wgmma and A loads alone (each slot filled once)
     case 14: return convt_wgmma_weight_grad<4>(grad_z, x, w, padding);
   }
@@ -123,7 +123,7 @@ FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3}
-WEIGHT_GRAD_VARIANTS = {"default": 0, "x_truncated": 1}
+WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}
 
 
 def cuda_source() -> str:

@@ -19,8 +19,11 @@
 // - The producer warpgroup stages rows by 16-byte cp.async (x: [4-pixel group][channel][4], the no-swizzle
 //   K-major layout; grad_z: [pixel][channel] with a pitch of 72 floats, so a warp's A loads hit 32 banks), zero
 //   where a row, column or channel lies outside, and hands them over by mbarriers as convt_wgmma.cuh's producer
-//   does (`full`: the 128 producer threads; `empty`: every consumer warp). x is rounded to TF32 in place once
-//   landed (round_x; to nearest, ties to even, as cuDNN rounds), A as it is loaded.
+//   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
+//   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
+//   round_x asks for an in-place rounding pass. Measured (H100, benchmarks/convt_wgrad_accuracy.py, 8x64x256x256):
+//   the pass costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
+//   weight gradient, which truncates both operands (a mean signed error of -7.4e-4), is 6.7e-4 from float64.
 // - K is split over the grid: each block takes a contiguous run of (sample, strip, grad_z row) steps of one channel
 //   tile pair and writes its own partial dW; convt_wgrad_reduce_kernel adds the partials in block order
 //   (deterministic, no atomics).
@@ -49,7 +52,7 @@ struct WgradGeometry {
   int x_slots, gz_slots;  // the rings
   int64_t gz_slot_bytes;
   int64_t smem_bytes;
-  bool round_x;           // round x to TF32 to nearest in shared memory (else the tensor cores truncate it)
+  bool round_x;           // round x to TF32 to nearest in shared memory (default: the tensor cores truncate it)
 };
 
 // d (64 x 64, this warpgroup's fragment) += A (64 x 8, registers) * B (8 x 64, descriptor), TF32 in, float32
@@ -419,7 +422,7 @@ inline std::string convt_wgmma_weight_grad_plan(const at::Tensor& grad_z, const 
                                                                                  g.steps)));
   g.gz_cols = kWgradCols + s.kernel_w - 1;
   g.gz_slot_bytes = int64_t(4) * kWgradGzPitch * g.gz_cols;
-  g.round_x = true;
+  g.round_x = false;
   const int64_t limit = max_block_smem(device) - 4096;  // less the kernel's static barriers (1.2 KB with the system's)
   for (int extra = 3; extra >= 1; --extra) {
     g.x_slots = s.kernel_h + extra;
@@ -449,11 +452,12 @@ void launch_convt_wgrad(const at::Tensor& x, const at::Tensor& gz, float* partia
 }
 
 // The weight gradient of conv_transpose2d(x, weight, padding) at stride 1 for grad_z: (C_in, C_out, kH, kW), TF32
-// operands (x rounded to nearest unless round_x is false, grad_z rounded to nearest), float32 sums. x is read as
-// NCHW and grad_z channels-last (each copied so if it is not).
+// operands (grad_z rounded to nearest; x truncated, or rounded to nearest with round_x), float32 sums. x is read as
+// NCHW and grad_z channels-last (each copied so if it is not). H100, L2-19's shape: 2.4 ms (2.99 with round_x)
+// against 6.7 for cuDNN's on channels-last tensors (benchmarks/convt_fused/README.md, session 25).
 template <int kPart = 0>
 at::Tensor convt_wgmma_weight_grad(const at::Tensor& grad_z, const at::Tensor& x, const at::Tensor& weight,
-                                   std::vector<int64_t> padding, bool round_x = true) {
+                                   std::vector<int64_t> padding, bool round_x = false) {
   ConvShape s;
   WgradGeometry g{};
   const std::string why = convt_wgmma_weight_grad_plan(grad_z, x, weight, padding, s, g);
