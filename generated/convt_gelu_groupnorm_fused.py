@@ -1502,6 +1502,24 @@ inline void finalize_moments(const Moments* partial, int64_t per_row, const Conv
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The declines the wgmma kernels share ("" where the call passes, else why not, for a caller that falls back):
+// float32 CUDA tensors, all on the first one's device;
+inline std::string float_cuda_on_one_device(std::initializer_list<const at::Tensor*> tensors) {
+  const int device = (*tensors.begin())->get_device();
+  for (const auto* t : tensors) {
+    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
+    if (t->get_device() != device) return "its tensors are on different devices";
+  }
+  return "";
+}
+// and padding (two values) below the kernel size of a weight (.., .., kH, kW).
+inline std::string padding_below_kernel(const std::vector<int64_t>& padding, const at::Tensor& weight) {
+  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
+    return "it takes padding below the kernel size only";
+  }
+  return "";
+}
+
 // Output size of ConvTranspose2d along one dim (dilation 1).
 inline int64_t transposed_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t out_pad) {
   return (in - 1) * stride - 2 * pad + kernel + out_pad;
@@ -1758,6 +1776,23 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 #endif
 }
+// Whether the phase of parity `parity` has completed, without waiting.
+__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
+  uint32_t done = 1;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+#endif
+  return done != 0;
+}
+
 // global -> shared, one contiguous run (16-byte aligned, a multiple of 16 bytes), completion counted on `bar`.
 __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -2347,17 +2382,14 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
-  for (const auto* t : {&grad_z, &weight}) {
-    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
-    if (t->get_device() != grad_z.get_device()) return "its tensors are on different devices";
-  }
+  std::string why = float_cuda_on_one_device({&grad_z, &weight});
+  if (!why.empty()) return why;
   if (grad_z.dim() != 4 || weight.dim() != 4 || padding.size() != 2 || grad_z.size(1) != weight.size(1) ||
       grad_z.numel() == 0 || grad_z.size(0) > 65535) {
     return "the shapes are not a ConvTranspose2d's gradient's";
   }
-  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
-    return "it takes padding below the kernel size only";
-  }
+  why = padding_below_kernel(padding, weight);
+  if (!why.empty()) return why;
   if (grad_z.size(2) < weight.size(2) - 2 * padding[0] || grad_z.size(3) < weight.size(3) - 2 * padding[1]) {
     return "the input gradient would be empty";
   }
@@ -2396,10 +2428,8 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
                                     int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding,
                                     std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
                                     int64_t conv_groups) {
-  for (const auto* t : {&x, &weight, &bias}) {
-    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
-    if (t->get_device() != x.get_device()) return "its tensors are on different devices";
-  }
+  const std::string why = float_cuda_on_one_device({&x, &weight, &bias});
+  if (!why.empty()) return why;
   if (x.dim() != 4 || weight.dim() != 4 || bias.dim() != 1 || weight.size(0) != x.size(1) ||
       bias.size(0) != weight.size(1) || groups <= 0 || weight.size(1) % groups != 0) {
     return "the shapes are not a ConvTranspose2d's";
@@ -2502,23 +2532,6 @@ __device__ __forceinline__ void wgmma_m64n64k8_tf32_rs(float (&d)[32], const uin
 #endif
 }
 
-// Whether the phase of parity `parity` has completed, without waiting.
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
-  uint32_t done = 1;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-#endif
-  return done != 0;
-}
-
 // A ring of shared-memory slots handed over by a full and an empty mbarrier each; both sides walk it in the same
 // order, so a count of fills gives the slot and the parity.
 struct WgradRing {
@@ -2547,6 +2560,15 @@ struct WgradStep {
   }
 };
 
+// A producer thread's 16-byte unit u of an x slot: 4 pixels (group kg) of channel ci, at byte 1024 kg + 16 ci. A warp's
+// 32 units are 8 channels x 4 groups: 64-byte runs of global memory, 128-byte runs of shared memory.
+struct WgradXUnit {
+  int kg, ci;
+  __device__ __forceinline__ explicit WgradXUnit(int u)
+      : kg(((u >> 5) & 3) * 4 + (u & 3)), ci((u >> 7) * 8 + ((u >> 2) & 7)) {}
+  __device__ __forceinline__ uint32_t offset() const { return 1024u * kg + 16u * ci; }
+};
+
 // kPart: 0 the whole kernel; for timing only, 4 the producer filling each slot once and then handing slots over
 // without copying (the wgmma and A loads alone).
 template <int kPart>
@@ -2570,8 +2592,7 @@ __device__ __forceinline__ void wgrad_produce(const float* __restrict__ x, const
     }
     if (pend_x0 != kNone && g.round_x) {  // this thread's own units of an x slot, rounded in place
       for (int u = tid; u < kWgradCols * kWgradChannels / 4; u += kThreads) {
-        const int kg = ((u >> 5) & 3) * 4 + (u & 3), ci = (u >> 7) * 8 + ((u >> 2) & 7);
-        float4* at = reinterpret_cast<float4*>(__cvta_shared_to_generic(pend_x0 + 1024u * kg + 16u * ci));
+        float4* at = reinterpret_cast<float4*>(__cvta_shared_to_generic(pend_x0 + WgradXUnit(u).offset()));
         const float4 v = *at;
         *at = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
       }
@@ -2609,10 +2630,10 @@ __device__ __forceinline__ void wgrad_produce(const float* __restrict__ x, const
       const bool row = h >= 0 && h < s.in_h;
       const float* xrow = x + ((int64_t(n) * s.in_channels + ci0) * s.in_h + (row ? h : 0)) * s.in_w + w0;
       for (int u = tid; u < kWgradCols * kWgradChannels / 4; u += kThreads) {
-        const int kg = ((u >> 5) & 3) * 4 + (u & 3), ci = (u >> 7) * 8 + ((u >> 2) & 7);
-        const bool real = row && ci0 + ci < s.in_channels && w0 + 4 * kg < s.in_w;
-        copy16_async(dst + 1024u * kg + 16u * ci, xrow + (real ? int64_t(ci) * s.in_h * s.in_w + 4 * kg : 0),
-                     real ? 16u : 0u);
+        const WgradXUnit unit(u);
+        const bool real = row && ci0 + unit.ci < s.in_channels && w0 + 4 * unit.kg < s.in_w;
+        copy16_async(dst + unit.offset(),
+                     xrow + (real ? int64_t(unit.ci) * s.in_h * s.in_w + 4 * unit.kg : 0), real ? 16u : 0u);
       }
     }
     ++x_filled;
@@ -2798,18 +2819,15 @@ __global__ void convt_wgrad_reduce_kernel(const float* __restrict__ partial, flo
 inline std::string convt_wgmma_weight_grad_plan(const at::Tensor& grad_z, const at::Tensor& x,
                                                 const at::Tensor& weight, const std::vector<int64_t>& padding,
                                                 ConvShape& s, WgradGeometry& g) {
-  for (const auto* t : {&grad_z, &x, &weight}) {
-    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
-    if (t->get_device() != x.get_device()) return "its tensors are on different devices";
-  }
+  std::string why = float_cuda_on_one_device({&grad_z, &x, &weight});
+  if (!why.empty()) return why;
   if (x.dim() != 4 || weight.dim() != 4 || grad_z.dim() != 4 || padding.size() != 2 || weight.size(0) != x.size(1) ||
       grad_z.size(0) != x.size(0) || grad_z.size(1) != weight.size(1)) {
     return "the shapes are not a ConvTranspose2d's gradient's";
   }
   if (weight.size(2) > kWgradMaxKernel || weight.size(3) > kWgradMaxKernel) return "it takes kernels up to 3 x 3";
-  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
-    return "it takes padding below the kernel size only";
-  }
+  why = padding_below_kernel(padding, weight);
+  if (!why.empty()) return why;
   if (grad_z.size(2) != transposed_size(x.size(2), weight.size(2), 1, padding[0], 0) ||
       grad_z.size(3) != transposed_size(x.size(3), weight.size(3), 1, padding[1], 0)) {
     return "grad_z is not the stride-1 output's shape";

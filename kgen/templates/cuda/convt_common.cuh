@@ -33,6 +33,24 @@ inline void finalize_moments(const Moments* partial, int64_t per_row, const Conv
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The declines the wgmma kernels share ("" where the call passes, else why not, for a caller that falls back):
+// float32 CUDA tensors, all on the first one's device;
+inline std::string float_cuda_on_one_device(std::initializer_list<const at::Tensor*> tensors) {
+  const int device = (*tensors.begin())->get_device();
+  for (const auto* t : tensors) {
+    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
+    if (t->get_device() != device) return "its tensors are on different devices";
+  }
+  return "";
+}
+// and padding (two values) below the kernel size of a weight (.., .., kH, kW).
+inline std::string padding_below_kernel(const std::vector<int64_t>& padding, const at::Tensor& weight) {
+  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
+    return "it takes padding below the kernel size only";
+  }
+  return "";
+}
+
 // Output size of ConvTranspose2d along one dim (dilation 1).
 inline int64_t transposed_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t out_pad) {
   return (in - 1) * stride - 2 * pad + kernel + out_pad;

@@ -210,6 +210,23 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 #endif
 }
+// Whether the phase of parity `parity` has completed, without waiting.
+__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
+  uint32_t done = 1;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+#endif
+  return done != 0;
+}
+
 // global -> shared, one contiguous run (16-byte aligned, a multiple of 16 bytes), completion counted on `bar`.
 __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -799,17 +816,14 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
-  for (const auto* t : {&grad_z, &weight}) {
-    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
-    if (t->get_device() != grad_z.get_device()) return "its tensors are on different devices";
-  }
+  std::string why = float_cuda_on_one_device({&grad_z, &weight});
+  if (!why.empty()) return why;
   if (grad_z.dim() != 4 || weight.dim() != 4 || padding.size() != 2 || grad_z.size(1) != weight.size(1) ||
       grad_z.numel() == 0 || grad_z.size(0) > 65535) {
     return "the shapes are not a ConvTranspose2d's gradient's";
   }
-  if (padding[0] < 0 || padding[0] >= weight.size(2) || padding[1] < 0 || padding[1] >= weight.size(3)) {
-    return "it takes padding below the kernel size only";
-  }
+  why = padding_below_kernel(padding, weight);
+  if (!why.empty()) return why;
   if (grad_z.size(2) < weight.size(2) - 2 * padding[0] || grad_z.size(3) < weight.size(3) - 2 * padding[1]) {
     return "the input gradient would be empty";
   }
@@ -848,10 +862,8 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
                                     int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding,
                                     std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
                                     int64_t conv_groups) {
-  for (const auto* t : {&x, &weight, &bias}) {
-    if (!t->is_cuda() || t->scalar_type() != at::kFloat) return "it takes float32 CUDA tensors";
-    if (t->get_device() != x.get_device()) return "its tensors are on different devices";
-  }
+  const std::string why = float_cuda_on_one_device({&x, &weight, &bias});
+  if (!why.empty()) return why;
   if (x.dim() != 4 || weight.dim() != 4 || bias.dim() != 1 || weight.size(0) != x.size(1) ||
       bias.size(0) != weight.size(1) || groups <= 0 || weight.size(1) % groups != 0) {
     return "the shapes are not a ConvTranspose2d's";
