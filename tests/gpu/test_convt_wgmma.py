@@ -116,6 +116,44 @@ def test_distance_to_cudnn_tf32(ext, capsys):
               f"|kgen - cuDNN| {(z - cudnn).abs().max():.3g}")
 
 
+# The chained normalise: besides CASES (a few tiles a sample: normalised after the block's last tile), shapes with
+# more tiles than blocks, so that blocks normalise their earlier tiles while later ones compute: dense rows, 4-pixel
+# quads in a padded pitch, single pixels with two channel tiles.
+CHAIN_CASES = CASES + [
+    (16, 8, 32, 64, 62, 3, 0, 4),      # output 66x64 = the pitch: dense; 144 tiles
+    (8, 8, 64, 126, 128, 3, 1, 8),     # pitch 129 padded to 132 (quads); 264 tiles
+    (6, 16, 96, 100, 100, 3, 0, 6),    # output width 102: one pixel at a time; 2 channel tiles; 252 tiles
+]
+
+
+@pytest.mark.parametrize("case", CHAIN_CASES, ids=ids)
+def test_chained_normalise_matches_float64(ext, case):
+    """The conv with GELU and GroupNorm in one kernel (y normalised where gelu(z) was written): its statistics
+    against float64 statistics of gelu(z), z the same conv from the unchained kernel (the same accumulators, bit
+    for bit), y against float64 GroupNorm of gelu(z), and y next to the unchained kernels' (whose moments fold a
+    faster erf: a few float32 ulps apart)."""
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, "chain")) % 2**31)
+    y2, z2, mean2, rstd2 = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
+    y, mean, rstd = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
+    assert y.shape == z2.shape
+    CH.assert_statistics_match(z2, mean, rstd, F.gelu, groups, EPS)
+    ref = F.group_norm(F.gelu(z2.double()), groups, gamma.double(), beta.double(), EPS)
+    assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
+    assert torch.allclose(y, y2, atol=1e-5, rtol=1e-5), f"max |chained - two kernels| {(y - y2).abs().max():.3g}"
+
+
+def test_chained_normalise_repeats_and_declines(ext):
+    x, weight, bias, gamma, beta, pad, groups = make(CHAIN_CASES[-1], seed=11)
+    first = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
+    again = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
+    for a, b in zip(first, again):
+        assert torch.equal(a, b)
+    with pytest.raises(RuntimeError, match="GroupNorm weight and bias must have shape"):
+        ext.convt_wgmma_chain_forward(x, weight, bias, gamma[:-1], beta, groups, EPS, pad, 0)
+    with pytest.raises(RuntimeError, match="GroupNorm weight must be float32"):
+        ext.convt_wgmma_chain_forward(x, weight, bias, gamma.double(), beta, groups, EPS, pad, 0)
+
+
 # (N, C_in, C_out, H, W, kernel, padding) of the forward conv whose input gradient is taken: grad_z has C_out channels
 # (a multiple of 4: read 4 at a time), grad_x C_in.
 INPUT_GRAD_CASES = [
@@ -243,9 +281,9 @@ def test_clear_errors(ext):
         ext.convt_wgmma_forward(x, weight, bias, groups, EPS, [3, 3], 0)
 
 
-def bench() -> None:
+def bench(only=()) -> None:
     """L2-19's shape: kgen's wgmma conv (+ moments), and with GELU + GroupNorm, against cuDNN NCHW and
-    channels-last (TF32), one process."""
+    channels-last (TF32), one process; `only`: the rows whose names hold one of these words."""
     ext = H.build_extension()
     print("wgmma available:", ext.convt_wgmma_available())
     torch.backends.cudnn.allow_tf32 = True
@@ -288,6 +326,12 @@ def bench() -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
+        "kgen wgmma conv + GELU + GroupNorm chained (one kernel)": lambda: ext.convt_wgmma_chain_forward(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0),
+        "  chained without the normalise (timing only)": lambda: ext.convt_wgmma_chain_forward(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 20),
+        "  chained, every tile normalised at the end (timing only)": lambda: ext.convt_wgmma_chain_forward(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 21),
         "kgen wgmma input gradient (grad_z channels-last -> grad_x NCHW)": lambda: ext.convt_wgmma_input_grad(
             gz_cl, weight, [0, 0], 0),
         "  with the L2::256B prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),
@@ -312,9 +356,12 @@ def bench() -> None:
         "cuDNN conv NCHW (TF32)": lambda: F.conv_transpose2d(x, weight, bias),
         "cuDNN conv channels-last (TF32)": lambda: F.conv_transpose2d(x_cl, weight, bias),
     }
+    if only:
+        rows = {name: run for name, run in rows.items() if any(word in name for word in only)}
     print_conv_rates(rows, flop, 58)
 
 
 if __name__ == "__main__":
     if "--bench" in sys.argv:
-        bench()
+        # --bench [WORD ...]: only the rows whose names hold one of the words
+        bench(sys.argv[sys.argv.index("--bench") + 1:])

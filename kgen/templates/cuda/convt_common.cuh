@@ -14,6 +14,38 @@ struct ConvShape {
   __host__ __device__ __forceinline__ int channels_per_group() const { return out_channels / groups; }
 };
 
+// ---- cp.async (sm_90a builds; the wgmma kernels and the chained normalise) ----
+// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
+__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
+__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
+__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
 // One warp per (sample, group): that slice's partials (one per pixel tile and channel tile; count 0 where the
 // channel tile does not touch the group) merged in double in a fixed order; mean as (hi, lo), rstd.
 __global__ void convt_moments_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t rows,

@@ -256,38 +256,8 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
-
-// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
-__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
-__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
-__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void copy_async_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int kPending>
-__device__ __forceinline__ void copy_async_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input. With kChain: 20 no normalise (the counting and the
+// merges alone), 21 every tile normalised after the block's last (none during the main loop).
 
 // The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
 // padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
@@ -478,12 +448,16 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
 // of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
 // convt_moments_finalize_kernel. Deterministic, no atomics.
-template <class Op>
+// kChain: it stores op(z) instead, folding op(z) itself into the moments (not moments_value's faster erf: the
+// normalise then reads exactly what they describe), and the tile counts itself done for its sample
+// (convt_wgmma_chain.cuh).
+template <class Op, bool kChain, int kPart>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
+                                               const ChainArgs& ch) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -496,7 +470,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     const int co = tile.ctile * kWgChannels + row + 8 * j;
     live[j] = co < s.out_channels;
     b[j] = live[j] ? __ldg(bias + co) : 0.f;
-    shift[j] = moments_value(op, b[j]);
+    shift[j] = kChain ? op(b[j]) : moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
@@ -534,12 +508,20 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-          if constexpr (kEpilogueMoments<Op>) {
-            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+          if constexpr (kChain) {  // op(z) itself, stored and folded into the moments
+            const float4 o = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
+            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = o;
+            const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          } else {
+            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+            if constexpr (kEpilogueMoments<Op>) {
+              const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+              const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+              s1[j] += (u0 + u1) + (u2 + u3);
+              s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+            }
           }
         }
       } else if (!quads) {
@@ -553,9 +535,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            const float o = kChain ? op(v) : (g.z_with_bias ? v : a);  // what is stored
+            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = moments_value(op, v) - shift[j];
+              const float u = (kChain ? o : moments_value(op, v)) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -581,13 +564,14 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   }
   named_barrier(2, 128 * kWgConsumers);
 
-  // One partial per group this channel tile touches.
+  // One partial per group this channel tile touches, by the first consumer warp.
   const int cpg = s.channels_per_group();
   const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
   const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
   const int ctid = threadIdx.x - 128 * kWgProducers;
-  if (ctid < g_count) {
-    const int grp = g_first + ctid;
+  if (ctid >= kWarpSize) return;
+  for (int i = ctid; i < g_count; i += kWarpSize) {
+    const int grp = g_first + i;
     const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
     Moments m{0.f, 0.f, 0.f};
     for (int c = lo; c < hi; ++c)
@@ -595,26 +579,116 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
+  if constexpr (kChain) chain_tile_done(ch, tile.n);
 }
+
+// The consumers' side of the chained normalise (convt_wgmma_chain.cuh), run by every consumer thread.
+// - Merging. Block b merges the moments of samples b, b + grid, ... once all their tiles are counted, its 8 warps
+//   a group each, and marks them ready. (The tile that completed a sample merged it at first: 25 us in one warp,
+//   which made that block the laggard that completed the next sample too, every sample; 3.2 ms in all at L2-19.)
+// - Normalising. One of the block's earlier tiles whose sample is ready is normalised during the current tile's
+//   main loop, in steps spread over its chunks: after issuing a chunk's wgmma group and before waiting for the one
+//   before, while the tensor cores run. Its table and the threads' slots sit in the staging tile, which the main
+//   loop leaves unused (1 KB + 16 KB of its 18).
+// Decisions are uniform (they come through a barrier, flags double-buffered); the steps are each thread's own.
+struct ChainJobs {
+  static constexpr int kThreads = 128 * kWgConsumers;
+  static_assert(4 * (kWgChannels + kChainBatch * kThreads) <= kEpiFloats, "the table and slots fit the staging tile");
+  int64_t next;     // the block's oldest tile not yet claimed
+  int merge_next;   // the next sample this block merges
+  bool active;      // a tile is claimed
+  int step, steps;  // its next step to apply, and how many it has
+  int flip;         // which pair of flags
+  ChainTile tile;
+
+  __device__ __forceinline__ ChainJobs()
+      : next(blockIdx.x), merge_next(blockIdx.x), active(false), step(0), steps(0), flip(0) {}
+  __device__ __forceinline__ static int ctid() { return threadIdx.x - 128 * kWgProducers; }
+  __device__ __forceinline__ static float4* table(float* staging) { return reinterpret_cast<float4*>(staging); }
+  __device__ __forceinline__ static float4* slots(float* staging) {
+    return reinterpret_cast<float4*>(staging) + kWgChannels;
+  }
+  __device__ __forceinline__ bool pending(const ConvShape& s, const WgmmaGeometry& g) const {
+    return next < g.work || merge_next < s.batch;
+  }
+
+  // Merges this block's next sample if all its tiles are counted; claims the block's oldest tile not yet normalised
+  // if it lies before `before` and its sample is ready (its table loaded, its first step fetched). Never waits for
+  // another block. Returns whether it did either.
+  __device__ __forceinline__ bool service(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g,
+                                          int64_t before, const float* z, const Moments* partial, float* staging,
+                                          int (&flags)[2][2]) {
+    const bool may_merge = merge_next < s.batch, may_claim = !active && next < before;  // uniform
+    if (!may_merge && !may_claim) return false;
+    const WgmmaTile nt(may_claim ? next : 0, g);
+    int* flag = flags[flip];
+    flip ^= 1;  // the other pair next time: thread 0 rewrites this one only after a later barrier
+    if (ctid() == 0) {
+      const bool merge = may_merge && load_relaxed(ch.done + merge_next) >= ch.tiles_per_sample;
+      const bool claim = may_claim && load_relaxed(ch.done + nt.n) > ch.tiles_per_sample;
+      if (merge || claim) fence_acq_rel();  // the partials, or the statistics, as their writers released them
+      flag[0] = merge, flag[1] = claim;
+    }
+    named_barrier(2, kThreads);
+    const bool merge = flag[0] != 0, claim = flag[1] != 0;
+    if (merge) {
+      chain_merge_sample(ch, partial, g.tiles * g.channel_tiles, merge_next, s.groups, ctid() / kWarpSize,
+                         kThreads / kWarpSize);
+      named_barrier(2, kThreads);
+      if (ctid() == 0) atomicAdd(ch.done + merge_next, 1);  // ready
+      merge_next += gridDim.x;
+    }
+    if (claim) {
+      active = true;
+      next += gridDim.x;
+      tile.init(s, g.pitch, nt.n, nt.ctile, nt.f0, kWgTilePixels);
+      step = 0, steps = tile.steps(kThreads);
+      chain_load_table(ch, s, nt.n, nt.ctile, ctid(), table(staging));
+      tile.fetch(z, s, g.pitch, 0, slots(staging), ctid(), kThreads);
+      named_barrier(2, kThreads);  // the table
+    }
+    return merge || claim;
+  }
+  // Applies the claimed tile's steps due by the end of chunk `chunk` of `chunks`, fetching each one's successor.
+  __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
+                                          const WgmmaGeometry& g, int chunk, int chunks, float* staging) {
+    if (!active) return;
+    const int due = static_cast<int>(int64_t(steps) * (chunk + 1) / chunks);
+    for (; step < due; ++step) {
+      tile.apply(ch, s, g.pitch, step, slots(staging), table(staging), ctid(), kThreads);
+      if (step + 1 < steps) tile.fetch(z, s, g.pitch, step + 1, slots(staging), ctid(), kThreads);
+    }
+  }
+  // After the last chunk: every thread is done with the table and its slots (the epilogue overwrites them).
+  __device__ __forceinline__ void finish() {
+    if (active) named_barrier(2, kThreads);
+    active = false;
+  }
+};
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
 // stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart>
+template <class Op, int kPart, bool kChain>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty) {
+                                              float* staging, uint32_t full, uint32_t empty, const ChainArgs& ch,
+                                              int (&chain_flags)[2][2]) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
+  ChainJobs jobs;  // kChain: the merges and the normalise of the block's earlier tiles
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    if constexpr (kChain && kPart != 21) {  // a merge due, the next tile to normalise
+      jobs.service(ch, s, g, kPart == 20 ? 0 : t, z, partial, staging, chain_flags);
+    }
     int last = 0;
     for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
       mbar_wait(full + 8 * stage, phase);
@@ -628,6 +702,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
+      if constexpr (kChain) jobs.advance(ch, z, s, g, c, g.chunks, staging);
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -637,22 +712,36 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || kPart >= 4) {
+    if constexpr (kChain) jobs.finish();
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
+      wgmma_epilogue<Op, kChain, kPart>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer],
+                                 staging, ch);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
+    }
+  }
+  if constexpr (kChain) {  // the merges left and the block's tiles left, each tile all at once
+    const int64_t before = kPart == 20 ? 0 : g.work;
+    while (before > jobs.next || jobs.merge_next < s.batch) {
+      if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags)) {
+        jobs.advance(ch, z, s, g, 0, 1, staging);
+        jobs.finish();
+      } else {
+        __nanosleep(256);  // another block's tiles or merge to wait for
+      }
     }
   }
 }
 
-template <class Op, int kPart = 0, bool kInputCL = false>
+// kChain: the GroupNorm normalise chained in (convt_wgmma_chain.cuh; ch unused otherwise).
+template <class Op, int kPart = 0, bool kInputCL = false, bool kChain = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
+                   float* z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, ChainArgs ch) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -660,6 +749,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
+  __shared__ int chain_flags[2][2];  // kChain: ChainJobs' decisions
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
   if (threadIdx.x == 0) {
@@ -675,211 +765,13 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
+    wgmma_consume<Op, kPart, kChain>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, ch,
+                                     chain_flags);
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
+  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op, (void)ch;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
-}
-
-// 1 where the build for the running GPU has the sm_90a instructions, 0 otherwise.
-__global__ void convt_wgmma_probe_kernel(int* out) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  *out = 1;
-#else
-  *out = 0;
-#endif
-}
-
-// Whether convt_wgmma_kernel runs on this device (compute capability 9.0 and an sm_90a build), asked once.
-inline bool convt_wgmma_available(int device) {
-  static std::mutex lock;
-  static std::map<int, bool> known;
-  const std::lock_guard<std::mutex> guard(lock);
-  auto found = known.find(device);
-  if (found != known.end()) return found->second;
-  bool ok = cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) == 9 &&
-            cached_attribute<cudaDevAttrComputeCapabilityMinor>(device) == 0;
-  if (ok) {
-    const c10::cuda::CUDAGuard guard_device(device);
-    auto flag = at::zeros({1}, at::TensorOptions().device(at::kCUDA, device).dtype(at::kInt));
-    convt_wgmma_probe_kernel<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(flag.data_ptr<int>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    ok = flag.item<int>() == 1;
-  }
-  known[device] = ok;
-  return ok;
-}
-
-// The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
-// static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
-inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, int pitch_align = 4) {
-  if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
-  if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
-  if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
-    return "it takes output_padding 0 only";
-  }
-  g.pad_top = s.kernel_h - 1 - s.pad_h;
-  g.pad_left = s.kernel_w - 1 - s.pad_w;
-  g.pitch = s.in_w + g.pad_left;
-  if (pitch_align > 1 && s.out_w % 4 == 0 && g.pitch != s.out_w) {
-    g.pitch += ((s.out_w - g.pitch) % pitch_align + pitch_align) % pitch_align;  // Q = W_out mod pitch_align
-  }
-  const int64_t frame = int64_t(s.out_h) * g.pitch;
-  const int64_t positions = kWgTilePixels + int64_t(s.kernel_h - 1) * g.pitch + s.kernel_w - 1;
-  if (positions >= (1 << 14) || s.in_plane() >= (int64_t(1) << 28)) return "the input planes are too large for it";
-  g.positions = static_cast<int>(positions);
-  g.tiles = static_cast<int>((frame + kWgTilePixels - 1) / kWgTilePixels);
-  g.chunks = (s.in_channels + kWgChunk - 1) / kWgChunk;
-  g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
-  g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
-  g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
-  for (g.stages = kWgMaxStages; g.stages >= kWgMinStages; --g.stages) {
-    g.smem_bytes = 4 * (g.stages * g.stage_floats + kEpiFloats + positions);
-    if (g.smem_bytes + static_bytes <= smem_limit) break;
-  }
-  if (g.stages < kWgMinStages) {
-    return "it would take " + std::to_string(4 * (kWgMinStages * g.stage_floats + kEpiFloats + positions) +
-                                             static_bytes) +
-           " bytes of shared memory a block; the GPU allows " + std::to_string(smem_limit);
-  }
-  if (frame + positions >= (int64_t(1) << 31)) return "the output is too large for one launch";
-  return "";
-}
-
-// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
-// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
-// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
-// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-template <class Op, int kPart = 0, bool kInputCL = false>
-std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4) {
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
-  TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
-              str(s.in_channels));
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const int device = input.get_device();
-  TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
-              "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
-  cudaFuncAttributes attributes{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-  WgmmaGeometry g{};
-  const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pitch_align);
-  TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
-  g.z_with_bias = z_with_bias;
-  g.l2_prefetch = l2_prefetch;
-  TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
-  g.chunks_in_flight = chunks_in_flight;
-  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
-  auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
-  auto mean = at::empty({s.batch, s.groups, 2}, x.options());
-  auto rstd = at::empty({s.batch, s.groups}, x.options());
-  if (s.batch == 0) return {z, mean, rstd};
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
-  auto wprep = at::empty({wtotal}, x.options());
-  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(wtotal, 256), 4096)), 256, 0,
-                               stream>>>(weight.contiguous().data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks,
-                                         wtotal);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
-  // Partials a channel tile never writes (it does not touch the group) must read as empty: zeroed.
-  auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
-                           x.options());
-  auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-  allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
-  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
-  const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
-  kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
-      x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-      partial_ptr, s, g, op);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (kEpilogueMoments<Op>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
-  return {z, mean, rstd};
-}
-
-// The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
-// padding) in NCHW, by this kernel: that direct conv is itself a transposed one of grad_z, with the weight's two
-// channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
-// grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
-// the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
-// (ConvOnly). TF32, as cuDNN's own input gradient. H100, L2-19's shape: 3.8 ms (main loop alone 3.4, epilogue
-// alone 1.5) against cuDNN's 2.7 plus 1.5 for turning its channels-last result back to NCHW; 5.2 while the epilogue
-// still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
-inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
-                                                      std::vector<int64_t> padding) {
-  std::string why = float_cuda_on_one_device({&grad_z, &weight});
-  if (!why.empty()) return why;
-  if (grad_z.dim() != 4 || weight.dim() != 4 || padding.size() != 2 || grad_z.size(1) != weight.size(1) ||
-      grad_z.numel() == 0 || grad_z.size(0) > 65535) {
-    return "the shapes are not a ConvTranspose2d's gradient's";
-  }
-  why = padding_below_kernel(padding, weight);
-  if (!why.empty()) return why;
-  if (grad_z.size(2) < weight.size(2) - 2 * padding[0] || grad_z.size(3) < weight.size(3) - 2 * padding[1]) {
-    return "the input gradient would be empty";
-  }
-  if (grad_z.size(1) % 4 != 0) return "it reads grad_z's channels 4 at a time";
-  if (!is_16_byte_aligned(grad_z.data_ptr<float>())) return "grad_z is not 16-byte aligned";
-  if (!convt_wgmma_available(grad_z.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
-  // The frame and ring of the transposed conv it runs (the shape only: the weight's roles swapped as a view).
-  const c10::cuda::CUDAGuard device_guard(grad_z.device());
-  const auto swapped = weight.transpose(0, 1);
-  const ConvShape s = check_convt(grad_z, swapped, at::empty({weight.size(0)}, weight.options()), 1, {1, 1},
-                                  {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]}, {0, 0});
-  const auto kernel = convt_wgmma_kernel<ConvOnly, 0, true>;
-  cudaFuncAttributes attributes{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-  WgmmaGeometry g{};
-  return convt_wgmma_plan(s, g, max_block_smem(grad_z.get_device()), int64_t(attributes.sharedSizeBytes));
-}
-
-template <int kPart = 0>
-at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
-                                  bool l2_prefetch = false, int pitch_align = 4) {
-  const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
-  TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
-  const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
-  const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
-  const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<ConvOnly, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, ConvOnly{},
-                                                     true, 2, l2_prefetch, pitch_align)[0];
-}
-
-// Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
-// running the sm_90a build), the arguments (float32 CUDA tensors; stride 1, dilation 1, one conv group, output
-// padding 0, padding <= kernel - 1), the shared memory. For a caller that falls back to another path instead.
-template <class Op>
-std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                    int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding,
-                                    std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
-                                    int64_t conv_groups) {
-  const std::string why = float_cuda_on_one_device({&x, &weight, &bias});
-  if (!why.empty()) return why;
-  if (x.dim() != 4 || weight.dim() != 4 || bias.dim() != 1 || weight.size(0) != x.size(1) ||
-      bias.size(0) != weight.size(1) || groups <= 0 || weight.size(1) % groups != 0) {
-    return "the shapes are not a ConvTranspose2d's";
-  }
-  if (stride != std::vector<int64_t>{1, 1} || dilation != std::vector<int64_t>{1, 1} || conv_groups != 1 ||
-      output_padding != std::vector<int64_t>{0, 0} || padding.size() != 2) {
-    return "it takes stride 1, dilation 1, one conv group and no output padding only";
-  }
-  if (x.numel() == 0 || x.size(0) > 65535) return "it takes 1 to 65535 samples";
-  if (!convt_wgmma_available(x.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
-  const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
-  const c10::cuda::CUDAGuard device_guard(x.device());
-  cudaFuncAttributes attributes{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
-  WgmmaGeometry g{};
-  return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
 }
 
 }  // namespace convt

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Session 26's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s26/).
+#   run1: v3.10, the normalise chained into the conv kernel (convt_wgmma_chain.cuh): each tile's epilogue counts
+#         itself done for its sample, the tile completing a sample merges its moments, and the producer warpgroup
+#         normalises the block's earlier tiles of complete samples between its copies, while their z is in L2; under
+#         no_grad y is normalised where z was written. Today (session 25, H100): forward 5.50 ms = conv kernel 3.88
+#         + normalise sweep 1.54. Predicted: in place ~3.9-4.2 ms (the sweep hidden in the main loop, its DRAM
+#         traffic gone: x in, y out), z kept ~4.0-4.4. Harness tests (chained = two-kernel result bit for bit, at
+#         14 shapes x 2 modes), fused GPU tests (no_grad = autograd forward bit for bit), the bench's GroupNorm rows,
+#         validate --bench, KernelBench.
+#   run2: run1: every test passes (chained = two-kernel result bit for bit; no_grad = autograd bit for bit), but 13.4 ms:
+#         the producer warpgroup (56 registers, 2 loads in flight a thread) normalising from L2 stalls on each load
+#         and holds up its copies. Now the consumers normalise instead, between issuing a chunk's wgmma group and
+#         waiting for the one before (256 threads, 4 loads in flight each, the tables in the idle staging tile), the
+#         producer as before. Predicted: in place ~4.0-4.3 ms, z kept ~4.2-4.5. The same checks as run1.
+#   run3: run2: all tests pass again, but 9.1 ms (in place), 9.5 (z kept): the consumers, waiting on their loads
+#         within the chunk, hold back the next wgmma group. Now each consumer thread fetches its next step's units
+#         into its own slots of the idle staging tile by cp.async a step ahead, and normalises from shared memory
+#         (nothing waits on a load). Predicted: ~4.0-4.3 ms. Timing variants: without the normalise (the counting
+#         alone), and every tile normalised at the end; ncu of the chained kernel at batch 16.
+#   run4: run3: 9.16 ms in place, and 7.14 without the normalise at all (the counting and merge alone, against 3.87
+#         for the plain kernel): the counting costs 3.3 ms, 26 us a tile. ncu (batch 16): 32 % of the stall samples
+#         in the final wait for other blocks' samples. Bisecting the counting: without the merge, without the
+#         fences, without any counting; ncu of the counting alone at batch 16.
+#   run5: run4: without the merge the counting costs nothing (4.04 ms, as the plain kernel's 4.04); the merge is the
+#         3.2 ms: 25 us in one warp of the tile that completed the sample, which left that block the laggard that
+#         completed the next sample too, every sample. Now block b merges samples b, b + grid, ... as soon as they
+#         are counted, its 8 warps a group each, checked at each tile start (relaxed loads, one fence when either
+#         check succeeds). Predicted: in place ~4.0-4.3 ms. Chained tests, bench, ncu, the fused tests, validate.
+#   run6: run5: the merges cost nothing now (3.97 ms without the normalise, 3.94 for the plain kernel), but with it
+#         5.69 ms (z kept 5.95; validate: forward 5.80, forward+backward 16.07): per chunk each consumer thread
+#         applied GELU (erf) to 16 values between issuing a wgmma group and waiting for the last, 2 warps a
+#         scheduler, latency-bound (ncu: stall_wait first), longer than the group. Now the epilogue stores gelu(z)
+#         and folds gelu(z) itself into the moments, so the normalise is 3 instructions a value; z kept (autograd)
+#         goes back to the two kernels. Predicted: ~4.2-4.5 ms (the exact GELU in the epilogue +0.2-0.4).
+set -u
+S=s26
+. benchmarks/convt_fused_helpers.sh
+sanitize_chain() {  # compute-sanitizer memcheck and racecheck on chained cases (mid-loop normalise included)
+  for tool in memcheck racecheck; do
+    timeout -k 5 200 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+      tests/gpu/test_convt_wgmma.py -k "chained and (2x64x20x19 or 16x8x64x62 or 6x16x100x100)" \
+      > "$OUT/$S/$1_$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/$1_$tool.log" | tail -3
+  done
+}
+case "${1:-}" in
+  run1)
+    build_both run1
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output or bitwise or (conv_and_statistics and gelu_erf)" 2>&1 \
+      | tee "$OUT/$S/run1_pytest_chain.log" | tail -15
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
+      | tee "$OUT/$S/run1_pytest_fused.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm "moments (again)" "main loop alone" \
+      2>&1 | tee "$OUT/$S/run1_bench.log" | tail -12
+    validate_fused run1
+    kb_eval_fused run1
+    ;;
+  run2)
+    build_both run2
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output or bitwise or (conv_and_statistics and gelu_erf)" 2>&1 \
+      | tee "$OUT/$S/run2_pytest_chain.log" | tail -15
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
+      | tee "$OUT/$S/run2_pytest_fused.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm "moments (again)" "main loop alone" \
+      2>&1 | tee "$OUT/$S/run2_bench.log" | tail -12
+    validate_fused run2
+    ;;
+  run3)
+    build_wgmma run3
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run3_pytest_chain.log" | tail -5
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run3_bench.log" | tail -8
+    ncu_source run3_ncu_chain 200
+    ;;
+  run4)
+    build_wgmma run4
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run4_bench.log" | tail -9
+    ncu_source run4_ncu_count 220
+    ;;
+  run5)
+    build_both run5
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run5_pytest_chain.log" | tail -5
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run5_bench.log" | tail -6
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
+      | tee "$OUT/$S/run5_pytest_fused.log" | tail -3
+    validate_fused run5
+    ncu_source run5_ncu_chain 200
+    ;;
+  run6)
+    build_both run6
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run6_pytest_chain.log" | tail -5
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run6_bench.log" | tail -6
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
+      | tee "$OUT/$S/run6_pytest_fused.log" | tail -3
+    validate_fused run6
+    kb_eval_fused run6
+    ;;
+  *) echo "usage: $0 runN"; exit 2 ;;
+esac
