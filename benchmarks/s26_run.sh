@@ -33,6 +33,13 @@
 #         scheduler, latency-bound (ncu: stall_wait first), longer than the group. Now the epilogue stores gelu(z)
 #         and folds gelu(z) itself into the moments, so the normalise is 3 instructions a value; z kept (autograd)
 #         goes back to the two kernels. Predicted: ~4.2-4.5 ms (the exact GELU in the epilogue +0.2-0.4).
+#   run7: run6: 5.39 ms (two kernels 5.48): GELU in the epilogue costs 0.5 (4.44 without the normalise) and the
+#         normalise still 0.95. Per tile, latency sat on the critical path: thread 0's count loads before the
+#         claim's barrier, the table's loads before another, the first step's units fetched just before use. Now
+#         the counts are loaded before the epilogue (they land during it), the table is published by a barrier only
+#         at its first use, and each step is applied a chunk after its fetch (the last after the main loop). Also
+#         GELU back in the normalise (variant 1, the unchained kernel's arithmetic) to compare. Predicted: ~4.7-4.9
+#         (GELU in the epilogue), variant 1 unknown. Chained tests and the bench.
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -107,6 +114,13 @@ case "${1:-}" in
       | tee "$OUT/$S/run6_pytest_fused.log" | tail -3
     validate_fused run6
     kb_eval_fused run6
+    ;;
+  run7)
+    build_wgmma run7
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run7_pytest_chain.log" | tail -5
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run7_bench.log" | tail -7
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -6,7 +6,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
   convt_wgmma_chain_forward(x, w, b, gamma, beta, groups, eps, padding, variant) -> [y, mean, rstd] (GELU erf;
       the normalise chained into the conv kernel, convt_wgmma_chain.cuh: y normalised where op(z) was written;
-      variant 0, or for timing only 20 no normalise, 21 every tile normalised after the block's last)
+      variant 0, 1 GELU applied by the normalise (not the epilogue), or for timing only 20 no normalise, 21 every
+      tile normalised after the block's last)
   convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
   convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
       the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
@@ -73,6 +74,9 @@ std::vector<at::Tensor> convt_wgmma_chain_forward(at::Tensor x, at::Tensor w, at
   using Op = kgen::GeluErf;
   switch (variant) {
     case 0: return convt_wgmma_groupnorm<Op>(x, w, b, gamma, beta, groups, eps, padding, Op{});
+    // GELU applied by the normalise instead of the epilogue
+    case 1: return convt_wgmma_groupnorm<Op, 0, kgen::convt::kChainOpInNormalise>(x, w, b, gamma, beta, groups, eps,
+                                                                                 padding, Op{});
     // timing only: no normalise (y is op(z)); every tile normalised after the block's last
     case 20: return convt_wgmma_groupnorm<Op, 20>(x, w, b, gamma, beta, groups, eps, padding, Op{});
     case 21: return convt_wgmma_groupnorm<Op, 21>(x, w, b, gamma, beta, groups, eps, padding, Op{});

@@ -126,20 +126,26 @@ CHAIN_CASES = CASES + [
 ]
 
 
+@pytest.mark.parametrize("variant", [0, 1], ids=["gelu_in_epilogue", "gelu_in_normalise"])
 @pytest.mark.parametrize("case", CHAIN_CASES, ids=ids)
-def test_chained_normalise_matches_float64(ext, case):
-    """The conv with GELU and GroupNorm in one kernel (y normalised where gelu(z) was written): its statistics
-    against float64 statistics of gelu(z), z the same conv from the unchained kernel (the same accumulators, bit
-    for bit), y against float64 GroupNorm of gelu(z), and y next to the unchained kernels' (whose moments fold a
-    faster erf: a few float32 ulps apart)."""
-    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, "chain")) % 2**31)
+def test_chained_normalise_matches_float64(ext, case, variant):
+    """The conv with GELU and GroupNorm in one kernel (y normalised where the epilogue wrote gelu(z), or z): its
+    statistics against float64 statistics of gelu(z), z the same conv from the unchained kernel (the same
+    accumulators, bit for bit), y against float64 GroupNorm of gelu(z), and y next to the unchained kernels':
+    GELU in the epilogue folds GELU itself into the moments, where the unchained kernel folds a faster erf (a few
+    float32 ulps apart); GELU in the normalise is the unchained kernels' arithmetic, bit for bit."""
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, variant, "chain")) % 2**31)
     y2, z2, mean2, rstd2 = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
-    y, mean, rstd = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
+    y, mean, rstd = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, variant)
     assert y.shape == z2.shape
+    if variant == 1:  # the unchained kernel's moments exactly, and its normalise's arithmetic
+        assert torch.equal(mean, mean2) and torch.equal(rstd, rstd2)
     CH.assert_statistics_match(z2, mean, rstd, F.gelu, groups, EPS)
     ref = F.group_norm(F.gelu(z2.double()), groups, gamma.double(), beta.double(), EPS)
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
     assert torch.allclose(y, y2, atol=1e-5, rtol=1e-5), f"max |chained - two kernels| {(y - y2).abs().max():.3g}"
+    if variant == 1:
+        assert torch.equal(y, y2)
 
 
 def test_chained_normalise_repeats_and_declines(ext):
@@ -328,6 +334,8 @@ def bench(only=()) -> None:
                                                                                  EPS, [0, 0]),
         "kgen wgmma conv + GELU + GroupNorm chained (one kernel)": lambda: ext.convt_wgmma_chain_forward(
             x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0),
+        "  chained, GELU applied by the normalise": lambda: ext.convt_wgmma_chain_forward(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 1),
         "  chained without the normalise (timing only)": lambda: ext.convt_wgmma_chain_forward(
             x, weight, bias, gamma, beta, 8, EPS, [0, 0], 20),
         "  chained, every tile normalised at the end (timing only)": lambda: ext.convt_wgmma_chain_forward(

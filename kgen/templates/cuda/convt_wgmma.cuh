@@ -448,10 +448,10 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
 // of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
 // convt_moments_finalize_kernel. Deterministic, no atomics.
-// kChain: it stores op(z) instead, folding op(z) itself into the moments (not moments_value's faster erf: the
-// normalise then reads exactly what they describe), and the tile counts itself done for its sample
-// (convt_wgmma_chain.cuh).
-template <class Op, bool kChain, int kPart>
+// kChain: the tile then counts itself done for its sample (convt_wgmma_chain.cuh); with kChainOpInEpilogue it
+// stores op(z) instead of z, folding op(z) itself into the moments (not moments_value's faster erf: the normalise
+// then reads exactly what they describe).
+template <class Op, int kChain, int kPart>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
@@ -470,7 +470,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     const int co = tile.ctile * kWgChannels + row + 8 * j;
     live[j] = co < s.out_channels;
     b[j] = live[j] ? __ldg(bias + co) : 0.f;
-    shift[j] = kChain ? op(b[j]) : moments_value(op, b[j]);
+    shift[j] = kChain == kChainOpInEpilogue ? op(b[j]) : moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
@@ -508,7 +508,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if constexpr (kChain) {  // op(z) itself, stored and folded into the moments
+          if constexpr (kChain == kChainOpInEpilogue) {  // op(z) itself, stored and folded into the moments
             const float4 o = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
             if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = o;
             const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
@@ -535,10 +535,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kChain ? op(v) : (g.z_with_bias ? v : a);  // what is stored
+            const float o = kChain == kChainOpInEpilogue ? op(v) : (g.z_with_bias ? v : a);  // what is stored
             if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = (kChain ? o : moments_value(op, v)) - shift[j];
+              const float u = (kChain == kChainOpInEpilogue ? o : moments_value(op, v)) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -586,35 +586,47 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 // - Merging. Block b merges the moments of samples b, b + grid, ... once all their tiles are counted, its 8 warps
 //   a group each, and marks them ready. (The tile that completed a sample merged it at first: 25 us in one warp,
 //   which made that block the laggard that completed the next sample too, every sample; 3.2 ms in all at L2-19.)
-// - Normalising. One of the block's earlier tiles whose sample is ready is normalised during the current tile's
-//   main loop, in steps spread over its chunks: after issuing a chunk's wgmma group and before waiting for the one
-//   before, while the tensor cores run. Its table and the threads' slots sit in the staging tile, which the main
-//   loop leaves unused (1 KB + 16 KB of its 18).
+// - Normalising. At a tile's start the block claims its oldest earlier tile whose sample is ready and normalises
+//   it during this tile's main loop, in steps spread over the chunks: after issuing a chunk's wgmma group and
+//   before waiting for the one before, while the tensor cores run; each step's units were fetched (cp.async) a
+//   chunk before, so nothing waits on a load; the last step follows the main loop. Its table and the threads'
+//   slots sit in the staging tile, which the main loop leaves unused (1 KB + 16 KB of its 18).
+// - Latency off the critical path: thread 0 loads the counts the next claim decides on before the epilogue, so
+//   they arrive during it; the table is published by a barrier only before its first use, a chunk later.
 // Decisions are uniform (they come through a barrier, flags double-buffered); the steps are each thread's own.
+template <int kChain>
 struct ChainJobs {
   static constexpr int kThreads = 128 * kWgConsumers;
   static_assert(4 * (kWgChannels + kChainBatch * kThreads) <= kEpiFloats, "the table and slots fit the staging tile");
   int64_t next;     // the block's oldest tile not yet claimed
   int merge_next;   // the next sample this block merges
   bool active;      // a tile is claimed
+  bool table_unpublished;  // its table is written, not yet behind a barrier
   int step, steps;  // its next step to apply, and how many it has
   int flip;         // which pair of flags
+  bool polled;      // thread 0: the counts below are loaded for the next decision
+  int merge_count, claim_count;
   ChainTile tile;
 
   __device__ __forceinline__ ChainJobs()
-      : next(blockIdx.x), merge_next(blockIdx.x), active(false), step(0), steps(0), flip(0) {}
+      : next(blockIdx.x), merge_next(blockIdx.x), active(false), table_unpublished(false), step(0), steps(0), flip(0),
+        polled(false), merge_count(0), claim_count(0) {}
   __device__ __forceinline__ static int ctid() { return threadIdx.x - 128 * kWgProducers; }
   __device__ __forceinline__ static float4* table(float* staging) { return reinterpret_cast<float4*>(staging); }
   __device__ __forceinline__ static float4* slots(float* staging) {
     return reinterpret_cast<float4*>(staging) + kWgChannels;
   }
-  __device__ __forceinline__ bool pending(const ConvShape& s, const WgmmaGeometry& g) const {
-    return next < g.work || merge_next < s.batch;
-  }
 
+  // Thread 0: loads the counts the next service decides on (relaxed; service fences once a check succeeds).
+  __device__ __forceinline__ void poll(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g) {
+    if (ctid() != 0) return;
+    merge_count = merge_next < s.batch ? load_relaxed(ch.done + merge_next) : 0;
+    claim_count = next < g.work ? load_relaxed(ch.done + WgmmaTile(next, g).n) : 0;
+    polled = true;
+  }
   // Merges this block's next sample if all its tiles are counted; claims the block's oldest tile not yet normalised
-  // if it lies before `before` and its sample is ready (its table loaded, its first step fetched). Never waits for
-  // another block. Returns whether it did either.
+  // if it lies before `before` and its sample is ready (its table written, its first step fetched). Never waits
+  // for another block. Returns whether it did either.
   __device__ __forceinline__ bool service(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g,
                                           int64_t before, const float* z, const Moments* partial, float* staging,
                                           int (&flags)[2][2]) {
@@ -624,8 +636,10 @@ struct ChainJobs {
     int* flag = flags[flip];
     flip ^= 1;  // the other pair next time: thread 0 rewrites this one only after a later barrier
     if (ctid() == 0) {
-      const bool merge = may_merge && load_relaxed(ch.done + merge_next) >= ch.tiles_per_sample;
-      const bool claim = may_claim && load_relaxed(ch.done + nt.n) > ch.tiles_per_sample;
+      if (!polled) poll(ch, s, g);
+      polled = false;
+      const bool merge = may_merge && merge_count >= ch.tiles_per_sample;
+      const bool claim = may_claim && claim_count > ch.tiles_per_sample;
       if (merge || claim) fence_acq_rel();  // the partials, or the statistics, as their writers released them
       flag[0] = merge, flag[1] = claim;
     }
@@ -639,36 +653,48 @@ struct ChainJobs {
       merge_next += gridDim.x;
     }
     if (claim) {
-      active = true;
+      active = true, table_unpublished = true;
       next += gridDim.x;
       tile.init(s, g.pitch, nt.n, nt.ctile, nt.f0, kWgTilePixels);
       step = 0, steps = tile.steps(kThreads);
       chain_load_table(ch, s, nt.n, nt.ctile, ctid(), table(staging));
       tile.fetch(z, s, g.pitch, 0, slots(staging), ctid(), kThreads);
-      named_barrier(2, kThreads);  // the table
     }
     return merge || claim;
   }
-  // Applies the claimed tile's steps due by the end of chunk `chunk` of `chunks`, fetching each one's successor.
-  __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                          const WgmmaGeometry& g, int chunk, int chunks, float* staging) {
-    if (!active) return;
-    const int due = static_cast<int>(int64_t(steps) * (chunk + 1) / chunks);
+  // Applies the claimed tile's steps up to `due`, fetching each one's successor.
+  template <class Op>
+  __device__ __forceinline__ void apply_until(const ChainArgs& ch, const float* z, const ConvShape& s,
+                                              const WgmmaGeometry& g, int due, Op op, float* staging) {
+    if (!active || step >= due) return;  // uniform
+    if (table_unpublished) named_barrier(2, kThreads), table_unpublished = false;
     for (; step < due; ++step) {
-      tile.apply(ch, s, g.pitch, step, slots(staging), table(staging), ctid(), kThreads);
+      tile.apply<kChain == kChainOpInNormalise>(ch, s, g.pitch, step, slots(staging), table(staging), op, ctid(),
+                                                kThreads);
       if (step + 1 < steps) tile.fetch(z, s, g.pitch, step + 1, slots(staging), ctid(), kThreads);
     }
   }
-  // After the last chunk: every thread is done with the table and its slots (the epilogue overwrites them).
-  __device__ __forceinline__ void finish() {
-    if (active) named_barrier(2, kThreads);
+  // During chunk `chunk` of `chunks`: the steps due by the end of the chunk before (their units had a chunk to land).
+  template <class Op>
+  __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
+                                          const WgmmaGeometry& g, int chunk, int chunks, Op op, float* staging) {
+    apply_until(ch, z, s, g, static_cast<int>(int64_t(steps) * chunk / chunks), op, staging);
+  }
+  // After the main loop: the steps left; then every thread is done with the table and its slots (the epilogue
+  // overwrites them).
+  template <class Op>
+  __device__ __forceinline__ void complete(const ChainArgs& ch, const float* z, const ConvShape& s,
+                                           const WgmmaGeometry& g, Op op, float* staging) {
+    if (!active) return;
+    apply_until(ch, z, s, g, steps, op, staging);
+    named_barrier(2, kThreads);
     active = false;
   }
 };
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
 // stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart, bool kChain>
+template <class Op, int kPart, int kChain>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
@@ -681,7 +707,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  ChainJobs jobs;  // kChain: the merges and the normalise of the block's earlier tiles
+  ChainJobs<kChain> jobs;  // kChain: the merges and the normalise of the block's earlier tiles
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
@@ -702,7 +728,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      if constexpr (kChain) jobs.advance(ch, z, s, g, c, g.chunks, staging);
+      if constexpr (kChain) jobs.advance(ch, z, s, g, c, g.chunks, op, staging);
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -712,15 +738,18 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kChain) jobs.finish();
+    if constexpr (kChain) {
+      jobs.complete(ch, z, s, g, op, staging);
+      jobs.poll(ch, s, g);  // for the next tile's claim: the loads land during the epilogue
+    }
     if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kChain, kPart>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer],
-                                 staging, ch);
+      wgmma_epilogue<Op, kChain, kPart>(acc, tile, consumer, bias, z, partial, s, g, op,
+                                        channel_moments[parity_buffer], staging, ch);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
@@ -728,8 +757,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     const int64_t before = kPart == 20 ? 0 : g.work;
     while (before > jobs.next || jobs.merge_next < s.batch) {
       if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags)) {
-        jobs.advance(ch, z, s, g, 0, 1, staging);
-        jobs.finish();
+        jobs.complete(ch, z, s, g, op, staging);
       } else {
         __nanosleep(256);  // another block's tiles or merge to wait for
       }
@@ -737,8 +765,9 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   }
 }
 
-// kChain: the GroupNorm normalise chained in (convt_wgmma_chain.cuh; ch unused otherwise).
-template <class Op, int kPart = 0, bool kInputCL = false, bool kChain = false>
+// kChain: the GroupNorm normalise chained in, op applied where it says (convt_wgmma_chain.cuh; ch unused with
+// kChainNone).
+template <class Op, int kPart = 0, bool kInputCL = false, int kChain = kChainNone>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, ChainArgs ch) {

@@ -26,7 +26,7 @@ namespace convt {
 struct ChainArgs {
   const float* gamma;
   const float* beta;
-  float* y;            // holds op(z + bias) from the epilogue, normalised in place
+  float* y;            // holds z + bias or op(z + bias) from the epilogue, normalised in place
   int* done;           // tiles counted a sample; tiles_per_sample + 1 once its mean and rstd are written
   float2* mean;        // (N, G) as (hi, lo)
   float* rstd;         // (N, G)
@@ -34,7 +34,11 @@ struct ChainArgs {
   int tiles_per_sample;  // pixel tiles x channel tiles
 };
 
-constexpr int kChainBatch = 4;  // loads a consumer thread has in flight while it normalises
+// Where op is applied: by the normalise (the epilogue stores z + bias and folds moments_value's faster erf into the
+// moments, as the unchained kernel does), or by the epilogue (it stores op(z + bias) and folds op itself; the
+// normalise only scales and shifts).
+constexpr int kChainNone = 0, kChainOpInNormalise = 1, kChainOpInEpilogue = 2;
+constexpr int kChainBatch = 4;  // units a consumer thread has in flight while it normalises
 
 __device__ __forceinline__ int load_relaxed(const int* p) {
   int v;
@@ -76,9 +80,10 @@ __device__ __forceinline__ void chain_load_table(const ChainArgs& ch, const Conv
   table[tid] = make_float4(__ldcg(ch.rstd + row) * __ldg(ch.gamma + co), __ldg(ch.beta + co), mu.x, mu.y);
 }
 
-// y = (u - mean) * scale + shift, u = op(z) as the epilogue stored it: normalize_kernel's arithmetic.
-__device__ __forceinline__ float chain_value(float u, float4 c) {
-  return centered(u, make_float2(c.z, c.w)) * c.x + c.y;
+// y = (u - mean) * scale + shift, u = op(v) (kApplyOp) or v: normalize_kernel's arithmetic.
+template <bool kApplyOp, class Op>
+__device__ __forceinline__ float chain_value(const Op& op, float v, float4 c) {
+  return centered(kApplyOp ? op(v) : v, make_float2(c.z, c.w)) * c.x + c.y;
 }
 
 // One tile's normalise: its channel rows (of channel tile ctile) over its frame positions [f0, f0 + pixels),
@@ -133,9 +138,11 @@ struct ChainTile {
     }
     copy_async_commit();
   }
-  // Waits for this thread's fetch of `step` and writes its units of y.
+  // Waits for this thread's fetch of `step` and writes its units of y (kApplyOp: op applied first).
+  template <bool kApplyOp, class Op>
   __device__ __forceinline__ void apply(const ChainArgs& ch, const ConvShape& s, int pitch, int step,
-                                        const float4* slots, const float4* table, int tid, int threads) const {
+                                        const float4* slots, const float4* table, Op op, int tid,
+                                        int threads) const {
     copy_async_wait<0>();
 #pragma unroll
     for (int k = 0; k < kChainBatch; ++k) {
@@ -145,9 +152,10 @@ struct ChainTile {
       const float4 c = table[row], v = slots[k * threads + tid];
       if (width == 4) {
         *reinterpret_cast<float4*>(ch.y + off) =
-            make_float4(chain_value(v.x, c), chain_value(v.y, c), chain_value(v.z, c), chain_value(v.w, c));
+            make_float4(chain_value<kApplyOp>(op, v.x, c), chain_value<kApplyOp>(op, v.y, c),
+                        chain_value<kApplyOp>(op, v.z, c), chain_value<kApplyOp>(op, v.w, c));
       } else {
-        ch.y[off] = chain_value(v.x, c);
+        ch.y[off] = chain_value<kApplyOp>(op, v.x, c);
       }
     }
   }

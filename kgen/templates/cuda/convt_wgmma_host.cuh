@@ -73,7 +73,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // The launch both calls below share: the checks, the frame, the weights laid out for the tensor cores, the kernel
 // writing z, its partials and (kChain) the normalised output; then mean and rstd (kChain: merged by the kernel).
 // `chain` (kChain): gamma, beta, y and eps set, the rest filled here. Returns {x as read, z, mean, rstd}.
-template <class Op, int kPart, bool kInputCL, bool kChain>
+template <class Op, int kPart, bool kInputCL, int kChain>
 std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                            bool z_with_bias, int chunks_in_flight, bool l2_prefetch, int pitch_align,
@@ -147,7 +147,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
                                             int pitch_align = 4) {
-  auto out = convt_wgmma_launch<Op, kPart, kInputCL, false>(input, weight, bias, groups, eps, padding, op,
+  auto out = convt_wgmma_launch<Op, kPart, kInputCL, kChainNone>(input, weight, bias, groups, eps, padding, op,
                                                             z_with_bias, chunks_in_flight, l2_prefetch, pitch_align,
                                                             ChainArgs{}, at::Tensor());
   return {out[1], out[2], out[3]};
@@ -158,7 +158,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // normalises it there; nothing is kept for a backward. Its moments are of op itself where convt_wgmma_moments folds
 // a faster erf (moments_value): mean and rstd within ~1e-7 of that kernel's, y within a few float32 ulps of
 // groupnorm_normalize's on it. kPart 20, 21: for timing only (convt_wgmma.cuh).
-template <class Op, int kPart = 0>
+template <class Op, int kPart = 0, int kChain = kChainOpInEpilogue>
 std::vector<at::Tensor> convt_wgmma_groupnorm(const at::Tensor& input, const at::Tensor& weight,
                                               const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
                                               int64_t groups, double eps, std::vector<int64_t> padding, Op op) {
@@ -178,7 +178,7 @@ std::vector<at::Tensor> convt_wgmma_groupnorm(const at::Tensor& input, const at:
   chain.beta = beta_c.data_ptr<float>();
   chain.y = y.data_ptr<float>();
   chain.eps = eps;
-  auto out = convt_wgmma_launch<Op, kPart, false, true>(input, weight, bias, groups, eps, padding, op,
+  auto out = convt_wgmma_launch<Op, kPart, false, kChain>(input, weight, bias, groups, eps, padding, op,
                                                         /*z_with_bias=*/true, 2, false, 4, chain, y);
   return {y, out[2], out[3]};
 }
@@ -254,7 +254,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
   const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
   const c10::cuda::CUDAGuard device_guard(x.device());
   cudaFuncAttributes attributes{};
-  const auto kernel = convt_wgmma_kernel<Op, 0, false, true>;  // the chained kernel: the most static shared memory
+  const auto kernel = convt_wgmma_kernel<Op, 0, false, kChainOpInEpilogue>;  // the most static shared memory
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
   return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
