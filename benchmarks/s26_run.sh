@@ -40,6 +40,16 @@
 #         at its first use, and each step is applied a chunk after its fetch (the last after the main loop). Also
 #         GELU back in the normalise (variant 1, the unchained kernel's arithmetic) to compare. Predicted: ~4.7-4.9
 #         (GELU in the epilogue), variant 1 unknown. Chained tests and the bench.
+#   run8: run7: no change (5.42 ms; GELU in the normalise 5.75; 4.52 without the normalise): latency at the claim
+#         was not it. Is it memory: are the normalise's reads of z L2 hits, or was z written back and read again?
+#         ncu's DRAM bytes and L2 hit rates of the plain conv kernel, the chained kernel and the chained kernel
+#         without its normalise, batch 32.
+#   run9: run8 (ncu, batch 32): the chained kernel reads 1.09 GB from DRAM against the plain kernel's 0.54: every
+#         z read by the normalise came from DRAM, written back first (1.07 GB written against 0.53). The lag was
+#         2-4 waves (tile-granular checks, a sample straddling two waves): 34-70 MB of z, more than L2 holds. Now
+#         the grid holds whole samples a wave (131 blocks at L2-19: a sample completes at its wave's end) and the
+#         consumers check each chunk, so a sample is normalised in the wave after it was written. Predicted: DRAM
+#         read ~0.55 GB, written ~0.55 at batch 32; ~4.5-4.8 ms. Tests, bench, the DRAM bytes again.
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -121,6 +131,28 @@ case "${1:-}" in
       -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run7_pytest_chain.log" | tail -5
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
       2>&1 | tee "$OUT/$S/run7_bench.log" | tail -7
+    ;;
+  run8)
+    build_wgmma run8
+    for v in 0 200 220; do
+      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum \
+        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run8_ncu_mem_$v.log" 2>&1
+      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run8_ncu_mem_$v.log"
+    done
+    ;;
+  run9)
+    build_wgmma run9
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run9_pytest_chain.log" | tail -5
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run9_bench.log" | tail -7
+    for v in 200 201; do
+      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum \
+        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run9_ncu_mem_$v.log" 2>&1
+      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run9_ncu_mem_$v.log"
+    done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

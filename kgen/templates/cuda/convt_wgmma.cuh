@@ -582,17 +582,19 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   if constexpr (kChain) chain_tile_done(ch, tile.n);
 }
 
-// The consumers' side of the chained normalise (convt_wgmma_chain.cuh), run by every consumer thread.
+// The consumers' side of the chained normalise (convt_wgmma_chain.cuh), run by every consumer thread between
+// issuing a chunk's wgmma group and waiting for the one before, while the tensor cores run.
 // - Merging. Block b merges the moments of samples b, b + grid, ... once all their tiles are counted, its 8 warps
 //   a group each, and marks them ready. (The tile that completed a sample merged it at first: 25 us in one warp,
 //   which made that block the laggard that completed the next sample too, every sample; 3.2 ms in all at L2-19.)
-// - Normalising. At a tile's start the block claims its oldest earlier tile whose sample is ready and normalises
-//   it during this tile's main loop, in steps spread over the chunks: after issuing a chunk's wgmma group and
-//   before waiting for the one before, while the tensor cores run; each step's units were fetched (cp.async) a
-//   chunk before, so nothing waits on a load; the last step follows the main loop. Its table and the threads'
-//   slots sit in the staging tile, which the main loop leaves unused (1 KB + 16 KB of its 18).
-// - Latency off the critical path: thread 0 loads the counts the next claim decides on before the epilogue, so
-//   they arrive during it; the table is published by a barrier only before its first use, a chunk later.
+// - Normalising. While it normalises nothing, the block checks each chunk for its oldest earlier tile whose sample
+//   is ready and claims it, then normalises it over the rest of the tile's chunks, in steps: each step's units are
+//   fetched (cp.async) a chunk before they are applied, so nothing waits on a load; what is left follows the main
+//   loop. The table and the threads' slots sit in the staging tile, which the main loop leaves unused (1 KB + 16 KB
+//   of its 18). Checking each chunk, not each tile, keeps a sample's tiles in L2 until they are normalised: with
+//   whole samples a wave they are read a wave after they were written.
+// - Latency off the critical path: thread 0 loads the counts the next decision needs a chunk ahead (and before
+//   the epilogue); the table is published by a barrier only at its first use, a chunk later.
 // Decisions are uniform (they come through a barrier, flags double-buffered); the steps are each thread's own.
 template <int kChain>
 struct ChainJobs {
@@ -603,14 +605,15 @@ struct ChainJobs {
   bool active;      // a tile is claimed
   bool table_unpublished;  // its table is written, not yet behind a barrier
   int step, steps;  // its next step to apply, and how many it has
+  int first_chunk;  // the chunk it was claimed in
   int flip;         // which pair of flags
   bool polled;      // thread 0: the counts below are loaded for the next decision
   int merge_count, claim_count;
   ChainTile tile;
 
   __device__ __forceinline__ ChainJobs()
-      : next(blockIdx.x), merge_next(blockIdx.x), active(false), table_unpublished(false), step(0), steps(0), flip(0),
-        polled(false), merge_count(0), claim_count(0) {}
+      : next(blockIdx.x), merge_next(blockIdx.x), active(false), table_unpublished(false), step(0), steps(0),
+        first_chunk(0), flip(0), polled(false), merge_count(0), claim_count(0) {}
   __device__ __forceinline__ static int ctid() { return threadIdx.x - 128 * kWgProducers; }
   __device__ __forceinline__ static float4* table(float* staging) { return reinterpret_cast<float4*>(staging); }
   __device__ __forceinline__ static float4* slots(float* staging) {
@@ -629,7 +632,7 @@ struct ChainJobs {
   // for another block. Returns whether it did either.
   __device__ __forceinline__ bool service(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g,
                                           int64_t before, const float* z, const Moments* partial, float* staging,
-                                          int (&flags)[2][2]) {
+                                          int (&flags)[2][2], int chunk) {
     const bool may_merge = merge_next < s.batch, may_claim = !active && next < before;  // uniform
     if (!may_merge && !may_claim) return false;
     const WgmmaTile nt(may_claim ? next : 0, g);
@@ -637,7 +640,6 @@ struct ChainJobs {
     flip ^= 1;  // the other pair next time: thread 0 rewrites this one only after a later barrier
     if (ctid() == 0) {
       if (!polled) poll(ch, s, g);
-      polled = false;
       const bool merge = may_merge && merge_count >= ch.tiles_per_sample;
       const bool claim = may_claim && claim_count > ch.tiles_per_sample;
       if (merge || claim) fence_acq_rel();  // the partials, or the statistics, as their writers released them
@@ -645,6 +647,7 @@ struct ChainJobs {
     }
     named_barrier(2, kThreads);
     const bool merge = flag[0] != 0, claim = flag[1] != 0;
+    polled = false;
     if (merge) {
       chain_merge_sample(ch, partial, g.tiles * g.channel_tiles, merge_next, s.groups, ctid() / kWarpSize,
                          kThreads / kWarpSize);
@@ -653,7 +656,7 @@ struct ChainJobs {
       merge_next += gridDim.x;
     }
     if (claim) {
-      active = true, table_unpublished = true;
+      active = true, table_unpublished = true, first_chunk = chunk;
       next += gridDim.x;
       tile.init(s, g.pitch, nt.n, nt.ctile, nt.f0, kWgTilePixels);
       step = 0, steps = tile.steps(kThreads);
@@ -674,11 +677,18 @@ struct ChainJobs {
       if (step + 1 < steps) tile.fetch(z, s, g.pitch, step + 1, slots(staging), ctid(), kThreads);
     }
   }
-  // During chunk `chunk` of `chunks`: the steps due by the end of the chunk before (their units had a chunk to land).
+  // During chunk `chunk` of `chunks`: the steps due by the end of the chunk before (their units had a chunk to land),
+  // spread over the chunks from the one the tile was claimed in; then thread 0 loads the counts for the next
+  // decision, while nothing is claimed.
   template <class Op>
   __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
                                           const WgmmaGeometry& g, int chunk, int chunks, Op op, float* staging) {
-    apply_until(ch, z, s, g, static_cast<int>(int64_t(steps) * chunk / chunks), op, staging);
+    if (active) {
+      apply_until(ch, z, s, g, static_cast<int>(int64_t(steps) * (chunk - first_chunk) / (chunks - first_chunk)), op,
+                  staging);
+    } else {
+      poll(ch, s, g);
+    }
   }
   // After the main loop: the steps left; then every thread is done with the table and its slots (the epilogue
   // overwrites them).
@@ -712,9 +722,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-    if constexpr (kChain && kPart != 21) {  // a merge due, the next tile to normalise
-      jobs.service(ch, s, g, kPart == 20 ? 0 : t, z, partial, staging, chain_flags);
-    }
     int last = 0;
     for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
       mbar_wait(full + 8 * stage, phase);
@@ -728,7 +735,10 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      if constexpr (kChain) jobs.advance(ch, z, s, g, c, g.chunks, op, staging);
+      if constexpr (kChain && kPart != 21) {  // a merge due, the next tile to normalise, while the group runs
+        if (!jobs.active) jobs.service(ch, s, g, kPart == 20 ? 0 : t, z, partial, staging, chain_flags, c);
+        jobs.advance(ch, z, s, g, c, g.chunks, op, staging);
+      }
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -756,7 +766,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   if constexpr (kChain) {  // the merges left and the block's tiles left, each tile all at once
     const int64_t before = kPart == 20 ? 0 : g.work;
     while (before > jobs.next || jobs.merge_next < s.batch) {
-      if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags)) {
+      if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags, 0)) {
         jobs.complete(ch, z, s, g, op, staging);
       } else {
         __nanosleep(256);  // another block's tiles or merge to wait for
