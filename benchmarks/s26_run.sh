@@ -50,6 +50,10 @@
 #         the grid holds whole samples a wave (131 blocks at L2-19: a sample completes at its wave's end) and the
 #         consumers check each chunk, so a sample is normalised in the wave after it was written. Predicted: DRAM
 #         read ~0.55 GB, written ~0.55 at batch 32; ~4.5-4.8 ms. Tests, bench, the DRAM bytes again.
+#   run10: run9: worse, 6.43 ms (GELU in the normalise 6.21), and still 0.93 GB read from DRAM at batch 32 (0.54
+#         is x): z is mostly gone from L2 a wave after it was written. Last try at keeping it: L2 eviction hints, the
+#         input's copies evict-first, z's stores evict-last, y's stores evict-first. Predicted, if L2 holds a wave
+#         of z: DRAM read ~0.55 GB at batch 32 and the normalise's cost near its instructions' (~4.6-4.8 ms).
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -152,6 +156,19 @@ case "${1:-}" in
         --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum \
         python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run9_ncu_mem_$v.log" 2>&1
       echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run9_ncu_mem_$v.log"
+    done
+    ;;
+  run10)
+    build_wgmma run10
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "chain" 2>&1 | tee "$OUT/$S/run10_pytest_chain.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+      2>&1 | tee "$OUT/$S/run10_bench.log" | tail -7
+    for v in 200 201; do
+      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
+        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum \
+        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run10_ncu_mem_$v.log" 2>&1
+      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run10_ncu_mem_$v.log"
     done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;

@@ -34,6 +34,40 @@ __device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float*
                : "memory");
 #endif
 }
+// An L2 eviction policy for the whole access (createpolicy): evict first, or last.
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+// copy4_async with an L2 eviction policy.
+__device__ __forceinline__ void copy4_async_policy(uint32_t dst, const float* src, uint32_t src_bytes,
+                                                   uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+#endif
+}
+// A 16-byte global store with an L2 eviction policy.
+__device__ __forceinline__ void store16_policy(float* dst, float4 v, uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(dst), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+#else
+  *reinterpret_cast<float4*>(dst) = v;
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");

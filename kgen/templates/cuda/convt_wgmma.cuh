@@ -268,11 +268,13 @@ struct WgmmaTile {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-template <int kPart, bool kInputCL>
+// kEvictFirst: the input's copies ask L2 to evict their lines first (the chained normalise wants z kept there).
+template <int kPart, bool kInputCL, bool kEvictFirst = false>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
   constexpr int kThreads = 128 * kWgProducers;
+  const uint64_t evict_first = kEvictFirst ? l2_policy_evict_first() : 0;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -360,8 +362,12 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 #pragma unroll
           for (int ch = 0; ch < kWgChunk; ++ch) {
             const bool real = off >= 0 && ch < channels;
-            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
-                        real ? 4u : 0u);
+            const uint32_t dst = xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4);
+            if constexpr (kEvictFirst) {
+              copy4_async_policy(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u, evict_first);
+            } else {
+              copy4_async(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u);
+            }
           }
         }
       }
@@ -482,6 +488,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
+  const uint64_t evict_last = kChain ? l2_policy_evict_last() : 0;
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
@@ -510,8 +517,14 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
                                        __fadd_rn(a.w, b[j]));
           if constexpr (kChain == kChainOpInEpilogue) {  // op(z) itself, stored and folded into the moments
             const float4 o = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
-            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = o;
+            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);  // kept in L2 for the normalise
             const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          } else if constexpr (kChain == kChainOpInNormalise) {
+            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, v, evict_last);
+            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
           } else {
@@ -801,7 +814,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL, kChain != kChainNone>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart, kChain>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, ch,

@@ -150,10 +150,11 @@ struct ChainTile {
       const int64_t off = offset((step * kChainBatch + k) * threads + tid, row, s, pitch);
       if (off < 0) continue;
       const float4 c = table[row], v = slots[k * threads + tid];
-      if (width == 4) {
-        *reinterpret_cast<float4*>(ch.y + off) =
-            make_float4(chain_value<kApplyOp>(op, v.x, c), chain_value<kApplyOp>(op, v.y, c),
-                        chain_value<kApplyOp>(op, v.z, c), chain_value<kApplyOp>(op, v.w, c));
+      if (width == 4) {  // y's lines may leave L2 first
+        store16_policy(ch.y + off,
+                       make_float4(chain_value<kApplyOp>(op, v.x, c), chain_value<kApplyOp>(op, v.y, c),
+                                   chain_value<kApplyOp>(op, v.z, c), chain_value<kApplyOp>(op, v.w, c)),
+                       l2_policy_evict_first());
       } else {
         ch.y[off] = chain_value<kApplyOp>(op, v.x, c);
       }
