@@ -1483,38 +1483,6 @@ struct ConvShape {
   __host__ __device__ __forceinline__ int channels_per_group() const { return out_channels / groups; }
 };
 
-// ---- cp.async (sm_90a builds; the wgmma kernels and the chained normalise) ----
-// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
-__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
-__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-#endif
-}
-// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
-__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void copy_async_commit() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int kPending>
-__device__ __forceinline__ void copy_async_wait() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
 // One warp per (sample, group): that slice's partials (one per pixel tile and channel tile; count 0 where the
 // channel tile does not touch the group) merged in double in a fixed order; mean as (hi, lo), rstd.
 __global__ void convt_moments_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t rows,
@@ -1592,172 +1560,6 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
   TORCH_CHECK(x.size(0) <= 65535, "kgen: batch above 65535");
   return s;
 }
-
-}  // namespace convt
-}  // namespace kgen
-
-// ---- convt_wgmma_chain: the GroupNorm normalise chained into convt_wgmma's persistent kernel (issue 13, v3.10) ----
-//
-// Without it the forward is two sweeps of z: the conv kernel writes z (2.18 GB at L2-19) and a normalise kernel reads
-// it back and writes y (2 x 2.18 GB, 1.5 ms at the DRAM rate), after the conv's last tile. Yet a sample's z is 17 MB,
-// which fits in the H100's 50 MB of L2, and the conv finishes a sample's tiles about a wave (~30 us) after it began
-// them. So the kernel normalises each sample itself, as soon as it is complete, while its z is still in L2:
-// - Counting. Each tile's epilogue, once its GroupNorm partials are written, counts itself done for its sample
-//   (one atomic a tile, warp 0 of the consumers). The tile that completes the sample merges the sample's partials
-//   in double, in the fixed order of convt_moments_finalize_kernel (so the same mean and rstd bit for bit), writes
-//   them, and marks the sample ready (count + 1).
-// - Normalising. The producer warpgroup, whose copies run asynchronously, normalises the block's own earlier tiles
-//   in order, one part of a tile (1 / chunks of it) after issuing each chunk's copies, so the work hides in the
-//   main loop instead of following it. A tile starts once its sample is ready: a non-blocking check, broadcast
-//   by a named barrier; after the block's last tile, the producer waits for the rest. The tile's 64 channels of
-//   scale, shift and mean go to a shared table first.
-// - In place or not. Without autograd, z (with its bias) is written into y's memory and normalised where it lies:
-//   its lines, still dirty in L2, are overwritten before they reach DRAM, so the forward moves x in and y out,
-//   4.3 GB. For backward z (without its bias) is kept and y is a separate tensor: 6.5 GB, still below what the
-//   main loop takes.
-// Progress: every block is resident (one a multiprocessor, grid <= multiprocessors) and a block's conv work waits on
-// nothing but its own pipeline, so every sample completes; only the final drain waits for other blocks.
-namespace kgen {
-namespace convt {
-
-// What the chained normalise reads and writes; `done` (one counter a sample) starts at zero.
-struct ChainArgs {
-  const float* gamma;
-  const float* beta;
-  float* y;            // holds z + bias or op(z + bias) from the epilogue, normalised in place
-  int* done;           // tiles counted a sample; tiles_per_sample + 1 once its mean and rstd are written
-  float2* mean;        // (N, G) as (hi, lo)
-  float* rstd;         // (N, G)
-  double eps;
-  int tiles_per_sample;  // pixel tiles x channel tiles
-};
-
-// Where op is applied: by the normalise (the epilogue stores z + bias and folds moments_value's faster erf into the
-// moments, as the unchained kernel does), or by the epilogue (it stores op(z + bias) and folds op itself; the
-// normalise only scales and shifts).
-constexpr int kChainNone = 0, kChainOpInNormalise = 1, kChainOpInEpilogue = 2;
-constexpr int kChainBatch = 4;  // units a consumer thread has in flight while it normalises
-
-__device__ __forceinline__ int load_relaxed(const int* p) {
-  int v;
-  asm volatile("ld.relaxed.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void fence_acq_rel() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
-
-// Warp 0 of the consumers, after this tile's partials (written by its lanes): counts the tile for its sample.
-__device__ __forceinline__ void chain_tile_done(const ChainArgs& ch, int n) {
-  __threadfence();  // this lane's partials, before the count
-  __syncwarp();
-  if (threadIdx.x % kWarpSize == 0) atomicAdd(ch.done + n, 1);
-}
-
-// Sample n's mean and rstd from its partials (every tile counted), merged in double in the fixed order of
-// convt_moments_finalize_kernel: the same bits. Warp `warp` of `warps` takes groups warp, warp + warps, ...
-__device__ __forceinline__ void chain_merge_sample(const ChainArgs& ch, const Moments* partial, int per_row, int n,
-                                                   int groups, int warp, int warps) {
-  for (int grp = warp; grp < groups; grp += warps) {
-    const int64_t row = int64_t(n) * groups + grp;
-    const MomentsD m = warp_merge(per_row, [&](int i) {
-      const Moments* p = partial + row * per_row + i;
-      return Moments{__ldcg(&p->count), __ldcg(&p->mean), __ldcg(&p->m2)};
-    });
-    if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, ch.eps, ch.mean[row], ch.rstd[row]);
-  }
-  __threadfence();  // this lane's statistics, before the sample is marked ready
-}
-
-// The table of a tile's channels (first `rows` of channel tile ctile of sample n): scale = rstd gamma, shift = beta,
-// and the group's mean, as normalize_kernel forms them. Threads tid < rows write one row each.
-__device__ __forceinline__ void chain_load_table(const ChainArgs& ch, const ConvShape& s, int n, int ctile, int tid,
-                                                 float4* table) {
-  const int co = ctile * 64 + tid;
-  if (tid >= 64 || co >= s.out_channels) return;
-  const int64_t row = int64_t(n) * s.groups + co / s.channels_per_group();
-  const float2 mu = __ldcg(ch.mean + row);
-  table[tid] = make_float4(__ldcg(ch.rstd + row) * __ldg(ch.gamma + co), __ldg(ch.beta + co), mu.x, mu.y);
-}
-
-// y = (u - mean) * scale + shift, u = op(v) (kApplyOp) or v: normalize_kernel's arithmetic.
-template <bool kApplyOp, class Op>
-__device__ __forceinline__ float chain_value(const Op& op, float v, float4 c) {
-  return centered(kApplyOp ? op(v) : v, make_float2(c.z, c.w)) * c.x + c.y;
-}
-
-// One tile's normalise: its channel rows (of channel tile ctile) over its frame positions [f0, f0 + pixels),
-// positions past the output's columns or rows dropped, as the epilogue drops them. Units of 4 pixels where the
-// epilogue stores them so (dense rows, or pitch and W_out multiples of 4), else of one. It runs in steps of
-// kChainBatch units a thread: each thread copies its units of a step into its own slots of shared memory by
-// cp.async (fetch), and a step later, the copies long landed, normalises them from there (apply): no thread waits
-// on a load, and none touches another's slots, so no barrier.
-struct ChainTile {
-  int64_t first_plane;  // n * C_out + the channel tile's first channel
-  int ctile, f0, width, row_shift, units;  // units a channel row: 1 << row_shift
-  bool dense;
-
-  __device__ __forceinline__ void init(const ConvShape& s, int pitch, int n, int ctile_, int f0_, int pixels) {
-    ctile = ctile_, f0 = f0_;
-    first_plane = int64_t(n) * s.out_channels + ctile * 64;
-    dense = s.out_w == pitch && s.out_plane() % 4 == 0;
-    width = dense || (pitch % 4 == 0 && s.out_w % 4 == 0) ? 4 : 1;
-    row_shift = __ffs(pixels / width) - 1;  // pixels / width: a power of two
-    units = min(64, s.out_channels - ctile * 64) << row_shift;
-  }
-  __device__ __forceinline__ int steps(int threads) const {
-    return (units + kChainBatch * threads - 1) / (kChainBatch * threads);
-  }
-  // The output offset of unit u and its channel row; -1 outside the output (or past the tile's units).
-  __device__ __forceinline__ int64_t offset(int u, int& row, const ConvShape& s, int pitch) const {
-    row = u >> row_shift;
-    if (u >= units) return -1;
-    const int f = f0 + (u - (row << row_shift)) * width;
-    int64_t at;
-    if (dense) {
-      if (f >= s.out_plane()) return -1;
-      at = f;
-    } else {
-      const int oh = f / pitch, ow = f - oh * pitch;
-      if (oh >= s.out_h || ow >= s.out_w) return -1;
-      at = int64_t(oh) * s.out_w + ow;
-    }
-    return (first_plane + row) * s.out_plane() + at;
-  }
-  // Step `step`'s units of this thread into its slots (float4 slots [k threads + tid]), one commit group.
-  __device__ __forceinline__ void fetch(const float* z, const ConvShape& s, int pitch, int step, float4* slots,
-                                        int tid, int threads) const {
-    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(slots));
-#pragma unroll
-    for (int k = 0; k < kChainBatch; ++k) {
-      int row;
-      const int64_t off = offset((step * kChainBatch + k) * threads + tid, row, s, pitch);
-      const uint32_t dst = base + 16u * (k * threads + tid);
-      if (off >= 0 && width == 4) copy16_async(dst, z + off, 16u);
-      if (off >= 0 && width == 1) copy4_async(dst, z + off, 4u);
-    }
-    copy_async_commit();
-  }
-  // Waits for this thread's fetch of `step` and writes its units of y (kApplyOp: op applied first).
-  template <bool kApplyOp, class Op>
-  __device__ __forceinline__ void apply(const ChainArgs& ch, const ConvShape& s, int pitch, int step,
-                                        const float4* slots, const float4* table, Op op, int tid,
-                                        int threads) const {
-    copy_async_wait<0>();
-#pragma unroll
-    for (int k = 0; k < kChainBatch; ++k) {
-      int row;
-      const int64_t off = offset((step * kChainBatch + k) * threads + tid, row, s, pitch);
-      if (off < 0) continue;
-      const float4 c = table[row], v = slots[k * threads + tid];
-      if (width == 4) {
-        *reinterpret_cast<float4*>(ch.y + off) =
-            make_float4(chain_value<kApplyOp>(op, v.x, c), chain_value<kApplyOp>(op, v.y, c),
-                        chain_value<kApplyOp>(op, v.z, c), chain_value<kApplyOp>(op, v.w, c));
-      } else {
-        ch.y[off] = chain_value<kApplyOp>(op, v.x, c);
-      }
-    }
-  }
-};
 
 }  // namespace convt
 }  // namespace kgen
@@ -2020,8 +1822,38 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input. With kChain: 20 no normalise (the counting and the
-// merges alone), 21 every tile normalised after the block's last (none during the main loop).
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
+
+// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
+__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
+__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
+__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
 
 // The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
 // padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
@@ -2212,16 +2044,12 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
 // of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
 // convt_moments_finalize_kernel. Deterministic, no atomics.
-// kChain: the tile then counts itself done for its sample (convt_wgmma_chain.cuh); with kChainOpInEpilogue it
-// stores op(z) instead of z, folding op(z) itself into the moments (not moments_value's faster erf: the normalise
-// then reads exactly what they describe).
-template <class Op, int kChain, int kPart>
+template <class Op>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
-                                               const ChainArgs& ch) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -2234,7 +2062,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     const int co = tile.ctile * kWgChannels + row + 8 * j;
     live[j] = co < s.out_channels;
     b[j] = live[j] ? __ldg(bias + co) : 0.f;
-    shift[j] = kChain == kChainOpInEpilogue ? op(b[j]) : moments_value(op, b[j]);
+    shift[j] = moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
@@ -2272,20 +2100,12 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if constexpr (kChain == kChainOpInEpilogue) {  // op(z) itself, stored and folded into the moments
-            const float4 o = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
-            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = o;
-            const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
+          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if constexpr (kEpilogueMoments<Op>) {
+            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-          } else {
-            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-            if constexpr (kEpilogueMoments<Op>) {
-              const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-              const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
-              s1[j] += (u0 + u1) + (u2 + u3);
-              s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-            }
           }
         }
       } else if (!quads) {
@@ -2299,10 +2119,9 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kChain == kChainOpInEpilogue ? op(v) : (g.z_with_bias ? v : a);  // what is stored
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
+            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = (kChain == kChainOpInEpilogue ? o : moments_value(op, v)) - shift[j];
+              const float u = moments_value(op, v) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -2328,14 +2147,13 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   }
   named_barrier(2, 128 * kWgConsumers);
 
-  // One partial per group this channel tile touches, by the first consumer warp.
+  // One partial per group this channel tile touches.
   const int cpg = s.channels_per_group();
   const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
   const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
   const int ctid = threadIdx.x - 128 * kWgProducers;
-  if (ctid >= kWarpSize) return;
-  for (int i = ctid; i < g_count; i += kWarpSize) {
-    const int grp = g_first + i;
+  if (ctid < g_count) {
+    const int grp = g_first + ctid;
     const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
     Moments m{0.f, 0.f, 0.f};
     for (int c = lo; c < hi; ++c)
@@ -2343,142 +2161,26 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
-  if constexpr (kChain) chain_tile_done(ch, tile.n);
 }
-
-// The consumers' side of the chained normalise (convt_wgmma_chain.cuh), run by every consumer thread.
-// - Merging. Block b merges the moments of samples b, b + grid, ... once all their tiles are counted, its 8 warps
-//   a group each, and marks them ready. (The tile that completed a sample merged it at first: 25 us in one warp,
-//   which made that block the laggard that completed the next sample too, every sample; 3.2 ms in all at L2-19.)
-// - Normalising. At a tile's start the block claims its oldest earlier tile whose sample is ready and normalises
-//   it during this tile's main loop, in steps spread over the chunks: after issuing a chunk's wgmma group and
-//   before waiting for the one before, while the tensor cores run; each step's units were fetched (cp.async) a
-//   chunk before, so nothing waits on a load; the last step follows the main loop. Its table and the threads'
-//   slots sit in the staging tile, which the main loop leaves unused (1 KB + 16 KB of its 18).
-// - Latency off the critical path: thread 0 loads the counts the next claim decides on before the epilogue, so
-//   they arrive during it; the table is published by a barrier only before its first use, a chunk later.
-// Decisions are uniform (they come through a barrier, flags double-buffered); the steps are each thread's own.
-template <int kChain>
-struct ChainJobs {
-  static constexpr int kThreads = 128 * kWgConsumers;
-  static_assert(4 * (kWgChannels + kChainBatch * kThreads) <= kEpiFloats, "the table and slots fit the staging tile");
-  int64_t next;     // the block's oldest tile not yet claimed
-  int merge_next;   // the next sample this block merges
-  bool active;      // a tile is claimed
-  bool table_unpublished;  // its table is written, not yet behind a barrier
-  int step, steps;  // its next step to apply, and how many it has
-  int flip;         // which pair of flags
-  bool polled;      // thread 0: the counts below are loaded for the next decision
-  int merge_count, claim_count;
-  ChainTile tile;
-
-  __device__ __forceinline__ ChainJobs()
-      : next(blockIdx.x), merge_next(blockIdx.x), active(false), table_unpublished(false), step(0), steps(0), flip(0),
-        polled(false), merge_count(0), claim_count(0) {}
-  __device__ __forceinline__ static int ctid() { return threadIdx.x - 128 * kWgProducers; }
-  __device__ __forceinline__ static float4* table(float* staging) { return reinterpret_cast<float4*>(staging); }
-  __device__ __forceinline__ static float4* slots(float* staging) {
-    return reinterpret_cast<float4*>(staging) + kWgChannels;
-  }
-
-  // Thread 0: loads the counts the next service decides on (relaxed; service fences once a check succeeds).
-  __device__ __forceinline__ void poll(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g) {
-    if (ctid() != 0) return;
-    merge_count = merge_next < s.batch ? load_relaxed(ch.done + merge_next) : 0;
-    claim_count = next < g.work ? load_relaxed(ch.done + WgmmaTile(next, g).n) : 0;
-    polled = true;
-  }
-  // Merges this block's next sample if all its tiles are counted; claims the block's oldest tile not yet normalised
-  // if it lies before `before` and its sample is ready (its table written, its first step fetched). Never waits
-  // for another block. Returns whether it did either.
-  __device__ __forceinline__ bool service(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g,
-                                          int64_t before, const float* z, const Moments* partial, float* staging,
-                                          int (&flags)[2][2]) {
-    const bool may_merge = merge_next < s.batch, may_claim = !active && next < before;  // uniform
-    if (!may_merge && !may_claim) return false;
-    const WgmmaTile nt(may_claim ? next : 0, g);
-    int* flag = flags[flip];
-    flip ^= 1;  // the other pair next time: thread 0 rewrites this one only after a later barrier
-    if (ctid() == 0) {
-      if (!polled) poll(ch, s, g);
-      polled = false;
-      const bool merge = may_merge && merge_count >= ch.tiles_per_sample;
-      const bool claim = may_claim && claim_count > ch.tiles_per_sample;
-      if (merge || claim) fence_acq_rel();  // the partials, or the statistics, as their writers released them
-      flag[0] = merge, flag[1] = claim;
-    }
-    named_barrier(2, kThreads);
-    const bool merge = flag[0] != 0, claim = flag[1] != 0;
-    if (merge) {
-      chain_merge_sample(ch, partial, g.tiles * g.channel_tiles, merge_next, s.groups, ctid() / kWarpSize,
-                         kThreads / kWarpSize);
-      named_barrier(2, kThreads);
-      if (ctid() == 0) atomicAdd(ch.done + merge_next, 1);  // ready
-      merge_next += gridDim.x;
-    }
-    if (claim) {
-      active = true, table_unpublished = true;
-      next += gridDim.x;
-      tile.init(s, g.pitch, nt.n, nt.ctile, nt.f0, kWgTilePixels);
-      step = 0, steps = tile.steps(kThreads);
-      chain_load_table(ch, s, nt.n, nt.ctile, ctid(), table(staging));
-      tile.fetch(z, s, g.pitch, 0, slots(staging), ctid(), kThreads);
-    }
-    return merge || claim;
-  }
-  // Applies the claimed tile's steps up to `due`, fetching each one's successor.
-  template <class Op>
-  __device__ __forceinline__ void apply_until(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                              const WgmmaGeometry& g, int due, Op op, float* staging) {
-    if (!active || step >= due) return;  // uniform
-    if (table_unpublished) named_barrier(2, kThreads), table_unpublished = false;
-    for (; step < due; ++step) {
-      tile.apply<kChain == kChainOpInNormalise>(ch, s, g.pitch, step, slots(staging), table(staging), op, ctid(),
-                                                kThreads);
-      if (step + 1 < steps) tile.fetch(z, s, g.pitch, step + 1, slots(staging), ctid(), kThreads);
-    }
-  }
-  // During chunk `chunk` of `chunks`: the steps due by the end of the chunk before (their units had a chunk to land).
-  template <class Op>
-  __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                          const WgmmaGeometry& g, int chunk, int chunks, Op op, float* staging) {
-    apply_until(ch, z, s, g, static_cast<int>(int64_t(steps) * chunk / chunks), op, staging);
-  }
-  // After the main loop: the steps left; then every thread is done with the table and its slots (the epilogue
-  // overwrites them).
-  template <class Op>
-  __device__ __forceinline__ void complete(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                           const WgmmaGeometry& g, Op op, float* staging) {
-    if (!active) return;
-    apply_until(ch, z, s, g, steps, op, staging);
-    named_barrier(2, kThreads);
-    active = false;
-  }
-};
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
 // stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart, int kChain>
+template <class Op, int kPart>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty, const ChainArgs& ch,
-                                              int (&chain_flags)[2][2]) {
+                                              float* staging, uint32_t full, uint32_t empty) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  ChainJobs<kChain> jobs;  // kChain: the merges and the normalise of the block's earlier tiles
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-    if constexpr (kChain && kPart != 21) {  // a merge due, the next tile to normalise
-      jobs.service(ch, s, g, kPart == 20 ? 0 : t, z, partial, staging, chain_flags);
-    }
     int last = 0;
     for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
       mbar_wait(full + 8 * stage, phase);
@@ -2492,7 +2194,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      if constexpr (kChain) jobs.advance(ch, z, s, g, c, g.chunks, op, staging);
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -2502,39 +2203,22 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kChain) {
-      jobs.complete(ch, z, s, g, op, staging);
-      jobs.poll(ch, s, g);  // for the next tile's claim: the loads land during the epilogue
-    }
-    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
+    if constexpr (kPart == 1 || kPart >= 4) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kChain, kPart>(acc, tile, consumer, bias, z, partial, s, g, op,
-                                        channel_moments[parity_buffer], staging, ch);
+      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
-    }
-  }
-  if constexpr (kChain) {  // the merges left and the block's tiles left, each tile all at once
-    const int64_t before = kPart == 20 ? 0 : g.work;
-    while (before > jobs.next || jobs.merge_next < s.batch) {
-      if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags)) {
-        jobs.complete(ch, z, s, g, op, staging);
-      } else {
-        __nanosleep(256);  // another block's tiles or merge to wait for
-      }
     }
   }
 }
 
-// kChain: the GroupNorm normalise chained in, op applied where it says (convt_wgmma_chain.cuh; ch unused with
-// kChainNone).
-template <class Op, int kPart = 0, bool kInputCL = false, int kChain = kChainNone>
+template <class Op, int kPart = 0, bool kInputCL = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                   float* z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, ChainArgs ch) {
+                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -2542,7 +2226,6 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
-  __shared__ int chain_flags[2][2];  // kChain: ChainJobs' decisions
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
   if (threadIdx.x == 0) {
@@ -2558,11 +2241,10 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart, kChain>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, ch,
-                                     chain_flags);
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op, (void)ch;
+  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
 }
@@ -2571,8 +2253,8 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
 }  // namespace kgen
 
 // ---- convt_wgmma_host: the host side of convt_wgmma.cuh: whether the GPU runs its sm_90a build, the frame, tiles
-// and ring of a shape, and the calls that launch it (the conv with GroupNorm moments, its normalise chained in, the
-// input gradient) ----
+// and ring of a shape, and the calls that launch the kernel (the conv with its GroupNorm moments, the input
+// gradient) or say why they would not ----
 namespace kgen {
 namespace convt {
 
@@ -2642,16 +2324,17 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   return "";
 }
 
-// The launch both calls below share: the checks, the frame, the weights laid out for the tensor cores, the kernel
-// writing z, its partials and (kChain) the normalised output; then mean and rstd (kChain: merged by the kernel).
-// `chain` (kChain): gamma, beta, y and eps set, the rest filled here. Returns {x as read, z, mean, rstd}.
-template <class Op, int kPart, bool kInputCL, int kChain>
-std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                           int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                           bool z_with_bias, int chunks_in_flight, bool l2_prefetch, int pitch_align,
-                                           ChainArgs chain, at::Tensor z) {
-  static_assert(!kChain || ((kPart == 0 || kPart >= 20) && kEpilogueMoments<Op>),
-                "the chained normalise needs the whole kernel");
+// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
+// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
+// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
+// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
+// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+template <class Op, int kPart = 0, bool kInputCL = false>
+std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
+                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
+                                            int pitch_align = 4) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -2659,7 +2342,7 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kChain>;
+  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
@@ -2671,10 +2354,10 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
-  if (!z.defined()) z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
+  auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());
-  if (s.batch == 0) return {x, z, mean, rstd};
+  if (s.batch == 0) return {z, mean, rstd};
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
   auto wprep = at::empty({wtotal}, x.options());
@@ -2687,72 +2370,15 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
                            x.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-  at::Tensor done;
-  if constexpr (kChain) {
-    TORCH_CHECK(per_row < (int64_t(1) << 30), "kgen: too many tiles a sample for the chained normalise");
-    done = at::zeros({s.batch}, x.options().dtype(at::kInt));
-    chain.done = done.data_ptr<int>();
-    chain.mean = as_float2(mean);
-    chain.rstd = rstd.data_ptr<float>();
-    chain.tiles_per_sample = static_cast<int>(per_row);
-  }
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
-  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin. The
-  // chained normalise relies on every block being resident at once: grid <= multiprocessors.
+  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
   const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
   kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-      partial_ptr, s, g, op, chain);
+      partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (kEpilogueMoments<Op> && !kChain) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
-  return {x, z, mean, rstd};
-}
-
-// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
-// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
-// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
-// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-template <class Op, int kPart = 0, bool kInputCL = false>
-std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4) {
-  auto out = convt_wgmma_launch<Op, kPart, kInputCL, kChainNone>(input, weight, bias, groups, eps, padding, op,
-                                                            z_with_bias, chunks_in_flight, l2_prefetch, pitch_align,
-                                                            ChainArgs{}, at::Tensor());
-  return {out[1], out[2], out[3]};
-}
-
-// y = GroupNorm(op(conv_transpose2d(x, weight) + bias)) (gamma, beta; stride 1) in one kernel, the normalise chained
-// into the conv (convt_wgmma_chain.cuh): {y, mean, rstd}. The epilogue writes op(z) into y's memory and the kernel
-// normalises it there; nothing is kept for a backward. Its moments are of op itself where convt_wgmma_moments folds
-// a faster erf (moments_value): mean and rstd within ~1e-7 of that kernel's, y within a few float32 ulps of
-// groupnorm_normalize's on it. kPart 20, 21: for timing only (convt_wgmma.cuh).
-template <class Op, int kPart = 0, int kChain = kChainOpInEpilogue>
-std::vector<at::Tensor> convt_wgmma_groupnorm(const at::Tensor& input, const at::Tensor& weight,
-                                              const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
-                                              int64_t groups, double eps, std::vector<int64_t> padding, Op op) {
-  check_float_cuda(gamma, "GroupNorm weight");
-  check_float_cuda(beta, "GroupNorm bias");
-  TORCH_CHECK(weight.dim() == 4 && gamma.dim() == 1 && beta.dim() == 1 && gamma.size(0) == weight.size(1) &&
-                  beta.size(0) == weight.size(1),
-              "kgen: GroupNorm weight and bias must have shape (", str(weight.dim() == 4 ? weight.size(1) : -1),
-              "), got ", str(gamma.sizes()), " and ", str(beta.sizes()));
-  TORCH_CHECK(gamma.device() == input.device() && beta.device() == input.device(),
-              "kgen: GroupNorm weight and bias must be on the input's device");
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
-  const auto gamma_c = gamma.contiguous(), beta_c = beta.contiguous();
-  auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, input.options());
-  ChainArgs chain{};
-  chain.gamma = gamma_c.data_ptr<float>();
-  chain.beta = beta_c.data_ptr<float>();
-  chain.y = y.data_ptr<float>();
-  chain.eps = eps;
-  auto out = convt_wgmma_launch<Op, kPart, false, kChain>(input, weight, bias, groups, eps, padding, op,
-                                                        /*z_with_bias=*/true, 2, false, 4, chain, y);
-  return {y, out[2], out[3]};
+  if constexpr (kEpilogueMoments<Op>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
+  return {z, mean, rstd};
 }
 
 // The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
@@ -2826,8 +2452,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
   const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
   const c10::cuda::CUDAGuard device_guard(x.device());
   cudaFuncAttributes attributes{};
-  const auto kernel = convt_wgmma_kernel<Op, 0, false, kChainOpInEpilogue>;  // the most static shared memory
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
   WgmmaGeometry g{};
   return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
 }
@@ -3331,9 +2956,9 @@ std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::
 }
 
 // --conv fused: kgen's ConvTranspose2d on Hopper's warpgroup tensor cores (convt_wgmma.cuh, sm_90a, TF32) with the
-// conv bias, kgen::GeluErf and the GroupNorm moments in its epilogue, and the normalise chained into the same kernel.
-// "" where that path takes the call, else why not (the solution then runs the reference's cuDNN conv and the
-// GroupNorm kernels).
+// conv bias, kgen::GeluErf and the GroupNorm moments in its epilogue; z, the conv output without its bias, is stored
+// once, then the normalise sweep above reads it. "" where that path takes the call, else why not (the solution
+// then runs the reference's cuDNN conv and the GroupNorm kernels).
 std::string convt_fused_unsupported(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, int64_t groups,
                                     std::vector<int64_t> stride, std::vector<int64_t> padding,
                                     std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
@@ -3378,17 +3003,9 @@ std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor 
   return {grad_x, grad_weight};
 }
 
-// Returns {y, z (the conv without its bias), mean, rstd} where keep_z (for a backward): the conv kernel with the bias,
-// kgen::GeluErf and the moments in its epilogue, then the normalise sweep. Without keep_z, {y, None, mean, rstd} from one
-// kernel, the normalise chained into the conv (convt_wgmma_chain.cuh): y normalised where op(z) was written.
+// Returns {y, z (the conv without its bias), mean, rstd}.
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
-                                            at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding,
-                                            bool keep_z) {
-  if (!keep_z) {
-    auto ys = kgen::convt::convt_wgmma_groupnorm<InputOp>(x, weight, conv_bias, gamma, beta, groups, eps, padding,
-                                                          InputOp{});
-    return {ys[0], at::Tensor(), ys[1], ys[2]};
-  }
+                                            at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
   auto zs = kgen::convt::convt_wgmma_moments<InputOp>(x, weight, conv_bias, groups, eps, padding, InputOp{},
                                                       /*z_with_bias=*/false);
   const at::Tensor& z = zs[0];
@@ -3417,8 +3034,7 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::
 std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor x, at::Tensor weight,
                                                   std::vector<int64_t> padding, bool input_grad, bool weight_grad);
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
-                                            at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding,
-                                            bool keep_z);
+                                            at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
 """
 
 
@@ -3478,8 +3094,7 @@ class GeluGroupNormFunction(torch.autograd.Function):
 
 class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     """y = GroupNorm(gelu(conv_transpose2d(x, weight) + conv_bias)) with kgen's wgmma convolution, its epilogue
-    holding the bias, GELU and the GroupNorm moments, then the normalise sweep. z, the conv output without its
-    bias, is saved: backward
+    holding the bias, GELU and the GroupNorm moments. z, the conv output without its bias, is saved: backward
     is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), its grad_z
     written channels-last; then the input gradient by kgen's wgmma kernel (a direct conv of grad_z, which it runs as
     a transposed one, writing NCHW), and the weight gradient by kgen's other wgmma kernel (convt_wgrad.cuh: x read
@@ -3487,8 +3102,7 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, conv_bias, gamma, beta, num_groups, eps, padding):
-        y, z, mean, rstd = _ext.convt_fused_forward(x, weight, conv_bias, gamma, beta, num_groups, eps, padding,
-                                                    True)
+        y, z, mean, rstd = _ext.convt_fused_forward(x, weight, conv_bias, gamma, beta, num_groups, eps, padding)
         ctx.save_for_backward(x, weight, z, conv_bias, gamma, mean, rstd)
         ctx.num_groups, ctx.padding = num_groups, padding
         return y
@@ -3527,12 +3141,8 @@ class ModelNew(nn.Module):
             raise ValueError(f"ModelNew expects an (N, C, H, W) input, got shape {tuple(x.shape)}")
         # kgen's wgmma convolution is TF32: it runs where cuDNN may use TF32 too, and takes the call (docstring).
         if torch.backends.cudnn.allow_tf32 and self.fused_conv_unsupported(x) == "":
-            tensors = (x, conv.weight, conv.bias, gn.weight, gn.bias)
-            if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-                return FusedConvTransposeGeluGroupNorm.apply(*tensors, gn.num_groups, gn.eps, list(conv.padding))
-            # Nothing to differentiate: one kernel, each sample normalised where gelu(z) was written as soon as its
-            # tiles are done, while they are in L2 (nothing kept; y within a few float32 ulps of the two kernels').
-            return _ext.convt_fused_forward(*tensors, gn.num_groups, gn.eps, list(conv.padding), False)[0]
+            return FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias, gn.weight, gn.bias,
+                                                         gn.num_groups, gn.eps, list(conv.padding))
         # The reference's convolution without the bias, which the kernels add (see the docstring).
         x = nn.functional.conv_transpose2d(x, conv.weight, None, conv.stride, conv.padding, conv.output_padding,
                                            conv.groups, conv.dilation)

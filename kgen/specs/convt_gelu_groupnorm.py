@@ -25,8 +25,7 @@ class ConvTransposeGeluGroupNorm(Spec):
         if params["conv"] == "fused":  # kgen's wgmma conv and its gradients; the exact mode's kernels where it does
             # not apply; the layout copies around cuDNN's conv backward where kgen's gradients do not apply
             return super().cuda_parts_for(params) + ("layout.cuh", "groupnorm_backward_cl.cuh", "convt_common.cuh",
-                                                      "convt_wgmma_chain.cuh", "convt_wgmma.cuh",
-                                                      "convt_wgmma_host.cuh", "convt_wgrad.cuh")
+                                                      "convt_wgmma.cuh", "convt_wgmma_host.cuh", "convt_wgrad.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):

@@ -4,10 +4,6 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
 
   convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
-  convt_wgmma_chain_forward(x, w, b, gamma, beta, groups, eps, padding, variant) -> [y, mean, rstd] (GELU erf;
-      the normalise chained into the conv kernel, convt_wgmma_chain.cuh: y normalised where op(z) was written;
-      variant 0, 1 GELU applied by the normalise (not the epilogue), or for timing only 20 no normalise, 21 every
-      tile normalised after the block's last)
   convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
   convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
       the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
@@ -24,8 +20,8 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma_chain.cuh", "convt_wgmma.cuh",
-         "convt_wgmma_host.cuh", "convt_wgrad.cuh")
+PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh", "convt_wgmma_host.cuh",
+         "convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 BINDINGS = r"""
@@ -65,23 +61,6 @@ std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::T
   const kgen::GroupShape shape{z.size(0), z.size(1), groups, z.size(2) * z.size(3)};
   kgen::groupnorm_normalize<Op, 256, 8>(z, zs[1], zs[2], gamma.contiguous(), beta.contiguous(), y, shape, Op{});
   return {y, zs[0], zs[1], zs[2]};
-}
-
-std::vector<at::Tensor> convt_wgmma_chain_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
-                                                  at::Tensor beta, int64_t groups, double eps,
-                                                  std::vector<int64_t> padding, int64_t variant) {
-  using kgen::convt::convt_wgmma_groupnorm;
-  using Op = kgen::GeluErf;
-  switch (variant) {
-    case 0: return convt_wgmma_groupnorm<Op>(x, w, b, gamma, beta, groups, eps, padding, Op{});
-    // GELU applied by the normalise instead of the epilogue
-    case 1: return convt_wgmma_groupnorm<Op, 0, kgen::convt::kChainOpInNormalise>(x, w, b, gamma, beta, groups, eps,
-                                                                                 padding, Op{});
-    // timing only: no normalise (y is op(z)); every tile normalised after the block's last
-    case 20: return convt_wgmma_groupnorm<Op, 20>(x, w, b, gamma, beta, groups, eps, padding, Op{});
-    case 21: return convt_wgmma_groupnorm<Op, 21>(x, w, b, gamma, beta, groups, eps, padding, Op{});
-  }
-  TORCH_CHECK(false, "kgen test: no chained variant ", variant);
 }
 
 // grad_x of conv_transpose2d(x, w, padding) at stride 1 for grad_z (read channels-last), NCHW; "" or why not
@@ -132,8 +111,6 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     std::vector<int64_t> padding, int64_t variant);
 std::vector<at::Tensor> convt_wgmma_gn_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
-std::vector<at::Tensor> convt_wgmma_chain_forward(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
-    at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant);
 at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding, int64_t variant);
 std::string convt_wgmma_input_grad_unsupported(at::Tensor grad_z, at::Tensor w, std::vector<int64_t> padding);
 at::Tensor convt_wgmma_weight_grad(at::Tensor grad_z, at::Tensor x, at::Tensor w, std::vector<int64_t> padding,
@@ -142,7 +119,7 @@ std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x,
     std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
-FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_chain_forward", "convt_wgmma_input_grad",
+FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}

@@ -312,20 +312,3 @@ def test_fused_conv_against_float64(solutions, monkeypatch, init, shape, wgmma, 
         assert_all_close(got, want, 1e-2, "TF32 vs reference float64", param_tol=3e-2)
     else:
         assert_all_close(got, want, 1e-4, "float32 vs reference float64")
-
-
-@pytest.mark.parametrize("init, shape", [(init, shape) for init, shape, wgmma in FUSED_CASES if wgmma])
-def test_fused_conv_without_autograd_is_the_training_forward(solutions, init, shape):
-    """--conv fused under no_grad runs one kernel, the normalise chained into the conv (nothing kept for a backward):
-    the output autograd's two kernels give, within a few float32 ulps (its moments fold GELU itself where the conv
-    kernel's fold a faster erf)."""
-    solution = solutions["fused"]
-    _, new = make_models(load_reference("erf"), solution, init, 37)
-    x = torch.rand(shape, device="cuda")
-    torch.backends.cudnn.allow_tf32 = True  # the module's fixture restores it
-    y_train = new(x)
-    with torch.no_grad():
-        y_eval = new(x)
-    assert y_train.requires_grad and not y_eval.requires_grad
-    assert torch.allclose(y_eval, y_train, atol=1e-5, rtol=1e-5), \
-        f"max |no_grad - autograd| {(y_eval - y_train).abs().max():.3g}"

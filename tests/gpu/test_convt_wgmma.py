@@ -116,50 +116,6 @@ def test_distance_to_cudnn_tf32(ext, capsys):
               f"|kgen - cuDNN| {(z - cudnn).abs().max():.3g}")
 
 
-# The chained normalise: besides CASES (a few tiles a sample: normalised after the block's last tile), shapes with
-# more tiles than blocks, so that blocks normalise their earlier tiles while later ones compute: dense rows, 4-pixel
-# quads in a padded pitch, single pixels with two channel tiles.
-CHAIN_CASES = CASES + [
-    (16, 8, 32, 64, 62, 3, 0, 4),      # output 66x64 = the pitch: dense; 144 tiles
-    (8, 8, 64, 126, 128, 3, 1, 8),     # pitch 129 padded to 132 (quads); 264 tiles
-    (6, 16, 96, 100, 100, 3, 0, 6),    # output width 102: one pixel at a time; 2 channel tiles; 252 tiles
-]
-
-
-@pytest.mark.parametrize("variant", [0, 1], ids=["gelu_in_epilogue", "gelu_in_normalise"])
-@pytest.mark.parametrize("case", CHAIN_CASES, ids=ids)
-def test_chained_normalise_matches_float64(ext, case, variant):
-    """The conv with GELU and GroupNorm in one kernel (y normalised where the epilogue wrote gelu(z), or z): its
-    statistics against float64 statistics of gelu(z), z the same conv from the unchained kernel (the same
-    accumulators, bit for bit), y against float64 GroupNorm of gelu(z), and y next to the unchained kernels':
-    GELU in the epilogue folds GELU itself into the moments, where the unchained kernel folds a faster erf (a few
-    float32 ulps apart); GELU in the normalise is the unchained kernels' arithmetic, bit for bit."""
-    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, variant, "chain")) % 2**31)
-    y2, z2, mean2, rstd2 = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
-    y, mean, rstd = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, variant)
-    assert y.shape == z2.shape
-    if variant == 1:  # the unchained kernel's moments exactly, and its normalise's arithmetic
-        assert torch.equal(mean, mean2) and torch.equal(rstd, rstd2)
-    CH.assert_statistics_match(z2, mean, rstd, F.gelu, groups, EPS)
-    ref = F.group_norm(F.gelu(z2.double()), groups, gamma.double(), beta.double(), EPS)
-    assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
-    assert torch.allclose(y, y2, atol=1e-5, rtol=1e-5), f"max |chained - two kernels| {(y - y2).abs().max():.3g}"
-    if variant == 1:
-        assert torch.equal(y, y2)
-
-
-def test_chained_normalise_repeats_and_declines(ext):
-    x, weight, bias, gamma, beta, pad, groups = make(CHAIN_CASES[-1], seed=11)
-    first = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
-    again = ext.convt_wgmma_chain_forward(x, weight, bias, gamma, beta, groups, EPS, pad, 0)
-    for a, b in zip(first, again):
-        assert torch.equal(a, b)
-    with pytest.raises(RuntimeError, match="GroupNorm weight and bias must have shape"):
-        ext.convt_wgmma_chain_forward(x, weight, bias, gamma[:-1], beta, groups, EPS, pad, 0)
-    with pytest.raises(RuntimeError, match="GroupNorm weight must be float32"):
-        ext.convt_wgmma_chain_forward(x, weight, bias, gamma.double(), beta, groups, EPS, pad, 0)
-
-
 # (N, C_in, C_out, H, W, kernel, padding) of the forward conv whose input gradient is taken: grad_z has C_out channels
 # (a multiple of 4: read 4 at a time), grad_x C_in.
 INPUT_GRAD_CASES = [
@@ -332,14 +288,6 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
-        "kgen wgmma conv + GELU + GroupNorm chained (one kernel)": lambda: ext.convt_wgmma_chain_forward(
-            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0),
-        "  chained, GELU applied by the normalise": lambda: ext.convt_wgmma_chain_forward(
-            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 1),
-        "  chained without the normalise (timing only)": lambda: ext.convt_wgmma_chain_forward(
-            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 20),
-        "  chained, every tile normalised at the end (timing only)": lambda: ext.convt_wgmma_chain_forward(
-            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 21),
         "kgen wgmma input gradient (grad_z channels-last -> grad_x NCHW)": lambda: ext.convt_wgmma_input_grad(
             gz_cl, weight, [0, 0], 0),
         "  with the L2::256B prefetch hint": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 1),

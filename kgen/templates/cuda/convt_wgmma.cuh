@@ -256,8 +256,38 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input. With kChain: 20 no normalise (the counting and the
-// merges alone), 21 every tile normalised after the block's last (none during the main loop).
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
+
+// 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
+__device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// 16 bytes global -> shared (both 16-byte aligned), L2 only; src_bytes 0 writes zeros.
+__device__ __forceinline__ void copy16_async(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+#endif
+}
+// The same, L2 fetching the 256 bytes around src from memory (for the copies of later chunks).
+__device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float* src, uint32_t src_bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void copy_async_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int kPending>
+__device__ __forceinline__ void copy_async_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
 
 // The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
 // padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
@@ -268,13 +298,11 @@ struct WgmmaTile {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-// kEvictFirst: the input's copies ask L2 to evict their lines first (the chained normalise wants z kept there).
-template <int kPart, bool kInputCL, bool kEvictFirst = false>
+template <int kPart, bool kInputCL>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
   constexpr int kThreads = 128 * kWgProducers;
-  const uint64_t evict_first = kEvictFirst ? l2_policy_evict_first() : 0;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -362,12 +390,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 #pragma unroll
           for (int ch = 0; ch < kWgChunk; ++ch) {
             const bool real = off >= 0 && ch < channels;
-            const uint32_t dst = xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4);
-            if constexpr (kEvictFirst) {
-              copy4_async_policy(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u, evict_first);
-            } else {
-              copy4_async(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u);
-            }
+            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
+                        real ? 4u : 0u);
           }
         }
       }
@@ -454,16 +478,12 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
 // of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
 // convt_moments_finalize_kernel. Deterministic, no atomics.
-// kChain: the tile then counts itself done for its sample (convt_wgmma_chain.cuh); with kChainOpInEpilogue it
-// stores op(z) instead of z, folding op(z) itself into the moments (not moments_value's faster erf: the normalise
-// then reads exactly what they describe).
-template <class Op, int kChain, int kPart>
+template <class Op>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
-                                               const ChainArgs& ch) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -476,7 +496,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     const int co = tile.ctile * kWgChannels + row + 8 * j;
     live[j] = co < s.out_channels;
     b[j] = live[j] ? __ldg(bias + co) : 0.f;
-    shift[j] = kChain == kChainOpInEpilogue ? op(b[j]) : moments_value(op, b[j]);
+    shift[j] = moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
@@ -488,7 +508,6 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
-  const uint64_t evict_last = kChain ? l2_policy_evict_last() : 0;
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
@@ -515,26 +534,12 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if constexpr (kChain == kChainOpInEpilogue) {  // op(z) itself, stored and folded into the moments
-            const float4 o = make_float4(op(v.x), op(v.y), op(v.z), op(v.w));
-            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);  // kept in L2 for the normalise
-            const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
-            s1[j] += (u0 + u1) + (u2 + u3);
-            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-          } else if constexpr (kChain == kChainOpInNormalise) {
-            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, v, evict_last);
+          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if constexpr (kEpilogueMoments<Op>) {
             const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
             const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-          } else {
-            if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-            if constexpr (kEpilogueMoments<Op>) {
-              const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-              const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
-              s1[j] += (u0 + u1) + (u2 + u3);
-              s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-            }
           }
         }
       } else if (!quads) {
@@ -548,10 +553,9 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kChain == kChainOpInEpilogue ? op(v) : (g.z_with_bias ? v : a);  // what is stored
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
+            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = (kChain == kChainOpInEpilogue ? o : moments_value(op, v)) - shift[j];
+              const float u = moments_value(op, v) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -577,14 +581,13 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   }
   named_barrier(2, 128 * kWgConsumers);
 
-  // One partial per group this channel tile touches, by the first consumer warp.
+  // One partial per group this channel tile touches.
   const int cpg = s.channels_per_group();
   const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
   const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
   const int ctid = threadIdx.x - 128 * kWgProducers;
-  if (ctid >= kWarpSize) return;
-  for (int i = ctid; i < g_count; i += kWarpSize) {
-    const int grp = g_first + i;
+  if (ctid < g_count) {
+    const int grp = g_first + ctid;
     const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
     Moments m{0.f, 0.f, 0.f};
     for (int c = lo; c < hi; ++c)
@@ -592,145 +595,22 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
-  if constexpr (kChain) chain_tile_done(ch, tile.n);
 }
-
-// The consumers' side of the chained normalise (convt_wgmma_chain.cuh), run by every consumer thread between
-// issuing a chunk's wgmma group and waiting for the one before, while the tensor cores run.
-// - Merging. Block b merges the moments of samples b, b + grid, ... once all their tiles are counted, its 8 warps
-//   a group each, and marks them ready. (The tile that completed a sample merged it at first: 25 us in one warp,
-//   which made that block the laggard that completed the next sample too, every sample; 3.2 ms in all at L2-19.)
-// - Normalising. While it normalises nothing, the block checks each chunk for its oldest earlier tile whose sample
-//   is ready and claims it, then normalises it over the rest of the tile's chunks, in steps: each step's units are
-//   fetched (cp.async) a chunk before they are applied, so nothing waits on a load; what is left follows the main
-//   loop. The table and the threads' slots sit in the staging tile, which the main loop leaves unused (1 KB + 16 KB
-//   of its 18). Checking each chunk, not each tile, keeps a sample's tiles in L2 until they are normalised: with
-//   whole samples a wave they are read a wave after they were written.
-// - Latency off the critical path: thread 0 loads the counts the next decision needs a chunk ahead (and before
-//   the epilogue); the table is published by a barrier only at its first use, a chunk later.
-// Decisions are uniform (they come through a barrier, flags double-buffered); the steps are each thread's own.
-template <int kChain>
-struct ChainJobs {
-  static constexpr int kThreads = 128 * kWgConsumers;
-  static_assert(4 * (kWgChannels + kChainBatch * kThreads) <= kEpiFloats, "the table and slots fit the staging tile");
-  int64_t next;     // the block's oldest tile not yet claimed
-  int merge_next;   // the next sample this block merges
-  bool active;      // a tile is claimed
-  bool table_unpublished;  // its table is written, not yet behind a barrier
-  int step, steps;  // its next step to apply, and how many it has
-  int first_chunk;  // the chunk it was claimed in
-  int flip;         // which pair of flags
-  bool polled;      // thread 0: the counts below are loaded for the next decision
-  int merge_count, claim_count;
-  ChainTile tile;
-
-  __device__ __forceinline__ ChainJobs()
-      : next(blockIdx.x), merge_next(blockIdx.x), active(false), table_unpublished(false), step(0), steps(0),
-        first_chunk(0), flip(0), polled(false), merge_count(0), claim_count(0) {}
-  __device__ __forceinline__ static int ctid() { return threadIdx.x - 128 * kWgProducers; }
-  __device__ __forceinline__ static float4* table(float* staging) { return reinterpret_cast<float4*>(staging); }
-  __device__ __forceinline__ static float4* slots(float* staging) {
-    return reinterpret_cast<float4*>(staging) + kWgChannels;
-  }
-
-  // Thread 0: loads the counts the next service decides on (relaxed; service fences once a check succeeds).
-  __device__ __forceinline__ void poll(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g) {
-    if (ctid() != 0) return;
-    merge_count = merge_next < s.batch ? load_relaxed(ch.done + merge_next) : 0;
-    claim_count = next < g.work ? load_relaxed(ch.done + WgmmaTile(next, g).n) : 0;
-    polled = true;
-  }
-  // Merges this block's next sample if all its tiles are counted; claims the block's oldest tile not yet normalised
-  // if it lies before `before` and its sample is ready (its table written, its first step fetched). Never waits
-  // for another block. Returns whether it did either.
-  __device__ __forceinline__ bool service(const ChainArgs& ch, const ConvShape& s, const WgmmaGeometry& g,
-                                          int64_t before, const float* z, const Moments* partial, float* staging,
-                                          int (&flags)[2][2], int chunk) {
-    const bool may_merge = merge_next < s.batch, may_claim = !active && next < before;  // uniform
-    if (!may_merge && !may_claim) return false;
-    const WgmmaTile nt(may_claim ? next : 0, g);
-    int* flag = flags[flip];
-    flip ^= 1;  // the other pair next time: thread 0 rewrites this one only after a later barrier
-    if (ctid() == 0) {
-      if (!polled) poll(ch, s, g);
-      const bool merge = may_merge && merge_count >= ch.tiles_per_sample;
-      const bool claim = may_claim && claim_count > ch.tiles_per_sample;
-      if (merge || claim) fence_acq_rel();  // the partials, or the statistics, as their writers released them
-      flag[0] = merge, flag[1] = claim;
-    }
-    named_barrier(2, kThreads);
-    const bool merge = flag[0] != 0, claim = flag[1] != 0;
-    polled = false;
-    if (merge) {
-      chain_merge_sample(ch, partial, g.tiles * g.channel_tiles, merge_next, s.groups, ctid() / kWarpSize,
-                         kThreads / kWarpSize);
-      named_barrier(2, kThreads);
-      if (ctid() == 0) atomicAdd(ch.done + merge_next, 1);  // ready
-      merge_next += gridDim.x;
-    }
-    if (claim) {
-      active = true, table_unpublished = true, first_chunk = chunk;
-      next += gridDim.x;
-      tile.init(s, g.pitch, nt.n, nt.ctile, nt.f0, kWgTilePixels);
-      step = 0, steps = tile.steps(kThreads);
-      chain_load_table(ch, s, nt.n, nt.ctile, ctid(), table(staging));
-      tile.fetch(z, s, g.pitch, 0, slots(staging), ctid(), kThreads);
-    }
-    return merge || claim;
-  }
-  // Applies the claimed tile's steps up to `due`, fetching each one's successor.
-  template <class Op>
-  __device__ __forceinline__ void apply_until(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                              const WgmmaGeometry& g, int due, Op op, float* staging) {
-    if (!active || step >= due) return;  // uniform
-    if (table_unpublished) named_barrier(2, kThreads), table_unpublished = false;
-    for (; step < due; ++step) {
-      tile.apply<kChain == kChainOpInNormalise>(ch, s, g.pitch, step, slots(staging), table(staging), op, ctid(),
-                                                kThreads);
-      if (step + 1 < steps) tile.fetch(z, s, g.pitch, step + 1, slots(staging), ctid(), kThreads);
-    }
-  }
-  // During chunk `chunk` of `chunks`: the steps due by the end of the chunk before (their units had a chunk to land),
-  // spread over the chunks from the one the tile was claimed in; then thread 0 loads the counts for the next
-  // decision, while nothing is claimed.
-  template <class Op>
-  __device__ __forceinline__ void advance(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                          const WgmmaGeometry& g, int chunk, int chunks, Op op, float* staging) {
-    if (active) {
-      apply_until(ch, z, s, g, static_cast<int>(int64_t(steps) * (chunk - first_chunk) / (chunks - first_chunk)), op,
-                  staging);
-    } else {
-      poll(ch, s, g);
-    }
-  }
-  // After the main loop: the steps left; then every thread is done with the table and its slots (the epilogue
-  // overwrites them).
-  template <class Op>
-  __device__ __forceinline__ void complete(const ChainArgs& ch, const float* z, const ConvShape& s,
-                                           const WgmmaGeometry& g, Op op, float* staging) {
-    if (!active) return;
-    apply_until(ch, z, s, g, steps, op, staging);
-    named_barrier(2, kThreads);
-    active = false;
-  }
-};
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
 // stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart, int kChain>
+template <class Op, int kPart>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty, const ChainArgs& ch,
-                                              int (&chain_flags)[2][2]) {
+                                              float* staging, uint32_t full, uint32_t empty) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  ChainJobs<kChain> jobs;  // kChain: the merges and the normalise of the block's earlier tiles
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
@@ -748,10 +628,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      if constexpr (kChain && kPart != 21) {  // a merge due, the next tile to normalise, while the group runs
-        if (!jobs.active) jobs.service(ch, s, g, kPart == 20 ? 0 : t, z, partial, staging, chain_flags, c);
-        jobs.advance(ch, z, s, g, c, g.chunks, op, staging);
-      }
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -761,39 +637,22 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kChain) {
-      jobs.complete(ch, z, s, g, op, staging);
-      jobs.poll(ch, s, g);  // for the next tile's claim: the loads land during the epilogue
-    }
-    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
+    if constexpr (kPart == 1 || kPart >= 4) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kChain, kPart>(acc, tile, consumer, bias, z, partial, s, g, op,
-                                        channel_moments[parity_buffer], staging, ch);
+      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
-    }
-  }
-  if constexpr (kChain) {  // the merges left and the block's tiles left, each tile all at once
-    const int64_t before = kPart == 20 ? 0 : g.work;
-    while (before > jobs.next || jobs.merge_next < s.batch) {
-      if (jobs.service(ch, s, g, before, z, partial, staging, chain_flags, 0)) {
-        jobs.complete(ch, z, s, g, op, staging);
-      } else {
-        __nanosleep(256);  // another block's tiles or merge to wait for
-      }
     }
   }
 }
 
-// kChain: the GroupNorm normalise chained in, op applied where it says (convt_wgmma_chain.cuh; ch unused with
-// kChainNone).
-template <class Op, int kPart = 0, bool kInputCL = false, int kChain = kChainNone>
+template <class Op, int kPart = 0, bool kInputCL = false>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                   float* z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, ChainArgs ch) {
+                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -801,7 +660,6 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
-  __shared__ int chain_flags[2][2];  // kChain: ChainJobs' decisions
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
   if (threadIdx.x == 0) {
@@ -814,14 +672,13 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL, kChain != kChainNone>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart, kChain>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, ch,
-                                     chain_flags);
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op, (void)ch;
+  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
 }

@@ -1,6 +1,6 @@
 // ---- convt_wgmma_host: the host side of convt_wgmma.cuh: whether the GPU runs its sm_90a build, the frame, tiles
-// and ring of a shape, and the calls that launch it (the conv with GroupNorm moments, its normalise chained in, the
-// input gradient) ----
+// and ring of a shape, and the calls that launch the kernel (the conv with its GroupNorm moments, the input
+// gradient) or say why they would not ----
 namespace kgen {
 namespace convt {
 
@@ -70,16 +70,17 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   return "";
 }
 
-// The launch both calls below share: the checks, the frame, the weights laid out for the tensor cores, the kernel
-// writing z, its partials and (kChain) the normalised output; then mean and rstd (kChain: merged by the kernel).
-// `chain` (kChain): gamma, beta, y and eps set, the rest filled here. Returns {x as read, z, mean, rstd}.
-template <class Op, int kPart, bool kInputCL, int kChain>
-std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                           int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                           bool z_with_bias, int chunks_in_flight, bool l2_prefetch, int pitch_align,
-                                           ChainArgs chain, at::Tensor z) {
-  static_assert(!kChain || ((kPart == 0 || kPart >= 20) && kEpilogueMoments<Op>),
-                "the chained normalise needs the whole kernel");
+// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
+// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
+// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
+// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
+// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+template <class Op, int kPart = 0, bool kInputCL = false>
+std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
+                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
+                                            int pitch_align = 4) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -87,7 +88,7 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kChain>;
+  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
@@ -99,10 +100,10 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
-  if (!z.defined()) z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
+  auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());
-  if (s.batch == 0) return {x, z, mean, rstd};
+  if (s.batch == 0) return {z, mean, rstd};
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
   auto wprep = at::empty({wtotal}, x.options());
@@ -115,75 +116,15 @@ std::vector<at::Tensor> convt_wgmma_launch(const at::Tensor& input, const at::Te
   auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
                            x.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-  at::Tensor done;
-  if constexpr (kChain) {
-    TORCH_CHECK(per_row < (int64_t(1) << 30), "kgen: too many tiles a sample for the chained normalise");
-    done = at::zeros({s.batch}, x.options().dtype(at::kInt));
-    chain.done = done.data_ptr<int>();
-    chain.mean = as_float2(mean);
-    chain.rstd = rstd.data_ptr<float>();
-    chain.tiles_per_sample = static_cast<int>(per_row);
-  }
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
-  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin. The
-  // chained normalise relies on every block being resident at once: grid <= multiprocessors.
-  int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
-  // Chained: a whole number of samples a wave where a sample's tiles fit in one, so that each sample completes
-  // together, at its wave's end, while its tiles are in L2 (L2-19: 131 tiles a sample, 131 of the 132 SMs).
-  if (kChain != kChainNone && per_row <= blocks) blocks -= blocks % per_row;
+  // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
+  const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
   kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-      partial_ptr, s, g, op, chain);
+      partial_ptr, s, g, op);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (kEpilogueMoments<Op> && !kChain) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
-  return {x, z, mean, rstd};
-}
-
-// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
-// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
-// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
-// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-template <class Op, int kPart = 0, bool kInputCL = false>
-std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4) {
-  auto out = convt_wgmma_launch<Op, kPart, kInputCL, kChainNone>(input, weight, bias, groups, eps, padding, op,
-                                                            z_with_bias, chunks_in_flight, l2_prefetch, pitch_align,
-                                                            ChainArgs{}, at::Tensor());
-  return {out[1], out[2], out[3]};
-}
-
-// y = GroupNorm(op(conv_transpose2d(x, weight) + bias)) (gamma, beta; stride 1) in one kernel, the normalise chained
-// into the conv (convt_wgmma_chain.cuh): {y, mean, rstd}. The epilogue writes op(z) into y's memory and the kernel
-// normalises it there; nothing is kept for a backward. Its moments are of op itself where convt_wgmma_moments folds
-// a faster erf (moments_value): mean and rstd within ~1e-7 of that kernel's, y within a few float32 ulps of
-// groupnorm_normalize's on it. kPart 20, 21: for timing only (convt_wgmma.cuh).
-template <class Op, int kPart = 0, int kChain = kChainOpInEpilogue>
-std::vector<at::Tensor> convt_wgmma_groupnorm(const at::Tensor& input, const at::Tensor& weight,
-                                              const at::Tensor& bias, const at::Tensor& gamma, const at::Tensor& beta,
-                                              int64_t groups, double eps, std::vector<int64_t> padding, Op op) {
-  check_float_cuda(gamma, "GroupNorm weight");
-  check_float_cuda(beta, "GroupNorm bias");
-  TORCH_CHECK(weight.dim() == 4 && gamma.dim() == 1 && beta.dim() == 1 && gamma.size(0) == weight.size(1) &&
-                  beta.size(0) == weight.size(1),
-              "kgen: GroupNorm weight and bias must have shape (", str(weight.dim() == 4 ? weight.size(1) : -1),
-              "), got ", str(gamma.sizes()), " and ", str(beta.sizes()));
-  TORCH_CHECK(gamma.device() == input.device() && beta.device() == input.device(),
-              "kgen: GroupNorm weight and bias must be on the input's device");
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
-  const auto gamma_c = gamma.contiguous(), beta_c = beta.contiguous();
-  auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, input.options());
-  ChainArgs chain{};
-  chain.gamma = gamma_c.data_ptr<float>();
-  chain.beta = beta_c.data_ptr<float>();
-  chain.y = y.data_ptr<float>();
-  chain.eps = eps;
-  auto out = convt_wgmma_launch<Op, kPart, false, kChain>(input, weight, bias, groups, eps, padding, op,
-                                                        /*z_with_bias=*/true, 2, false, 4, chain, y);
-  return {y, out[2], out[3]};
+  if constexpr (kEpilogueMoments<Op>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
+  return {z, mean, rstd};
 }
 
 // The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
@@ -257,8 +198,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
   const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
   const c10::cuda::CUDAGuard device_guard(x.device());
   cudaFuncAttributes attributes{};
-  const auto kernel = convt_wgmma_kernel<Op, 0, false, kChainOpInEpilogue>;  // the most static shared memory
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
   WgmmaGeometry g{};
   return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
 }
