@@ -54,6 +54,12 @@
 #         is x): z is mostly gone from L2 a wave after it was written. Last try at keeping it: L2 eviction hints, the
 #         input's copies evict-first, z's stores evict-last, y's stores evict-first. Predicted, if L2 holds a wave
 #         of z: DRAM read ~0.55 GB at batch 32 and the normalise's cost near its instructions' (~4.6-4.8 ms).
+#   run11: run10: with the hints, DRAM traffic is what the chain set out to reach (batch 32: 0.60 GB read, 0.52
+#         written: x in, y out), yet the kernel takes 5.89 ms at L2-19 against the two kernels' 5.41: the work the
+#         consumers add between issuing a chunk's wgmma and waiting on them slows the main loop by ~1.3 ms, more
+#         than the sweep it replaces. Not kept: the templates are back to 7f616ef's but for convt_wgmma.cuh's host
+#         side split into convt_wgmma_host.cuh. Every harness test, the fused GPU tests, validate --bench, KernelBench
+#         on the H100, to check the split changed nothing.
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -170,6 +176,13 @@ case "${1:-}" in
         python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run10_ncu_mem_$v.log" 2>&1
       echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run10_ncu_mem_$v.log"
     done
+    ;;
+  run11)
+    build_both run11
+    pytest_wgmma run11
+    pytest_fused_cl run11
+    validate_fused run11
+    kb_eval_fused run11
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
