@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Session 26's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s26/).
+# run1-run10 ran the chained normalise (convt_wgmma_chain.cuh), at commits 835cb6a..984538e; it was not kept, so they
+# run only there. run11 runs at HEAD.
 #   run1: v3.10, the normalise chained into the conv kernel (convt_wgmma_chain.cuh): each tile's epilogue counts
 #         itself done for its sample, the tile completing a sample merges its moments, and the producer warpgroup
 #         normalises the block's earlier tiles of complete samples between its copies, while their z is in L2; under
@@ -63,39 +65,43 @@
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
-sanitize_chain() {  # compute-sanitizer memcheck and racecheck on chained cases (mid-loop normalise included)
-  for tool in memcheck racecheck; do
-    timeout -k 5 200 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
-      tests/gpu/test_convt_wgmma.py -k "chained and (2x64x20x19 or 16x8x64x62 or 6x16x100x100)" \
-      > "$OUT/$S/$1_$tool.log" 2>&1
-    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/$1_$tool.log" | tail -3
+chain_checks() {  # name, pytest -k, lines of the bench to show: the chained tests and the bench's chained rows
+  timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k "$2" 2>&1 \
+    | tee "$OUT/$S/$1_pytest_chain.log" | tail -5
+  timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
+    2>&1 | tee "$OUT/$S/$1_bench.log" | tail -"$3"
+}
+ncu_mem() {  # name, metrics, variants...: DRAM bytes and L2 hit rates of convt_wgmma_once.py at batch 32
+  local name=$1 metrics=$2; shift 2
+  for v in "$@"; do
+    timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --metrics "$metrics" \
+      python3 benchmarks/convt_wgmma_once.py 32 "$v" > "$OUT/$S/${name}_ncu_mem_$v.log" 2>&1
+    echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/${name}_ncu_mem_$v.log"
   done
 }
+chain_fused_tests() {  # the fused file's GPU tests, its no_grad forward among them
+  timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
+    -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 | tee "$OUT/$S/$1_pytest_fused.log" | tail -3
+}
+first_checks() {  # run1, run2: the chained tests and the fused ones, the bench's GroupNorm rows, validate --bench
+  timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+    -k "chain or groupnorm_output or bitwise or (conv_and_statistics and gelu_erf)" 2>&1 \
+    | tee "$OUT/$S/$1_pytest_chain.log" | tail -15
+  chain_fused_tests "$1"
+  timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm "moments (again)" "main loop alone" \
+    2>&1 | tee "$OUT/$S/$1_bench.log" | tail -12
+  validate_fused "$1"
+}
+MEM=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum
 case "${1:-}" in
   run1)
     build_both run1
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output or bitwise or (conv_and_statistics and gelu_erf)" 2>&1 \
-      | tee "$OUT/$S/run1_pytest_chain.log" | tail -15
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
-      | tee "$OUT/$S/run1_pytest_fused.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm "moments (again)" "main loop alone" \
-      2>&1 | tee "$OUT/$S/run1_bench.log" | tail -12
-    validate_fused run1
+    first_checks run1
     kb_eval_fused run1
     ;;
   run2)
     build_both run2
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output or bitwise or (conv_and_statistics and gelu_erf)" 2>&1 \
-      | tee "$OUT/$S/run2_pytest_chain.log" | tail -15
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
-      | tee "$OUT/$S/run2_pytest_fused.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm "moments (again)" "main loop alone" \
-      2>&1 | tee "$OUT/$S/run2_bench.log" | tail -12
-    validate_fused run2
+    first_checks run2
     ;;
   run3)
     build_wgmma run3
@@ -117,9 +123,7 @@ case "${1:-}" in
       -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run5_pytest_chain.log" | tail -5
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench chained "moments (again)" \
       2>&1 | tee "$OUT/$S/run5_bench.log" | tail -6
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
-      | tee "$OUT/$S/run5_pytest_fused.log" | tail -3
+    chain_fused_tests run5
     validate_fused run5
     ncu_source run5_ncu_chain 200
     ;;
@@ -129,53 +133,27 @@ case "${1:-}" in
       -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run6_pytest_chain.log" | tail -5
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
       2>&1 | tee "$OUT/$S/run6_bench.log" | tail -6
-    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-      -k "fused_conv_against or without_autograd or (deterministic and fused)" 2>&1 \
-      | tee "$OUT/$S/run6_pytest_fused.log" | tail -3
+    chain_fused_tests run6
     validate_fused run6
     kb_eval_fused run6
     ;;
   run7)
     build_wgmma run7
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run7_pytest_chain.log" | tail -5
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
-      2>&1 | tee "$OUT/$S/run7_bench.log" | tail -7
+    chain_checks run7 "chain or groupnorm_output" 7
     ;;
   run8)
     build_wgmma run8
-    for v in 0 200 220; do
-      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,lts__t_sector_op_write_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum \
-        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run8_ncu_mem_$v.log" 2>&1
-      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run8_ncu_mem_$v.log"
-    done
+    ncu_mem run8 "$MEM,lts__t_sector_op_write_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum" 0 200 220
     ;;
   run9)
     build_wgmma run9
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run9_pytest_chain.log" | tail -5
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
-      2>&1 | tee "$OUT/$S/run9_bench.log" | tail -7
-    for v in 200 201; do
-      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum \
-        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run9_ncu_mem_$v.log" 2>&1
-      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run9_ncu_mem_$v.log"
-    done
+    chain_checks run9 "chain or groupnorm_output" 7
+    ncu_mem run9 "$MEM" 200 201
     ;;
   run10)
     build_wgmma run10
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain" 2>&1 | tee "$OUT/$S/run10_pytest_chain.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
-      2>&1 | tee "$OUT/$S/run10_bench.log" | tail -7
-    for v in 200 201; do
-      timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 \
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_op_read_hit_rate.pct,gpu__time_duration.sum \
-        python3 benchmarks/convt_wgmma_once.py 32 $v > "$OUT/$S/run10_ncu_mem_$v.log" 2>&1
-      echo "variant $v exit $?"; grep -E "dram__|lts__|gpu__time" "$OUT/$S/run10_ncu_mem_$v.log"
-    done
+    chain_checks run10 chain 7
+    ncu_mem run10 "$MEM" 200 201
     ;;
   run11)
     build_both run11
