@@ -62,6 +62,11 @@
 #         than the sweep it replaces. Not kept: the templates are back to 7f616ef's but for convt_wgmma.cuh's host
 #         side split into convt_wgmma_host.cuh. Every harness test, the fused GPU tests, validate --bench, KernelBench
 #         on the H100, to check the split changed nothing.
+#   run12: for the next session's choice of main loop: what the producer's TF32 rounding pass costs (timing-only
+#         variants without it, the tensor cores truncating: not cuDNN's numerics), in the forward and the input
+#         gradient, whole and main loop alone. Session 23 counted the rounding among the main loop's shared-memory
+#         traffic; predicted -0.2 to -0.5 ms of a main loop. With every harness test, the fused tests and validate
+#         (the template's text changed).
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -161,6 +166,14 @@ case "${1:-}" in
     pytest_fused_cl run11
     validate_fused run11
     kb_eval_fused run11
+    ;;
+  run12)
+    build_both run12
+    pytest_wgmma run12
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" rounding "main loop alone" \
+      "input gradient" 2>&1 | tee "$OUT/$S/run12_bench.log" | tail -12
+    pytest_fused_cl run12
+    validate_fused run12
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -12,7 +12,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
 alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop loading only the weights, 15 only
 the input (GELU erf; none of them computes the conv); 16 GELU erf with 3 chunks of copies in flight a producer
-thread (the default keeps 2)."""
+thread (the default keeps 2); 17 and 18, the whole kernel and its main loop without the producer's rounding pass
+(timing only: the tensor cores truncate x)."""
 from __future__ import annotations
 
 import hashlib
@@ -45,6 +46,9 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 13: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 4>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 14: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 5>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 15: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 6>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    // timing only: without the producer's rounding pass (x truncated by the tensor cores), whole and main loop
+    case 17: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 7>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 18: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 8>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
     case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
   }
@@ -71,9 +75,11 @@ at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<i
     case 1: return convt_wgmma_input_grad(grad_z, w, padding, /*l2_prefetch=*/true);
     case 2: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/1);
     case 3: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/16);
-    // timing only: the main loop alone, the epilogue alone
+    // timing only: the main loop alone, the epilogue alone; without the rounding pass, whole and main loop
     case 10: return convt_wgmma_input_grad<1>(grad_z, w, padding);
     case 11: return convt_wgmma_input_grad<2>(grad_z, w, padding);
+    case 17: return convt_wgmma_input_grad<7>(grad_z, w, padding);
+    case 18: return convt_wgmma_input_grad<8>(grad_z, w, padding);
   }
   TORCH_CHECK(false, "kgen test: no input gradient variant ", variant);
 }

@@ -280,6 +280,10 @@ def bench(only=()) -> None:
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
         "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 11),
+        "  without the rounding pass: x truncated (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 17),
+        "  its main loop alone without the rounding pass (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 18),
         "  main loop's wgmma alone, no loads (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 13),
         "  main loop loading only the weights (timing only)": lambda: ext.convt_wgmma_forward(
@@ -298,6 +302,10 @@ def bench(only=()) -> None:
                                                                                                  10),
         "  input gradient's epilogue alone (timing only)": lambda: ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0],
                                                                                                 11),
+        "  input gradient without the rounding pass (timing only)": lambda: ext.convt_wgmma_input_grad(
+            gz_cl, weight, [0, 0], 17),
+        "  input gradient's main loop alone without it (timing only)": lambda: ext.convt_wgmma_input_grad(
+            gz_cl, weight, [0, 0], 18),
         "kgen wgmma weight gradient (x NCHW truncated, grad_z channels-last)": lambda: ext.convt_wgmma_weight_grad(
             gz_cl, x, weight, [0, 0], 0),
         "  x rounded to nearest in shared memory": lambda: ext.convt_wgmma_weight_grad(gz_cl, x, weight, [0, 0], 1),

@@ -256,7 +256,8 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel and 8 the main loop alone without the
+// producer's rounding pass (the tensor cores truncate the input: not cuDNN's numerics).
 
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
@@ -315,7 +316,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       const float4 v = xs[at];
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
-    if constexpr (kInputCL) {
+    if constexpr (kPart == 7 || kPart == 8) {
+      (void)round_unit;  // timing only: no rounding pass (the tensor cores truncate)
+    } else if constexpr (kInputCL) {
       for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
 #pragma unroll
@@ -637,7 +640,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || kPart >= 4) {
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6) || kPart == 8) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
