@@ -1,8 +1,9 @@
-"""How far kgen's wgmma weight gradient (convt_wgrad.cuh) lies from float64, against cuDNN's, at L2-19's layer
-(64 -> 64 channels, kernel 3) on 256 x 256 inputs at a reduced batch, and at a small shape: x truncated by the
-tensor cores (the default) or rounded to nearest; cuDNN in TF32 (channels-last and NCHW) and in float32. Prints, for
-each, the largest error over the largest |dW| and the RMS error over the RMS of dW, and the mean signed relative
-error (a truncation bias would show there).
+"""How far kgen's wgmma weight gradient (convt_wgrad.cuh) and input gradient (convt_wgmma_input_grad) lie from
+float64, against cuDNN's, at L2-19's layer (64 -> 64 channels, kernel 3) on 256 x 256 inputs at a reduced batch,
+and at a small shape: the weight gradient with x truncated by the tensor cores (the default) or rounded to nearest,
+the input gradient with grad_z truncated (the default) or rounded; cuDNN in TF32 (channels-last and NCHW) and in
+float32. Prints, for each, the largest error over the largest |result| and the RMS error over the RMS of the result,
+and the mean signed relative error (a truncation bias would show there).
 
     python benchmarks/convt_wgrad_accuracy.py"""
 from __future__ import annotations
@@ -19,6 +20,11 @@ from tests.gpu import convt_wgmma_harness as H  # noqa: E402
 def cudnn_weight_grad(grad_z, x, weight):
     return torch.ops.aten.convolution_backward(grad_z, x, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
                                                [False, True, False])[1]
+
+
+def cudnn_input_grad(grad_z, x, weight):
+    return torch.ops.aten.convolution_backward(grad_z, x, weight, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1,
+                                               [True, False, False])[0]
 
 
 def report(name, got, exact):
@@ -48,6 +54,17 @@ def main() -> None:
         report("cuDNN TF32, NCHW", cudnn_weight_grad(grad_z, x, weight), exact)
         torch.backends.cudnn.allow_tf32 = False
         report("cuDNN float32, NCHW", cudnn_weight_grad(grad_z, x, weight), exact)
+        torch.backends.cudnn.allow_tf32 = True
+        weight = (torch.rand(64, 64, 3, 3, device="cuda", generator=gen) * 2 - 1) / 24
+        exact = cudnn_input_grad(grad_z.double(), x.double(), weight.double())
+        print(f"  input gradient (|grad_x| up to {exact.abs().max():.3g}):")
+        report("kgen, grad_z truncated by the tensor cores (default)", ext.convt_wgmma_input_grad(gz_cl, weight,
+                                                                                                  [0, 0], 0), exact)
+        report("kgen, grad_z rounded to nearest", ext.convt_wgmma_input_grad(gz_cl, weight, [0, 0], 4), exact)
+        report("cuDNN TF32, channels-last", cudnn_input_grad(gz_cl, x.contiguous(memory_format=torch.channels_last),
+                                                             weight), exact)
+        torch.backends.cudnn.allow_tf32 = False
+        report("cuDNN float32, NCHW", cudnn_input_grad(grad_z, x, weight), exact)
         torch.backends.cudnn.allow_tf32 = True
 
 

@@ -1822,8 +1822,7 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel and 8 the main loop alone without the
-// producer's rounding pass (the tensor cores truncate the input: not cuDNN's numerics).
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
 
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
@@ -1865,7 +1864,8 @@ __device__ __forceinline__ void copy_async_wait() {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-template <int kPart, bool kInputCL>
+// kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
+template <int kPart, bool kInputCL, bool kRoundInput>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
@@ -1882,8 +1882,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       const float4 v = xs[at];
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
-    if constexpr (kPart == 7 || kPart == 8) {
-      (void)round_unit;  // timing only: no rounding pass (the tensor cores truncate)
+    if constexpr (!kRoundInput) {
+      (void)round_unit;
     } else if constexpr (kInputCL) {
       for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
@@ -2206,7 +2206,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6) || kPart == 8) {
+    if constexpr (kPart == 1 || kPart >= 4) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
@@ -2218,7 +2218,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   }
 }
 
-template <class Op, int kPart = 0, bool kInputCL = false>
+// kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
+template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
@@ -2241,7 +2242,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
@@ -2331,9 +2332,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-template <class Op, int kPart = 0, bool kInputCL = false>
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
+// truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
+// (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
@@ -2345,7 +2347,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
+  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kRoundInput>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
@@ -2389,9 +2391,10 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
 // the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
-// (ConvOnly). TF32, as cuDNN's own input gradient. H100, L2-19's shape: 3.8 ms (main loop alone 3.4, epilogue
-// alone 1.5) against cuDNN's 2.7 plus 1.5 for turning its channels-last result back to NCHW; 5.2 while the epilogue
-// still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
+// (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
+// nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
+// 3.1 ms truncated, 4.2 rounded (the pass is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9
+// plus 1.5 for turning its channels-last result back to NCHW (benchmarks/convt_fused/README.md, sessions 24, 26).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   std::string why = float_cuda_on_one_device({&grad_z, &weight});
@@ -2420,7 +2423,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
   return convt_wgmma_plan(s, g, max_block_smem(grad_z.get_device()), int64_t(attributes.sharedSizeBytes));
 }
 
-template <int kPart = 0>
+template <int kPart = 0, bool kRoundGradZ = false>
 at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
                                   bool l2_prefetch = false, int pitch_align = 4) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
@@ -2428,8 +2431,8 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<ConvOnly, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, ConvOnly{},
-                                                     true, 2, l2_prefetch, pitch_align)[0];
+  return convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding,
+                                                                  ConvOnly{}, true, 2, l2_prefetch, pitch_align)[0];
 }
 
 // Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device

@@ -47,8 +47,10 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 14: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 5>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     case 15: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 6>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     // timing only: without the producer's rounding pass (x truncated by the tensor cores), whole and main loop
-    case 17: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 7>(x, w, b, groups, eps, padding, kgen::GeluErf{});
-    case 18: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 8>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 17: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 0, false, false>(x, w, b, groups, eps, padding,
+                                                                                     kgen::GeluErf{});
+    case 18: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1, false, false>(x, w, b, groups, eps, padding,
+                                                                                     kgen::GeluErf{});
     // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
     case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
   }
@@ -75,11 +77,11 @@ at::Tensor convt_wgmma_input_grad(at::Tensor grad_z, at::Tensor w, std::vector<i
     case 1: return convt_wgmma_input_grad(grad_z, w, padding, /*l2_prefetch=*/true);
     case 2: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/1);
     case 3: return convt_wgmma_input_grad(grad_z, w, padding, true, /*pitch_align=*/16);
-    // timing only: the main loop alone, the epilogue alone; without the rounding pass, whole and main loop
+    case 4: return convt_wgmma_input_grad<0, true>(grad_z, w, padding);  // grad_z rounded to nearest
+    // timing only: the main loop alone, the epilogue alone; the main loop alone with grad_z rounded
     case 10: return convt_wgmma_input_grad<1>(grad_z, w, padding);
     case 11: return convt_wgmma_input_grad<2>(grad_z, w, padding);
-    case 17: return convt_wgmma_input_grad<7>(grad_z, w, padding);
-    case 18: return convt_wgmma_input_grad<8>(grad_z, w, padding);
+    case 12: return convt_wgmma_input_grad<1, true>(grad_z, w, padding);
   }
   TORCH_CHECK(false, "kgen test: no input gradient variant ", variant);
 }
@@ -129,7 +131,7 @@ FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
-INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3}
+INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}
 
 

@@ -256,8 +256,7 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel and 8 the main loop alone without the
-// producer's rounding pass (the tensor cores truncate the input: not cuDNN's numerics).
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
 
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
@@ -299,7 +298,8 @@ __device__ __forceinline__ void copy_async_wait() {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-template <int kPart, bool kInputCL>
+// kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
+template <int kPart, bool kInputCL, bool kRoundInput>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
@@ -316,8 +316,8 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       const float4 v = xs[at];
       xs[at] = make_float4(tf32_nearest(v.x), tf32_nearest(v.y), tf32_nearest(v.z), tf32_nearest(v.w));
     };
-    if constexpr (kPart == 7 || kPart == 8) {
-      (void)round_unit;  // timing only: no rounding pass (the tensor cores truncate)
+    if constexpr (!kRoundInput) {
+      (void)round_unit;
     } else if constexpr (kInputCL) {
       for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
@@ -640,7 +640,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6) || kPart == 8) {
+    if constexpr (kPart == 1 || kPart >= 4) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
@@ -652,7 +652,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   }
 }
 
-template <class Op, int kPart = 0, bool kInputCL = false>
+// kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
+template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
@@ -675,7 +676,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);

@@ -74,9 +74,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
 // or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
-// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). l2_prefetch (WgmmaGeometry)
-// and pitch_align (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-template <class Op, int kPart = 0, bool kInputCL = false>
+// kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
+// truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
+// (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
@@ -88,7 +89,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL>;
+  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kRoundInput>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
@@ -132,9 +133,10 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
 // grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
 // the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
-// (ConvOnly). TF32, as cuDNN's own input gradient. H100, L2-19's shape: 3.8 ms (main loop alone 3.4, epilogue
-// alone 1.5) against cuDNN's 2.7 plus 1.5 for turning its channels-last result back to NCHW; 5.2 while the epilogue
-// still folded GroupNorm moments (benchmarks/convt_fused/README.md, session 24).
+// (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
+// nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
+// 3.1 ms truncated, 4.2 rounded (the pass is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9
+// plus 1.5 for turning its channels-last result back to NCHW (benchmarks/convt_fused/README.md, sessions 24, 26).
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   std::string why = float_cuda_on_one_device({&grad_z, &weight});
@@ -163,7 +165,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
   return convt_wgmma_plan(s, g, max_block_smem(grad_z.get_device()), int64_t(attributes.sharedSizeBytes));
 }
 
-template <int kPart = 0>
+template <int kPart = 0, bool kRoundGradZ = false>
 at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& weight, std::vector<int64_t> padding,
                                   bool l2_prefetch = false, int pitch_align = 4) {
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
@@ -171,8 +173,8 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
   const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<ConvOnly, kPart, true>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding, ConvOnly{},
-                                                     true, 2, l2_prefetch, pitch_align)[0];
+  return convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding,
+                                                                  ConvOnly{}, true, 2, l2_prefetch, pitch_align)[0];
 }
 
 // Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
