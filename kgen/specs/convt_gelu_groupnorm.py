@@ -12,10 +12,11 @@ FUSED_NOTE = (
     "kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate "
     "--no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file "
     "runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last; "
-    "kgen's wgmma kernels take the input gradient (TF32, 4e-6 from cuDNN's at L2-19's shape) and the weight gradient "
-    "(TF32, x truncated and grad_z rounded to nearest: 3.5e-4 of max |dW| from float64 at 8x64x256x256, where "
-    "cuDNN's TF32 weight gradient is 6.7e-4) from it, cuDNN's NHWC kernels whichever of the two a shape keeps "
-    "from them.")
+    "kgen's wgmma kernels take the input gradient (TF32, grad_z truncated and the weights rounded to nearest: "
+    "4.9e-4 of max |grad_x| from float64 at 8x64x256x256, where cuDNN's TF32 input gradient, rounding both, is "
+    "3.0e-4) and the weight gradient (TF32, x truncated and grad_z rounded to nearest: 3.5e-4 of max |dW|, where "
+    "cuDNN's TF32 weight gradient, truncating both, is 6.7e-4) from it, cuDNN's NHWC kernels whichever of the two "
+    "a shape keeps from them.")
 
 
 class ConvTransposeGeluGroupNorm(Spec):
