@@ -14,6 +14,13 @@ sanitize_wgmma() {  # compute-sanitizer memcheck and racecheck on three of the h
     echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/$1_$tool.log" | tail -3
   done
 }
+sanitize_tests() {  # name, pytest -k of tests/gpu/test_convt_wgmma.py: compute-sanitizer memcheck and racecheck on them
+  for tool in memcheck racecheck; do
+    timeout -k 5 200 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+      tests/gpu/test_convt_wgmma.py -k "$2" > "$OUT/$S/$1_$tool.log" 2>&1
+    echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/$1_$tool.log" | tail -3
+  done
+}
 ncu_source() {  # name, variant: stall samples per SASS instruction of one launch at batch 16
   timeout -k 5 240 ncu --kernel-name regex:convt_wgmma_kernel --launch-skip 1 --launch-count 1 --section SpeedOfLight \
     --section WarpStateStats --section SchedulerStats --section SourceCounters --section InstructionStats \

@@ -119,10 +119,7 @@ case "${1:-}" in
     ;;
   run3)
     build_wgmma run3
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run3_pytest_chain.log" | tail -5
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
-      2>&1 | tee "$OUT/$S/run3_bench.log" | tail -8
+    chain_checks run3 "chain or groupnorm_output" 8
     ncu_source run3_ncu_chain 200
     ;;
   run4)
@@ -143,10 +140,7 @@ case "${1:-}" in
     ;;
   run6)
     build_both run6
-    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
-      -k "chain or groupnorm_output" 2>&1 | tee "$OUT/$S/run6_pytest_chain.log" | tail -5
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench GroupNorm chained "moments (again)" \
-      2>&1 | tee "$OUT/$S/run6_bench.log" | tail -6
+    chain_checks run6 "chain or groupnorm_output" 6
     chain_fused_tests run6
     validate_fused run6
     kb_eval_fused run6
@@ -196,12 +190,7 @@ case "${1:-}" in
     ;;
   run14)
     build_both run14
-    for tool in memcheck racecheck; do
-      timeout -k 5 200 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
-        tests/gpu/test_convt_wgmma.py -k "input_grad_matches and default and channels_last and (2x64x20x19 or 2x96x7x8)" \
-        > "$OUT/$S/run14_$tool.log" 2>&1
-      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/run14_$tool.log" | tail -3
-    done
+    sanitize_tests run14 "input_grad_matches and default and channels_last and (2x64x20x19 or 2x96x7x8)"
     pytest_fused_cl run14
     validate_fused run14
     ;;
