@@ -24,7 +24,8 @@ compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output
 channels-last; from it the same wgmma kernel computes the input gradient (a direct conv, run as a transposed
 one; TF32 with that gradient truncated: 4.9e-4 of max |grad_x| from float64 at L2-19's layer, cuDNN's TF32
 3.0e-4), and a second wgmma kernel the weight gradient (x read NCHW as saved, TF32 with x truncated: 3.5e-4 of
-max |dW|, cuDNN's TF32 6.7e-4; cuDNN's NHWC kernels take either gradient where kgen's do not apply). Where the kernel does not apply (another GPU, a stride,
+max |dW|, cuDNN's TF32 6.7e-4; cuDNN's NHWC kernels take either gradient where kgen's do not apply). Where the
+kernel does not apply (another GPU, a stride,
 dilation, conv groups or output padding it does not take; ModelNew.fused_conv_unsupported(x) says which), and wherever
 torch.backends.cudnn.allow_tf32 is off, the forward runs the exact mode's path: the reference's NCHW cuDNN
 call, then the GroupNorm kernels.
@@ -1611,8 +1612,9 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
 // with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms; v3.6-v3.9, the
 // register split and a cheaper erfc, 3.75-3.98 ms. The main loop takes 2.7-2.9 ms against 2.0 for its wgmma alone,
-// bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding); the epilogue,
-// which nothing overlaps, is the rest.)
+// bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding: 0.6 ms of it,
+// session 26); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this kernel, so that
+// z is read back from L2, was measured slower in every form, session 26.)
 namespace kgen {
 namespace convt {
 
