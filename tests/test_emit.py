@@ -187,7 +187,8 @@ def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
     # cuDNN's NHWC kernels on channels-last tensors
     assert "_ext.groupnorm_backward_channels_last(" in text and "_ext.convt_fused_conv_backward(grad_z, x" in text
     assert "grad_x = kgen::convt::convt_wgmma_input_grad(grad_z, weight, padding)" in text
-    assert "convt_wgmma_moments<ConvOnly, kPart, true>" in text
+    assert "convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>" in text
+    assert "template <int kPart = 0, bool kRoundGradZ = false>" in text  # grad_z truncated by the tensor cores
     assert "at::convolution_backward(grad_z, kgen::to_channels_last(x), weight" in text
     assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
     assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]
