@@ -76,6 +76,9 @@
 #   run14: run13's numbers stand (input gradient 3.26 ms truncated, forward+backward 15.05, validate PASS,
 #         KernelBench 5/5, 141 harness tests). The committed file (notes and comments updated) once more: the fused
 #         tests and validate --bench; compute-sanitizer memcheck and racecheck on the truncating input gradient.
+#   run15: pre-stop review: convt_wgmma_input_grad_unsupported asked a kernel the file never launches (grad_z
+#         rounded) for its shared memory, so the fused file built both input-gradient kernels (local build 61 -> 32
+#         s without it). Now it asks the one launched. The fused tests, the input-gradient harness tests, validate.
 set -u
 S=s26
 . benchmarks/convt_fused_helpers.sh
@@ -193,6 +196,13 @@ case "${1:-}" in
     sanitize_tests run14 "input_grad_matches and default and channels_last and (2x64x20x19 or 2x96x7x8)"
     pytest_fused_cl run14
     validate_fused run14
+    ;;
+  run15)
+    build_both run15
+    timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k input_grad 2>&1 \
+      | tee "$OUT/$S/run15_pytest_input_grad.log" | tail -3
+    pytest_fused_cl run15
+    validate_fused run15
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -2418,7 +2418,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
   const auto swapped = weight.transpose(0, 1);
   const ConvShape s = check_convt(grad_z, swapped, at::empty({weight.size(0)}, weight.options()), 1, {1, 1},
                                   {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]}, {0, 0});
-  const auto kernel = convt_wgmma_kernel<ConvOnly, 0, true>;
+  const auto kernel = convt_wgmma_kernel<ConvOnly, 0, true, false>;  // the one convt_wgmma_input_grad launches
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   WgmmaGeometry g{};
