@@ -13,7 +13,8 @@ variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for t
 alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop loading only the weights, 15 only
 the input (GELU erf; none of them computes the conv); 16 GELU erf with 3 chunks of copies in flight a producer
 thread (the default keeps 2); 17 and 18, the whole kernel and its main loop without the producer's rounding pass
-(timing only: the tensor cores truncate x)."""
+(timing only: the tensor cores truncate x); 19 and 20, the conv storing z without moments, whole and its epilogue
+alone; 21 GELU erf without the epilogue's stores (timing only)."""
 from __future__ import annotations
 
 import hashlib
@@ -51,6 +52,13 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
                                                                                      kgen::GeluErf{});
     case 18: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1, false, false>(x, w, b, groups, eps, padding,
                                                                                      kgen::GeluErf{});
+    // timing only: the conv and its stores of z alone (no moments), whole and epilogue alone; GELU erf without the
+    // epilogue's stores of z (its moments only)
+    case 19: return kgen::convt::convt_wgmma_moments<kgen::convt::ConvOnly, 0>(x, w, b, groups, eps, padding,
+                                                                             kgen::convt::ConvOnly{});
+    case 20: return kgen::convt::convt_wgmma_moments<kgen::convt::ConvOnly, 2>(x, w, b, groups, eps, padding,
+                                                                             kgen::convt::ConvOnly{});
+    case 21: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 7>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
     case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
   }

@@ -283,6 +283,12 @@ def bench(only=()) -> None:
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
         "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 11),
+        "  the conv storing z, no moments (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
+                                                                                           [0, 0], 19),
+        "  its epilogue alone, storing z, no moments (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 20),
+        "  moments without storing z (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
+                                                                                      [0, 0], 21),
         "  without the rounding pass: x truncated (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 17),
         "  its main loop alone without the rounding pass (timing only)": lambda: ext.convt_wgmma_forward(

@@ -257,7 +257,7 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input.
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel but the epilogue's stores of z.
 
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
@@ -482,7 +482,7 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
 // of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
 // convt_moments_finalize_kernel. Deterministic, no atomics.
-template <class Op>
+template <class Op, bool kStore>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
@@ -538,7 +538,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           if constexpr (kEpilogueMoments<Op>) {
             const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
             const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
@@ -557,7 +557,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
             if constexpr (kEpilogueMoments<Op>) {
               const float u = moments_value(op, v) - shift[j];
               s1[j] += u, s2[j] += u * u;
@@ -641,13 +641,13 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || kPart >= 4) {
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
+      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
