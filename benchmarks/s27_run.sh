@@ -5,6 +5,13 @@
 #         moments (19; its epilogue alone, 20) and the moments without z's stores (21). If the stores are the cost,
 #         19 ~ 3.6 and 21 ~ 3.3; if the GELU moments are, 19 ~ 3.2 and 21 ~ 3.8. ncu of the whole kernel at batch 16:
 #         the epilogue's stall reasons per instruction.
+#   run2: run1 said the moments are the cost (storing z alone 3.57 ms; the moments without z's stores 3.92; whole
+#         4.05; main loop 3.06). A fourth (moments) warpgroup does not compile: at 512 threads a thread has 128
+#         registers at launch and ptxas needs 154 for the m64n256 wgmma. So the consumers now take a tile's moments
+#         during the next tile's main loop, a step of 8 channels between issuing each chunk's wgmma group and waiting
+#         for the one before, reading z back from L2; the epilogue only stores z. Predicted: 4.05 -> ~3.65 ms
+#         (the moments' ALU work beside the tensor cores, no shared memory), forward in validate 5.4-5.5 -> ~5.05.
+#         Harness tests, bench, fused tests, validate --bench.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -15,6 +22,15 @@ case "${1:-}" in
       "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run1_bench.log" | tail -10
     ncu_source run1_ncu_v0 0
     ncu_source run1_ncu_v19 19
+    ;;
+  run2)
+    build_both run2
+    pytest_wgmma run2
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+      "main loop alone (timing" "epilogue alone" "storing z" "without storing" "GELU + GroupNorm" 2>&1 \
+      | tee "$OUT/$S/run2_bench.log" | tail -10
+    pytest_fused_cl run2
+    validate_fused run2
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
