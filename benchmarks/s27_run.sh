@@ -12,6 +12,12 @@
 #         for the one before, reading z back from L2; the epilogue only stores z. Predicted: 4.05 -> ~3.65 ms
 #         (the moments' ALU work beside the tensor cores, no shared memory), forward in validate 5.4-5.5 -> ~5.05.
 #         Harness tests, bench, fused tests, validate --bench.
+#   run3: run2: every test passes (141 harness, 26 fused, validate PASS), but slower: the kernel 5.41 ms (moments
+#         steps alone, unoverlapped, 1.65 ms; in the main loop they added 1.93). Each step held the previous chunk's
+#         stage until it was done (the release came after it), and ran latency-bound (L2 loads, then a Chan butterfly
+#         with a division a level, channel after channel). Now the stage is released before the step, and the lanes'
+#         raw sums meet in one butterfly for both channels. Predicted: the step ~1 K cycles against ~3.5 K of tensor
+#         work a chunk, the kernel ~3.6-3.7 ms. Harness tests and the bench.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -31,6 +37,12 @@ case "${1:-}" in
       | tee "$OUT/$S/run2_bench.log" | tail -10
     pytest_fused_cl run2
     validate_fused run2
+    ;;
+  run3)
+    build_wgmma run3
+    pytest_wgmma run3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run3_bench.log" | tail -8
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

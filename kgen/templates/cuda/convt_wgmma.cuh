@@ -588,13 +588,15 @@ struct LaneMoments {
 };
 
 // The GroupNorm moments of a tile whose z is stored, in 8 steps that its consumer warpgroups run during the next
-// tile's main loop, between issuing a chunk's wgmma group and waiting for the one before: the tensor cores multiply
-// while the consumer threads, otherwise idle there, fold op(z) in. (In the epilogue itself, GELU's erf held the tensor
-// cores idle: H100, L2-19, the kernel 4.05 ms, 3.57 storing z alone, main loop 3.06; session 27.) Step i takes
-// channels 8 i .. 8 i + 7 of the warpgroup's own 256 pixels (it wrote them: its named barrier orders those stores
-// before these loads), a warp two channels, a lane 8 pixels of each: two 16-byte loads a channel from L2 where the
-// frame is the output plane (padding 0) and planes are whole 16-byte units, else row by row, one value a lane. Lanes
-// combine (Chan, a fixed butterfly); lane 0 keeps the channel's Moments for moments_merge.
+// tile's main loop, each after a chunk's wgmma group is issued and the stage before it released: the tensor cores
+// multiply while the consumer threads, otherwise idle there, fold op(z) in. (In the epilogue itself, GELU's erf held
+// the tensor cores idle: H100, L2-19, the kernel 4.05 ms, 3.57 storing z alone, main loop 3.06; session 27.) Step i
+// takes channels 8 i .. 8 i + 7 of the warpgroup's own 256 pixels (it wrote them: its named barrier orders those
+// stores before these loads), a warp two channels, a lane 8 pixels of each: two 16-byte loads a channel from L2
+// where the frame is the output plane (padding 0) and planes are whole 16-byte units, else row by row, one value a
+// lane. A lane sums u = op(v) - op(bias) and u^2 (v = z, plus the bias where z was stored without it); the lanes'
+// sums meet in a fixed butterfly, both channels at once (no divisions on the way); lane 0 turns them into the
+// channel's Moments for moments_merge.
 template <class Op>
 __device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, int consumer,
                                              const float* __restrict__ bias, const float* z, const ConvShape& s,
@@ -605,11 +607,12 @@ __device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, in
   const bool vec = s.out_w == g.pitch && out_plane % 4 == 0;  // fbase is a multiple of 256
   const int run = static_cast<int>(max(int64_t(0), min(int64_t(kWgPixels), out_plane - fbase)));
   const float* const zn = z + int64_t(tile.n) * s.out_channels * out_plane;
+  const int cl0 = 8 * step + 2 * warp;  // this warp's channels in the tile: cl0, cl0 + 1
   float4 q[2][2];
   if (vec) {  // both channels' loads first
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
-      const int co = min(tile.ctile * kWgChannels + 8 * step + 2 * warp + j, s.out_channels - 1);
+      const int co = min(tile.ctile * kWgChannels + cl0 + j, s.out_channels - 1);
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const int at = 4 * lane + 128 * i;
@@ -617,21 +620,22 @@ __device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, in
       }
     }
   }
+  float sums[2][3], shift[2];  // per channel: count, sum of u, sum of u^2
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int cl = 8 * step + 2 * warp + j, co = tile.ctile * kWgChannels + cl;
-    Moments m{0.f, 0.f, 0.f};
+    const int co = tile.ctile * kWgChannels + cl0 + j;
+    LaneMoments<Op> lm;
+    shift[j] = 0.f;
     if (co < s.out_channels) {
       const float b = __ldg(bias + co), add = g.z_with_bias ? 0.f : b;
-      const float shift = moments_value(op, b);
-      LaneMoments<Op> lm;
+      shift[j] = moments_value(op, b);
       if (vec) {
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           if (4 * lane + 128 * i < run) {
             const float4 v = q[j][i];
             lm.add4(op, g.z_with_bias ? v : make_float4(__fadd_rn(v.x, add), __fadd_rn(v.y, add),
-                                                        __fadd_rn(v.z, add), __fadd_rn(v.w, add)), shift);
+                                                        __fadd_rn(v.z, add), __fadd_rn(v.w, add)), shift[j]);
           }
         }
       } else {
@@ -641,19 +645,27 @@ __device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, in
         for (int r = fbase / g.pitch; r <= r_last; ++r) {
           const int lo = max(fbase - r * g.pitch, 0), hi = min(fbase + kWgPixels - r * g.pitch, s.out_w);
           for (int c = lo + lane; c < hi; c += kWarpSize) {
-            lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift);
+            lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift[j]);
           }
         }
       }
-      m = lm.moments(shift);
-#pragma unroll
-      for (int offset = 1; offset < kWarpSize; offset *= 2) {
-        const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
-                            __shfl_xor_sync(0xffffffffu, m.m2, offset)};
-        m = combine(m, other);
-      }
     }
-    if (lane == 0) channel_moments[cl] = m;
+    sums[j][0] = lm.count, sums[j][1] = lm.s1, sums[j][2] = lm.s2;
+  }
+#pragma unroll
+  for (int offset = 1; offset < kWarpSize; offset *= 2) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int e = 0; e < 3; ++e) sums[j][e] += __shfl_xor_sync(0xffffffffu, sums[j][e], offset);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      LaneMoments<Op> total;
+      total.count = sums[j][0], total.s1 = sums[j][1], total.s2 = sums[j][2];
+      channel_moments[cl0 + j] = total.moments(shift[j]);
+    }
   }
 }
 
@@ -726,9 +738,9 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      moments_steps(done, (c + 1) * kMomentSteps / g.chunks);  // while the group multiplies
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
+      moments_steps(done, (c + 1) * kMomentSteps / g.chunks);  // while this chunk's group multiplies
       last = stage;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
