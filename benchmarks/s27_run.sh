@@ -18,6 +18,15 @@
 #         with a division a level, channel after channel). Now the stage is released before the step, and the lanes'
 #         raw sums meet in one butterfly for both channels. Predicted: the step ~1 K cycles against ~3.5 K of tensor
 #         work a chunk, the kernel ~3.6-3.7 ms. Harness tests and the bench.
+#   run4: run3: 4.74 ms (identity op 4.23): the steps in the consumers' main loop still cost about their own length
+#         (~1.1-1.3 ms), as session 26's work beside the main loop did. Now the moments leave the consumers entirely:
+#         the producer warpgroup's last warp folds them from L2 (8 lanes a channel, 8 loads in flight), the other 3
+#         warps copy (96 threads); the consumers only store z and announce the tile (mbarriers stored/consumed, two
+#         slots). setmaxnreg: producer warpgroup 96 (the moments warp wants ~80), consumers 200 (ptxas: R<200, no
+#         spills there; a few spills at batch edges in the moments warp). Predicted: the kernel near storing-z-alone,
+#         ~3.5-3.7 ms, if 3 copying warps keep the main loop's rate (it is bound by the shared-memory port, not the
+#         producer's latency: session 23) and the moments warp keeps up (~20 K instructions a tile on one scheduler
+#         against ~48 K cycles). Harness tests and the bench.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -43,6 +52,12 @@ case "${1:-}" in
     pytest_wgmma run3
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
       "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run3_bench.log" | tail -8
+    ;;
+  run4)
+    build_wgmma run4
+    pytest_wgmma run4
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run4_bench.log" | tail -9
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

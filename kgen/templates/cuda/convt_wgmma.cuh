@@ -246,7 +246,6 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 // tiles of one sample, so blocks running side by side share their halo rows in L2.
 struct WgmmaTile {
   int n, ctile, tile, f0;
-  __device__ __forceinline__ WgmmaTile() : n(0), ctile(0), tile(0), f0(0) {}
   __device__ __forceinline__ WgmmaTile(int64_t t, const WgmmaGeometry& g) {
     tile = static_cast<int>(t % g.tiles);
     const int64_t rest = t / g.tiles;
@@ -301,11 +300,10 @@ __device__ __forceinline__ void copy_async_wait() {
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 // kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
-template <int kPart, bool kInputCL, bool kRoundInput>
+template <int kPart, bool kInputCL, bool kRoundInput, int kThreads>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
-  constexpr int kThreads = 128 * kWgProducers;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -587,145 +585,131 @@ struct LaneMoments {
   }
 };
 
-// The GroupNorm moments of a tile whose z is stored, in 8 steps that its consumer warpgroups run during the next
-// tile's main loop, each after a chunk's wgmma group is issued and the stage before it released: the tensor cores
-// multiply while the consumer threads, otherwise idle there, fold op(z) in. (In the epilogue itself, GELU's erf held
-// the tensor cores idle: H100, L2-19, the kernel 4.05 ms, 3.57 storing z alone, main loop 3.06; session 27.) Step i
-// takes channels 8 i .. 8 i + 7 of the warpgroup's own 256 pixels (it wrote them: its named barrier orders those
-// stores before these loads), a warp two channels, a lane 8 pixels of each: two 16-byte loads a channel from L2
-// where the frame is the output plane (padding 0) and planes are whole 16-byte units, else row by row, one value a
-// lane. A lane sums u = op(v) - op(bias) and u^2 (v = z, plus the bias where z was stored without it); the lanes'
-// sums meet in a fixed butterfly, both channels at once (no divisions on the way); lane 0 turns them into the
-// channel's Moments for moments_merge.
-template <class Op>
-__device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, int consumer,
-                                             const float* __restrict__ bias, const float* z, const ConvShape& s,
-                                             const WgmmaGeometry& g, Op op, Moments* channel_moments) {
-  const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
+// The moments warp (kernels with GroupNorm moments: the producer warpgroup's last warp; the other three copy). For
+// each of the block's tiles, once the consumers have stored its z (`stored`, one phase a tile, two slots), it reads
+// the tile's 64 channels x 512 frame positions back from L2 and folds op(z) into one Moments per channel, while the
+// consumers multiply the next tile: nothing of the moments is left in their epilogue, where GELU's erf held the
+// tensor cores idle (H100, L2-19: the kernel 4.05 ms, storing z alone 3.57, its main loop 3.06), nor in their main
+// loop, where the same work between issuing a chunk's wgmma group and waiting for it slowed the loop by about its own
+// length (1.3 ms; session 27). Then it releases the slot (`consumed`), so the consumers never run two phases ahead.
+// - Layout: 8 lanes a channel, 4 channels at a time (each load instruction reads 4 runs of 128 contiguous bytes).
+//   Where the frame is the output plane (padding 0) with planes of whole 16-byte units, a lane takes 16-byte units
+//   seg, seg + 8, ... of the tile's run, 16 a channel, and keeps 8 loads in flight (a ring of registers: L2's
+//   latency times the rate the tile needs); else the tile's rows one value a lane.
+// - Numerics: a lane sums u = op(v) - op(bias) and u^2 (v = z, plus the bias where z was stored without it); the 8
+//   lanes' sums meet in a fixed butterfly; then Moments per channel, and the channels of each group combined in
+//   order (Chan): one partial per (sample, group, pixel tile, channel tile), merged in double by
+//   convt_moments_finalize_kernel. Deterministic, no atomics.
+template <class Op, int kPart>
+__device__ __forceinline__ void wgmma_moments_warp(const float* __restrict__ bias, const float* z,
+                                                   Moments* __restrict__ partial, const ConvShape& s,
+                                                   const WgmmaGeometry& g, Op op, Moments* channel_moments,
+                                                   uint32_t stored, uint32_t consumed) {
+  if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) return;  // no epilogue, nothing stored
+  constexpr int kUnits = kWgTilePixels / 4 / 8;  // a lane's 16-byte units of a channel: 16
+  constexpr int kRing = 8;                       // loads in flight
+  constexpr int kBatches = kWgChannels / 4;      // 4 channels at a time
+  const int lane = threadIdx.x % kWarpSize, sub = lane / 8, seg = lane % 8;
   const int64_t out_plane = s.out_plane();
-  const int fbase = tile.f0 + kWgPixels * consumer;
-  const bool vec = s.out_w == g.pitch && out_plane % 4 == 0;  // fbase is a multiple of 256
-  const int run = static_cast<int>(max(int64_t(0), min(int64_t(kWgPixels), out_plane - fbase)));
-  const float* const zn = z + int64_t(tile.n) * s.out_channels * out_plane;
-  const int cl0 = 8 * step + 2 * warp;  // this warp's channels in the tile: cl0, cl0 + 1
-  float4 q[2][2];
-  if (vec) {  // both channels' loads first
+  const bool vec = s.out_w == g.pitch && out_plane % 4 == 0;  // f0 is a multiple of 512
+  int k = 0;
+  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x, ++k) {
+    const WgmmaTile tile(t, g);
+    mbar_wait(stored + 8 * (k & 1), (k >> 1) & 1);
+    const float* const zn = z + int64_t(tile.n) * s.out_channels * out_plane;
+    const int run = static_cast<int>(min(int64_t(kWgTilePixels), out_plane - tile.f0));  // vec: the tile's pixels
+    // This lane's first pixel of batch `batch` (channel 4 batch + sub): its unit u is 4 (8 u) floats on.
+    auto lane_base = [&](int batch) {
+      const int co = min(tile.ctile * kWgChannels + 4 * batch + sub, s.out_channels - 1);
+      return zn + int64_t(co) * out_plane + tile.f0 + 4 * seg;
+    };
+    auto fetch = [&](const float* base, int u) {
+      return 4 * (seg + 8 * u) < run ? load_l2_float4(base + 32 * u) : make_float4(0.f, 0.f, 0.f, 0.f);
+    };
+    float4 ring[kRing];
+    const float* base = lane_base(0);
+    if (vec) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int co = min(tile.ctile * kWgChannels + cl0 + j, s.out_channels - 1);
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int at = 4 * lane + 128 * i;
-        q[j][i] = at < run ? load_l2_float4(zn + int64_t(co) * out_plane + fbase + at) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
+      for (int u = 0; u < kRing; ++u) ring[u] = fetch(base, u);
     }
-  }
-  float sums[2][3], shift[2];  // per channel: count, sum of u, sum of u^2
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int co = tile.ctile * kWgChannels + cl0 + j;
-    LaneMoments<Op> lm;
-    shift[j] = 0.f;
-    if (co < s.out_channels) {
-      const float b = __ldg(bias + co), add = g.z_with_bias ? 0.f : b;
-      shift[j] = moments_value(op, b);
+#pragma unroll 1
+    for (int batch = 0; batch < kBatches; ++batch) {
+      const int cl = 4 * batch + sub, co = tile.ctile * kWgChannels + cl;
+      const float* const next_base = lane_base(min(batch + 1, kBatches - 1));
+      const bool live = co < s.out_channels;
+      const float b = live ? __ldg(bias + co) : 0.f, add = g.z_with_bias ? 0.f : b;
+      const float shift = moments_value(op, b);
+      LaneMoments<Op> lm;
       if (vec) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          if (4 * lane + 128 * i < run) {
-            const float4 v = q[j][i];
-            lm.add4(op, g.z_with_bias ? v : make_float4(__fadd_rn(v.x, add), __fadd_rn(v.y, add),
-                                                        __fadd_rn(v.z, add), __fadd_rn(v.w, add)), shift[j]);
+        for (int u = 0; u < kUnits; ++u) {
+          const float4 v = ring[u % kRing];
+          if (u + kRing < kUnits) {
+            ring[u % kRing] = fetch(base, u + kRing);
+          } else if (batch + 1 < kBatches) {
+            ring[u % kRing] = fetch(next_base, u + kRing - kUnits);
+          }
+          // (+ 0 where z holds the bias already: it changes no value but -0, whose op(-0) - shift sums as op(+0)'s)
+          if (live && 4 * (seg + 8 * u) < run) {
+            lm.add4(op, make_float4(__fadd_rn(v.x, add), __fadd_rn(v.y, add), __fadd_rn(v.z, add), __fadd_rn(v.w, add)),
+                    shift);
           }
         }
-      } else {
-        // Row by row: the warpgroup's frame positions [fbase, fbase + 256) of row r are columns [lo, hi).
+      } else if (live) {
+        // Row by row: the tile's frame positions [f0, f0 + 512) of row r are columns [lo, hi) of the output.
         const float* zc = zn + int64_t(co) * out_plane;
-        const int r_last = min((fbase + kWgPixels - 1) / g.pitch, s.out_h - 1);
-        for (int r = fbase / g.pitch; r <= r_last; ++r) {
-          const int lo = max(fbase - r * g.pitch, 0), hi = min(fbase + kWgPixels - r * g.pitch, s.out_w);
-          for (int c = lo + lane; c < hi; c += kWarpSize) {
-            lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift[j]);
-          }
+        const int r_last = min((tile.f0 + kWgTilePixels - 1) / g.pitch, s.out_h - 1);
+        for (int r = tile.f0 / g.pitch; r <= r_last; ++r) {
+          const int lo = max(tile.f0 - r * g.pitch, 0), hi = min(tile.f0 + kWgTilePixels - r * g.pitch, s.out_w);
+          for (int c = lo + seg; c < hi; c += 8) lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift);
         }
       }
+#pragma unroll
+      for (int offset = 1; offset < 8; offset *= 2) {
+        lm.count += __shfl_xor_sync(0xffffffffu, lm.count, offset);
+        lm.s1 += __shfl_xor_sync(0xffffffffu, lm.s1, offset);
+        lm.s2 += __shfl_xor_sync(0xffffffffu, lm.s2, offset);
+      }
+      if (seg == 0) channel_moments[cl] = lm.moments(shift);
+      base = next_base;
     }
-    sums[j][0] = lm.count, sums[j][1] = lm.s1, sums[j][2] = lm.s2;
-  }
-#pragma unroll
-  for (int offset = 1; offset < kWarpSize; offset *= 2) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-#pragma unroll
-      for (int e = 0; e < 3; ++e) sums[j][e] += __shfl_xor_sync(0xffffffffu, sums[j][e], offset);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      LaneMoments<Op> total;
-      total.count = sums[j][0], total.s1 = sums[j][1], total.s2 = sums[j][2];
-      channel_moments[cl0 + j] = total.moments(shift[j]);
+    __syncwarp();
+    // One partial per group this channel tile touches.
+    const int cpg = s.channels_per_group();
+    const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
+    const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
+    for (int i = lane; i < g_count; i += kWarpSize) {
+      const int grp = g_first + i;
+      const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
+      Moments m{0.f, 0.f, 0.f};
+      for (int c = lo; c < hi; ++c) m = combine(m, channel_moments[c]);
+      partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
     }
+    __syncwarp();  // the channels' moments are merged: the next tile may overwrite them
+    mbar_arrive(consumed + 8 * (k & 1));
   }
 }
-
-// Once both consumer warpgroups have run a tile's 8 moments steps: the channels of each group, both warpgroups a
-// channel, in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
-// convt_moments_finalize_kernel. Deterministic, no atomics.
-__device__ __forceinline__ void moments_merge(const WgmmaTile& tile, Moments* __restrict__ partial,
-                                              const ConvShape& s, const WgmmaGeometry& g,
-                                              Moments (&channel_moments)[kWgConsumers][kWgChannels]) {
-  named_barrier(2, 128 * kWgConsumers);
-  const int cpg = s.channels_per_group();
-  const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
-  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
-  const int ctid = threadIdx.x - 128 * kWgProducers;
-  if (ctid < g_count) {
-    const int grp = g_first + ctid;
-    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
-    Moments m{0.f, 0.f, 0.f};
-    for (int c = lo; c < hi; ++c)
-#pragma unroll
-      for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
-    partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
-  }
-}
-
-constexpr int kMomentSteps = kWgChannels / 8;  // a tile's moments steps
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
-// stage is full, releasing the stage of the chunk before once its group has completed; meanwhile the previous
-// tile's moments steps (spread over the chunks); then that tile's merge and this tile's epilogue. The last tile's
-// moments follow its epilogue.
+// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue, and (with
+// a moments warp) the tile's z announced to it: each thread's stores come before its arrival (release), so the
+// moments warp, acquiring the phase, reads them.
 template <class Op, int kPart>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
-                                              Moments* __restrict__ partial, const ConvShape& s,
-                                              const WgmmaGeometry& g, Op op, const float* smem,
-                                              Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty) {
-  constexpr bool kEpilogue = !(kPart == 1 || (kPart >= 4 && kPart <= 6));
-  constexpr bool kMoments = kEpilogue && kEpilogueMoments<Op>;
+                                              const ConvShape& s, const WgmmaGeometry& g, const float* smem,
+                                              float* staging, uint32_t full, uint32_t empty, uint32_t stored,
+                                              uint32_t consumed) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  int stage = 0, parity = 0;
+  int stage = 0, k = 0;
   uint32_t phase = 0;
-  bool pending = false;  // the previous tile's moments are still to be taken
-  WgmmaTile prev;
   float acc[128];
-  // Steps [done, until) of the previous tile's moments.
-  auto moments_steps = [&](int& done, int until) {
-    if constexpr (kMoments) {
-      for (; done < until; ++done) {
-        moments_step(done, prev, consumer, bias, z, s, g, op, channel_moments[parity][consumer]);
-      }
-    }
-  };
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x, ++k) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-    int last = 0, done = pending ? 0 : kMomentSteps;
+    int last = 0;
     for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
       mbar_wait(full + 8 * stage, phase);
       const uint32_t xs = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
@@ -740,7 +724,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       wgmma_commit();
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
-      moments_steps(done, (c + 1) * kMomentSteps / g.chunks);  // while this chunk's group multiplies
       last = stage;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
@@ -748,60 +731,75 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kMoments) {
-      if (pending) {
-        moments_steps(done, kMomentSteps);
-        moments_merge(prev, partial, s, g, channel_moments[parity]);
-        parity ^= 1;  // the other buffer next tile: this one may still be read by the group threads
-      }
-    }
-    if constexpr (!kEpilogue) {
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
       wgmma_epilogue<kPart != 7>(acc, tile, consumer, bias, z, s, g, staging);
-      prev = tile, pending = true;
-    }
-  }
-  if constexpr (kMoments) {
-    if (pending) {
-      int done = 0;
-      moments_steps(done, kMomentSteps);
-      moments_merge(prev, partial, s, g, channel_moments[parity]);
+      if constexpr (kEpilogueMoments<Op>) {
+        // Slot k % 2 last carried tile k - 2: the moments warp must be done with it before its next phase.
+        if (k >= 2) mbar_wait(consumed + 8 * (k & 1), ((k >> 1) - 1) & 1);
+        mbar_arrive(stored + 8 * (k & 1));
+      }
     }
   }
 }
 
 // kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
+// Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer warpgroup (it holds no
+// data; 64 where its last warp folds the moments, which keeps 8 loads in flight, else 56) to the consumers (216 or
+// 224: the 128 accumulators and the epilogue's values in flight; ptxas reaches R183-R199 there). ptxas allocates each
+// branch of the role split within its own count.
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr bool kMomentsWarp = kEpilogueMoments<Op>;
+  constexpr int kCopyThreads = 128 * kWgProducers - (kMomentsWarp ? kWarpSize : 0);  // the producer's copying threads
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   float* staging = smem + g.stages * g.stage_floats;                  // past the ring: the epilogue's tiles
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
-  __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
+  __shared__ __align__(8) uint64_t stored_bars[2], consumed_bars[2];
+  __shared__ Moments channel_moments[kWgChannels];
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
+  const uint32_t stored = static_cast<uint32_t>(__cvta_generic_to_shared(stored_bars));
+  const uint32_t consumed = static_cast<uint32_t>(__cvta_generic_to_shared(consumed_bars));
   if (threadIdx.x == 0) {
     for (int i = 0; i < g.stages; ++i) {
-      mbar_init(full + 8 * i, 128 * kWgProducers);    // every producer thread
+      mbar_init(full + 8 * i, kCopyThreads);          // every copying thread
       mbar_init(empty + 8 * i, 4 * kWgConsumers);     // every consumer warp
+    }
+    for (int i = 0; i < 2; ++i) {
+      mbar_init(stored + 8 * i, 128 * kWgConsumers);  // every consumer thread, after its stores of the tile
+      mbar_init(consumed + 8 * i, kWarpSize);         // the moments warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
+    if constexpr (kMomentsWarp) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 96;\n" ::: "memory");
+    } else {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    }
+    if (threadIdx.x < kCopyThreads) {
+      if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput, kCopyThreads>(x, wprep, s, g, smem, pos_off, full, empty);
+    } else if constexpr (kMomentsWarp) {
+      wgmma_moments_warp<Op, kPart>(bias, z, partial, s, g, op, channel_moments, stored, consumed);
+    }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
+    if constexpr (kMomentsWarp) {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 200;\n" ::: "memory");
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    }
+    wgmma_consume<Op, kPart>(bias, z, s, g, smem, staging, full, empty, stored, consumed);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
