@@ -1621,11 +1621,11 @@ namespace convt {
 constexpr int kWgPixels = 256;                            // N of one wgmma: one consumer warpgroup's pixels
 constexpr int kWgProducers = 1;                           // producer warpgroups
 constexpr int kWgConsumers = 2;                           // consumer warpgroups
-constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
+constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -1813,7 +1813,6 @@ __device__ __forceinline__ void named_barrier(int id, int threads) {
 // tiles of one sample, so blocks running side by side share their halo rows in L2.
 struct WgmmaTile {
   int n, ctile, tile, f0;
-  __device__ __forceinline__ WgmmaTile() : n(0), ctile(0), tile(0), f0(0) {}
   __device__ __forceinline__ WgmmaTile(int64_t t, const WgmmaGeometry& g) {
     tile = static_cast<int>(t % g.tiles);
     const int64_t rest = t / g.tiles;
@@ -2042,32 +2041,38 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
   }
 }
 
-// One consumer warpgroup's epilogue: it stores z, and nothing else (the moments warpgroup reads z back for the
-// GroupNorm moments). Piece by piece, its accumulators go to its staging tile and come back as rows: a thread takes
-// the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5 2 6 3 7, so that
-// the 8 lanes of a quarter-warp read rows 4 apart: other banks) and 4 consecutive pixels at 4 (l % 4) and
-// 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias
-// (a separately rounded add, as PyTorch's).
-template <bool kStore>
+// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows:
+// a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
+// 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
+// 4 (l % 4) and 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte
+// stores; z = acc + bias (a separately rounded add, as PyTorch's), and op(z) folds into per-thread sums shifted
+// by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
+// of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
+// convt_moments_finalize_kernel. Deterministic, no atomics.
+template <class Op, bool kStore>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
-                                               const ConvShape& s, const WgmmaGeometry& g, float* staging) {
+                                               Moments* __restrict__ partial, const ConvShape& s,
+                                               const WgmmaGeometry& g, Op op,
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
   const int row = 16 * warp + (lane / 8) + 4 * ((lane / 4) % 2);  // this thread's first channel in the tile; + 8
   const int col = 4 * (lane % 4);                                   // its first pixel of a piece; + 16
   bool live[2];
-  float b[2];
+  float b[2], shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int co = tile.ctile * kWgChannels + row + 8 * j;
-    live[j] = kStore && co < s.out_channels;
-    b[j] = co < s.out_channels ? __ldg(bias + co) : 0.f;
+    live[j] = co < s.out_channels;
+    b[j] = live[j] ? __ldg(bias + co) : 0.f;
+    shift[j] = moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
                             out_plane;
+  float count = 0.f;
   // The frame position of this warpgroup's first pixel. Dense: padding 0 (the frame is the output plane), all 256
   // pixels inside it, and planes of whole 16-byte units.
   const int fbase = tile.f0 + kWgPixels * consumer;
@@ -2094,12 +2099,19 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       const int quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
       if (dense || (quads && quad_oh < s.out_h && quad_ow < s.out_w)) {
         const int at = dense ? f : quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
+        count += 4.f;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if constexpr (kEpilogueMoments<Op>) {
+            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          }
         }
       } else if (!quads) {
         // Each pixel's (row, column) of the frame; a column past W_out, or a row past H_out, is dropped. In the
@@ -2108,129 +2120,39 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
         for (int e = 0; e < 4; ++e) {
           const int oh = (f + e) / g.pitch, ow = f + e - oh * g.pitch;
           if (oh >= s.out_h || ow >= s.out_w) continue;
+          count += 1.f;
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e];
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? __fadd_rn(a, b[j]) : a;
+            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            if constexpr (kEpilogueMoments<Op>) {
+              const float u = moments_value(op, v) - shift[j];
+              s1[j] += u, s2[j] += u * u;
+            }
           }
         }
       }
     }
     named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
   }
-}
-
-// z's 16 bytes at `at`, from L2 (not L1: the consumers wrote them moments ago, and the main loop's operands own the
-// shared-memory port).
-__device__ __forceinline__ float4 load_l2_float4(const float* at) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(at)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ float load_l2(const float* at) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(at) : "memory");
-  return v;
-}
-
-// Per-lane sums of u = op(v) - shift, v = z (+ bias where z was stored without it): the count, the sum and the sum
-// of squares, turned into Moments (Chan's form) once the lane's values are in.
-template <class Op>
-struct LaneMoments {
-  float count = 0.f, s1 = 0.f, s2 = 0.f;
-  __device__ __forceinline__ void add(const Op& op, float v, float shift) {
-    const float u = moments_value(op, v) - shift;
-    count += 1.f, s1 += u, s2 = fmaf(u, u, s2);
-  }
-  __device__ __forceinline__ void add4(const Op& op, float4 v, float shift) {
-    const float u0 = moments_value(op, v.x) - shift, u1 = moments_value(op, v.y) - shift;
-    const float u2 = moments_value(op, v.z) - shift, u3 = moments_value(op, v.w) - shift;
-    count += 4.f, s1 += (u0 + u1) + (u2 + u3), s2 += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-  }
-  __device__ __forceinline__ Moments moments(float shift) const {
-    if (count == 0.f) return Moments{0.f, 0.f, 0.f};
-    return Moments{count, shift + s1 / count, fmaxf(s2 - s1 * s1 / count, 0.f)};
-  }
-};
-
-// The GroupNorm moments of a tile whose z is stored, in 8 steps that its consumer warpgroups run during the next
-// tile's main loop, between issuing a chunk's wgmma group and waiting for the one before: the tensor cores multiply
-// while the consumer threads, otherwise idle there, fold op(z) in. (In the epilogue itself, GELU's erf held the tensor
-// cores idle: H100, L2-19, the kernel 4.05 ms, 3.57 storing z alone, main loop 3.06; session 27.) Step i takes
-// channels 8 i .. 8 i + 7 of the warpgroup's own 256 pixels (it wrote them: its named barrier orders those stores
-// before these loads), a warp two channels, a lane 8 pixels of each: two 16-byte loads a channel from L2 where the
-// frame is the output plane (padding 0) and planes are whole 16-byte units, else row by row, one value a lane. Lanes
-// combine (Chan, a fixed butterfly); lane 0 keeps the channel's Moments for moments_merge.
-template <class Op>
-__device__ __forceinline__ void moments_step(int step, const WgmmaTile& tile, int consumer,
-                                             const float* __restrict__ bias, const float* z, const ConvShape& s,
-                                             const WgmmaGeometry& g, Op op, Moments* channel_moments) {
-  const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
-  const int64_t out_plane = s.out_plane();
-  const int fbase = tile.f0 + kWgPixels * consumer;
-  const bool vec = s.out_w == g.pitch && out_plane % 4 == 0;  // fbase is a multiple of 256
-  const int run = static_cast<int>(max(int64_t(0), min(int64_t(kWgPixels), out_plane - fbase)));
-  const float* const zn = z + int64_t(tile.n) * s.out_channels * out_plane;
-  float4 q[2][2];
-  if (vec) {  // both channels' loads first
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int co = min(tile.ctile * kWgChannels + 8 * step + 2 * warp + j, s.out_channels - 1);
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int at = 4 * lane + 128 * i;
-        q[j][i] = at < run ? load_l2_float4(zn + int64_t(co) * out_plane + fbase + at) : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
-    }
-  }
+  if constexpr (!kEpilogueMoments<Op>) return;
+  // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
+  // both warpgroups and the channels of a group, in order.
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
-    const int cl = 8 * step + 2 * warp + j, co = tile.ctile * kWgChannels + cl;
     Moments m{0.f, 0.f, 0.f};
-    if (co < s.out_channels) {
-      const float b = __ldg(bias + co), add = g.z_with_bias ? 0.f : b;
-      const float shift = moments_value(op, b);
-      LaneMoments<Op> lm;
-      if (vec) {
+    if (count > 0.f) m = Moments{count, shift[j] + s1[j] / count, fmaxf(s2[j] - s1[j] * s1[j] / count, 0.f)};
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          if (4 * lane + 128 * i < run) {
-            const float4 v = q[j][i];
-            lm.add4(op, g.z_with_bias ? v : make_float4(__fadd_rn(v.x, add), __fadd_rn(v.y, add),
-                                                        __fadd_rn(v.z, add), __fadd_rn(v.w, add)), shift);
-          }
-        }
-      } else {
-        // Row by row: the warpgroup's frame positions [fbase, fbase + 256) of row r are columns [lo, hi).
-        const float* zc = zn + int64_t(co) * out_plane;
-        const int r_last = min((fbase + kWgPixels - 1) / g.pitch, s.out_h - 1);
-        for (int r = fbase / g.pitch; r <= r_last; ++r) {
-          const int lo = max(fbase - r * g.pitch, 0), hi = min(fbase + kWgPixels - r * g.pitch, s.out_w);
-          for (int c = lo + lane; c < hi; c += kWarpSize) {
-            lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift);
-          }
-        }
-      }
-      m = lm.moments(shift);
-#pragma unroll
-      for (int offset = 1; offset < kWarpSize; offset *= 2) {
-        const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
-                            __shfl_xor_sync(0xffffffffu, m.m2, offset)};
-        m = combine(m, other);
-      }
+    for (int offset = 1; offset < 4; offset *= 2) {
+      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
+                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
+      m = combine(m, other);
     }
-    if (lane == 0) channel_moments[cl] = m;
+    if (lane % 4 == 0) channel_moments[consumer][row + 8 * j] = m;
   }
-}
-
-// Once both consumer warpgroups have run a tile's 8 moments steps: the channels of each group, both warpgroups a
-// channel, in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
-// convt_moments_finalize_kernel. Deterministic, no atomics.
-__device__ __forceinline__ void moments_merge(const WgmmaTile& tile, Moments* __restrict__ partial,
-                                              const ConvShape& s, const WgmmaGeometry& g,
-                                              Moments (&channel_moments)[kWgConsumers][kWgChannels]) {
   named_barrier(2, 128 * kWgConsumers);
+
+  // One partial per group this channel tile touches.
   const int cpg = s.channels_per_group();
   const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
   const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
@@ -2246,41 +2168,25 @@ __device__ __forceinline__ void moments_merge(const WgmmaTile& tile, Moments* __
   }
 }
 
-constexpr int kMomentSteps = kWgChannels / 8;  // a tile's moments steps
-
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
-// stage is full, releasing the stage of the chunk before once its group has completed; meanwhile the previous
-// tile's moments steps (spread over the chunks); then that tile's merge and this tile's epilogue. The last tile's
-// moments follow its epilogue.
+// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
 template <class Op, int kPart>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
                                               float* staging, uint32_t full, uint32_t empty) {
-  constexpr bool kEpilogue = !(kPart == 1 || (kPart >= 4 && kPart <= 6));
-  constexpr bool kMoments = kEpilogue && kEpilogueMoments<Op>;
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  int stage = 0, parity = 0;
+  int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
-  bool pending = false;  // the previous tile's moments are still to be taken
-  WgmmaTile prev;
   float acc[128];
-  // Steps [done, until) of the previous tile's moments.
-  auto moments_steps = [&](int& done, int until) {
-    if constexpr (kMoments) {
-      for (; done < until; ++done) {
-        moments_step(done, prev, consumer, bias, z, s, g, op, channel_moments[parity][consumer]);
-      }
-    }
-  };
   for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
-    int last = 0, done = pending ? 0 : kMomentSteps;
+    int last = 0;
     for (int c = 0; c < (kPart == 2 ? 0 : g.chunks); ++c) {
       mbar_wait(full + 8 * stage, phase);
       const uint32_t xs = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
@@ -2293,7 +2199,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         wgmma_m64n256k8_tf32(acc, desc_w, desc_x);
       }
       wgmma_commit();
-      moments_steps(done, (c + 1) * kMomentSteps / g.chunks);  // while the group multiplies
       wgmma_wait<1>();
       if (c > 0 && lane == 0) mbar_arrive(empty + 8 * last);
       last = stage;
@@ -2303,28 +2208,14 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kMoments) {
-      if (pending) {
-        moments_steps(done, kMomentSteps);
-        moments_merge(prev, partial, s, g, channel_moments[parity]);
-        parity ^= 1;  // the other buffer next tile: this one may still be read by the group threads
-      }
-    }
-    if constexpr (!kEpilogue) {
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<kPart != 7>(acc, tile, consumer, bias, z, s, g, staging);
-      prev = tile, pending = true;
-    }
-  }
-  if constexpr (kMoments) {
-    if (pending) {
-      int done = 0;
-      moments_steps(done, kMomentSteps);
-      moments_merge(prev, partial, s, g, channel_moments[parity]);
+      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
+      parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
 }

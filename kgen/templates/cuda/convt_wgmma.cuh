@@ -54,11 +54,11 @@ namespace convt {
 constexpr int kWgPixels = 256;                            // N of one wgmma: one consumer warpgroup's pixels
 constexpr int kWgProducers = 1;                           // producer warpgroups
 constexpr int kWgConsumers = 2;                           // consumer warpgroups
-constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
+constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -300,10 +300,11 @@ __device__ __forceinline__ void copy_async_wait() {
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 // kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
-template <int kPart, bool kInputCL, bool kRoundInput, int kThreads>
+template <int kPart, bool kInputCL, bool kRoundInput>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
                                               uint32_t full, uint32_t empty) {
+  constexpr int kThreads = 128 * kWgProducers;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -473,32 +474,38 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
   }
 }
 
-// One consumer warpgroup's epilogue: it stores z, and nothing else (the moments warpgroup reads z back for the
-// GroupNorm moments). Piece by piece, its accumulators go to its staging tile and come back as rows: a thread takes
-// the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5 2 6 3 7, so that
-// the 8 lanes of a quarter-warp read rows 4 apart: other banks) and 4 consecutive pixels at 4 (l % 4) and
-// 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias
-// (a separately rounded add, as PyTorch's).
-template <bool kStore>
+// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows:
+// a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
+// 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
+// 4 (l % 4) and 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte
+// stores; z = acc + bias (a separately rounded add, as PyTorch's), and op(z) folds into per-thread sums shifted
+// by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
+// of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
+// convt_moments_finalize_kernel. Deterministic, no atomics.
+template <class Op, bool kStore>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
-                                               const ConvShape& s, const WgmmaGeometry& g, float* staging) {
+                                               Moments* __restrict__ partial, const ConvShape& s,
+                                               const WgmmaGeometry& g, Op op,
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
   const int row = 16 * warp + (lane / 8) + 4 * ((lane / 4) % 2);  // this thread's first channel in the tile; + 8
   const int col = 4 * (lane % 4);                                   // its first pixel of a piece; + 16
   bool live[2];
-  float b[2];
+  float b[2], shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int co = tile.ctile * kWgChannels + row + 8 * j;
-    live[j] = kStore && co < s.out_channels;
-    b[j] = co < s.out_channels ? __ldg(bias + co) : 0.f;
+    live[j] = co < s.out_channels;
+    b[j] = live[j] ? __ldg(bias + co) : 0.f;
+    shift[j] = moments_value(op, b[j]);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
                             out_plane;
+  float count = 0.f;
   // The frame position of this warpgroup's first pixel. Dense: padding 0 (the frame is the output plane), all 256
   // pixels inside it, and planes of whole 16-byte units.
   const int fbase = tile.f0 + kWgPixels * consumer;
@@ -525,12 +532,19 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       const int quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
       if (dense || (quads && quad_oh < s.out_h && quad_ow < s.out_w)) {
         const int at = dense ? f : quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
+        count += 4.f;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          if constexpr (kEpilogueMoments<Op>) {
+            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
+            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+          }
         }
       } else if (!quads) {
         // Each pixel's (row, column) of the frame; a column past W_out, or a row past H_out, is dropped. In the
@@ -539,173 +553,69 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
         for (int e = 0; e < 4; ++e) {
           const int oh = (f + e) / g.pitch, ow = f + e - oh * g.pitch;
           if (oh >= s.out_h || ow >= s.out_w) continue;
+          count += 1.f;
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e];
-            if (live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? __fadd_rn(a, b[j]) : a;
+            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            if constexpr (kEpilogueMoments<Op>) {
+              const float u = moments_value(op, v) - shift[j];
+              s1[j] += u, s2[j] += u * u;
+            }
           }
         }
       }
     }
     named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
   }
-}
-
-// z's 16 bytes at `at`, from L2 (not L1: the consumers wrote them moments ago, and the main loop's operands own the
-// shared-memory port).
-__device__ __forceinline__ float4 load_l2_float4(const float* at) {
-  float4 v;
-  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(at)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ float load_l2(const float* at) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(v) : "l"(at) : "memory");
-  return v;
-}
-
-// Per-lane sums of u = op(v) - shift, v = z (+ bias where z was stored without it): the count, the sum and the sum
-// of squares, turned into Moments (Chan's form) once the lane's values are in.
-template <class Op>
-struct LaneMoments {
-  float count = 0.f, s1 = 0.f, s2 = 0.f;
-  __device__ __forceinline__ void add(const Op& op, float v, float shift) {
-    const float u = moments_value(op, v) - shift;
-    count += 1.f, s1 += u, s2 = fmaf(u, u, s2);
-  }
-  __device__ __forceinline__ void add4(const Op& op, float4 v, float shift) {
-    const float u0 = moments_value(op, v.x) - shift, u1 = moments_value(op, v.y) - shift;
-    const float u2 = moments_value(op, v.z) - shift, u3 = moments_value(op, v.w) - shift;
-    count += 4.f, s1 += (u0 + u1) + (u2 + u3), s2 += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
-  }
-  __device__ __forceinline__ Moments moments(float shift) const {
-    if (count == 0.f) return Moments{0.f, 0.f, 0.f};
-    return Moments{count, shift + s1 / count, fmaxf(s2 - s1 * s1 / count, 0.f)};
-  }
-};
-
-// The moments warp (kernels with GroupNorm moments: the producer warpgroup's last warp; the other three copy). For
-// each of the block's tiles, once the consumers have stored its z (`stored`, one phase a tile, two slots), it reads
-// the tile's 64 channels x 512 frame positions back from L2 and folds op(z) into one Moments per channel, while the
-// consumers multiply the next tile: nothing of the moments is left in their epilogue, where GELU's erf held the
-// tensor cores idle (H100, L2-19: the kernel 4.05 ms, storing z alone 3.57, its main loop 3.06), nor in their main
-// loop, where the same work between issuing a chunk's wgmma group and waiting for it slowed the loop by about its own
-// length (1.3 ms; session 27). Then it releases the slot (`consumed`), so the consumers never run two phases ahead.
-// - Layout: 8 lanes a channel, 4 channels at a time (each load instruction reads 4 runs of 128 contiguous bytes).
-//   Where the frame is the output plane (padding 0) with planes of whole 16-byte units, a lane takes 16-byte units
-//   seg, seg + 8, ... of the tile's run, 16 a channel, and keeps 8 loads in flight (a ring of registers: L2's
-//   latency times the rate the tile needs); else the tile's rows one value a lane.
-// - Numerics: a lane sums u = op(v) - op(bias) and u^2 (v = z, plus the bias where z was stored without it); the 8
-//   lanes' sums meet in a fixed butterfly; then Moments per channel, and the channels of each group combined in
-//   order (Chan): one partial per (sample, group, pixel tile, channel tile), merged in double by
-//   convt_moments_finalize_kernel. Deterministic, no atomics.
-template <class Op, int kPart>
-__device__ __forceinline__ void wgmma_moments_warp(const float* __restrict__ bias, const float* z,
-                                                   Moments* __restrict__ partial, const ConvShape& s,
-                                                   const WgmmaGeometry& g, Op op, Moments* channel_moments,
-                                                   uint32_t stored, uint32_t consumed) {
-  if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) return;  // no epilogue, nothing stored
-  constexpr int kUnits = kWgTilePixels / 4 / 8;  // a lane's 16-byte units of a channel: 16
-  constexpr int kRing = 8;                       // loads in flight
-  constexpr int kBatches = kWgChannels / 4;      // 4 channels at a time
-  const int lane = threadIdx.x % kWarpSize, sub = lane / 8, seg = lane % 8;
-  const int64_t out_plane = s.out_plane();
-  const bool vec = s.out_w == g.pitch && out_plane % 4 == 0;  // f0 is a multiple of 512
-  int k = 0;
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x, ++k) {
-    const WgmmaTile tile(t, g);
-    mbar_wait(stored + 8 * (k & 1), (k >> 1) & 1);
-    const float* const zn = z + int64_t(tile.n) * s.out_channels * out_plane;
-    const int run = static_cast<int>(min(int64_t(kWgTilePixels), out_plane - tile.f0));  // vec: the tile's pixels
-    // This lane's first pixel of batch `batch` (channel 4 batch + sub): its unit u is 4 (8 u) floats on.
-    auto lane_base = [&](int batch) {
-      const int co = min(tile.ctile * kWgChannels + 4 * batch + sub, s.out_channels - 1);
-      return zn + int64_t(co) * out_plane + tile.f0 + 4 * seg;
-    };
-    auto fetch = [&](const float* base, int u) {
-      return 4 * (seg + 8 * u) < run ? load_l2_float4(base + 32 * u) : make_float4(0.f, 0.f, 0.f, 0.f);
-    };
-    float4 ring[kRing];
-    const float* base = lane_base(0);
-    if (vec) {
+  if constexpr (!kEpilogueMoments<Op>) return;
+  // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
+  // both warpgroups and the channels of a group, in order.
 #pragma unroll
-      for (int u = 0; u < kRing; ++u) ring[u] = fetch(base, u);
-    }
-#pragma unroll 1
-    for (int batch = 0; batch < kBatches; ++batch) {
-      const int cl = 4 * batch + sub, co = tile.ctile * kWgChannels + cl;
-      const float* const next_base = lane_base(min(batch + 1, kBatches - 1));
-      const bool live = co < s.out_channels;
-      const float b = live ? __ldg(bias + co) : 0.f, add = g.z_with_bias ? 0.f : b;
-      const float shift = moments_value(op, b);
-      LaneMoments<Op> lm;
-      if (vec) {
+  for (int j = 0; j < 2; ++j) {
+    Moments m{0.f, 0.f, 0.f};
+    if (count > 0.f) m = Moments{count, shift[j] + s1[j] / count, fmaxf(s2[j] - s1[j] * s1[j] / count, 0.f)};
 #pragma unroll
-        for (int u = 0; u < kUnits; ++u) {
-          const float4 v = ring[u % kRing];
-          if (u + kRing < kUnits) {
-            ring[u % kRing] = fetch(base, u + kRing);
-          } else if (batch + 1 < kBatches) {
-            ring[u % kRing] = fetch(next_base, u + kRing - kUnits);
-          }
-          // (+ 0 where z holds the bias already: it changes no value but -0, whose op(-0) - shift sums as op(+0)'s)
-          if (live && 4 * (seg + 8 * u) < run) {
-            lm.add4(op, make_float4(__fadd_rn(v.x, add), __fadd_rn(v.y, add), __fadd_rn(v.z, add), __fadd_rn(v.w, add)),
-                    shift);
-          }
-        }
-      } else if (live) {
-        // Row by row: the tile's frame positions [f0, f0 + 512) of row r are columns [lo, hi) of the output.
-        const float* zc = zn + int64_t(co) * out_plane;
-        const int r_last = min((tile.f0 + kWgTilePixels - 1) / g.pitch, s.out_h - 1);
-        for (int r = tile.f0 / g.pitch; r <= r_last; ++r) {
-          const int lo = max(tile.f0 - r * g.pitch, 0), hi = min(tile.f0 + kWgTilePixels - r * g.pitch, s.out_w);
-          for (int c = lo + seg; c < hi; c += 8) lm.add(op, __fadd_rn(load_l2(zc + int64_t(r) * s.out_w + c), add), shift);
-        }
-      }
+    for (int offset = 1; offset < 4; offset *= 2) {
+      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
+                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
+      m = combine(m, other);
+    }
+    if (lane % 4 == 0) channel_moments[consumer][row + 8 * j] = m;
+  }
+  named_barrier(2, 128 * kWgConsumers);
+
+  // One partial per group this channel tile touches.
+  const int cpg = s.channels_per_group();
+  const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
+  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
+  const int ctid = threadIdx.x - 128 * kWgProducers;
+  if (ctid < g_count) {
+    const int grp = g_first + ctid;
+    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
+    Moments m{0.f, 0.f, 0.f};
+    for (int c = lo; c < hi; ++c)
 #pragma unroll
-      for (int offset = 1; offset < 8; offset *= 2) {
-        lm.count += __shfl_xor_sync(0xffffffffu, lm.count, offset);
-        lm.s1 += __shfl_xor_sync(0xffffffffu, lm.s1, offset);
-        lm.s2 += __shfl_xor_sync(0xffffffffu, lm.s2, offset);
-      }
-      if (seg == 0) channel_moments[cl] = lm.moments(shift);
-      base = next_base;
-    }
-    __syncwarp();
-    // One partial per group this channel tile touches.
-    const int cpg = s.channels_per_group();
-    const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
-    const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
-    for (int i = lane; i < g_count; i += kWarpSize) {
-      const int grp = g_first + i;
-      const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
-      Moments m{0.f, 0.f, 0.f};
-      for (int c = lo; c < hi; ++c) m = combine(m, channel_moments[c]);
-      partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
-    }
-    __syncwarp();  // the channels' moments are merged: the next tile may overwrite them
-    mbar_arrive(consumed + 8 * (k & 1));
+      for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
+    partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
 }
 
 // A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
-// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue, and (with
-// a moments warp) the tile's z announced to it: each thread's stores come before its arrival (release), so the
-// moments warp, acquiring the phase, reads them.
+// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
 template <class Op, int kPart>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
-                                              const ConvShape& s, const WgmmaGeometry& g, const float* smem,
-                                              float* staging, uint32_t full, uint32_t empty, uint32_t stored,
-                                              uint32_t consumed) {
+                                              Moments* __restrict__ partial, const ConvShape& s,
+                                              const WgmmaGeometry& g, Op op, const float* smem,
+                                              Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
+                                              float* staging, uint32_t full, uint32_t empty) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  int stage = 0, k = 0;
+  int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x, ++k) {
+  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
@@ -737,69 +647,40 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<kPart != 7>(acc, tile, consumer, bias, z, s, g, staging);
-      if constexpr (kEpilogueMoments<Op>) {
-        // Slot k % 2 last carried tile k - 2: the moments warp must be done with it before its next phase.
-        if (k >= 2) mbar_wait(consumed + 8 * (k & 1), ((k >> 1) - 1) & 1);
-        mbar_arrive(stored + 8 * (k & 1));
-      }
+      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
+      parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
 }
 
 // kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
-// Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer warpgroup (it holds no
-// data; 64 where its last warp folds the moments, which keeps 8 loads in flight, else 56) to the consumers (216 or
-// 224: the 128 accumulators and the epilogue's values in flight; ptxas reaches R183-R199 there). ptxas allocates each
-// branch of the role split within its own count.
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
                    float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr bool kMomentsWarp = kEpilogueMoments<Op>;
-  constexpr int kCopyThreads = 128 * kWgProducers - (kMomentsWarp ? kWarpSize : 0);  // the producer's copying threads
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
   float* staging = smem + g.stages * g.stage_floats;                  // past the ring: the epilogue's tiles
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
   __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
-  __shared__ __align__(8) uint64_t stored_bars[2], consumed_bars[2];
-  __shared__ Moments channel_moments[kWgChannels];
+  __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
-  const uint32_t stored = static_cast<uint32_t>(__cvta_generic_to_shared(stored_bars));
-  const uint32_t consumed = static_cast<uint32_t>(__cvta_generic_to_shared(consumed_bars));
   if (threadIdx.x == 0) {
     for (int i = 0; i < g.stages; ++i) {
-      mbar_init(full + 8 * i, kCopyThreads);          // every copying thread
+      mbar_init(full + 8 * i, 128 * kWgProducers);    // every producer thread
       mbar_init(empty + 8 * i, 4 * kWgConsumers);     // every consumer warp
-    }
-    for (int i = 0; i < 2; ++i) {
-      mbar_init(stored + 8 * i, 128 * kWgConsumers);  // every consumer thread, after its stores of the tile
-      mbar_init(consumed + 8 * i, kWarpSize);         // the moments warp
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
-    if constexpr (kMomentsWarp) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 96;\n" ::: "memory");
-    } else {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    }
-    if (threadIdx.x < kCopyThreads) {
-      if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput, kCopyThreads>(x, wprep, s, g, smem, pos_off, full, empty);
-    } else if constexpr (kMomentsWarp) {
-      wgmma_moments_warp<Op, kPart>(bias, z, partial, s, g, op, channel_moments, stored, consumed);
-    }
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
   } else {
-    if constexpr (kMomentsWarp) {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 200;\n" ::: "memory");
-    } else {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    }
-    wgmma_consume<Op, kPart>(bias, z, s, g, smem, staging, full, empty, stored, consumed);
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
