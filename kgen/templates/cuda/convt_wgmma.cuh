@@ -416,9 +416,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 }
 
 // op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
-// instructions; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7: 12 instructions, 2 of
-// them the multi-function unit's, without the range fix-ups of __fdividef and __expf) moves each GELU value by at
-// most 1e-7 |v|. The moments only steer the normalisation; z and the normalised output take the op itself.
+// instructions; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, without the range fix-ups
+// of __fdividef and __expf) moves each GELU value by at most 1e-7 |v|. The moments only steer the normalisation; z
+// and the normalised output take the op itself.
 template <class Op>
 __device__ __forceinline__ float moments_value(const Op& op, float v) {
   return op(v);
@@ -434,14 +434,16 @@ __device__ __forceinline__ float mufu_ex2(float v) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
   return r;
 }
+// GELU(v) = v Phi(v) = max(v, 0) - |v| erfc(|v| / sqrt 2) / 2 for either sign, with the erfc's p / sqrt 2 and its
+// halved coefficients folded into the constants: 11 instructions a value, 2 of them the multi-function unit's (the
+// select form, v - h or h with h = v q / 2, took 15; session 27).
 __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
-  const float y = fabsf(v) * static_cast<float>(M_SQRT1_2);
-  const float t = mufu_rcp(fmaf(0.3275911f, y, 1.f));  // the denominator is >= 1
-  const float poly =
-      t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 1.061405429f, -1.453152027f), 1.421413741f), -0.284496736f), 0.254829592f);
-  const float q = poly * mufu_ex2(v * v * -0.72134752044448170f);  // erfc(|v| / sqrt 2); exp(-v^2 / 2) = 2^(...)
-  const float h = 0.5f * v * q;
-  return v >= 0.f ? v - h : h;
+  const float a = fabsf(v);
+  const float t = mufu_rcp(fmaf(0.231641888f, a, 1.f));  // 1 / (1 + p |v| / sqrt 2): the denominator is >= 1
+  const float half_poly = t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 0.5f * 1.061405429f, 0.5f * -1.453152027f),
+                                                      0.5f * 1.421413741f), 0.5f * -0.284496736f), 0.5f * 0.254829592f);
+  const float half_erfc = half_poly * mufu_ex2(v * v * -0.72134752044448170f);  // exp(-v^2 / 2) = 2^(...)
+  return fmaf(-a, half_erfc, fmaxf(v, 0.f));
 }
 
 // The conv alone, without GroupNorm moments (the input gradient): the epilogue stores and skips every moments step,
@@ -529,7 +531,8 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int f = fbase + kEpiPixels * k + col + 16 * q;  // the frame position of these 4 pixels' first
-      const int quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
+      int quad_oh = 0, quad_ow = 0;  // its row and column of the frame (dense: not needed)
+      if (!dense) quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
       if (dense || (quads && quad_oh < s.out_h && quad_ow < s.out_w)) {
         const int at = dense ? f : quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
         count += 4.f;
@@ -543,7 +546,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
             const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
             const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
-            s2[j] += fmaf(u0, u0, u1 * u1) + fmaf(u2, u2, u3 * u3);
+            s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
           }
         }
       } else if (!quads) {
