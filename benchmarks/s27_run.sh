@@ -33,6 +33,13 @@
 #         frame row and column of a store computed only off the dense path (integer divisions). Predicted: ~20 %
 #         fewer epilogue instructions, the kernel 4.05 -> ~3.9 ms (the epilogue ~1 ms beyond the main loop, half of
 #         it issue). Harness tests, bench, fused tests, validate, KernelBench.
+#   run6: run5: 141 harness tests, 26 fused tests, validate PASS (forward 5.46, its conv kernel 3.76 in the profile,
+#         forward+backward 15.09: compile 32.06, 2.13x), KernelBench 5/5 (5.57 ms against 12.6); bench: the kernel 3.85
+#         (main loop 2.91): the GELU trim bought ~0.05 ms, not the ~0.15 predicted. Now the dense epilogue (every
+#         full pixel tile at L2-19) hands each staged row to a bulk copy (64 threads, one 128-byte copy each; ptxas
+#         serialises per-thread copies into a uniform loop) from two staging buffers, one barrier a piece, and folds
+#         the moments from registers: no shared loads back, no global stores by the threads. Predicted: the stores'
+#         0.47 ms beyond the main loop about halved, the kernel ~3.6-3.7. Harness tests and the bench.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -74,6 +81,12 @@ case "${1:-}" in
     pytest_fused_cl run5
     validate_fused run5
     kb_eval_fused run5
+    ;;
+  run6)
+    build_wgmma run6
+    pytest_wgmma run6
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run6_bench.log" | tail -9
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
