@@ -40,6 +40,10 @@
 #         serialises per-thread copies into a uniform loop) from two staging buffers, one barrier a piece, and folds
 #         the moments from registers: no shared loads back, no global stores by the threads. Predicted: the stores'
 #         0.47 ms beyond the main loop about halved, the kernel ~3.6-3.7. Harness tests and the bench.
+#   run7: run6's machine was slow throughout (main loop alone 3.57 against 2.91 in run5; the input gradient's
+#         main loop, untouched, 4.43 against 2.33), so its numbers compare with nothing. The bulk-copy epilogue and
+#         the v3.9 one (benchmarks/baseline_convt_wgmma.cuh, run5's) built side by side and timed alternately in one
+#         call: new, old, new, old.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -87,6 +91,24 @@ case "${1:-}" in
     pytest_wgmma run6
     timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
       "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run6_bench.log" | tail -9
+    ;;
+  run7)
+    rm -rf /tmp/base && mkdir -p /tmp/base && cp -r kgen tests benchmarks /tmp/base/
+    cp benchmarks/baseline_convt_wgmma.cuh /tmp/base/kgen/templates/cuda/convt_wgmma.cuh
+    build_wgmma run7 &
+    (cd /tmp/base && TORCH_EXTENSIONS_DIR=/tmp/base/ext PYTHONPATH=/tmp/base timeout -k 5 300 python3 -c \
+      "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" > "$OUT/$S/run7_build_base.log" 2>&1; \
+      echo "base build exit $?")
+    wait
+    for round in 1 2; do
+      echo "new ($round)"
+      timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "storing z, no moments (timing" \
+        "main loop alone (timing" 2>&1 | tee -a "$OUT/$S/run7_bench_new.log" | grep " ms"
+      echo "old ($round)"
+      (cd /tmp/base && TORCH_EXTENSIONS_DIR=/tmp/base/ext PYTHONPATH=/tmp/base timeout -k 5 150 python3 \
+        tests/gpu/test_convt_wgmma.py --bench "moments (again)" "storing z, no moments (timing" \
+        "main loop alone (timing" 2>&1 | tee -a "$OUT/$S/run7_bench_old.log" | grep " ms")
+    done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
