@@ -459,8 +459,7 @@ constexpr bool kEpilogueMoments = !std::is_same<Op, ConvOnly>::value;
 constexpr int kEpiPixels = 32;                          // a piece's pixels
 constexpr int kEpiPieces = kWgPixels / kEpiPixels;      // 8 pieces a tile
 constexpr int kEpiPitch = kEpiPixels + 4;               // floats a staged row: 16-byte rows, conflict-free reads
-constexpr int kEpiPiece = kWgChannels * kEpiPitch;       // floats of one staged piece
-constexpr int kEpiFloats = kWgConsumers * 2 * kEpiPiece;  // both warpgroups' staging tiles, two pieces each
+constexpr int kEpiFloats = kWgConsumers * kWgChannels * kEpiPitch;  // both warpgroups' staging tiles
 
 // Writes this thread's accumulators of piece kPiece (steps i = 4 kPiece .. 4 kPiece + 3 of the fragment: channels
 // 16 w + l / 4 and that + 8, pixels 8 i + 2 (l % 4) and the one after) to the staging tile: static register indices.
@@ -474,148 +473,6 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
       *reinterpret_cast<float2*>(tile + (row0 + 8 * r) * kEpiPitch + 8 * s + col0) =
           make_float2(acc[4 * i + 2 * r], acc[4 * i + 2 * r + 1]);
     }
-  }
-}
-
-// The dense epilogue's stores: a staged row of a piece (128 contiguous bytes of a channel of z) by one bulk copy,
-// a bulk group each; waits for this thread's groups to have read shared memory, or to be complete.
-__device__ __forceinline__ void bulk_store_row(float* dst, uint32_t src) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src),
-               "n"(kEpiPixels * 4) : "memory");
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_stores_read() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void bulk_stores_done() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-#endif
-}
-
-// The dense path's staging of piece kPiece: z = acc + bias (or acc) to the staging tile, and op(z) of the same
-// values folded into this thread's sums for its fragment's channels (16 w + l / 4 and that + 8) from registers.
-template <int kPiece, class Op>
-__device__ __forceinline__ void epilogue_stage_fold(const float (&acc)[128], float* tile, int row0, int col0,
-                                                    const float (&b)[2], const float (&shift)[2], bool with_bias,
-                                                    Op op, float (&s1)[2], float (&s2)[2]) {
-#pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const int i = 4 * kPiece + s;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float a0 = acc[4 * i + 2 * r], a1 = acc[4 * i + 2 * r + 1];
-      const float v0 = __fadd_rn(a0, b[r]), v1 = __fadd_rn(a1, b[r]);
-      *reinterpret_cast<float2*>(tile + (row0 + 8 * r) * kEpiPitch + 8 * s + col0) =
-          with_bias ? make_float2(v0, v1) : make_float2(a0, a1);
-      if constexpr (kEpilogueMoments<Op>) {
-        const float u0 = moments_value(op, v0) - shift[r], u1 = moments_value(op, v1) - shift[r];
-        s1[r] += u0 + u1;
-        s2[r] = fmaf(u1, u1, fmaf(u0, u0, s2[r]));
-      }
-    }
-  }
-}
-
-// The tail of either epilogue path: this thread's sums for channels `mrow` and mrow + 8 of the tile (`count`
-// values each, shifted by op(bias)); the 4 lanes that share a channel combine (Chan's combine), then both
-// warpgroups and the channels of a group, in order: one partial per (sample, group, pixel tile, channel tile).
-template <class Op>
-__device__ __forceinline__ void epilogue_moments(int mrow, float count, const float (&shift)[2], const float (&s1)[2],
-                                                 const float (&s2)[2], const WgmmaTile& tile, int consumer,
-                                                 Moments* __restrict__ partial, const ConvShape& s,
-                                                 const WgmmaGeometry& g,
-                                                 Moments (&channel_moments)[kWgConsumers][kWgChannels]) {
-  const int lane = threadIdx.x % kWarpSize;
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    Moments m{0.f, 0.f, 0.f};
-    if (count > 0.f) m = Moments{count, shift[j] + s1[j] / count, fmaxf(s2[j] - s1[j] * s1[j] / count, 0.f)};
-#pragma unroll
-    for (int offset = 1; offset < 4; offset *= 2) {
-      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
-                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
-      m = combine(m, other);
-    }
-    if (lane % 4 == 0) channel_moments[consumer][mrow + 8 * j] = m;
-  }
-  named_barrier(2, 128 * kWgConsumers);
-
-  // One partial per group this channel tile touches.
-  const int cpg = s.channels_per_group();
-  const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
-  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
-  const int ctid = threadIdx.x - 128 * kWgProducers;
-  if (ctid < g_count) {
-    const int grp = g_first + ctid;
-    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
-    Moments m{0.f, 0.f, 0.f};
-    for (int c = lo; c < hi; ++c)
-#pragma unroll
-      for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
-    partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
-  }
-}
-
-// A consumer warpgroup's epilogue where its 256 pixels are dense (padding 0, all inside the output plane, planes of
-// whole 16-byte units). Piece by piece, into one of two staging buffers: each thread writes its fragment's values of
-// the piece (z = acc + bias) and folds op(z) into its moments from the same registers; once every thread's writes
-// are in (one named barrier a piece), 64 threads each hand a channel's 128-byte row to a bulk copy, which stores it
-// while the warpgroup stages the next piece into the other buffer. Before that barrier each copying thread waits
-// until its copy of the piece before has read its buffer, so the buffer staged next is free. No thread loads the
-// piece back or waits on a global store (the v3.9 path: 4 shared loads and 4 16-byte stores a thread a piece, and
-// two barriers).
-template <class Op, bool kStore>
-__device__ __forceinline__ void wgmma_epilogue_dense(const float (&acc)[128], const WgmmaTile& tile, int consumer,
-                                                     const float* __restrict__ bias, float* __restrict__ z,
-                                                     Moments* __restrict__ partial, const ConvShape& s,
-                                                     const WgmmaGeometry& g, Op op,
-                                                     Moments (&channel_moments)[kWgConsumers][kWgChannels],
-                                                     float* staging) {
-  const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
-  const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
-  float b[2], shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const int co = tile.ctile * kWgChannels + frow + 8 * j;
-    b[j] = co < s.out_channels ? __ldg(bias + co) : 0.f;
-    shift[j] = moments_value(op, b[j]);
-  }
-  // The row this thread copies out of each piece (threads 0-63 of the warpgroup, channels that exist).
-  const int copy_row = threadIdx.x % 128, copy_co = tile.ctile * kWgChannels + copy_row;
-  const bool copier = kStore && copy_row < kWgChannels && copy_co < s.out_channels;
-  float* const zrow = z + (int64_t(tile.n) * s.out_channels + min(copy_co, s.out_channels - 1)) * s.out_plane() +
-                      tile.f0 + kWgPixels * consumer;
-  const uint32_t mine = static_cast<uint32_t>(__cvta_generic_to_shared(staging + consumer * 2 * kEpiPiece));
-  const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
-#pragma unroll 1
-  for (int k = 0; k < kEpiPieces; ++k) {
-    float* const buffer = staging + (consumer * 2 + (k & 1)) * kEpiPiece;
-    switch (k) {
-      case 0: epilogue_stage_fold<0>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 1: epilogue_stage_fold<1>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 2: epilogue_stage_fold<2>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 3: epilogue_stage_fold<3>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 4: epilogue_stage_fold<4>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 5: epilogue_stage_fold<5>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      case 6: epilogue_stage_fold<6>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-      default: epilogue_stage_fold<7>(acc, buffer, frow, fcol, b, shift, g.z_with_bias, op, s1, s2); break;
-    }
-    fence_async_shared();               // this thread's writes, visible to the bulk copies
-    if (copier) bulk_stores_read();     // its copy of the piece before has read the other buffer
-    named_barrier(barrier, 128);
-    if (copier) {
-      bulk_store_row(zrow + kEpiPixels * k,
-                     mine + static_cast<uint32_t>(((k & 1) * kEpiPiece + copy_row * kEpiPitch) * 4));
-    }
-  }
-  if constexpr (kEpilogueMoments<Op>) {
-    epilogue_moments<Op>(frow, float(kEpiPieces * 8), shift, s1, s2, tile, consumer, partial, s, g,
-                         channel_moments);
   }
 }
 
@@ -635,15 +492,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
                                                Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
-  // The frame position of this warpgroup's first pixel. Dense: padding 0 (the frame is the output plane), all 256
-  // pixels inside it, and planes of whole 16-byte units: the bulk-store path.
-  const int fbase = tile.f0 + kWgPixels * consumer;
-  const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
-  if (dense) {
-    wgmma_epilogue_dense<Op, kStore>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments, staging);
-    return;
-  }
-  float* const mine = staging + consumer * 2 * kEpiPiece;  // the first of its two buffers
+  float* const mine = staging + consumer * kWgChannels * kEpiPitch;
   const int row = 16 * warp + (lane / 8) + 4 * ((lane / 4) % 2);  // this thread's first channel in the tile; + 8
   const int col = 4 * (lane % 4);                                   // its first pixel of a piece; + 16
   bool live[2];
@@ -659,6 +508,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
                             out_plane;
   float count = 0.f;
+  // The frame position of this warpgroup's first pixel. Dense: padding 0 (the frame is the output plane), all 256
+  // pixels inside it, and planes of whole 16-byte units.
+  const int fbase = tile.f0 + kWgPixels * consumer;
+  const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
@@ -678,9 +531,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int f = fbase + kEpiPixels * k + col + 16 * q;  // the frame position of these 4 pixels' first
-      const int quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;  // its row and column of the frame
-      if (quads && quad_oh < s.out_h && quad_ow < s.out_w) {
-        const int at = quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
+      int quad_oh = 0, quad_ow = 0;  // its row and column of the frame (dense: not needed)
+      if (!dense) quad_oh = f / g.pitch, quad_ow = f - quad_oh * g.pitch;
+      if (dense || (quads && quad_oh < s.out_h && quad_ow < s.out_w)) {
+        const int at = dense ? f : quad_oh * s.out_w + quad_ow;  // the 4 pixels' first in the output plane
         count += 4.f;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -717,8 +571,36 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     }
     named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
   }
-  if constexpr (kEpilogueMoments<Op>) {
-    epilogue_moments<Op>(row, count, shift, s1, s2, tile, consumer, partial, s, g, channel_moments);
+  if constexpr (!kEpilogueMoments<Op>) return;
+  // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
+  // both warpgroups and the channels of a group, in order.
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    Moments m{0.f, 0.f, 0.f};
+    if (count > 0.f) m = Moments{count, shift[j] + s1[j] / count, fmaxf(s2[j] - s1[j] * s1[j] / count, 0.f)};
+#pragma unroll
+    for (int offset = 1; offset < 4; offset *= 2) {
+      const Moments other{__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
+                          __shfl_xor_sync(0xffffffffu, m.m2, offset)};
+      m = combine(m, other);
+    }
+    if (lane % 4 == 0) channel_moments[consumer][row + 8 * j] = m;
+  }
+  named_barrier(2, 128 * kWgConsumers);
+
+  // One partial per group this channel tile touches.
+  const int cpg = s.channels_per_group();
+  const int co_lo = tile.ctile * kWgChannels, co_hi = min(s.out_channels, co_lo + kWgChannels);
+  const int g_first = co_lo / cpg, g_count = (co_hi - 1) / cpg - g_first + 1;
+  const int ctid = threadIdx.x - 128 * kWgProducers;
+  if (ctid < g_count) {
+    const int grp = g_first + ctid;
+    const int lo = max(co_lo, grp * cpg) - co_lo, hi = min(co_hi, (grp + 1) * cpg) - co_lo;
+    Moments m{0.f, 0.f, 0.f};
+    for (int c = lo; c < hi; ++c)
+#pragma unroll
+      for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
+    partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
 }
 
@@ -772,7 +654,6 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
-  bulk_stores_done();  // the dense epilogue's last copies: complete before the block's shared memory goes
 }
 
 // kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
