@@ -1614,7 +1614,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // register split and a cheaper erfc, 3.75-3.98 ms. The main loop takes 2.7-2.9 ms against 2.0 for its wgmma alone,
 // bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding: 0.6 ms of it,
 // session 26); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this kernel, so that
-// z is read back from L2, was measured slower in every form, session 26.)
+// z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
+// kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp of
+// the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth 0.6 ms
+// of the main loop at L2-19, so the staging tile stays one piece a warpgroup.)
 namespace kgen {
 namespace convt {
 
