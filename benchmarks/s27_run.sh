@@ -44,6 +44,11 @@
 #         main loop, untouched, 4.43 against 2.33), so its numbers compare with nothing. The bulk-copy epilogue and
 #         the v3.9 one (benchmarks/baseline_convt_wgmma.cuh, run5's) built side by side and timed alternately in one
 #         call: new, old, new, old.
+#   run8: the epilogue's staging is warp-local: a warp reads back only the rows (channels) its own fragment wrote, so
+#         the two named barriers of the warpgroup a piece become __syncwarp (16 warpgroup barriers a tile kept the 4
+#         warps in step; the epilogue is latency-bound with 2 warps a scheduler). Predicted: the epilogue's ~0.95 ms
+#         beyond the main loop down 0.1-0.2, the input gradient (same epilogue, no moments) likewise. Harness tests,
+#         the bench (forward and input gradient), racecheck and memcheck, fused tests, validate, KernelBench.
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
@@ -109,6 +114,17 @@ case "${1:-}" in
         tests/gpu/test_convt_wgmma.py --bench "moments (again)" "storing z, no moments (timing" \
         "main loop alone (timing" 2>&1 | tee -a "$OUT/$S/run7_bench_old.log" | grep " ms")
     done
+    ;;
+  run8)
+    build_both run8
+    pytest_wgmma run8
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+      "main loop alone (timing" "storing z, no moments (timing" "GELU + GroupNorm" "input gradient (grad_z" 2>&1 \
+      | tee "$OUT/$S/run8_bench.log" | grep " ms"
+    sanitize_tests run8 "(conv_and_statistics and gelu_erf and (2x64x20x19 or 1x8x6x100 or 2x48x7x8)) or (input_grad_matches and default and channels_last and 2x64x20x19)"
+    pytest_fused_cl run8
+    validate_fused run8
+    kb_eval_fused run8
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -479,9 +479,11 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
   }
 }
 
-// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows:
-// a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
-// 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
+// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows,
+// each warp's own: a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the
+// order 0 4 1 5 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks), so a warp reads
+// back only what it wrote and syncs with itself alone (two named barriers of the warpgroup a piece kept the 4 warps
+// in step, session 27), and takes 4 consecutive pixels at
 // 4 (l % 4) and 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte
 // stores; z = acc + bias (a separately rounded add, as PyTorch's), and op(z) folds into per-thread sums shifted
 // by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
@@ -516,7 +518,6 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const int fbase = tile.f0 + kWgPixels * consumer;
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
-  const int barrier = 3 + consumer;  // named barriers 3 and 4: one warpgroup's 128 threads
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
@@ -530,7 +531,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       case 6: epilogue_stage<6>(acc, mine, frow, fcol); break;
       default: epilogue_stage<7>(acc, mine, frow, fcol); break;
     }
-    named_barrier(barrier, 128);
+    __syncwarp();  // a warp reads back only the rows it wrote (its fragment's 16 channels): no wider barrier
 #pragma unroll
     for (int q = 0; q < 2; ++q) {
       const int f = fbase + kEpiPixels * k + col + 16 * q;  // the frame position of these 4 pixels' first
@@ -572,7 +573,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
         }
       }
     }
-    named_barrier(barrier, 128);  // the piece is read: the next may overwrite it
+    __syncwarp();  // the piece is read: the next may overwrite it
   }
   if constexpr (!kEpilogueMoments<Op>) return;
   // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
