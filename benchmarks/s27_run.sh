@@ -52,41 +52,40 @@
 set -u
 S=s27
 . benchmarks/convt_fused_helpers.sh
+epilogue_bench() {  # name, lines to show, more row words: the bench's rows that split the forward kernel's epilogue
+  local name=$1 lines=$2; shift 2
+  timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
+    "main loop alone (timing" "epilogue alone" "storing z" "without storing" "$@" 2>&1 \
+    | tee "$OUT/$S/${name}_bench.log" | tail -"$lines"
+}
 case "${1:-}" in
   run1)
     build_wgmma run1
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run1_bench.log" | tail -10
+    epilogue_bench run1 10
     ncu_source run1_ncu_v0 0
     ncu_source run1_ncu_v19 19
     ;;
   run2)
     build_both run2
     pytest_wgmma run2
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" "GELU + GroupNorm" 2>&1 \
-      | tee "$OUT/$S/run2_bench.log" | tail -10
+    epilogue_bench run2 10 "GELU + GroupNorm"
     pytest_fused_cl run2
     validate_fused run2
     ;;
   run3)
     build_wgmma run3
     pytest_wgmma run3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run3_bench.log" | tail -8
+    epilogue_bench run3 8
     ;;
   run4)
     build_wgmma run4
     pytest_wgmma run4
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run4_bench.log" | tail -9
+    epilogue_bench run4 9
     ;;
   run5)
     build_both run5
     pytest_wgmma run5
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" "GELU + GroupNorm" 2>&1 \
-      | tee "$OUT/$S/run5_bench.log" | tail -9
+    epilogue_bench run5 9 "GELU + GroupNorm"
     pytest_fused_cl run5
     validate_fused run5
     kb_eval_fused run5
@@ -94,8 +93,7 @@ case "${1:-}" in
   run6)
     build_wgmma run6
     pytest_wgmma run6
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "identity op" \
-      "main loop alone (timing" "epilogue alone" "storing z" "without storing" 2>&1 | tee "$OUT/$S/run6_bench.log" | tail -9
+    epilogue_bench run6 9
     ;;
   run7)
     rm -rf /tmp/base && mkdir -p /tmp/base && cp -r kgen tests benchmarks /tmp/base/
