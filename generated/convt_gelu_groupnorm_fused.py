@@ -1615,9 +1615,9 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding: 0.6 ms of it,
 // session 26); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this kernel, so that
 // z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
-// kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp of
-// the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth 0.6 ms
-// of the main loop at L2-19, so the staging tile stays one piece a warpgroup.)
+// kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
+// of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
+// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup.)
 namespace kgen {
 namespace convt {
 
@@ -2046,16 +2046,15 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
   }
 }
 
-// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows,
-// each warp's own: a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the
-// order 0 4 1 5 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks), so a warp reads
-// back only what it wrote and syncs with itself alone (two named barriers of the warpgroup a piece kept the 4 warps
-// in step, session 27), and takes 4 consecutive pixels at
-// 4 (l % 4) and 16 + 4 (l % 4) of each piece. So 4 lanes store 64 contiguous bytes of a channel, as 16-byte
-// stores; z = acc + bias (a separately rounded add, as PyTorch's), and op(z) folds into per-thread sums shifted
-// by op(bias) of the channel. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the channels
-// of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in double by
-// convt_moments_finalize_kernel. Deterministic, no atomics.
+// One consumer warpgroup's epilogue. Piece by piece, its accumulators go to its staging tile and come back as rows:
+// a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
+// 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
+// 4 (l % 4) and 16 + 4 (l % 4) of each piece. A warp thus reads back only the rows it wrote, and syncs with itself
+// alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, session 27).
+// 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias (a separately rounded add, as
+// PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
+// combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
+// group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
 template <class Op, bool kStore>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
@@ -2221,7 +2220,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer], staging);
+      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer],
+                                     staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
