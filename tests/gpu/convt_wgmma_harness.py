@@ -7,6 +7,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
   convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
       the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
+  convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
+      convt_wgmma_infer.cuh: variant 0-2 as below; normalisers -1 the default)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -23,7 +25,7 @@ from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
 PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh", "convt_wgmma_host.cuh",
-         "convt_wgrad.cuh")
+         "convt_wgmma_infer.cuh", "convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 BINDINGS = r"""
@@ -114,6 +116,25 @@ std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x,
   return kgen::convt::convt_wgmma_weight_grad_unsupported(grad_z, x, w, padding);
 }
 
+// y = GroupNorm(op(conv_transpose2d(x, w, padding) + b)) in one launch (convt_wgmma_infer.cuh); variant as
+// convt_wgmma_forward's 0-2; normalisers -1: the default
+at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
+                             int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant,
+                             int64_t normalisers) {
+  using kgen::convt::convt_wgmma_infer;
+  const int r = static_cast<int>(normalisers);
+  switch (variant) {
+    case 0: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r);
+    case 1: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::Identity{}, r);
+    case 2: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluTanh{}, r);
+  }
+  TORCH_CHECK(false, "kgen test: no one-launch variant ", variant);
+}
+std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+                                          at::Tensor beta, int64_t groups, std::vector<int64_t> padding) {
+  return kgen::convt::convt_wgmma_infer_unsupported<kgen::GeluErf>(x, w, b, gamma, beta, groups, padding);
+}
+
 bool convt_wgmma_available() {
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -133,11 +154,16 @@ at::Tensor convt_wgmma_weight_grad(at::Tensor grad_z, at::Tensor x, at::Tensor w
     int64_t variant);
 std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x, at::Tensor w,
     std::vector<int64_t> padding);
+at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
+    int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant, int64_t normalisers);
+std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+    at::Tensor beta, int64_t groups, std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
-             "convt_wgmma_weight_grad_unsupported", "convt_wgmma_available"]
+             "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
+             "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}

@@ -96,6 +96,49 @@ def test_groupnorm_output_matches_float64(ext, case):
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
 
+INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2}
+
+
+@pytest.mark.parametrize("normalisers", [-1, 1, 5])
+@pytest.mark.parametrize("variant", sorted(INFER_VARIANTS))
+@pytest.mark.parametrize("case", CASES, ids=ids)
+def test_one_launch_forward_matches_float64(ext, case, variant, normalisers):
+    """convt_wgmma_infer (conv, op, moments and the normalise in one launch, y written in place) against float64
+    GroupNorm(op(z)) of the two-kernel path's own z (same main loop: the same z), at 1e-4: the stored op value
+    (GELU by a 1.5e-7 erfc), the sample's merged statistics and the in-place normalise; every element is compared
+    against a fresh random reference (an unnormalised or skipped plane would fail)."""
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, variant, normalisers)) % 2**31)
+    z = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, H.VARIANTS[variant])[0]
+    y = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, INFER_VARIANTS[variant], normalisers)
+    ref = F.group_norm(OPS[variant](z.double()), groups, gamma.double(), beta.double(), EPS)
+    assert y.shape == ref.shape
+    assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
+
+
+def test_one_launch_forward_one_conv_block_many_normalisers(ext):
+    """All multiprocessors but one normalise, so they wait on every sample of a single conv block: 9 pixel tiles a
+    sample, 3 samples."""
+    case = (3, 64, 64, 62, 64, 3, 0, 8)
+    x, weight, bias, gamma, beta, pad, groups = make(case, seed=11)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    z = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0)[0]
+    y = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, sms - 1)
+    ref = F.group_norm(F.gelu(z.double()), groups, gamma.double(), beta.double(), EPS)
+    assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
+
+
+def test_one_launch_forward_deterministic_and_clear_errors(ext):
+    x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=13)
+    first = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, -1)
+    assert torch.equal(first, ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, -1))
+    assert ext.convt_wgmma_infer_unsupported(x, weight, bias, gamma, beta, groups, pad) == ""
+    assert "C_out" in ext.convt_wgmma_infer_unsupported(x, weight, bias, gamma[:-1], beta, groups, pad)
+    assert ext.convt_wgmma_infer_unsupported(x.double(), weight, bias, gamma, beta, groups, pad) != ""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    with pytest.raises(RuntimeError, match="normalisers"):
+        ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, sms)
+
+
 def test_bitwise_deterministic(ext):
     x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=3)
     first = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
@@ -274,6 +317,11 @@ def bench(only=()) -> None:
     print(f"max |kgen - cuDNN TF32| of the weight gradient: {(gw - gw_ref).abs().max():.3g} "
           f"(|grad_w| up to {gw_ref.abs().max():.3g})")
     del gw, gw_ref
+    y_two = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8, EPS, [0, 0])[0]
+    y_one = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, -1)
+    print(f"max |one launch - two kernels| of y at L2-19's shape: {(y_one - y_two).abs().max():.3g} "
+          f"(|y| up to {y_two.abs().max():.3g})")
+    del y_two, y_one
     rows = {
         "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
         "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
@@ -299,6 +347,9 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 14),
         "  main loop loading only the input (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 15),
+        **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
+            lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
+           for r in (6, 8, 10, 12, 14, 16, 20)},
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "kgen wgmma input gradient (grad_z channels-last, truncated -> grad_x NCHW)": lambda: (

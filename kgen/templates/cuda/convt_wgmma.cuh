@@ -281,6 +281,41 @@ __device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float*
                : "memory");
 #endif
 }
+// An L2 eviction policy for a whole access (createpolicy): evict first, or last.
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+// copy4_async with an L2 eviction policy.
+__device__ __forceinline__ void copy4_async_policy(uint32_t dst, const float* src, uint32_t src_bytes,
+                                                   uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+#endif
+}
+// A 16-byte global store with an L2 eviction policy.
+__device__ __forceinline__ void store16_policy(float* dst, float4 v, uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(dst), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  *reinterpret_cast<float4*>(dst) = v;
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -303,11 +338,15 @@ __device__ __forceinline__ void copy_async_wait() {
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 // kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
-template <int kPart, bool kInputCL, bool kRoundInput>
+// kEvictFirst: the NCHW input's copies ask L2 to evict their lines first (convt_wgmma_infer keeps z there).
+// The block takes tiles first, first + step, ... (the persistent schedule: blockIdx.x and gridDim.x, or the conv
+// blocks' own numbering in convt_wgmma_infer_kernel).
+template <int kPart, bool kInputCL, bool kRoundInput, bool kEvictFirst = false>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
-                                              uint32_t full, uint32_t empty) {
+                                              uint32_t full, uint32_t empty, int64_t first, int64_t step) {
   constexpr int kThreads = 128 * kWgProducers;
+  const uint64_t evict_first = kEvictFirst ? l2_policy_evict_first() : 0;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -348,7 +387,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   };
   int stage = 0, filled = 0;
   uint32_t phase = 0;
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+  for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
     named_barrier(1, kThreads);  // every producer thread is done with the previous tile's offsets
     for (int p = tid; p < g.positions; p += kThreads) {
@@ -397,8 +436,12 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 #pragma unroll
           for (int ch = 0; ch < kWgChunk; ++ch) {
             const bool real = off >= 0 && ch < channels;
-            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
-                        real ? 4u : 0u);
+            const uint32_t dst = xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4);
+            if constexpr (kEvictFirst) {
+              copy4_async_policy(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u, evict_first);
+            } else {
+              copy4_async(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u);
+            }
           }
         }
       }
@@ -488,12 +531,15 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
 // group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
-template <class Op, bool kStore>
+// kInfer (convt_wgmma_infer): what is stored is op(z) itself, the moments' value (moments_value), with an L2
+// evict-last hint, and once the tile's partials are written the tile counts itself done for its sample (`done`).
+template <class Op, bool kStore, bool kInfer = false>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
+                                               int* __restrict__ done) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -518,6 +564,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
+  const uint64_t evict_last = kInfer ? l2_policy_evict_last() : 0;  // op(z) stays in L2 for the normalise
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
     switch (k) {
@@ -544,12 +591,21 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-          if constexpr (kEpilogueMoments<Op>) {
+          if constexpr (kInfer) {
+            const float4 o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
+                                         moments_value(op, v.w));
+            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+            const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
+          } else if constexpr (kEpilogueMoments<Op>) {
+            if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
             const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
             const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
+          } else if (kStore && live[j]) {
+            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           }
         }
       } else if (!quads) {
@@ -563,9 +619,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            const float o = kInfer ? moments_value(op, v) : (g.z_with_bias ? v : a);  // what is stored
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = moments_value(op, v) - shift[j];
+              const float u = (kInfer ? o : moments_value(op, v)) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -605,23 +662,31 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
+  if constexpr (kInfer) {
+    // Every consumer thread's stores of op(z) and partials, visible GPU-wide before the tile is counted.
+    __threadfence();
+    named_barrier(3, 128 * kWgConsumers);
+    if (ctid == 0) atomicAdd(done + tile.n, 1);
+  }
 }
 
-// A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
-// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart>
+// A consumer warpgroup: for each of the block's tiles (first, first + step, ...), every chunk's taps as one wgmma
+// group as soon as the stage is full, releasing the stage of the chunk before once its group has completed; then
+// the epilogue (kInfer: wgmma_epilogue's).
+template <class Op, int kPart, bool kInfer = false>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty) {
+                                              float* staging, uint32_t full, uint32_t empty, int64_t first,
+                                              int64_t step, int* done = nullptr) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+  for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
@@ -653,8 +718,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer],
-                                     staging);
+      wgmma_epilogue<Op, kPart != 7, kInfer>(acc, tile, consumer, bias, z, partial, s, g, op,
+                                             channel_moments[parity_buffer], staging, done);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
@@ -684,10 +749,13 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) {
+      wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
+                             gridDim.x);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;

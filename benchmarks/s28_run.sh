@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 28's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s28/).
+#   run1: the forward without autograd in ONE launch (convt_wgmma_infer.cuh): the conv on most multiprocessors, the
+#         normalise on the rest (blocks by ticket), sample by sample from L2, y in place. Session 26's normalise inside
+#         the conv blocks lengthened their main loop by about its own time (the loop is bound by the multiprocessor's
+#         shared-memory/L1 data path); here the normalise has multiprocessors of its own. Predicted at L2-19 (two
+#         kernels today: conv 3.70-3.87 + sweep 1.54): the conv on 120 of 132 multiprocessors takes 140 rounds of
+#         tiles against 128 (3.8 x 140/128 ~ 4.15 ms), the normalise keeps up on 12 (~1.1 TB/s from L2 needed), the
+#         last sample's normalise ~0.03 ms after: one launch ~4.2 ms against ~5.3. Harness tests (the new ones
+#         against float64 at 11 shapes x 3 ops x 3 normaliser counts), the bench at 6-20 normalisers.
+set -u
+S=s28
+source benchmarks/convt_fused_helpers.sh
+case "${1:-}" in
+  run1)
+    build_wgmma run1
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run1_pytest_wgmma.log" | tail -4
+    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "main loop alone (timing" \
+      "GELU + GroupNorm" "one launch" 2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
+    ;;
+  *) echo "usage: $0 runN"; exit 2 ;;
+esac
