@@ -8,6 +8,12 @@
 #         tiles against 128 (3.8 x 140/128 ~ 4.15 ms), the normalise keeps up on 12 (~1.1 TB/s from L2 needed), the
 #         last sample's normalise ~0.03 ms after: one launch ~4.2 ms against ~5.3. Harness tests (the new ones
 #         against float64 at 11 shapes x 3 ops x 3 normaliser counts), the bench at 6-20 normalisers.
+#   run2: run1: correct (y 2.9e-6 from the two kernels' at L2-19, 99 of 99 new tests until a segfault in the clear-
+#         errors test: TORCH_CHECK with int arguments, now a string), but the normalisers far too slow: 15.3 ms with 6,
+#         9.1 with 12, 6.8 with 20: ~30-47 GB/s a multiprocessor, 8 loads of 16 bytes in flight a thread (48 KB an SM)
+#         at ~2 us of latency under load. Now they pull chunks of 24 KB by bulk copies into a ring of 8 (192 KB in
+#         flight an SM), normalise from shared memory, and store. Predicted: ~90 GB/s an SM if latency bound them, so
+#         12 normalisers keep up with the conv (~1.05 TB/s): ~4.2 ms; if the SM's L2 port bounds them, more are needed.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -18,6 +24,13 @@ case "${1:-}" in
       -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run1_pytest_wgmma.log" | tail -4
     timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "main loop alone (timing" \
       "GELU + GroupNorm" "one launch" 2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
+    ;;
+  run2)
+    build_wgmma run2
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run2_pytest_wgmma.log" | tail -4
+    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "main loop alone (timing" \
+      "GELU + GroupNorm" "one launch" 2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

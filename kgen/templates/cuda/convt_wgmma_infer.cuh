@@ -41,10 +41,14 @@ struct InferArgs {
   int pieces;
   int items_per_sample;
   int items;             // batch x items_per_sample
+  int stages;            // the bulk path's ring (0: the register path)
+  int chunk_floats;      // its chunks
+  int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
 };
 
-constexpr int kInferBatch = 8;  // 16-byte loads in flight a normaliser thread
-constexpr int kInferItemValues = 1 << 16;
+constexpr int kInferItemValues = 1 << 16;  // the register path's items: ~64 K values
+constexpr int kInferChunkFloats = 6144;   // the bulk path's chunks: 24 KB, 4 units of 16 bytes a thread
+constexpr int kInferBatch = 8;            // the register path: 16-byte loads in flight a thread
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v = 0;
@@ -54,49 +58,126 @@ __device__ __forceinline__ int load_acquire(const int* p) {
   return v;
 }
 
-// y[i] = (y[i] - mean) scale + shift over [lo, hi) of one channel plane (`coef`: scale, shift, mean hi, mean lo);
-// vec: the plane holds whole 16-byte units (lo, hi multiples of 4). 8 loads in flight a thread, then the stores.
-__device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane, int64_t lo, int64_t hi, bool vec,
-                                                      float4 coef, uint64_t evict_first) {
-  const float2 mu = make_float2(coef.z, coef.w);
-  auto value = [&](float u) { return centered(u, mu) * coef.x + coef.y; };
-  if (vec) {
-    float4* p = reinterpret_cast<float4*>(plane);
-    const int64_t end = hi / 4;
-    for (int64_t base = lo / 4 + threadIdx.x; base < end; base += int64_t(kInferBatch) * blockDim.x) {
-      float4 v[kInferBatch];
-#pragma unroll
-      for (int k = 0; k < kInferBatch; ++k) {
-        const int64_t i = base + int64_t(k) * blockDim.x;
-        if (i < end) v[k] = __ldcg(p + i);
-      }
-#pragma unroll
-      for (int k = 0; k < kInferBatch; ++k) {
-        const int64_t i = base + int64_t(k) * blockDim.x;
-        if (i < end) {
-          store16_policy(plane + 4 * i, make_float4(value(v[k].x), value(v[k].y), value(v[k].z), value(v[k].w)),
-                         evict_first);
-        }
-      }
+// y = (u - mean) scale + shift, as normalize_kernel forms it (`coef`: scale, shift, mean hi, mean lo).
+__device__ __forceinline__ float infer_value(float u, float4 coef) {
+  return centered(u, make_float2(coef.z, coef.w)) * coef.x + coef.y;
+}
+
+// Sample n's channel table: waits for its tiles (one thread, acquire), merges its partials in double in
+// convt_moments_finalize_kernel's order (warp w: groups w, w + warps, ...), then scale, shift and mean a channel.
+__device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ partial, const ConvShape& s,
+                                                   const WgmmaGeometry& g, const InferArgs& a, int n, float4* table,
+                                                   float2* group_mean, float* group_rstd) {
+  if (threadIdx.x == 0) {
+    while (load_acquire(a.counters + n) < a.tiles_per_sample) __nanosleep(256);
+    __threadfence();
+  }
+  __syncthreads();
+  const int per_row = g.tiles * g.channel_tiles, cpg = s.channels_per_group();
+  for (int grp = threadIdx.x / kWarpSize; grp < s.groups; grp += blockDim.x / kWarpSize) {
+    const int64_t row = int64_t(n) * s.groups + grp;
+    const MomentsD m = warp_merge(per_row, [&](int i) {
+      const Moments* p = partial + row * per_row + i;
+      return Moments{__ldcg(&p->count), __ldcg(&p->mean), __ldcg(&p->m2)};
+    });
+    if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, a.eps, group_mean[grp], group_rstd[grp]);
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < s.out_channels; c += blockDim.x) {
+    const int grp = c / cpg;
+    table[c] = make_float4(group_rstd[grp] * __ldg(a.gamma + c), __ldg(a.beta + c), group_mean[grp].x,
+                           group_mean[grp].y);
+  }
+  __syncthreads();
+}
+
+// The bulk path (planes of whole 16-byte units): normaliser r of k takes chunks r, r + k, ... of each sample in
+// turn (a chunk: up to kInferChunkFloats of one channel plane), each brought into a ring of `stages` shared-memory
+// buffers by one bulk copy (thread 0 keeps the ring full, up to 8 x 24 KB in flight: what an SM needs to pull its
+// share from L2 at its latency under load), then normalised from there by every thread and stored, evict-first.
+// The ring drains at each sample's end (the next sample's z may not be written yet).
+__device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__ partial, const ConvShape& s,
+                                                     const WgmmaGeometry& g, const InferArgs& a, float* smem,
+                                                     uint32_t bars, int r, int k) {
+  float4* table = reinterpret_cast<float4*>(smem);
+  float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
+  float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
+  float4* ring = table + a.ring_offset4;
+  const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  const int64_t out_plane = s.out_plane();
+  const int per_plane = static_cast<int>((out_plane + a.chunk_floats - 1) / a.chunk_floats);
+  const int chunks = s.out_channels * per_plane;  // a sample's
+  const uint64_t evict_first = l2_policy_evict_first();
+  int64_t used = 0;  // chunks through the ring so far: stage used % stages, parity (used / stages) & 1
+  // Chunk i of this block in sample n: its plane and its [lo, lo + len) floats.
+  auto locate = [&](int n, int i, int& c, int64_t& lo, int& len) {
+    const int j = r + i * k, piece = j % per_plane;
+    c = j / per_plane;
+    lo = int64_t(piece) * a.chunk_floats;
+    len = static_cast<int>(min(int64_t(a.chunk_floats), out_plane - lo));
+  };
+  auto issue = [&](int n, int i, int64_t q) {  // thread 0: chunk i into stage q % stages
+    int c, len;
+    int64_t lo;
+    locate(n, i, c, lo, len);
+    const uint32_t bar = bars + 8u * static_cast<uint32_t>(q % a.stages);
+    mbar_expect_bytes(bar, 4u * len);
+    bulk_copy_to_shared(ring_addr + static_cast<uint32_t>((q % a.stages) * a.chunk_floats * 4),
+                        a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
+    mbar_arrive(bar);
+  };
+  for (int n = 0; n < s.batch; ++n) {
+    const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;
+    infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < min(mine, a.stages); ++i) issue(n, i, used + i);
     }
-  } else {
-    for (int64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) plane[i] = value(__ldcg(plane + i));
+    for (int i = 0; i < mine; ++i, ++used) {
+      const int stage = static_cast<int>(used % a.stages);
+      mbar_wait(bars + 8u * stage, static_cast<uint32_t>((used / a.stages) & 1));
+      int c, len;
+      int64_t lo;
+      locate(n, i, c, lo, len);
+      const float4 coef = table[c];
+      const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
+      float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
+      for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
+        const float4 v = in[u];
+        store16_policy(out + 4 * u, make_float4(infer_value(v.x, coef), infer_value(v.y, coef),
+                                                infer_value(v.z, coef), infer_value(v.w, coef)), evict_first);
+      }
+      __syncthreads();  // the stage is read: it may be refilled
+      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+    }
   }
 }
 
-// A normaliser block: items in ticket order until none is left. `smem`: C_out float4s (the channel table), then
-// the groups' mean (float2) and rstd.
-__device__ __forceinline__ void infer_normalise(const Moments* __restrict__ partial, const ConvShape& s,
-                                                const WgmmaGeometry& g, const InferArgs& a, float* smem) {
+// The register path (planes of odd sizes, whose chunks a bulk copy cannot take): items (a few channel planes of a
+// sample, or a piece of one) by ticket, in order; 8 loads in flight a thread.
+__device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane, int64_t lo, int64_t hi,
+                                                      float4 coef) {
+  for (int64_t base = lo + threadIdx.x; base < hi; base += int64_t(kInferBatch) * blockDim.x) {
+    float v[kInferBatch];
+#pragma unroll
+    for (int k = 0; k < kInferBatch; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < hi) v[k] = __ldcg(plane + i);
+    }
+#pragma unroll
+    for (int k = 0; k < kInferBatch; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < hi) plane[i] = infer_value(v[k], coef);
+    }
+  }
+}
+
+__device__ __forceinline__ void infer_normalise_items(const Moments* __restrict__ partial, const ConvShape& s,
+                                                      const WgmmaGeometry& g, const InferArgs& a, float* smem) {
   float4* table = reinterpret_cast<float4*>(smem);
   float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
   float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
   __shared__ int item_shared;
   const int64_t out_plane = s.out_plane();
-  const bool vec = out_plane % 4 == 0;
-  const int per_row = g.tiles * g.channel_tiles, cpg = s.channels_per_group();
-  const int warp = threadIdx.x / kWarpSize, warps = blockDim.x / kWarpSize;
-  const uint64_t evict_first = l2_policy_evict_first();
   int cached = -1;  // the sample whose table is in shared memory
   for (;;) {
     if (threadIdx.x == 0) item_shared = atomicAdd(a.counters + s.batch + 1, 1);
@@ -104,41 +185,17 @@ __device__ __forceinline__ void infer_normalise(const Moments* __restrict__ part
     const int item = item_shared;
     if (item >= a.items) break;  // block-uniform
     const int n = item / a.items_per_sample, k = item - n * a.items_per_sample;
-    if (n != cached) {
-      if (threadIdx.x == 0) {
-        while (load_acquire(a.counters + n) < a.tiles_per_sample) __nanosleep(256);
-        __threadfence();
-      }
-      __syncthreads();
-      for (int grp = warp; grp < s.groups; grp += warps) {
-        const int64_t row = int64_t(n) * s.groups + grp;
-        const MomentsD m = warp_merge(per_row, [&](int i) {
-          const Moments* p = partial + row * per_row + i;
-          return Moments{__ldcg(&p->count), __ldcg(&p->mean), __ldcg(&p->m2)};
-        });
-        if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, a.eps, group_mean[grp], group_rstd[grp]);
-      }
-      __syncthreads();
-      for (int c = threadIdx.x; c < s.out_channels; c += blockDim.x) {
-        const int grp = c / cpg;
-        table[c] = make_float4(group_rstd[grp] * __ldg(a.gamma + c), __ldg(a.beta + c), group_mean[grp].x,
-                               group_mean[grp].y);
-      }
-      __syncthreads();
-      cached = n;
-    }
-    if (a.pieces > 1) {  // a piece of one plane, in 16-byte units where the plane has them
+    if (n != cached) infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    cached = n;
+    if (a.pieces > 1) {  // a piece of one plane
       const int c = k / a.pieces, piece = k - c * a.pieces;
-      const int64_t unit = vec ? 4 : 1, units = (out_plane + unit - 1) / unit;
-      const int64_t per_piece = (units + a.pieces - 1) / a.pieces;
-      const int64_t lo = min(units, per_piece * piece) * unit, hi = min(units, per_piece * (piece + 1)) * unit;
-      infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, lo, min(hi, out_plane), vec,
-                            table[c], evict_first);
+      const int64_t per_piece = (out_plane + a.pieces - 1) / a.pieces;
+      infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, min(out_plane, per_piece * piece),
+                            min(out_plane, per_piece * (piece + 1)), table[c]);
     } else {
       const int c_end = min(s.out_channels, (k + 1) * a.planes_per_item);
       for (int c = k * a.planes_per_item; c < c_end; ++c) {
-        infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, 0, out_plane, vec, table[c],
-                              evict_first);
+        infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, 0, out_plane, table[c]);
       }
     }
     __syncthreads();  // every thread has read item_shared before thread 0 takes the next
@@ -154,23 +211,33 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   float* smem = reinterpret_cast<float*>(smem4);
   float* staging = smem + g.stages * g.stage_floats;
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);
-  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
+  // The conv's full and empty barriers, or a normaliser's ring of up to 8 (one arrival and the copy's bytes each).
+  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   __shared__ int ticket_shared;
-  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
-  const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
+  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
+  const uint32_t empty = full + 8 * kWgMaxStages;
   if (threadIdx.x == 0) {
-    ticket_shared = atomicAdd(a.counters + s.batch, 1);
-    for (int i = 0; i < g.stages; ++i) {
-      mbar_init(full + 8 * i, 128 * kWgProducers);
-      mbar_init(empty + 8 * i, 4 * kWgConsumers);
+    const int ticket = atomicAdd(a.counters + s.batch, 1);
+    ticket_shared = ticket;
+    if (ticket < a.conv_blocks) {
+      for (int i = 0; i < g.stages; ++i) {
+        mbar_init(full + 8 * i, 128 * kWgProducers);
+        mbar_init(empty + 8 * i, 4 * kWgConsumers);
+      }
+    } else {
+      for (int i = 0; i < a.stages; ++i) mbar_init(full + 8 * i, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   const int ticket = ticket_shared;
   if (ticket >= a.conv_blocks) {
-    infer_normalise(partial, s, g, a, smem);
+    if (a.stages > 0) {
+      infer_normalise_bulk(partial, s, g, a, smem, full, ticket - a.conv_blocks, gridDim.x - a.conv_blocks);
+    } else {
+      infer_normalise_items(partial, s, g, a, smem);
+    }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
@@ -208,7 +275,9 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
   WgmmaGeometry g{};
   why = convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
   if (!why.empty()) return why;
-  if (16 * int64_t(s.out_channels) + 12 * int64_t(s.groups) > g.smem_bytes) return "its channel table does not fit";
+  if (16 * int64_t(s.out_channels) + 12 * int64_t(s.groups) + 16 > g.smem_bytes) {
+    return "its channel table does not fit";
+  }
   if (int64_t(s.out_channels) * s.out_plane() >= (int64_t(1) << 31) ||
       int64_t(s.batch) * s.out_channels * (s.out_plane() / kInferItemValues + 1) >= (int64_t(1) << 30)) {
     return "a sample is too large for its normalise items";
@@ -235,7 +304,10 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = default_infer_normalisers(sms);
-  TORCH_CHECK(normalisers >= 1 && normalisers < sms, "kgen: 1 to ", sms - 1, " normalisers, not ", normalisers);
+  if (normalisers < 1 || normalisers >= sms) {
+    const std::string range = "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
+    TORCH_CHECK(false, range);
+  }
   const auto x = input.contiguous(), w = weight.contiguous(), b = bias.contiguous();
   const auto gam = gamma.contiguous(), bet = beta.contiguous();
   auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
@@ -264,6 +336,16 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   a.items_per_sample = a.pieces > 1 ? s.out_channels * a.pieces
                                     : static_cast<int>(blocks_for(s.out_channels, a.planes_per_item));
   a.items = s.batch * a.items_per_sample;
+  // The bulk path where every plane is whole 16-byte units: a ring of up to 8 chunks of 24 KB past the channel
+  // table (at least 2 stages: smaller chunks where shared memory is short).
+  a.ring_offset4 = static_cast<int>(s.out_channels + blocks_for(12 * int64_t(s.groups), 16));
+  const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
+  a.chunk_floats = kInferChunkFloats;
+  a.stages = 0;
+  if (plane % 4 == 0 && ring_bytes >= 2 * 1024) {
+    a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * kInferChunkFloats)));
+    if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
+  }
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
