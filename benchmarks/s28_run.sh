@@ -14,6 +14,11 @@
 #         at ~2 us of latency under load. Now they pull chunks of 24 KB by bulk copies into a ring of 8 (192 KB in
 #         flight an SM), normalise from shared memory, and store. Predicted: ~90 GB/s an SM if latency bound them, so
 #         12 normalisers keep up with the conv (~1.05 TB/s): ~4.2 ms; if the SM's L2 port bounds them, more are needed.
+#   run3: run2: 123 tests pass; the bulk ring helped but not enough: 12.9 ms with 6 normalisers (~56 GB/s an SM, read
+#         and write together), 7.3 with 12, 5.07 with 20 (two kernels 5.34). 192 KB in flight an SM cannot be latency
+#         at that rate, so something else bounds a normaliser. Which: timing variants with the chunks stored by bulk
+#         copies (TMA both ways: the SM's own store path unused), without stores, and the register path, at 6, 12 and
+#         20 normalisers. If stores bound it, no-stores ~2x faster at 6; if the SM's L2 reads, no change.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -31,6 +36,13 @@ case "${1:-}" in
       -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run2_pytest_wgmma.log" | tail -4
     timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "main loop alone (timing" \
       "GELU + GroupNorm" "one launch" 2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
+    ;;
+  run3)
+    build_wgmma run3
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k "one_launch" 2>&1 \
+      | tee "$OUT/$S/run3_pytest_wgmma.log" | tail -4
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "launch" 2>&1 \
+      | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

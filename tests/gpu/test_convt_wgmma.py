@@ -96,7 +96,8 @@ def test_groupnorm_output_matches_float64(ext, case):
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
 
-INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2}
+INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_bulk_stores": 11, "gelu_erf_registers": 13}
+INFER_OPS = {"gelu_erf_bulk_stores": "gelu_erf", "gelu_erf_registers": "gelu_erf"}
 
 
 @pytest.mark.parametrize("normalisers", [-1, 1, 5])
@@ -108,9 +109,10 @@ def test_one_launch_forward_matches_float64(ext, case, variant, normalisers):
     (GELU by a 1.5e-7 erfc), the sample's merged statistics and the in-place normalise; every element is compared
     against a fresh random reference (an unnormalised or skipped plane would fail)."""
     x, weight, bias, gamma, beta, pad, groups = make(case, seed=hash((case, variant, normalisers)) % 2**31)
-    z = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, H.VARIANTS[variant])[0]
+    op = INFER_OPS.get(variant, variant)
+    z = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, H.VARIANTS[op])[0]
     y = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, INFER_VARIANTS[variant], normalisers)
-    ref = F.group_norm(OPS[variant](z.double()), groups, gamma.double(), beta.double(), EPS)
+    ref = F.group_norm(OPS[op](z.double()), groups, gamma.double(), beta.double(), EPS)
     assert y.shape == ref.shape
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
@@ -349,7 +351,11 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
             lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
-           for r in (6, 8, 10, 12, 14, 16, 20)},
+           for r in (12, 16, 20, 24)},
+        **{f"  one launch, {r} normalisers, {what}": (
+            lambda r=r, v=v: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], v, r))
+           for r in (6, 12, 20) for what, v in (("bulk stores", 11), ("no stores (timing only)", 12),
+                                                ("register path", 13))},
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "kgen wgmma input gradient (grad_z channels-last, truncated -> grad_x NCHW)": lambda: (

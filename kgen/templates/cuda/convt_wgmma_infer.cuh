@@ -44,11 +44,29 @@ struct InferArgs {
   int stages;            // the bulk path's ring (0: the register path)
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
+  int store_mode;        // the bulk path: 0 each thread stores its values; 1 in place, one bulk store a chunk;
+                         // 2 no stores (timing only)
 };
 
 constexpr int kInferItemValues = 1 << 16;  // the register path's items: ~64 K values
 constexpr int kInferChunkFloats = 6144;   // the bulk path's chunks: 24 KB, 4 units of 16 bytes a thread
 constexpr int kInferBatch = 8;            // the register path: 16-byte loads in flight a thread
+
+// shared -> global, one contiguous run (16-byte aligned, a multiple of 16 bytes), evict-first in L2; then commits.
+__device__ __forceinline__ void bulk_store_evict_first(float* dst, uint32_t src, uint32_t bytes, uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::"l"(dst),
+               "r"(src), "r"(bytes), "l"(policy)
+               : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until this thread's bulk stores have read their shared memory.
+__device__ __forceinline__ void bulk_stores_read_all() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v = 0;
@@ -139,17 +157,31 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
       int64_t lo;
       locate(n, i, c, lo, len);
       const float4 coef = table[c];
-      const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
+      float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
       float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
       for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
         const float4 v = in[u];
-        store16_policy(out + 4 * u, make_float4(infer_value(v.x, coef), infer_value(v.y, coef),
-                                                infer_value(v.z, coef), infer_value(v.w, coef)), evict_first);
+        const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
+                                     infer_value(v.w, coef));
+        if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
+        if (a.store_mode == 1) in[u] = o;
+        if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
-      __syncthreads();  // the stage is read: it may be refilled
-      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+      if (a.store_mode == 1) fence_async_shared();  // the values, visible to the bulk store
+      __syncthreads();  // the stage is read (or written back in place)
+      if (threadIdx.x == 0) {
+        if (a.store_mode == 1) {
+          bulk_store_evict_first(out, ring_addr + static_cast<uint32_t>(stage * a.chunk_floats * 4), 4u * len,
+                                 evict_first);
+          bulk_stores_read_all();  // before its stage is refilled
+        }
+        if (i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+      }
     }
   }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if (threadIdx.x == 0 && a.store_mode == 1) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
 }
 
 // The register path (planes of odd sizes, whose chunks a bulk copy cannot take): items (a few channel planes of a
@@ -256,7 +288,9 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 inline int default_infer_normalisers(int sms) { return std::max(1, (sms + 5) / 11); }
 
 // y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
-// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers). A clear error where
+// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers). mode, for
+// comparisons: 0 the default, 1 the bulk path storing by bulk copies, 2 without stores (timing only), 3 the register
+// path everywhere. A clear error where
 // the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
 template <class Op>
 std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -288,7 +322,7 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
-                             std::vector<int64_t> padding, Op op, int normalisers = -1) {
+                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0) {
   const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
   TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
@@ -342,7 +376,8 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
   a.chunk_floats = kInferChunkFloats;
   a.stages = 0;
-  if (plane % 4 == 0 && ring_bytes >= 2 * 1024) {
+  a.store_mode = mode;
+  if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3) {
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * kInferChunkFloats)));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
