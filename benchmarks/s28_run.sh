@@ -19,6 +19,11 @@
 #         at that rate, so something else bounds a normaliser. Which: timing variants with the chunks stored by bulk
 #         copies (TMA both ways: the SM's own store path unused), without stores, and the register path, at 6, 12 and
 #         20 normalisers. If stores bound it, no-stores ~2x faster at 6; if the SM's L2 reads, no change.
+#   run4: run3 (a slower machine: two kernels 5.29, one launch at 12 normalisers 8.43 against run2's 7.31): without
+#         stores no faster (6 normalisers: 14.5 ms, stores by bulk copies 22.0, the register path with scalar loads
+#         29.2), so neither the stores nor registers bound them, and 192 KB in flight cannot be DRAM or L2 latency at
+#         ~25 GB/s an SM. Either the normalisers are slow or the conv blocks are: a trace (globaltimer) of each
+#         block's end and, per sample, how long normaliser 0 waited for it and worked on it says which.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -43,6 +48,10 @@ case "${1:-}" in
       | tee "$OUT/$S/run3_pytest_wgmma.log" | tail -4
     timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "launch" 2>&1 \
       | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
+    ;;
+  run4)
+    build_wgmma run4
+    timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 6 12 20 2>&1 | tee "$OUT/$S/run4_trace.log" | grep normalisers
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

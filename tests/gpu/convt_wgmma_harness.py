@@ -135,6 +135,15 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
   }
   TORCH_CHECK(false, "kgen test: no one-launch variant ", variant);
 }
+// GELU erf with the trace (convt_wgmma_infer.cuh's InferArgs::trace): {y, trace}
+std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+                                                at::Tensor beta, int64_t groups, double eps,
+                                                std::vector<int64_t> padding, int64_t normalisers, int64_t mode) {
+  at::Tensor trace;
+  auto y = kgen::convt::convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{},
+                                          static_cast<int>(normalisers), static_cast<int>(mode), &trace);
+  return {y, trace};
+}
 std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
                                           at::Tensor beta, int64_t groups, std::vector<int64_t> padding) {
   return kgen::convt::convt_wgmma_infer_unsupported<kgen::GeluErf>(x, w, b, gamma, beta, groups, padding);
@@ -163,12 +172,14 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
     int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant, int64_t normalisers);
 std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, std::vector<int64_t> padding);
+std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
+    at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding, int64_t normalisers, int64_t mode);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
-             "convt_wgmma_available"]
+             "convt_wgmma_infer_trace", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}

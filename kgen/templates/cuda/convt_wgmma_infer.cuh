@@ -46,7 +46,17 @@ struct InferArgs {
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
   int store_mode;        // the bulk path: 0 each thread stores its values; 1 in place, one bulk store a chunk;
                          // 2 no stores (timing only)
+  unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
+                              // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
+#endif
+  return t;
+}
 
 constexpr int kInferItemValues = 1 << 16;  // the register path's items: ~64 K values
 constexpr int kInferChunkFloats = 6144;   // the bulk path's chunks: 24 KB, 4 units of 16 bytes a thread
@@ -144,9 +154,12 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
                         a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
     mbar_arrive(bar);
   };
+  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
   for (int n = 0; n < s.batch; ++n) {
     const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;
+    if (trace) trace[3 * n] = global_ns();
     infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    if (trace) trace[3 * n + 1] = global_ns();
     if (threadIdx.x == 0) {
       for (int i = 0; i < min(mine, a.stages); ++i) issue(n, i, used + i);
     }
@@ -178,6 +191,7 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
         if (i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
       }
     }
+    if (trace) trace[3 * n + 2] = global_ns();
   }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   if (threadIdx.x == 0 && a.store_mode == 1) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
@@ -264,6 +278,7 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   }
   __syncthreads();
   const int ticket = ticket_shared;
+  if (a.trace && threadIdx.x == 0) a.trace[2 * ticket] = global_ns();
   if (ticket >= a.conv_blocks) {
     if (a.stages > 0) {
       infer_normalise_bulk(partial, s, g, a, smem, full, ticket - a.conv_blocks, gridDim.x - a.conv_blocks);
@@ -277,6 +292,9 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
                                a.conv_blocks, a.counters);
+  }
+  if (a.trace && threadIdx.x == (ticket >= a.conv_blocks ? 0 : 128 * kWgProducers)) {
+    a.trace[2 * ticket + 1] = global_ns();  // a conv block: its first consumer thread's end
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)partial, (void)s, (void)g, (void)op, (void)a;
@@ -322,7 +340,8 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
-                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0) {
+                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0,
+                             at::Tensor* trace = nullptr) {
   const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
   TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
@@ -377,6 +396,11 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   a.chunk_floats = kInferChunkFloats;
   a.stages = 0;
   a.store_mode = mode;
+  if (trace) {  // for measurements: 2 a block, then 3 a sample
+    *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
+                       x.options().dtype(at::kLong));
+    a.trace = reinterpret_cast<unsigned long long*>(trace->data_ptr<int64_t>());
+  }
   if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3) {
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * kInferChunkFloats)));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
