@@ -24,6 +24,12 @@
 #         29.2), so neither the stores nor registers bound them, and 192 KB in flight cannot be DRAM or L2 latency at
 #         ~25 GB/s an SM. Either the normalisers are slow or the conv blocks are: a trace (globaltimer) of each
 #         block's end and, per sample, how long normaliser 0 waited for it and worked on it says which.
+#   run5: run4: the normalisers are the bound (each sample ready long before they reach it) and read only ~25 GB/s an
+#         SM, with stores or without (6: 114 us of work a sample, 1/6 of its 17 MB each; 20: 38 us for 1/20): the z
+#         they read was written long before and has left L2 (6 normalisers reach sample 127 at 14.5 ms, the conv ended
+#         at 4.2). The conv blocks also end ~10 % later than their share of tiles predicts (20 normalisers: 5.02-5.13
+#         against ~4.6). Each sample's wait and merge takes ~4 us. Do the normalisers read faster when they keep up
+#         (z still in L2)? The trace at 24, 28 and 36 normalisers: work per sample there, against 20's 38 us.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -52,6 +58,10 @@ case "${1:-}" in
   run4)
     build_wgmma run4
     timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 6 12 20 2>&1 | tee "$OUT/$S/run4_trace.log" | grep normalisers
+    ;;
+  run5)
+    build_wgmma run5
+    timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 24 28 36 2>&1 | tee "$OUT/$S/run5_trace.log" | grep normalisers
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
