@@ -30,6 +30,12 @@
 #         at 4.2). The conv blocks also end ~10 % later than their share of tiles predicts (20 normalisers: 5.02-5.13
 #         against ~4.6). Each sample's wait and merge takes ~4 us. Do the normalisers read faster when they keep up
 #         (z still in L2)? The trace at 24, 28 and 36 normalisers: work per sample there, against 20's 38 us.
+#   run6: run5: even keeping up (36 normalisers: each sample waited for, z still in L2) a normaliser reads ~23 GB/s
+#         (21 us for 1/36 of a sample), as from DRAM (20: 38 us for 1/20): the bound is on the normalisers' side, at
+#         ~25 GB/s read + 25 written an SM, for the register path (48 KB in flight) and the bulk path (192 KB) alike.
+#         Is that the SM, or the conv running beside it? The normalise alone (no conv; timing only) on 6, 20, 66 and
+#         131 blocks, 24 and 48 KB chunks, and the register path: if an SM alone moves ~25 GB/s each way, 6 blocks
+#         take ~15 ms; if it is the conv's interference, much less (131 blocks: the DRAM-bound 1.5 ms).
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -62,6 +68,13 @@ case "${1:-}" in
   run5)
     build_wgmma run5
     timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 24 28 36 2>&1 | tee "$OUT/$S/run5_trace.log" | grep normalisers
+    ;;
+  run6)
+    build_wgmma run6
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k "one_launch" 2>&1 \
+      | tee "$OUT/$S/run6_pytest_wgmma.log" | tail -3
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "launch" \
+      "normalise alone" 2>&1 | tee "$OUT/$S/run6_bench.log" | grep -E " ms|max"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

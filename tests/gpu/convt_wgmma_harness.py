@@ -8,8 +8,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
       the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
   convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
-      convt_wgmma_infer.cuh: variant 0-2 as below, GELU erf with the normalise's chunks stored by bulk copies 11,
-      without stores 12 (timing only), by the register path 13; normalisers -1 the default)
+      convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
+      normalisers -1 the default)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -128,10 +128,11 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
     case 0: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r);
     case 1: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::Identity{}, r);
     case 2: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluTanh{}, r);
-    // GELU erf: the normalise's chunks stored by bulk copies; no stores (timing only); the register path
-    case 11: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r, 1);
-    case 12: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r, 2);
-    case 13: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r, 3);
+    // GELU erf, convt_wgmma_infer's modes 2-6: the normalise without stores (timing only); the register path;
+    // timing only, the normalise alone on `normalisers` blocks: bulk path, its chunks 48 KB, the register path
+    case 12: case 13: case 14: case 15: case 16:
+      return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r,
+                               static_cast<int>(variant) - 10);
   }
   TORCH_CHECK(false, "kgen test: no one-launch variant ", variant);
 }

@@ -96,8 +96,8 @@ def test_groupnorm_output_matches_float64(ext, case):
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
 
-INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_bulk_stores": 11, "gelu_erf_registers": 13}
-INFER_OPS = {"gelu_erf_bulk_stores": "gelu_erf", "gelu_erf_registers": "gelu_erf"}
+INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_registers": 13}
+INFER_OPS = {"gelu_erf_registers": "gelu_erf"}
 
 
 @pytest.mark.parametrize("normalisers", [-1, 1, 5])
@@ -351,11 +351,12 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
             lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
-           for r in (12, 16, 20, 24)},
-        **{f"  one launch, {r} normalisers, {what}": (
+           for r in (16, 20, 24)},
+        **{f"  normalise alone on {r} blocks, {what} (timing only)": (
             lambda r=r, v=v: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], v, r))
-           for r in (6, 12, 20) for what, v in (("bulk stores", 11), ("no stores (timing only)", 12),
-                                                ("register path", 13))},
+           for r, what, v in ((6, "bulk", 14), (20, "bulk", 14), (66, "bulk", 14), (131, "bulk", 14),
+                              (6, "48 KB chunks", 15), (20, "48 KB chunks", 15), (6, "register path", 16),
+                              (131, "register path", 16))},
         "kgen wgmma conv + GELU + GroupNorm": lambda: ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, 8,
                                                                                  EPS, [0, 0]),
         "kgen wgmma input gradient (grad_z channels-last, truncated -> grad_x NCHW)": lambda: (

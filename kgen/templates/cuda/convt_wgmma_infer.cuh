@@ -44,8 +44,7 @@ struct InferArgs {
   int stages;            // the bulk path's ring (0: the register path)
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
-  int store_mode;        // the bulk path: 0 each thread stores its values; 1 in place, one bulk store a chunk;
-                         // 2 no stores (timing only)
+  int store_mode;        // the bulk path: 0 each thread stores its values; 2 no stores (timing only)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -61,22 +60,6 @@ __device__ __forceinline__ unsigned long long global_ns() {
 constexpr int kInferItemValues = 1 << 16;  // the register path's items: ~64 K values
 constexpr int kInferChunkFloats = 6144;   // the bulk path's chunks: 24 KB, 4 units of 16 bytes a thread
 constexpr int kInferBatch = 8;            // the register path: 16-byte loads in flight a thread
-
-// shared -> global, one contiguous run (16-byte aligned, a multiple of 16 bytes), evict-first in L2; then commits.
-__device__ __forceinline__ void bulk_store_evict_first(float* dst, uint32_t src, uint32_t bytes, uint64_t policy) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::"l"(dst),
-               "r"(src), "r"(bytes), "l"(policy)
-               : "memory");
-  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-#endif
-}
-// Waits until this thread's bulk stores have read their shared memory.
-__device__ __forceinline__ void bulk_stores_read_all() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-#endif
-}
 
 __device__ __forceinline__ int load_acquire(const int* p) {
   int v = 0;
@@ -170,32 +153,20 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
       int64_t lo;
       locate(n, i, c, lo, len);
       const float4 coef = table[c];
-      float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
+      const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
       float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
       for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
         const float4 v = in[u];
         const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
                                      infer_value(v.w, coef));
         if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
-        if (a.store_mode == 1) in[u] = o;
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
-      if (a.store_mode == 1) fence_async_shared();  // the values, visible to the bulk store
-      __syncthreads();  // the stage is read (or written back in place)
-      if (threadIdx.x == 0) {
-        if (a.store_mode == 1) {
-          bulk_store_evict_first(out, ring_addr + static_cast<uint32_t>(stage * a.chunk_floats * 4), 4u * len,
-                                 evict_first);
-          bulk_stores_read_all();  // before its stage is refilled
-        }
-        if (i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
-      }
+      __syncthreads();  // the stage is read: it may be refilled
+      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
     }
     if (trace) trace[3 * n + 2] = global_ns();
   }
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if (threadIdx.x == 0 && a.store_mode == 1) asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-#endif
 }
 
 // The register path (planes of odd sizes, whose chunks a bulk copy cannot take): items (a few channel planes of a
@@ -307,8 +278,9 @@ inline int default_infer_normalisers(int sms) { return std::max(1, (sms + 5) / 1
 
 // y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
 // autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers). mode, for
-// comparisons: 0 the default, 1 the bulk path storing by bulk copies, 2 without stores (timing only), 3 the register
-// path everywhere. A clear error where
+// comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
+// normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
+// bulk path, 5 with chunks of 48 KB, 6 the register path. A clear error where
 // the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
 template <class Op>
 std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -395,16 +367,18 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
   a.chunk_floats = kInferChunkFloats;
   a.stages = 0;
-  a.store_mode = mode;
+  a.store_mode = mode == 2 ? 2 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
     a.trace = reinterpret_cast<unsigned long long*>(trace->data_ptr<int64_t>());
   }
-  if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3) {
-    a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * kInferChunkFloats)));
+  if (mode == 5) a.chunk_floats = 2 * kInferChunkFloats;
+  if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3 && mode != 6) {
+    a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
+  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
