@@ -69,7 +69,7 @@ bench_wgmma() {  # the harness's bench at L2-19's layer; $2: lines of its output
 }
 pytest_fused_cl() {  # pytest_fused's tests and the channels-last GroupNorm backward's
   timeout -k 5 200 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_gelu_groupnorm.py \
-    -k "channels_last or fused_conv_against or (deterministic and fused)" 2>&1 | tee "$OUT/$S/$1_pytest_fused.log" | tail -3
+    -k "channels_last or fused_conv_against or fused_conv_forward_without or (deterministic and fused)" 2>&1 | tee "$OUT/$S/$1_pytest_fused.log" | tail -3
 }
 parts_fused() {  # benchmarks/convt_fused_backward_parts.py; $2: lines of its output to show
   timeout -k 5 150 python3 benchmarks/convt_fused_backward_parts.py 2>&1 | tee "$OUT/$S/$1_parts.log" | tail -"$2"

@@ -19,8 +19,11 @@ shape, float32 accumulation (1e-6 from cuDNN's output there). Its epilogue adds 
 GELU and folds the GroupNorm moments of each (sample, group), merged in double in a fixed order
 (deterministic); it stores the conv output without its bias once, and one normalise sweep reads it.
 So the forward writes the conv output once and reads it once, where the exact mode writes it and reads it
-twice. It differs from the reference's cuDNN TF32 convolution by rounding:
-compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output, writing its gradient
+twice. Without autograd (no_grad, or nothing that requires a gradient) the forward is ONE launch where the
+shape makes it pay: the conv on most multiprocessors, its epilogue storing GELU's value itself (an erfc
+1.5e-7 from the true one: outputs ~3e-6 from the two-kernel path's at L2-19's shape), and the normalise on
+the rest, each sample as soon as its tiles are done, read back from L2 and normalised in place.
+It differs from the reference's cuDNN TF32 convolution by rounding: compare at 1e-2. Backward runs the GroupNorm kernels below on that stored output, writing its gradient
 channels-last; from it the same wgmma kernel computes the input gradient (a direct conv, run as a transposed
 one; TF32 with that gradient truncated: 4.9e-4 of max |grad_x| from float64 at L2-19's layer, cuDNN's TF32
 3.0e-4), and a second wgmma kernel the weight gradient (x read NCHW as saved, TF32 with x truncated: 3.5e-4 of
@@ -1848,6 +1851,41 @@ __device__ __forceinline__ void copy16_async_prefetch(uint32_t dst, const float*
                : "memory");
 #endif
 }
+// An L2 eviction policy for a whole access (createpolicy): evict first, or last.
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t policy = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+#endif
+  return policy;
+}
+// copy4_async with an L2 eviction policy.
+__device__ __forceinline__ void copy4_async_policy(uint32_t dst, const float* src, uint32_t src_bytes,
+                                                   uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 4, %2, %3;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes), "l"(policy)
+               : "memory");
+#endif
+}
+// A 16-byte global store with an L2 eviction policy.
+__device__ __forceinline__ void store16_policy(float* dst, float4 v, uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(dst), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+#else
+  (void)policy;
+  *reinterpret_cast<float4*>(dst) = v;
+#endif
+}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -1870,11 +1908,15 @@ __device__ __forceinline__ void copy_async_wait() {
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
 // kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
-template <int kPart, bool kInputCL, bool kRoundInput>
+// kEvictFirst: the NCHW input's copies ask L2 to evict their lines first (convt_wgmma_infer keeps z there).
+// The block takes tiles first, first + step, ... (the persistent schedule: blockIdx.x and gridDim.x, or the conv
+// blocks' own numbering in convt_wgmma_infer_kernel).
+template <int kPart, bool kInputCL, bool kRoundInput, bool kEvictFirst = false>
 __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const float* __restrict__ wprep,
                                               const ConvShape& s, const WgmmaGeometry& g, float* smem, int* pos_off,
-                                              uint32_t full, uint32_t empty) {
+                                              uint32_t full, uint32_t empty, int64_t first, int64_t step) {
   constexpr int kThreads = 128 * kWgProducers;
+  const uint64_t evict_first = kEvictFirst ? l2_policy_evict_first() : 0;
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int in_plane = static_cast<int>(s.in_plane());
@@ -1915,7 +1957,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   };
   int stage = 0, filled = 0;
   uint32_t phase = 0;
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+  for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
     named_barrier(1, kThreads);  // every producer thread is done with the previous tile's offsets
     for (int p = tid; p < g.positions; p += kThreads) {
@@ -1964,8 +2006,12 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 #pragma unroll
           for (int ch = 0; ch < kWgChunk; ++ch) {
             const bool real = off >= 0 && ch < channels;
-            copy4_async(xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4), at + (real ? ch : 0) * in_plane,
-                        real ? 4u : 0u);
+            const uint32_t dst = xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4);
+            if constexpr (kEvictFirst) {
+              copy4_async_policy(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u, evict_first);
+            } else {
+              copy4_async(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u);
+            }
           }
         }
       }
@@ -2055,12 +2101,15 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
 // group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
-template <class Op, bool kStore>
+// kInfer (convt_wgmma_infer): what is stored is op(z) itself, the moments' value (moments_value), with an L2
+// evict-last hint, and once the tile's partials are written the tile counts itself done for its sample (`done`).
+template <class Op, bool kStore, bool kInfer = false>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
+                                               int* __restrict__ done) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -2085,6 +2134,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
+  const uint64_t evict_last = kInfer ? l2_policy_evict_last() : 0;  // op(z) stays in L2 for the normalise
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
     switch (k) {
@@ -2111,12 +2161,21 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-          if constexpr (kEpilogueMoments<Op>) {
+          if constexpr (kInfer) {
+            const float4 o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
+                                         moments_value(op, v.w));
+            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+            const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
+            s1[j] += (u0 + u1) + (u2 + u3);
+            s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
+          } else if constexpr (kEpilogueMoments<Op>) {
+            if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
             const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
             const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
+          } else if (kStore && live[j]) {
+            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           }
         }
       } else if (!quads) {
@@ -2130,9 +2189,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = g.z_with_bias ? v : a;
+            const float o = kInfer ? moments_value(op, v) : (g.z_with_bias ? v : a);  // what is stored
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = moments_value(op, v) - shift[j];
+              const float u = (kInfer ? o : moments_value(op, v)) - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -2172,23 +2232,31 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
+  if constexpr (kInfer) {
+    // Every consumer thread's stores of op(z) and partials, visible GPU-wide before the tile is counted.
+    __threadfence();
+    named_barrier(3, 128 * kWgConsumers);
+    if (ctid == 0) atomicAdd(done + tile.n, 1);
+  }
 }
 
-// A consumer warpgroup: for each of the block's tiles, every chunk's taps as one wgmma group as soon as the
-// stage is full, releasing the stage of the chunk before once its group has completed; then the epilogue.
-template <class Op, int kPart>
+// A consumer warpgroup: for each of the block's tiles (first, first + step, ...), every chunk's taps as one wgmma
+// group as soon as the stage is full, releasing the stage of the chunk before once its group has completed; then
+// the epilogue (kInfer: wgmma_epilogue's).
+template <class Op, int kPart, bool kInfer = false>
 __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
                                               const WgmmaGeometry& g, Op op, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
-                                              float* staging, uint32_t full, uint32_t empty) {
+                                              float* staging, uint32_t full, uint32_t empty, int64_t first,
+                                              int64_t step, int* done = nullptr) {
   const int consumer = threadIdx.x / 128 - kWgProducers, lane = threadIdx.x % kWarpSize;
   const int taps = s.taps();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
-  for (int64_t t = blockIdx.x; t < g.work; t += gridDim.x) {
+  for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
 #pragma unroll
     for (int i = 0; i < 128; ++i) acc[i] = 0.f;
@@ -2220,8 +2288,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
-      wgmma_epilogue<Op, kPart != 7>(acc, tile, consumer, bias, z, partial, s, g, op, channel_moments[parity_buffer],
-                                     staging);
+      wgmma_epilogue<Op, kPart != 7, kInfer>(acc, tile, consumer, bias, z, partial, s, g, op,
+                                             channel_moments[parity_buffer], staging, done);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
@@ -2251,10 +2319,13 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty);
+    if (kPart != 2) {
+      wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty);
+    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
+                             gridDim.x);
   }
 #else
   (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
@@ -2470,6 +2541,418 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
   WgmmaGeometry g{};
   return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
+}
+
+}  // namespace convt
+}  // namespace kgen
+
+// ---- convt_wgmma_infer: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
+// convt_wgmma's conv, bias, op and GroupNorm moments on most multiprocessors, the GroupNorm normalise on the rest,
+// sample by sample as the conv completes them (issue 13) ----
+//
+// Why. The two-kernel forward writes z (2.18 GB at L2-19) and a normalise sweep reads it back from DRAM and writes y
+// after the conv's last tile: 1.5 ms on top of the conv kernel's 3.7-3.9. A sample's output is 17 MB and the H100's
+// L2 holds 50 MB, so the normalise can read a sample back from L2 soon after the conv has written it, and write y in
+// place: DRAM then sees x in and y out. Session 26 ran that normalise inside the conv blocks, between or beside their
+// wgmma, and every form lengthened the main loop by about the normalise's own time: the main loop is bound by the
+// shared-memory/L1 data path of its multiprocessor, and any load or store there takes from it. So here the normalise
+// runs on multiprocessors of its own, whose data paths the conv never uses:
+// - Roles by ticket. Each block (one a multiprocessor: the ring's shared memory allows no second) takes a ticket
+//   as it starts; tickets below `conv_blocks` run convt_wgmma's producer and consumers over tiles ticket, ticket +
+//   conv_blocks, ... (consecutive tiles: neighbouring pixel tiles of a sample, so samples complete in order), the
+//   rest normalise. Tickets go to blocks in the order they start, so every conv role belongs to a running block and
+//   the normalisers, which only ever wait for conv work, cannot hold it up (no co-residency assumed).
+// - Counting. The epilogue stores op(z + bias) itself (moments_value: for GELU erf an erfc 1.5e-7 from the true one,
+//   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint, writes its GroupNorm partials as
+//   the two-kernel path does, and counts its tile done for its sample (each consumer thread fences, a consumer
+//   barrier, one atomic). The input's copies ask L2 to evict first.
+// - Normalising. A normaliser takes items (a slab of one sample's channel planes, ~64 K values) by a second ticket,
+//   in order. On its first item of a sample it waits for the sample's count (one thread, acquire), merges the
+//   sample's partials in double in convt_moments_finalize_kernel's fixed order (the same mean and rstd, bit for bit:
+//   deterministic), and tabulates each channel's scale rstd gamma, shift beta and mean (hi, lo), as normalize_kernel
+//   forms them. Then y = (u - mean) scale + shift in place, 8 loads of 16 bytes in flight a thread from L2, y's
+//   stores evict-first.
+// The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
+// two-kernel path, whose backward needs z.
+namespace kgen {
+namespace convt {
+
+struct InferArgs {
+  const float* gamma;
+  const float* beta;
+  float* y;              // op(z + bias) from the epilogue, normalised in place
+  int* counters;         // [batch] tiles done a sample, then the role ticket, then the normalise item ticket (zeroed)
+  double eps;
+  int conv_blocks;       // tickets below run the conv; the rest normalise
+  int tiles_per_sample;  // pixel tiles x channel tiles
+  int planes_per_item;   // an item: that many channel planes of a sample, or (pieces > 1) a 1/pieces of one plane
+  int pieces;
+  int items_per_sample;
+  int items;             // batch x items_per_sample
+  int stages;            // the bulk path's ring (0: the register path)
+  int chunk_floats;      // its chunks
+  int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
+  int store_mode;        // the bulk path: 0 each thread stores its values; 2 no stores (timing only)
+  unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
+                              // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
+};
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
+#endif
+  return t;
+}
+
+constexpr int kInferItemValues = 1 << 16;  // the register path's items: ~64 K values
+constexpr int kInferChunkFloats = 6144;   // the bulk path's chunks: 24 KB, 4 units of 16 bytes a thread
+constexpr int kInferBatch = 8;            // the register path: 16-byte loads in flight a thread
+
+__device__ __forceinline__ int load_acquire(const int* p) {
+  int v = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+#endif
+  return v;
+}
+
+// y = (u - mean) scale + shift, as normalize_kernel forms it (`coef`: scale, shift, mean hi, mean lo).
+__device__ __forceinline__ float infer_value(float u, float4 coef) {
+  return centered(u, make_float2(coef.z, coef.w)) * coef.x + coef.y;
+}
+
+// Sample n's channel table: waits for its tiles (one thread, acquire), merges its partials in double in
+// convt_moments_finalize_kernel's order (warp w: groups w, w + warps, ...), then scale, shift and mean a channel.
+__device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ partial, const ConvShape& s,
+                                                   const WgmmaGeometry& g, const InferArgs& a, int n, float4* table,
+                                                   float2* group_mean, float* group_rstd) {
+  if (threadIdx.x == 0) {
+    while (load_acquire(a.counters + n) < a.tiles_per_sample) __nanosleep(256);
+    __threadfence();
+  }
+  __syncthreads();
+  const int per_row = g.tiles * g.channel_tiles, cpg = s.channels_per_group();
+  for (int grp = threadIdx.x / kWarpSize; grp < s.groups; grp += blockDim.x / kWarpSize) {
+    const int64_t row = int64_t(n) * s.groups + grp;
+    const MomentsD m = warp_merge(per_row, [&](int i) {
+      const Moments* p = partial + row * per_row + i;
+      return Moments{__ldcg(&p->count), __ldcg(&p->mean), __ldcg(&p->m2)};
+    });
+    if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, a.eps, group_mean[grp], group_rstd[grp]);
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < s.out_channels; c += blockDim.x) {
+    const int grp = c / cpg;
+    table[c] = make_float4(group_rstd[grp] * __ldg(a.gamma + c), __ldg(a.beta + c), group_mean[grp].x,
+                           group_mean[grp].y);
+  }
+  __syncthreads();
+}
+
+// The bulk path (planes of whole 16-byte units): normaliser r of k takes chunks r, r + k, ... of each sample in
+// turn (a chunk: up to kInferChunkFloats of one channel plane), each brought into a ring of `stages` shared-memory
+// buffers by one bulk copy (thread 0 keeps the ring full, up to 8 x 24 KB in flight: what an SM needs to pull its
+// share from L2 at its latency under load), then normalised from there by every thread and stored, evict-first.
+// The ring drains at each sample's end (the next sample's z may not be written yet).
+__device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__ partial, const ConvShape& s,
+                                                     const WgmmaGeometry& g, const InferArgs& a, float* smem,
+                                                     uint32_t bars, int r, int k) {
+  float4* table = reinterpret_cast<float4*>(smem);
+  float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
+  float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
+  float4* ring = table + a.ring_offset4;
+  const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  const int64_t out_plane = s.out_plane();
+  const int per_plane = static_cast<int>((out_plane + a.chunk_floats - 1) / a.chunk_floats);
+  const int chunks = s.out_channels * per_plane;  // a sample's
+  const uint64_t evict_first = l2_policy_evict_first();
+  int64_t used = 0;  // chunks through the ring so far: stage used % stages, parity (used / stages) & 1
+  // Chunk i of this block in sample n: its plane and its [lo, lo + len) floats.
+  auto locate = [&](int n, int i, int& c, int64_t& lo, int& len) {
+    const int j = r + i * k, piece = j % per_plane;
+    c = j / per_plane;
+    lo = int64_t(piece) * a.chunk_floats;
+    len = static_cast<int>(min(int64_t(a.chunk_floats), out_plane - lo));
+  };
+  auto issue = [&](int n, int i, int64_t q) {  // thread 0: chunk i into stage q % stages
+    int c, len;
+    int64_t lo;
+    locate(n, i, c, lo, len);
+    const uint32_t bar = bars + 8u * static_cast<uint32_t>(q % a.stages);
+    mbar_expect_bytes(bar, 4u * len);
+    bulk_copy_to_shared(ring_addr + static_cast<uint32_t>((q % a.stages) * a.chunk_floats * 4),
+                        a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
+    mbar_arrive(bar);
+  };
+  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
+  for (int n = 0; n < s.batch; ++n) {
+    const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;
+    if (trace) trace[3 * n] = global_ns();
+    infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    if (trace) trace[3 * n + 1] = global_ns();
+    if (threadIdx.x == 0) {
+      for (int i = 0; i < min(mine, a.stages); ++i) issue(n, i, used + i);
+    }
+    for (int i = 0; i < mine; ++i, ++used) {
+      const int stage = static_cast<int>(used % a.stages);
+      mbar_wait(bars + 8u * stage, static_cast<uint32_t>((used / a.stages) & 1));
+      int c, len;
+      int64_t lo;
+      locate(n, i, c, lo, len);
+      const float4 coef = table[c];
+      const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
+      float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
+      for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
+        const float4 v = in[u];
+        const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
+                                     infer_value(v.w, coef));
+        if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
+        if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
+      }
+      __syncthreads();  // the stage is read: it may be refilled
+      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+    }
+    if (trace) trace[3 * n + 2] = global_ns();
+  }
+}
+
+// The register path (planes of odd sizes, whose chunks a bulk copy cannot take): items (a few channel planes of a
+// sample, or a piece of one) by ticket, in order; 8 loads in flight a thread.
+__device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane, int64_t lo, int64_t hi,
+                                                      float4 coef) {
+  for (int64_t base = lo + threadIdx.x; base < hi; base += int64_t(kInferBatch) * blockDim.x) {
+    float v[kInferBatch];
+#pragma unroll
+    for (int k = 0; k < kInferBatch; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < hi) v[k] = __ldcg(plane + i);
+    }
+#pragma unroll
+    for (int k = 0; k < kInferBatch; ++k) {
+      const int64_t i = base + int64_t(k) * blockDim.x;
+      if (i < hi) plane[i] = infer_value(v[k], coef);
+    }
+  }
+}
+
+__device__ __forceinline__ void infer_normalise_items(const Moments* __restrict__ partial, const ConvShape& s,
+                                                      const WgmmaGeometry& g, const InferArgs& a, float* smem) {
+  float4* table = reinterpret_cast<float4*>(smem);
+  float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
+  float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
+  __shared__ int item_shared;
+  const int64_t out_plane = s.out_plane();
+  int cached = -1;  // the sample whose table is in shared memory
+  for (;;) {
+    if (threadIdx.x == 0) item_shared = atomicAdd(a.counters + s.batch + 1, 1);
+    __syncthreads();
+    const int item = item_shared;
+    if (item >= a.items) break;  // block-uniform
+    const int n = item / a.items_per_sample, k = item - n * a.items_per_sample;
+    if (n != cached) infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    cached = n;
+    if (a.pieces > 1) {  // a piece of one plane
+      const int c = k / a.pieces, piece = k - c * a.pieces;
+      const int64_t per_piece = (out_plane + a.pieces - 1) / a.pieces;
+      infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, min(out_plane, per_piece * piece),
+                            min(out_plane, per_piece * (piece + 1)), table[c]);
+    } else {
+      const int c_end = min(s.out_channels, (k + 1) * a.planes_per_item);
+      for (int c = k * a.planes_per_item; c < c_end; ++c) {
+        infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, 0, out_plane, table[c]);
+      }
+    }
+    __syncthreads();  // every thread has read item_shared before thread 0 takes the next
+  }
+}
+
+template <class Op>
+__global__ void __launch_bounds__(kWgThreads, 1)
+convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
+                         Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, InferArgs a) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ float4 smem4[];
+  float* smem = reinterpret_cast<float*>(smem4);
+  float* staging = smem + g.stages * g.stage_floats;
+  int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);
+  // The conv's full and empty barriers, or a normaliser's ring of up to 8 (one arrival and the copy's bytes each).
+  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages];
+  __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
+  __shared__ int ticket_shared;
+  const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
+  const uint32_t empty = full + 8 * kWgMaxStages;
+  if (threadIdx.x == 0) {
+    const int ticket = atomicAdd(a.counters + s.batch, 1);
+    ticket_shared = ticket;
+    if (ticket < a.conv_blocks) {
+      for (int i = 0; i < g.stages; ++i) {
+        mbar_init(full + 8 * i, 128 * kWgProducers);
+        mbar_init(empty + 8 * i, 4 * kWgConsumers);
+      }
+    } else {
+      for (int i = 0; i < a.stages; ++i) mbar_init(full + 8 * i, 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int ticket = ticket_shared;
+  if (a.trace && threadIdx.x == 0) a.trace[2 * ticket] = global_ns();
+  if (ticket >= a.conv_blocks) {
+    if (a.stages > 0) {
+      infer_normalise_bulk(partial, s, g, a, smem, full, ticket - a.conv_blocks, gridDim.x - a.conv_blocks);
+    } else {
+      infer_normalise_items(partial, s, g, a, smem);
+    }
+  } else if (threadIdx.x < 128 * kWgProducers) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
+                               a.conv_blocks, a.counters);
+  }
+  if (a.trace && threadIdx.x == (ticket >= a.conv_blocks ? 0 : 128 * kWgProducers)) {
+    a.trace[2 * ticket + 1] = global_ns();  // a conv block: its first consumer thread's end
+  }
+#else
+  (void)x, (void)wprep, (void)bias, (void)partial, (void)s, (void)g, (void)op, (void)a;
+  __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
+#endif
+}
+
+// How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
+// too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
+// conv would take A ~ its FLOPs at ~1.25 TFLOP/s a multiprocessor (or its DRAM bytes, x and z, at 2.8 TB/s, if
+// more), the normalise D ~ its bytes (z read, y written) at ~42 GB/s a multiprocessor: one multiprocessor's L2 link
+// moves ~32 bytes a cycle both ways together (run6: 56 GB/s with nothing beside it), less with the conv beside it.
+// Both end together at a share D / (A + D). (H100, L2-19: 23 of 132, as measured best: 24 in run3-run6.)
+inline int default_infer_normalisers(const ConvShape& s, int sms) {
+  const double outputs = double(s.batch) * s.out_channels * s.out_plane();
+  const double flops = 2.0 * outputs * s.in_channels * s.taps();
+  const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
+  const double conv = std::max(flops / (sms * 1.25e12), conv_bytes / 2.8e12);
+  const double normalise = 8.0 * outputs / (sms * 42e9);
+  const double share = normalise / (conv + normalise);
+  if (share > 0.3) return 0;
+  return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
+}
+
+// y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
+// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1). mode, for
+// comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
+// normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
+// bulk path, 5 with chunks of 48 KB, 6 the register path. A clear error where
+// the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
+template <class Op>
+std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                          const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
+                                          std::vector<int64_t> padding) {
+  std::string why = convt_wgmma_unsupported<Op>(x, weight, bias, groups, {1, 1}, padding, {0, 0}, {1, 1}, 1);
+  if (!why.empty()) return why;
+  why = float_cuda_on_one_device({&x, &gamma, &beta});
+  if (!why.empty()) return why;
+  if (gamma.numel() != weight.size(1) || beta.numel() != weight.size(1)) return "gamma or beta is not C_out long";
+  if (multiprocessors(x.get_device()) < 2) return "it needs 2 multiprocessors or more";
+  const ConvShape s = check_convt(x, weight, bias, groups, {1, 1}, padding, {0, 0});
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_infer_kernel<Op>)));
+  WgmmaGeometry g{};
+  why = convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
+  if (!why.empty()) return why;
+  if (16 * int64_t(s.out_channels) + 12 * int64_t(s.groups) + 16 > g.smem_bytes) {
+    return "its channel table does not fit";
+  }
+  if (int64_t(s.out_channels) * s.out_plane() >= (int64_t(1) << 31) ||
+      int64_t(s.batch) * s.out_channels * (s.out_plane() / kInferItemValues + 1) >= (int64_t(1) << 30)) {
+    return "a sample is too large for its normalise items";
+  }
+  return "";
+}
+
+// Whether the one launch is predicted to pay for this call (default_infer_normalisers), once it is supported.
+inline bool convt_wgmma_infer_pays(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                   int64_t groups, std::vector<int64_t> padding) {
+  const ConvShape s = check_convt(x, weight, bias, groups, {1, 1}, padding, {0, 0});
+  return default_infer_normalisers(s, multiprocessors(x.get_device())) > 0;
+}
+
+template <class Op>
+at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                             const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
+                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0,
+                             at::Tensor* trace = nullptr) {
+  const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
+  TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
+  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+  const c10::cuda::CUDAGuard device_guard(input.device());
+  const int device = input.get_device();
+  const auto kernel = convt_wgmma_infer_kernel<Op>;
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  WgmmaGeometry g{};
+  convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  g.z_with_bias = true;
+  g.l2_prefetch = false;
+  g.chunks_in_flight = 2;
+  const int sms = multiprocessors(device);
+  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
+  if (normalisers < 1 || normalisers >= sms) {
+    const std::string range = "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
+    TORCH_CHECK(false, range);
+  }
+  const auto x = input.contiguous(), w = weight.contiguous(), b = bias.contiguous();
+  const auto gam = gamma.contiguous(), bet = beta.contiguous();
+  auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
+  auto wprep = at::empty({wtotal}, x.options());
+  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(wtotal, 256), 4096)), 256, 0,
+                               stream>>>(w.data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks,
+                                         wtotal);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
+  auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
+                           x.options());
+  auto counters = at::zeros({int64_t(s.batch) + 2}, x.options().dtype(at::kInt));
+  InferArgs a{};
+  a.gamma = gam.data_ptr<float>();
+  a.beta = bet.data_ptr<float>();
+  a.y = y.data_ptr<float>();
+  a.counters = counters.data_ptr<int>();
+  a.eps = eps;
+  a.conv_blocks = static_cast<int>(std::min<int64_t>(g.work, sms - normalisers));
+  a.tiles_per_sample = static_cast<int>(per_row);
+  const int64_t plane = s.out_plane();
+  a.pieces = static_cast<int>(std::max<int64_t>(1, plane / kInferItemValues));
+  a.planes_per_item = static_cast<int>(std::max<int64_t>(1, kInferItemValues / plane));
+  a.items_per_sample = a.pieces > 1 ? s.out_channels * a.pieces
+                                    : static_cast<int>(blocks_for(s.out_channels, a.planes_per_item));
+  a.items = s.batch * a.items_per_sample;
+  // The bulk path where every plane is whole 16-byte units: a ring of up to 8 chunks of 24 KB past the channel
+  // table (at least 2 stages: smaller chunks where shared memory is short).
+  a.ring_offset4 = static_cast<int>(s.out_channels + blocks_for(12 * int64_t(s.groups), 16));
+  const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
+  a.chunk_floats = kInferChunkFloats;
+  a.stages = 0;
+  a.store_mode = mode == 2 ? 2 : 0;
+  if (trace) {  // for measurements: 2 a block, then 3 a sample
+    *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
+                       x.options().dtype(at::kLong));
+    a.trace = reinterpret_cast<unsigned long long*>(trace->data_ptr<int64_t>());
+  }
+  if (mode == 5) a.chunk_floats = 2 * kInferChunkFloats;
+  if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3 && mode != 6) {
+    a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
+    if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
+  }
+  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
+  kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
+      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return y;
 }
 
 }  // namespace convt
@@ -3033,6 +3516,17 @@ std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at:
                                                                        bias.data_ptr<float>());
   return {y, z, zs[1], zs[2]};
 }
+
+// y alone, for a forward without autograd: the conv and the normalise in one launch (convt_wgmma_infer.cuh), where
+// it takes the call and is predicted to pay; else convt_fused_forward's two kernels.
+at::Tensor convt_fused_inference(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
+                                 at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
+  if (kgen::convt::convt_wgmma_infer_unsupported<InputOp>(x, weight, conv_bias, gamma, beta, groups, padding).empty() &&
+      kgen::convt::convt_wgmma_infer_pays(x, weight, conv_bias, groups, padding)) {
+    return kgen::convt::convt_wgmma_infer<InputOp>(x, weight, conv_bias, gamma, beta, groups, eps, padding, InputOp{});
+  }
+  return convt_fused_forward(x, weight, conv_bias, gamma, beta, groups, eps, padding)[0];
+}
 """
 
 CPP_SOURCE = r"""
@@ -3051,6 +3545,8 @@ std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor 
                                                   std::vector<int64_t> padding, bool input_grad, bool weight_grad);
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
+at::Tensor convt_fused_inference(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
+                                 at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding);
 """
 
 
@@ -3077,7 +3573,7 @@ def _build_extension():
         name="kgen_convt_gelu_groupnorm_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last", "convt_fused_conv_backward"],
+        functions=["groupnorm_forward", "groupnorm_backward", "convt_fused_unsupported", "convt_fused_forward", "convt_fused_inference", "groupnorm_backward_channels_last", "convt_fused_conv_backward"],
         extra_cuda_cflags=["-O3", *_cuda_arch_flags()],
         verbose=False,
     )
@@ -3157,6 +3653,11 @@ class ModelNew(nn.Module):
             raise ValueError(f"ModelNew expects an (N, C, H, W) input, got shape {tuple(x.shape)}")
         # kgen's wgmma convolution is TF32: it runs where cuDNN may use TF32 too, and takes the call (docstring).
         if torch.backends.cudnn.allow_tf32 and self.fused_conv_unsupported(x) == "":
+            trained = (x, conv.weight, conv.bias, gn.weight, gn.bias)
+            if not (torch.is_grad_enabled() and any(t.requires_grad for t in trained)):
+                # No autograd: the conv and the normalise in one launch, y written in place (docstring).
+                return _ext.convt_fused_inference(x, conv.weight, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps,
+                                                  list(conv.padding))
             return FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias, gn.weight, gn.bias,
                                                          gn.num_groups, gn.eps, list(conv.padding))
         # The reference's convolution without the bias, which the kernels add (see the docstring).

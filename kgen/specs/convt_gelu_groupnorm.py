@@ -26,13 +26,14 @@ class ConvTransposeGeluGroupNorm(Spec):
         if params["conv"] == "fused":  # kgen's wgmma conv and its gradients; the exact mode's kernels where it does
             # not apply; the layout copies around cuDNN's conv backward where kgen's gradients do not apply
             return super().cuda_parts_for(params) + ("layout.cuh", "groupnorm_backward_cl.cuh", "convt_common.cuh",
-                                                      "convt_wgmma.cuh", "convt_wgmma_host.cuh", "convt_wgrad.cuh")
+                                                      "convt_wgmma.cuh", "convt_wgmma_host.cuh",
+                                                      "convt_wgmma_infer.cuh", "convt_wgrad.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):
         extra = {"fast": ("to_channels_last", "to_contiguous_nchw"),
-                 "fused": ("convt_fused_unsupported", "convt_fused_forward", "groupnorm_backward_channels_last",
-                           "convt_fused_conv_backward")}
+                 "fused": ("convt_fused_unsupported", "convt_fused_forward", "convt_fused_inference",
+                           "groupnorm_backward_channels_last", "convt_fused_conv_backward")}
         return self.functions + extra.get(params["conv"], ())
 
     def template_context(self, params):

@@ -312,3 +312,28 @@ def test_fused_conv_against_float64(solutions, monkeypatch, init, shape, wgmma, 
         assert_all_close(got, want, 1e-2, "TF32 vs reference float64", param_tol=3e-2)
     else:
         assert_all_close(got, want, 1e-4, "float32 vs reference float64")
+
+
+@pytest.mark.parametrize("init, shape, wgmma", FUSED_CASES)
+def test_fused_conv_forward_without_autograd(solutions, init, shape, wgmma):
+    """--conv fused without autograd (no_grad, or no tensor that requires a gradient) takes one launch where the
+    kernel applies and the shape makes it pay (convt_wgmma_infer.cuh: the conv and the normalise together, GELU's
+    value by a 1.5e-7 erfc), else the two-kernel forward: either way the autograd forward's output within 1e-4, and
+    the float64 reference's within 1e-2 (TF32)."""
+    solution = solutions["fused"]
+    ref, new = make_models(load_reference("erf"), solution, init, 37)
+    x = torch.rand(shape, device="cuda")
+    torch.backends.cudnn.allow_tf32 = True  # the module's fixture restores it
+    with_autograd = new(x)
+    assert with_autograd.requires_grad
+    with torch.no_grad():
+        under_no_grad = new(x)
+        want = copy.deepcopy(ref).double()(x.double())
+    for p in new.parameters():
+        p.requires_grad_(False)
+    untracked = new(x)
+    for got in (under_no_grad, untracked):
+        assert not got.requires_grad and got.shape == want.shape
+        assert torch.allclose(got, with_autograd.detach(), atol=1e-4, rtol=1e-4), \
+            (got - with_autograd).abs().max()
+        assert torch.allclose(got.double(), want, atol=1e-2, rtol=1e-2), (got.double() - want).abs().max()

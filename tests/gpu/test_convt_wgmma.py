@@ -349,9 +349,11 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 14),
         "  main loop loading only the input (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 15),
+        "kgen one launch (conv + GELU + GroupNorm), the default normalisers": lambda: ext.convt_wgmma_infer(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, -1),
         **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
             lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
-           for r in (16, 20, 24)},
+           for r in (16, 20, 24, 28)},
         **{f"  normalise alone on {r} blocks, {what} (timing only)": (
             lambda r=r, v=v: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], v, r))
            for r, what, v in ((6, "bulk", 14), (20, "bulk", 14), (66, "bulk", 14), (131, "bulk", 14),

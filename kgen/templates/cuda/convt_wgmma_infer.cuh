@@ -273,11 +273,25 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 #endif
 }
 
-// The normalisers a GPU of `sms` multiprocessors gets by default: about 1 in 11 (12 of the H100's 132).
-inline int default_infer_normalisers(int sms) { return std::max(1, (sms + 5) / 11); }
+// How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
+// too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
+// conv would take A ~ its FLOPs at ~1.25 TFLOP/s a multiprocessor (or its DRAM bytes, x and z, at 2.8 TB/s, if
+// more), the normalise D ~ its bytes (z read, y written) at ~42 GB/s a multiprocessor: one multiprocessor's L2 link
+// moves ~32 bytes a cycle both ways together (run6: 56 GB/s with nothing beside it), less with the conv beside it.
+// Both end together at a share D / (A + D). (H100, L2-19: 23 of 132, as measured best: 24 in run3-run6.)
+inline int default_infer_normalisers(const ConvShape& s, int sms) {
+  const double outputs = double(s.batch) * s.out_channels * s.out_plane();
+  const double flops = 2.0 * outputs * s.in_channels * s.taps();
+  const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
+  const double conv = std::max(flops / (sms * 1.25e12), conv_bytes / 2.8e12);
+  const double normalise = 8.0 * outputs / (sms * 42e9);
+  const double share = normalise / (conv + normalise);
+  if (share > 0.3) return 0;
+  return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
+}
 
 // y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
-// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers). mode, for
+// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1). mode, for
 // comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
 // normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
 // bulk path, 5 with chunks of 48 KB, 6 the register path. A clear error where
@@ -309,6 +323,13 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
   return "";
 }
 
+// Whether the one launch is predicted to pay for this call (default_infer_normalisers), once it is supported.
+inline bool convt_wgmma_infer_pays(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                   int64_t groups, std::vector<int64_t> padding) {
+  const ConvShape s = check_convt(x, weight, bias, groups, {1, 1}, padding, {0, 0});
+  return default_infer_normalisers(s, multiprocessors(x.get_device())) > 0;
+}
+
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
@@ -328,7 +349,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
-  if (normalisers < 0) normalisers = default_infer_normalisers(sms);
+  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
     const std::string range = "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
