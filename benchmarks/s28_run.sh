@@ -46,6 +46,16 @@
 #         Predicted: validate's forward 5.41 -> ~5.15 ms; KernelBench 5/5. All harness tests, the fused model's
 #         tests (a new one: no_grad / untracked forward = autograd forward within 1e-4), memcheck and racecheck on
 #         the one launch, validate --bench, KernelBench.
+#   run8: run7: everything passes (275 harness tests, 34 fused model tests, memcheck 0 errors and racecheck 0 hazards
+#         on 12 one-launch cases, validate PASS, KernelBench 5/5 at 5.44 ms against 12.5); validate's forward 5.01 ms
+#         (session 27: 5.41), forward+backward 15.01; bench: default (23) 5.16 against two kernels 5.41. Two changes:
+#         (a) the conv blocks ran ~12 % longer than their share of tiles (run4, 20 normalisers: 5.02-5.13 ms against
+#         ~4.6), ~4 % with no stores: each tile's count began with every consumer thread's __threadfence, which waits
+#         for that thread's 64 stores in flight and stalls its warpgroup. Now a tile is counted at the next tile's
+#         epilogue (barrier, then one thread's fence and atomic), its stores long landed. (b) a normaliser's ring ran
+#         dry at each sample's end (~4-5 us of wait and merge a sample, ~10 % of its time): thread 0 now runs on into
+#         the next sample's chunks once it is complete, and issues a sample's first copies before the merge.
+#         Predicted: the conv blocks -0.1 to -0.3 ms, the normalisers ~10 % faster; one launch 5.16 -> ~4.9-5.0.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -95,6 +105,14 @@ case "${1:-}" in
     pytest_fused_cl run7
     validate_fused run7
     kb_eval_fused run7
+    ;;
+  run8)
+    build_wgmma run8
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run8_pytest_wgmma.log" | tail -3
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
+      2>&1 | tee "$OUT/$S/run8_bench.log" | grep -E " ms|max"
+    timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 20 24 2>&1 | tee "$OUT/$S/run8_trace.log" | grep normalisers
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -532,14 +532,13 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
 // group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
 // kInfer (convt_wgmma_infer): what is stored is op(z) itself, the moments' value (moments_value), with an L2
-// evict-last hint, and once the tile's partials are written the tile counts itself done for its sample (`done`).
+// evict-last hint (the tile is counted done later: wgmma_count_tile_done).
 template <class Op, bool kStore, bool kInfer = false>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
-                                               int* __restrict__ done) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -662,11 +661,17 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
-  if constexpr (kInfer) {
-    // Every consumer thread's stores of op(z) and partials, visible GPU-wide before the tile is counted.
+}
+
+// kInfer: counts a tile of sample n done, once every consumer thread's stores of it (op(z), partials) have been
+// made: a barrier of the consumers, then one thread's fence (cumulative over what the barrier ordered before it) and
+// atomic. The consumers call it for each tile at the next tile's epilogue, so that the fence, which waits for the
+// thread's own stores in flight, finds them long landed instead of stalling its warpgroup (the last tile's at the end).
+__device__ __forceinline__ void wgmma_count_tile_done(int* __restrict__ done, int n) {
+  named_barrier(3, 128 * kWgConsumers);
+  if (threadIdx.x == 128 * kWgProducers) {
     __threadfence();
-    named_barrier(3, 128 * kWgConsumers);
-    if (ctid == 0) atomicAdd(done + tile.n, 1);
+    atomicAdd(done + n, 1);
   }
 }
 
@@ -686,6 +691,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
+  int uncounted = -1;  // kInfer: the sample of the block's previous tile, not yet counted done
   for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
 #pragma unroll
@@ -718,10 +724,17 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
+      if constexpr (kInfer) {
+        if (uncounted >= 0) wgmma_count_tile_done(done, uncounted);
+        uncounted = tile.n;
+      }
       wgmma_epilogue<Op, kPart != 7, kInfer>(acc, tile, consumer, bias, z, partial, s, g, op,
-                                             channel_moments[parity_buffer], staging, done);
+                                             channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
+  }
+  if constexpr (kInfer) {
+    if (uncounted >= 0) wgmma_count_tile_done(done, uncounted);
   }
 }
 

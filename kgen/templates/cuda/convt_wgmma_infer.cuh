@@ -69,6 +69,13 @@ __device__ __forceinline__ int load_acquire(const int* p) {
   return v;
 }
 
+// Orders this thread's view of global memory (what it acquired) before its bulk copies that follow.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
 // y = (u - mean) scale + shift, as normalize_kernel forms it (`coef`: scale, shift, mean hi, mean lo).
 __device__ __forceinline__ float infer_value(float u, float4 coef) {
   return centered(u, make_float2(coef.z, coef.w)) * coef.x + coef.y;
@@ -104,9 +111,9 @@ __device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ p
 
 // The bulk path (planes of whole 16-byte units): normaliser r of k takes chunks r, r + k, ... of each sample in
 // turn (a chunk: up to kInferChunkFloats of one channel plane), each brought into a ring of `stages` shared-memory
-// buffers by one bulk copy (thread 0 keeps the ring full, up to 8 x 24 KB in flight: what an SM needs to pull its
-// share from L2 at its latency under load), then normalised from there by every thread and stored, evict-first.
-// The ring drains at each sample's end (the next sample's z may not be written yet).
+// buffers by one bulk copy, then normalised from there by every thread and stored, evict-first. Thread 0 keeps the
+// ring full (up to 8 x 24 KB in flight), running on into the next sample's chunks as soon as that sample is complete
+// (a check that does not wait), so the ring drains only where the normalisers have caught up with the conv.
 __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__ partial, const ConvShape& s,
                                                      const WgmmaGeometry& g, const InferArgs& a, float* smem,
                                                      uint32_t bars, int r, int k) {
@@ -117,41 +124,57 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   const int64_t out_plane = s.out_plane();
   const int per_plane = static_cast<int>((out_plane + a.chunk_floats - 1) / a.chunk_floats);
-  const int chunks = s.out_channels * per_plane;  // a sample's
+  const int chunks = s.out_channels * per_plane;              // a sample's
+  const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;  // this block's, in every sample
+  const int64_t total = int64_t(mine) * s.batch;              // this block's chunks q = n mine + i, in order
   const uint64_t evict_first = l2_policy_evict_first();
-  int64_t used = 0;  // chunks through the ring so far: stage used % stages, parity (used / stages) & 1
-  // Chunk i of this block in sample n: its plane and its [lo, lo + len) floats.
-  auto locate = [&](int n, int i, int& c, int64_t& lo, int& len) {
-    const int j = r + i * k, piece = j % per_plane;
+  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
+  // Chunk q of this block: its sample, its plane and its [lo, lo + len) floats of the plane.
+  auto locate = [&](int64_t q, int& n, int& c, int64_t& lo, int& len) {
+    n = static_cast<int>(q / mine);
+    const int j = r + static_cast<int>(q - int64_t(n) * mine) * k, piece = j % per_plane;
     c = j / per_plane;
     lo = int64_t(piece) * a.chunk_floats;
     len = static_cast<int>(min(int64_t(a.chunk_floats), out_plane - lo));
   };
-  auto issue = [&](int n, int i, int64_t q) {  // thread 0: chunk i into stage q % stages
-    int c, len;
-    int64_t lo;
-    locate(n, i, c, lo, len);
-    const uint32_t bar = bars + 8u * static_cast<uint32_t>(q % a.stages);
-    mbar_expect_bytes(bar, 4u * len);
-    bulk_copy_to_shared(ring_addr + static_cast<uint32_t>((q % a.stages) * a.chunk_floats * 4),
-                        a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
-    mbar_arrive(bar);
+  // Thread 0: issues chunks into the ring while a stage is free and their sample is complete (`ready`: the samples
+  // below it are known to be).
+  int64_t issued = 0;
+  int ready = 0;
+  auto fill = [&](int64_t consumed) {
+    for (; issued < total && issued < consumed + a.stages; ++issued) {
+      int n, c, len;
+      int64_t lo;
+      locate(issued, n, c, lo, len);
+      if (n >= ready) {
+        if (load_acquire(a.counters + n) < a.tiles_per_sample) return;
+        fence_proxy_async_global();  // the acquired values, for the bulk copies (the async proxy) that read them
+        ready = n + 1;
+      }
+      const int stage = static_cast<int>(issued % a.stages);
+      const uint32_t bar = bars + 8u * stage;
+      mbar_expect_bytes(bar, 4u * len);
+      bulk_copy_to_shared(ring_addr + static_cast<uint32_t>(stage * a.chunk_floats * 4),
+                          a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
+      mbar_arrive(bar);
+    }
   };
-  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
+  int64_t q = 0;
   for (int n = 0; n < s.batch; ++n) {
-    const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;
     if (trace) trace[3 * n] = global_ns();
+    // infer_sample_table waits for the sample (thread 0); the ring's copies of it go out first.
+    if (threadIdx.x == 0) {
+      while (load_acquire(a.counters + n) < a.tiles_per_sample) __nanosleep(256);
+      fill(q);
+    }
     infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
     if (trace) trace[3 * n + 1] = global_ns();
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < min(mine, a.stages); ++i) issue(n, i, used + i);
-    }
-    for (int i = 0; i < mine; ++i, ++used) {
-      const int stage = static_cast<int>(used % a.stages);
-      mbar_wait(bars + 8u * stage, static_cast<uint32_t>((used / a.stages) & 1));
-      int c, len;
+    for (int i = 0; i < mine; ++i, ++q) {
+      const int stage = static_cast<int>(q % a.stages);
+      mbar_wait(bars + 8u * stage, static_cast<uint32_t>((q / a.stages) & 1));
+      int m, c, len;
       int64_t lo;
-      locate(n, i, c, lo, len);
+      locate(q, m, c, lo, len);
       const float4 coef = table[c];
       const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
       float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
@@ -163,7 +186,7 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
       __syncthreads();  // the stage is read: it may be refilled
-      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+      if (threadIdx.x == 0) fill(q + 1);
     }
     if (trace) trace[3 * n + 2] = global_ns();
   }
