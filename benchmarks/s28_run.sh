@@ -56,6 +56,12 @@
 #         dry at each sample's end (~4-5 us of wait and merge a sample, ~10 % of its time): thread 0 now runs on into
 #         the next sample's chunks once it is complete, and issues a sample's first copies before the merge.
 #         Predicted: the conv blocks -0.1 to -0.3 ms, the normalisers ~10 % faster; one launch 5.16 -> ~4.9-5.0.
+#   run9: run8 (a faster machine: two kernels 5.26): (a) paid: the conv blocks end at 4.61-4.71 ms with 20
+#         normalisers (run4 5.02-5.13), 4.79-4.91 with 24 (run5 5.02-5.10); (b) did not: a normaliser's work a sample
+#         rose 38 -> 47 us (20), 32 -> 39 (24), so the one launch is no faster (default 5.85, 28 normalisers 5.26).
+#         (b)'s chunk bookkeeping divided a 64-bit chunk index in every thread for every chunk (~150 instructions a
+#         warp, ~450 issue cycles of a ~1500-cycle chunk). Now 32-bit, the ring's stage and phase counted as the
+#         conv's are. Predicted: normaliser work back to ~38/32 us or below, the one launch ~4.8-4.9 at 20-24.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -113,6 +119,14 @@ case "${1:-}" in
     timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
       2>&1 | tee "$OUT/$S/run8_bench.log" | grep -E " ms|max"
     timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 20 24 2>&1 | tee "$OUT/$S/run8_trace.log" | grep normalisers
+    ;;
+  run9)
+    build_wgmma run9
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "one_launch or (conv_and_statistics and gelu_erf)" 2>&1 | tee "$OUT/$S/run9_pytest_wgmma.log" | tail -3
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
+      2>&1 | tee "$OUT/$S/run9_bench.log" | grep -E " ms|max"
+    timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 20 24 2>&1 | tee "$OUT/$S/run9_trace.log" | grep normalisers
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
