@@ -62,6 +62,12 @@
 #         (b)'s chunk bookkeeping divided a 64-bit chunk index in every thread for every chunk (~150 instructions a
 #         warp, ~450 issue cycles of a ~1500-cycle chunk). Now 32-bit, the ring's stage and phase counted as the
 #         conv's are. Predicted: normaliser work back to ~38/32 us or below, the one launch ~4.8-4.9 at 20-24.
+#   run10: run9: the normalisers faster again (work a sample 32 us at 20, 27 at 24; they keep up with the conv), but
+#         the conv blocks slower with them (20: 4.80-4.93 ms against run8's 4.61-4.71; without y's stores 4.45-4.56):
+#         the normalise's traffic, its stores most, slows the conv beside it. One launch 5.13 (20) / 5.29 (default 23)
+#         against two kernels 5.28 in the same call: the gain depends on the machine (run7: 5.16 against 5.41). The
+#         kept code's checks: all harness tests, memcheck/racecheck on the one launch, fused tests, validate --bench,
+#         KernelBench.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -127,6 +133,16 @@ case "${1:-}" in
     timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
       2>&1 | tee "$OUT/$S/run9_bench.log" | grep -E " ms|max"
     timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 20 24 2>&1 | tee "$OUT/$S/run9_trace.log" | grep normalisers
+    ;;
+  run10)
+    build_both run10
+    pytest_wgmma run10
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
+      2>&1 | tee "$OUT/$S/run10_bench.log" | grep -E " ms|max"
+    sanitize_tests run10 "one_launch_forward_matches and gelu_erf and (2x64x62x64 or 2x48x7x8)"
+    pytest_fused_cl run10
+    validate_fused run10
+    kb_eval_fused run10
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
