@@ -67,7 +67,8 @@
 #         the normalise's traffic, its stores most, slows the conv beside it. One launch 5.13 (20) / 5.29 (default 23)
 #         against two kernels 5.28 in the same call: the gain depends on the machine (run7: 5.16 against 5.41). The
 #         kept code's checks: all harness tests, memcheck/racecheck on the one launch, fused tests, validate --bench,
-#         KernelBench.
+#         KernelBench. Two variants timed beside it: the producer with 3 chunks in flight (latency under the
+#         normalise's traffic), y stored without the evict-first hint.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh

@@ -2102,14 +2102,13 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
 // group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
 // kInfer (convt_wgmma_infer): what is stored is op(z) itself, the moments' value (moments_value), with an L2
-// evict-last hint, and once the tile's partials are written the tile counts itself done for its sample (`done`).
+// evict-last hint (the tile is counted done later: wgmma_count_tile_done).
 template <class Op, bool kStore, bool kInfer = false>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
                                                const float* __restrict__ bias, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
                                                const WgmmaGeometry& g, Op op,
-                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging,
-                                               int* __restrict__ done) {
+                                               Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
   float* const mine = staging + consumer * kWgChannels * kEpiPitch;
@@ -2232,11 +2231,17 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
       for (int w = 0; w < kWgConsumers; ++w) m = combine(m, channel_moments[w][c]);
     partial[((int64_t(tile.n) * s.groups + grp) * g.tiles + tile.tile) * g.channel_tiles + tile.ctile] = m;
   }
-  if constexpr (kInfer) {
-    // Every consumer thread's stores of op(z) and partials, visible GPU-wide before the tile is counted.
+}
+
+// kInfer: counts a tile of sample n done, once every consumer thread's stores of it (op(z), partials) have been
+// made: a barrier of the consumers, then one thread's fence (cumulative over what the barrier ordered before it) and
+// atomic. The consumers call it for each tile at the next tile's epilogue, so that the fence, which waits for the
+// thread's own stores in flight, finds them long landed instead of stalling its warpgroup (the last tile's at the end).
+__device__ __forceinline__ void wgmma_count_tile_done(int* __restrict__ done, int n) {
+  named_barrier(3, 128 * kWgConsumers);
+  if (threadIdx.x == 128 * kWgProducers) {
     __threadfence();
-    named_barrier(3, 128 * kWgConsumers);
-    if (ctid == 0) atomicAdd(done + tile.n, 1);
+    atomicAdd(done + n, 1);
   }
 }
 
@@ -2256,6 +2261,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   int stage = 0, parity_buffer = 0;
   uint32_t phase = 0;
   float acc[128];
+  int uncounted = -1;  // kInfer: the sample of the block's previous tile, not yet counted done
   for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
 #pragma unroll
@@ -2288,10 +2294,17 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
       for (int i = 0; i < 128; ++i) keep += acc[i];
       if (keep == 1234.5f) z[threadIdx.x] = keep;  // keeps the main loop
     } else {
+      if constexpr (kInfer) {
+        if (uncounted >= 0) wgmma_count_tile_done(done, uncounted);
+        uncounted = tile.n;
+      }
       wgmma_epilogue<Op, kPart != 7, kInfer>(acc, tile, consumer, bias, z, partial, s, g, op,
-                                             channel_moments[parity_buffer], staging, done);
+                                             channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
+  }
+  if constexpr (kInfer) {
+    if (uncounted >= 0) wgmma_count_tile_done(done, uncounted);
   }
 }
 
@@ -2592,7 +2605,8 @@ struct InferArgs {
   int stages;            // the bulk path's ring (0: the register path)
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
-  int store_mode;        // the bulk path: 0 each thread stores its values; 2 no stores (timing only)
+  int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 1 the same without an L2
+                         // hint; 2 no stores (timing only)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -2615,6 +2629,13 @@ __device__ __forceinline__ int load_acquire(const int* p) {
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
 #endif
   return v;
+}
+
+// Orders this thread's view of global memory (what it acquired) before its bulk copies that follow.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
 }
 
 // y = (u - mean) scale + shift, as normalize_kernel forms it (`coef`: scale, shift, mean hi, mean lo).
@@ -2652,9 +2673,9 @@ __device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ p
 
 // The bulk path (planes of whole 16-byte units): normaliser r of k takes chunks r, r + k, ... of each sample in
 // turn (a chunk: up to kInferChunkFloats of one channel plane), each brought into a ring of `stages` shared-memory
-// buffers by one bulk copy (thread 0 keeps the ring full, up to 8 x 24 KB in flight: what an SM needs to pull its
-// share from L2 at its latency under load), then normalised from there by every thread and stored, evict-first.
-// The ring drains at each sample's end (the next sample's z may not be written yet).
+// buffers by one bulk copy, then normalised from there by every thread and stored, evict-first. Thread 0 keeps the
+// ring full (up to 8 x 24 KB in flight), running on into the next sample's chunks as soon as that sample is complete
+// (a check that does not wait), so the ring drains only where the normalisers have caught up with the conv.
 __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__ partial, const ConvShape& s,
                                                      const WgmmaGeometry& g, const InferArgs& a, float* smem,
                                                      uint32_t bars, int r, int k) {
@@ -2665,53 +2686,71 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
   const uint32_t ring_addr = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
   const int64_t out_plane = s.out_plane();
   const int per_plane = static_cast<int>((out_plane + a.chunk_floats - 1) / a.chunk_floats);
-  const int chunks = s.out_channels * per_plane;  // a sample's
+  const int chunks = s.out_channels * per_plane;              // a sample's
+  const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;  // this block's, in every sample
+  if (mine == 0) return;  // more normalisers than a sample has chunks
   const uint64_t evict_first = l2_policy_evict_first();
-  int64_t used = 0;  // chunks through the ring so far: stage used % stages, parity (used / stages) & 1
-  // Chunk i of this block in sample n: its plane and its [lo, lo + len) floats.
-  auto locate = [&](int n, int i, int& c, int64_t& lo, int& len) {
+  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
+  // Chunk i of this block in a sample: its plane and its [lo, lo + len) floats of the plane (32-bit arithmetic: a
+  // 64-bit division a chunk, in every thread, measured ~20 % slower).
+  auto locate = [&](int i, int& c, int64_t& lo, int& len) {
     const int j = r + i * k, piece = j % per_plane;
     c = j / per_plane;
     lo = int64_t(piece) * a.chunk_floats;
     len = static_cast<int>(min(int64_t(a.chunk_floats), out_plane - lo));
   };
-  auto issue = [&](int n, int i, int64_t q) {  // thread 0: chunk i into stage q % stages
-    int c, len;
-    int64_t lo;
-    locate(n, i, c, lo, len);
-    const uint32_t bar = bars + 8u * static_cast<uint32_t>(q % a.stages);
-    mbar_expect_bytes(bar, 4u * len);
-    bulk_copy_to_shared(ring_addr + static_cast<uint32_t>((q % a.stages) * a.chunk_floats * 4),
-                        a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
-    mbar_arrive(bar);
-  };
-  unsigned long long* const trace = a.trace && r == 0 && threadIdx.x == 0 ? a.trace + 2 * gridDim.x : nullptr;
-  for (int n = 0; n < s.batch; ++n) {
-    const int mine = chunks > r ? (chunks - r + k - 1) / k : 0;
-    if (trace) trace[3 * n] = global_ns();
-    infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
-    if (trace) trace[3 * n + 1] = global_ns();
-    if (threadIdx.x == 0) {
-      for (int i = 0; i < min(mine, a.stages); ++i) issue(n, i, used + i);
-    }
-    for (int i = 0; i < mine; ++i, ++used) {
-      const int stage = static_cast<int>(used % a.stages);
-      mbar_wait(bars + 8u * stage, static_cast<uint32_t>((used / a.stages) & 1));
+  // Thread 0: issues chunks into the ring while a stage is free and their sample is complete (`ready`: the samples
+  // below it are known to be). The next to issue: chunk fill_i of sample fill_n, into stage fill_stage.
+  int fill_n = 0, fill_i = 0, fill_stage = 0, free_stages = a.stages, ready = 0;
+  auto fill = [&]() {
+    for (; fill_n < s.batch && free_stages > 0; --free_stages) {
+      if (fill_n >= ready) {
+        if (load_acquire(a.counters + fill_n) < a.tiles_per_sample) return;
+        fence_proxy_async_global();  // the acquired values, for the bulk copies (the async proxy) that read them
+        ready = fill_n + 1;
+      }
       int c, len;
       int64_t lo;
-      locate(n, i, c, lo, len);
+      locate(fill_i, c, lo, len);
+      const uint32_t bar = bars + 8u * fill_stage;
+      mbar_expect_bytes(bar, 4u * len);
+      bulk_copy_to_shared(ring_addr + static_cast<uint32_t>(fill_stage * a.chunk_floats * 4),
+                          a.y + (int64_t(fill_n) * s.out_channels + c) * out_plane + lo, 4u * len, bar);
+      mbar_arrive(bar);
+      if (++fill_stage == a.stages) fill_stage = 0;
+      if (++fill_i == mine) fill_i = 0, ++fill_n;
+    }
+  };
+  int stage = 0;
+  uint32_t phase = 0;
+  for (int n = 0; n < s.batch; ++n) {
+    if (trace) trace[3 * n] = global_ns();
+    // infer_sample_table waits for the sample (thread 0); the ring's copies of it go out first.
+    if (threadIdx.x == 0) {
+      while (load_acquire(a.counters + n) < a.tiles_per_sample) __nanosleep(256);
+      fill();
+    }
+    infer_sample_table(partial, s, g, a, n, table, group_mean, group_rstd);
+    if (trace) trace[3 * n + 1] = global_ns();
+    for (int i = 0; i < mine; ++i) {
+      mbar_wait(bars + 8u * stage, phase);
+      int c, len;
+      int64_t lo;
+      locate(i, c, lo, len);
       const float4 coef = table[c];
-      const float4* in = ring + int64_t(stage) * (a.chunk_floats / 4);
+      const float4* in = ring + stage * (a.chunk_floats / 4);
       float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
       for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
         const float4 v = in[u];
         const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
                                      infer_value(v.w, coef));
         if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
+        if (a.store_mode == 1) *reinterpret_cast<float4*>(out + 4 * u) = o;
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
       __syncthreads();  // the stage is read: it may be refilled
-      if (threadIdx.x == 0 && i + a.stages < mine) issue(n, i + a.stages, used + a.stages);
+      if (++stage == a.stages) stage = 0, phase ^= 1;
+      if (threadIdx.x == 0) ++free_stages, fill();
     }
     if (trace) trace[3 * n + 2] = global_ns();
   }
@@ -2842,7 +2881,8 @@ inline int default_infer_normalisers(const ConvShape& s, int sms) {
 // autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1). mode, for
 // comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
 // normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
-// bulk path, 5 with chunks of 48 KB, 6 the register path. A clear error where
+// bulk path, 5 with chunks of 48 KB, 6 the register path; 7 the conv's producer with 3 chunks of copies in flight
+// (where the ring has 4 stages), 8 y stored without an L2 hint. A clear error where
 // the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
 template <class Op>
 std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -2895,7 +2935,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   g.z_with_bias = true;
   g.l2_prefetch = false;
-  g.chunks_in_flight = 2;
+  g.chunks_in_flight = mode == 7 ? 3 : 2;
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
@@ -2936,7 +2976,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
   a.chunk_floats = kInferChunkFloats;
   a.stages = 0;
-  a.store_mode = mode == 2 ? 2 : 0;
+  a.store_mode = mode == 2 ? 2 : mode == 8 ? 1 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
@@ -2947,7 +2987,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
-  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);

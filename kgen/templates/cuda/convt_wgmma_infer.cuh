@@ -44,7 +44,8 @@ struct InferArgs {
   int stages;            // the bulk path's ring (0: the register path)
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
-  int store_mode;        // the bulk path: 0 each thread stores its values; 2 no stores (timing only)
+  int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 1 the same without an L2
+                         // hint; 2 no stores (timing only)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -183,6 +184,7 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
         const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
                                      infer_value(v.w, coef));
         if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
+        if (a.store_mode == 1) *reinterpret_cast<float4*>(out + 4 * u) = o;
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
       __syncthreads();  // the stage is read: it may be refilled
@@ -318,7 +320,8 @@ inline int default_infer_normalisers(const ConvShape& s, int sms) {
 // autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1). mode, for
 // comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
 // normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
-// bulk path, 5 with chunks of 48 KB, 6 the register path. A clear error where
+// bulk path, 5 with chunks of 48 KB, 6 the register path; 7 the conv's producer with 3 chunks of copies in flight
+// (where the ring has 4 stages), 8 y stored without an L2 hint. A clear error where
 // the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
 template <class Op>
 std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
@@ -371,7 +374,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   g.z_with_bias = true;
   g.l2_prefetch = false;
-  g.chunks_in_flight = 2;
+  g.chunks_in_flight = mode == 7 ? 3 : 2;
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
@@ -412,7 +415,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
   a.chunk_floats = kInferChunkFloats;
   a.stages = 0;
-  a.store_mode = mode == 2 ? 2 : 0;
+  a.store_mode = mode == 2 ? 2 : mode == 8 ? 1 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
@@ -423,7 +426,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
-  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
