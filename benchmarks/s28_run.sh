@@ -69,6 +69,12 @@
 #         kept code's checks: all harness tests, memcheck/racecheck on the one launch, fused tests, validate --bench,
 #         KernelBench. Two variants timed beside it: the producer with 3 chunks in flight (latency under the
 #         normalise's traffic), y stored without the evict-first hint.
+#   run11: run10: every check passes (275 harness tests; memcheck 0 errors, racecheck 0 hazards on 12 one-launch
+#         cases; 34 fused model tests; validate PASS, forward 5.18 ms, forward+backward 15.23; KernelBench 5/5, 5.45 ms
+#         against 12.4), but on this machine the default (23 normalisers) 5.28 ms is no faster than two kernels (5.27),
+#         20 normalisers 5.06 (run9: 5.13 against 5.28). With run9's faster normalisers the best share moved to 20:
+#         the model's normalise rate is now 50 GB/s an SM (20 of 132 at L2-19). The 3-in-flight producer (5.53) and y
+#         without its hint (5.17) are slower. Predicted: validate's forward ~5.05. Fused tests, validate, KernelBench.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -144,6 +150,12 @@ case "${1:-}" in
     pytest_fused_cl run10
     validate_fused run10
     kb_eval_fused run10
+    ;;
+  run11)
+    prebuild_fused run11
+    pytest_fused_cl run11
+    validate_fused run11
+    kb_eval_fused run11
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -2863,15 +2863,17 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 // How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
 // too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
 // conv would take A ~ its FLOPs at ~1.25 TFLOP/s a multiprocessor (or its DRAM bytes, x and z, at 2.8 TB/s, if
-// more), the normalise D ~ its bytes (z read, y written) at ~42 GB/s a multiprocessor: one multiprocessor's L2 link
-// moves ~32 bytes a cycle both ways together (run6: 56 GB/s with nothing beside it), less with the conv beside it.
-// Both end together at a share D / (A + D). (H100, L2-19: 23 of 132, as measured best: 24 in run3-run6.)
+// more), the normalise D ~ its bytes (z read, y written) at ~50 GB/s a multiprocessor: one multiprocessor's L2 link
+// moves ~32 bytes a cycle both ways together (56 GB/s with nothing beside it), a little less with the conv beside
+// it. Both end together at a share D / (A + D). (H100, L2-19: 20 of 132, the best measured: 5.06-5.13 ms against
+// 5.76-5.92 with 16 and 5.23-5.26 with 24; too few let the normalisers fall behind and read z from DRAM.
+// benchmarks/convt_fused/README.md, session 28.)
 inline int default_infer_normalisers(const ConvShape& s, int sms) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();
   const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
   const double conv = std::max(flops / (sms * 1.25e12), conv_bytes / 2.8e12);
-  const double normalise = 8.0 * outputs / (sms * 42e9);
+  const double normalise = 8.0 * outputs / (sms * 50e9);
   const double share = normalise / (conv + normalise);
   if (share > 0.3) return 0;
   return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
