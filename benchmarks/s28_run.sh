@@ -75,6 +75,11 @@
 #         20 normalisers 5.06 (run9: 5.13 against 5.28). With run9's faster normalisers the best share moved to 20:
 #         the model's normalise rate is now 50 GB/s an SM (20 of 132 at L2-19). The 3-in-flight producer (5.53) and y
 #         without its hint (5.17) are slower. Predicted: validate's forward ~5.05. Fused tests, validate, KernelBench.
+#   run12: run11: validate PASS, forward 5.28 ms in its timing (its profile: the one-launch kernel 5.04), forward +
+#         backward 15.14; KernelBench 5/5, 5.56 ms (min 5.40) against 12.6. KernelBench's times of the one launch
+#         (run7 5.44, run10 5.45, run11 5.56) are no better than session 27's two kernels (5.37), though the harness
+#         and validate time it 0.1-0.4 ms faster. Same call, KernelBench alternating between the file and the same
+#         file with the one launch switched off, 3 rounds of 50 timed trials each.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -156,6 +161,23 @@ case "${1:-}" in
     pytest_fused_cl run11
     validate_fused run11
     kb_eval_fused run11
+    ;;
+  run12)
+    # the same file with the one launch switched off (its forward without autograd = the two kernels), for a
+    # same-call comparison under KernelBench's own timing, alternating
+    sed 's/if not (torch.is_grad_enabled() and any(t.requires_grad for t in trained)):/if False:/' "$F" \
+      > .build/two_kernels.py
+    grep -c "if False:" .build/two_kernels.py
+    prebuild_fused run12
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl 2>/dev/null
+    for round in 1 2 3; do
+      for which in "$F" .build/two_kernels.py; do
+        PYTHONPATH=/tmp/site:. timeout -k 5 300 python3 .kb/kb_eval.py "$which" \
+          .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py --trials 2 --perf-trials 50 \
+          > "$OUT/$S/run12_kb_$round_$(basename $which .py).log" 2>&1
+        echo "$which round $round: $(tail -1 "$OUT/$S/run12_kb_$round_$(basename $which .py).log" | cut -c1-330)"
+      done
+    done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
