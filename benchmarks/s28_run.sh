@@ -174,8 +174,8 @@ case "${1:-}" in
       for which in "$F" .build/two_kernels.py; do
         PYTHONPATH=/tmp/site:. timeout -k 5 300 python3 .kb/kb_eval.py "$which" \
           .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py --trials 2 --perf-trials 50 \
-          > "$OUT/$S/run12_kb_$round_$(basename $which .py).log" 2>&1
-        echo "$which round $round: $(tail -1 "$OUT/$S/run12_kb_$round_$(basename $which .py).log" | cut -c1-330)"
+          > "$OUT/$S/run12_kb_${round}_$(basename $which .py).log" 2>&1
+        echo "$which round $round: $(tail -1 "$OUT/$S/run12_kb_${round}_$(basename $which .py).log" | cut -c1-330)"
       done
     done
     ;;
