@@ -4,7 +4,7 @@
 # KernelBench L2-19: ConvTranspose2d -> GELU -> GroupNorm
 #   kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input and weight gradients
 # Parameters: groups=8 block_size=256 gelu=erf conv=fused forward=two-pass
-# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Backward: the GroupNorm kernels write the conv output's gradient channels-last; kgen's wgmma kernels take the input gradient (TF32, grad_z truncated and the weights rounded to nearest: 4.9e-4 of max |grad_x| from float64 at 8x64x256x256, where cuDNN's TF32 input gradient, rounding both, is 3.0e-4) and the weight gradient (TF32, x truncated and grad_z rounded to nearest: 3.5e-4 of max |dW|, where cuDNN's TF32 weight gradient, truncating both, is 6.7e-4) from it, cuDNN's NHWC kernels whichever of the two a shape keeps from them.
+# NOTE: --conv fused runs kgen's own ConvTranspose2d on the H100/H200's warpgroup tensor cores (wgmma, an sm_90a build: nvcc 12 or newer) in TF32, as cuDNN's default does (operands rounded to nearest, ties to even, float32 accumulation). At L2-19's shape cuDNN runs TF32 too: the outputs are 1e-6 apart, both 2.8e-3 from float64, and KernelBench's 1e-4 holds. At small shapes cuDNN picks float32 algorithms (2e-6 from float64) while this stays TF32 (2.8e-3), and parameter gradients, sums over the batch, move by up to ~2% (H100, 2x64x32x32): kgen validate fails those even at --atol 1e-2. With torch.backends.cudnn.allow_tf32 off (kgen validate --no-tf32), on another GPU, or at a stride, dilation or output padding the kernel does not take, the file runs the exact mode's path. Without autograd (no_grad, or nothing requiring a gradient) the forward is one launch where it pays: the conv on most multiprocessors and the GroupNorm normalise on the others, sample by sample from L2, GELU's value stored by a 1.5e-7 erfc (outputs ~3e-6 from the autograd forward's). Backward: the GroupNorm kernels write the conv output's gradient channels-last; kgen's wgmma kernels take the input gradient (TF32, grad_z truncated and the weights rounded to nearest: 4.9e-4 of max |grad_x| from float64 at 8x64x256x256, where cuDNN's TF32 input gradient, rounding both, is 3.0e-4) and the weight gradient (TF32, x truncated and grad_z rounded to nearest: 3.5e-4 of max |dW|, where cuDNN's TF32 weight gradient, truncating both, is 6.7e-4) from it, cuDNN's NHWC kernels whichever of the two a shape keeps from them.
 # Reference: level2_19_convtranspose2d_gelu_groupnorm.py (a copy ships in kgen/specs/references/)
 # kgen-spec: convt-gelu-groupnorm
 # kgen-params: {"block_size": 256, "conv": "fused", "forward": "two-pass", "gelu": "erf", "groups": 8}
@@ -1620,7 +1620,8 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
 // kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
 // of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
-// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup.)
+// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward
+// runs this conv and the normalise on multiprocessors of their own in one launch: convt_wgmma_infer.cuh, session 28.)
 namespace kgen {
 namespace convt {
 
@@ -2587,6 +2588,11 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 //   stores evict-first.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
+// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 28): a normaliser moves ~56 GB/s (read and written
+// together) even alone and from L2: its multiprocessor's link to L2, not latency, bounds it (8 x 24 KB in flight did
+// not beat 48 KB). So the normalise costs ~0.6 ms of the GPU against the sweep's 1.5, and the conv beside its traffic
+// runs 5-10 % longer: the one launch is 0.1-0.4 ms faster than the two kernels in the same call (5.06 against 5.27 at
+// 20 normalisers), 0.07 ms under KernelBench's timing.
 namespace kgen {
 namespace convt {
 
@@ -2941,7 +2947,8 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
-    const std::string range = "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
+    const std::string range =
+        "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
   }
   const auto x = input.contiguous(), w = weight.contiguous(), b = bias.contiguous();
@@ -2992,7 +2999,8 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
-      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
+      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
+      reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return y;
 }

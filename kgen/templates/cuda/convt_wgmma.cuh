@@ -50,7 +50,8 @@
 // z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
 // kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
 // of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
-// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup.)
+// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward
+// runs this conv and the normalise on multiprocessors of their own in one launch: convt_wgmma_infer.cuh, session 28.)
 namespace kgen {
 namespace convt {
 

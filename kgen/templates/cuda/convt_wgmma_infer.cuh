@@ -26,6 +26,11 @@
 //   stores evict-first.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
+// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 28): a normaliser moves ~56 GB/s (read and written
+// together) even alone and from L2: its multiprocessor's link to L2, not latency, bounds it (8 x 24 KB in flight did
+// not beat 48 KB). So the normalise costs ~0.6 ms of the GPU against the sweep's 1.5, and the conv beside its traffic
+// runs 5-10 % longer: the one launch is 0.1-0.4 ms faster than the two kernels in the same call (5.06 against 5.27 at
+// 20 normalisers), 0.07 ms under KernelBench's timing.
 namespace kgen {
 namespace convt {
 
@@ -380,7 +385,8 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
-    const std::string range = "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
+    const std::string range =
+        "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
   }
   const auto x = input.contiguous(), w = weight.contiguous(), b = bias.contiguous();
@@ -431,7 +437,8 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
-      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
+      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
+      reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return y;
 }
