@@ -15,15 +15,16 @@
 //   rest normalise. Tickets go to blocks in the order they start, so every conv role belongs to a running block and
 //   the normalisers, which only ever wait for conv work, cannot hold it up (no co-residency assumed).
 // - Counting. The epilogue stores op(z + bias) itself (moments_value: for GELU erf an erfc 1.5e-7 from the true one,
-//   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint, writes its GroupNorm partials as
-//   the two-kernel path does, and counts its tile done for its sample (each consumer thread fences, a consumer
-//   barrier, one atomic). The input's copies ask L2 to evict first.
-// - Normalising. A normaliser takes items (a slab of one sample's channel planes, ~64 K values) by a second ticket,
-//   in order. On its first item of a sample it waits for the sample's count (one thread, acquire), merges the
-//   sample's partials in double in convt_moments_finalize_kernel's fixed order (the same mean and rstd, bit for bit:
-//   deterministic), and tabulates each channel's scale rstd gamma, shift beta and mean (hi, lo), as normalize_kernel
-//   forms them. Then y = (u - mean) scale + shift in place, 8 loads of 16 bytes in flight a thread from L2, y's
-//   stores evict-first.
+//   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
+//   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
+//   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's copies ask L2 to
+//   evict first.
+// - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
+//   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
+//   complete. On a sample's first chunk it merges the sample's partials in double in convt_moments_finalize_kernel's
+//   fixed order (the same mean and rstd, bit for bit: deterministic) and tabulates each channel's scale rstd gamma,
+//   shift beta and mean (hi, lo), as normalize_kernel forms them. Then y = (u - mean) scale + shift, stored in place,
+//   evict-first. Planes of odd sizes (no 16-byte chunks) take a register path: items of whole planes by ticket.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
 // Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 28): a normaliser moves ~56 GB/s (read and written
