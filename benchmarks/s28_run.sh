@@ -80,6 +80,8 @@
 #         (run7 5.44, run10 5.45, run11 5.56) are no better than session 27's two kernels (5.37), though the harness
 #         and validate time it 0.1-0.4 ms faster. Same call, KernelBench alternating between the file and the same
 #         file with the one launch switched off, 3 rounds of 50 timed trials each.
+#   run13: run12: under KernelBench's timing the one launch is 5.31-5.34 ms against 5.38-5.41 for two kernels, in the
+#         same call. The committed file (comments since run11): all harness tests, fused tests, validate, KernelBench.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -178,6 +180,13 @@ case "${1:-}" in
         echo "$which round $round: $(tail -1 "$OUT/$S/run12_kb_${round}_$(basename $which .py).log" | cut -c1-330)"
       done
     done
+    ;;
+  run13)
+    build_both run13
+    pytest_wgmma run13
+    pytest_fused_cl run13
+    validate_fused run13
+    kb_eval_fused run13
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
