@@ -82,6 +82,10 @@
 #         file with the one launch switched off, 3 rounds of 50 timed trials each.
 #   run13: run12: under KernelBench's timing the one launch is 5.31-5.34 ms against 5.38-5.41 for two kernels, in the
 #         same call. The committed file (comments since run11): all harness tests, fused tests, validate, KernelBench.
+#   run14: after the review (behaviour unchanged): the epilogue's value for the moments computed once whether it is
+#         stored or not; the host's weight preparation and partials shared with convt_wgmma_moments; the emitted
+#         forward checks a call once (convt_wgmma_infer_where_it_pays); the slower variants (3 in flight, y without
+#         its hint) removed. All harness tests, the bench, fused tests, validate, KernelBench.
 set -u
 S=s28
 source benchmarks/convt_fused_helpers.sh
@@ -187,6 +191,15 @@ case "${1:-}" in
     pytest_fused_cl run13
     validate_fused run13
     kb_eval_fused run13
+    ;;
+  run14)
+    build_both run14
+    pytest_wgmma run14
+    timeout -k 5 300 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "GELU + GroupNorm" "one launch" \
+      2>&1 | tee "$OUT/$S/run14_bench.log" | grep -E " ms|max"
+    pytest_fused_cl run14
+    validate_fused run14
+    kb_eval_fused run14
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -1771,6 +1771,14 @@ __device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, uint32_t bytes) 
   asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
+// A conv block's ring: `full` (every producer thread, and the weights' bulk copy) and `empty` (every consumer warp)
+// barriers of each stage, 8 bytes apart.
+__device__ __forceinline__ void wgmma_init_ring(uint32_t full, uint32_t empty, int stages) {
+  for (int i = 0; i < stages; ++i) {
+    mbar_init(full + 8 * i, 128 * kWgProducers);
+    mbar_init(empty + 8 * i, 4 * kWgConsumers);
+  }
+}
 // Spins until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -2161,21 +2169,21 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if constexpr (kInfer) {
-            const float4 o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
-                                         moments_value(op, v.w));
-            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+          // op(v) as the moments take it; kInfer stores it as well (kept in L2 for the normalise), else z is stored
+          float4 o = v;
+          if constexpr (kEpilogueMoments<Op>) {
+            o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
+                            moments_value(op, v.w));
+          }
+          if (kInfer && live[j]) {
+            store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+          } else if (kStore && live[j]) {
+            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          }
+          if constexpr (kEpilogueMoments<Op>) {
             const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
-          } else if constexpr (kEpilogueMoments<Op>) {
-            if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
-            s1[j] += (u0 + u1) + (u2 + u3);
-            s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
-          } else if (kStore && live[j]) {
-            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           }
         }
       } else if (!quads) {
@@ -2189,10 +2197,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kInfer ? moments_value(op, v) : (g.z_with_bias ? v : a);  // what is stored
-            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
+            const float o = kEpilogueMoments<Op> ? moments_value(op, v) : v;  // op(v) as the moments take it
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = kInfer ? o : (g.z_with_bias ? v : a);
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = (kInfer ? o : moments_value(op, v)) - shift[j];
+              const float u = o - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -2324,10 +2332,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
   if (threadIdx.x == 0) {
-    for (int i = 0; i < g.stages; ++i) {
-      mbar_init(full + 8 * i, 128 * kWgProducers);    // every producer thread
-      mbar_init(empty + 8 * i, 4 * kWgConsumers);     // every consumer warp
-    }
+    wgmma_init_ring(full, empty, g.stages);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
@@ -2422,6 +2427,25 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   return "";
 }
 
+// The weights as the tensor cores read them (convt_wgmma_weights_kernel), for a planned shape.
+inline at::Tensor wgmma_prepared_weights(const at::Tensor& weight, const ConvShape& s, const WgmmaGeometry& g,
+                                         cudaStream_t stream) {
+  const int64_t total = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
+  const auto w = weight.contiguous();
+  auto wprep = at::empty({total}, w.options());
+  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(total, 256), 4096)), 256, 0,
+                               stream>>>(w.data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks, total);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return wprep;
+}
+
+// The epilogue's GroupNorm partials, one per (sample, group, pixel tile, channel tile), as floats; zeroed, since
+// those of a channel tile that does not touch the group are never written and must read as empty.
+inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry& g, const at::TensorOptions& options) {
+  const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
+  return at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))}, options);
+}
+
 // conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
@@ -2458,16 +2482,9 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   auto rstd = at::empty({s.batch, s.groups}, x.options());
   if (s.batch == 0) return {z, mean, rstd};
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
-  auto wprep = at::empty({wtotal}, x.options());
-  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(wtotal, 256), 4096)), 256, 0,
-                               stream>>>(weight.contiguous().data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks,
-                                         wtotal);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto wprep = wgmma_prepared_weights(weight, s, g, stream);
   const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
-  // Partials a channel tile never writes (it does not touch the group) must read as empty: zeroed.
-  auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
-                           x.options());
+  auto partial = wgmma_moment_partials(s, g, x.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
@@ -2612,8 +2629,7 @@ struct InferArgs {
   int stages;            // the bulk path's ring (0: the register path)
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
-  int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 1 the same without an L2
-                         // hint; 2 no stores (timing only)
+  int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 2 no stores (timing only)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -2752,7 +2768,6 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
         const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
                                      infer_value(v.w, coef));
         if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
-        if (a.store_mode == 1) *reinterpret_cast<float4*>(out + 4 * u) = o;
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
       __syncthreads();  // the stage is read: it may be refilled
@@ -2832,10 +2847,7 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     const int ticket = atomicAdd(a.counters + s.batch, 1);
     ticket_shared = ticket;
     if (ticket < a.conv_blocks) {
-      for (int i = 0; i < g.stages; ++i) {
-        mbar_init(full + 8 * i, 128 * kWgProducers);
-        mbar_init(empty + 8 * i, 4 * kWgConsumers);
-      }
+      wgmma_init_ring(full, empty, g.stages);
     } else {
       for (int i = 0; i < a.stages; ++i) mbar_init(full + 8 * i, 1);
     }
@@ -2886,13 +2898,8 @@ inline int default_infer_normalisers(const ConvShape& s, int sms) {
   return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
 }
 
-// y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
-// autograd. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1). mode, for
-// comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only, the
-// normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
-// bulk path, 5 with chunks of 48 KB, 6 the register path; 7 the conv's producer with 3 chunks of copies in flight
-// (where the ring has 4 stages), 8 y stored without an L2 hint. A clear error where
-// the GPU or the shape is not this kernel's: convt_wgmma_infer_unsupported says which, without raising.
+// Why convt_wgmma_infer would not take this call ("" where it would), without raising: convt_wgmma_unsupported's
+// reasons, gamma and beta, the shared memory of the normalise's channel table, the size of a sample.
 template <class Op>
 std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                           const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
@@ -2920,20 +2927,12 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
   return "";
 }
 
-// Whether the one launch is predicted to pay for this call (default_infer_normalisers), once it is supported.
-inline bool convt_wgmma_infer_pays(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                   int64_t groups, std::vector<int64_t> padding) {
-  const ConvShape s = check_convt(x, weight, bias, groups, {1, 1}, padding, {0, 0});
-  return default_infer_normalisers(s, multiprocessors(x.get_device())) > 0;
-}
-
+// The launch itself, for a call convt_wgmma_infer_unsupported has passed (see convt_wgmma_infer).
 template <class Op>
-at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                             const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
-                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0,
-                             at::Tensor* trace = nullptr) {
-  const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
-  TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
+at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                     const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
+                                     std::vector<int64_t> padding, Op op, int normalisers, int mode,
+                                     at::Tensor* trace) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
@@ -2944,7 +2943,7 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   g.z_with_bias = true;
   g.l2_prefetch = false;
-  g.chunks_in_flight = mode == 7 ? 3 : 2;
+  g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
   if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
   if (normalisers < 1 || normalisers >= sms) {
@@ -2952,19 +2951,11 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
         "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
   }
-  const auto x = input.contiguous(), w = weight.contiguous(), b = bias.contiguous();
-  const auto gam = gamma.contiguous(), bet = beta.contiguous();
+  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
   auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
-  auto wprep = at::empty({wtotal}, x.options());
-  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(wtotal, 256), 4096)), 256, 0,
-                               stream>>>(w.data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks,
-                                         wtotal);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
-  auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
-                           x.options());
+  const auto wprep = wgmma_prepared_weights(weight, s, g, stream);
+  auto partial = wgmma_moment_partials(s, g, x.options());
   auto counters = at::zeros({int64_t(s.batch) + 2}, x.options().dtype(at::kInt));
   InferArgs a{};
   a.gamma = gam.data_ptr<float>();
@@ -2973,37 +2964,67 @@ at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, 
   a.counters = counters.data_ptr<int>();
   a.eps = eps;
   a.conv_blocks = static_cast<int>(std::min<int64_t>(g.work, sms - normalisers));
-  a.tiles_per_sample = static_cast<int>(per_row);
+  a.tiles_per_sample = g.tiles * g.channel_tiles;
   const int64_t plane = s.out_plane();
   a.pieces = static_cast<int>(std::max<int64_t>(1, plane / kInferItemValues));
   a.planes_per_item = static_cast<int>(std::max<int64_t>(1, kInferItemValues / plane));
   a.items_per_sample = a.pieces > 1 ? s.out_channels * a.pieces
                                     : static_cast<int>(blocks_for(s.out_channels, a.planes_per_item));
   a.items = s.batch * a.items_per_sample;
-  // The bulk path where every plane is whole 16-byte units: a ring of up to 8 chunks of 24 KB past the channel
-  // table (at least 2 stages: smaller chunks where shared memory is short).
-  a.ring_offset4 = static_cast<int>(s.out_channels + blocks_for(12 * int64_t(s.groups), 16));
-  const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
-  a.chunk_floats = kInferChunkFloats;
-  a.stages = 0;
-  a.store_mode = mode == 2 ? 2 : mode == 8 ? 1 : 0;
+  a.store_mode = mode == 2 ? 2 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
     a.trace = reinterpret_cast<unsigned long long*>(trace->data_ptr<int64_t>());
   }
-  if (mode == 5) a.chunk_floats = 2 * kInferChunkFloats;
+  // The bulk path where every plane is whole 16-byte units: a ring of up to 8 chunks of 24 KB past the channel
+  // table (at least 2 stages: smaller chunks where shared memory is short).
+  a.ring_offset4 = static_cast<int>(s.out_channels + blocks_for(12 * int64_t(s.groups), 16));
+  const int64_t ring_bytes = g.smem_bytes - 16 * int64_t(a.ring_offset4);
+  a.chunk_floats = mode == 5 ? 2 * kInferChunkFloats : kInferChunkFloats;
+  a.stages = 0;
   if (plane % 4 == 0 && ring_bytes >= 2 * 1024 && mode != 3 && mode != 6) {
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
-  if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
       reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return y;
+}
+
+// y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
+// autograd; a clear error where convt_wgmma_infer_unsupported says why not. normalisers: multiprocessors given to
+// the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
+// without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
+// y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
+// path. trace: InferArgs::trace, for measurements.
+template <class Op>
+at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                             const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
+                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0,
+                             at::Tensor* trace = nullptr) {
+  const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
+  TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
+  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, normalisers, mode,
+                                   trace);
+}
+
+// The same where it takes the call and default_infer_normalisers predicts a gain; else an undefined tensor (the
+// caller runs the two-kernel forward). Each check once.
+template <class Op>
+at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                           const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
+                                           double eps, std::vector<int64_t> padding, Op op) {
+  if (!convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding).empty()) return {};
+  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+  const int normalisers = default_infer_normalisers(s, multiprocessors(input.get_device()));
+  if (normalisers == 0) return {};
+  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, normalisers, 0,
+                                   nullptr);
 }
 
 }  // namespace convt
@@ -3572,11 +3593,9 @@ std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at:
 // it takes the call and is predicted to pay; else convt_fused_forward's two kernels.
 at::Tensor convt_fused_inference(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                  at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
-  if (kgen::convt::convt_wgmma_infer_unsupported<InputOp>(x, weight, conv_bias, gamma, beta, groups, padding).empty() &&
-      kgen::convt::convt_wgmma_infer_pays(x, weight, conv_bias, groups, padding)) {
-    return kgen::convt::convt_wgmma_infer<InputOp>(x, weight, conv_bias, gamma, beta, groups, eps, padding, InputOp{});
-  }
-  return convt_fused_forward(x, weight, conv_bias, gamma, beta, groups, eps, padding)[0];
+  const auto y = kgen::convt::convt_wgmma_infer_where_it_pays(x, weight, conv_bias, gamma, beta, groups, eps, padding,
+                                                               InputOp{});
+  return y.defined() ? y : convt_fused_forward(x, weight, conv_bias, gamma, beta, groups, eps, padding)[0];
 }
 """
 

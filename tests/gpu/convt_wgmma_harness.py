@@ -130,7 +130,7 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
     case 2: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluTanh{}, r);
     // GELU erf, convt_wgmma_infer's modes 2-6: the normalise without stores (timing only); the register path;
     // timing only, the normalise alone on `normalisers` blocks: bulk path, its chunks 48 KB, the register path
-    case 12: case 13: case 14: case 15: case 16: case 17: case 18:
+    case 12: case 13: case 14: case 15: case 16:
       return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r,
                                static_cast<int>(variant) - 10);
   }

@@ -354,10 +354,6 @@ def bench(only=()) -> None:
         **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
             lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
            for r in (16, 20, 24, 28)},
-        **{f"  one launch, {r} normalisers, {what}": (
-            lambda r=r, v=v: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], v, r))
-           for r in (20, 24) for what, v in (("3 chunks in flight a producer thread", 17),
-                                             ("y stored without an L2 hint", 18))},
         **{f"  normalise alone on {r} blocks, {what} (timing only)": (
             lambda r=r, v=v: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], v, r))
            for r, what, v in ((6, "bulk", 14), (20, "bulk", 14), (66, "bulk", 14), (131, "bulk", 14),

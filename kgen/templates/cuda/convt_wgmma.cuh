@@ -201,6 +201,14 @@ __device__ __forceinline__ void mbar_expect_bytes(uint32_t bar, uint32_t bytes) 
   asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
+// A conv block's ring: `full` (every producer thread, and the weights' bulk copy) and `empty` (every consumer warp)
+// barriers of each stage, 8 bytes apart.
+__device__ __forceinline__ void wgmma_init_ring(uint32_t full, uint32_t empty, int stages) {
+  for (int i = 0; i < stages; ++i) {
+    mbar_init(full + 8 * i, 128 * kWgProducers);
+    mbar_init(empty + 8 * i, 4 * kWgConsumers);
+  }
+}
 // Spins until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -591,21 +599,21 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
           const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
                                        __fadd_rn(a.w, b[j]));
-          if constexpr (kInfer) {
-            const float4 o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
-                                         moments_value(op, v.w));
-            if (live[j]) store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+          // op(v) as the moments take it; kInfer stores it as well (kept in L2 for the normalise), else z is stored
+          float4 o = v;
+          if constexpr (kEpilogueMoments<Op>) {
+            o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
+                            moments_value(op, v.w));
+          }
+          if (kInfer && live[j]) {
+            store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
+          } else if (kStore && live[j]) {
+            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+          }
+          if constexpr (kEpilogueMoments<Op>) {
             const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
-          } else if constexpr (kEpilogueMoments<Op>) {
-            if (kStore && live[j]) *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
-            const float u0 = moments_value(op, v.x) - shift[j], u1 = moments_value(op, v.y) - shift[j];
-            const float u2 = moments_value(op, v.z) - shift[j], u3 = moments_value(op, v.w) - shift[j];
-            s1[j] += (u0 + u1) + (u2 + u3);
-            s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
-          } else if (kStore && live[j]) {
-            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
           }
         }
       } else if (!quads) {
@@ -619,10 +627,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kInfer ? moments_value(op, v) : (g.z_with_bias ? v : a);  // what is stored
-            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = o;
+            const float o = kEpilogueMoments<Op> ? moments_value(op, v) : v;  // op(v) as the moments take it
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = kInfer ? o : (g.z_with_bias ? v : a);
             if constexpr (kEpilogueMoments<Op>) {
-              const float u = (kInfer ? o : moments_value(op, v)) - shift[j];
+              const float u = o - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
           }
@@ -754,10 +762,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
   if (threadIdx.x == 0) {
-    for (int i = 0; i < g.stages; ++i) {
-      mbar_init(full + 8 * i, 128 * kWgProducers);    // every producer thread
-      mbar_init(empty + 8 * i, 4 * kWgConsumers);     // every consumer warp
-    }
+    wgmma_init_ring(full, empty, g.stages);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();

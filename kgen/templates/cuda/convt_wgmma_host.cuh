@@ -70,6 +70,25 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   return "";
 }
 
+// The weights as the tensor cores read them (convt_wgmma_weights_kernel), for a planned shape.
+inline at::Tensor wgmma_prepared_weights(const at::Tensor& weight, const ConvShape& s, const WgmmaGeometry& g,
+                                         cudaStream_t stream) {
+  const int64_t total = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
+  const auto w = weight.contiguous();
+  auto wprep = at::empty({total}, w.options());
+  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(total, 256), 4096)), 256, 0,
+                               stream>>>(w.data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks, total);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return wprep;
+}
+
+// The epilogue's GroupNorm partials, one per (sample, group, pixel tile, channel tile), as floats; zeroed, since
+// those of a channel tile that does not touch the group are never written and must read as empty.
+inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry& g, const at::TensorOptions& options) {
+  const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
+  return at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))}, options);
+}
+
 // conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
 // {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
 // op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
@@ -106,16 +125,9 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   auto rstd = at::empty({s.batch, s.groups}, x.options());
   if (s.batch == 0) return {z, mean, rstd};
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t wtotal = int64_t(g.channel_tiles) * g.chunks * s.taps() * 512;
-  auto wprep = at::empty({wtotal}, x.options());
-  convt_wgmma_weights_kernel<<<static_cast<unsigned>(std::min<int64_t>(blocks_for(wtotal, 256), 4096)), 256, 0,
-                               stream>>>(weight.contiguous().data_ptr<float>(), wprep.data_ptr<float>(), s, g.chunks,
-                                         wtotal);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto wprep = wgmma_prepared_weights(weight, s, g, stream);
   const int64_t per_row = int64_t(g.tiles) * g.channel_tiles;
-  // Partials a channel tile never writes (it does not touch the group) must read as empty: zeroed.
-  auto partial = at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))},
-                           x.options());
+  auto partial = wgmma_moment_partials(s, g, x.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
