@@ -9,6 +9,17 @@
 #         tickets ahead (bulk prefetch, sm_90): pass A's loads then wait on L2, not DRAM. Predicted: 5-10 % where
 #         latency bounds it (L2-83, L2-21), nothing or worse at L1-35 (L2 capacity). `fastexp` (L2-19): GELU's
 #         derivative's exp as __expf (5 of ~55 instructions a value in pass B).
+#   run2: run1: `trivial` (no element-wise ops) runs at 83-85 % of the copy rate at every problem (L2-19 2567 against
+#         3125 us, L2-60 1219/1441, L2-83 555/601, L2-21 1258/1336): the ops' arithmetic, not the skeleton, takes these
+#         below 80 %. `prefetch` bought 0.5-2.3 % there and cost L1-35 15 % (10113 -> 11663: L2 capacity): removed.
+#         `fastexp` 1.6 % at L2-19: not taken (GELU's derivative stays PyTorch's expf). Now: (a) L2-85 with its clamp
+#         moved before the max pooling (plan_reductions.fold_after_extreme: the clamp commutes with a max): validate,
+#         KernelBench, kernel rates, and the kgen kernels of forward+backward calls against the unfolded file (kept in
+#         .build/s29, carried). Predicted: the clamp's kernels go (backward 33 of 513 us; forward a similar share),
+#         backward ~480 us, ~84 % of a copy. (b) the two new own references (a max pooling with hardtanh and relu
+#         after it; min over channels then clamp): emit + kgen validate. (c) occupancy: the pipelined backward at 32
+#         warps an SM (64 registers, where ptxas spills 40-56 bytes) against 24 (80): more warps to overlap the ops'
+#         arithmetic with memory, if the spills cost less.
 set -uo pipefail
 S=s29
 mkdir -p "$OUT/$S"
@@ -25,6 +36,36 @@ case "${1:-}" in
       S16_VARIANTS_35="prefetch:$pf" \
       bash benchmarks/device_run.sh s16
     mv "$OUT/s16_logs.tar.gz" "$OUT/$S/run1_logs.tar.gz" 2>/dev/null
+    ;;
+  run2)
+    V=.build/s29; mkdir -p $V
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl
+    python3 -m kgen.cli emit --ref .kb/problems/level2_85_*.py -o $V/p85.py
+    python3 benchmarks/prebuild.py -j 4 $V/p85.py $V/p85_unfolded.py 2>&1 | tail -1
+    own="gn_maxpool_hardtanh_relu or gn_channel_min_clamp"
+    (timeout -k 5 300 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$own" \
+       > "$OUT/$S/run2_pytest_own.log" 2>&1; echo "exit code: $?" >> "$OUT/$S/run2_pytest_own.log") &
+    timeout -k 5 200 python3 -m kgen.cli validate $V/p85.py --bench --json "$OUT/$S/run2_validate_85.json" \
+      > "$OUT/$S/run2_validate_85.log" 2>&1; echo "validate exit $?"
+    grep -E "^(fp64|  forward|  backward|KernelBench|kgen verdict|RESULT)" "$OUT/$S/run2_validate_85.log" | cut -c1-200 | head
+    PYTHONPATH=/tmp/site:. timeout -k 5 200 python3 .kb/kb_eval.py $V/p85.py .kb/problems/level2_85_*.py --trials 5 \
+      > "$OUT/$S/run2_kb_85.log" 2>&1; echo "kb_eval exit $?"; tail -1 "$OUT/$S/run2_kb_85.log" | cut -c1-400
+    wait
+    tail -3 "$OUT/$S/run2_pytest_own.log"
+    for mode in "" "--backward"; do
+      timeout -k 5 150 python3 benchmarks/kernel_variants.py $V/p85.py $mode --kernel 'kgen::' --rounds 3 --calls 10 \
+        --file unfolded=$V/p85_unfolded.py --json "$OUT/$S/run2_ab_85${mode:+_backward}.json" \
+        > "$OUT/$S/run2_ab_85${mode:+_backward}.log" 2>&1
+      grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/$S/run2_ab_85${mode:+_backward}.log" | tail -n 3 | cut -c1-400
+    done
+    mkdir -p "$OUT/$S/run2_rates"
+    timeout -k 5 150 python3 benchmarks/kernel_rates.py .kb/problems "$OUT/$S/run2_rates" --only 85 > "$OUT/$S/run2_rates.log" 2>&1
+    tail -n 3 "$OUT/$S/run2_rates/KERNEL_RATES.md" | cut -c1-400
+    w32='w32:constexpr int kSweepBackwardWarps = 24;=>constexpr int kSweepBackwardWarps = 32;'
+    S16_AB="19 60 83 21" S16_TESTS= S16_ROUNDS=3 S16_AB_TIMEOUT=80 \
+      S16_VARIANTS_19="$w32" S16_VARIANTS_60="$w32" S16_VARIANTS_83="$w32" S16_VARIANTS_21="$w32" \
+      bash benchmarks/device_run.sh s16
+    mv "$OUT/s16_logs.tar.gz" "$OUT/$S/run2_ab_logs.tar.gz" 2>/dev/null
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -163,7 +163,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         step = RegionStep(index=len([s for s in self.steps if isinstance(s, RegionStep)]), input=x.name, gn=gn.name,
                           gn_module=gn_module, gn_args=gn_args, affine=affine, shape=full, prologue=prologue,
                           epilogue=epilogue, params=params, result=result)
-        output_node = self.apply_reduction(step, reduce, full)
+        output_node = self.fold_after_extreme(step, self.apply_reduction(step, reduce, full))
         step.output = output_node.name
         step.out_shape = tensor_shape(output_node) or []
         for name in names_of(prologue) | names_of(epilogue) | {gn.name, output_node.name}:

@@ -10,7 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kgen.ref.graph import as_tuple
+from kgen.ref.graph import as_tuple, is_metadata
+from kgen.ref.ir import Operand, PwNode
 from kgen.ref.trace import tensor_shape
 
 REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
@@ -24,6 +25,17 @@ _AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad
 FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
                     F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
                     F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
+
+# Element-wise ops that commute with a max or min reduction: op(max(v)) == max(op(v)), value and gradient. Each is
+# the identity between its bounds and constant beyond them (non-decreasing, so the extreme of op(v) is op of the
+# extreme, and the first extreme of op(v) is the first extreme of v wherever the result lies between the bounds).
+# Beyond a bound the derivative is 0 whichever element the reduction picks. On a bound, relu and hardtanh have a
+# zero derivative in PyTorch, and so does clamp where its gradient is 0 on a bound (PyTorch 2.15; the emitted file
+# builds clamp's derivative to match the PyTorch that runs it, _clamp_gradient_flags). Where clamp passes the
+# gradient on a bound (PyTorch 2.11), the moved clamp routes it differently only where a value lies exactly on a
+# bound and the reduction's extreme is not that value. minimum / maximum with a scalar are not here: their
+# derivative at a tie is 1/2.
+COMMUTE_WITH_EXTREMES = {"clamp", "hardtanh", "relu"}
 
 
 class ReductionPlanning:
@@ -116,3 +128,40 @@ class ReductionPlanning:
                 given.get("return_indices") or given.get("divisor_override") is not None:
             return None
         return node, "kWindow", op, False, k, repr(tuple(k))
+
+    def fold_after_extreme(self, step, output_node):
+        """Moves the ops of COMMUTE_WITH_EXTREMES that read a max / min reduction's output, one after another
+        (each the only reader of the one before, with scalar constants), before the reduction, into the region's
+        epilogue: the separate element-wise kernel on the reduced tensor, forward and backward, goes (L2-85's
+        clamp after its max pooling). Returns the node that is now the region's output."""
+        if step.reduce_op not in ("kMax", "kMin"):
+            return output_node
+        out_shape = tensor_shape(output_node)
+        while True:
+            readers = [u for u in output_node.users if not is_metadata(u)]
+            if len(readers) != 1 or len(output_node.users) != 1 or readers[0].name in self.claimed:
+                return output_node
+            user = readers[0]
+            found = self.elementwise(user, out_shape)
+            if found is None or found[0] not in COMMUTE_WITH_EXTREMES:
+                return output_node
+            name, operands, consts = found
+            converted = []
+            for operand in operands:
+                scalar = self.scalar_of(operand)
+                if operand is output_node:
+                    converted.append(Operand("value", step.result))
+                elif scalar is not None:
+                    converted.append(Operand("scalar", scalar))
+                else:
+                    return output_node
+            moved = self.pw_node(user, name, converted, consts)
+            moved.name = f"{user.name}_before_{output_node.name}"
+            if moved.name in self.order:
+                return output_node
+            step.epilogue.append(moved)
+            step.result = moved.name
+            what = name if user.name == name else f"{name} ({user.name})"
+            step.notes.append(f"{what} moved before the {step.reduce_op[1:].lower()}, which it commutes with")
+            self.claimed[user.name] = step
+            output_node = user

@@ -51,7 +51,7 @@ EXPECTED = {
     "level2_23": ("kSample", "kMean", ["add"], []),
     "level2_27": ("kPlane", "kMean", ["add", "hardswish"], []),
     "level2_75": ("kChannel", "kMin", ["add"], []),
-    "level2_85": ("kWindow", "kMax", ["add"], ["mul"]),
+    "level2_85": ("kWindow", "kMax", ["add"], ["mul", "clamp"]),   # the clamp after the pool moved before it
     "level2_88": ("kNone", "kSum", ["add"], ["sigmoid", "mul", "mul", "sigmoid", "mul"]),
     "level2_92": ("kChannel", "kLogSumExp", ["add"], ["tanh", "hardswish", "add"]),
 }
@@ -254,6 +254,36 @@ def test_functional_pools_are_windows_where_kernel_equals_stride(tmp_path):
     (region,) = regions(plan)
     assert region.reduce_kind == "kNone" and not region.window
     assert any(s.node.target is F.max_pool2d for s in pytorch_ops(plan))
+
+
+def test_clamp_like_ops_after_a_max_or_min_move_before_it(tmp_path):
+    """Hardtanh, ReLU and clamp after a max / min reduction (over windows or channels) join the region's epilogue,
+    before the reduction, and the region's output is the last of them; an op that does not commute exactly
+    (sigmoid: ties after rounding; minimum with a scalar: 1/2 at a tie), one after a mean, or one whose reduced
+    input is read elsewhere too stays an element-wise kernel."""
+    own = HERE / "references" / "gn_maxpool_hardtanh_relu.py"
+    (region,) = regions(make_plan(load_reference(own)))
+    assert [n.op for n in region.epilogue] == ["hardtanh", "relu"] and region.result == region.epilogue[-1].name
+    assert (region.reduce_kind, region.reduce_op, region.output) == ("kWindow", "kMax", "relu")
+    assert region.notes == ["hardtanh (act) moved before the max, which it commutes with",
+                            "relu moved before the max, which it commutes with"]
+    text = emit_reference(str(own))[0]
+    assert "relu = _Region0.apply(" in text and "_Pointwise" not in text
+    (region,) = regions(make_plan(load_reference(HERE / "references" / "gn_channel_min_clamp.py")))
+    assert [n.op for n in region.epilogue] == ["silu", "clamp"] and region.reduce_op == "kMin"
+    assert region.output == "clamp" and region.epilogue[-1].consts == {"lo": -0.2, "hi": 0.1}
+
+    source = own.read_text()
+    for old, new in (("nn.MaxPool2d(2)", "nn.AvgPool2d(2)"),
+                     ("return F.relu(self.act(x))", "return F.relu(self.act(x)) + x"),
+                     ("return F.relu(self.act(x))", "return torch.sigmoid(x)"),
+                     ("return F.relu(self.act(x))", "return torch.minimum(x, torch.tensor(0.5))")):
+        variant = tmp_path / "variant.py"
+        variant.write_text(source.replace(old, new))
+        plan = make_plan(load_reference(variant))
+        (region,) = regions(plan)
+        assert region.epilogue == [] and region.output == "pool" and not region.notes, new
+        assert [s for s in plan.steps if isinstance(s, PointwiseStep)], new
 
 
 def batch_norms(plan):

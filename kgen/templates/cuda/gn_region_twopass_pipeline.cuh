@@ -91,11 +91,6 @@ constexpr int kPipelineThreads = 256;
 // the two sweep kernels.
 constexpr bool kPipelinedBackward = true;
 
-// Whether a block, as it starts an item, asks L2 for the pass A item one round of tickets ahead (the grid's
-// blocks: about one item's time away), by bulk prefetches of its streams, so that pass A's loads find L2 rather
-// than DRAM latency.
-constexpr bool kPipelinePrefetch = false;
-
 // ---- L2 eviction priorities (sm_80 and newer; plain accesses below)
 
 template <bool kKeep>
@@ -146,25 +141,6 @@ __device__ __forceinline__ void store_pack_l2(float* __restrict__ p, int64_t i, 
 #endif
   (void)policy;
   store_pack<W>(p, i, v);
-}
-
-// ---- bulk prefetch into L2 (sm_90: one instruction for a whole range; nothing below)
-
-// Asks L2 for the 16-byte-aligned part of [p, p + count) with the given eviction policy.
-__device__ __forceinline__ void prefetch_l2(const float* p, int64_t count, uint64_t policy) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const uint64_t begin = (reinterpret_cast<uint64_t>(p) + 15) & ~uint64_t(15);
-  const uint64_t end = reinterpret_cast<uint64_t>(p + count) & ~uint64_t(15);
-  if (end > begin) {
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(begin),
-                 "r"(static_cast<unsigned>(end - begin)), "l"(policy)
-                 : "memory");
-  }
-#else
-  (void)p;
-  (void)count;
-  (void)policy;
-#endif
 }
 
 // ---- tickets
@@ -372,16 +348,6 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
                            args.coef + slot.merge_row, sync.ready + slot.merge_row);
     }
     if (slot.ticket >= tickets) break;
-    if constexpr (kPipelinePrefetch) {
-      unsigned ahead = 0;
-      if (threadIdx.x == 0 && slot.ticket + gridDim.x < tickets && !ticket_task(slot.ticket + gridDim.x, pipe, ahead)) {
-        const PlaneChunk b(shape, pipe.split, ahead);
-        const float* in[1 + backward_streams<R, O>()];
-        backward_stream_bases<R, O>(in, args.x, args.dout, args.out, args.aux, shape, b);
-        const uint64_t keep = l2_policy<true>();
-        for (const float* p : in) prefetch_l2(p, b.count, keep);
-      }
-    }
     unsigned item = 0;
     if (ticket_task(slot.ticket, pipe, item)) {
       pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &slots[(k + 1) & 1], &coef_shared);
