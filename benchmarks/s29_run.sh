@@ -20,6 +20,15 @@
 #         after it; min over channels then clamp): emit + kgen validate. (c) occupancy: the pipelined backward at 32
 #         warps an SM (64 registers, where ptxas spills 40-56 bytes) against 24 (80): more warps to overlap the ops'
 #         arithmetic with memory, if the spills cost less.
+#   run3: run2: L2-85 folded PASS (validate, KernelBench 5/5: 1.20 ms against 2.64), the own references 2 passed; the
+#         kgen kernels of forward+backward calls 965 against 992 us unfolded (the clamp's kernels 54 us gone, but the
+#         window sweep 434 -> 454 and the forward's window kernel 270 -> 279: the clamp at every value). 32 warps: 7-25 %
+#         slower everywhere (spills): not taken. Now the window backward's second pass skips the epilogue: where the
+#         epilogue adds no direct gradient (kDirectGrads false), the first pass (extremes only) writes each window's
+#         dy and the second reads it in dout's place (window_dy_from_extremes). Predicted: the sweep's ~12 instructions
+#         a value of y, clamp, its derivative and the scale go: 454 -> ~420 us, L2-85's backward ~80 % of a copy.
+#         Checks: the two-pass harness's window tests (two new variants: a clamp epilogue over windows max and min),
+#         validate and KernelBench at L2-85, its kernel rates, A/B against run2's folded file and the unfolded one.
 set -uo pipefail
 S=s29
 mkdir -p "$OUT/$S"
@@ -66,6 +75,29 @@ case "${1:-}" in
       S16_VARIANTS_19="$w32" S16_VARIANTS_60="$w32" S16_VARIANTS_83="$w32" S16_VARIANTS_21="$w32" \
       bash benchmarks/device_run.sh s16
     mv "$OUT/s16_logs.tar.gz" "$OUT/$S/run2_ab_logs.tar.gz" 2>/dev/null
+    ;;
+  run3)
+    V=.build/s29; mkdir -p $V
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl
+    python3 -m kgen.cli emit --ref .kb/problems/level2_85_*.py -o $V/p85.py
+    (timeout -k 5 420 python3 -c "from tests.gpu import region_harness_twopass as H; H.build_extension()" \
+       > "$OUT/$S/run3_harness_build.log" 2>&1; echo "harness build exit $?") &
+    python3 benchmarks/prebuild.py -j 3 $V/p85.py $V/p85_folded.py $V/p85_unfolded.py 2>&1 | tail -1
+    timeout -k 5 150 python3 -m kgen.cli validate $V/p85.py --bench --json "$OUT/$S/run3_validate_85.json" \
+      > "$OUT/$S/run3_validate_85.log" 2>&1; echo "validate exit $?"
+    grep -E "^(fp64|  forward|  backward)" "$OUT/$S/run3_validate_85.log" | cut -c1-160 | head -12
+    PYTHONPATH=/tmp/site:. timeout -k 5 150 python3 .kb/kb_eval.py $V/p85.py .kb/problems/level2_85_*.py --trials 5 \
+      > "$OUT/$S/run3_kb_85.log" 2>&1; echo "kb_eval exit $?"; tail -1 "$OUT/$S/run3_kb_85.log" | cut -c1-300
+    timeout -k 5 150 python3 benchmarks/kernel_variants.py $V/p85.py --backward --kernel 'kgen::' --rounds 3 --calls 10 \
+      --file folded=$V/p85_folded.py --file unfolded=$V/p85_unfolded.py --json "$OUT/$S/run3_ab_85_backward.json" \
+      > "$OUT/$S/run3_ab_85_backward.log" 2>&1
+    grep -vE "^\[|ninja|Building|Warn|warn|prebuild|_warn" "$OUT/$S/run3_ab_85_backward.log" | tail -n 3 | cut -c1-900
+    mkdir -p /tmp/rates
+    timeout -k 5 120 python3 benchmarks/kernel_rates.py .kb/problems /tmp/rates --only 85 > /tmp/rates/log 2>&1
+    cp /tmp/rates/kernel_rates.json "$OUT/$S/run3_kernel_rates.json"; tail -n 1 /tmp/rates/KERNEL_RATES.md | cut -c1-400
+    wait
+    timeout -k 5 240 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py -k "window" \
+      > "$OUT/$S/run3_pytest_window.log" 2>&1; echo "pytest exit $?"; tail -n 3 "$OUT/$S/run3_pytest_window.log"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

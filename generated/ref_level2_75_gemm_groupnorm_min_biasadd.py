@@ -1144,6 +1144,9 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 //     // Optional: true when dv = 0 gives exact zeros from backward at every finite input (no derivative of its
 //     // ops can be infinite there); a window max/min's first backward pass then reads the extremes only.
 //     static constexpr bool kZeroGradExact;
+//     // Optional: false when backward never adds to dz or dx (no residual of z or x); a window max/min's second
+//     // backward pass then reads each window's dy, which its first pass wrote, instead of calling backward.
+//     static constexpr bool kDirectGrads;
 //   };
 //
 // Per-channel parameters: parameter k of a functor reads ptr[k][c * stride[k]] (stride 0: one value
@@ -1215,6 +1218,7 @@ struct NoPrologue {
 struct NoEpilogue {
   static constexpr int kParams = 0;
   static constexpr bool kZeroGradExact = true;  // dy = dv (gn_region_window_backward.cuh)
+  static constexpr bool kDirectGrads = false;
   __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
   __device__ __forceinline__ float value(float y, float, float) const { return y; }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
@@ -3794,6 +3798,21 @@ constexpr bool saves_extreme_x() {
   return R == ReduceKind::kWindow && window_sums_sparse<Epi, O>();
 }
 
+// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
+// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
+template <class Epi, class = void>
+struct DirectGrads : std::true_type {};
+template <class Epi>
+struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
+
+// A window max / min whose first backward pass reads only the extremes (window_sums_sparse) and whose epilogue has no
+// direct gradients: that pass also writes each window's dy (the extreme's; every other value's is 0), and the second
+// pass reads it in dout's place instead of running the epilogue's backward at every value (gn_region_window_backward.cuh).
+template <class Epi, ReduceOp O>
+constexpr bool window_dy_from_extremes() {
+  return window_sums_sparse<Epi, O>() && !DirectGrads<Epi>::value;
+}
+
 // ---------------------------------------------------------------- small device helpers
 
 // n / d for 0 <= n < 2^31 by a multiply and a shift (Granlund-Montgomery, as CUTLASS's FastDivmod).
@@ -4314,14 +4333,15 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
 }
 
 // One value's part of the first pass, given its z, z - mean, y and the gradient dv of its v: dy and dy (z - mean)
-// into the sums, the epilogue's parameter gradients into dparam.
+// into the sums, the epilogue's parameter gradients into dparam. Returns dy.
 template <class Pro, class Epi>
-__device__ __forceinline__ void value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
-                                           float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
+__device__ __forceinline__ float value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                            float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
   float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
   ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
   sum_dy += dy;
   sum_dy_zc += dy * zc;
+  return dy;
 }
 
 // One value's dx in the second pass, given the slice's coefficients bc = (B, C); the prologue's parameter
@@ -4528,7 +4548,10 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //   - window_extreme_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
 //     values: one thread per pooled output reads its dout and the x the forward saved at its extreme
-//     (saves_extreme_x, gn_region_twopass.cuh).
+//     (saves_extreme_x, gn_region_twopass.cuh). Where the epilogue has no direct gradients of z or x
+//     (window_dy_from_extremes), it also writes each window's dy, the extreme's (every other value's is 0), and the
+//     second pass reads that in dout's place: a value's dx is then the prologue's backward of
+//     rstd gamma dy + B (z - mean) + C, without y or the epilogue's backward at every value.
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
 // gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
 // 1057 -> 590 us for the backward's kernels, 434 us of it the second sweep, at 72 % of DRAM, 36 us of that the
@@ -4579,7 +4602,8 @@ struct SplitPlane {
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
-//   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
+//   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial. Where
+//                   window_dy_from_extremes, `dout` is each window's dy (window_extreme_sums_kernel's window_dy).
 template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
@@ -4589,6 +4613,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
   constexpr int kInFlight = kWindowValuesInFlight;
+  constexpr bool kFromDy = kApply && window_dy_from_extremes<Epi, O>();
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
@@ -4665,6 +4690,11 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       if (!kFull && e >= count) break;
       const float z = ch.pro.value(xv[u]);
       const float zc = centered(z, ch.mean);
+      if constexpr (kFromDy) {  // g: the window's dy, the extreme's
+        const float dy = within[u] == a[u] ? g[u] : 0.f;
+        dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
+        continue;
+      }
       const float y = zc * ch.scale + ch.shift;
       float v = 0.f;
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
@@ -4686,15 +4716,16 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 // window's saved extreme has a nonzero dv, so a thread takes a pooled output and reads its dout and the x the
 // forward saved at its extreme (saves_extreme_x): two streams the size of out, both coalesced, no gather. Blocks as
 // plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's first pass (the same sums: the
-// other values add exact zeros there).
+// other values add exact zeros there). Where window_dy_from_extremes, each window's dy to window_dy (out's size).
 template <class Pro, class Epi, ReduceOp O, int kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restrict__ extreme_x, RegionParams params,
                            RegionShape shape, Geometry geo, SplitPlan plan, const float2* __restrict__ mean,
                            const float* __restrict__ rstd, const float* __restrict__ gamma,
                            const float* __restrict__ beta, float2* __restrict__ gn_partial,
-                           float* __restrict__ param_partial) {
+                           float* __restrict__ param_partial, float* __restrict__ window_dy) {
   static_assert(kHasAux<O>, "window_extreme_sums_kernel: the sums of a window max or min");
+  constexpr bool kWriteDy = window_dy_from_extremes<Epi, O>();
   constexpr int kSums = 2 + Epi::kParams;
   const SplitPlane b(shape, plan.splits);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
@@ -4723,7 +4754,8 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
       if (base + u * kBlock >= count) break;
       const float z = ch.pro.value(xv[u]);
       const float zc = centered(z, ch.mean);
-      value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+      const float dy = value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+      if constexpr (kWriteDy) window_dy[first + base + u * kBlock] = dy;
     }
   }
   write_block_sums<kBlock, false, kSums>(sums, dparam, gn_partial, param_partial);
@@ -6119,13 +6151,18 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream();
+  // Each window's dy, written by the first pass and read by the second in dout's place (window_dy_from_extremes).
+  constexpr bool kDyFromExtremes = window_dy_from_extremes<Epi, O>();
+  const at::Tensor window_dy = kDyFromExtremes && !no_outputs ? at::empty({planes * geo.pooled_plane}, options)
+                                                              : at::Tensor();
+  const float* apply_dout_ptr = kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : dout_ptr;
   if constexpr (kSparse) {
     static_assert(saves_extreme_x<Epi, ReduceKind::kWindow, O>(), "the forward saved the extremes' x");
     const float* extreme_x = no_outputs ? zero.data_ptr<float>()
                                         : reinterpret_cast<const float*>(aux_ptr) + planes * geo.pooled_plane;
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(t.gn_partial), t.epi_ptr());
+        as_float2(t.gn_partial), t.epi_ptr(), kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : nullptr);
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
@@ -6135,7 +6172,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
                         dbeta);
   window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
       as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);

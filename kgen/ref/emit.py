@@ -46,8 +46,8 @@ def explain(plan: Plan) -> list[str]:
             params = ", ".join(p.label for p in step.params) or "none"
             layout = " (channels-last input)" if step.channels_last else ""
             notes = f" ({'; '.join(step.notes)})" if step.notes else ""
-            lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}  "
-                         f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]{notes}")
+            lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}{notes}  "
+                         f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
             reads = ", ".join(f"{name} {list(shape)}" for name, shape in zip(step.inputs, step.input_shapes))
             broadcast = f"; broadcast: {', '.join(step.broadcast)}" if step.broadcast else ""

@@ -149,6 +149,9 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     exact = all(n.op not in ops.UNBOUNDED_GRAD_OPS for n in nodes)
     lines += [f"  static constexpr bool kZeroGradExact = {'true' if exact else 'false'};  "
               "// true: dv = 0 gives exact zeros (no op's derivative can be infinite)"]
+    direct = any(o.kind == "value" and o.ref in leaves and leaves[o.ref] != "y" for n in nodes for o in n.operands)
+    lines += [f"  static constexpr bool kDirectGrads = {'true' if direct else 'false'};  "
+              "// true: backward adds to dz or dx (a residual of z or x)"]
     lines += ["  __device__ __forceinline__ float value(float y, float z, float x) const {"]
     lines += writer.forward("    ") + [f"    return {_var(result)};", "  }"]
     lines += ["  __device__ __forceinline__ void backward(float y, float z, float x, float dv, float& dy, float& dz,",

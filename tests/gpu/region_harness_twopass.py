@@ -6,6 +6,7 @@ Functors (the same math in CUDA and in the PyTorch reference below):
   SigmoidAffine   z = sigmoid((x + p0[c]) * p1[c])               2 prologue params
   HardswishRes    v = hardswish(y) * p0[c] + z                   1 epilogue param, residual of z; kZeroGradExact
   TanhGateX       v = tanh(y) * p0 + p1[c] * x                   2 epilogue params (p0 may be a scalar), residual of x
+  ClampScale      v = clamp(y * p0[c], -0.5, 0.8)                1 epilogue param; kZeroGradExact, no direct gradients
   NoPrologue / NoEpilogue (gn_region_common.cuh)
 """
 from __future__ import annotations
@@ -62,6 +63,22 @@ struct HardswishRes {  // v = hardswish(y) * p0[c] + z
   }
 };
 
+struct ClampScale {  // v = clamp(y * p0[c], -0.5, 0.8)
+  static constexpr int kParams = 1;
+  static constexpr bool kZeroGradExact = true;
+  static constexpr bool kDirectGrads = false;  // a window max's second backward pass reads each window's dy
+  float w;
+  __device__ static ClampScale at(const kgen::RegionParams& p, int64_t c) { return ClampScale{p.epilogue.at(0, c)}; }
+  __device__ __forceinline__ float value(float y, float, float) const { return fminf(fmaxf(y * w, -0.5f), 0.8f); }
+  __device__ __forceinline__ void backward(float y, float, float, float dv, float& dy, float&, float&,
+                                           float (&dparam)[kgen::kMaxParams]) const {
+    const float u = y * w;
+    const float d = (u > -0.5f && u < 0.8f) ? dv : 0.f;
+    dy = d * w;
+    dparam[0] += d * y;
+  }
+};
+
 struct TanhGateX {  // v = tanh(y) * p0 + p1[c] * x
   static constexpr int kParams = 2;
   float gate, mix;
@@ -101,17 +118,21 @@ VARIANTS = [
     Variant("window_max", "window", "max", "SigmoidAffine", "HardswishRes"),
     Variant("window_mean", "window", "mean", "NoPrologue", "TanhGateX"),
     Variant("window_min", "window", "min", "SigmoidAffine", "TanhGateX"),  # TanhGateX does not say kZeroGradExact
+    # ClampScale: the first pass writes each window's dy, the second reads it (window_dy_from_extremes)
+    Variant("window_max_clamp", "window", "max", "SigmoidAffine", "ClampScale"),
+    Variant("window_min_clamp", "window", "min", "NoPrologue", "ClampScale"),
     Variant("channel_lse", "channel", "lse", "SigmoidAffine", "HardswishRes"),
     Variant("channel_min", "channel", "min", "SigmoidAffine", "HardswishRes"),
     Variant("channel_sum", "channel", "sum", "NoPrologue", "TanhGateX"),
 ]
 BY_NAME = {v.name: v for v in VARIANTS}
 # Epilogues whose functor says kZeroGradExact: a window max / min over them saves x at its extremes.
-ZERO_GRAD_EXACT = {"HardswishRes", "NoEpilogue"}
+ZERO_GRAD_EXACT = {"HardswishRes", "NoEpilogue", "ClampScale"}
 
 KIND = {"none": "kNone", "channel": "kChannel", "plane": "kPlane", "sample": "kSample", "window": "kWindow"}
 OP = {"sum": "kSum", "mean": "kMean", "max": "kMax", "min": "kMin", "lse": "kLogSumExp"}
-PARAM_COUNT = {"SigmoidAffine": 2, "HardswishRes": 1, "TanhGateX": 2, "NoPrologue": 0, "NoEpilogue": 0}
+PARAM_COUNT = {"SigmoidAffine": 2, "HardswishRes": 1, "TanhGateX": 2, "ClampScale": 1, "NoPrologue": 0,
+               "NoEpilogue": 0}
 
 
 def _qualified(functor: str) -> str:
@@ -219,6 +240,9 @@ def epilogue_ref(name, y, z, x, params):
     if name == "HardswishRes":
         (w,) = params
         return F.hardswish(y) * w.reshape(-1).reshape(shape) + z
+    if name == "ClampScale":
+        (w,) = params
+        return torch.clamp(y * w.reshape(-1).reshape(shape), -0.5, 0.8)
     gate, mix = (p.reshape(-1) for p in params)
     return torch.tanh(y) * gate.reshape(shape if gate.numel() > 1 else ()) + mix.reshape(shape) * x
 

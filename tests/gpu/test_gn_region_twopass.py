@@ -95,7 +95,7 @@ def make_inputs(variant, shape, affine, scalar_pro, seed, x=None):
         n = 1 if scalar_pro else c
         pro = [randn(n, scale=0.5), randn(n, scale=0.3, mean=1.2)]
     epi = []
-    if variant.epilogue == "HardswishRes":
+    if variant.epilogue in ("HardswishRes", "ClampScale"):
         epi = [randn(c, scale=0.5, mean=1.0)]
     elif variant.epilogue == "TanhGateX":
         epi = [randn(1, scale=0.2, mean=1.3), randn(c, scale=0.3, mean=0.5)]  # a scalar gate: stride 0

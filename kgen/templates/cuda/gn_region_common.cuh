@@ -27,6 +27,9 @@
 //     // Optional: true when dv = 0 gives exact zeros from backward at every finite input (no derivative of its
 //     // ops can be infinite there); a window max/min's first backward pass then reads the extremes only.
 //     static constexpr bool kZeroGradExact;
+//     // Optional: false when backward never adds to dz or dx (no residual of z or x); a window max/min's second
+//     // backward pass then reads each window's dy, which its first pass wrote, instead of calling backward.
+//     static constexpr bool kDirectGrads;
 //   };
 //
 // Per-channel parameters: parameter k of a functor reads ptr[k][c * stride[k]] (stride 0: one value
@@ -98,6 +101,7 @@ struct NoPrologue {
 struct NoEpilogue {
   static constexpr int kParams = 0;
   static constexpr bool kZeroGradExact = true;  // dy = dv (gn_region_window_backward.cuh)
+  static constexpr bool kDirectGrads = false;
   __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
   __device__ __forceinline__ float value(float y, float, float) const { return y; }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,

@@ -103,14 +103,15 @@ __device__ __forceinline__ float stream_at(const Pack<W> (&v)[N], int j) {
 }
 
 // One value's part of the first pass, given its z, z - mean, y and the gradient dv of its v: dy and dy (z - mean)
-// into the sums, the epilogue's parameter gradients into dparam.
+// into the sums, the epilogue's parameter gradients into dparam. Returns dy.
 template <class Pro, class Epi>
-__device__ __forceinline__ void value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
-                                           float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
+__device__ __forceinline__ float value_sums(const Channel<Pro, Epi>& ch, float xv, float z, float zc, float y, float dv,
+                                            float& sum_dy, float& sum_dy_zc, float (&dparam)[kMaxParams]) {
   float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
   ch.epi.backward(y, z, xv, dv, dy, dz_direct, dx_direct, dparam);
   sum_dy += dy;
   sum_dy_zc += dy * zc;
+  return dy;
 }
 
 // One value's dx in the second pass, given the slice's coefficients bc = (B, C); the prologue's parameter

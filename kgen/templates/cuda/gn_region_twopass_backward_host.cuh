@@ -295,13 +295,18 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
   const auto stream = at::cuda::getCurrentCUDAStream();
+  // Each window's dy, written by the first pass and read by the second in dout's place (window_dy_from_extremes).
+  constexpr bool kDyFromExtremes = window_dy_from_extremes<Epi, O>();
+  const at::Tensor window_dy = kDyFromExtremes && !no_outputs ? at::empty({planes * geo.pooled_plane}, options)
+                                                              : at::Tensor();
+  const float* apply_dout_ptr = kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : dout_ptr;
   if constexpr (kSparse) {
     static_assert(saves_extreme_x<Epi, ReduceKind::kWindow, O>(), "the forward saved the extremes' x");
     const float* extreme_x = no_outputs ? zero.data_ptr<float>()
                                         : reinterpret_cast<const float*>(aux_ptr) + planes * geo.pooled_plane;
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(t.gn_partial), t.epi_ptr());
+        as_float2(t.gn_partial), t.epi_ptr(), kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : nullptr);
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
@@ -311,7 +316,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
                         dbeta);
   window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+      x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
       as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);

@@ -13,7 +13,10 @@
 //   - window_extreme_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
 //     values: one thread per pooled output reads its dout and the x the forward saved at its extreme
-//     (saves_extreme_x, gn_region_twopass.cuh).
+//     (saves_extreme_x, gn_region_twopass.cuh). Where the epilogue has no direct gradients of z or x
+//     (window_dy_from_extremes), it also writes each window's dy, the extreme's (every other value's is 0), and the
+//     second pass reads that in dout's place: a value's dx is then the prologue's backward of
+//     rstd gamma dy + B (z - mean) + C, without y or the epilogue's backward at every value.
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
 // gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
 // 1057 -> 590 us for the backward's kernels, 434 us of it the second sweep, at 72 % of DRAM, 36 us of that the
@@ -64,7 +67,8 @@ struct SplitPlane {
 // One pass over the values of `rows` rows of one plane, two flavours as backward_sweep_kernel:
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
-//   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
+//   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial. Where
+//                   window_dy_from_extremes, `dout` is each window's dy (window_extreme_sums_kernel's window_dy).
 template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
@@ -74,6 +78,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
   constexpr int kInFlight = kWindowValuesInFlight;
+  constexpr bool kFromDy = kApply && window_dy_from_extremes<Epi, O>();
   // Per row of the block: the plane offset of its windows' first pooled output (-1: the row is in no window,
   // the floor remainder) and the offset within a window of its first value.
   __shared__ int2 row_windows[kWindowMaxRows];
@@ -150,6 +155,11 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       if (!kFull && e >= count) break;
       const float z = ch.pro.value(xv[u]);
       const float zc = centered(z, ch.mean);
+      if constexpr (kFromDy) {  // g: the window's dy, the extreme's
+        const float dy = within[u] == a[u] ? g[u] : 0.f;
+        dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
+        continue;
+      }
       const float y = zc * ch.scale + ch.shift;
       float v = 0.f;
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
@@ -171,15 +181,16 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 // window's saved extreme has a nonzero dv, so a thread takes a pooled output and reads its dout and the x the
 // forward saved at its extreme (saves_extreme_x): two streams the size of out, both coalesced, no gather. Blocks as
 // plan_split cuts the pooled outputs of a plane; outputs as window_sweep_kernel's first pass (the same sums: the
-// other values add exact zeros there).
+// other values add exact zeros there). Where window_dy_from_extremes, each window's dy to window_dy (out's size).
 template <class Pro, class Epi, ReduceOp O, int kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restrict__ extreme_x, RegionParams params,
                            RegionShape shape, Geometry geo, SplitPlan plan, const float2* __restrict__ mean,
                            const float* __restrict__ rstd, const float* __restrict__ gamma,
                            const float* __restrict__ beta, float2* __restrict__ gn_partial,
-                           float* __restrict__ param_partial) {
+                           float* __restrict__ param_partial, float* __restrict__ window_dy) {
   static_assert(kHasAux<O>, "window_extreme_sums_kernel: the sums of a window max or min");
+  constexpr bool kWriteDy = window_dy_from_extremes<Epi, O>();
   constexpr int kSums = 2 + Epi::kParams;
   const SplitPlane b(shape, plan.splits);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
@@ -208,7 +219,8 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
       if (base + u * kBlock >= count) break;
       const float z = ch.pro.value(xv[u]);
       const float zc = centered(z, ch.mean);
-      value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+      const float dy = value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+      if constexpr (kWriteDy) window_dy[first + base + u * kBlock] = dy;
     }
   }
   write_block_sums<kBlock, false, kSums>(sums, dparam, gn_partial, param_partial);
