@@ -29,6 +29,12 @@
 #         a value of y, clamp, its derivative and the scale go: 454 -> ~420 us, L2-85's backward ~80 % of a copy.
 #         Checks: the two-pass harness's window tests (two new variants: a clamp epilogue over windows max and min),
 #         validate and KernelBench at L2-85, its kernel rates, A/B against run2's folded file and the unfolded one.
+#   run4: run3: the dy path takes the sweep back to the unfolded one's time (436 us; the folded 455, unfolded 435) for
+#         5 us more in the first pass (45.8: it writes dy); the kgen kernels of forward+backward calls 954 against 967
+#         folded and 994 unfolded (-4.0 %); validate PASS, KernelBench 5/5 (1.16 ms against 2.55); the harness's window
+#         tests 130 passed; rates: forward 81 %, backward 78 % (0.490 ms for 1.07 GB). Now: the two new own references
+#         end to end again (the relu / hardtanh one takes the dy path), and compute-sanitizer memcheck and racecheck on
+#         the harness's clamp-epilogue window tests.
 set -uo pipefail
 S=s29
 mkdir -p "$OUT/$S"
@@ -98,6 +104,18 @@ case "${1:-}" in
     wait
     timeout -k 5 240 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py -k "window" \
       > "$OUT/$S/run3_pytest_window.log" 2>&1; echo "pytest exit $?"; tail -n 3 "$OUT/$S/run3_pytest_window.log"
+    ;;
+  run4)
+    own="gn_maxpool_hardtanh_relu or gn_channel_min_clamp"
+    (timeout -k 5 330 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$own" \
+       > "$OUT/$S/run4_pytest_own.log" 2>&1; echo "exit code: $?" >> "$OUT/$S/run4_pytest_own.log") &
+    for tool in memcheck racecheck; do
+      timeout -k 5 150 compute-sanitizer --tool $tool python3 -m pytest -q -x -p no:cacheprovider \
+        tests/gpu/test_gn_region_twopass.py -k "window_max_clamp or window_min_clamp" > "$OUT/$S/run4_$tool.log" 2>&1
+      echo "$tool exit $?"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/$S/run4_$tool.log" | tail -3
+    done
+    wait
+    tail -n 3 "$OUT/$S/run4_pytest_own.log"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
