@@ -6159,14 +6159,15 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   constexpr bool kDyFromExtremes = window_dy_from_extremes<Epi, O>();
   const at::Tensor window_dy = kDyFromExtremes && !no_outputs ? at::empty({planes * geo.pooled_plane}, options)
                                                               : at::Tensor();
-  const float* apply_dout_ptr = kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : dout_ptr;
+  float* const window_dy_ptr = window_dy.defined() ? window_dy.data_ptr<float>() : nullptr;
+  const float* apply_dout_ptr = window_dy_ptr != nullptr ? window_dy_ptr : dout_ptr;
   if constexpr (kSparse) {
     static_assert(saves_extreme_x<Epi, ReduceKind::kWindow, O>(), "the forward saved the extremes' x");
     const float* extreme_x = no_outputs ? zero.data_ptr<float>()
                                         : reinterpret_cast<const float*>(aux_ptr) + planes * geo.pooled_plane;
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(t.gn_partial), t.epi_ptr(), kDyFromExtremes && !no_outputs ? window_dy.data_ptr<float>() : nullptr);
+        as_float2(t.gn_partial), t.epi_ptr(), window_dy_ptr);
   } else {
     window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
         x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
