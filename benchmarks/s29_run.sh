@@ -117,5 +117,16 @@ case "${1:-}" in
     wait
     tail -n 3 "$OUT/$S/run4_pytest_own.log"
     ;;
+  run5)  # after the review's mend: every regenerated file whose templates changed, built and validated (no --bench)
+    fs="generated/ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py generated/ref_level2_75_gemm_groupnorm_min_biasadd.py
+        generated/ref_level2_37_matmul_swish_sum_groupnorm.py generated/ref_level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py
+        generated/ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py"
+    python3 benchmarks/prebuild.py -j 5 $fs 2>&1 | tail -1
+    for f in $fs; do
+      n=$(basename $f .py)
+      timeout -k 5 90 python3 -m kgen.cli validate $f --json "$OUT/$S/run5_$n.json" > "$OUT/$S/run5_$n.log" 2>&1
+      echo "$n: exit $? $(grep -iE 'verdict' "$OUT/$S/run5_$n.log" | tail -1 | cut -c1-150)"
+    done
+    ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
