@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 30's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s30/).
+#   run1: issue 13, the forward's main loop. Session 26 measured the producer's rounding pass (cp.async's 4-byte
+#         copies land in shared memory, then every unit is read, rounded to TF32 and written back) at 0.6 ms of the
+#         conv kernel's main loop at L2-19 (2.97 ms with it, 2.37 without, the wgmma alone 2.04): the loop is bound
+#         by the multiprocessor's shared-memory port. Now the producer loads the NCHW input into registers (8
+#         channels of 4 positions a thread in flight), rounds there and stores each position's two 16-byte units:
+#         the chunk crosses the port once, without the copies' bank conflicts. Predicted at L2-19: the main loop
+#         2.9-3.0 -> ~2.4-2.5 ms if the producer's loads keep up (~2 us a chunk of budget, ~1.2 us of latency for
+#         its two batches), the conv kernel 3.7-3.87 -> ~3.2-3.3, the one-launch forward 5.10 -> ~4.6-4.7 ms; if
+#         they do not keep up, the main loop slower than the copy path's. Checks: the harness's tests (a new one:
+#         register staging and the copy path bit for bit at 11 shapes), the bench with both paths in one process.
+#   run2: run1: bit for bit equal (189 tests pass), but the main loop 5.73 ms against the copy path's 3.10 (and
+#         2.23 for the copy path without its rounding pass): the producer does not keep up. 4 positions a batch
+#         leave ~16 KB in flight an SM, two batches a chunk, each a full memory latency. Now a thread's whole share
+#         of a chunk at L2-19 (9 positions: 1030 / 128) in one batch, 72 values in flight, the producer given 112
+#         registers and the consumers 192 (were 56 / 224; ptxas: no spills). Predicted: a chunk ~1 latency
+#         (~1.5 us) against the consumers' ~2 us, the main loop ~2.3-2.5 ms, if 192 registers do not slow the
+#         consumers (the copy path's rows, with the same split, say).
+set -u
+S=s30
+source benchmarks/convt_fused_helpers.sh
+case "${1:-}" in
+  run1)
+    build_both run1
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "register_staging or one_launch or conv_and_statistics" 2>&1 | tee "$OUT/$S/run1_pytest_wgmma.log" | tail -4
+    timeout -k 5 240 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "staged by cp.async" \
+      "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" \
+      2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
+    validate_fused run1
+    ;;
+  run2)
+    build_both run2
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "register_staging or one_launch or conv_and_statistics" 2>&1 | tee "$OUT/$S/run2_pytest_wgmma.log" | tail -4
+    timeout -k 5 240 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "staged by cp.async" \
+      "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" \
+      2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
+    ;;
+  *) echo "usage: $0 runN"; exit 2 ;;
+esac
