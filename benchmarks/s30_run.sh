@@ -17,6 +17,12 @@
 #         registers and the consumers 192 (were 56 / 224; ptxas: no spills). Predicted: a chunk ~1 latency
 #         (~1.5 us) against the consumers' ~2 us, the main loop ~2.3-2.5 ms, if 192 registers do not slow the
 #         consumers (the copy path's rows, with the same split, say).
+#   run3: run2: the main loop 4.04 ms through registers against 3.09 by cp.async (the consumers no slower at 192
+#         registers): a chunk's loads take ~4 us, more than the consumers' ~2 us. One batch a chunk exposes the
+#         whole latency (DRAM for the rows no earlier tile read). Now threads 0-7 each issue one bulk L2 prefetch
+#         (cp.async.bulk.prefetch.L2) of a channel's rows for the chunk two ahead, so the loads hit L2. The split
+#         now 120 / 184 (the one launch's producer, with its evict-first loads, spilled 24 bytes at 112). Predicted:
+#         a chunk ~1 us of L2 latency, the main loop ~2.3-2.5 ms; registers without the prefetch timed beside it.
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -37,6 +43,14 @@ case "${1:-}" in
     timeout -k 5 240 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "staged by cp.async" \
       "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" \
       2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
+    ;;
+  run3)
+    build_both run3
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py \
+      -k "register_staging or one_launch or conv_and_statistics" 2>&1 | tee "$OUT/$S/run3_pytest_wgmma.log" | tail -4
+    timeout -k 5 240 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "staged by cp.async" \
+      "main loop alone" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" \
+      2>&1 | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac

@@ -11,7 +11,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
       convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
       normalisers -1 the default)
   set_register_staging(mode) -> how the producer stages the NCHW input it rounds: -1 as planned (through
-      registers), 0 by cp.async with a rounding pass in shared memory (the comparison)
+      registers, the rows prefetched into L2), 0 by cp.async with a rounding pass in shared memory (the
+      comparison), 2 through registers without the prefetches
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -152,8 +153,8 @@ std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor
   return kgen::convt::convt_wgmma_infer_unsupported<kgen::GeluErf>(x, w, b, gamma, beta, groups, padding);
 }
 
-// register_staging_mode (convt_wgmma_host.cuh): -1 as planned (the NCHW input staged through registers), 0 by
-// cp.async with the rounding pass in shared memory
+// register_staging_mode (convt_wgmma_host.cuh): -1 as planned, 0 by cp.async with the rounding pass, 2 through
+// registers without the L2 prefetches
 void set_register_staging(int64_t mode) { kgen::convt::register_staging_mode().store(static_cast<int>(mode)); }
 
 bool convt_wgmma_available() {

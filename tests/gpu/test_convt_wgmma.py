@@ -342,9 +342,9 @@ def bench(only=()) -> None:
     print(f"max |one launch - two kernels| of y at L2-19's shape: {(y_one - y_two).abs().max():.3g} "
           f"(|y| up to {y_two.abs().max():.3g})")
     del y_two, y_one
-    def copy_staged(run):  # the producer's cp.async staging with its rounding pass (the comparison)
+    def copy_staged(run, mode=0):  # the producer's cp.async staging with its rounding pass (the comparison)
         def call():
-            ext.set_register_staging(0)
+            ext.set_register_staging(mode)
             out = run()
             ext.set_register_staging(-1)
             return out
@@ -358,6 +358,8 @@ def bench(only=()) -> None:
             lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10)),
         "kgen one launch, staged by cp.async": copy_staged(lambda: ext.convt_wgmma_infer(
             x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, -1)),
+        "  its main loop alone, staged through registers without the L2 prefetch (timing only)": copy_staged(
+            lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10), 2),
         "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 16),
         "kgen wgmma conv + moments (again)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),

@@ -65,7 +65,7 @@ constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many a
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 // setmaxnreg's split of the 168 registers a thread at launch (65536 / 384, whole register file): the producer's
 // (its staged values in flight) and the consumers' (the 128 accumulators and the epilogue's values in flight).
-constexpr int kWgProducerRegs = 112, kWgConsumerRegs = 192;
+constexpr int kWgProducerRegs = 120, kWgConsumerRegs = 184;
 static_assert(128 * kWgProducers * kWgProducerRegs + 128 * kWgConsumers * kWgConsumerRegs <= 65536,
               "setmaxnreg's split must fit the register file");
 
@@ -85,6 +85,7 @@ struct WgmmaGeometry {
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
   bool stage_in_registers;  // the NCHW input rounded on its way through registers (stage_nchw_chunk), else copied
                             // by cp.async and rounded in place (the comparison; session 30)
+  bool prefetch_rows;       // register staging: L2 prefetches of the rows kWgPrefetchAhead chunks on
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -397,6 +398,28 @@ __device__ __forceinline__ void stage_nchw_chunk(const float* __restrict__ xc, i
   }
 }
 
+// An L2 prefetch of the input rows that chunk c of tile t reads, channel c * 8 + ch's (one bulk prefetch, 16-byte
+// bounds: inside the tensor's allocation), so that register staging's loads of that chunk hit L2.
+constexpr int kWgPrefetchAhead = 2;  // chunks
+__device__ __forceinline__ void prefetch_chunk_rows(const float* x, const ConvShape& s, const WgmmaGeometry& g,
+                                                    int64_t t, int c, int ch) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const int channel = c * kWgChunk + ch;
+  if (t >= g.work || channel >= s.in_channels) return;
+  const WgmmaTile tile(t, g);
+  const int first = max(tile.f0 / g.pitch - g.pad_top, 0);
+  const int last = min((tile.f0 + g.positions - 1) / g.pitch - g.pad_top, s.in_h - 1);
+  if (first > last) return;
+  const float* plane = x + (int64_t(tile.n) * s.in_channels + channel) * s.in_plane();
+  const uint64_t begin = reinterpret_cast<uint64_t>(plane + int64_t(first) * s.in_w) & ~uint64_t(15);
+  const uint64_t end = (reinterpret_cast<uint64_t>(plane + int64_t(last + 1) * s.in_w) + 15) & ~uint64_t(15);
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(begin), "r"(static_cast<uint32_t>(end - begin))
+               : "memory");
+#else
+  (void)x, (void)s, (void)g, (void)t, (void)c, (void)ch;
+#endif
+}
+
 // The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
 // padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
 // input arrives by 4-byte asynchronous copies, a thread its own positions (8 channels each, into its two 16-byte
@@ -485,6 +508,10 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
       const bool load_input = (kPart != 4 && kPart != 5) || first_fill;
       if (in_registers) {  // the NCHW input rounded on its way (stage_nchw_chunk), the stage handed over at once
         if (load_input) {
+          if (g.prefetch_rows && tid < kWgChunk) {  // the chunk kWgPrefetchAhead later in this block's sequence, into L2
+            const int ahead = c + kWgPrefetchAhead;
+            prefetch_chunk_rows(x, s, g, t + step * (ahead / g.chunks), ahead % g.chunks, tid);
+          }
           const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
           stage_nchw_chunk<kEvictFirst>(xc, min(kWgChunk, s.in_channels - c * kWgChunk), in_plane, pos_off,
                                         g.positions, reinterpret_cast<float4*>(smem + stage * g.stage_floats), tid,
