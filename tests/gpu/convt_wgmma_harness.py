@@ -10,9 +10,6 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
       convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
       normalisers -1 the default)
-  set_register_staging(mode) -> how the producer stages the NCHW input it rounds: -1 as planned (through
-      registers, the rows prefetched into L2), 0 by cp.async with a rounding pass in shared memory (the
-      comparison), 2 through registers without the prefetches
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -153,10 +150,6 @@ std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor
   return kgen::convt::convt_wgmma_infer_unsupported<kgen::GeluErf>(x, w, b, gamma, beta, groups, padding);
 }
 
-// register_staging_mode (convt_wgmma_host.cuh): -1 as planned, 0 by cp.async with the rounding pass, 2 through
-// registers without the L2 prefetches
-void set_register_staging(int64_t mode) { kgen::convt::register_staging_mode().store(static_cast<int>(mode)); }
-
 bool convt_wgmma_available() {
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -182,13 +175,12 @@ std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor
     at::Tensor beta, int64_t groups, std::vector<int64_t> padding);
 std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding, int64_t normalisers, int64_t mode);
-void set_register_staging(int64_t mode);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
-             "convt_wgmma_infer_trace", "set_register_staging", "convt_wgmma_available"]
+             "convt_wgmma_infer_trace", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}

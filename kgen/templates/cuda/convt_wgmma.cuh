@@ -63,11 +63,6 @@ constexpr int kWgChannels = 64;                           // M: a tile's output 
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
-// setmaxnreg's split of the 168 registers a thread at launch (65536 / 384, whole register file): the producer's
-// (its staged values in flight) and the consumers' (the 128 accumulators and the epilogue's values in flight).
-constexpr int kWgProducerRegs = 120, kWgConsumerRegs = 184;
-static_assert(128 * kWgProducers * kWgProducerRegs + 128 * kWgConsumers * kWgConsumerRegs <= 65536,
-              "setmaxnreg's split must fit the register file");
 
 // Where a problem's frame and tiles fall; planned on the host.
 struct WgmmaGeometry {
@@ -83,9 +78,6 @@ struct WgmmaGeometry {
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
-  bool stage_in_registers;  // the NCHW input rounded on its way through registers (stage_nchw_chunk), else copied
-                            // by cp.async and rounded in place (the comparison; session 30)
-  bool prefetch_rows;       // register staging: L2 prefetches of the rows kWgPrefetchAhead chunks on
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -333,17 +325,6 @@ __device__ __forceinline__ void store16_policy(float* dst, float4 v, uint64_t po
   *reinterpret_cast<float4*>(dst) = v;
 #endif
 }
-// A 4-byte global load of read-only data, with an L2 eviction policy.
-__device__ __forceinline__ float load_policy(const float* src, uint64_t policy) {
-  float v;
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm("ld.global.nc.L2::cache_hint.f32 %0, [%1], %2;\n" : "=f"(v) : "l"(src), "l"(policy));
-#else
-  (void)policy;
-  v = __ldg(src);
-#endif
-  return v;
-}
 __device__ __forceinline__ void copy_async_commit() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
@@ -353,70 +334,6 @@ template <int kPending>
 __device__ __forceinline__ void copy_async_wait() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
-// One chunk of the NCHW input staged through registers: a thread's positions kStageBatch at a time, their 8
-// channels loaded (4 bytes each: a warp's 32 positions are 128 contiguous bytes of a plane), rounded to TF32 and
-// stored as the position's two 16-byte units (a warp's stores 512 contiguous bytes: no bank conflicts). Against
-// cp.async's 4-byte copies, which land 4 lanes to a bank, and a rounding pass that reads and writes every unit
-// again, the shared-memory port carries the chunk once. The price: the loads' latency is the thread's, so
-// kStageBatch x 8 values are in flight a thread (4: 32 registers of the producer's 56).
-constexpr int kStageBatch = 9;
-template <bool kEvictFirst>
-__device__ __forceinline__ void stage_nchw_chunk(const float* __restrict__ xc, int channels, int in_plane,
-                                                 const int* pos_off, int positions, float4* units, int tid,
-                                                 uint64_t policy) {
-  constexpr int kThreads = 128 * kWgProducers;
-  for (int p0 = tid; p0 < positions; p0 += kThreads * kStageBatch) {
-    float v[kStageBatch][kWgChunk];
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int p = p0 + b * kThreads;
-      const int off = p < positions ? pos_off[p] : -1;
-      const float* at = xc + max(off, 0);
-#pragma unroll
-      for (int ch = 0; ch < kWgChunk; ++ch) {
-        const bool real = off >= 0 && ch < channels;
-        if constexpr (kEvictFirst) {
-          v[b][ch] = real ? load_policy(at + int64_t(ch) * in_plane, policy) : 0.f;
-        } else {
-          v[b][ch] = real ? __ldg(at + int64_t(ch) * in_plane) : 0.f;
-        }
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int p = p0 + b * kThreads;
-      if (p < positions) {
-        units[p] = make_float4(tf32_nearest(v[b][0]), tf32_nearest(v[b][1]), tf32_nearest(v[b][2]),
-                               tf32_nearest(v[b][3]));
-        units[positions + p] = make_float4(tf32_nearest(v[b][4]), tf32_nearest(v[b][5]), tf32_nearest(v[b][6]),
-                                           tf32_nearest(v[b][7]));
-      }
-    }
-  }
-}
-
-// An L2 prefetch of the input rows that chunk c of tile t reads, channel c * 8 + ch's (one bulk prefetch, 16-byte
-// bounds: inside the tensor's allocation), so that register staging's loads of that chunk hit L2.
-constexpr int kWgPrefetchAhead = 2;  // chunks
-__device__ __forceinline__ void prefetch_chunk_rows(const float* x, const ConvShape& s, const WgmmaGeometry& g,
-                                                    int64_t t, int c, int ch) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  const int channel = c * kWgChunk + ch;
-  if (t >= g.work || channel >= s.in_channels) return;
-  const WgmmaTile tile(t, g);
-  const int first = max(tile.f0 / g.pitch - g.pad_top, 0);
-  const int last = min((tile.f0 + g.positions - 1) / g.pitch - g.pad_top, s.in_h - 1);
-  if (first > last) return;
-  const float* plane = x + (int64_t(tile.n) * s.in_channels + channel) * s.in_plane();
-  const uint64_t begin = reinterpret_cast<uint64_t>(plane + int64_t(first) * s.in_w) & ~uint64_t(15);
-  const uint64_t end = (reinterpret_cast<uint64_t>(plane + int64_t(last + 1) * s.in_w) + 15) & ~uint64_t(15);
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(begin), "r"(static_cast<uint32_t>(end - begin))
-               : "memory");
-#else
-  (void)x, (void)s, (void)g, (void)t, (void)c, (void)ch;
 #endif
 }
 
@@ -444,7 +361,6 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   const int in_plane = static_cast<int>(s.in_plane());
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const bool in_registers = !kInputCL && kRoundInput && g.stage_in_registers;
   // Rounds this thread's units of a landed stage and hands it to the consumers.
   auto hand_over = [&](int stage) {
     float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
@@ -505,24 +421,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
           bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
         }
       }
-      const bool load_input = (kPart != 4 && kPart != 5) || first_fill;
-      if (in_registers) {  // the NCHW input rounded on its way (stage_nchw_chunk), the stage handed over at once
-        if (load_input) {
-          if (g.prefetch_rows && tid < kWgChunk) {  // the chunk kWgPrefetchAhead later in this block's sequence, into L2
-            const int ahead = c + kWgPrefetchAhead;
-            prefetch_chunk_rows(x, s, g, t + step * (ahead / g.chunks), ahead % g.chunks, tid);
-          }
-          const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
-          stage_nchw_chunk<kEvictFirst>(xc, min(kWgChunk, s.in_channels - c * kWgChunk), in_plane, pos_off,
-                                        g.positions, reinterpret_cast<float4*>(smem + stage * g.stage_floats), tid,
-                                        evict_first);
-        }
-        fence_async_shared();
-        mbar_arrive(full_stage);
-        if (++stage == g.stages) stage = 0, phase ^= 1;
-        continue;
-      }
-      if (kInputCL && load_input) {
+      if (kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xn = x + int64_t(tile.n) * in_plane * s.in_channels + c * kWgChunk;
         const bool second = c * kWgChunk + 4 < s.in_channels;  // the chunk's channels 4-7 exist (C_in % 4 == 0)
         for (int u = tid; u < 2 * g.positions; u += kThreads) {
@@ -537,7 +436,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
           }
         }
       }
-      if (!kInputCL && load_input) {
+      if (!kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
         for (int p = tid; p < g.positions; p += kThreads) {
@@ -868,12 +767,12 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kWgProducerRegs) : "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     if (kPart != 2) {
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kWgConsumerRegs) : "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
                              gridDim.x);
   }

@@ -33,21 +33,10 @@ inline bool convt_wgmma_available(int device) {
   return ok;
 }
 
-// How the producer stages the NCHW input it rounds (WgmmaGeometry::stage_in_registers, prefetch_rows): -1 as
-// planned (through registers, the rows prefetched into L2), 0 by cp.async with the rounding pass in shared memory,
-// 2 through registers without the prefetches. The tests' and benchmarks' switch; emitted files leave it at -1.
-inline std::atomic<int>& register_staging_mode() {
-  static std::atomic<int> mode{-1};
-  return mode;
-}
-
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4) {
-  const int staging = register_staging_mode().load();
-  g.stage_in_registers = staging != 0;
-  g.prefetch_rows = staging != 2;
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
