@@ -23,6 +23,14 @@
 #         (cp.async.bulk.prefetch.L2) of a channel's rows for the chunk two ahead, so the loads hit L2. The split
 #         now 120 / 184 (the one launch's producer, with its evict-first loads, spilled 24 bytes at 112). Predicted:
 #         a chunk ~1 us of L2 latency, the main loop ~2.3-2.5 ms; registers without the prefetch timed beside it.
+#   run4: issue 12, the forward. The region's two-pass forward reads x twice from DRAM (statistics, then the
+#         normalise): 3 units of traffic for kNone. New: gn_region_forward_pipeline.cuh, the two passes as one
+#         persistent kernel, pass B an L2 behind pass A (the pipelined backward's tickets), for kNone, kPlane and
+#         kSample on 16-byte packs: 2 units. Predicted (H100): where the sweeps run at ~90 % of their 3 units,
+#         the pipeline at ~85 % of 2 units, the forward ~0.7x: L2-19 2.43 -> ~1.7 ms, L2-21 1.12 -> ~0.8,
+#         L2-60 1.07 -> ~0.75, L1-35 (8 MB slices, L2-bound as its backward) 7.5 -> ~6. Checks: the two-pass
+#         harness's tests (every float64 case through both forwards, new phase tests at two lags), its bench,
+#         and A/B of the kgen forward kernels of emitted files (the pipeline switched off by substitution).
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -51,6 +59,25 @@ case "${1:-}" in
     timeout -k 5 240 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "staged by cp.async" \
       "main loop alone" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" \
       2>&1 | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
+    ;;
+  run4)
+    mkdir -p "$OUT/s30" /tmp/s30
+    timeout -k 5 300 python3 -c "from tests.gpu import region_harness_twopass as H; H.build_extension()" \
+      > /tmp/s30/run4_build.log 2>&1 &
+    for p in 35 19 21 60; do
+      timeout -k 5 400 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --build-only \
+        --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        > /tmp/s30/run4_build_p$p.log 2>&1 &
+    done
+    wait
+    timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gn_region_twopass.py 2>&1 \
+      | tee "$OUT/s30/run4_pytest_twopass.log" | tail -3
+    timeout -k 5 120 python3 tests/gpu/test_gn_region_twopass.py --bench 2>&1 | tee "$OUT/s30/run4_bench.log"
+    for p in 35 19 21 60; do
+      timeout -k 5 120 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --rounds 3 \
+        --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        2>&1 | tee "$OUT/s30/run4_variants_p$p.log" | tail -4
+    done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
