@@ -31,6 +31,13 @@
 #         L2-60 1.07 -> ~0.75, L1-35 (8 MB slices, L2-bound as its backward) 7.5 -> ~6. Checks: the two-pass
 #         harness's tests (every float64 case through both forwards, new phase tests at two lags), its bench,
 #         and A/B of the kgen forward kernels of emitted files (the pipeline switched off by substitution).
+#   run5: run4: correct (319 harness tests), but the pipelined forward 2x SLOWER than the sweeps (L2-19 4.90 ms
+#         against 2.41, L2-21 2.36 / 1.12, L2-60 2.24 / 1.07, L1-35 13.1 / 7.5). The kernel took 88 registers and a
+#         344-byte stack (the slice merge out of line, passed the kernel's argument struct by reference): 2 blocks an
+#         SM, one round of loads in flight a thread, so ~32 KB in flight an SM, ~7 GB/s an SM by Little's law. Now
+#         the merge takes scalars, the kernel 64 registers (4 blocks, 32 warps an SM; 64 bytes of stack), and an
+#         item 2 rounds. Predicted: ~2.5x the in-flight bytes, the forward near the sweeps' or below; items of 1,
+#         2 and 4 rounds timed.
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -77,6 +84,27 @@ case "${1:-}" in
       timeout -k 5 120 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --rounds 3 \
         --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
         2>&1 | tee "$OUT/s30/run4_variants_p$p.log" | tail -4
+    done
+    ;;
+  run5)
+    mkdir -p "$OUT/s30" /tmp/s30
+    timeout -k 5 300 python3 -c "from tests.gpu import region_harness_twopass as H; H.build_extension()" \
+      > /tmp/s30/run5_build.log 2>&1 &
+    for p in 35 19 21 60; do
+      timeout -k 5 400 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --build-only \
+        --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \\
+        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \\
+        --variant "rounds4:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 4;" > /tmp/s30/run5_build_p$p.log 2>&1 &
+    done
+    wait
+    timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_gn_region_twopass.py -k "forward or float64" \
+      2>&1 | tee "$OUT/s30/run5_pytest_twopass.log" | tail -3
+    timeout -k 5 120 python3 tests/gpu/test_gn_region_twopass.py --bench 2>&1 | tee "$OUT/s30/run5_bench.log"
+    for p in 35 19 21 60; do
+      timeout -k 5 150 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --rounds 3 \
+        --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \\
+        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \\
+        --variant "rounds4:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 4;" 2>&1 | tee "$OUT/s30/run5_variants_p$p.log" | grep -E "^(base|sweeps|rounds)" | cut -c1-110
     done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;

@@ -5234,27 +5234,20 @@ struct ForwardPipelineArgs {
   typename Reducer<O>::T* red_partial;   // kPlane, kSample: per item
 };
 
-// The slice's last pass A block, warp 0: the slice's moments merged as stats_finalize_kernel merges them, mean and
-// rstd written, the slice released.
-template <class Pro, ReduceOp O>
-__device__ __noinline__ void finish_forward_slice(const ForwardPipelineArgs<O>& a, const PipelinePlan& pipe,
-                                                  int64_t row, unsigned* ready) {
+// The slice's last pass A block, warp 0: the slice's `count` moments (contiguous from `partial`) merged as
+// stats_finalize_kernel merges them, around `pilot` (valid in thread 0); mean and rstd written, the slice released.
+// Out of line and by value: the rare merge keeps its registers out of the items' loop.
+__device__ __forceinline__ void finish_forward_slice(const Moments* partial, int count, float pilot, double eps,
+                                                  float2* mean, float* rstd, unsigned* ready) {
   if (threadIdx.x >= kWarpSize) return;
   __threadfence();  // thread 0's acquiring add saw every other block's moments; this extends it to the warp
-  const RegionShape& shape = a.shape;
-  const int64_t cpg = shape.channels_per_group();
-  const int64_t n = row / shape.groups;
-  const int64_t first_channel = (row - n * shape.groups) * cpg;
-  const int64_t first_plane = n * shape.channels + first_channel;
-  const Moments* partial = a.moments + first_plane * pipe.split.splits;  // the slice's items are contiguous
-  const MomentsD m = warp_merge(static_cast<int>(pipe.per_slice), [&](int s) {
+  const MomentsD m = warp_merge(count, [&](int s) {
     const float* p = reinterpret_cast<const float*>(partial + s);  // written during this kernel: through L2
     return Moments{__ldcg(p), __ldcg(p + 1), __ldcg(p + 2)};
   });
   if (threadIdx.x == 0) {
-    const float pilot = Pro::at(a.params, first_channel).value(__ldg(a.x + first_plane * shape.plane));
-    finish_statistics(m, double(pilot), a.eps, a.mean[row], a.rstd[row]);
-    store_release(ready + row, 1u);  // orders mean and rstd before the flag
+    finish_statistics(m, double(pilot), eps, *mean, *rstd);
+    store_release(ready, 1u);  // orders mean and rstd before the flag
   }
 }
 
@@ -5302,8 +5295,12 @@ __device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<
 }
 
 // The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
+// (Registers for 48 warps an SM: each thread keeps one round of loads in flight, so the warps resident are what
+// hides DRAM's latency.)
+constexpr int kForwardPipelineWarps = 32;
+
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
-__global__ void __launch_bounds__(kBlock)
+__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kForwardPipelineWarps, kBlock))
 forward_pipeline_kernel(ForwardPipelineArgs<O> args, PipelinePlan pipe, PipelineSync sync) {
   __shared__ PipelineSlot slots[2];
   __shared__ float4 stats;
@@ -5312,7 +5309,17 @@ forward_pipeline_kernel(ForwardPipelineArgs<O> args, PipelinePlan pipe, Pipeline
   const unsigned tickets = 2 * pipe.items;
   for (unsigned k = 0;; ++k) {
     const PipelineSlot slot = slots[k & 1];
-    if (slot.merge_row >= 0) finish_forward_slice<Pro, O>(args, pipe, slot.merge_row, sync.ready);
+    if (slot.merge_row >= 0) {  // the previous item completed its slice
+      const RegionShape& shape = args.shape;
+      const int64_t row = slot.merge_row, cpg = shape.channels_per_group();
+      const int64_t n = row / shape.groups;
+      const int64_t first_channel = (row - n * shape.groups) * cpg;
+      const int64_t first_plane = n * shape.channels + first_channel;
+      float pilot = 0.f;  // z of the slice's first value, as group_pilot
+      if (threadIdx.x == 0) pilot = Pro::at(args.params, first_channel).value(__ldg(args.x + first_plane * shape.plane));
+      finish_forward_slice(args.moments + first_plane * pipe.split.splits, static_cast<int>(pipe.per_slice), pilot,
+                           args.eps, args.mean + row, args.rstd + row, sync.ready + row);
+    }
     if (slot.ticket >= tickets) break;
     unsigned item = 0;
     if (ticket_task(slot.ticket, pipe, item)) {
@@ -5949,7 +5956,7 @@ inline int64_t resident_blocks(const void* kernel, int block, int device) {
 // Rounds of the sweep in one item; the share of L2 that x between an item's two passes (and the v written) may
 // take; how far pass B trails pass A beyond a slice, in resident blocks (as the pipelined backward's, whose
 // measurements chose those).
-constexpr int kForwardPipelineRounds = 1;
+constexpr int kForwardPipelineRounds = 2;
 constexpr double kForwardPipelineL2Share = 0.6;
 constexpr double kForwardPipelineMaxExtraLag = 1.0;
 constexpr double kForwardPipelineMinExtraLag = 0.2;

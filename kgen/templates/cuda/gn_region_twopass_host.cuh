@@ -229,7 +229,7 @@ inline int64_t resident_blocks(const void* kernel, int block, int device) {
 // Rounds of the sweep in one item; the share of L2 that x between an item's two passes (and the v written) may
 // take; how far pass B trails pass A beyond a slice, in resident blocks (as the pipelined backward's, whose
 // measurements chose those).
-constexpr int kForwardPipelineRounds = 1;
+constexpr int kForwardPipelineRounds = 2;
 constexpr double kForwardPipelineL2Share = 0.6;
 constexpr double kForwardPipelineMaxExtraLag = 1.0;
 constexpr double kForwardPipelineMinExtraLag = 0.2;
