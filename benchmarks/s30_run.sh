@@ -92,8 +92,8 @@ case "${1:-}" in
       > /tmp/s30/run5_build.log 2>&1 &
     for p in 35 19 21 60; do
       timeout -k 5 400 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --build-only \
-        --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \\
-        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \\
+        --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \
         --variant "rounds4:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 4;" > /tmp/s30/run5_build_p$p.log 2>&1 &
     done
     wait
@@ -102,8 +102,8 @@ case "${1:-}" in
     timeout -k 5 120 python3 tests/gpu/test_gn_region_twopass.py --bench 2>&1 | tee "$OUT/s30/run5_bench.log"
     for p in 35 19 21 60; do
       timeout -k 5 150 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --rounds 3 \
-        --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \\
-        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \\
+        --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \
         --variant "rounds4:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 4;" 2>&1 | tee "$OUT/s30/run5_variants_p$p.log" | grep -E "^(base|sweeps|rounds)" | cut -c1-110
     done
     ;;
