@@ -38,6 +38,13 @@
 #         the merge takes scalars, the kernel 64 registers (4 blocks, 32 warps an SM; 64 bytes of stack), and an
 #         item 2 rounds. Predicted: ~2.5x the in-flight bytes, the forward near the sweeps' or below; items of 1,
 #         2 and 4 rounds timed.
+#   run6: run5: the pipelined forward now level with the sweeps at L2-21 (1116 against 1118 us) and L2-60 (1075 /
+#         1064), slower at L2-19 (2631 / 2411) and L1-35 (9948 / 7539); items of 1 or 4 rounds slower than 2. At
+#         32 warps an SM and 4 packs a thread, ~65 KB are in flight an SM against the sweeps' ~130 KB (64 warps).
+#         Now pass A keeps 8 packs in flight a thread (kForwardPipelineLoads; 24 warps, 80 registers, ~120 bytes of
+#         stack): ~96 KB. Predicted: pass A's DRAM stream ~1.5x faster, the forward ~10-25 % under the sweeps at
+#         L2-21/60 if pass B's L2 reads keep up. Variants: run5's configuration (32 warps, 4 packs), 24 warps
+#         with 4 packs, and the sweeps.
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -105,6 +112,22 @@ case "${1:-}" in
         --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
         --variant "rounds1:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 1;" \
         --variant "rounds4:constexpr int kForwardPipelineRounds = 2;=>constexpr int kForwardPipelineRounds = 4;" 2>&1 | tee "$OUT/s30/run5_variants_p$p.log" | grep -E "^(base|sweeps|rounds)" | cut -c1-110
+    done
+    ;;
+  run6)
+    mkdir -p "$OUT/s30" /tmp/s30
+    for p in 35 19 21 60; do
+      timeout -k 5 400 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --build-only \
+        --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        --variant "w32_loads4:constexpr int kForwardPipelineWarps = 24;=>constexpr int kForwardPipelineWarps = 32;|||constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" \
+        --variant "loads4:constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" > /tmp/s30/run6_build_p$p.log 2>&1 &
+    done
+    wait
+    for p in 35 19 21 60; do
+      timeout -k 5 150 python3 benchmarks/kernel_variants.py .build/s30/p$p.py --kernel 'kgen::' --rounds 3 \
+        --calls 10 --variant "sweeps:const int mode = forward_pipeline_mode().load();=>const int mode = 0;" \
+        --variant "w32_loads4:constexpr int kForwardPipelineWarps = 24;=>constexpr int kForwardPipelineWarps = 32;|||constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" \
+        --variant "loads4:constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" 2>&1 | tee "$OUT/s30/run6_variants_p$p.log" | grep -E "^(base|sweeps|w32|loads)" | cut -c1-110
     done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;

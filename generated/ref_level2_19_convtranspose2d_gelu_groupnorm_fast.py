@@ -3969,12 +3969,13 @@ __device__ __forceinline__ float group_pilot(const float* __restrict__ x, const 
 }
 
 // The moments of z - pilot over chunk b (valid in thread 0). Full rounds fold four values at once (accumulate4),
-// also on the scalar path.
-template <class Pro, int kBlock, bool kVec, class Access>
+// also on the scalar path. kLoads packs in flight a thread (a multiple of kUnroll on 16-byte packs).
+template <class Pro, int kBlock, bool kVec, class Access, int kLoads = kUnroll>
 __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, const RegionParams& params,
                                                  const RegionShape& shape, const PlaneChunk& b, float pilot,
                                                  const Access& access) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
+  static_assert(kLoads == kUnroll || (kVec && kLoads % kUnroll == 0), "kLoads: kUnroll, or its multiple on packs");
   constexpr int W = kVec ? 4 : 1;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
@@ -3982,17 +3983,17 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
   const float* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll];
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kLoads) {
+    Pack<W> v[kLoads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kLoads; ++u) {
       const int64_t i = base + int64_t(u) * kBlock;
       if (i < packs) v[u] = access.template load<W>(in, i);
     }
-    if (base + int64_t(kUnroll - 1) * kBlock < packs) {
+    if (base + int64_t(kLoads - 1) * kBlock < packs) {
       if constexpr (W == 4) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
+        for (int u = 0; u < kLoads; ++u) {
           accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
                       pro.value(v[u].v[2]) - pilot, pro.value(v[u].v[3]) - pilot);
         }
@@ -4002,7 +4003,7 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kLoads; ++u) {
         if (base + int64_t(u) * kBlock < packs) {
           if constexpr (W == 4) {
             accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
@@ -5208,6 +5209,11 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
 namespace kgen {
 namespace region_twopass {
 
+// Warps an SM (registers for 3 blocks of 256 threads) and pass A's packs in flight a thread: with DRAM's latency,
+// ~100 KB in flight an SM (24 warps x 32 lanes x 8 x 16 bytes = 96 KB).
+constexpr int kForwardPipelineWarps = 24;
+constexpr int kForwardPipelineLoads = 8;
+
 // x and v through L2 with eviction priorities (kPipelineL2Hints).
 struct PolicyAccess {
   uint64_t load_policy, store_policy;
@@ -5288,7 +5294,8 @@ __device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<
   } else {
     const float pilot = group_pilot<Pro>(a.x, a.params, shape, b);
     const PolicyAccess access{l2_policy<true>(), l2_policy<true>()};
-    const Moments m = chunk_moments<Pro, kBlock, kVec>(a.x, a.params, shape, b, pilot, access);
+    const Moments m = chunk_moments<Pro, kBlock, kVec, PolicyAccess, kForwardPipelineLoads>(a.x, a.params, shape, b,
+                                                                                             pilot, access);
     if (threadIdx.x == 0) {
       a.moments[item] = m;
       const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
@@ -5299,9 +5306,6 @@ __device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<
 }
 
 // The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
-// (Registers for 48 warps an SM: each thread keeps one round of loads in flight, so the warps resident are what
-// hides DRAM's latency.)
-constexpr int kForwardPipelineWarps = 32;
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kForwardPipelineWarps, kBlock))

@@ -21,6 +21,11 @@
 namespace kgen {
 namespace region_twopass {
 
+// Warps an SM (registers for 3 blocks of 256 threads) and pass A's packs in flight a thread: with DRAM's latency,
+// ~100 KB in flight an SM (24 warps x 32 lanes x 8 x 16 bytes = 96 KB).
+constexpr int kForwardPipelineWarps = 24;
+constexpr int kForwardPipelineLoads = 8;
+
 // x and v through L2 with eviction priorities (kPipelineL2Hints).
 struct PolicyAccess {
   uint64_t load_policy, store_policy;
@@ -101,7 +106,8 @@ __device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<
   } else {
     const float pilot = group_pilot<Pro>(a.x, a.params, shape, b);
     const PolicyAccess access{l2_policy<true>(), l2_policy<true>()};
-    const Moments m = chunk_moments<Pro, kBlock, kVec>(a.x, a.params, shape, b, pilot, access);
+    const Moments m = chunk_moments<Pro, kBlock, kVec, PolicyAccess, kForwardPipelineLoads>(a.x, a.params, shape, b,
+                                                                                             pilot, access);
     if (threadIdx.x == 0) {
       a.moments[item] = m;
       const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
@@ -112,9 +118,6 @@ __device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<
 }
 
 // The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
-// (Registers for 48 warps an SM: each thread keeps one round of loads in flight, so the warps resident are what
-// hides DRAM's latency.)
-constexpr int kForwardPipelineWarps = 32;
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kForwardPipelineWarps, kBlock))

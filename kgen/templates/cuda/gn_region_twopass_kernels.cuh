@@ -27,12 +27,13 @@ __device__ __forceinline__ float group_pilot(const float* __restrict__ x, const 
 }
 
 // The moments of z - pilot over chunk b (valid in thread 0). Full rounds fold four values at once (accumulate4),
-// also on the scalar path.
-template <class Pro, int kBlock, bool kVec, class Access>
+// also on the scalar path. kLoads packs in flight a thread (a multiple of kUnroll on 16-byte packs).
+template <class Pro, int kBlock, bool kVec, class Access, int kLoads = kUnroll>
 __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, const RegionParams& params,
                                                  const RegionShape& shape, const PlaneChunk& b, float pilot,
                                                  const Access& access) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
+  static_assert(kLoads == kUnroll || (kVec && kLoads % kUnroll == 0), "kLoads: kUnroll, or its multiple on packs");
   constexpr int W = kVec ? 4 : 1;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
@@ -40,17 +41,17 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
   const float* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll];
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kLoads) {
+    Pack<W> v[kLoads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kLoads; ++u) {
       const int64_t i = base + int64_t(u) * kBlock;
       if (i < packs) v[u] = access.template load<W>(in, i);
     }
-    if (base + int64_t(kUnroll - 1) * kBlock < packs) {
+    if (base + int64_t(kLoads - 1) * kBlock < packs) {
       if constexpr (W == 4) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
+        for (int u = 0; u < kLoads; ++u) {
           accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
                       pro.value(v[u].v[2]) - pilot, pro.value(v[u].v[3]) - pilot);
         }
@@ -60,7 +61,7 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
+      for (int u = 0; u < kLoads; ++u) {
         if (base + int64_t(u) * kBlock < packs) {
           if constexpr (W == 4) {
             accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
