@@ -3944,56 +3944,39 @@ struct PlaneChunk {
 namespace kgen {
 namespace region_twopass {
 
-// ---------------------------------------------------------------- forward: one chunk's work
+// ---------------------------------------------------------------- forward: statistics
 
-// How a chunk's body reads x and writes v: plain accesses (the sweep kernels), or with L2 eviction priorities
-// (PolicyAccess, the pipelined forward: gn_region_forward_pipeline.cuh).
-struct PlainAccess {
-  template <int W>
-  __device__ __forceinline__ Pack<W> load(const float* __restrict__ p, int64_t i) const {
-    return load_pack<W>(p, i);
-  }
-  template <int W>
-  __device__ __forceinline__ void store(float* __restrict__ p, int64_t i, const Pack<W>& v) const {
-    store_pack<W>(p, i, v);
-  }
-};
-
-// z of the first value of chunk b's group: the pilot its moments are taken around (the same for every chunk of
-// the group).
-template <class Pro>
-__device__ __forceinline__ float group_pilot(const float* __restrict__ x, const RegionParams& params,
-                                             const RegionShape& shape, const PlaneChunk& b) {
-  const int64_t k = b.c % shape.channels_per_group();  // channel within the group
-  return Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
-}
-
-// The moments of z - pilot over chunk b (valid in thread 0). Full rounds fold four values at once (accumulate4),
-// also on the scalar path. kLoads packs in flight a thread (a multiple of kUnroll on 16-byte packs).
-template <class Pro, int kBlock, bool kVec, class Access, int kLoads = kUnroll>
-__device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, const RegionParams& params,
-                                                 const RegionShape& shape, const PlaneChunk& b, float pilot,
-                                                 const Access& access) {
+// The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
+// for every block of the group; the block of the group's first chunk stores it for stats_finalize).
+// Full rounds fold four values at once (accumulate4), also on the scalar path.
+template <class Pro, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+                     Moments* __restrict__ partial, float* __restrict__ pilots) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
-  static_assert(kLoads == kUnroll || (kVec && kLoads % kUnroll == 0), "kLoads: kUnroll, or its multiple on packs");
   constexpr int W = kVec ? 4 : 1;
+  const PlaneChunk b(shape, plan);
+  const int64_t cpg = shape.channels_per_group();
+  const int64_t k = b.c % cpg;  // channel within the group
+  const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
+  if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
   const float* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kLoads) {
-    Pack<W> v[kLoads];
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const int64_t i = base + int64_t(u) * kBlock;
-      if (i < packs) v[u] = access.template load<W>(in, i);
+      if (i < packs) v[u] = load_pack<W>(in, i);
     }
-    if (base + int64_t(kLoads - 1) * kBlock < packs) {
+    if (base + int64_t(kUnroll - 1) * kBlock < packs) {
       if constexpr (W == 4) {
 #pragma unroll
-        for (int u = 0; u < kLoads; ++u) {
+        for (int u = 0; u < kUnroll; ++u) {
           accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
                       pro.value(v[u].v[2]) - pilot, pro.value(v[u].v[3]) - pilot);
         }
@@ -4003,7 +3986,7 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         if (base + int64_t(u) * kBlock < packs) {
           if constexpr (W == 4) {
             accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
@@ -4016,77 +3999,8 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
     }
   }
   for (int k = threadIdx.x; k < span.ends(); k += kBlock)
-    accumulate1(acc, pro.value(access.template load<1>(x + offset + span.end_at(k), 0).v[0]) - pilot);
-  return block_combine<kBlock>(acc);
-}
-
-// Chunk b normalised, epilogued and written (kNone), or reduced to one partial, valid in thread 0 (kPlane,
-// kSample).
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class Access>
-__device__ __forceinline__ typename Reducer<O>::T chunk_forward(const float* __restrict__ x,
-                                                                const Channel<Pro, Epi>& ch, const RegionShape& shape,
-                                                                const PlaneChunk& b, float* __restrict__ v_out,
-                                                                const Access& access) {
-  constexpr int W = kVec ? 4 : 1;
-  using Red = Reducer<O>;
-  auto acc = Red::empty();
-  const int64_t offset = b.plane * shape.plane + b.begin;
-  const ChunkSpan<W> span(offset, b.count);
-  const float* in = x + offset + span.head;
-  // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
-  const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-  const int body0 = pos0 + static_cast<int>(span.head);
-  for (int64_t base = threadIdx.x; base < span.packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < span.packs) v[u] = access.template load<W>(in, i);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < span.packs) {
-        if constexpr (R == ReduceKind::kNone) {
-          Pack<W> r;
-#pragma unroll
-          for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[u].v[j]);
-          access.template store<W>(v_out + offset + span.head, i, r);
-        } else {
-#pragma unroll
-          for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[u].v[j]), body0 + static_cast<int>(i) * W + j);
-        }
-      }
-    }
-  }
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
-    const int64_t e = span.end_at(k);
-    const float value = ch.value(access.template load<1>(x + offset + e, 0).v[0]);
-    if constexpr (R == ReduceKind::kNone) {
-      Pack<1> r;
-      r.v[0] = value;
-      access.template store<1>(v_out + offset + e, 0, r);
-    } else {
-      Red::push(acc, value, pos0 + static_cast<int>(e));
-    }
-  }
-  if constexpr (R != ReduceKind::kNone) acc = block_reduce<kBlock, Red>(acc);
-  return acc;
-}
-
-// ---------------------------------------------------------------- forward: the sweep kernels
-
-// The moments of z - pilot over one chunk of one plane; the block of the group's first chunk stores the pilot
-// for stats_finalize.
-template <class Pro, int kBlock, bool kVec>
-__global__ void __launch_bounds__(kBlock)
-stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
-                     Moments* __restrict__ partial, float* __restrict__ pilots) {
-  const PlaneChunk b(shape, plan);
-  const int64_t cpg = shape.channels_per_group();
-  const float pilot = group_pilot<Pro>(x, params, shape, b);
-  if (b.c % cpg == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
-  const Moments acc = chunk_moments<Pro, kBlock, kVec>(x, params, shape, b, pilot, PlainAccess{});
+    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
+  acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
@@ -4102,6 +4016,8 @@ stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t 
   if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, mean[row], rstd[row]);
 }
 
+// ---------------------------------------------------------------- forward: apply
+
 // kNone: v, written. kPlane / kSample: one reduction partial per block.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
@@ -4109,10 +4025,39 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
                      const float2* __restrict__ mean, const float* __restrict__ rstd,
                      const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ v_out,
                      typename Reducer<O>::T* __restrict__ partial) {
+  constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
-  const auto acc = chunk_forward<Pro, Epi, R, O, kBlock, kVec>(x, ch, shape, b, v_out, PlainAccess{});
-  if constexpr (R != ReduceKind::kNone) {
+  const int64_t offset = b.plane * shape.plane + b.begin;
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in[1] = {x + offset + span.head};
+  if constexpr (R == ReduceKind::kNone) {
+    float* out = v_out + offset + span.head;
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+      Pack<W> r;
+#pragma unroll
+      for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
+      store_pack<W>(out, i, r);
+    });
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = offset + span.end_at(k);
+      v_out[e] = ch.value(__ldg(x + e));
+    }
+  } else {
+    using Red = Reducer<O>;
+    auto acc = Red::empty();
+    // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
+    const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
+    const int body0 = pos0 + static_cast<int>(span.head);
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+#pragma unroll
+      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
+    });
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = span.end_at(k);
+      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+    }
+    acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
   }
 }
@@ -5186,162 +5131,6 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_forward_pipeline: the two-pass forward as ONE persistent kernel, its passes an L2 apart ----
-//
-// The sweep kernels' forward (gn_region_twopass_kernels.cuh) reads x twice from DRAM: the statistics, then the
-// normalise. Here, as the pipelined backward does (gn_region_twopass_pipeline.cuh, whose tickets this reuses), the
-// two passes are tasks of one kernel dealt out by ticket, an item's pass B `lag` items behind its pass A, so that
-// pass B reads x in L2: 2 units of DRAM traffic for kNone instead of 3.
-//
-//   pass A   the moments of z - pilot over the item (chunk_moments, as stats_partial_kernel) -> moments[item];
-//            thread 0 adds 1 to arrived[row] (release); the block that completes the count (acquire) merges the
-//            slice's moments in double in a fixed order (warp_merge, as stats_finalize_kernel: the same bits),
-//            writes mean and rstd, and releases ready[row]
-//   pass B   thread 0 acquires ready[row] and reads mean and rstd through L2; the item normalised, epilogued and
-//            written (kNone) or reduced to its partial (kPlane, kSample; reduce_finish_kernel merges them after)
-//
-// An item is one (plane, chunk) of a split of kForwardPipelineRounds rounds (kBlock threads x kUnroll packs each):
-// small, so that x between an item's two passes stays in L2. Pass A's loads ask L2 to keep their lines, pass B's
-// loads and stores to drop theirs first. 16-byte packs only (odd planes too, with scalar ends per item); scalar
-// planes and shapes whose lag does not fit in L2 take the sweep kernels. Deadlock-free and deterministic for the
-// pipelined backward's reasons: pass A never waits, pass B waits only on pass A items of lower tickets, and every
-// partial has its slot, merged in a fixed order.
-namespace kgen {
-namespace region_twopass {
-
-// Warps an SM (registers for 3 blocks of 256 threads) and pass A's packs in flight a thread: with DRAM's latency,
-// ~100 KB in flight an SM (24 warps x 32 lanes x 8 x 16 bytes = 96 KB).
-constexpr int kForwardPipelineWarps = 24;
-constexpr int kForwardPipelineLoads = 8;
-
-// x and v through L2 with eviction priorities (kPipelineL2Hints).
-struct PolicyAccess {
-  uint64_t load_policy, store_policy;
-  template <int W>
-  __device__ __forceinline__ Pack<W> load(const float* __restrict__ p, int64_t i) const {
-    return load_pack_l2<W>(p, i, load_policy);
-  }
-  template <int W>
-  __device__ __forceinline__ void store(float* __restrict__ p, int64_t i, const Pack<W>& v) const {
-    store_pack_l2<W>(p, i, v, store_policy);
-  }
-};
-
-// What the pipelined forward reads and writes (moments, mean, rstd: written during the kernel, read by other
-// blocks through L2).
-template <ReduceOp O>
-struct ForwardPipelineArgs {
-  const float* x;
-  RegionParams params;
-  RegionShape shape;
-  const float* gamma;
-  const float* beta;
-  double eps;
-  Moments* moments;                      // per item
-  float2* mean;                          // per (sample, group)
-  float* rstd;
-  float* out;                            // kNone: v
-  typename Reducer<O>::T* red_partial;   // kPlane, kSample: per item
-};
-
-// The slice's last pass A block, warp 0: the slice's `count` moments (contiguous from `partial`) merged as
-// stats_finalize_kernel merges them, around `pilot` (valid in thread 0); mean and rstd written, the slice released.
-// Out of line and by value: the rare merge keeps its registers out of the items' loop.
-__device__ __forceinline__ void finish_forward_slice(const Moments* partial, int count, float pilot, double eps,
-                                                  float2* mean, float* rstd, unsigned* ready) {
-  if (threadIdx.x >= kWarpSize) return;
-  __threadfence();  // thread 0's acquiring add saw every other block's moments; this extends it to the warp
-  const MomentsD m = warp_merge(count, [&](int s) {
-    const float* p = reinterpret_cast<const float*>(partial + s);  // written during this kernel: through L2
-    return Moments{__ldcg(p), __ldcg(p + 1), __ldcg(p + 2)};
-  });
-  if (threadIdx.x == 0) {
-    finish_statistics(m, double(pilot), eps, *mean, *rstd);
-    store_release(ready, 1u);  // orders mean and rstd before the flag
-  }
-}
-
-// Pass A (kApply = false) or B of one item; thread 0 takes the block's next ticket at the item's start and hands
-// it on through `next` with the slice this block completed (pass A), if any. `stats` hands the slice's mean and
-// rstd to the block (pass B).
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
-__device__ __forceinline__ void forward_pipeline_item(const ForwardPipelineArgs<O>& a, const PipelinePlan& pipe,
-                                                      const PipelineSync& sync, unsigned item, PipelineSlot* next,
-                                                      float4* stats) {
-  const RegionShape& shape = a.shape;
-  const PlaneChunk b(shape, pipe.split, item);
-  unsigned ticket = 0;
-  if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
-  if constexpr (kApply) {
-    if (threadIdx.x == 0) {
-      for (unsigned pause = 32; load_acquire(sync.ready + b.row) == 0; pause = min(2 * pause, 1024u)) __nanosleep(pause);
-      const float2 mean = __ldcg(a.mean + b.row);  // written during this kernel: through L2, after the acquire
-      *stats = make_float4(mean.x, mean.y, __ldcg(a.rstd + b.row), 0.f);
-    }
-    __syncthreads();
-    const float4 st = *stats;
-    // load_channel's values, mean and rstd from the hand-over
-    const Channel<Pro, Epi> ch{Pro::at(a.params, b.c), Epi::at(a.params, b.c), make_float2(st.x, st.y),
-                               a.gamma != nullptr ? st.z * __ldg(a.gamma + b.c) : st.z,
-                               a.beta != nullptr ? __ldg(a.beta + b.c) : 0.f};
-    const PolicyAccess access{l2_policy<false>(), l2_policy<false>()};
-    const auto acc = chunk_forward<Pro, Epi, R, O, kBlock, kVec>(a.x, ch, shape, b, a.out, access);
-    if (threadIdx.x == 0) {
-      if constexpr (R != ReduceKind::kNone) a.red_partial[item] = acc;
-      next->merge_row = -1;
-      next->ticket = ticket;
-    }
-  } else {
-    const float pilot = group_pilot<Pro>(a.x, a.params, shape, b);
-    const PolicyAccess access{l2_policy<true>(), l2_policy<true>()};
-    const Moments m = chunk_moments<Pro, kBlock, kVec, PolicyAccess, kForwardPipelineLoads>(a.x, a.params, shape, b,
-                                                                                             pilot, access);
-    if (threadIdx.x == 0) {
-      a.moments[item] = m;
-      const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
-      next->merge_row = completes ? b.row : -1;
-      next->ticket = ticket;
-    }
-  }
-}
-
-// The persistent kernel: as many blocks as stay resident, each taking tickets until they run out.
-
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
-__global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kForwardPipelineWarps, kBlock))
-forward_pipeline_kernel(ForwardPipelineArgs<O> args, PipelinePlan pipe, PipelineSync sync) {
-  __shared__ PipelineSlot slots[2];
-  __shared__ float4 stats;
-  if (threadIdx.x == 0) slots[0] = PipelineSlot{atomicAdd(sync.ticket, 1u), -1};
-  __syncthreads();
-  const unsigned tickets = 2 * pipe.items;
-  for (unsigned k = 0;; ++k) {
-    const PipelineSlot slot = slots[k & 1];
-    if (slot.merge_row >= 0) {  // the previous item completed its slice
-      const RegionShape& shape = args.shape;
-      const int64_t row = slot.merge_row, cpg = shape.channels_per_group();
-      const int64_t n = row / shape.groups;
-      const int64_t first_channel = (row - n * shape.groups) * cpg;
-      const int64_t first_plane = n * shape.channels + first_channel;
-      float pilot = 0.f;  // z of the slice's first value, as group_pilot
-      if (threadIdx.x == 0) pilot = Pro::at(args.params, first_channel).value(__ldg(args.x + first_plane * shape.plane));
-      finish_forward_slice(args.moments + first_plane * pipe.split.splits, static_cast<int>(pipe.per_slice), pilot,
-                           args.eps, args.mean + row, args.rstd + row, sync.ready + row);
-    }
-    if (slot.ticket >= tickets) break;
-    unsigned item = 0;
-    if (ticket_task(slot.ticket, pipe, item)) {
-      forward_pipeline_item<Pro, Epi, R, O, kBlock, kVec, true>(args, pipe, sync, item, &slots[(k + 1) & 1], &stats);
-    } else {
-      forward_pipeline_item<Pro, Epi, R, O, kBlock, kVec, false>(args, pipe, sync, item, &slots[(k + 1) & 1], &stats);
-    }
-    __syncthreads();  // slot (k + 1) % 2 is written; the item's shared state is consumed
-  }
-}
-
-}  // namespace region_twopass
-}  // namespace kgen
-
 // ---- gn_region_cluster: a region's backward with each slice held on chip by a thread-block cluster ----
 //
 // For the reductions over a plane or a sample (kPlane, kSample), the two-pass backward (gn_region_twopass.cuh)
@@ -5945,106 +5734,6 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
   }
 }
 
-// ---- the pipelined forward (gn_region_forward_pipeline.cuh)
-
-// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
-inline int64_t resident_blocks(const void* kernel, int block, int device) {
-  static std::mutex lock;
-  static std::map<std::pair<const void*, int>, int64_t> known;
-  const std::lock_guard<std::mutex> guard(lock);
-  auto found = known.find({kernel, device});
-  if (found != known.end()) return found->second;
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
-  known[{kernel, device}] = blocks;
-  return blocks;
-}
-
-// Rounds of the sweep in one item; the share of L2 that x between an item's two passes (and the v written) may
-// take; how far pass B trails pass A beyond a slice, in resident blocks (as the pipelined backward's, whose
-// measurements chose those).
-constexpr int kForwardPipelineRounds = 2;
-constexpr double kForwardPipelineL2Share = 0.6;
-constexpr double kForwardPipelineMaxExtraLag = 1.0;
-constexpr double kForwardPipelineMinExtraLag = 0.2;
-
-// -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
-// waiting). The tests' switch; emitted files leave it at -1.
-inline std::atomic<int>& forward_pipeline_mode() {
-  static std::atomic<int> mode{-1};
-  return mode;
-}
-
-// The pipelined forward of a checked region: writes out (kNone) or the reduction's partials and runs
-// reduce_finish (kPlane, kSample), mean and rstd, and says true; false (nothing launched) where its plan does not
-// apply: then the sweep kernels run.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
-bool pipeline_forward(const at::Tensor& x, const RegionParams& params, const RegionShape& shape,
-                      const at::Tensor& gamma, const at::Tensor& beta, double eps, at::Tensor& out, at::Tensor& aux,
-                      at::Tensor& mean, at::Tensor& rstd) {
-  static_assert(R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample,
-                "the pipelined forward takes the plane sweeps' reductions");
-  const int mode = forward_pipeline_mode().load();
-  const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too (ChunkSpan)
-  if (mode == 0 || !vec) return false;
-  const int device = x.get_device();
-  const void* kernel = reinterpret_cast<const void*>(forward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>);
-  const int64_t resident = resident_blocks(kernel, kBlock, device);
-  const int64_t target = int64_t(kBlock) * 4 * kUnroll * kForwardPipelineRounds;
-  int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
-  const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
-  splits = (shape.plane + chunk - 1) / chunk;
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
-  const int64_t items = planes * splits;
-  const int64_t per_slice = shape.channels_per_group() * splits;
-  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
-  const double item_bytes = double(chunk) * sizeof(float) * 2;  // x, held; v (or nothing), written
-  const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
-  const int64_t fits = static_cast<int64_t>(kForwardPipelineL2Share * l2 / item_bytes);
-  int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kForwardPipelineMaxExtraLag * double(resident)));
-  if (mode < 0 && lag < per_slice + static_cast<int64_t>(kForwardPipelineMinExtraLag * double(resident))) return false;
-  if (mode == 1) lag = std::max<int64_t>(lag, per_slice);
-  if (mode == 2) lag = per_slice;
-  lag = std::min<int64_t>(lag, items);
-
-  using T = typename Reducer<O>::T;
-  const auto options = x.options();
-  auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
-  auto moments = at::empty({items * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
-  at::Tensor partial;
-  if constexpr (R != ReduceKind::kNone) partial = at::empty({items * int64_t(sizeof(T))}, options.dtype(at::kByte));
-  unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
-  const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
-  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
-                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
-  const ForwardPipelineArgs<O> args{x.data_ptr<float>(),
-                                    params,
-                                    shape,
-                                    data_or_null(gamma),
-                                    data_or_null(beta),
-                                    eps,
-                                    reinterpret_cast<Moments*>(moments.data_ptr()),
-                                    as_float2(mean),
-                                    rstd.data_ptr<float>(),
-                                    R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr,
-                                    R != ReduceKind::kNone ? reinterpret_cast<T*>(partial.data_ptr()) : nullptr};
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t grid = std::min<int64_t>(resident, items);
-  forward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>
-      <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (R != ReduceKind::kNone) {
-    const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
-    const int64_t per_out = R == ReduceKind::kPlane ? splits : shape.channels * splits;
-    reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        reinterpret_cast<const T*>(partial.data_ptr()), per_out, outs, reduce_count(shape, R), out.data_ptr<float>(),
-        kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  return true;
-}
-
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
@@ -6092,11 +5781,6 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    if (rt::pipeline_forward<Pro, Epi, R, O, kBlock>(x, params, shape, gamma, beta, eps, out, aux, mean, rstd)) {
-      return {out, mean, rstd, aux};
-    }
-  }
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
@@ -6323,6 +6007,20 @@ constexpr bool pipeline_takes() {
 inline std::atomic<int>& pipeline_mode() {
   static std::atomic<int> mode{-1};
   return mode;
+}
+
+// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
+inline int64_t resident_blocks(const void* kernel, int block, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  const std::lock_guard<std::mutex> guard(lock);
+  auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
+  known[{kernel, device}] = blocks;
+  return blocks;
 }
 
 // The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false

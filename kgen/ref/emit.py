@@ -24,8 +24,7 @@ RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "g
                   "gn_region_resident_backward.cuh", "gn_region_rows_backward.cuh", "gn_region_resident_plan.cuh",
                   "gn_region_resident_host.cuh")
 TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_backward.cuh",
-                 "gn_region_window_backward.cuh", "gn_region_twopass_pipeline.cuh",
-                 "gn_region_forward_pipeline.cuh", "gn_region_cluster.cuh",
+                 "gn_region_window_backward.cuh", "gn_region_twopass_pipeline.cuh", "gn_region_cluster.cuh",
                  "gn_region_twopass_host.cuh", "gn_region_twopass_backward_host.cuh")
 CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
               ("gn_region_pointwise.cuh", "bn_train.cuh", "bn_train_host.cuh"))

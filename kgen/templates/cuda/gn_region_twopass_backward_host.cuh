@@ -149,6 +149,20 @@ inline std::atomic<int>& pipeline_mode() {
   return mode;
 }
 
+// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
+inline int64_t resident_blocks(const void* kernel, int block, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, int64_t> known;
+  const std::lock_guard<std::mutex> guard(lock);
+  auto found = known.find({kernel, device});
+  if (found != known.end()) return found->second;
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
+  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
+  known[{kernel, device}] = blocks;
+  return blocks;
+}
+
 // The pipelined backward of checked inputs: fills dx and the parameter gradients and says true, or false
 // (nothing launched) where its plan does not apply.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O>

@@ -210,106 +210,6 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
   }
 }
 
-// ---- the pipelined forward (gn_region_forward_pipeline.cuh)
-
-// Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
-inline int64_t resident_blocks(const void* kernel, int block, int device) {
-  static std::mutex lock;
-  static std::map<std::pair<const void*, int>, int64_t> known;
-  const std::lock_guard<std::mutex> guard(lock);
-  auto found = known.find({kernel, device});
-  if (found != known.end()) return found->second;
-  int per_sm = 0;
-  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0));
-  const int64_t blocks = int64_t(per_sm) * multiprocessors(device);
-  known[{kernel, device}] = blocks;
-  return blocks;
-}
-
-// Rounds of the sweep in one item; the share of L2 that x between an item's two passes (and the v written) may
-// take; how far pass B trails pass A beyond a slice, in resident blocks (as the pipelined backward's, whose
-// measurements chose those).
-constexpr int kForwardPipelineRounds = 2;
-constexpr double kForwardPipelineL2Share = 0.6;
-constexpr double kForwardPipelineMaxExtraLag = 1.0;
-constexpr double kForwardPipelineMinExtraLag = 0.2;
-
-// -1: as planned; 0: never; 1: wherever it is correct; 2: so, and pass B only a slice behind pass A (the most
-// waiting). The tests' switch; emitted files leave it at -1.
-inline std::atomic<int>& forward_pipeline_mode() {
-  static std::atomic<int> mode{-1};
-  return mode;
-}
-
-// The pipelined forward of a checked region: writes out (kNone) or the reduction's partials and runs
-// reduce_finish (kPlane, kSample), mean and rstd, and says true; false (nothing launched) where its plan does not
-// apply: then the sweep kernels run.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
-bool pipeline_forward(const at::Tensor& x, const RegionParams& params, const RegionShape& shape,
-                      const at::Tensor& gamma, const at::Tensor& beta, double eps, at::Tensor& out, at::Tensor& aux,
-                      at::Tensor& mean, at::Tensor& rstd) {
-  static_assert(R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample,
-                "the pipelined forward takes the plane sweeps' reductions");
-  const int mode = forward_pipeline_mode().load();
-  const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too (ChunkSpan)
-  if (mode == 0 || !vec) return false;
-  const int device = x.get_device();
-  const void* kernel = reinterpret_cast<const void*>(forward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>);
-  const int64_t resident = resident_blocks(kernel, kBlock, device);
-  const int64_t target = int64_t(kBlock) * 4 * kUnroll * kForwardPipelineRounds;
-  int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
-  const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
-  splits = (shape.plane + chunk - 1) / chunk;
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
-  const int64_t items = planes * splits;
-  const int64_t per_slice = shape.channels_per_group() * splits;
-  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
-  const double item_bytes = double(chunk) * sizeof(float) * 2;  // x, held; v (or nothing), written
-  const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
-  const int64_t fits = static_cast<int64_t>(kForwardPipelineL2Share * l2 / item_bytes);
-  int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kForwardPipelineMaxExtraLag * double(resident)));
-  if (mode < 0 && lag < per_slice + static_cast<int64_t>(kForwardPipelineMinExtraLag * double(resident))) return false;
-  if (mode == 1) lag = std::max<int64_t>(lag, per_slice);
-  if (mode == 2) lag = per_slice;
-  lag = std::min<int64_t>(lag, items);
-
-  using T = typename Reducer<O>::T;
-  const auto options = x.options();
-  auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
-  auto moments = at::empty({items * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
-  at::Tensor partial;
-  if constexpr (R != ReduceKind::kNone) partial = at::empty({items * int64_t(sizeof(T))}, options.dtype(at::kByte));
-  unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
-  const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
-  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
-                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
-  const ForwardPipelineArgs<O> args{x.data_ptr<float>(),
-                                    params,
-                                    shape,
-                                    data_or_null(gamma),
-                                    data_or_null(beta),
-                                    eps,
-                                    reinterpret_cast<Moments*>(moments.data_ptr()),
-                                    as_float2(mean),
-                                    rstd.data_ptr<float>(),
-                                    R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr,
-                                    R != ReduceKind::kNone ? reinterpret_cast<T*>(partial.data_ptr()) : nullptr};
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  const int64_t grid = std::min<int64_t>(resident, items);
-  forward_pipeline_kernel<Pro, Epi, R, O, kBlock, true>
-      <<<static_cast<unsigned>(grid), kBlock, 0, stream>>>(args, pipe, sync);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (R != ReduceKind::kNone) {
-    const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
-    const int64_t per_out = R == ReduceKind::kPlane ? splits : shape.channels * splits;
-    reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        reinterpret_cast<const T*>(partial.data_ptr()), per_out, outs, reduce_count(shape, R), out.data_ptr<float>(),
-        kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-  return true;
-}
-
 }  // namespace region_twopass
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
@@ -357,11 +257,6 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    if (rt::pipeline_forward<Pro, Epi, R, O, kBlock>(x, params, shape, gamma, beta, eps, out, aux, mean, rstd)) {
-      return {out, mean, rstd, aux};
-    }
-  }
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");

@@ -2,56 +2,39 @@
 namespace kgen {
 namespace region_twopass {
 
-// ---------------------------------------------------------------- forward: one chunk's work
+// ---------------------------------------------------------------- forward: statistics
 
-// How a chunk's body reads x and writes v: plain accesses (the sweep kernels), or with L2 eviction priorities
-// (PolicyAccess, the pipelined forward: gn_region_forward_pipeline.cuh).
-struct PlainAccess {
-  template <int W>
-  __device__ __forceinline__ Pack<W> load(const float* __restrict__ p, int64_t i) const {
-    return load_pack<W>(p, i);
-  }
-  template <int W>
-  __device__ __forceinline__ void store(float* __restrict__ p, int64_t i, const Pack<W>& v) const {
-    store_pack<W>(p, i, v);
-  }
-};
-
-// z of the first value of chunk b's group: the pilot its moments are taken around (the same for every chunk of
-// the group).
-template <class Pro>
-__device__ __forceinline__ float group_pilot(const float* __restrict__ x, const RegionParams& params,
-                                             const RegionShape& shape, const PlaneChunk& b) {
-  const int64_t k = b.c % shape.channels_per_group();  // channel within the group
-  return Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
-}
-
-// The moments of z - pilot over chunk b (valid in thread 0). Full rounds fold four values at once (accumulate4),
-// also on the scalar path. kLoads packs in flight a thread (a multiple of kUnroll on 16-byte packs).
-template <class Pro, int kBlock, bool kVec, class Access, int kLoads = kUnroll>
-__device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, const RegionParams& params,
-                                                 const RegionShape& shape, const PlaneChunk& b, float pilot,
-                                                 const Access& access) {
+// The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
+// for every block of the group; the block of the group's first chunk stores it for stats_finalize).
+// Full rounds fold four values at once (accumulate4), also on the scalar path.
+template <class Pro, int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+                     Moments* __restrict__ partial, float* __restrict__ pilots) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
-  static_assert(kLoads == kUnroll || (kVec && kLoads % kUnroll == 0), "kLoads: kUnroll, or its multiple on packs");
   constexpr int W = kVec ? 4 : 1;
+  const PlaneChunk b(shape, plan);
+  const int64_t cpg = shape.channels_per_group();
+  const int64_t k = b.c % cpg;  // channel within the group
+  const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
+  if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
   const float* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kLoads) {
-    Pack<W> v[kLoads];
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
+    for (int u = 0; u < kUnroll; ++u) {
       const int64_t i = base + int64_t(u) * kBlock;
-      if (i < packs) v[u] = access.template load<W>(in, i);
+      if (i < packs) v[u] = load_pack<W>(in, i);
     }
-    if (base + int64_t(kLoads - 1) * kBlock < packs) {
+    if (base + int64_t(kUnroll - 1) * kBlock < packs) {
       if constexpr (W == 4) {
 #pragma unroll
-        for (int u = 0; u < kLoads; ++u) {
+        for (int u = 0; u < kUnroll; ++u) {
           accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
                       pro.value(v[u].v[2]) - pilot, pro.value(v[u].v[3]) - pilot);
         }
@@ -61,7 +44,7 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
       }
     } else {
 #pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         if (base + int64_t(u) * kBlock < packs) {
           if constexpr (W == 4) {
             accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
@@ -74,77 +57,8 @@ __device__ __forceinline__ Moments chunk_moments(const float* __restrict__ x, co
     }
   }
   for (int k = threadIdx.x; k < span.ends(); k += kBlock)
-    accumulate1(acc, pro.value(access.template load<1>(x + offset + span.end_at(k), 0).v[0]) - pilot);
-  return block_combine<kBlock>(acc);
-}
-
-// Chunk b normalised, epilogued and written (kNone), or reduced to one partial, valid in thread 0 (kPlane,
-// kSample).
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class Access>
-__device__ __forceinline__ typename Reducer<O>::T chunk_forward(const float* __restrict__ x,
-                                                                const Channel<Pro, Epi>& ch, const RegionShape& shape,
-                                                                const PlaneChunk& b, float* __restrict__ v_out,
-                                                                const Access& access) {
-  constexpr int W = kVec ? 4 : 1;
-  using Red = Reducer<O>;
-  auto acc = Red::empty();
-  const int64_t offset = b.plane * shape.plane + b.begin;
-  const ChunkSpan<W> span(offset, b.count);
-  const float* in = x + offset + span.head;
-  // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
-  const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
-  const int body0 = pos0 + static_cast<int>(span.head);
-  for (int64_t base = threadIdx.x; base < span.packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < span.packs) v[u] = access.template load<W>(in, i);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < span.packs) {
-        if constexpr (R == ReduceKind::kNone) {
-          Pack<W> r;
-#pragma unroll
-          for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[u].v[j]);
-          access.template store<W>(v_out + offset + span.head, i, r);
-        } else {
-#pragma unroll
-          for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[u].v[j]), body0 + static_cast<int>(i) * W + j);
-        }
-      }
-    }
-  }
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
-    const int64_t e = span.end_at(k);
-    const float value = ch.value(access.template load<1>(x + offset + e, 0).v[0]);
-    if constexpr (R == ReduceKind::kNone) {
-      Pack<1> r;
-      r.v[0] = value;
-      access.template store<1>(v_out + offset + e, 0, r);
-    } else {
-      Red::push(acc, value, pos0 + static_cast<int>(e));
-    }
-  }
-  if constexpr (R != ReduceKind::kNone) acc = block_reduce<kBlock, Red>(acc);
-  return acc;
-}
-
-// ---------------------------------------------------------------- forward: the sweep kernels
-
-// The moments of z - pilot over one chunk of one plane; the block of the group's first chunk stores the pilot
-// for stats_finalize.
-template <class Pro, int kBlock, bool kVec>
-__global__ void __launch_bounds__(kBlock)
-stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
-                     Moments* __restrict__ partial, float* __restrict__ pilots) {
-  const PlaneChunk b(shape, plan);
-  const int64_t cpg = shape.channels_per_group();
-  const float pilot = group_pilot<Pro>(x, params, shape, b);
-  if (b.c % cpg == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
-  const Moments acc = chunk_moments<Pro, kBlock, kVec>(x, params, shape, b, pilot, PlainAccess{});
+    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
+  acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
@@ -160,6 +74,8 @@ stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t 
   if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, mean[row], rstd[row]);
 }
 
+// ---------------------------------------------------------------- forward: apply
+
 // kNone: v, written. kPlane / kSample: one reduction partial per block.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
 __global__ void __launch_bounds__(kBlock)
@@ -167,10 +83,39 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
                      const float2* __restrict__ mean, const float* __restrict__ rstd,
                      const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ v_out,
                      typename Reducer<O>::T* __restrict__ partial) {
+  constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
-  const auto acc = chunk_forward<Pro, Epi, R, O, kBlock, kVec>(x, ch, shape, b, v_out, PlainAccess{});
-  if constexpr (R != ReduceKind::kNone) {
+  const int64_t offset = b.plane * shape.plane + b.begin;
+  const ChunkSpan<W> span(offset, b.count);
+  const float* in[1] = {x + offset + span.head};
+  if constexpr (R == ReduceKind::kNone) {
+    float* out = v_out + offset + span.head;
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+      Pack<W> r;
+#pragma unroll
+      for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
+      store_pack<W>(out, i, r);
+    });
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = offset + span.end_at(k);
+      v_out[e] = ch.value(__ldg(x + e));
+    }
+  } else {
+    using Red = Reducer<O>;
+    auto acc = Red::empty();
+    // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
+    const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
+    const int body0 = pos0 + static_cast<int>(span.head);
+    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+#pragma unroll
+      for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
+    });
+    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+      const int64_t e = span.end_at(k);
+      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+    }
+    acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
   }
 }
