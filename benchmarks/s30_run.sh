@@ -45,6 +45,13 @@
 #         stack): ~96 KB. Predicted: pass A's DRAM stream ~1.5x faster, the forward ~10-25 % under the sweeps at
 #         L2-21/60 if pass B's L2 reads keep up. Variants: run5's configuration (32 warps, 4 packs), 24 warps
 #         with 4 packs, and the sweeps.
+#   run7: issue 13 again, the copies' bank conflicts. The producer's 4-byte cp.async copies put a warp's 32 positions
+#         of one channel 16 bytes apart: 4 lanes a bank. Now a warp instruction covers 8 positions x 4 channels, 8
+#         whole units (128 contiguous bytes, no conflicts); the rounding pass takes the warp's own units after a
+#         __syncwarp. Predicted: the copies' share of the shared-memory port from ~4x to 1x their bytes, the main
+#         loop 3.0-3.1 -> ~2.8 ms (session 26: without the rounding pass the loop is 2.23-2.36 against the wgmma's
+#         2.04). Same call: this tree and session 29's (.build/s30old), alternately, twice; all harness tests;
+#         validate --bench and KernelBench of the fused file.
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -129,6 +136,23 @@ case "${1:-}" in
         --variant "w32_loads4:constexpr int kForwardPipelineWarps = 24;=>constexpr int kForwardPipelineWarps = 32;|||constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" \
         --variant "loads4:constexpr int kForwardPipelineLoads = 8;=>constexpr int kForwardPipelineLoads = 4;" 2>&1 | tee "$OUT/s30/run6_variants_p$p.log" | grep -E "^(base|sweeps|w32|loads)" | cut -c1-110
     done
+    ;;
+  run7)
+    build_both run7
+    (cd .build/s30old && timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
+      > /tmp/run7_old_build.log 2>&1); echo "old build exit $?"
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run7_pytest_wgmma.log" | tail -3
+    for round in 1 2; do
+      for tree in . .build/s30old; do
+        echo "== $tree (round $round)"
+        (cd $tree && timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" \
+          "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "rounding pass" 2>&1 \
+          | grep -E " ms") | tee -a "$OUT/$S/run7_bench.log"
+      done
+    done
+    validate_fused run7
+    kb_eval_fused run7
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
