@@ -1943,15 +1943,9 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     } else if constexpr (kInputCL) {
       for (int u = tid; u < 2 * g.positions; u += kThreads) round_unit((u & 1) * g.positions + (u >> 1));
     } else {
-      // The warp's own units (as it copied them, below): lanes 0-15 its blocks w, w + 8, ..., lanes 16-31 its
-      // blocks w + 4, w + 12, ...; a unit's four channels came from four lanes of the warp, whose waits __syncwarp
-      // makes visible to this one.
-      __syncwarp();
-      const int lane = tid % kWarpSize;
-      for (int block = tid / kWarpSize + 4 * (lane / 16); 8 * block < g.positions; block += 8) {
-        const int p = 8 * block + lane % 8;
-        if (p < g.positions) round_unit(((lane / 8) % 2) * g.positions + p);
-      }
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        for (int p = tid; p < g.positions; p += kThreads) round_unit(half * g.positions + p);  // this thread's copies
     }
     fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
     mbar_arrive(full + 8 * stage);
@@ -2013,23 +2007,15 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
         }
       }
       if (!kInputCL && ((kPart != 4 && kPart != 5) || first_fill)) {
-        // A warp copies blocks of 8 positions (its blocks w, w + 4, ...), a lane one position (lane / 4) and
-        // channels lane % 4 and lane % 4 + 4: each copy instruction fills 8 whole units, 128 contiguous bytes
-        // (no bank conflicts, where a warp's 32 positions of one channel put 4 lanes on a bank), and reads 4 runs of
-        // 32 bytes of x.
         const float* xc = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane;
         const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-        const int lane = tid % kWarpSize;
-        for (int block = tid / kWarpSize; 8 * block < g.positions; block += kThreads / kWarpSize) {
-          const int p = 8 * block + lane / 4;
-          if (p >= g.positions) continue;
+        for (int p = tid; p < g.positions; p += kThreads) {
           const int off = pos_off[p];
           const float* at = xc + max(off, 0);
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            const int ch = 4 * half + lane % 4;
+          for (int ch = 0; ch < kWgChunk; ++ch) {
             const bool real = off >= 0 && ch < channels;
-            const uint32_t dst = xs_addr + 16u * (half * g.positions + p) + 4u * (lane % 4);
+            const uint32_t dst = xs_addr + 16u * ((ch / 4) * g.positions + p) + 4u * (ch % 4);
             if constexpr (kEvictFirst) {
               copy4_async_policy(dst, at + (real ? ch : 0) * in_plane, real ? 4u : 0u, evict_first);
             } else {
