@@ -19,7 +19,7 @@ from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, n
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
-from kgen.ref.plan_reductions import ReductionPlanning
+from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
 # A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
@@ -325,10 +325,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         for n in through:   # a flattening view the reduction reads through (flattened_reduction)
             self.claimed[n.name] = step
             step.reduce_rank = len(tensor_shape(n))
-        # torch.max(x, dim) defines a (values, indices) node and a getitem; claim both.
+        # torch.max(x, dim) defines a (values, indices) node and a `[0]` or `.values`; claim both.
         for n in self.nodes:
-            if n is defined or (defined.op == "call_function" and defined.target is operator.getitem
-                                and n is defined.args[0]):
+            if n is defined or (is_values_output(defined) and n is defined.args[0]):
                 self.claimed[n.name] = step
         return defined
 

@@ -20,6 +20,13 @@ POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
          nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
 POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
 # The functional spellings: (op, spatial dims, argument names after the input).
+def is_values_output(node) -> bool:
+    """Whether `node` takes the values of a torch.max / torch.min (x, dim) result: `[0]` or `.values`."""
+    return node.op == "call_function" and (
+        (node.target is operator.getitem and node.args[1] == 0) or
+        (node.target is getattr and node.args[1] == "values"))
+
+
 _MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
 _AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
 FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
@@ -87,8 +94,7 @@ class ReductionPlanning:
             if not isinstance(dim, int):
                 return None
             users = list(node.users)
-            if len(users) != 1 or not (users[0].op == "call_function" and users[0].target is operator.getitem
-                                       and users[0].args[1] == 0):
+            if len(users) != 1 or not is_values_output(users[0]):
                 return None  # the indices are used: keep PyTorch's max/min
             defined = users[0]
         return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""

@@ -191,6 +191,29 @@ def test_reduction_through_a_flattening_view(tmp_path, tail, op, keepdim, rank):
     assert any("over all but the batch" in line for line in lines)
 
 
+@pytest.mark.parametrize("tail, kind, op", [
+    ("torch.max(x, dim=1, keepdim=True).values", "kChannel", "kMax"),
+    ("x.min(1)[0]", "kChannel", "kMin"),
+    ("torch.max(x.flatten(1), dim=1).values", "kSample", "kMax"),
+])
+def test_max_min_values_in_either_spelling(tmp_path, tail, kind, op):
+    """torch.max / torch.min over a dim return (values, indices): `[0]` and `.values` both take the values, and both
+    fuse into the region (the (values, indices) node claimed with them); nothing but the conv stays in PyTorch."""
+    path = tmp_path / "values.py"
+    path.write_text(FLATTENED.format(tail=tail))
+    (region,) = regions(plan := make_plan(load_reference(path)))
+    assert (region.reduce_kind, region.reduce_op) == (kind, op)
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"], [s.node.target for s in pytorch_ops(plan)]
+
+
+def test_max_with_its_indices_used_stays_in_pytorch(tmp_path):
+    """`.indices` (or [1]) read: PyTorch's max runs; the region ends at the GroupNorm."""
+    path = tmp_path / "indices.py"
+    path.write_text(FLATTENED.format(tail="torch.max(x, dim=1).indices.float() + torch.max(x, dim=1).values"))
+    (region,) = regions(make_plan(load_reference(path)))
+    assert region.reduce_kind == "kNone"
+
+
 def test_reduction_through_a_view_that_does_not_flatten_stays_out():
     """x.view(N, C, -1).mean(-1) flattens only the spatial dims: not a kSample reduction; the region ends at the
     GroupNorm and PyTorch reduces."""
