@@ -52,6 +52,9 @@
 #         loop 3.0-3.1 -> ~2.8 ms (session 26: without the rounding pass the loop is 2.23-2.36 against the wgmma's
 #         2.04). Same call: this tree and session 29's (.build/s30old), alternately, twice; all harness tests;
 #         validate --bench and KernelBench of the fused file.
+#   run8: issue 12's unseen references: six new own references (tests/ref/references), among them torch.max(...)
+#         .values, which the planner left in PyTorch until now: each emitted (prebuilt in parallel), then
+#         tests/gpu/test_ref_emitted.py (kgen validate: outputs, every gradient, float64, determinism).
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -153,6 +156,16 @@ case "${1:-}" in
     done
     validate_fused run7
     kb_eval_fused run7
+    ;;
+  run8)
+    export TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+    NEW="convt1d_gn_channel_max_values conv2d_gn1_manual_mish_sum linear_view_gn_functional_amax conv3d_sub_div_gn_relu_pow_mean conv3d_gn_hardsigmoid_avgpool3d gn_scale_softmax_channels"
+    mkdir -p /tmp/s30/own
+    for n in $NEW; do python3 -m kgen.cli emit --ref tests/ref/references/$n.py -o /tmp/s30/own/${n}_solution.py; done
+    timeout -k 5 300 python3 benchmarks/prebuild.py -j 8 /tmp/s30/own/*.py 2>&1 | tail -2
+    K=$(echo $NEW | sed 's/ / or /g')
+    timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
+      | tee "$OUT/$S/run8_pytest_own.log" | tail -3
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
