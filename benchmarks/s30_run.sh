@@ -55,6 +55,8 @@
 #   run8: issue 12's unseen references: six new own references (tests/ref/references), among them torch.max(...)
 #         .values, which the planner left in PyTorch until now: each emitted (prebuilt in parallel), then
 #         tests/gpu/test_ref_emitted.py (kgen validate: outputs, every gradient, float64, determinism).
+#   run9: the family table's L2-85 row, checked and timed with session 29's plan (the clamp moved before the max
+#         pooling): family.py --only 85 --bench (emit, validate, KernelBench, kgen / eager / torch.compile).
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -166,6 +168,13 @@ case "${1:-}" in
     K=$(echo $NEW | sed 's/ / or /g')
     timeout -k 5 400 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
       | tee "$OUT/$S/run8_pytest_own.log" | tail -3
+    ;;
+  run9)
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+    G=.build/family_s30_a; mkdir -p "$G"
+    PYTHONPATH=/tmp/site:$PWD timeout -k 5 500 python3 benchmarks/family.py .kb/problems .kb "$G" --trials 2 \
+      --jobs 12 --only 85 --workers 1 --bench 2>&1 | tee "$G/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200
+    rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s30_a"
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
