@@ -1,7 +1,8 @@
 """The reductions a GroupNorm region absorbs after it (part of the Planner, plan.py): torch.mean / sum /
 amax / amin / max / min / logsumexp over channels, spatial dims or all but the batch (also through a view that
-flattens all but the batch), and window pooling (nn.MaxPool/AvgPool 1d-3d and their functional spellings) where
-kernel == stride."""
+flattens all but the batch), window pooling (nn.MaxPool/AvgPool 1d-3d and their functional spellings) where
+kernel == stride, and global pooling (adaptive average / max pooling to size 1) as the mean / max over the spatial
+dims."""
 from __future__ import annotations
 
 import operator
@@ -20,18 +21,27 @@ POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
          nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
 POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
 # The functional spellings: (op, spatial dims, argument names after the input).
+_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
+                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
+                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
+# Adaptive pooling to an output of size 1 (global average / max pooling): the mean or max over the spatial dims,
+# kept as (N, C, 1, ...). Modules and functional spellings: (op, spatial dims).
+ADAPTIVE_POOLS = {nn.AdaptiveAvgPool1d: ("kMean", 1), nn.AdaptiveAvgPool2d: ("kMean", 2),
+                  nn.AdaptiveAvgPool3d: ("kMean", 3), nn.AdaptiveMaxPool1d: ("kMax", 1),
+                  nn.AdaptiveMaxPool2d: ("kMax", 2), nn.AdaptiveMaxPool3d: ("kMax", 3),
+                  F.adaptive_avg_pool1d: ("kMean", 1), F.adaptive_avg_pool2d: ("kMean", 2),
+                  F.adaptive_avg_pool3d: ("kMean", 3), F.adaptive_max_pool1d: ("kMax", 1),
+                  F.adaptive_max_pool2d: ("kMax", 2), F.adaptive_max_pool3d: ("kMax", 3)}
+
+
 def is_values_output(node) -> bool:
     """Whether `node` takes the values of a torch.max / torch.min (x, dim) result: `[0]` or `.values`."""
     return node.op == "call_function" and (
         (node.target is operator.getitem and node.args[1] == 0) or
         (node.target is getattr and node.args[1] == "values"))
 
-
-_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
-                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
-                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
 
 # Element-wise ops that commute with a max or min reduction: op(max(v)) == max(op(v)), value and gradient. Each is
 # the identity between its bounds and constant beyond them (non-decreasing, so the extreme of op(v) is op of the
@@ -67,6 +77,9 @@ class ReductionPlanning:
             return node, "kWindow", POOLS[type(module)], False, k, window_expr
         if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
             return self.functional_pool(node, source, rank)
+        adaptive = self.global_pool(node, module, source, rank)
+        if adaptive is not None:
+            return adaptive
         op_name = None
         args, kw = list(node.args), dict(node.kwargs)
         if node.op == "call_method" and node.target in REDUCTION_OPS:
@@ -134,6 +147,26 @@ class ReductionPlanning:
                 given.get("return_indices") or given.get("divisor_override") is not None:
             return None
         return node, "kWindow", op, False, k, repr(tuple(k))
+
+    def global_pool(self, node, module, source, rank):
+        """nn.AdaptiveAvgPool2d(1), F.adaptive_max_pool3d(x, (1, 1, 1)) and the like: the mean or max over the
+        spatial dims, keepdim (kPlane). Other output sizes, and max pooling that returns its indices, stay in
+        PyTorch."""
+        if module is not None and type(module) in ADAPTIVE_POOLS:
+            (op, dims), size = ADAPTIVE_POOLS[type(module)], module.output_size
+            indices = getattr(module, "return_indices", False)
+        elif node.op == "call_function" and node.target in ADAPTIVE_POOLS:
+            if not node.args or node.args[0] is not source:
+                return None
+            op, dims = ADAPTIVE_POOLS[node.target]
+            given = dict(zip(("output_size", "return_indices"), node.args[1:]), **node.kwargs)
+            size, indices = given.get("output_size"), given.get("return_indices", False)
+        else:
+            return None
+        if dims != rank - 2 or indices is not False or isinstance(size, torch.fx.Node) or \
+                any(s != 1 for s in as_tuple(size, dims)):
+            return None
+        return node, "kPlane", op, True, (), ""
 
     def fold_after_extreme(self, step, output_node):
         """Moves the ops of COMMUTE_WITH_EXTREMES that read a max / min reduction's output, one after another

@@ -206,6 +206,55 @@ def test_max_min_values_in_either_spelling(tmp_path, tail, kind, op):
     assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"], [s.node.target for s in pytorch_ops(plan)]
 
 
+GLOBAL_POOL = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.gn = nn.GroupNorm(4, 16)
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.max = nn.AdaptiveMaxPool2d((1, 1))
+
+    def forward(self, x):
+        x = self.gn(self.conv(x))
+        return {tail}
+
+
+def get_inputs():
+    return [torch.rand(4, 3, 16, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("tail, op", [
+    ("self.avg(x)", "kMean"),
+    ("self.max(x)", "kMax"),
+    ("F.adaptive_avg_pool2d(x, (1, 1)).flatten(1)", "kMean"),
+    ("F.adaptive_max_pool2d(x, output_size=1)", "kMax"),
+    ("F.adaptive_avg_pool2d(x, 2)", None),
+    ("F.adaptive_max_pool2d(x, 1, return_indices=True)[0]", None),
+    ("F.adaptive_avg_pool2d(x, (1, None))", None),
+])
+def test_global_pooling_is_the_mean_or_max_over_the_spatial_dims(tmp_path, tail, op):
+    """Adaptive pooling to size 1 (module or functional) is the region's kPlane reduction with keepdim; other
+    output sizes, and max pooling that returns its indices, run in PyTorch (the region ends at the GroupNorm)."""
+    path = tmp_path / "global_pool.py"
+    path.write_text(GLOBAL_POOL.format(tail=tail))
+    (region,) = regions(make_plan(load_reference(path)))
+    if op is None:
+        assert region.reduce_kind == "kNone"
+    else:
+        assert (region.reduce_kind, region.reduce_op, region.keepdim) == ("kPlane", op, True)
+
+
 def test_max_with_its_indices_used_stays_in_pytorch(tmp_path):
     """`.indices` (or [1]) read: PyTorch's max runs; the region ends at the GroupNorm."""
     path = tmp_path / "indices.py"
