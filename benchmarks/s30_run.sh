@@ -57,6 +57,9 @@
 #         tests/gpu/test_ref_emitted.py (kgen validate: outputs, every gradient, float64, determinism).
 #   run9: the family table's L2-85 row, checked and timed with session 29's plan (the clamp moved before the max
 #         pooling): family.py --only 85 --bench (emit, validate, KernelBench, kgen / eager / torch.compile).
+#   run10: global pooling (adaptive average / max pooling to size 1) now fuses as the mean / max over the spatial
+#         dims: two own references for it, and run8's `.values` one again after that change, emitted, prebuilt in
+#         parallel and validated (kgen validate: outputs, every gradient, float64, determinism).
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
@@ -175,6 +178,17 @@ case "${1:-}" in
     PYTHONPATH=/tmp/site:$PWD timeout -k 5 500 python3 benchmarks/family.py .kb/problems .kb "$G" --trials 2 \
       --jobs 12 --only 85 --workers 1 --bench 2>&1 | tee "$G/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-200
     rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s30_a"
+    ;;
+  run10)
+    export TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+    NEW="conv3d_gn_swish_global_avgpool conv2d_gn_tanh_global_maxpool convt1d_gn_channel_max_values"
+    mkdir -p /tmp/s30/own
+    for n in $NEW; do python3 -m kgen.cli emit --ref tests/ref/references/$n.py -o /tmp/s30/own/${n}_solution.py; done
+    timeout -k 5 300 python3 benchmarks/prebuild.py -j 8 /tmp/s30/own/*.py 2>&1 | tail -1
+    for n in $NEW; do
+      timeout -k 5 200 python3 -m kgen.cli validate /tmp/s30/own/${n}_solution.py --trials 2 > /tmp/s30/v_$n.log 2>&1
+      echo "$n: exit $?"; grep -E "^(kgen verdict|RESULT)" /tmp/s30/v_$n.log; cp /tmp/s30/v_$n.log "$OUT/$S/run10_validate_$n.log"
+    done
     ;;
   *) echo "usage: $0 runN"; exit 2 ;;
 esac
