@@ -145,9 +145,11 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
+# A conv and a GroupNorm, then `tail` (the pooling modules for the global pooling tests).
 FLATTENED = """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 
 class Model(nn.Module):
@@ -155,6 +157,8 @@ class Model(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 16, 3)
         self.gn = nn.GroupNorm(4, 16)
+        self.avg = nn.AdaptiveAvgPool2d(1)
+        self.max = nn.AdaptiveMaxPool2d((1, 1))
 
     def forward(self, x):
         x = self.gn(self.conv(x))
@@ -206,34 +210,6 @@ def test_max_min_values_in_either_spelling(tmp_path, tail, kind, op):
     assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"], [s.node.target for s in pytorch_ops(plan)]
 
 
-GLOBAL_POOL = """
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 16, 3)
-        self.gn = nn.GroupNorm(4, 16)
-        self.avg = nn.AdaptiveAvgPool2d(1)
-        self.max = nn.AdaptiveMaxPool2d((1, 1))
-
-    def forward(self, x):
-        x = self.gn(self.conv(x))
-        return {tail}
-
-
-def get_inputs():
-    return [torch.rand(4, 3, 16, 16)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 @pytest.mark.parametrize("tail, op", [
     ("self.avg(x)", "kMean"),
     ("self.max(x)", "kMax"),
@@ -247,7 +223,7 @@ def test_global_pooling_is_the_mean_or_max_over_the_spatial_dims(tmp_path, tail,
     """Adaptive pooling to size 1 (module or functional) is the region's kPlane reduction with keepdim; other
     output sizes, and max pooling that returns its indices, run in PyTorch (the region ends at the GroupNorm)."""
     path = tmp_path / "global_pool.py"
-    path.write_text(GLOBAL_POOL.format(tail=tail))
+    path.write_text(FLATTENED.format(tail=tail))
     (region,) = regions(make_plan(load_reference(path)))
     if op is None:
         assert region.reduce_kind == "kNone"
