@@ -6,7 +6,6 @@ plan_pointwise.py (element-wise kernels outside regions, library steps).
 """
 from __future__ import annotations
 
-import operator
 
 import torch
 import torch.nn as nn
