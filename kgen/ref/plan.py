@@ -6,7 +6,6 @@ plan_pointwise.py (element-wise kernels outside regions, library steps).
 """
 from __future__ import annotations
 
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
