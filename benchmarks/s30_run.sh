@@ -60,6 +60,11 @@
 #   run10: global pooling (adaptive average / max pooling to size 1) now fuses as the mean / max over the spatial
 #         dims: two own references for it, and run8's `.values` one again after that change, emitted, prebuilt in
 #         parallel and validated (kgen validate: outputs, every gradient, float64, determinism).
+# Set-up here before the calls that need it (git-ignored, carried to the device):
+#   run4-run6: .build/s30/pNN.py, `kgen emit --ref .kb/problems/levelX_NN_*.py -o .build/s30/pNN.py` for NN in
+#              35 19 21 23 27 60 61 83 (carry [".kb", ".build/s30"]);
+#   run7:      .build/s30old, session 29's tree: `git archive dc8f57e kgen tests | tar -x -C .build/s30old`
+#              (carry [".kb", ".build/s30old"]).
 set -u
 S=s30
 source benchmarks/convt_fused_helpers.sh
