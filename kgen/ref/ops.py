@@ -85,6 +85,16 @@ OPS = {o.name: o for o in [
     OpDef("expm1", 1, "expm1f(a)", ("r + 1.f",), "expm1(a)"),
     OpDef("log1p", 1, "log1pf(a)", ("1.f / (a + 1.f)",), "log1p(a)"),
     OpDef("sin", 1, "sinf(a)", ("cosf(a)",), "sin(a)"),
+    # PReLU: b is its weight, per channel or one value (a get_attr the planner reads as a parameter); the
+    # product rounded once as PyTorch's prelu kernel rounds it; autograd's gradient to the weight is a where a <= 0.
+    OpDef("prelu", 2, "(a > 0.f ? a : __fmul_rn(b, a))", ("a > 0.f ? 1.f : b", "a > 0.f ? 0.f : a"),
+          "prelu(a, b)"),
+    # The shrinks as PyTorch's CUDA kernels: inside [-lambd, lambd] softshrink gives a * 0 (a NaN stays NaN, a
+    # negative a gives -0); both gradients pass outside the closed interval (shrink_backward).
+    OpDef("softshrink", 1, "(a > {lambd} ? __fsub_rn(a, {lambd}) : (a < -{lambd} ? __fadd_rn(a, {lambd}) : a * 0.f))",
+          ("(a >= -{lambd} && a <= {lambd}) ? 0.f : 1.f",), "softshrink(a, {lambd})"),
+    OpDef("hardshrink", 1, "((a >= -{lambd} && a <= {lambd}) ? 0.f : a)",
+          ("(a >= -{lambd} && a <= {lambd}) ? 0.f : 1.f",), "hardshrink(a, {lambd})"),
     OpDef("cos", 1, "cosf(a)", ("-sinf(a)",), "cos(a)"),
 ]}
 
@@ -148,6 +158,15 @@ def _alpha(name):
 def _threshold(args, kwargs):
     return "threshold", [args[0]], {"threshold": kwargs.get("threshold", args[1] if len(args) > 1 else None),
                                     "value": kwargs.get("value", args[2] if len(args) > 2 else None)}
+
+
+def _shrink(name):
+    return lambda args, kwargs: (name, [args[0]], {"lambd": kwargs.get("lambd", args[1] if len(args) > 1 else 0.5)})
+
+
+def _prelu(args, kwargs):
+    weight = kwargs.get("weight", args[1] if len(args) > 1 else None)
+    return ("prelu", [args[0], weight], {}) if weight is not None else None
 
 
 def _pow(args, kwargs):
@@ -235,6 +254,8 @@ FUNCTIONS = {
     torch.special.erfc: _unary("erfc"), torch.expm1: _unary("expm1"), torch.special.expm1: _unary("expm1"),
     torch.log1p: _unary("log1p"), torch.special.log1p: _unary("log1p"), torch.sin: _unary("sin"),
     torch.cos: _unary("cos"),
+    torch.special.expit: _unary("sigmoid"), torch.prelu: _prelu,
+    F.softshrink: _shrink("softshrink"), F.hardshrink: _shrink("hardshrink"),  # F.hardshrink is torch.hardshrink
 }
 
 METHODS = {
@@ -247,7 +268,7 @@ METHODS = {
     "minimum": _rbinary("minimum"), "maximum": _rbinary("maximum"),
     "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
     "erf": _unary("erf"), "erfc": _unary("erfc"), "expm1": _unary("expm1"), "log1p": _unary("log1p"),
-    "sin": _unary("sin"), "cos": _unary("cos"),
+    "sin": _unary("sin"), "cos": _unary("cos"), "hardshrink": _shrink("hardshrink"), "prelu": _prelu,
 }
 
 
@@ -288,6 +309,10 @@ def _module_op(module: nn.Module):
         return "logsigmoid", {}
     if isinstance(module, nn.Tanhshrink):
         return "tanhshrink", {}
+    if isinstance(module, nn.Softshrink):
+        return "softshrink", {"lambd": module.lambd}
+    if isinstance(module, nn.Hardshrink):
+        return "hardshrink", {"lambd": module.lambd}
     if isinstance(module, nn.Threshold):
         return "threshold", {"threshold": module.threshold, "value": module.value}
     return None
@@ -295,7 +320,7 @@ def _module_op(module: nn.Module):
 
 # Module attributes behind each constant of a module op: checked again by ModelNew at construction.
 MODULE_CONSTANT_ATTRS = {"slope": "negative_slope", "lo": "min_val", "hi": "max_val", "beta": "beta",
-                         "threshold": "threshold", "alpha": "alpha", "value": "value"}
+                         "threshold": "threshold", "alpha": "alpha", "value": "value", "lambd": "lambd"}
 
 
 def recognise(node, module: nn.Module | None = None):

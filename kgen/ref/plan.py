@@ -18,6 +18,7 @@ from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
 from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
+from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
 # A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
@@ -30,6 +31,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         self.nodes = list(ref.graph.nodes)
         self.order = {n.name: i for i, n in enumerate(self.nodes)}
         self.modules = dict(ref.gm.named_modules())
+        self.prelu_weights = prelu_weights(ref.graph)   # (C,) tensors that apply to dim 1, not the last dim
         self.claimed: dict[str, object] = {}     # node name -> the step that computes it
         self.steps: list = []
 
@@ -67,6 +69,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
             return None
         shape = tuple(tensor.shape)
+        if value.name in self.prelu_weights:
+            ok = len(full) >= 2 and len(shape) == 1 and shape[0] in (1, full[1])
+            return Param(expr=self.attr(value.target), shape=shape, label=value.target) if ok else None
         if len(full) < 2 or len(shape) > len(full):
             return None
         aligned = (1,) * (len(full) - len(shape)) + shape

@@ -21,7 +21,9 @@ LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvT
                    nn.Dropout3d, nn.AlphaDropout, nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d,
                    nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d,
                    nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d, nn.Flatten, nn.Identity,
-                   nn.Upsample, nn.PixelShuffle, nn.Embedding, nn.Softmax, nn.LogSoftmax)
+                   nn.Upsample, nn.PixelShuffle, nn.Embedding, nn.Softmax, nn.LogSoftmax, nn.Softmax2d, nn.GLU,
+                   nn.FeatureAlphaDropout, nn.LocalResponseNorm, nn.ZeroPad2d, nn.ConstantPad1d, nn.ConstantPad2d,
+                   nn.ConstantPad3d, nn.PixelUnshuffle, nn.Unflatten, nn.CosineSimilarity, nn.PairwiseDistance)
 LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F.conv1d, F.conv2d, F.conv3d,
                      F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.dropout, F.batch_norm,
                      F.layer_norm, F.instance_norm, F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d,
@@ -33,7 +35,12 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
                      F.interpolate, F.softmax, F.log_softmax, torch.flatten, torch.cat, torch.stack, torch.reshape,
                      torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze, torch.softmax, torch.log_softmax,
                      torch.mean, torch.sum, torch.amax, torch.amin, torch.max, torch.min, torch.logsumexp,
-                     torch.tensor, operator.getitem, getattr, torch.einsum}
+                     torch.tensor, operator.getitem, getattr, torch.einsum,
+                     # deterministic reductions and reshapes kgen does not fuse: run as the reference runs them
+                     torch.std, torch.var, torch.std_mean, torch.var_mean, torch.norm, torch.linalg.norm,
+                     torch.linalg.vector_norm, torch.prod, torch.argmax, torch.argmin, torch.chunk,
+                     torch.split, torch.flip, torch.roll, F.glu, F.normalize, F.pad, F.pixel_shuffle,
+                     F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv}
 # An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
 # this many per-channel parameters (gn_region_common.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
@@ -41,7 +48,9 @@ MAX_POINTWISE_PARAMS = 4
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
-                   "matmul", "mm", "bmm", "t", "float", "to"}
+                   "matmul", "mm", "bmm", "t", "float", "to", "std", "var", "norm", "prod", "argmax",
+                   "argmin", "chunk", "split", "flip", "roll", "view_as", "reshape_as", "expand_as", "type", "clone",
+                   "repeat", "unflatten", "narrow", "log_softmax", "double", "half", "bfloat16"}
 
 
 class PointwisePlanning:

@@ -21,6 +21,8 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, prelu_as_function
+
 
 class RefError(ValueError):
     """A reference kgen cannot read or plan: a one-line, user-facing message."""
@@ -93,6 +95,7 @@ def load_reference(path: str | Path) -> Reference:
     flags = training_flags(gm.graph, other_graph, mode, path)
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
+    prelu_as_function(gm)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
     meta_gm = copy.deepcopy(gm).to("meta").eval()
@@ -105,6 +108,8 @@ def load_reference(path: str | Path) -> Reference:
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
+    drop_same_value_ops(gm)   # after the flags: `training=self.training` is no constant False
+    drop_unused_items(gm)
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,

@@ -28,6 +28,8 @@ OTHER_SHAPES = {
     "conv2d_gn_input_residual_gate": (["[16, 4]"], ["[3, 16, 7, 9]"]),
     # (N, F) with F = 96 channels of 1-value planes, N = 5
     "linear_gn_input_gate_rank1": (["[96, 6]"], ["[5, 96]"]),
+    # PReLU's (C,) weight at another channel count (20 channels, 5 groups)
+    "conv2d_prelu_gn_prelu_channels": (["[3, 20, 5]"], ["[2, 3, 7, 10]"]),
 }
 
 

@@ -1,0 +1,122 @@
+"""Graph rewrites between tracing and planning (trace.py calls them): spellings that mean the same value are brought
+to one form, so that the planner sees one op where the reference may have written several.
+
+- `nn.PReLU` becomes `torch.prelu(x, weight)` with a get_attr of its own for the weight (before the shapes are
+  propagated), so that the planner reads the weight as a per-channel parameter: PReLU's weight is (C,) or (1,)
+  and applies to dim 1 whatever the rank, which is not how broadcasting would read a (C,) tensor.
+- Ops that return their operand's value (after the shapes are propagated, which tell the dtypes): `nn.Identity`,
+  dropout with p = 0 (PyTorch returns the input and draws no random numbers), `F.dropout(..., training=False)`,
+  `.contiguous()`, `.clone()`, and `.float()` / `.to(dtype)` / `.type(dtype)` to the dtype the tensor already has.
+  Left in the graph they would split a fused region in two at a library step that does nothing.
+- `v, i = torch.max(x, dim)`: fx records a getitem for each name unpacked, used or not. An unused one would keep
+  the reduction from fusing (the planner sees its indices read), so getitems nothing reads are dropped.
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+DROPOUT_FUNCTIONS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout,
+                     torch.dropout}
+SAME_VALUE_METHODS = {"contiguous", "clone"}
+SAME_VALUE_FUNCTIONS = {torch.clone}
+CAST_METHODS = {"float": torch.float32, "double": torch.float64, "half": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def prelu_as_function(gm: torch.fx.GraphModule) -> None:
+    """`self.act(x)` with act an nn.PReLU -> `torch.prelu(x, self.act.weight)`; every torch.prelu reads its weight
+    through a get_attr node no other op reads (the planner takes that node as a per-channel parameter)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.PReLU) and \
+                len(node.args) == 1 and not node.kwargs:
+            with graph.inserting_before(node):
+                weight = graph.get_attr(f"{node.target}.weight")
+                call = graph.call_function(torch.prelu, (node.args[0], weight))
+            call.meta.update(node.meta)
+            node.replace_all_uses_with(call)
+            graph.erase_node(node)
+        elif node.op == "call_function" and node.target is torch.prelu and len(node.args) == 2 and \
+                isinstance(node.args[1], torch.fx.Node) and node.args[1].op == "get_attr" and \
+                len(node.args[1].users) > 1:
+            with graph.inserting_before(node):
+                weight = graph.get_attr(node.args[1].target)
+            node.args = (node.args[0], weight)
+    gm.recompile()
+
+
+def prelu_weights(graph: torch.fx.Graph) -> set:
+    """Names of the get_attr nodes that are a torch.prelu's weight (each read by that call alone)."""
+    return {n.args[1].name for n in graph.nodes
+            if n.op == "call_function" and n.target is torch.prelu and len(n.args) == 2 and
+            isinstance(n.args[1], torch.fx.Node) and n.args[1].op == "get_attr" and len(n.args[1].users) == 1}
+
+
+def _dtype_of(node):
+    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
+    return getattr(meta, "dtype", None)
+
+
+def _argument(node, position: int, keyword: str, default):
+    if keyword in node.kwargs:
+        return node.kwargs[keyword]
+    return node.args[position] if len(node.args) > position else default
+
+
+def _same_value_cast(node) -> bool:
+    """`.float()`, `.to(torch.float32)`, `.type(torch.float32)` on a tensor that is float32 already (no device,
+    no copy= or memory_format= argument: those stay the reference's call)."""
+    source = _dtype_of(node.args[0]) if node.args else None
+    if source is None:
+        return False
+    if node.target in CAST_METHODS:
+        return len(node.args) == 1 and not node.kwargs and CAST_METHODS[node.target] == source
+    if node.target in ("to", "type"):
+        rest = list(node.args[1:]) + list(node.kwargs.values())
+        return len(rest) == 1 and isinstance(rest[0], torch.dtype) and rest[0] == source and \
+            set(node.kwargs) <= {"dtype"}
+    return False
+
+
+def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
+    """Whether `node`'s value is its first operand's (see the module docstring)."""
+    if not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        if isinstance(module, nn.Identity):
+            return len(node.args) == 1 and not node.kwargs
+        return isinstance(module, DROPOUT_MODULES) and len(node.args) == 1 and module.p == 0
+    if node.op == "call_function" and node.target in DROPOUT_FUNCTIONS:
+        p = _argument(node, 1, "p", 0.5)
+        training = _argument(node, 2, "train" if node.target is torch.dropout else "training", True)
+        inplace = _argument(node, 3, "inplace", False)
+        return not inplace and ((isinstance(p, (int, float)) and p == 0) or training is False)
+    if node.op == "call_function" and node.target in SAME_VALUE_FUNCTIONS:
+        return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
+    if node.op == "call_method" and node.target in SAME_VALUE_METHODS:
+        return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
+    return node.op == "call_method" and _same_value_cast(node)
+
+
+def drop_same_value_ops(gm: torch.fx.GraphModule) -> None:
+    """Every op whose value is its operand's is removed; its readers read the operand."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op in ("call_module", "call_function", "call_method") and returns_operand(node, gm):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    gm.recompile()
+
+
+def drop_unused_items(gm: torch.fx.GraphModule) -> None:
+    """getitem nodes nothing reads (fx records one for every name a tuple is unpacked into)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is operator.getitem and not node.users:
+            graph.erase_node(node)
+    gm.recompile()

@@ -1,0 +1,104 @@
+"""`kgen emit --ref`: spellings that mean the same value plan as one (kgen/ref/rewrite.py), PReLU's weight as a
+per-channel parameter, the shrinks, and reductions kgen does not fuse kept as PyTorch's calls (CPU only)."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.ref.emit import emit_reference
+from kgen.ref.ir import LibraryStep, PointwiseStep
+from kgen.ref.plan import make_plan
+from kgen.ref.trace import load_reference
+from tests.ref.test_plan import FLATTENED, pytorch_ops, regions
+
+HERE = Path(__file__).parent
+
+
+def plan_of(tmp_path, tail):
+    path = tmp_path / "spelling.py"
+    path.write_text(FLATTENED.format(tail=tail))
+    return make_plan(load_reference(path))
+
+
+def test_prelu_weights_are_per_channel_parameters():
+    """nn.PReLU(C) (a (C,) weight on dim 1) and F.prelu with a one-value weight: both fused, each weight a
+    parameter of the region (its gradient summed by the kernels), the module call rewritten as torch.prelu."""
+    path = HERE / "references" / "conv2d_prelu_gn_prelu_channels.py"
+    (region,) = regions(plan := make_plan(load_reference(path)))
+    assert [n.op for n in region.prologue] == ["add", "prelu"] and [n.op for n in region.epilogue] == ["prelu"]
+    assert [(p.label, p.shape) for p in region.params] == [("conv.bias", (12,)), ("alpha", (1,)),
+                                                           ("act.weight", (12,))]
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]   # the conv alone
+    text = emit_reference(str(path))[0]
+    assert "self.act.weight)" in text and "__fmul_rn(p0, y)" in text
+
+
+def test_a_tensor_read_by_prelu_and_by_broadcasting_is_read_each_way(tmp_path):
+    """A (C,) parameter that is PReLU's weight and also a broadcast operand (`x * w`, which broadcasts it over the
+    LAST dim): PReLU gets a get_attr of its own, so the product is not mistaken for a per-channel one."""
+    source = FLATTENED.format(tail="F.prelu(x, self.w) * self.w").replace(
+        "self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+        "        self.w = nn.Parameter(torch.linspace(0.1, 0.9, 14))").replace("nn.Conv2d(3, 16, 3)", "nn.Conv2d(3, 14, 3)")
+    source = source.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(7, 14)")
+    path = tmp_path / "shared_weight.py"
+    path.write_text(source)
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ["prelu"]   # the product reads w over the last dim (14 wide)
+    assert not any(isinstance(s, PointwiseStep) and any(p.label == "w" for p in s.params) for s in plan.steps)
+
+
+@pytest.mark.parametrize("tail", [
+    "self.keep(x)", "x.contiguous()", "x.float()", "x.to(torch.float32)", "x.type(torch.float32)", "x.clone()",
+    "torch.clone(x)", "F.dropout(x, 0.0)", "F.dropout(x, p=0.5, training=False)", "nn.functional.dropout2d(x, 0.0)",
+])
+def test_ops_that_return_their_operand_do_not_split_the_region(tmp_path, tail):
+    """`tail` then a sigmoid: one region, GroupNorm -> sigmoid, nothing but the conv in PyTorch."""
+    source = FLATTENED.replace("self.avg = nn.AdaptiveAvgPool2d(1)", "self.keep = nn.Identity()")
+    path = tmp_path / "same_value.py"
+    path.write_text(source.format(tail=f"torch.sigmoid({tail})"))
+    (region,) = regions(plan := make_plan(load_reference(path)))
+    assert [n.op for n in region.epilogue] == ["sigmoid"]
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"], [s.node.target for s in pytorch_ops(plan)]
+
+
+@pytest.mark.parametrize("tail", [
+    "F.dropout(x, 0.25)", "F.dropout(x, 0.25, training=self.training)", "x.double().float()", "x.half()",
+    "x.to(torch.float64, copy=True).float()",
+])
+def test_ops_that_change_the_value_stay(tmp_path, tail):
+    """Dropout that draws random numbers (its training flag read as self.training) and casts to another dtype stay
+    the reference's calls: the region ends at the GroupNorm."""
+    (region,) = regions(plan_of(tmp_path, f"torch.sigmoid({tail})"))
+    assert region.epilogue == []
+
+
+def test_unused_unpacked_indices_do_not_block_the_reduction(tmp_path):
+    """`values, indices = torch.max(x, dim=1)` with indices never read fuses as `[0]` does; the std over every
+    element after it stays PyTorch's, the subtraction reading it is kgen's element-wise kernel."""
+    plan = make_plan(load_reference(HERE / "references" / "gn_max_unpacked_std_library.py"))
+    (region,) = regions(plan)
+    assert (region.reduce_kind, region.reduce_op) == ("kChannel", "kMax")
+    stays = [s.node.target for s in pytorch_ops(plan) if s.node.op != "call_module"]
+    assert stays == ["std"], stays
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [n.op for n in pointwise.nodes] == ["sub"] and pointwise.broadcast == ["std"]
+
+
+def test_shrinks_expit_and_same_value_ops_make_one_region():
+    path = HERE / "references" / "gn_shrinks_expit_same_value_ops.py"
+    (region,) = regions(plan := make_plan(load_reference(path)))
+    assert [n.op for n in region.epilogue] == ["softshrink", "hardshrink", "sigmoid", "mul", "add"]
+    assert [n.consts for n in region.epilogue[:2]] == [{"lambd": 0.3}, {"lambd": 0.2}]
+    assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.node.op != "get_attr"]
+
+
+@pytest.mark.parametrize("tail, function", [
+    ("x / torch.norm(x, p='fro')", torch.norm), ("x.std(dim=1)", "std"), ("torch.var(x, dim=(2, 3))", torch.var),
+    ("F.glu(x, dim=1)", torch.nn.functional.glu), ("torch.linalg.vector_norm(x, dim=1)", torch.linalg.vector_norm),
+])
+def test_reductions_kgen_does_not_fuse_stay_pytorch_calls(tmp_path, tail, function):
+    """Deterministic reductions with no kgen kernel run as the reference runs them (no error, nothing dropped)."""
+    plan = plan_of(tmp_path, tail)
+    assert regions(plan)
+    assert any(s.node.target == function for s in pytorch_ops(plan))
