@@ -6,13 +6,14 @@ whole plan stands, and the rendered text passes the same static rules as every e
 from __future__ import annotations
 
 import json
+import operator
 from pathlib import Path
 
 from kgen import __version__
 from kgen.emit import TEMPLATES, _check_static_rules, _environment
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
-from kgen.ref.graph import is_metadata
+from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
@@ -61,7 +62,8 @@ def explain(plan: Plan) -> list[str]:
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, LibraryStep):
             node = step.node
-            if node.op in ("get_attr",) or is_metadata(node) or \
+            if node.op in ("get_attr",) or is_metadata(node) or param_view_root(node) is not None or \
+                    (node.target is operator.getitem and is_metadata(node.args[0])) or \
                     (node.op == "call_function" and getattr(node.target, "__name__", "") in ("getattr", "tensor")):
                 continue
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))

@@ -3,7 +3,9 @@ plan_batchnorm.py)."""
 from __future__ import annotations
 
 import keyword
+import operator
 
+import torch
 import torch.nn as nn
 
 # Modules whose bias a kgen step can take over (add in a region, or drop before a batch norm).
@@ -52,3 +54,30 @@ def self_attr(target: str, root: nn.Module) -> str:
             expr = f"getattr({expr}, {part!r})"
         owner = getattr(owner, part, None)
     return expr
+
+
+# Views that keep a tensor's order: a parameter read through a chain of them is still read as C values.
+ORDER_KEEPING_METHODS = {"view", "reshape", "unsqueeze", "squeeze", "flatten"}
+ORDER_KEEPING_FUNCTIONS = {torch.reshape, torch.unsqueeze, torch.squeeze, torch.flatten}
+
+
+def _new_axes_only(index) -> bool:
+    """An index of None, `:` and `...` only (w[None, :, None, None]): a view that only adds axes."""
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or (isinstance(i, slice) and i == slice(None)) for i in items)
+
+
+def param_view_root(value):
+    """The get_attr node under `value` and its chain of order-keeping views, or None."""
+    while isinstance(value, torch.fx.Node) and value.op != "get_attr":
+        if not value.args or not isinstance(value.args[0], torch.fx.Node):
+            return None
+        order_keeping = (
+            (value.op == "call_method" and value.target in ORDER_KEEPING_METHODS) or
+            (value.op == "call_function" and value.target in ORDER_KEEPING_FUNCTIONS) or
+            (value.op == "call_function" and value.target is operator.getitem and len(value.args) == 2 and
+             _new_axes_only(value.args[1])))
+        if not order_keeping:
+            return None
+        value = value.args[0]
+    return value if isinstance(value, torch.fx.Node) else None

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
-from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, self_attr
+from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
@@ -61,23 +61,28 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         return None
 
     def param_of(self, value, full: list):
-        """A Param for a get_attr tensor that broadcasts per channel (or as one value) against `full`."""
-        if not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
+        """A Param for a get_attr tensor that broadcasts per channel (or as one value) against `full`, read
+        directly or through views that keep its order (`w.view(1, -1, 1, 1)`, `w[None, :, None, None]`,
+        `w.unsqueeze(-1).unsqueeze(-1)`): the kernels read the parameter itself, C values or one."""
+        root = param_view_root(value)
+        if root is None:
             return None
-        tensor = self.ref.gm.get_parameter(value.target) if is_parameter(self.ref.gm, value.target) else \
-            get_attribute(self.ref.gm, value.target)
+        tensor = self.ref.gm.get_parameter(root.target) if is_parameter(self.ref.gm, root.target) else \
+            get_attribute(self.ref.gm, root.target)
         if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
             return None
         shape = tuple(tensor.shape)
+        param = Param(expr=self.attr(root.target), shape=shape, label=root.target)
         if value.name in self.prelu_weights:
             ok = len(full) >= 2 and len(shape) == 1 and shape[0] in (1, full[1])
-            return Param(expr=self.attr(value.target), shape=shape, label=value.target) if ok else None
-        if len(full) < 2 or len(shape) > len(full):
+            return param if ok else None
+        seen = tuple(tensor_shape(value) or ()) if root is not value else shape
+        if len(full) < 2 or len(seen) > len(full) or tensor.numel() not in (1, full[1]):
             return None
-        aligned = (1,) * (len(full) - len(shape)) + shape
+        aligned = (1,) * (len(full) - len(seen)) + seen
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
             return None
-        return Param(expr=self.attr(value.target), shape=shape, label=value.target)
+        return param
 
     def pw_node(self, node, op, operands, consts) -> PwNode:
         folded = node.args[0].name if op.startswith("where_") else ""

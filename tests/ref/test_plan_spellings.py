@@ -102,3 +102,29 @@ def test_reductions_kgen_does_not_fuse_stay_pytorch_calls(tmp_path, tail, functi
     plan = plan_of(tmp_path, tail)
     assert regions(plan)
     assert any(s.node.target == function for s in pytorch_ops(plan))
+
+
+def test_parameters_read_through_order_keeping_views_are_region_parameters():
+    """unsqueeze / view / None-indexing / reshape of a (C,) parameter: each a per-channel parameter of the region
+    (the kernels read the parameter itself); nothing but the conv stays in PyTorch."""
+    plan = make_plan(load_reference(HERE / "references" / "conv2d_gn_param_views.py"))
+    (region,) = regions(plan)
+    assert [n.op for n in region.prologue] == ["add", "mul"]
+    assert [n.op for n in region.epilogue] == ["mul", "add", "maximum"]
+    assert [(p.label, p.shape) for p in region.params] == [
+        ("conv.bias", (12,)), ("scale", (12,)), ("gain", (12,)), ("shift", (12,)), ("floor", (12,))]
+    assert not [s for s in plan.steps if isinstance(s, PointwiseStep)]
+
+
+@pytest.mark.parametrize("view", ["self.w.view(1, 1, 1, -1)", "self.w.view(1, -1, 1, 1).expand(4, 14, 14, 14)",
+                                  "self.w.flip(0).view(1, -1, 1, 1)"])
+def test_views_that_move_or_reorder_a_parameter_are_not_per_channel(tmp_path, view):
+    """A view that puts the parameter on the last dim (14 wide, as the channels), an expand and a flip are not read
+    as the region's per-channel parameter: the product runs elsewhere."""
+    source = FLATTENED.format(tail=f"x * {view}").replace(
+        "self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+        "        self.w = nn.Parameter(torch.linspace(0.1, 0.9, 14))").replace("nn.Conv2d(3, 16, 3)", "nn.Conv2d(3, 14, 3)")
+    path = tmp_path / "moved.py"
+    path.write_text(source.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(7, 14)"))
+    (region,) = regions(make_plan(load_reference(path)))
+    assert region.epilogue == []
