@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Session 31's device calls, by name (the record of what ran; logs under benchmarks/h100/s31/).
+#   run1: issue 12, references kgen has not seen. Probing spellings found planner gaps, each fixed on the CPU side:
+#         nn.PReLU / F.prelu (a (C,) weight on dim 1) and softshrink / hardshrink / torch.special.expit made `emit`
+#         exit 2; nn.Identity, dropout with p = 0, .contiguous(), .float() on float32, .clone() split a region at a
+#         library step that does nothing; an unused `indices` of `values, indices = torch.max(x, 1)` kept the max
+#         from fusing; (C,) parameters read through views (w.view(1, -1, 1, 1), w[None, :, None, None],
+#         w.unsqueeze(-1).unsqueeze(-1)) ran in an extra element-wise kernel; torch.std / var / norm / F.glu made
+#         `emit` exit 2 (now PyTorch calls). Four new own references for these, then tests/gpu/test_ref_emitted.py
+#         on them (kgen validate: outputs, every gradient, float64, determinism; PReLU at a second shape). Prebuilt
+#         in parallel with ten probe references (tests/ref/probe) that run2 validates.
+#   run2: tests/gpu/test_ref_emitted.py on the ten probe references run1 prebuilt: library ops and element-wise
+#         kernels around regions (a residual of the conv's input, a second forward input, a Frobenius norm, the
+#         GroupNorm's own weight read again, two outputs), groups = channels, a strided ConvTranspose3d + MaxPool3d.
+set -u
+S=s31
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
+OUT=${OUT:-/tmp/kgen-out}
+mkdir -p "$OUT/$S" /tmp/$S/own
+NEW="conv2d_prelu_gn_prelu_channels gn_shrinks_expit_same_value_ops gn_max_unpacked_std_library conv2d_gn_param_views"
+PROBES="conv1x1_nobias_gn_groups_eq_channels_gelu_tanh convt3d_s2_maxpool3d_gn_noaffine_sigmoid convt2d_s2_batch1_gn5_mish
+ residual_block_input_plus_gn gn_minus_channel_mean gn_manual_logsumexp_channels gn_frobenius_normalised
+ gn_times_input_scale_plus_x gn_two_outputs_tuple gn_weight_read_again"
+case "${1:-}" in
+  run1)
+    for n in $NEW; do python3 -m kgen.cli emit --ref tests/ref/references/$n.py -o /tmp/$S/own/${n}_solution.py; done
+    for n in $PROBES; do python3 -m kgen.cli emit --ref tests/ref/probe/$n.py -o /tmp/$S/own/${n}_solution.py; done
+    timeout -k 5 380 python3 benchmarks/prebuild.py -j 16 /tmp/$S/own/*.py 2>&1 | tee "$OUT/$S/run1_prebuild.log" | tail -3
+    K=$(echo $NEW | sed 's/ / or /g')
+    timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
+      | tee "$OUT/$S/run1_pytest_own.log" | tail -4
+    ;;
+  run2)
+    K=$(echo $PROBES | sed 's/ / or /g')
+    timeout -k 5 500 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
+      | tee "$OUT/$S/run2_pytest_probes.log" | tail -6
+    ;;
+esac
