@@ -6,6 +6,7 @@ whole plan stands, and the rendered text passes the same static rules as every e
 from __future__ import annotations
 
 import json
+import math
 import operator
 from pathlib import Path
 
@@ -83,9 +84,10 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     3-D convolutions feeding a region run channels-last, plan_layout.py)."""
     check_block_size(block_size)
     ref = load_reference(path)
-    for shape in ref.input_shapes:
-        if shape is None:
-            raise RefError(f"{path}: get_inputs() returns a non-tensor input: kgen emits torch.rand inputs only")
+    for shape, value in zip(ref.input_shapes, ref.input_values):
+        if shape is None and (type(value) not in (int, float, bool) or not math.isfinite(value)):
+            raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen emits tensors "
+                           "(torch.rand) and finite Python numbers only")
     plan, context = _planned(ref, conv)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)

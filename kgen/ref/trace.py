@@ -43,6 +43,7 @@ class Reference:
     forward_lines: dict = field(default_factory=dict)   # node name -> source line text of the reference
     prelude: str = ""                      # the reference's top-level definitions that ModelNew's code reads
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
+    input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
 
 
 def _short(error: BaseException) -> str:
@@ -114,6 +115,7 @@ def load_reference(path: str | Path) -> Reference:
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
+        input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
         forward_lines=_forward_lines(gm, path), prelude=_prelude(tree),
         constants=_tensor_constants(gm, own_attributes),

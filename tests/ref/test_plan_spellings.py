@@ -8,7 +8,7 @@ import torch
 from kgen.ref.emit import emit_reference
 from kgen.ref.ir import LibraryStep, PointwiseStep
 from kgen.ref.plan import make_plan
-from kgen.ref.trace import load_reference
+from kgen.ref.trace import RefError, load_reference
 from tests.ref.test_plan import FLATTENED, pytorch_ops, regions
 
 HERE = Path(__file__).parent
@@ -128,3 +128,21 @@ def test_views_that_move_or_reorder_a_parameter_are_not_per_channel(tmp_path, vi
     path.write_text(source.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(7, 14)"))
     (region,) = regions(make_plan(load_reference(path)))
     assert region.epilogue == []
+
+
+@pytest.mark.parametrize("value, ok", [("0.5", True), ("3", True), ("True", True), ("'mean'", False),
+                                       ("float('inf')", False), ("[1, 2]", False)])
+def test_a_python_number_among_the_inputs_is_emitted_as_it_is(tmp_path, value, ok):
+    """get_inputs() returning a finite Python number beside the tensors (forward(x, scale)): the emitted
+    get_inputs returns the same number and the op reading it stays PyTorch's; any other non-tensor input is a
+    one-line error."""
+    path = tmp_path / "number_input.py"
+    path.write_text(FLATTENED.replace("def forward(self, x):", "def forward(self, x, s):").replace(
+        "return [torch.rand(4, 3, 16, 16)]", f"return [torch.rand(4, 3, 16, 16), {value}]").format(
+        tail="x * s" if ok else "x"))
+    if not ok:
+        with pytest.raises(RefError, match="get_inputs"):
+            emit_reference(str(path))
+        return
+    text = emit_reference(str(path))[0]
+    assert f"return [torch.rand(4, 3, 16, 16), {value}]" in text
