@@ -12,6 +12,15 @@
 #   run2: tests/gpu/test_ref_emitted.py on the ten probe references run1 prebuilt: library ops and element-wise
 #         kernels around regions (a residual of the conv's input, a second forward input, a Frobenius norm, the
 #         GroupNorm's own weight read again, two outputs), groups = channels, a strided ConvTranspose3d + MaxPool3d.
+#   run3: emitted files this session's planner changes alter: the probe dropout_contiguous_flatten (nn.Dropout(0.0)
+#         no longer splits its region: the relu joins the epilogue) and linear_view_gn_functional_amax (its header's
+#         plan only), and a new probe whose get_inputs() returns a Python number: kgen validate on each. L2-83's
+#         solution prebuilt for run4.
+#   run4: L2-83 is the one family row where torch.compile's forward is faster (2.475 against kgen's 2.507 ms,
+#         session 16): it fuses the dropout into its pointwise kernel. Expected: Inductor draws its own random
+#         numbers (fallback_random off by default), so its output is not the reference's (the masks differ), and
+#         with fallback_random on (the reference's masks) it runs PyTorch's dropout kernel as kgen does and is no
+#         faster than kgen. benchmarks/dropout_rng_probe.py: the four outputs under one seed, then the four timed.
 set -u
 S=s31
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -29,6 +38,22 @@ case "${1:-}" in
     K=$(echo $NEW | sed 's/ / or /g')
     timeout -k 5 180 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
       | tee "$OUT/$S/run1_pytest_own.log" | tail -4
+    ;;
+  run3)
+    CHANGED="dropout_contiguous_flatten linear_view_gn_functional_amax gn_times_forward_number"
+    python3 -m kgen.cli emit --ref tests/ref/probe/dropout_contiguous_flatten.py -o /tmp/$S/own/a_solution.py
+    python3 -m kgen.cli emit --ref tests/ref/references/linear_view_gn_functional_amax.py -o /tmp/$S/own/b_solution.py
+    python3 -m kgen.cli emit --ref tests/ref/probe/gn_times_forward_number.py -o /tmp/$S/own/c_solution.py
+    python3 -m kgen.cli emit --ref .kb/problems/level2_83_*.py -o /tmp/$S/p83.py
+    timeout -k 5 240 python3 benchmarks/prebuild.py -j 4 /tmp/$S/own/[abc]_solution.py /tmp/$S/p83.py 2>&1 \
+      | tee "$OUT/$S/run3_prebuild.log" | tail -1
+    K=$(echo $CHANGED | sed 's/ / or /g')
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
+      | tee "$OUT/$S/run3_pytest.log" | tail -3
+    ;;
+  run4)
+    timeout -k 5 500 python3 benchmarks/dropout_rng_probe.py /tmp/$S/p83.py .kb/problems/level2_83_*.py \
+      --json "$OUT/$S/run4_dropout_rng.json" 2>&1 | grep -v Warning | tee "$OUT/$S/run4_dropout_rng.log" | tail -24
     ;;
   run2)
     K=$(echo $PROBES | sed 's/ / or /g')
