@@ -76,10 +76,10 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if value.name in self.prelu_weights:
             ok = len(full) >= 2 and len(shape) == 1 and shape[0] in (1, full[1])
             return param if ok else None
-        seen = tuple(tensor_shape(value) or ()) if root is not value else shape
-        if len(full) < 2 or len(seen) > len(full) or tensor.numel() not in (1, full[1]):
+        seen = shape if root is value else tensor_shape(value)
+        if seen is None or len(full) < 2 or len(seen) > len(full) or tensor.numel() not in (1, full[1]):
             return None
-        aligned = (1,) * (len(full) - len(seen)) + seen
+        aligned = (1,) * (len(full) - len(seen)) + tuple(seen)
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
             return None
         return param
