@@ -10,9 +10,12 @@ Every failure is a `RefError`: one line, naming the file (and the source line wh
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import hashlib
+import io
 import operator
+import re
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,12 +102,14 @@ def load_reference(path: str | Path) -> Reference:
     prelu_as_function(gm)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
+    refuse_custom_functions(gm.graph, path)
     meta_gm = copy.deepcopy(gm).to("meta").eval()
-    try:
-        ShapeProp(meta_gm).propagate(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs])
-    except Exception as error:
-        raise RefError(f"{path}: running Model.forward on the reference's input shapes failed: "
-                       f"{type(error).__name__}: {_short(error)}") from None
+    failed = _shape_failure(meta_gm, inputs)
+    if failed is not None:
+        node, error = failed
+        where = f"{path}: `{_source_line(node, path)}`" if node is not None and _source_line(node, path) else str(path)
+        raise RefError(f"{where}: running Model.forward on the reference's input shapes failed: "
+                       f"{type(error).__name__}: {_short(error)}")
     # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
@@ -120,6 +125,61 @@ def load_reference(path: str | Path) -> Reference:
         forward_lines=_forward_lines(gm, path), prelude=_prelude(tree),
         constants=_tensor_constants(gm, own_attributes),
     )
+
+
+def _shape_failure(meta_gm: torch.fx.GraphModule, inputs: list):
+    """None where the shapes propagate, else (the node that failed or None, the op's own error). ShapeProp prints
+    the traceback and re-raises a RuntimeError naming the node with all its metadata; the user needs the op's
+    message and the source line."""
+    prop = ShapeProp(meta_gm)
+    failing = {}
+
+    def run_node(node, _run=prop.run_node):
+        failing["node"] = node
+        return _run(node)
+
+    prop.run_node = run_node
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            prop.propagate(*[t.to("meta") if isinstance(t, torch.Tensor) else t for t in inputs])
+    except Exception as error:  # the reference's own op failed at these shapes
+        return failing.get("node"), error.__context__ or error
+    return None
+
+
+# ---- custom autograd Functions ---------------------------------------------------------------------------
+# fx traces a torch.autograd.Function's forward like any Python code: the ops inside it enter the graph and its
+# own backward is lost, so a plan from them would differentiate the forward instead (a straight-through estimator
+# would get other gradients). A graph node made inside such a forward is refused.
+
+def _function_forwards() -> list:
+    """(file, first line, last line) of the forward of every torch.autograd.Function subclass loaded."""
+    spans, pending = [], list(torch.autograd.Function.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending += cls.__subclasses__()
+        code = getattr(cls.__dict__.get("forward"), "__code__", None)
+        if isinstance(cls.__dict__.get("forward"), staticmethod):
+            code = getattr(cls.__dict__["forward"].__func__, "__code__", None)
+        if code is not None:
+            lines = [line for _, _, line in code.co_lines() if line is not None] or [code.co_firstlineno]
+            spans.append((cls.__name__, code.co_filename, code.co_firstlineno, max(lines)))
+    return spans
+
+
+def refuse_custom_functions(graph: torch.fx.Graph, path: Path) -> None:
+    spans = None
+    for node in graph.nodes:
+        trace = node.meta.get("stack_trace") or ""
+        if "in forward" not in trace:
+            continue
+        spans = _function_forwards() if spans is None else spans
+        for name, filename, first, last in spans:
+            for line in re.findall(rf'File "{re.escape(filename)}", line (\d+), in forward', trace):
+                if first <= int(line) <= last:
+                    where = _source_line(node, path)
+                    raise RefError(f"{path}: `{where}`: a custom torch.autograd.Function (`{name}`): fx traces its "
+                                   "forward but not its backward, so kgen cannot plan it")
 
 
 # ---- self.training -----------------------------------------------------------------------------------
