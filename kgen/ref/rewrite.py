@@ -103,6 +103,25 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
     return node.op == "call_method" and _same_value_cast(node)
 
 
+ALIAS_METHODS = {"contiguous", "float", "double", "half", "bfloat16", "to", "type"}
+
+
+def may_return_operand(node, gm: torch.fx.GraphModule) -> bool:
+    """Whether `node` may return its operand itself (the same storage), before the dtypes are known: nn.Identity,
+    dropout that draws nothing (p = 0, or training=False), `.contiguous()` of a contiguous tensor, a cast to its
+    own dtype. An in-place op on one of these writes its operand too (trace.resolve_inplace)."""
+    if node.op == "call_method":
+        return node.target in ALIAS_METHODS
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        return isinstance(module, nn.Identity) or (isinstance(module, DROPOUT_MODULES) and module.p == 0)
+    if node.op == "call_function" and node.target in DROPOUT_FUNCTIONS:
+        p = _argument(node, 1, "p", 0.5)
+        return (isinstance(p, (int, float)) and p == 0) or \
+            _argument(node, 2, "train" if node.target is torch.dropout else "training", True) is False
+    return False
+
+
 def drop_same_value_ops(gm: torch.fx.GraphModule) -> None:
     """Every op whose value is its operand's is removed; its readers read the operand."""
     graph = gm.graph

@@ -24,7 +24,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, prelu_as_function
+from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, may_return_operand, prelu_as_function
 
 
 class RefError(ValueError):
@@ -299,6 +299,16 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
         if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
             raise RefError(f"{where}: in-place `{node.target}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
+        # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
+        # write reaches the other name too wherever that name is read after it.
+        later = lambda value: any(order[u] > order[node] for u in value.users if u is not node)  # noqa: E731
+        if (may_return_operand(operand, gm) and isinstance(operand.args[0], torch.fx.Node) and
+                later(operand.args[0])) or \
+                any(may_return_operand(u, gm) and order[u] < order[node] and later(u)
+                    for u in operand.users if u is not node):
+            raise RefError(f"{where}: in-place `{node.target}` on a tensor that may share its storage with another "
+                           f"name read later (x.contiguous(), nn.Identity, a cast to its own dtype): kgen cannot "
+                           f"plan writes through aliases; write it out of place")
         for user in list(operand.users):
             if user is not node and order[user] > order[node]:
                 user.replace_input_with(operand, node)

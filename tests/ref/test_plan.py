@@ -484,6 +484,7 @@ def run_emit(*args, cwd=None):
     ("syntax_error.py", ["syntax error", ":6:"]),
     ("no_groupnorm.py", ["no GroupNorm"]),
     ("inplace_on_view.py", ["in-place `relu_`", "views", "x[:, :4].relu_()"]),
+    ("inplace_through_identity_alias.py", ["in-place `relu_`", "may share its storage", "y.relu_()"]),
     # fx would trace the Function's forward (round) and lose its straight-through backward
     ("custom_autograd_function.py", ["custom torch.autograd.Function (`StraightThrough`)",
                                      "StraightThrough.apply(self.gn(x))"]),
