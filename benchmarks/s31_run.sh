@@ -26,6 +26,8 @@
 #         Now the same probe on a variant whose output is not constant (the torch.min line removed, clamp to [-1, 1]):
 #         expected, compile's default output differs from eager's at ~30 % of the elements (the masks of p = 0.2
 #         disagree), fallback_random's and kgen's equal it.
+#   run6: a realistic model end to end: a diffusion-UNet residual block (two regions, a time embedding from a second
+#         input broadcast per (sample, channel), Dropout(0.0), the block's residual), emitted, prebuilt, validated.
 set -u
 S=s31
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -68,6 +70,12 @@ case "${1:-}" in
     timeout -k 5 200 python3 benchmarks/prebuild.py -j 2 /tmp/$S/p83v.py 2>&1 | tail -1
     timeout -k 5 350 python3 benchmarks/dropout_rng_probe.py /tmp/$S/p83v.py $V \
       --json "$OUT/$S/run5_dropout_rng_variant.json" 2>&1 | grep -v Warning | tee "$OUT/$S/run5_dropout_rng_variant.log" | tail -24
+    ;;
+  run6)
+    python3 -m kgen.cli emit --ref tests/ref/probe/unet_resblock_time_embedding.py -o /tmp/$S/own/u_solution.py
+    timeout -k 5 200 python3 benchmarks/prebuild.py -j 2 /tmp/$S/own/u_solution.py 2>&1 | tail -1
+    timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k unet_resblock 2>&1 \
+      | tee "$OUT/$S/run6_pytest.log" | tail -3
     ;;
   run2)
     K=$(echo $PROBES | sed 's/ / or /g')
