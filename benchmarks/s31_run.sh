@@ -28,6 +28,10 @@
 #         disagree), fallback_random's and kgen's equal it.
 #   run6: a realistic model end to end: a diffusion-UNet residual block (two regions, a time embedding from a second
 #         input broadcast per (sample, channel), Dropout(0.0), the block's residual), emitted, prebuilt, validated.
+#   run7: run6 passed. The same file timed (kgen validate --bench: kgen / eager / torch.compile in one process).
+#         Expected: kgen's two regions beat eager's GroupNorm + SiLU pairs, but the time embedding's add and the
+#         residual run as separate element-wise kernels (the regions read one tensor stream and per-channel
+#         parameters only), where torch.compile fuses them: kgen behind torch.compile at these small shapes.
 set -u
 S=s31
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -76,6 +80,10 @@ case "${1:-}" in
     timeout -k 5 200 python3 benchmarks/prebuild.py -j 2 /tmp/$S/own/u_solution.py 2>&1 | tail -1
     timeout -k 5 300 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k unet_resblock 2>&1 \
       | tee "$OUT/$S/run6_pytest.log" | tail -3
+    ;;
+  run7)
+    timeout -k 5 400 python3 -m kgen.cli validate /tmp/$S/own/u_solution.py --bench --trials 2 2>&1 \
+      | tee "$OUT/$S/run7_validate_bench.log" | tail -20
     ;;
   run2)
     K=$(echo $PROBES | sed 's/ / or /g')
