@@ -35,6 +35,14 @@
 #   run8: run7: PASS, but kgen's forward 0.778 ms against eager's 0.422 and torch.compile's 0.370, with the same
 #         GPU time (0.045 ms, 10 launches against eager's 16): kgen's host side costs ~70 us more per step. Where:
 #         benchmarks/host_overhead_probe.py, wall time per forward and cProfile of 500 forwards (no_grad).
+#   run9: run8: torch.broadcast_shapes took ~90 us of host time a call (it runs through symbolic-shape guards),
+#         three calls a forward in the element-wise steps' autograd Functions: ~0.26 ms of the UNet block's
+#         0.82-0.90 ms forward. Replaced by a plain helper; it also reads a parameter as the reference does (a
+#         (C,) parameter read through w.view(1, -1, 1, 1), or PReLU's weight, broadcast per channel, where
+#         broadcast_shapes of its own (C,) shape failed against planes not C wide: a bug since this session's
+#         parameter views). The CUDA is unchanged, so the builds are reused. Checks: kgen validate on L2-75 (an
+#         element-wise step whose (1, C, 1, 1) parameter raises the rank), tests/gpu/test_ref_emitted.py on five
+#         references with element-wise steps, and the UNet block timed again. Expected: its forward ~0.55-0.6 ms.
 set -u
 S=s31
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -91,6 +99,20 @@ case "${1:-}" in
   run8)
     timeout -k 5 300 python3 benchmarks/host_overhead_probe.py /tmp/$S/own/u_solution.py \
       tests/ref/probe/unet_resblock_time_embedding.py 2>&1 | grep -v Warning | tee "$OUT/$S/run8_host_overhead.log" | head -60
+    ;;
+  run9)
+    python3 -m kgen.cli emit --ref .kb/problems/level2_75_*.py -o /tmp/$S/p75.py
+    python3 -m kgen.cli emit --ref tests/ref/probe/unet_resblock_time_embedding.py -o /tmp/$S/own/u_solution.py
+    PW="gn_frobenius_normalised linear_gn_max_broadcast_transpose scalar_output_pointwise two_inputs conv2d_gn_input_residual_gate"
+    for n in $PW; do f=$(ls tests/ref/references/$n.py tests/ref/probe/$n.py 2>/dev/null | head -1)
+      python3 -m kgen.cli emit --ref $f -o /tmp/$S/own/pw_${n}_solution.py; done
+    timeout -k 5 200 python3 benchmarks/prebuild.py -j 8 /tmp/$S/p75.py /tmp/$S/own/u_solution.py /tmp/$S/own/pw_*.py 2>&1 | tail -1
+    timeout -k 5 120 python3 -m kgen.cli validate /tmp/$S/p75.py --trials 2 2>&1 | tee "$OUT/$S/run9_validate_l2_75.log" | tail -3
+    timeout -k 5 120 python3 -m kgen.cli validate /tmp/$S/own/u_solution.py --bench --trials 2 2>&1 \
+      | tee "$OUT/$S/run9_validate_bench_unet.log" | grep -E "forward|RESULT"
+    K=$(echo $PW | sed 's/ / or /g')
+    timeout -k 5 240 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" 2>&1 \
+      | tee "$OUT/$S/run9_pytest_pointwise.log" | tail -3
     ;;
   run2)
     K=$(echo $PROBES | sed 's/ / or /g')

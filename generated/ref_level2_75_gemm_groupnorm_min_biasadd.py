@@ -7682,17 +7682,40 @@ def _as_planes(t):
     return t if t.dim() >= 2 else t.reshape(-1, 1)
 
 
+def _read_shape(param, rank):
+    """The shape a parameter broadcasts as: its own (rank 0), or (1, C, 1, ...) of `rank` where the reference
+    reads it per channel through a view of it or as PReLU's weight."""
+    if rank == 0:
+        return tuple(param.shape)
+    return (1, param.numel()) + (1,) * (rank - 2) if param.numel() > 1 else (1,) * rank
+
+
+def _broadcast_shape(shapes):
+    """torch.broadcast_shapes without its host cost (~90 us a call: it runs through symbolic-shape guards)."""
+    rank = max(len(s) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s, rank - len(s)):
+            if d != 1:
+                if out[i] != 1 and out[i] != d:
+                    raise ValueError(f"kgen: shapes {[tuple(t) for t in shapes]} do not broadcast together")
+                out[i] = d
+    return torch.Size(out)
+
+
 class _Pointwise0(torch.autograd.Function):
     """add (getitem [1024, 1] broadcast to [1, 8192, 1024, 1])"""
 
     INPUTS = 1   # tensors the kernel reads (each of the output's shape or broadcast to it), then parameters
     SLOTS = [0]
+    PARAM_RANKS = [0]   # how each parameter broadcasts (_read_shape)
 
     @staticmethod
     def forward(ctx, *args):
         ctx.save_for_backward(*args)
         inputs, params = args[:_Pointwise0.INPUTS], args[_Pointwise0.INPUTS:]
-        shape = torch.broadcast_shapes(*[t.shape for t in args])
+        shape = _broadcast_shape([t.shape for t in inputs] +
+                                 [_read_shape(p, r) for p, r in zip(params, _Pointwise0.PARAM_RANKS)])
         out = _ext.pointwise0_forward(
             [_as_planes(t.expand(shape)) for t in inputs], [params[k] for k in _Pointwise0.SLOTS])
         return out.view(shape)

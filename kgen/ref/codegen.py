@@ -190,6 +190,7 @@ def pointwise_context(step: PointwiseStep) -> dict:
                                                labels)
     return {"index": step.index, "functor": struct, "inputs": len(step.inputs),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
+            "param_ranks": [p.read_rank for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
             "summary": describe_pointwise(step)}
 

@@ -42,6 +42,8 @@ class Param:
     expr: str          # the Python expression ModelNew reads it by, e.g. "self.bias"
     shape: tuple
     label: str
+    read_rank: int = 0  # 0: the reference broadcasts it as its own shape; r: as (1, C, 1, ...) of rank r (read
+                        # through a view such as w.view(1, -1, 1, 1), or as PReLU's weight)
 
 
 @dataclass

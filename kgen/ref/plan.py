@@ -72,7 +72,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if not isinstance(tensor, torch.Tensor) or tensor.dtype != torch.float32:
             return None
         shape = tuple(tensor.shape)
-        param = Param(expr=self.attr(root.target), shape=shape, label=root.target)
+        param = Param(expr=self.attr(root.target), shape=shape, label=root.target,
+                      read_rank=len(full) if root is not value or value.name in self.prelu_weights else 0)
         if value.name in self.prelu_weights:
             ok = len(full) >= 2 and len(shape) == 1 and shape[0] in (1, full[1])
             return param if ok else None

@@ -146,3 +146,59 @@ def test_a_python_number_among_the_inputs_is_emitted_as_it_is(tmp_path, value, o
         return
     text = emit_reference(str(path))[0]
     assert f"return [torch.rand(4, 3, 16, 16), {value}]" in text
+
+
+def test_an_element_wise_kernel_broadcasts_a_parameter_as_the_reference_reads_it(tmp_path, monkeypatch):
+    """A (C,) parameter read through w.view(1, -1, 1, 1), and PReLU's (C,) weight, in an element-wise kernel (after a
+    softmax, which stays PyTorch's) on planes 5 x 7: the kernel is handed the parameter itself, and the output shape
+    is (N, C, 5, 7), not a broadcast of (C,) against the last dim (which fails, 16 against 7)."""
+    import types
+    from tests.ref.test_emitted_python import load_emitted
+    path = tmp_path / "pointwise_params.py"
+    path.write_text(FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))",
+                                      "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                                      "        self.w = nn.Parameter(torch.linspace(0.5, 1.5, 16))\n"
+                                      "        self.act = nn.PReLU(16)").format(
+        tail="self.act(torch.softmax(x, 1) * self.w.view(1, -1, 1, 1))").replace(
+        "torch.rand(4, 3, 16, 16)", "torch.rand(4, 3, 7, 9)"))
+    plan = make_plan(load_reference(path))
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [n.op for n in pointwise.nodes] == ["mul", "prelu"]
+    assert [(p.label, p.shape, p.read_rank) for p in pointwise.params] == [("w", (16,), 4), ("act.weight", (16,), 4)]
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    seen = {}
+
+    def forward(inputs, params):
+        seen["inputs"], seen["params"] = [tuple(t.shape) for t in inputs], [tuple(p.shape) for p in params]
+        return torch.zeros(inputs[0].shape)
+    solution._ext = types.SimpleNamespace(pointwise0_forward=forward)
+    out = solution._Pointwise0.apply(torch.rand(4, 16, 5, 7), torch.rand(16), torch.rand(16))
+    assert tuple(out.shape) == (4, 16, 5, 7)
+    assert seen == {"inputs": [(4, 16, 5, 7)], "params": [(16,), (16,)]}
+
+
+PROBES = sorted((HERE / "probe").glob("*.py"))
+OWN = sorted((HERE / "references").glob("*.py"))
+KERNELBENCH = HERE.parent.parent.parent / "shared" / "kernelbench" / "problems"
+
+
+@pytest.mark.parametrize("path", OWN + PROBES + sorted(KERNELBENCH.glob("level2_75_*.py")), ids=lambda p: p.stem[:40])
+def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
+    """Each element-wise step's autograd Function, handed tensors of its inputs' traced shapes and its parameters
+    (the kernel stubbed), returns the output shape the reference traced: broadcast inputs, 0-d ones, parameters
+    that raise the rank (L2-75's (1, C, 1, 1) bias on an (N, 1) minimum) and parameters read through views."""
+    import types
+    from tests.ref.test_emitted_python import load_emitted
+    plan = make_plan(load_reference(path))
+    steps = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    if not steps:
+        pytest.skip("no element-wise kernel in this plan")
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    model = plan.ref.model
+    stubs = {f"pointwise{s.index}_forward": (lambda inputs, params: torch.zeros(inputs[0].shape)) for s in steps}
+    solution._ext = types.SimpleNamespace(**stubs)
+    for step in steps:
+        inputs = [torch.rand(shape) for shape in step.input_shapes]
+        params = [eval(p.expr, {"self": model}) for p in step.params]
+        out = getattr(solution, f"_Pointwise{step.index}").apply(*inputs, *params)
+        assert list(out.shape) == list(step.shape), (step.index, step.input_shapes, [p.shape for p in step.params])
