@@ -100,9 +100,9 @@ def load_reference(path: str | Path) -> Reference:
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
     prelu_as_function(gm)
+    refuse_custom_functions(gm.graph, path)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
-    refuse_custom_functions(gm.graph, path)
     meta_gm = copy.deepcopy(gm).to("meta").eval()
     failed = _shape_failure(meta_gm, inputs)
     if failed is not None:
@@ -153,7 +153,7 @@ def _shape_failure(meta_gm: torch.fx.GraphModule, inputs: list):
 # would get other gradients). A graph node made inside such a forward is refused.
 
 def _function_forwards() -> list:
-    """(file, first line, last line) of the forward of every torch.autograd.Function subclass loaded."""
+    """(class name, file, first line, last line) of the forward of every torch.autograd.Function subclass loaded."""
     spans, pending = [], list(torch.autograd.Function.__subclasses__())
     while pending:
         cls = pending.pop()
@@ -301,10 +301,12 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
                            f"writes through aliases; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
-        later = lambda value: any(order[u] > order[node] for u in value.users if u is not node)  # noqa: E731
-        if (may_return_operand(operand, gm) and isinstance(operand.args[0], torch.fx.Node) and
-                later(operand.args[0])) or \
-                any(may_return_operand(u, gm) and order[u] < order[node] and later(u)
+        def read_later(value) -> bool:
+            return any(order[u] > order[node] for u in value.users if u is not node)
+
+        base = operand.args[0] if operand.args and isinstance(operand.args[0], torch.fx.Node) else None
+        if (base is not None and may_return_operand(operand, gm) and read_later(base)) or \
+                any(may_return_operand(u, gm) and order[u] < order[node] and read_later(u)
                     for u in operand.users if u is not node):
             raise RefError(f"{where}: in-place `{node.target}` on a tensor that may share its storage with another "
                            f"name read later (x.contiguous(), nn.Identity, a cast to its own dtype): kgen cannot "
