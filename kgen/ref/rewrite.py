@@ -82,6 +82,13 @@ def _same_value_cast(node) -> bool:
     return False
 
 
+def _dropout_draws_nothing(node) -> bool:
+    """A dropout call with p = 0 or training=False: PyTorch returns its input and draws no random numbers."""
+    p = _argument(node, 1, "p", 0.5)
+    training = _argument(node, 2, "train" if node.target is torch.dropout else "training", True)
+    return (isinstance(p, (int, float)) and p == 0) or training is False
+
+
 def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
     """Whether `node`'s value is its first operand's (see the module docstring)."""
     if not node.args or not isinstance(node.args[0], torch.fx.Node):
@@ -92,10 +99,7 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
             return len(node.args) == 1 and not node.kwargs
         return isinstance(module, DROPOUT_MODULES) and len(node.args) == 1 and module.p == 0
     if node.op == "call_function" and node.target in DROPOUT_FUNCTIONS:
-        p = _argument(node, 1, "p", 0.5)
-        training = _argument(node, 2, "train" if node.target is torch.dropout else "training", True)
-        inplace = _argument(node, 3, "inplace", False)
-        return not inplace and ((isinstance(p, (int, float)) and p == 0) or training is False)
+        return not _argument(node, 3, "inplace", False) and _dropout_draws_nothing(node)
     if node.op == "call_function" and node.target in SAME_VALUE_FUNCTIONS:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
     if node.op == "call_method" and node.target in SAME_VALUE_METHODS:
@@ -116,9 +120,7 @@ def may_return_operand(node, gm: torch.fx.GraphModule) -> bool:
         module = gm.get_submodule(node.target)
         return isinstance(module, nn.Identity) or (isinstance(module, DROPOUT_MODULES) and module.p == 0)
     if node.op == "call_function" and node.target in DROPOUT_FUNCTIONS:
-        p = _argument(node, 1, "p", 0.5)
-        return (isinstance(p, (int, float)) and p == 0) or \
-            _argument(node, 2, "train" if node.target is torch.dropout else "training", True) is False
+        return _dropout_draws_nothing(node)
     return False
 
 
