@@ -18,6 +18,11 @@
 #         Expected: where the ops cost most (L2-19: 18 % of the register kernel's time, L2-60 is odd-planed and
 #         keeps the register kernel) the bulk kernel nears the skeleton's 85 %: L2-19 3.13 -> ~2.6-2.7 ms, L2-83
 #         0.60 -> ~0.55, L2-21 1.33 -> ~1.26; L1-35 (L2-bound, no ops) unchanged or slower.
+#   run3: host cost at small shapes (session 31: the UNet residual block's forward 0.40 ms against eager's 0.26, each
+#         kgen C++ entry point ~40-50 us under cProfile, where Function.apply itself costs ~3.5 us on the CPU here).
+#         benchmarks/host_cost_profile.py: torch.profiler's self CPU time by event over 300 no_grad forwards (the
+#         ATen and CUDA runtime calls inside kgen's entry points), then each entry point called alone in a loop.
+#         Expected: something inside the entry points (an allocation, a runtime query, a memset) of tens of us.
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -66,5 +71,12 @@ case "${1:-}" in
       echo "exit code: $?" >> "$OUT/$S/run2_ab_$n.log"
       echo "== L-$n"; grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/$S/run2_ab_$n.log" | tail -n 8 | cut -c1-330
     done
+    ;;
+  run3)
+    python3 -m kgen.cli emit --ref tests/ref/probe/unet_resblock_time_embedding.py -o $V/unet.py
+    timeout -k 5 200 python3 benchmarks/prebuild.py -j 2 $V/unet.py 2>&1 | tail -1
+    timeout -k 5 200 python3 benchmarks/host_cost_profile.py $V/unet.py tests/ref/probe/unet_resblock_time_embedding.py \
+      > "$OUT/$S/run3_host_cost.log" 2>&1; echo "exit $?"
+    grep -v Warn "$OUT/$S/run3_host_cost.log" | cut -c1-180 | head -70
     ;;
 esac
