@@ -23,6 +23,11 @@
 #         benchmarks/host_cost_profile.py: torch.profiler's self CPU time by event over 300 no_grad forwards (the
 #         ATen and CUDA runtime calls inside kgen's entry points), then each entry point called alone in a loop.
 #         Expected: something inside the entry points (an allocation, a runtime query, a memset) of tens of us.
+#   run4: the family at shapes its files were not emitted for (benchmarks/family_other_shapes.py): each of the 17
+#         problems emitted, prebuilt, and validated (outputs, every gradient, float64, determinism) at a small odd
+#         input shape from its own: batch 3, spatial dims 11, channels and init arguments unchanged; (N, F) -> (7, F).
+#         Expected: 17 PASS (the own references already cover odd shapes per kernel family; this runs each problem's
+#         own plan there).
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -78,5 +83,14 @@ case "${1:-}" in
     timeout -k 5 200 python3 benchmarks/host_cost_profile.py $V/unet.py tests/ref/probe/unet_resblock_time_embedding.py \
       > "$OUT/$S/run3_host_cost.log" 2>&1; echo "exit $?"
     grep -v Warn "$OUT/$S/run3_host_cost.log" | cut -c1-180 | head -70
+    ;;
+  run4)
+    mkdir -p $V/family
+    for f in .kb/problems/level*_*.py; do n=$(basename $f | sed -E 's/level[0-9]+_([0-9]+)_.*/\1/')
+      python3 -m kgen.cli emit --ref $f -o $V/family/p$n.py; done
+    timeout -k 5 300 python3 benchmarks/prebuild.py -j 16 $V/family/p*.py 2>&1 | tail -1
+    timeout -k 5 ${SWEEP_TIMEOUT:-280} python3 benchmarks/family_other_shapes.py .kb/problems $V/family "$OUT/$S/run4_other_shapes" \
+      ${ONLY:+--only $ONLY} 2>&1 | grep -v Warn
+    tar czf "$OUT/$S/run4_other_shapes.tar.gz" -C "$OUT/$S" run4_other_shapes && rm -rf "$OUT/$S/run4_other_shapes"
     ;;
 esac
