@@ -7682,6 +7682,19 @@ def _as_planes(t):
     return t if t.dim() >= 2 else t.reshape(-1, 1)
 
 
+def _to_shape(t, shape):
+    """t broadcast to `shape`: t itself where it has that shape already (a view costs host time: small problems
+    are host-bound)."""
+    return t if t.shape == shape else t.expand(shape)
+
+
+def _summed_back(dx, shape, to):
+    """An input's gradient from the kernel's (the output's `shape`), summed over the dims the input repeats along,
+    as autograd does; dx itself where nothing is to be done."""
+    dx = dx if dx.shape == shape else dx.view(shape)
+    return dx if dx.shape == to else dx.sum_to_size(to)
+
+
 def _read_shape(param, rank):
     """The shape a parameter broadcasts as: its own (rank 0), or (1, C, 1, ...) of `rank` where the reference
     reads it per channel through a view of it or as PReLU's weight."""
@@ -7717,8 +7730,8 @@ class _Pointwise0(torch.autograd.Function):
         shape = _broadcast_shape([t.shape for t in inputs] +
                                  [_read_shape(p, r) for p, r in zip(params, _Pointwise0.PARAM_RANKS)])
         out = _ext.pointwise0_forward(
-            [_as_planes(t.expand(shape)) for t in inputs], [params[k] for k in _Pointwise0.SLOTS])
-        return out.view(shape)
+            [_as_planes(_to_shape(t, shape)) for t in inputs], [params[k] for k in _Pointwise0.SLOTS])
+        return out if out.shape == shape else out.view(shape)
 
     @staticmethod
     def backward(ctx, grad):
@@ -7726,10 +7739,9 @@ class _Pointwise0(torch.autograd.Function):
         inputs, params = args[:_Pointwise0.INPUTS], args[_Pointwise0.INPUTS:]
         needed = list(ctx.needs_input_grad[:_Pointwise0.INPUTS])
         *dxs, dparams = _ext.pointwise0_backward(
-            _as_planes(grad), [_as_planes(t.expand(grad.shape)) for t in inputs], needed,
+            _as_planes(grad), [_as_planes(_to_shape(t, grad.shape)) for t in inputs], needed,
             [params[k] for k in _Pointwise0.SLOTS])
-        # a broadcast input's gradient is summed back over the dims it repeats along, as autograd does
-        dxs = [dx.view(grad.shape).sum_to_size(t.shape) if need else None for dx, t, need in zip(dxs, inputs, needed)]
+        dxs = [_summed_back(dx, grad.shape, t.shape) if need else None for dx, t, need in zip(dxs, inputs, needed)]
         grads = [None] * len(params)
         for slot, k in enumerate(_Pointwise0.SLOTS):
             _accumulate(grads, k, _param_grad(dparams[slot], params[k]))
