@@ -28,6 +28,21 @@
 #         input shape from its own: batch 3, spatial dims 11, channels and init arguments unchanged; (N, F) -> (7, F).
 #         Expected: 17 PASS (the own references already cover odd shapes per kernel family; this runs each problem's
 #         own plan there).
+#   run5: the kNone forward on clusters (gn_region_cluster.cuh's cluster_forward_kernel): a (sample, group) slice
+#         held by a cluster of K blocks (<= 72 KB each), its moments merged through distributed shared memory, then
+#         normalised from shared memory: x read once (2 units of traffic) where the sweeps read it twice (3). Taken
+#         where a slice fits 16 blocks: L2-83 (430 KB slices, K = 8), L2-21 (1.03 MB, K = 16); not L1-35, L2-19,
+#         60, 61 (2-8 MB slices). The two-pass harness's tests (the float64 cases now take the cluster forward
+#         where it fits; new: test_cluster_forward at 4 shapes, against float64 and the sweeps), then A/B of the
+#         forward kernels (kernel_variants, 3 rounds) against the sweeps (kClusterForward off) at L2-83 and L2-21.
+#         Expected: the cluster backward ran at 77-79 % of a copy on its 2 units (L2-23, 27) with more work a value;
+#         the forward at ~80-85 % of 2 units against the sweeps' ~97 % of 3: L2-83 0.47 -> ~0.37 ms, L2-21 1.12 ->
+#         ~0.88.
+#   run6: run5: 313 passed; L2-83's forward kernels 338.6 us on clusters against 467.5 for the sweeps (-28 %: 2.60
+#         TB/s on 2 units), L2-21's 1200.9 against 1120.6 (+7 %: 16-block clusters of 65 KB). The cluster forward
+#         now stops at 8 blocks (L2-21 back on the sweeps). The harness's cluster-forward and float64 tests again,
+#         and L2-83's family row (family.py --only 83 --bench: emit, validate, KernelBench 5 trials, kgen / eager /
+#         torch.compile forward and forward+backward). Expected: forward ~2.38 ms (2.51 before; torch.compile 2.48).
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -83,6 +98,37 @@ case "${1:-}" in
     timeout -k 5 200 python3 benchmarks/host_cost_profile.py $V/unet.py tests/ref/probe/unet_resblock_time_embedding.py \
       > "$OUT/$S/run3_host_cost.log" 2>&1; echo "exit $?"
     grep -v Warn "$OUT/$S/run3_host_cost.log" | cut -c1-180 | head -70
+    ;;
+  run5)
+    (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+       > "$OUT/$S/run5_pytest_twopass.log" 2>&1; echo "exit code: $?" >> "$OUT/$S/run5_pytest_twopass.log") &
+    clus='sweeps:constexpr bool kClusterForward = true;=>constexpr bool kClusterForward = false;'
+    for n in 83 21; do
+      python3 -m kgen.cli emit --ref $(problem_file $n) -o $V/c$n.py
+      (timeout -k 5 300 python3 benchmarks/kernel_variants.py $V/c$n.py --kernel 'kgen::' --build-only \
+         --variant "$clus" > "$OUT/$S/run5_build_$n.log" 2>&1) &
+    done
+    wait
+    tail -n 3 "$OUT/$S/run5_pytest_twopass.log"
+    for n in 83 21; do
+      timeout -k 5 100 python3 benchmarks/kernel_variants.py $V/c$n.py --kernel 'kgen::' --rounds 3 --calls 10 \
+        --variant "$clus" --json "$OUT/$S/run5_ab_$n.json" > "$OUT/$S/run5_ab_$n.log" 2>&1
+      echo "== L-$n"; grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/$S/run5_ab_$n.log" | tail -n 3 | cut -c1-400
+    done
+    tar czf "$OUT/$S/run5.tar.gz" -C "$OUT/$S" $(cd "$OUT/$S" && ls run5_*) && rm -f "$OUT/$S"/run5_*.log "$OUT/$S"/run5_*.json
+    ;;
+  run6)
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+    (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+       -k "cluster_forward or matches_float64" > "$OUT/$S/run6_pytest_twopass.log" 2>&1
+     echo "exit code: $?" >> "$OUT/$S/run6_pytest_twopass.log") &
+    G=.build/family_s32_a; mkdir -p "$G"
+    PYTHONPATH=/tmp/site:$PWD timeout -k 5 500 python3 benchmarks/family.py .kb/problems .kb "$G" --trials 2 \
+      --jobs 12 --only 83 --workers 1 --bench 2>&1 | tee "$G/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-300
+    wait
+    tail -n 3 "$OUT/$S/run6_pytest_twopass.log"
+    rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s32_a"
+    tar czf "$OUT/$S/run6.tar.gz" -C "$OUT/$S" family_s32_a run6_pytest_twopass.log && rm -rf "$OUT/$S/family_s32_a" "$OUT/$S/run6_pytest_twopass.log"
     ;;
   run4)
     mkdir -p $V/family

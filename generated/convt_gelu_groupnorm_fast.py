@@ -236,6 +236,22 @@ inline int64_t max_block_smem(int device) { return cached_attribute<cudaDevAttrM
 inline int64_t sm_smem(int device) { return cached_attribute<cudaDevAttrMaxSharedMemoryPerMultiprocessor>(device); }
 inline int multiprocessors(int device) { return cached_attribute<cudaDevAttrMultiProcessorCount>(device); }
 
+// Whether `kernel` was built for sm_90 or newer on `device` (a binary for an older GPU runs there only by the
+// driver's JIT of its PTX, without what sm_90 brought: clusters), asked once per kernel and device.
+inline bool built_for_sm90(const void* kernel, int device) {
+  static std::mutex lock;
+  static std::map<std::pair<const void*, int>, bool> built;
+  const std::lock_guard<std::mutex> guard(lock);
+  const auto key = std::make_pair(kernel, device);
+  auto found = built.find(key);
+  if (found == built.end()) {
+    cudaFuncAttributes attr{};
+    C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
+    found = built.emplace(key, attr.binaryVersion >= 90).first;
+  }
+  return found->second;
+}
+
 // Raises a kernel's dynamic shared memory limit where a launch needs more than the default 48 KB; what
 // was raised already, per kernel and device, is remembered.
 inline void allow_smem(const void* kernel, int64_t bytes) {

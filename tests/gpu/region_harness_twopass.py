@@ -182,6 +182,8 @@ def bindings() -> str:
         "// pipeline_mode (gn_region_twopass_backward_host.cuh): -1 as planned, 0 the sweeps, 1 the pipelined kernel,",
         "// 2 the pipelined kernel at the smallest lag",
         "void set_backward_pipeline(int64_t mode) { kgen::region_twopass::pipeline_mode().store(static_cast<int>(mode)); }",
+        "// cluster_forward_mode (gn_region_cluster.cuh): -1 as planned, 0 the sweeps, 1 clusters wherever feasible",
+        "void set_forward_cluster(int64_t mode) { kgen::region_cluster::cluster_forward_mode().store(static_cast<int>(mode)); }",
     ]
     return "\n".join(lines) + "\n"
 
@@ -199,8 +201,10 @@ std::vector<at::Tensor> region_backward_cluster(int64_t variant, at::Tensor dout
     std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,
     c10::optional<at::Tensor> aux_opt, int64_t groups, std::vector<int64_t> window);
 void set_backward_pipeline(int64_t mode);
+void set_forward_cluster(int64_t mode);
 """
-FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster", "set_backward_pipeline"]
+FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster", "set_backward_pipeline",
+             "set_forward_cluster"]
 
 
 def cuda_source() -> str:

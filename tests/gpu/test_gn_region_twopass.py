@@ -251,6 +251,49 @@ def test_pipelined_backward_phases(ext, mode, name, shape, groups, window):
         assert torch.equal(a, b), "the pipelined backward's result depends on its lag"
 
 
+# (variant, shape, groups): kNone slices the cluster forward holds (K = 2 .. 8 blocks of up to 72 KB), planes of
+# whole packs and odd ones (the scalar path), a slice that fills 8 blocks to the byte, one group
+CLUSTER_FORWARD_CASES = [
+    ("none_sig_hs", (3, 24, 40, 40), 3),        # 12.8 K values a slice: K = 2
+    ("none_plain_g4", (2, 16, 33, 35), 4),      # plane 1155 (odd): copies and packs of one value
+    ("none_sig_hs", (2, 64, 64, 64), 4),        # 64 K values a slice: K = 4
+    ("none_plain_g4", (1, 16, 96, 96), 1),      # 147 K values, one group: K = 8 of exactly 72 KB
+]
+
+
+def ran_kernel(fn, name: str) -> bool:
+    """Whether a CUDA kernel whose name contains `name` ran in fn()."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return any(name in event.name for event in prof.events())
+
+
+@pytest.mark.parametrize("name, shape, groups", CLUSTER_FORWARD_CASES, ids=lambda c: c if isinstance(c, str) else None)
+def test_cluster_forward(ext, name, shape, groups):
+    """The kNone forward on clusters (each slice read once, gn_region_cluster.cuh): it runs at these shapes, its
+    output and statistics against float64 (and the backward from them), and within float32 rounding of the two-pass
+    sweeps' (the moments are folded in another order)."""
+    variant = H.BY_NAME[name]
+    seed = 23 + sum(shape) + groups
+    i = index_of(variant)
+    ext.set_forward_cluster(1)
+    try:
+        x, _ = check_region(ext, variant, shape, groups, True, False, (), seed)
+        _, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, seed, x)
+        run = lambda: ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, [])  # noqa: E731
+        assert ran_kernel(run, "cluster_forward_kernel"), "the cluster forward did not run"
+        clustered = run()
+        ext.set_forward_cluster(0)
+        assert not ran_kernel(run, "cluster_forward_kernel")
+        swept = run()
+    finally:
+        ext.set_forward_cluster(-1)
+    close(clustered[0], swept[0], "out against the sweeps'", tol=1e-5)
+    close(clustered[1].sum(-1), swept[1].sum(-1), "mean against the sweeps'", tol=1e-6)
+    close(clustered[2], swept[2], "rstd against the sweeps'", tol=1e-6)
+
+
 @pytest.mark.parametrize("name, shape, groups, window", [
     ("plane_max", (2, 6, 9, 11), 3, ()),
     ("window_max", (2, 6, 9, 11), 3, (2, 3)),

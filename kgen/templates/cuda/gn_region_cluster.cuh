@@ -1,4 +1,5 @@
-// ---- gn_region_cluster: a region's backward with each slice held on chip by a thread-block cluster ----
+// ---- gn_region_cluster: a region's backward (kPlane, kSample) and forward (kNone) with each slice held on chip
+// by a thread-block cluster ----
 //
 // For the reductions over a plane or a sample (kPlane, kSample), the two-pass backward (gn_region_twopass.cuh)
 // reads x twice: a sweep for the group sums of dy and dy (z - mean), then a sweep for dx; dout is one value
@@ -299,6 +300,104 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
 #endif
 }
 
+// ---- the forward of kNone regions with each slice held on chip (the same clusters)
+//
+// The two-pass forward reads x twice (statistics, then the normalise sweep): 3 units of traffic against 2. Here
+// a cluster of K blocks holds a (sample, group) slice: block k copies its range in, folds the moments of
+// z - pilot over it (pilot: the slice's first z, as the sweeps take it) into one Moments a block; at a cluster
+// barrier thread 0 of every block merges the K blocks' moments through distributed shared memory in rank order,
+// in double (MomentsD, as stats_finalize), so every block has the same mean and rstd bits, and block 0 writes
+// them for the backward; then each block normalises its range from shared memory and writes v.
+template <class Pro, class Epi, int kBlock, int W>
+__global__ void __launch_bounds__(kBlock)
+cluster_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, ClusterPlan plan,
+                       double eps, const float* __restrict__ gamma, const float* __restrict__ beta,
+                       float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  extern __shared__ float4 smem4[];
+  float* held_x = reinterpret_cast<float*>(smem4);
+  __shared__ Moments block_moments;  // this block's, read by the cluster's blocks
+  __shared__ float2 slice_mean;
+  __shared__ float slice_rstd;
+
+  const int K = plan.cluster;
+  const unsigned rank = cluster_rank();
+  const int64_t row = blockIdx.x / K;  // (sample, group)
+  const int64_t S = shape.plane, cpg = plan.cpg, C = shape.channels;
+  const int64_t n = row / shape.groups, g = row - n * shape.groups;
+  const int64_t begin = int64_t(rank) * plan.range;
+  const int64_t count = max(int64_t(0), min(plan.range, plan.slice - begin));
+  const int64_t at = row * plan.slice + begin;  // the range's first value in x and out
+
+  if (plan.copy16) {
+    for (int64_t i = threadIdx.x; i < count / 4; i += kBlock) copy16(held_x + 4 * i, x + at + 4 * i);
+  } else {
+    for (int64_t i = threadIdx.x; i < count; i += kBlock) copy4(held_x + i, x + at + i);
+  }
+  const float pilot = Pro::at(params, g * cpg).value(__ldg(x + row * plan.slice));
+  copies_done();
+  __syncthreads();
+
+  Moments acc{0.f, 0.f, 0.f};
+  for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
+    const Pro pro = Pro::at(params, g * cpg + k);
+#pragma unroll 4
+    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
+      const Pack<W> xs = held_pack<W>(held_x, e);
+      if constexpr (W == 4) {
+        accumulate4(acc, pro.value(xs.v[0]) - pilot, pro.value(xs.v[1]) - pilot, pro.value(xs.v[2]) - pilot,
+                    pro.value(xs.v[3]) - pilot);
+      } else {
+        accumulate1(acc, pro.value(xs.v[0]) - pilot);
+      }
+    }
+  });
+  acc = block_combine<kBlock>(acc);
+  if (threadIdx.x == 0) block_moments = acc;
+  cluster_arrive();
+  cluster_wait();
+  if (threadIdx.x == 0) {
+    MomentsD m{0.0, 0.0, 0.0};
+    for (int r = 0; r < K; ++r) {
+      const float count_r = remote_load(&block_moments.count, r);
+      if (count_r > 0.f) m.merge(count_r, remote_load(&block_moments.mean, r), remote_load(&block_moments.m2, r));
+    }
+    float2 mu;
+    float rs;
+    finish_statistics(m, double(pilot), eps, mu, rs);
+    slice_mean = mu;
+    slice_rstd = rs;
+    if (rank == 0) {
+      mean_out[row] = mu;
+      rstd_out[row] = rs;
+    }
+  }
+  cluster_arrive();  // this block is done reading the others' moments
+  __syncthreads();   // slice_mean, slice_rstd
+  const float2 mu = slice_mean;
+  const float rs = slice_rstd;
+
+  for_pieces(begin, count, S, [&](int64_t k, int64_t lo, int64_t hi) {
+    const int64_t c = g * cpg + k;
+    const region_twopass::Channel<Pro, Epi> ch{Pro::at(params, c), Epi::at(params, c), mu,
+                                               gamma != nullptr ? rs * __ldg(gamma + c) : rs,
+                                               beta != nullptr ? __ldg(beta + c) : 0.f};
+    float* dst = out + at;
+#pragma unroll 4
+    for (int64_t e = lo + int64_t(threadIdx.x) * W; e < hi; e += int64_t(kBlock) * W) {
+      const Pack<W> xs = held_pack<W>(held_x, e);
+      Pack<W> v;
+#pragma unroll
+      for (int j = 0; j < W; ++j) v.v[j] = ch.value(xs.v[j]);
+      store_pack<W>(dst + e, 0, v);
+    }
+  });
+  cluster_wait();  // no block leaves while another may still read its moments
+#else
+  __trap();  // never launched: cluster_forward_plan declines below sm_90
+#endif
+}
+
 }  // namespace region_cluster
 
 namespace region_cluster {
@@ -327,21 +426,50 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
       break;
     }
   }
-  if (p.cluster == 0) return p;
-  // built for sm_90 or newer (a binary for an older GPU runs here only by the driver's JIT of its PTX: no clusters)
-  static std::mutex lock;
-  static std::map<std::pair<const void*, int>, bool> built;
-  {
-    const std::lock_guard<std::mutex> guard(lock);
-    const auto key = std::make_pair(kernel, device);
-    auto found = built.find(key);
-    if (found == built.end()) {
-      cudaFuncAttributes attr{};
-      C10_CUDA_CHECK(cudaFuncGetAttributes(&attr, kernel));
-      found = built.emplace(key, attr.binaryVersion >= 90).first;
-    }
-    if (!found->second) return p;
+  if (p.cluster == 0 || !built_for_sm90(kernel, device)) return p;  // clusters
+  p.feasible = true;
+  return p;
+}
+
+// Shared memory a block of the cluster forward may hold (three blocks an H100 SM: 3 x 72 KB of its 228), and its
+// largest cluster: the portable 8. (H100, benchmarks/h100/s32/README.md: L2-83's 430 KB slices on 8 blocks of
+// 54 KB 338.6 us against the sweeps' 467.5; L2-21's 1.03 MB slices on 16 blocks of 65 KB 1200.9 against 1120.6.)
+constexpr int64_t kClusterForwardBlockBytes = 72 * 1024;
+constexpr int kClusterForwardMaxCluster = 8;
+
+// -1: as planned; 0: never (the two-pass sweeps); 1: wherever it is feasible. The tests' switch.
+inline std::atomic<int>& cluster_forward_mode() {
+  static std::atomic<int> mode{-1};
+  return mode;
+}
+
+// Whether the kNone forward runs on clusters where a slice fits (else the two-pass sweeps).
+constexpr bool kClusterForward = true;
+
+// The cluster forward's plan for `shape` on x's device: the smallest K whose range fits a block.
+inline ClusterPlan cluster_forward_plan(const RegionShape& shape, const at::Tensor& x, bool copy16,
+                                        const void* kernel) {
+  ClusterPlan p{};
+  p.feasible = false;
+  const int device = x.get_device();
+  const int mode = cluster_forward_mode().load();
+  if (!kClusterForward || mode == 0 || cached_attribute<cudaDevAttrComputeCapabilityMajor>(device) < 9 ||
+      shape.plane < kClusterMinPlane) {
+    return p;
   }
+  p.cpg = static_cast<int>(shape.channels_per_group());
+  p.slice = shape.slice_elems();
+  p.copy16 = copy16 && p.slice % 4 == 0;
+  for (int k = 2; k <= kClusterForwardMaxCluster; k *= 2) {
+    const int64_t range = ((p.slice + k - 1) / k + 3) / 4 * 4;
+    if (4 * range <= kClusterForwardBlockBytes) {
+      p.cluster = k;
+      p.range = range;
+      p.smem_bytes = 4 * range;
+      break;
+    }
+  }
+  if (p.cluster == 0 || !built_for_sm90(kernel, device)) return p;
   p.feasible = true;
   return p;
 }

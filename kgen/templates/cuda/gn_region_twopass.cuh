@@ -18,7 +18,9 @@
 //   stats_finalize    one warp per (sample, group): the group's C/G * splits chunk moments merged in
 //                     double in a fixed order (warp_merge) -> mean (hi, lo) and rstd (finish_statistics)
 //   then by kind:
-//   kNone             plane_forward: v written, 16-byte stores
+//   kNone             plane_forward: v written, 16-byte stores. On sm_90, where a slice fits 8 blocks of 72 KB,
+//                     the cluster forward instead (gn_region_cluster.cuh): x read once, the statistics merged
+//                     through distributed shared memory
 //   kPlane, kSample   plane_forward: one reduction partial per block (sum; max/min with the first
 //                     extreme's position; log-sum-exp as (max, sum exp(v - max))), then
 //                     reduce_finish: one warp per output merges its partials in a fixed order

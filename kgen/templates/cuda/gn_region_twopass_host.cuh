@@ -212,6 +212,33 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 
 }  // namespace region_twopass
 
+namespace region_twopass {
+
+// The kNone forward on clusters, each slice read once (gn_region_cluster.cuh): fills out, mean and rstd and says
+// true where its plan applies and the GPU placed its clusters; false (nothing launched) where the sweeps run.
+template <class Pro, class Epi>
+bool cluster_forward(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, double eps,
+                     const float* gamma, const float* beta, at::Tensor& out, float2* mean, float* rstd) {
+  namespace rc = region_cluster;
+  const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out);
+  bool done = false;
+  dispatch_vec(vec, [&](auto kv) {
+    constexpr int W = decltype(kv)::value ? 4 : 1;
+    auto* kernel = rc::cluster_forward_kernel<Pro, Epi, rc::kClusterThreads, W>;
+    const rc::ClusterPlan plan = rc::cluster_forward_plan(shape, x, aligned(x), reinterpret_cast<const void*>(kernel));
+    if (!plan.feasible) return;
+    const int64_t blocks = shape.batch * shape.groups * plan.cluster;
+    if (blocks >= (int64_t(1) << 31)) return;
+    done = rc::launch_clusters(kernel, plan, blocks, rc::kClusterThreads, at::cuda::getCurrentCUDAStream(),
+                               x.data_ptr<float>(), params, shape, plan, eps, gamma, beta, out.data_ptr<float>(), mean,
+                               rstd);
+    if (done) C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return done;
+}
+
+}  // namespace region_twopass
+
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
@@ -257,6 +284,11 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
+  if constexpr (R == ReduceKind::kNone) {
+    if (rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
+      return {out, mean, rstd, aux};
+    }
+  }
   const SplitPlan plan = plan_split<kBlock>(shape.plane);
   const int64_t blocks = planes * plan.splits;
   rt::check_grid(blocks, "sweep");
