@@ -43,6 +43,14 @@
 #         now stops at 8 blocks (L2-21 back on the sweeps). The harness's cluster-forward and float64 tests again,
 #         and L2-83's family row (family.py --only 83 --bench: emit, validate, KernelBench 5 trials, kgen / eager /
 #         torch.compile forward and forward+backward). Expected: forward ~2.38 ms (2.51 before; torch.compile 2.48).
+#   run7: run6: 276 passed; L2-83 validate PASS, KernelBench 5/5, forward 2.385 ms (eager 3.698, torch.compile
+#         2.456), forward+backward 30.458. The cluster forward now also takes window poolings (kWindow): ranges of
+#         whole planes (K divides the group's channels), each block takes its planes' window outputs from shared
+#         memory (window_reduce, shared with window_forward_kernel), with the first extreme's position and x. The
+#         harness (test_cluster_forward with three window cases, every float64 window case where a slice fits),
+#         A/B of L2-85's forward kernels against the sweeps, and L2-85's family row. Expected: L2-85 (254 KB
+#         slices of 4 planes: K = 4) forward kernels 0.466 ms (x twice) -> ~0.25-0.3 (x once; the pooled outputs
+#         are 1/16), its forward 1.14 -> ~0.95 ms.
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -129,6 +137,25 @@ case "${1:-}" in
     tail -n 3 "$OUT/$S/run6_pytest_twopass.log"
     rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s32_a"
     tar czf "$OUT/$S/run6.tar.gz" -C "$OUT/$S" family_s32_a run6_pytest_twopass.log && rm -rf "$OUT/$S/family_s32_a" "$OUT/$S/run6_pytest_twopass.log"
+    ;;
+  run7)
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
+    (timeout -k 5 400 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_gn_region_twopass.py \
+       > "$OUT/$S/run7_pytest_twopass.log" 2>&1; echo "exit code: $?" >> "$OUT/$S/run7_pytest_twopass.log") &
+    clus='sweeps:constexpr bool kClusterForward = true;=>constexpr bool kClusterForward = false;'
+    python3 -m kgen.cli emit --ref $(problem_file 85) -o $V/c85.py
+    timeout -k 5 300 python3 benchmarks/kernel_variants.py $V/c85.py --kernel 'kgen::' --build-only --variant "$clus" \
+      > "$OUT/$S/run7_build_85.log" 2>&1
+    timeout -k 5 100 python3 benchmarks/kernel_variants.py $V/c85.py --kernel 'kgen::' --rounds 3 --calls 10 \
+      --variant "$clus" --json "$OUT/$S/run7_ab_85.json" > "$OUT/$S/run7_ab_85.log" 2>&1
+    echo "== L-85"; grep -vE "^\[|ninja|Building|Warn|warn|prebuild" "$OUT/$S/run7_ab_85.log" | tail -n 3 | cut -c1-400
+    G=.build/family_s32_b; mkdir -p "$G"
+    PYTHONPATH=/tmp/site:$PWD timeout -k 5 300 python3 benchmarks/family.py .kb/problems .kb "$G" --trials 2 \
+      --jobs 12 --only 85 --workers 1 --bench 2>&1 | tee "$G/family.log" | grep -E "^L[12]-|prebuild:|emit:" | cut -c1-300
+    wait
+    tail -n 3 "$OUT/$S/run7_pytest_twopass.log"
+    rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s32_b"
+    tar czf "$OUT/$S/run7.tar.gz" -C "$OUT/$S" family_s32_b $(cd "$OUT/$S" && ls run7_*) && rm -rf "$OUT/$S/family_s32_b" "$OUT/$S"/run7_*.log "$OUT/$S"/run7_*.json
     ;;
   run4)
     mkdir -p $V/family
