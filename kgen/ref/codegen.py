@@ -21,6 +21,7 @@ CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
                     nn.ConvTranspose3d: "conv_transpose3d"}
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
+         operator.mod: "%", operator.pow: "**",
          operator.gt: ">",
          operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!="}
 

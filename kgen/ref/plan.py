@@ -86,7 +86,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         return param
 
     def pw_node(self, node, op, operands, consts) -> PwNode:
-        folded = node.args[0].name if op.startswith("where_") else ""
+        folded = ops.folded_condition(node).name if op.startswith("where_") else ""
         return PwNode(node.name, op, operands, consts, self.ref.forward_lines.get(node.name, ""),
                       module=node.target if node.op == "call_module" else "", folded=folded)
 

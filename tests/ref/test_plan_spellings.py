@@ -202,3 +202,71 @@ def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
         params = [eval(p.expr, {"self": model}) for p in step.params]
         out = getattr(solution, f"_Pointwise{step.index}").apply(*inputs, *params)
         assert list(out.shape) == list(step.shape), (step.index, step.input_shapes, [p.shape for p in step.params])
+
+
+@pytest.mark.parametrize("tail, stays", [
+    ("torch.div(x, 2.0, rounding_mode='floor')", "div"), ("x.div(2.0, rounding_mode='trunc')", "div"),
+    ("torch.add(x, 1.0, alpha=2)", "add"), ("x.sub(1.0, alpha=0.5)", "sub"),
+])
+def test_binary_ops_with_other_arguments_stay_pytorch_calls(tmp_path, tail, stays):
+    """A floor or trunc division, or an add / sub with alpha != 1, is not the plain op: it was fused as a / b (or
+    a + b) with the keyword dropped; it now stays the reference's PyTorch call, and the file says why."""
+    plan = plan_of(tmp_path, f"torch.sigmoid({tail})")
+    (region,) = regions(plan)
+    assert region.epilogue == []
+    (step,) = [s for s in pytorch_ops(plan) if s.node.target in (stays, getattr(torch, stays))]
+    assert "arguments" in step.elementwise_fallback
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert tail.split("(", 1)[1].rstrip(")").split(", ", 1)[1] in text
+
+
+@pytest.mark.parametrize("tail, ops_expected", [
+    ("torch.negative(torch.divide(torch.subtract(torch.multiply(x, 2.0), 0.5), 3.0))", ["mul", "sub", "div", "neg"]),
+    ("x.multiply(2.0).subtract(0.5).divide(3.0).true_divide(2.0).negative().absolute()",
+     ["mul", "sub", "div", "div", "neg", "abs"]),
+    ("torch.absolute(torch.true_divide(x, 4.0))", ["div", "abs"]),
+    ("torch.rsub(x, 3.0)", ["sub"]),
+])
+def test_pytorch_aliases_of_fused_ops_fuse(tmp_path, tail, ops_expected):
+    """torch.multiply / subtract / divide / true_divide / negative / absolute (functions and methods) are the same
+    kernels as mul / sub / div / neg / abs, and torch.rsub(a, b) is b - a: one region, nothing in PyTorch."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ops_expected
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    if tail.startswith("torch.rsub"):
+        assert "__fsub_rn(3.0f, " in emit_reference(str(tmp_path / "spelling.py"))[0]
+
+
+@pytest.mark.parametrize("tail", ["x.masked_fill(x < 0, 0.1)", "torch.masked_fill(x, x < 0, 0.1)",
+                                  "x.masked_fill(mask=x < 0, value=0.1)"])
+def test_masked_fill_with_a_comparison_is_a_fused_where(tmp_path, tail):
+    """x.masked_fill(a CMP b, v) is where(a CMP b, v, x): the comparison folds in (no library step for it), the fill
+    value is the true branch."""
+    plan = plan_of(tmp_path, f"torch.relu({tail})")
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ["where_lt", "relu"] and region.epilogue[0].folded
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    assert "(y < 0.0f ? 0.1f : y)" in emit_reference(str(tmp_path / "spelling.py"))[0]
+
+
+def test_masked_fill_with_another_mask_stays_pytorch(tmp_path):
+    """A mask that is not a comparison read once (here read twice) leaves masked_fill to PyTorch, not an error."""
+    plan = plan_of(tmp_path, "x.masked_fill((m := x < 0), 0.0) + m.float()")
+    assert any(s.node.target == "masked_fill" and s.elementwise_fallback for s in pytorch_ops(plan))
+
+
+@pytest.mark.parametrize("tail, stays", [
+    ("torch.sign(x) * 0.5", torch.sign), ("torch.relu(x) // 0.5", "floordiv"), ("2 ** x", "pow"),
+    ("x.floor() + 1.0", "floor"),
+])
+def test_element_wise_ops_without_a_kernel_formula_stay_pytorch_calls(tmp_path, tail, stays):
+    """sign, floor, a floor division of a tensor, a number to a tensor power: no exit 2, the reference's own call
+    (operators written as operators: `2 ** gn`), kgen's kernels around it."""
+    plan = plan_of(tmp_path, tail)
+    assert regions(plan)
+    (step,) = [s for s in pytorch_ops(plan) if s.node.target == stays or
+               getattr(s.node.target, "__name__", "") == stays]
+    assert step.elementwise_fallback
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert "_operator" not in text
