@@ -22,8 +22,10 @@ from pathlib import Path
 
 import torch
 import torch.fx
+import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kgen.ref import ops
 from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, may_return_operand, prelu_as_function
 
 
@@ -278,11 +280,26 @@ def _is_view(node: torch.fx.Node) -> bool:
             or (node.op == "call_function" and node.target in _VIEW_FUNCTIONS))
 
 
+def out_of_place_function(target):
+    """The out-of-place spelling of an in-place function kgen fuses (`torch.relu_` and `F.relu_` -> F.relu,
+    `F.elu_` -> F.elu, `torch.clamp_` -> torch.clamp, `torch.sigmoid_` -> F.sigmoid): the function of the same name
+    less its trailing underscore, in F or torch, that the op table knows; else None."""
+    name = getattr(target, "__name__", "")
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    for namespace in (F, torch):
+        function = getattr(namespace, name[:-1], None)
+        if function is not None and function in ops.FUNCTIONS:
+            return function
+    return None
+
+
 def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
     if node.op == "call_module":
         return bool(getattr(gm.get_submodule(node.target), "inplace", False))
     if node.op == "call_function":
-        return node.target in _INPLACE_OPERATORS or bool(node.kwargs.get("inplace", False))
+        return node.target in _INPLACE_OPERATORS or bool(node.kwargs.get("inplace", False)) or \
+            out_of_place_function(node.target) is not None
     if node.op == "call_method":
         return node.target.endswith("_") and not node.target.startswith("_")
     return False
@@ -317,6 +334,7 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
         if node.op == "call_function" and node.target in _INPLACE_OPERATORS:
             node.target = _INPLACE_OPERATORS[node.target]
         elif node.op == "call_function":
+            node.target = out_of_place_function(node.target) or node.target
             node.kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
         elif node.op == "call_method":
             node.target = node.target[:-1]

@@ -270,3 +270,23 @@ def test_element_wise_ops_without_a_kernel_formula_stay_pytorch_calls(tmp_path, 
     assert step.elementwise_fallback
     text = emit_reference(str(tmp_path / "spelling.py"))[0]
     assert "_operator" not in text
+
+
+@pytest.mark.parametrize("tail, ops_expected", [
+    ("torch.relu_(x) * 2.0", ["relu", "mul"]), ("F.relu_(x) + x", ["relu", "add"]),
+    ("(torch.sigmoid_(x), x * 2.0)[1]", ["sigmoid", "mul"]),
+    ("(F.elu_(x, 0.5), torch.clamp_(x, min=-0.25), F.leaky_relu_(x, 0.1), F.hardtanh_(x, -0.5, 0.5), x)[4]",
+     ["elu", "clamp", "leaky_relu", "hardtanh"]),
+])
+def test_in_place_functions_are_planned_by_value(tmp_path, tail, ops_expected):
+    """torch.relu_ / F.relu_ / F.elu_ / torch.clamp_ / torch.sigmoid_...: the function writes its operand, so every
+    later read of the operand reads its result (as x.relu_() and F.relu(x, inplace=True) already were). They made
+    `emit` exit 2 (`kgen cannot plan relu_`)."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ops_expected
+    assert [n.consts for n in region.epilogue if n.consts][:1] in ([], [{"alpha": 0.5}])
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    if tail.startswith("F.relu_"):   # relu(x) + relu(x): the add reads the written operand twice
+        text = emit_reference(str(tmp_path / "spelling.py"))[0]
+        assert "__fadd_rn(v_relu_, v_relu_)" in text
