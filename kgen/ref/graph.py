@@ -17,10 +17,16 @@ def names_of(nodes) -> set:
     return {n.name for n in nodes} | {n.folded for n in nodes if n.folded}
 
 
+# Tensors made with another's shape, dtype and device, none of its values (torch.zeros_like(y)...).
+LIKE_FUNCTIONS = (torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)
+
+
 def is_metadata(node) -> bool:
-    """x.device / x.dtype / x.shape / x.size() / x.dim(): reads no data (the emitted code takes them from the
-    region's input, whose shape every value before a region's reduction has)."""
+    """x.device / x.dtype / x.shape / x.size() / x.dim() / torch.zeros_like(x): reads no data (the emitted code
+    takes them from the region's input, whose shape every value before a region's reduction has)."""
     if node.op == "call_method" and node.target in ("size", "dim"):
+        return True
+    if node.op == "call_function" and node.target in LIKE_FUNCTIONS:
         return True
     return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
         node.args[1] in ("device", "dtype", "shape", "ndim")

@@ -21,6 +21,11 @@ from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
 from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
+# The fill value of a tensor made like another (Planner.like_as_number), from the call's positional arguments.
+LIKE_FILLS = {torch.zeros_like: lambda args: 0.0 if len(args) == 1 else None,
+              torch.ones_like: lambda args: 1.0 if len(args) == 1 else None,
+              torch.full_like: lambda args: args[1] if len(args) == 2 else None}
+
 # A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
 MAX_FUNCTOR_PARAMS = 4
 
@@ -101,7 +106,22 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         name, operands, consts = found
         if ops.OPS[name].arity != len(operands):
             return None
-        return name, operands, consts
+        return name, [self.like_as_number(o, operands) for o in operands], consts
+
+    def like_as_number(self, operand, operands):
+        """`torch.zeros_like(t)`, `torch.ones_like(t)`, `torch.full_like(t, v)` (float32, no other argument) read
+        by an element-wise op beside another tensor of its shape, as the number it is filled with (`torch.where(y >
+        0, y, torch.zeros_like(y))`): the op's value and shape are the same, and no gradient flows into it either
+        way. Any other operand is returned as it is."""
+        if not isinstance(operand, torch.fx.Node) or operand.op != "call_function" or \
+                operand.target not in LIKE_FILLS or operand.kwargs or tensor_dtype(operand) != torch.float32:
+            return operand
+        fill = LIKE_FILLS[operand.target](operand.args)
+        shape = tensor_shape(operand)
+        beside = any(o is not operand and isinstance(o, torch.fx.Node) and tensor_shape(o) == shape and
+                     not (o.op == "call_function" and o.target in LIKE_FILLS) for o in operands)
+        number = isinstance(fill, (int, float)) and not isinstance(fill, bool)
+        return float(fill) if beside and number else operand
 
     def float32(self, node, operands) -> bool:
         """Whether an element-wise node and its tensor operands are float32, the only dtype kgen's kernels

@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.graph import names_of
+from kgen.ref.graph import LIKE_FUNCTIONS, names_of
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
 from kgen.ref.trace import RefError, tensor_shape
 
@@ -24,9 +24,6 @@ ELEMENTWISE_IN_PYTORCH = {torch.sign, torch.sgn, torch.floor, torch.ceil, torch.
 ELEMENTWISE_METHODS_IN_PYTORCH = {"sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "fmod", "remainder",
                                   "atan", "asin", "acos", "tan", "sinh", "cosh", "log2", "log10", "exp2", "logit",
                                   "nan_to_num", "float_power"}
-# Tensors made from another's shape only (its values are never read): library calls that read no data
-# (graph.is_metadata), or scalars where an element-wise op reads them (Planner.like_scalar).
-LIKE_FUNCTIONS = {torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like}
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                    nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
                    nn.InstanceNorm2d, nn.InstanceNorm3d, nn.LayerNorm, nn.Dropout, nn.Dropout1d, nn.Dropout2d,
@@ -53,7 +50,9 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
                      torch.std, torch.var, torch.std_mean, torch.var_mean, torch.norm, torch.linalg.norm,
                      torch.linalg.vector_norm, torch.prod, torch.argmax, torch.argmin, torch.chunk,
                      torch.split, torch.flip, torch.roll, F.glu, F.normalize, F.pad, F.pixel_shuffle,
-                     F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv} | LIKE_FUNCTIONS
+                     F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv,
+                     # made with another tensor's shape only (graph.is_metadata; Planner.like_as_number)
+                     *LIKE_FUNCTIONS}
 # An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
 # this many per-channel parameters (gn_region_common.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
@@ -88,6 +87,10 @@ class PointwisePlanning:
                 name, operands, consts = found
                 tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                            and self.param_of(o, full) is None]
+                if not tensors:
+                    # an op on parameters alone (torch.sigmoid(self.gate) of a (1, C, 1, 1) gate): they are the
+                    # kernel's input tensors, of the output's shape
+                    tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None]
                 if tensors:
                     pending.append((node, name, operands, consts, tensors))
                     continue
@@ -106,7 +109,7 @@ class PointwisePlanning:
         tensor clamp bound, a number to a tensor power, a mask that is no comparison), or an op kgen has no formula
         for (sign, floor...)."""
         if node.op == "call_function" and node.target in LIBRARY_FUNCTIONS or \
-                node.op == "call_method" and node.target in LIBRARY_METHODS:
+                node.op == "call_method" and node.target in LIBRARY_METHODS or self.size_arithmetic(node):
             return ""
         if (node.op == "call_function" and node.target in ops.FUNCTIONS) or \
                 (node.op == "call_method" and node.target in ops.METHODS):
@@ -142,7 +145,8 @@ class PointwisePlanning:
             if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
                 why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
                        len(chain) == len(nodes) else
-                       "it reads a value that is not a tensor (a forward argument)" if any(
+                       "it reads a Python number computed at run time: a forward argument, or arithmetic on "
+                       "sizes" if any(
                            tensor_shape(i) is None for i in inputs) else
                        "a tensor that does not broadcast to the output, or an output of rank above 5")
                 for member in nodes:

@@ -10,6 +10,7 @@ from kgen.ref.ir import LibraryStep, PointwiseStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 from tests.ref.test_plan import FLATTENED, pytorch_ops, regions
+from tests.ref.test_emitted_python import forward_source
 
 HERE = Path(__file__).parent
 
@@ -290,3 +291,41 @@ def test_in_place_functions_are_planned_by_value(tmp_path, tail, ops_expected):
     if tail.startswith("F.relu_"):   # relu(x) + relu(x): the add reads the written operand twice
         text = emit_reference(str(tmp_path / "spelling.py"))[0]
         assert "__fadd_rn(v_relu_, v_relu_)" in text
+
+
+@pytest.mark.parametrize("tail, op, fill", [
+    ("torch.where(x > 0, x, torch.zeros_like(x))", "where_gt", 0.0),
+    ("torch.maximum(x, torch.full_like(x, 0.1))", "maximum", 0.1),
+    ("torch.minimum(torch.ones_like(x), x)", "minimum", 1.0),
+])
+def test_a_tensor_filled_like_another_is_its_number(tmp_path, tail, op, fill):
+    """torch.zeros_like / ones_like / full_like beside a tensor of its shape is the number it holds: the op fuses
+    (it made emit exit 2, `kgen cannot plan zeros_like`), and the like-tensor's call, read by nothing, is gone."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == [op]
+    assert [o.ref for o in region.epilogue[0].operands if o.kind == "scalar"][-1] == fill
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert "_like(" not in forward_source(text)
+
+
+def test_a_tensor_filled_like_another_is_read_as_a_tensor_where_it_sets_the_shape(tmp_path):
+    """maximum((N, 1, H, W) mean, zeros_like(x) of (N, C, H, W)): the zeros set the output's shape, so they stay a
+    tensor, made like the region's input (their values are never read: the region's value is no second output)."""
+    plan = plan_of(tmp_path, "torch.maximum(x.mean(1, keepdim=True), torch.zeros_like(x))")
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert pointwise.inputs == ["mean", "zeros_like"] and pointwise.shape == [4, 16, 14, 14]
+    assert "zeros_like = torch.zeros_like(conv)" in forward_source(emit_reference(str(tmp_path / "spelling.py"))[0])
+
+
+def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
+    """torch.sigmoid of a (1, C, 1, 1) gate (which the planner reads as a per-channel parameter): an element-wise
+    kernel with the gate as its input tensor. It made emit exit 2 (`kgen cannot plan sigmoid`)."""
+    source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                               "        self.gate = nn.Parameter(torch.rand(1, 16, 1, 1))")
+    path = tmp_path / "gate.py"
+    path.write_text(source.format(tail="x * torch.sigmoid(self.gate).expand_as(x)"))
+    plan = make_plan(load_reference(path))
+    first = next(s for s in plan.steps if isinstance(s, PointwiseStep))
+    assert [n.op for n in first.nodes] == ["sigmoid"] and first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
+    assert "sigmoid = _Pointwise0.apply(gate)" in emit_reference(str(path))[0]
