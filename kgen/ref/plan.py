@@ -136,8 +136,14 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward: kgen --ref plans GroupNorm-family "
                            "references only")
         for gn in gns:
-            if gn.name not in self.claimed:
+            if tensor_dtype(gn) not in (None, torch.float32):
+                # kgen's region kernels read and write float32: PyTorch's own GroupNorm runs this one
+                self.library(gn, fallback="a GroupNorm of a tensor that is not float32")
+            elif gn.name not in self.claimed:
                 self.region(gn)
+        if not any(isinstance(s, RegionStep) for s in self.steps):
+            raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32 tensor in Model.forward (this one is "
+                           f"{tensor_dtype(gns[0])}): kgen's kernels are float32")
         for node in self.nodes:
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)

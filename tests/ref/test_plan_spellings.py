@@ -329,3 +329,23 @@ def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
     first = next(s for s in plan.steps if isinstance(s, PointwiseStep))
     assert [n.op for n in first.nodes] == ["sigmoid"] and first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
     assert "sigmoid = _Pointwise0.apply(gate)" in emit_reference(str(path))[0]
+
+
+def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
+    """kgen's region kernels read float32 (data_ptr<float>): a GroupNorm of a float64 tensor was planned as a region
+    and the emitted file failed at its first call. It is now PyTorch's module call beside a float32 region, and a
+    reference with no float32 GroupNorm is a one-line error."""
+    source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                               "        self.gn64 = nn.GroupNorm(2, 16).double()")
+    path = tmp_path / "float64.py"
+    path.write_text(source.format(tail="torch.sigmoid(self.gn64(x.double()).float()) * torch.relu(x)"))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert region.gn_module == "gn" and region.epilogue == []   # x is read twice: relu is the element-wise kernel
+    (gn64,) = [s for s in pytorch_ops(plan) if s.node.target == "gn64"]
+    assert "not float32" in gn64.elementwise_fallback
+    only = tmp_path / "only_float64.py"
+    only.write_text(FLATTENED.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(4, 16).double()").format(
+        tail="x").replace("x = self.gn(self.conv(x))", "x = self.gn(self.conv(x).double())"))
+    with pytest.raises(RefError, match="no GroupNorm of a float32 tensor"):
+        make_plan(load_reference(only))
