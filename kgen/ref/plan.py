@@ -14,7 +14,7 @@ from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
 from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
-from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
+from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
 from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
@@ -173,6 +173,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 region_values -= names_of([epilogue.pop()])
             if not open_end or not prologue or all(u.name in region_values or is_metadata(u) for u in gn_input.users):
                 break
+        # Epilogue nodes dropped above (one output, the functors' parameter limit) may have been the only readers of
+        # a parameter: the region does not take it (its own kernel does).
+        params[:] = used_params(prologue + epilogue, params)
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
         # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
         xmod = self.module(x)

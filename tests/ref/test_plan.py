@@ -679,3 +679,20 @@ def test_conv_fast_on_the_command_line(tmp_path):
     assert result.returncode == 2 and "sideways" in result.stderr and not (tmp_path / "s.py").exists()
     with pytest.raises(ValueError, match="conv mode"):
         make_plan(load_reference(path), "sideways")
+
+
+def test_a_parameter_only_a_dropped_epilogue_node_read_leaves_the_region(tmp_path):
+    """Five (C, 1, 1) parameters after the GroupNorm: the epilogue functor takes four, the fifth product runs in an
+    element-wise kernel. Its parameter was still handed to the region (and listed in its plan line) though no functor
+    of the region reads it."""
+    path = tmp_path / "five_params.py"
+    path.write_text(FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                                      "        self.p = nn.ParameterList([nn.Parameter(torch.rand(16, 1, 1)) for _ in range(5)])")
+                    .format(tail="(((x * self.p[0]) + self.p[1]) * self.p[2] + self.p[3]) * self.p[4]"))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert [p.label for p in region.params] == ["p.0", "p.1", "p.2", "p.3"]
+    assert sorted(o.ref for n in region.epilogue for o in n.operands if o.kind == "param") == [0, 1, 2, 3]
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [p.label for p in pointwise.params] == ["p.4"]
+    assert "self.p[3], self.p[4])" not in emit_reference(str(path))[0]
