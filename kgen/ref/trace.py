@@ -49,6 +49,8 @@ class Reference:
     prelude: str = ""                      # the reference's top-level definitions that ModelNew's code reads
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
     input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
+    input_sources: list = field(default_factory=list)  # the reference's own expression of each tensor input that is
+                                                       # not float32 (an index tensor, a mask), else None
 
 
 def _short(error: BaseException) -> str:
@@ -116,6 +118,7 @@ def load_reference(path: str | Path) -> Reference:
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
+    sources = _other_dtype_inputs(tree, inputs, path)
     drop_same_value_ops(gm)   # after the flags: `training=self.training` is no constant False
     drop_unused_items(gm)
     return Reference(
@@ -124,7 +127,8 @@ def load_reference(path: str | Path) -> Reference:
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
-        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree),
+        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree, _loads(*sources.values())),
+        input_sources=[ast.unparse(sources[i]) if i in sources else None for i in range(len(inputs))],
         constants=_tensor_constants(gm, own_attributes),
     )
 
@@ -410,14 +414,32 @@ def _free_names(statement: ast.stmt) -> set:
     return _loads(statement)
 
 
-def _prelude(tree: ast.Module) -> str:
+def _other_dtype_inputs(tree: ast.Module, inputs: list, path: Path) -> dict:
+    """position -> the reference's own expression (an ast node) of each tensor among get_inputs() that is not
+    float32: the emitted get_inputs() writes `torch.rand(shape)` for a float32 input, which would make an index
+    tensor (`torch.randint(0, 10, (2,))` for an nn.Embedding) or a bool mask a float one. The expression is taken
+    from get_inputs' `return [...]`; one that cannot be found there is a one-line error."""
+    others = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.dtype != torch.float32]
+    if not others:
+        return {}
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
+    returned = function.body[-1].value if function.body and isinstance(function.body[-1], ast.Return) else None
+    elements = returned.elts if isinstance(returned, (ast.List, ast.Tuple)) else []
+    if len(elements) != len(inputs) or any(isinstance(e, ast.Starred) for e in elements):
+        raise RefError(f"{path}: get_inputs() returns a {inputs[others[0]].dtype} tensor, and kgen takes such an "
+                       "input's expression from its `return [...]` of one expression per input: write it so")
+    return {i: elements[i] for i in others}
+
+
+def _prelude(tree: ast.Module, also_needed: set = frozenset()) -> str:
     """The reference's top-level imports, constants, functions and classes that ModelNew's copy of Model's code
-    reads (Model.__init__, forward's signature), and what those read in turn: `import math`, a helper class,
-    `Optional` in an annotation. The template's own imports (torch, nn, F) are always there."""
+    reads (Model.__init__, forward's signature) or the emitted get_inputs() does (`also_needed`), and what those
+    read in turn: `import math`, a helper class, `Optional` in an annotation. The template's own imports (torch,
+    nn, F) are always there."""
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
     skip = {"Model", "get_inputs", "get_init_inputs"}
     defining = [s for s in tree.body if _bound_names(s) and not (_bound_names(s) & skip)]
-    needed = _loads(*cls.bases, *cls.decorator_list)
+    needed = _loads(*cls.bases, *cls.decorator_list) | set(also_needed)
     for member in cls.body:
         forward = isinstance(member, ast.FunctionDef) and member.name == "forward"
         needed |= _signature_names(member) if forward else _free_names(member)

@@ -158,3 +158,26 @@ def test_size_arithmetic_stays_python():
     text = emit_reference(str(HERE / "probe" / "convt_output_size_from_input_sizes.py"))[0]
     forward = forward_source(text)
     assert "mul = size * 2" in forward and "self.up(x, output_size=[mul, mul_1])" in forward
+
+
+def test_an_input_that_is_not_float32_keeps_the_references_expression(tmp_path, monkeypatch):
+    """get_inputs() with an index tensor (an nn.Embedding's) and a bool mask: the emitted get_inputs wrote
+    torch.rand(...) for every tensor, a float index the embedding refuses. Each such input is now the reference's own
+    expression, with the module constants it reads; float32 inputs stay torch.rand of their shape."""
+    path = tmp_path / "index_input.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nbatch_size = 2\nsteps = 10\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.emb = nn.Embedding(steps, 8)\n        self.gn = nn.GroupNorm(4, 8)\n\n"
+                    "    def forward(self, x, t, keep):\n"
+                    "        y = torch.relu(self.gn(x + self.emb(t)[:, :, None, None]))\n"
+                    "        return torch.where(keep, y, 0.0)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(batch_size, 8, 5, 5), torch.randint(0, steps, (batch_size,)),\n"
+                    "            torch.rand(batch_size, 8, 5, 5) > 0.5]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    text, _, _ = emit_reference(str(path))
+    assert "return [torch.rand(2, 8, 5, 5), torch.randint(0, steps, (batch_size,)), " \
+           "torch.rand(batch_size, 8, 5, 5) > 0.5]" in text
+    solution = load_emitted(text, monkeypatch)
+    inputs = solution.get_inputs()
+    assert [t.dtype for t in inputs] == [torch.float32, torch.int64, torch.bool]
+    assert solution.batch_size == 2 and solution.steps == 10
