@@ -95,7 +95,8 @@ class PointwisePlanning:
                     pending.append((node, name, operands, consts, tensors))
                     continue
             if node.op == "call_function" and node.target is torch.where:
-                self.library(node, fallback="a where whose condition is read elsewhere")
+                self.library(node, fallback="a where whose condition is no comparison read by it alone (a bool "
+                                            "tensor, or a comparison read elsewhere too)")
                 continue
             self.library(node, fallback=self.unfused_elementwise(node))
         self.pointwise_steps(pending)

@@ -89,8 +89,9 @@ class ReductionPlanning:
             op_name = node.target.__name__
         if op_name is None or not args or args[0] is not source:
             return None
-        dim = kw.get("dim", args[1] if len(args) > 1 else None)
-        keepdim = kw.get("keepdim", args[2] if len(args) > 2 else False)
+        # PyTorch also takes NumPy's names, `axis` and `keepdims` (torch.sum(x, axis=(2, 3), keepdims=True))
+        dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else None))
+        keepdim = kw.get("keepdim", kw.get("keepdims", args[2] if len(args) > 2 else False))
         if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
             return None
         dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})

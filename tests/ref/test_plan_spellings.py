@@ -349,3 +349,25 @@ def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
         tail="x").replace("x = self.gn(self.conv(x))", "x = self.gn(self.conv(x).double())"))
     with pytest.raises(RefError, match="no GroupNorm of a float32 tensor"):
         make_plan(load_reference(only))
+
+
+@pytest.mark.parametrize("tail, kind, keepdim", [
+    ("torch.sum(x, axis=(2, 3), keepdims=True)", "kPlane", True), ("x.mean(axis=1)", "kChannel", False),
+    ("torch.amax(x, axis=[1, 2, 3], keepdims=False)", "kSample", False),
+])
+def test_reductions_spelled_with_numpys_keywords_fuse(tmp_path, tail, kind, keepdim):
+    """`axis=` and `keepdims=` (PyTorch's NumPy aliases of dim and keepdim) fuse as dim= and keepdim= do; the
+    reduction stayed PyTorch's."""
+    (region,) = regions(plan := plan_of(tmp_path, tail))
+    assert (region.reduce_kind, region.keepdim) == (kind, keepdim)
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+
+
+def test_a_where_of_a_bool_tensor_says_why_it_stays(tmp_path):
+    """torch.where(mask, y, 0) with a bool mask from get_inputs(): PyTorch's where, and its note names the case."""
+    path = tmp_path / "mask.py"
+    path.write_text(FLATTENED.replace("def forward(self, x):", "def forward(self, x, m):").replace(
+        "return [torch.rand(4, 3, 16, 16)]", "return [torch.rand(4, 3, 16, 16), torch.rand(4, 16, 14, 14) > 0.5]")
+        .format(tail="torch.where(m, x, 0.0)"))
+    (where,) = [s for s in pytorch_ops(make_plan(load_reference(path))) if s.node.target is torch.where]
+    assert "bool tensor" in where.elementwise_fallback
