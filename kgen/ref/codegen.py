@@ -6,6 +6,7 @@ where a region adds it); ModelNew.__init__ is the reference's own (same modules,
 """
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 
@@ -312,15 +313,37 @@ def init_extra(plan: Plan) -> list[str]:
     return lines
 
 
+def forward_arguments(ref, writer: ForwardWriter) -> list[str]:
+    """forward's arguments as the reference declares them: its names (fx renames a placeholder whose name is taken,
+    `input` becomes `input_1`), its defaults (fx keeps a default as the placeholder's argument) and the `*` before
+    keyword-only ones, so that callers passing them by keyword still can."""
+    kinds = {name: parameter.kind for name, parameter in
+             list(inspect.signature(type(ref.model).forward).parameters.items())[1:]}
+    arguments, starred = [], False
+    for node in ref.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        name = str(node.target)
+        if kinds.get(name) is inspect.Parameter.KEYWORD_ONLY and not starred:
+            arguments.append("*")
+        starred = starred or name.startswith("*") or kinds.get(name) is inspect.Parameter.KEYWORD_ONLY
+        arguments.append(name if not node.args else f"{name}={writer.value(node.args[0])}")
+    return arguments
+
+
+def renamed_arguments(ref) -> list[str]:
+    """`input_1 = input`: the graph's name of an argument fx renamed, bound first in forward."""
+    return [f"{node.name} = {node.target}" for node in ref.graph.nodes
+            if node.op == "placeholder" and not str(node.target).startswith("*") and node.name != node.target]
+
+
 def solution_context(plan: Plan) -> dict:
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
     batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
     writer = ForwardWriter(plan)
-    # forward's arguments as the reference declares them (fx keeps a default as the placeholder's argument)
-    placeholders = [n.name if not n.args else f"{n.name}={writer.value(n.args[0])}"
-                    for n in ref.graph.nodes if n.op == "placeholder"]
+    placeholders = forward_arguments(ref, writer)
     return {
         "regions": regions,
         "pointwise": pointwise,
@@ -329,7 +352,7 @@ def solution_context(plan: Plan) -> dict:
         "init_extra": init_extra(plan),
         "prelude": ref.prelude,
         "forward_args": placeholders,
-        "forward_lines": writer.lines(),
+        "forward_lines": renamed_arguments(ref) + writer.lines(),
         "inputs": [source or (f"torch.rand({', '.join(str(s) for s in shape)})" if shape is not None else repr(value))
                    for shape, value, source in zip(ref.input_shapes, ref.input_values,
                                                    ref.input_sources or [None] * len(ref.input_shapes))],

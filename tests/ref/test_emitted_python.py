@@ -181,3 +181,16 @@ def test_an_input_that_is_not_float32_keeps_the_references_expression(tmp_path, 
     inputs = solution.get_inputs()
     assert [t.dtype for t in inputs] == [torch.float32, torch.int64, torch.bool]
     assert solution.batch_size == 2 and solution.steps == 10
+
+
+def test_forward_keeps_the_references_argument_names_and_keyword_only_marker(tmp_path):
+    """`def forward(self, input, *, scale=2.0)`: fx names the placeholder `input_1` (`input` is taken), and the
+    emitted forward was `forward(self, input_1, scale=2.0)`, so `model(input=t)` failed and scale became positional.
+    The emitted signature is the reference's; the graph's name is bound first."""
+    path = tmp_path / "names.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(2, 4)\n\n"
+                    "    def forward(self, input, *, scale=2.0):\n        return torch.relu(self.gn(input)) * scale\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 5, 5)]\n\n\ndef get_init_inputs():\n    return []\n")
+    forward = forward_source(emit_reference(str(path))[0])
+    assert forward.startswith("    def forward(self, input, *, scale=2.0):\n        input_1 = input\n")
