@@ -95,7 +95,8 @@ def _groupnorm(step: RegionStep, gm, model, z):
         return F.group_norm(z, module.num_groups, module.weight, module.bias, module.eps)
     args = step.gn_args
     weight, bias = (eval(args[k], {"self": model}) for k in ("weight", "bias"))
-    return F.group_norm(z, int(eval(args["groups"])), weight, bias, float(eval(args["eps"])))
+    groups, eps = (eval(args[k], {"self": model}) for k in ("groups", "eps"))
+    return F.group_norm(z, int(groups), weight, bias, float(eps))
 
 
 def run_plan(plan, model, inputs: list):

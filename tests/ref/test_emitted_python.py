@@ -194,3 +194,24 @@ def test_forward_keeps_the_references_argument_names_and_keyword_only_marker(tmp
                     "def get_inputs():\n    return [torch.rand(2, 4, 5, 5)]\n\n\ndef get_init_inputs():\n    return []\n")
     forward = forward_source(emit_reference(str(path))[0])
     assert forward.startswith("    def forward(self, input, *, scale=2.0):\n        input_1 = input\n")
+
+
+def test_functional_groupnorm_reads_groups_and_eps_from_the_model(tmp_path, monkeypatch):
+    """F.group_norm(x, self.groups, self.w, self.b, self.eps): fx hands over 4 and 1e-3, and the emitted call wrote
+    those literals, so a ModelNew built with other init arguments normalised with the reference's groups and eps.
+    The call now reads the model's attributes (the kernels' specialised group count stays the traced one); a literal
+    in the reference stays a literal."""
+    path = tmp_path / "groups_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, channels, groups, eps):\n        super().__init__()\n"
+                    "        self.groups, self.eps = groups, eps\n"
+                    "        self.w = nn.Parameter(torch.ones(channels))\n        self.b = nn.Parameter(torch.zeros(channels))\n\n"
+                    "    def forward(self, x):\n"
+                    "        y = torch.relu(F.group_norm(x, self.groups, self.w, self.b, self.eps))\n"
+                    "        return F.group_norm(y, 2, eps=1e-4)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 8, 5, 5)]\n\n\n"
+                    "def get_init_inputs():\n    return [8, 4, 1e-3]\n")
+    text = emit_reference(str(path))[0]
+    assert "_Region0.apply(x, self.w, self.b, self.groups, self.eps, ()" in text
+    assert "_Region1.apply(relu, None, None, 2, 0.0001, ()" in text
+    assert "constexpr int kRegion0Groups = 4;" in text
