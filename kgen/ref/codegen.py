@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import math
 import operator
+import re
 
 import torch
 import torch.fx
@@ -299,7 +300,21 @@ def baked_constants(plan: Plan) -> dict:
     for name, value in sorted(vars(plan.ref.model).items()):
         if isinstance(value, float) and value in values:
             found[name] = value
+        elif type(value) is int and _read_as_constant(name, float(value), nodes):
+            found[name] = float(value)
     return found
+
+
+def _read_as_constant(name: str, value: float, nodes) -> bool:
+    """Whether an int attribute of the model is what a node's baked constant came from: the node's source line reads
+    `self.<name>` and the node uses that value (`y * self.k`). An int equal to a constant by chance (in_channels = 3
+    beside hardswish's 3) is not checked: unlike a float, an int often is."""
+    pattern = re.compile(rf"\bself\.{re.escape(name)}\b")
+    for node in nodes:
+        used = {float(v) for v in node.consts.values()} | {float(o.ref) for o in node.operands if o.kind == "scalar"}
+        if value in used and pattern.search(node.line or ""):
+            return True
+    return False
 
 
 def init_extra(plan: Plan) -> list[str]:

@@ -215,3 +215,24 @@ def test_functional_groupnorm_reads_groups_and_eps_from_the_model(tmp_path, monk
     assert "_Region0.apply(x, self.w, self.b, self.groups, self.eps, ()" in text
     assert "_Region1.apply(relu, None, None, 2, 0.0001, ()" in text
     assert "constexpr int kRegion0Groups = 4;" in text
+
+
+def test_an_int_attribute_the_kernels_bake_in_is_checked(tmp_path, monkeypatch):
+    """`y * self.k` with k = 3 from the init arguments: the kernels multiply by 3.0, and only float attributes were
+    checked at construction, so ModelNew(5) multiplied by 3 silently. An int attribute read on the node's own line is
+    checked now; an int equal to a constant by chance (in_channels = 3 beside `+ 3.0`) is not."""
+    path = tmp_path / "int_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, in_channels, k):\n        super().__init__()\n"
+                    "        self.in_channels, self.k = in_channels, k\n"
+                    "        self.conv = nn.Conv2d(in_channels, 8, 3)\n        self.gn = nn.GroupNorm(4, 8)\n\n"
+                    "    def forward(self, x):\n        y = torch.relu(self.gn(self.conv(x)) + 3.0)\n"
+                    "        return y * self.k\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 3, 6, 6)]\n\n\n"
+                    "def get_init_inputs():\n    return [3, 3]\n")
+    text = emit_reference(str(path))[0]
+    assert "_check_baked_constants(self, {'k': 3.0})" in text
+    solution = load_emitted(text, monkeypatch)
+    solution.ModelNew(3, 3)
+    with pytest.raises(ValueError, match="k = 3.0"):
+        solution.ModelNew(3, 5)
