@@ -6,8 +6,6 @@ plan_pointwise.py (element-wise kernels outside regions, library steps).
 """
 from __future__ import annotations
 
-import ast
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -15,7 +13,7 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
-from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
+from kgen.ref.graph import PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
@@ -231,8 +229,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
         if (weight is None) != (bias is None):
             raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
-        written = _attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model,
-                                       {"num_groups": (1, groups), "eps": (4, eps)})
+        written = attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model, {"group_norm"},
+                                      {"num_groups": (1, groups), "eps": (4, eps)})
         return weight is not None, {"groups": written.get("num_groups", repr(groups)),
                                     "eps": written.get("eps", repr(float(eps))), "groups_value": int(groups),
                                     "weight": self.attr(weight.target) if weight is not None else "None",
@@ -373,38 +371,6 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if n is defined or (is_values_output(defined) and n is defined.args[0]):
                 self.claimed[n.name] = step
         return defined
-
-def _attribute_arguments(line: str, model, wanted: dict) -> dict:
-    """keyword -> `self.<attribute>` where the source line's one group_norm call passes that argument as an attribute
-    of the model holding the traced value (`F.group_norm(x, self.groups, self.w, self.b, self.eps)`). fx hands the
-    planner the values only; written as literals, a ModelNew built with other init arguments would normalise with
-    the reference's groups and eps. `wanted`: keyword -> (position, traced value)."""
-    try:
-        tree = ast.parse(line.strip())
-    except SyntaxError:
-        return {}
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and
-             getattr(n.func, "attr", getattr(n.func, "id", None)) == "group_norm"]
-    if len(calls) != 1:
-        return {}
-    call, found = calls[0], {}
-    for keyword, (position, value) in wanted.items():
-        given = next((k.value for k in call.keywords if k.arg == keyword), None)
-        if given is None and len(call.args) > position:
-            given = call.args[position]
-        names, root = [], given
-        while isinstance(root, ast.Attribute):
-            names.insert(0, root.attr)
-            root = root.value
-        if not names or not (isinstance(root, ast.Name) and root.id == "self"):
-            continue
-        held = model
-        for name in names:
-            held = getattr(held, name, None)
-        if type(held) in (int, float) and held == value:
-            found[keyword] = ast.unparse(given)
-    return found
-
 
 def _epilogue_params(prologue, epilogue) -> int:
     """Parameters the epilogue functor reads: the epilogue's, and those of the prologue values it recomputes

@@ -236,3 +236,22 @@ def test_an_int_attribute_the_kernels_bake_in_is_checked(tmp_path, monkeypatch):
     solution.ModelNew(3, 3)
     with pytest.raises(ValueError, match="k = 3.0"):
         solution.ModelNew(3, 5)
+
+
+@pytest.mark.parametrize("call, window", [
+    ("F.max_pool2d(y, self.k)", "_window(self.k, 2)"),
+    ("F.avg_pool2d(y, kernel_size=self.k, stride=self.k)", "_window(self.k, 2)"),
+    ("F.max_pool2d(y, self.k, 2)", "(2, 2)"),          # a literal stride: the window stays the traced one
+    ("F.max_pool2d(y, kernel_size=2)", "(2, 2)"),
+])
+def test_a_functional_pools_window_held_by_the_model_is_read_from_it(tmp_path, call, window):
+    """F.max_pool2d(y, self.k): the window was baked in as the traced (2, 2), so ModelNew(k=3) pooled 2 x 2; it is
+    now read from the model at run time, as a pooling module's kernel_size is."""
+    path = tmp_path / "pool_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, k):\n        super().__init__()\n        self.k = k\n"
+                    "        self.gn = nn.GroupNorm(2, 4)\n\n    def forward(self, x):\n        y = torch.relu(self.gn(x))\n"
+                    f"        return {call}\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 8, 8)]\n\n\ndef get_init_inputs():\n    return [2]\n")
+    forward = forward_source(emit_reference(str(path))[0])
+    assert f"self.gn.eps, {window}, torch.is_grad_enabled())" in forward
