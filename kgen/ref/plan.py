@@ -182,7 +182,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         # (Only a plain call: `up(x, output_size=...)` keeps its arguments and its bias in PyTorch; and only while
         # the prologue functor has a parameter slot left for the bias.)
         peel = x if (isinstance(xmod, PEELABLE) and xmod.bias is not None and x.users
-                     and all(u.name in region_values for u in x.users) and len(x.args) == 1 and not x.kwargs
+                     and all(u.name in region_values or is_metadata(u) for u in x.users)
+                     and len(x.args) == 1 and not x.kwargs
                      and len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS
                      and _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS
                      and (not isinstance(xmod, nn.Linear) or len(full) == 2)) else None

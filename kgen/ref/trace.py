@@ -317,8 +317,9 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
             continue
         operand = node.args[0]
         where = f"{path}: `{_source_line(node, path) or node.name}`"
+        what = getattr(node.target, "__name__", node.target)   # relu_, not <built-in method relu_ of ...>
         if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
-            raise RefError(f"{where}: in-place `{node.target}` on a tensor that has views: kgen cannot plan "
+            raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
@@ -329,7 +330,7 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
         if (base is not None and may_return_operand(operand, gm) and read_later(base)) or \
                 any(may_return_operand(u, gm) and order[u] < order[node] and read_later(u)
                     for u in operand.users if u is not node):
-            raise RefError(f"{where}: in-place `{node.target}` on a tensor that may share its storage with another "
+            raise RefError(f"{where}: in-place `{what}` on a tensor that may share its storage with another "
                            f"name read later (x.contiguous(), nn.Identity, a cast to its own dtype): kgen cannot "
                            f"plan writes through aliases; write it out of place")
         for user in list(operand.users):

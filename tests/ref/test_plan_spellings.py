@@ -371,3 +371,19 @@ def test_a_where_of_a_bool_tensor_says_why_it_stays(tmp_path):
         .format(tail="torch.where(m, x, 0.0)"))
     (where,) = [s for s in pytorch_ops(make_plan(load_reference(path))) if s.node.target is torch.where]
     assert "bool tensor" in where.elementwise_fallback
+
+
+def test_a_reader_of_the_convs_shape_alone_does_not_keep_its_bias(tmp_path):
+    """maximum(c, zeros_like(c)) before the GroupNorm: zeros_like reads only c's shape, so the conv's bias is still
+    the region's (it stayed in the conv, the region one parameter short)."""
+    path = tmp_path / "shape_reader.py"
+    path.write_text(FLATTENED.replace("x = self.gn(self.conv(x))", "c = self.conv(x)\n"
+                                      "        x = self.gn(torch.maximum(c, torch.zeros_like(c)))").format(tail="x"))
+    (region,) = regions(make_plan(load_reference(path)))
+    assert [n.op for n in region.prologue] == ["add", "maximum"] and region.params[0].label == "conv.bias"
+
+
+def test_an_in_place_function_on_a_view_names_the_function(tmp_path):
+    """The one-line error names `relu_`, not `<built-in method relu_ of type object at 0x...>`."""
+    with pytest.raises(RefError, match=r"in-place `relu_` on a tensor that has views"):
+        plan_of(tmp_path, "(torch.relu_(x[:, :4]), x)[1]")
