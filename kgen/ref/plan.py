@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
-from kgen.ref.graph import PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
+from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
+                             param_view_root, self_attr)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
