@@ -6,8 +6,10 @@ where a region adds it); ModelNew.__init__ is the reference's own (same modules,
 """
 from __future__ import annotations
 
+import inspect
 import math
 import operator
+import re
 
 import torch
 import torch.fx
@@ -21,6 +23,7 @@ CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
                     nn.ConvTranspose3d: "conv_transpose3d"}
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
+         operator.mod: "%", operator.pow: "**",
          operator.gt: ">",
          operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!="}
 
@@ -297,7 +300,21 @@ def baked_constants(plan: Plan) -> dict:
     for name, value in sorted(vars(plan.ref.model).items()):
         if isinstance(value, float) and value in values:
             found[name] = value
+        elif type(value) is int and _read_as_constant(name, float(value), nodes):
+            found[name] = float(value)
     return found
+
+
+def _read_as_constant(name: str, value: float, nodes) -> bool:
+    """Whether an int attribute of the model is what a node's baked constant came from: the node's source line reads
+    `self.<name>` and the node uses that value (`y * self.k`). An int equal to a constant by chance (in_channels = 3
+    beside hardswish's 3) is not checked: unlike a float, an int often is."""
+    pattern = re.compile(rf"\bself\.{re.escape(name)}\b")
+    for node in nodes:
+        used = {float(v) for v in node.consts.values()} | {float(o.ref) for o in node.operands if o.kind == "scalar"}
+        if value in used and pattern.search(node.line or ""):
+            return True
+    return False
 
 
 def init_extra(plan: Plan) -> list[str]:
@@ -311,15 +328,37 @@ def init_extra(plan: Plan) -> list[str]:
     return lines
 
 
+def forward_arguments(ref, writer: ForwardWriter) -> list[str]:
+    """forward's arguments as the reference declares them: its names (fx renames a placeholder whose name is taken,
+    `input` becomes `input_1`), its defaults (fx keeps a default as the placeholder's argument) and the `*` before
+    keyword-only ones, so that callers passing them by keyword still can."""
+    kinds = {name: parameter.kind for name, parameter in
+             list(inspect.signature(type(ref.model).forward).parameters.items())[1:]}
+    arguments, starred = [], False
+    for node in ref.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        name = str(node.target)
+        if kinds.get(name) is inspect.Parameter.KEYWORD_ONLY and not starred:
+            arguments.append("*")
+        starred = starred or name.startswith("*") or kinds.get(name) is inspect.Parameter.KEYWORD_ONLY
+        arguments.append(name if not node.args else f"{name}={writer.value(node.args[0])}")
+    return arguments
+
+
+def renamed_arguments(ref) -> list[str]:
+    """`input_1 = input`: the graph's name of an argument fx renamed, bound first in forward."""
+    return [f"{node.name} = {node.target}" for node in ref.graph.nodes
+            if node.op == "placeholder" and not str(node.target).startswith("*") and node.name != node.target]
+
+
 def solution_context(plan: Plan) -> dict:
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
     batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
     writer = ForwardWriter(plan)
-    # forward's arguments as the reference declares them (fx keeps a default as the placeholder's argument)
-    placeholders = [n.name if not n.args else f"{n.name}={writer.value(n.args[0])}"
-                    for n in ref.graph.nodes if n.op == "placeholder"]
+    placeholders = forward_arguments(ref, writer)
     return {
         "regions": regions,
         "pointwise": pointwise,
@@ -328,9 +367,10 @@ def solution_context(plan: Plan) -> dict:
         "init_extra": init_extra(plan),
         "prelude": ref.prelude,
         "forward_args": placeholders,
-        "forward_lines": writer.lines(),
-        "inputs": [f"torch.rand({', '.join(str(s) for s in shape)})" if shape is not None else repr(value)
-                   for shape, value in zip(ref.input_shapes, ref.input_values)],
+        "forward_lines": renamed_arguments(ref) + writer.lines(),
+        "inputs": [source or (f"torch.rand({', '.join(str(s) for s in shape)})" if shape is not None else repr(value))
+                   for shape, value, source in zip(ref.input_shapes, ref.input_values,
+                                                   ref.input_sources or [None] * len(ref.input_shapes))],
         "init_args": ref.init_args,
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),

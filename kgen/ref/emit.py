@@ -139,5 +139,5 @@ def _planned(ref, conv: str):
 def _groups_of(ref, step: RegionStep) -> int:
     if step.gn_module is not None:
         return int(dict(ref.gm.named_modules())[step.gn_module].num_groups)
-    groups = step.gn_args["groups"]
+    groups = step.gn_args.get("groups_value", step.gn_args["groups"])
     return int(groups) if str(groups).isdigit() else 0

@@ -2,6 +2,7 @@
 plan_batchnorm.py)."""
 from __future__ import annotations
 
+import ast
 import keyword
 import operator
 
@@ -17,10 +18,16 @@ def names_of(nodes) -> set:
     return {n.name for n in nodes} | {n.folded for n in nodes if n.folded}
 
 
+# Tensors made with another's shape, dtype and device, none of its values (torch.zeros_like(y)...).
+LIKE_FUNCTIONS = (torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like)
+
+
 def is_metadata(node) -> bool:
-    """x.device / x.dtype / x.shape / x.size() / x.dim(): reads no data (the emitted code takes them from the
-    region's input, whose shape every value before a region's reduction has)."""
+    """x.device / x.dtype / x.shape / x.size() / x.dim() / torch.zeros_like(x): reads no data (the emitted code
+    takes them from the region's input, whose shape every value before a region's reduction has)."""
     if node.op == "call_method" and node.target in ("size", "dim"):
+        return True
+    if node.op == "call_function" and node.target in LIKE_FUNCTIONS:
         return True
     return node.op == "call_function" and node.target is getattr and len(node.args) > 1 and \
         node.args[1] in ("device", "dtype", "shape", "ndim")
@@ -81,3 +88,37 @@ def param_view_root(value):
             return None
         value = value.args[0]
     return value if isinstance(value, torch.fx.Node) else None
+
+
+def attribute_arguments(line: str, model, functions: set, wanted: dict) -> dict:
+    """keyword -> `self.<attribute>` where the source line's one call of a function named in `functions` passes that
+    argument as an attribute of the model holding the traced value (`F.group_norm(x, self.groups, w, b, self.eps)`,
+    `F.max_pool2d(y, self.k)`). fx hands the planner the values only; written as literals, a ModelNew built with
+    other init arguments would compute with the reference's. `wanted`: keyword -> (position, traced value)."""
+    try:
+        tree = ast.parse(line.strip())
+    except SyntaxError:   # a call spread over lines: the traced literal stays
+        return {}
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and
+             getattr(n.func, "attr", getattr(n.func, "id", None)) in functions]
+    if len(calls) != 1:
+        return {}
+    call, found = calls[0], {}
+    for keyword_name, (position, value) in wanted.items():
+        given = next((k.value for k in call.keywords if k.arg == keyword_name), None)
+        if given is None and len(call.args) > position:
+            given = call.args[position]
+        names, root = [], given
+        while isinstance(root, ast.Attribute):
+            names.insert(0, root.attr)
+            root = root.value
+        if not names or not (isinstance(root, ast.Name) and root.id == "self"):
+            continue
+        held = model
+        for name in names:
+            held = getattr(held, name, None)
+        same = type(held) in (int, float) and held == value or \
+            isinstance(held, (tuple, list)) and isinstance(value, (tuple, list)) and list(held) == list(value)
+        if same:
+            found[keyword_name] = ast.unparse(given)
+    return found

@@ -205,13 +205,43 @@ def _where(args, kwargs):
     return f"where_{cmp}", [cond.args[0], cond.args[1], a, b], {}
 
 
-def _binary(name):
+def _masked_fill(args, kwargs):
+    """`x.masked_fill(a CMP b, v)` is `where(a CMP b, v, x)`, value and gradient (masked_fill's backward masks the
+    gradient of x where the mask holds, and gives v the sum of the rest, as where's does)."""
+    mask = kwargs.get("mask", args[1] if len(args) > 1 else None)
+    value = kwargs.get("value", args[2] if len(args) > 2 else None)
+    if set(kwargs) - {"mask", "value"} or value is None:
+        return None
+    cmp = comparison(mask) if isinstance(mask, torch.fx.Node) else None
+    if cmp is None or len(mask.users) != 1:
+        return None  # a bool mask from elsewhere, or one read twice: PyTorch's masked_fill
+    return f"where_{cmp}", [mask.args[0], mask.args[1], value, args[0]], {}
+
+
+def folded_condition(node):
+    """The comparison node a where-like op (torch.where, masked_fill) computes inside itself, else None."""
+    if node.op == "call_function" and node.target is torch.where:
+        return node.args[0] if node.args else None
+    if (node.op == "call_method" and node.target == "masked_fill") or \
+            (node.op == "call_function" and node.target is torch.masked_fill):
+        return node.kwargs.get("mask", node.args[1] if len(node.args) > 1 else None)
+    return None
+
+
+# Keywords a binary op may carry and still be the plain op: `alpha` only at 1 (PyTorch computes a + alpha * b in
+# one expression whose rounding kgen does not copy), `rounding_mode` only None (floor and trunc division are other
+# ops). Any other value, or any other keyword, leaves the op to PyTorch.
+_PLAIN_BINARY_KEYWORDS = {"other": None, "alpha": 1, "rounding_mode": None}
+
+
+def _binary(name, reversed_operands=False):
     def make(args, kwargs):
         other = kwargs.get("other", args[1] if len(args) > 1 else None)
-        alpha = kwargs.get("alpha", 1)
-        if alpha != 1:
-            return None
-        return name, [args[0], other], {}
+        for key, value in kwargs.items():
+            if key not in _PLAIN_BINARY_KEYWORDS or (key != "other" and value != _PLAIN_BINARY_KEYWORDS[key]):
+                return None
+        # torch.rsub(a, b) is b - a
+        return name, ([other, args[0]] if reversed_operands else [args[0], other]), {}
     return make
 
 
@@ -242,6 +272,10 @@ FUNCTIONS = {
     torch.exp: _unary("exp"), torch.log: _unary("log"), torch.abs: _unary("abs"), torch.sqrt: _unary("sqrt"),
     torch.square: _unary("square"), torch.neg: _unary("neg"),
     torch.add: _binary("add"), torch.sub: _binary("sub"), torch.mul: _binary("mul"), torch.div: _binary("div"),
+    # PyTorch's aliases of the same kernels
+    torch.subtract: _binary("sub"), torch.multiply: _binary("mul"), torch.divide: _binary("div"),
+    torch.true_divide: _binary("div"), torch.rsub: _binary("sub", reversed_operands=True),
+    torch.negative: _unary("neg"), torch.absolute: _unary("abs"), torch.masked_fill: _masked_fill,
     torch.minimum: _rbinary("minimum"), torch.maximum: _rbinary("maximum"),
     torch.min: _min_max("minimum"), torch.max: _min_max("maximum"),
     operator.add: _rbinary("add"), operator.sub: _rbinary("sub"), operator.mul: _rbinary("mul"),
@@ -265,6 +299,8 @@ METHODS = {
     "clamp_min": lambda a, k: ("clamp", [a[0]], {"lo": k.get("min", a[1] if len(a) > 1 else None), "hi": INF}),
     "clamp_max": lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
+    "subtract": _binary("sub"), "multiply": _binary("mul"), "divide": _binary("div"), "true_divide": _binary("div"),
+    "negative": _unary("neg"), "absolute": _unary("abs"), "masked_fill": _masked_fill,
     "minimum": _rbinary("minimum"), "maximum": _rbinary("maximum"),
     "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
     "erf": _unary("erf"), "erfc": _unary("erfc"), "expm1": _unary("expm1"), "log1p": _unary("log1p"),

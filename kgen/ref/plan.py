@@ -13,13 +13,19 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
-from kgen.ref.graph import PEELABLE, get_attribute, is_metadata, is_parameter, names_of, param_view_root, self_attr
-from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning
+from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
+                             param_view_root, self_attr)
+from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
 from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
 from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
+
+# The fill value of a tensor made like another (Planner.like_as_number), from the call's positional arguments.
+LIKE_FILLS = {torch.zeros_like: lambda args: 0.0 if len(args) == 1 else None,
+              torch.ones_like: lambda args: 1.0 if len(args) == 1 else None,
+              torch.full_like: lambda args: args[1] if len(args) == 2 else None}
 
 # A region's prologue and epilogue functors read at most this many parameters each (kMaxParams).
 MAX_FUNCTOR_PARAMS = 4
@@ -86,7 +92,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         return param
 
     def pw_node(self, node, op, operands, consts) -> PwNode:
-        folded = node.args[0].name if op.startswith("where_") else ""
+        folded = ops.folded_condition(node).name if op.startswith("where_") else ""
         return PwNode(node.name, op, operands, consts, self.ref.forward_lines.get(node.name, ""),
                       module=node.target if node.op == "call_module" else "", folded=folded)
 
@@ -101,7 +107,22 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         name, operands, consts = found
         if ops.OPS[name].arity != len(operands):
             return None
-        return name, operands, consts
+        return name, [self.like_as_number(o, operands) for o in operands], consts
+
+    def like_as_number(self, operand, operands):
+        """`torch.zeros_like(t)`, `torch.ones_like(t)`, `torch.full_like(t, v)` (float32, no other argument) read
+        by an element-wise op beside another tensor of its shape, as the number it is filled with (`torch.where(y >
+        0, y, torch.zeros_like(y))`): the op's value and shape are the same, and no gradient flows into it either
+        way. Any other operand is returned as it is."""
+        if not isinstance(operand, torch.fx.Node) or operand.op != "call_function" or \
+                operand.target not in LIKE_FILLS or operand.kwargs or tensor_dtype(operand) != torch.float32:
+            return operand
+        fill = LIKE_FILLS[operand.target](operand.args)
+        shape = tensor_shape(operand)
+        beside = any(o is not operand and isinstance(o, torch.fx.Node) and tensor_shape(o) == shape and
+                     not (o.op == "call_function" and o.target in LIKE_FILLS) for o in operands)
+        number = isinstance(fill, (int, float)) and not isinstance(fill, bool)
+        return float(fill) if beside and number else operand
 
     def float32(self, node, operands) -> bool:
         """Whether an element-wise node and its tensor operands are float32, the only dtype kgen's kernels
@@ -116,8 +137,14 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward: kgen --ref plans GroupNorm-family "
                            "references only")
         for gn in gns:
-            if gn.name not in self.claimed:
+            if tensor_dtype(gn) not in (None, torch.float32):
+                # kgen's region kernels read and write float32: PyTorch's own GroupNorm runs this one
+                self.library(gn, fallback="a GroupNorm of a tensor that is not float32")
+            elif gn.name not in self.claimed:
                 self.region(gn)
+        if not any(isinstance(s, RegionStep) for s in self.steps):
+            raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32 tensor in Model.forward (this one is "
+                           f"{tensor_dtype(gns[0])}): kgen's kernels are float32")
         for node in self.nodes:
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)
@@ -147,13 +174,17 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 region_values -= names_of([epilogue.pop()])
             if not open_end or not prologue or all(u.name in region_values or is_metadata(u) for u in gn_input.users):
                 break
+        # Epilogue nodes dropped above (one output, the functors' parameter limit) may have been the only readers of
+        # a parameter: the region does not take it (its own kernel does).
+        params[:] = used_params(prologue + epilogue, params)
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
         # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
         xmod = self.module(x)
         # (Only a plain call: `up(x, output_size=...)` keeps its arguments and its bias in PyTorch; and only while
         # the prologue functor has a parameter slot left for the bias.)
         peel = x if (isinstance(xmod, PEELABLE) and xmod.bias is not None and x.users
-                     and all(u.name in region_values for u in x.users) and len(x.args) == 1 and not x.kwargs
+                     and all(u.name in region_values or is_metadata(u) for u in x.users)
+                     and len(x.args) == 1 and not x.kwargs
                      and len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS
                      and _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS
                      and (not isinstance(xmod, nn.Linear) or len(full) == 2)) else None
@@ -200,7 +231,10 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
         if (weight is None) != (bias is None):
             raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
-        return weight is not None, {"groups": repr(groups), "eps": repr(float(eps)),
+        written = attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model, {"group_norm"},
+                                      {"num_groups": (1, groups), "eps": (4, eps)})
+        return weight is not None, {"groups": written.get("num_groups", repr(groups)),
+                                    "eps": written.get("eps", repr(float(eps))), "groups_value": int(groups),
                                     "weight": self.attr(weight.target) if weight is not None else "None",
                                     "bias": self.attr(bias.target) if bias is not None else "None"}
 

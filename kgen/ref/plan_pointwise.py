@@ -11,10 +11,19 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.graph import names_of
+from kgen.ref.graph import LIKE_FUNCTIONS, names_of
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
 from kgen.ref.trace import RefError, tensor_shape
 
+# Element-wise ops kgen has no formula for (no kernel of its own): PyTorch runs them as the reference does, between
+# kgen's kernels, instead of a refusal. Most have a zero or undefined gradient, which PyTorch's autograd keeps.
+ELEMENTWISE_IN_PYTORCH = {torch.sign, torch.sgn, torch.floor, torch.ceil, torch.round, torch.trunc, torch.frac,
+                          torch.fmod, torch.remainder, torch.floor_divide, torch.atan, torch.asin, torch.acos,
+                          torch.tan, torch.sinh, torch.cosh, torch.log2, torch.log10, torch.exp2, torch.logit,
+                          torch.nan_to_num, torch.float_power, operator.floordiv, operator.mod, operator.pow}
+ELEMENTWISE_METHODS_IN_PYTORCH = {"sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "fmod", "remainder",
+                                  "atan", "asin", "acos", "tan", "sinh", "cosh", "log2", "log10", "exp2", "logit",
+                                  "nan_to_num", "float_power"}
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                    nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
                    nn.InstanceNorm2d, nn.InstanceNorm3d, nn.LayerNorm, nn.Dropout, nn.Dropout1d, nn.Dropout2d,
@@ -23,7 +32,8 @@ LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvT
                    nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d, nn.AdaptiveMaxPool3d, nn.Flatten, nn.Identity,
                    nn.Upsample, nn.PixelShuffle, nn.Embedding, nn.Softmax, nn.LogSoftmax, nn.Softmax2d, nn.GLU,
                    nn.FeatureAlphaDropout, nn.LocalResponseNorm, nn.ZeroPad2d, nn.ConstantPad1d, nn.ConstantPad2d,
-                   nn.ConstantPad3d, nn.PixelUnshuffle, nn.Unflatten, nn.CosineSimilarity, nn.PairwiseDistance)
+                   nn.ConstantPad3d, nn.PixelUnshuffle, nn.Unflatten, nn.CosineSimilarity, nn.PairwiseDistance,
+                   nn.RReLU, nn.Softmin)
 LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F.conv1d, F.conv2d, F.conv3d,
                      F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.dropout, F.batch_norm,
                      F.layer_norm, F.instance_norm, F.max_pool1d, F.max_pool2d, F.max_pool3d, F.avg_pool1d,
@@ -40,7 +50,9 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
                      torch.std, torch.var, torch.std_mean, torch.var_mean, torch.norm, torch.linalg.norm,
                      torch.linalg.vector_norm, torch.prod, torch.argmax, torch.argmin, torch.chunk,
                      torch.split, torch.flip, torch.roll, F.glu, F.normalize, F.pad, F.pixel_shuffle,
-                     F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv}
+                     F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv,
+                     # made with another tensor's shape only (graph.is_metadata; Planner.like_as_number)
+                     *LIKE_FUNCTIONS}
 # An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
 # this many per-channel parameters (gn_region_common.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
@@ -75,17 +87,38 @@ class PointwisePlanning:
                 name, operands, consts = found
                 tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                            and self.param_of(o, full) is None]
+                if not tensors:
+                    # an op on parameters alone (torch.sigmoid(self.gate) of a (1, C, 1, 1) gate): they are the
+                    # kernel's input tensors, of the output's shape
+                    tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None]
                 if tensors:
                     pending.append((node, name, operands, consts, tensors))
                     continue
             if node.op == "call_function" and node.target is torch.where:
-                self.library(node, fallback="a where whose condition is read elsewhere")
+                self.library(node, fallback="a where whose condition is no comparison read by it alone (a bool "
+                                            "tensor, or a comparison read elsewhere too)")
                 continue
-            self.library(node)
+            self.library(node, fallback=self.unfused_elementwise(node))
         self.pointwise_steps(pending)
         for node in conditions:
             if node.name not in self.claimed:
                 self.library(node, fallback="a comparison read outside kgen's kernels")
+
+    def unfused_elementwise(self, node) -> str:
+        """Why an element-wise op runs in PyTorch (the fallback note of its library step), or "" for other ops: a
+        spelling of a fused op with arguments kgen's kernels do not take (`alpha=2`, `rounding_mode='floor'`, a
+        tensor clamp bound, a number to a tensor power, a mask that is no comparison), or an op kgen has no formula
+        for (sign, floor...)."""
+        if node.op == "call_function" and node.target in LIBRARY_FUNCTIONS or \
+                node.op == "call_method" and node.target in LIBRARY_METHODS or self.size_arithmetic(node):
+            return ""
+        if (node.op == "call_function" and node.target in ops.FUNCTIONS) or \
+                (node.op == "call_method" and node.target in ops.METHODS):
+            return "an element-wise op with arguments kgen's kernels do not take"
+        if (node.op == "call_function" and node.target in ELEMENTWISE_IN_PYTORCH) or \
+                (node.op == "call_method" and node.target in ELEMENTWISE_METHODS_IN_PYTORCH):
+            return "an element-wise op kgen has no kernel formula for"
+        return ""
 
     def pointwise_steps(self, pending) -> None:
         """The element-wise nodes no region took become kgen element-wise kernels: each one a DAG grown back from
@@ -113,7 +146,8 @@ class PointwisePlanning:
             if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
                 why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
                        len(chain) == len(nodes) else
-                       "it reads a value that is not a tensor (a forward argument)" if any(
+                       "it reads a Python number computed at run time: a forward argument, or arithmetic on "
+                       "sizes" if any(
                            tensor_shape(i) is None for i in inputs) else
                        "a tensor that does not broadcast to the output, or an output of rank above 5")
                 for member in nodes:
@@ -140,7 +174,8 @@ class PointwisePlanning:
         grown = True
         while grown:
             grown = False
-            covered = members | {by_name[m][0].args[0].name for m in members if by_name[m][1].startswith("where_")}
+            covered = members | {ops.folded_condition(by_name[m][0]).name for m in members
+                                 if by_name[m][1].startswith("where_")}
             for member in [n for n in self.nodes if n.name in members]:
                 for tensor in by_name[member.name][4]:
                     if tensor.name in members or tensor.name in taken or tensor.name not in by_name or \

@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kgen.ref.graph import as_tuple, is_metadata
+from kgen.ref.graph import as_tuple, attribute_arguments, is_metadata
 from kgen.ref.ir import Operand, PwNode
 from kgen.ref.trace import tensor_shape
 
@@ -89,8 +89,9 @@ class ReductionPlanning:
             op_name = node.target.__name__
         if op_name is None or not args or args[0] is not source:
             return None
-        dim = kw.get("dim", args[1] if len(args) > 1 else None)
-        keepdim = kw.get("keepdim", args[2] if len(args) > 2 else False)
+        # PyTorch also takes NumPy's names, `axis` and `keepdims` (torch.sum(x, axis=(2, 3), keepdims=True))
+        dim = kw.get("dim", kw.get("axis", args[1] if len(args) > 1 else None))
+        keepdim = kw.get("keepdim", kw.get("keepdims", args[2] if len(args) > 2 else False))
         if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
             return None
         dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})
@@ -146,6 +147,13 @@ class ReductionPlanning:
                 any(d != 1 for d in as_tuple(given.get("dilation", 1), dims)) or given.get("ceil_mode") or \
                 given.get("return_indices") or given.get("divisor_override") is not None:
             return None
+        # a kernel size the model holds (F.max_pool2d(y, self.k)) is read from it at run time, as a module's is
+        written = attribute_arguments(self.ref.forward_lines.get(node.name, ""), self.ref.model,
+                                      {f.__name__ for f in FUNCTIONAL_POOLS},
+                                      {"kernel_size": (1, given["kernel_size"]), "stride": (2, given.get("stride"))})
+        expr = written.get("kernel_size")
+        if expr is not None and (given.get("stride") is None or written.get("stride") == expr):
+            return node, "kWindow", op, False, k, f"_window({expr}, {dims})"
         return node, "kWindow", op, False, k, repr(tuple(k))
 
     def global_pool(self, node, module, source, rank):

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import torch
 import torch.fx
+import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
+from kgen.ref import ops
 from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, may_return_operand, prelu_as_function
 
 
@@ -47,6 +49,8 @@ class Reference:
     prelude: str = ""                      # the reference's top-level definitions that ModelNew's code reads
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
     input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
+    input_sources: list = field(default_factory=list)  # the reference's own expression of each tensor input that is
+                                                       # not float32 (an index tensor, a mask), else None
 
 
 def _short(error: BaseException) -> str:
@@ -114,6 +118,7 @@ def load_reference(path: str | Path) -> Reference:
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
+    sources = _other_dtype_inputs(tree, inputs, path)
     drop_same_value_ops(gm)   # after the flags: `training=self.training` is no constant False
     drop_unused_items(gm)
     return Reference(
@@ -122,7 +127,8 @@ def load_reference(path: str | Path) -> Reference:
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
-        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree),
+        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree, _loads(*sources.values())),
+        input_sources=[ast.unparse(sources[i]) if i in sources else None for i in range(len(inputs))],
         constants=_tensor_constants(gm, own_attributes),
     )
 
@@ -278,11 +284,26 @@ def _is_view(node: torch.fx.Node) -> bool:
             or (node.op == "call_function" and node.target in _VIEW_FUNCTIONS))
 
 
+def out_of_place_function(target):
+    """The out-of-place spelling of an in-place function kgen fuses (`torch.relu_` and `F.relu_` -> F.relu,
+    `F.elu_` -> F.elu, `torch.clamp_` -> torch.clamp, `torch.sigmoid_` -> F.sigmoid): the function of the same name
+    less its trailing underscore, in F or torch, that the op table knows; else None."""
+    name = getattr(target, "__name__", "")
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    for namespace in (F, torch):
+        function = getattr(namespace, name[:-1], None)
+        if function is not None and function in ops.FUNCTIONS:
+            return function
+    return None
+
+
 def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
     if node.op == "call_module":
         return bool(getattr(gm.get_submodule(node.target), "inplace", False))
     if node.op == "call_function":
-        return node.target in _INPLACE_OPERATORS or bool(node.kwargs.get("inplace", False))
+        return node.target in _INPLACE_OPERATORS or bool(node.kwargs.get("inplace", False)) or \
+            out_of_place_function(node.target) is not None
     if node.op == "call_method":
         return node.target.endswith("_") and not node.target.startswith("_")
     return False
@@ -296,8 +317,9 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
             continue
         operand = node.args[0]
         where = f"{path}: `{_source_line(node, path) or node.name}`"
+        what = getattr(node.target, "__name__", node.target)   # relu_, not <built-in method relu_ of ...>
         if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
-            raise RefError(f"{where}: in-place `{node.target}` on a tensor that has views: kgen cannot plan "
+            raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
@@ -308,7 +330,7 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
         if (base is not None and may_return_operand(operand, gm) and read_later(base)) or \
                 any(may_return_operand(u, gm) and order[u] < order[node] and read_later(u)
                     for u in operand.users if u is not node):
-            raise RefError(f"{where}: in-place `{node.target}` on a tensor that may share its storage with another "
+            raise RefError(f"{where}: in-place `{what}` on a tensor that may share its storage with another "
                            f"name read later (x.contiguous(), nn.Identity, a cast to its own dtype): kgen cannot "
                            f"plan writes through aliases; write it out of place")
         for user in list(operand.users):
@@ -317,6 +339,7 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
         if node.op == "call_function" and node.target in _INPLACE_OPERATORS:
             node.target = _INPLACE_OPERATORS[node.target]
         elif node.op == "call_function":
+            node.target = out_of_place_function(node.target) or node.target
             node.kwargs = {k: v for k, v in node.kwargs.items() if k != "inplace"}
         elif node.op == "call_method":
             node.target = node.target[:-1]
@@ -392,14 +415,32 @@ def _free_names(statement: ast.stmt) -> set:
     return _loads(statement)
 
 
-def _prelude(tree: ast.Module) -> str:
+def _other_dtype_inputs(tree: ast.Module, inputs: list, path: Path) -> dict:
+    """position -> the reference's own expression (an ast node) of each tensor among get_inputs() that is not
+    float32: the emitted get_inputs() writes `torch.rand(shape)` for a float32 input, which would make an index
+    tensor (`torch.randint(0, 10, (2,))` for an nn.Embedding) or a bool mask a float one. The expression is taken
+    from get_inputs' `return [...]`; one that cannot be found there is a one-line error."""
+    others = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.dtype != torch.float32]
+    if not others:
+        return {}
+    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
+    returned = function.body[-1].value if function.body and isinstance(function.body[-1], ast.Return) else None
+    elements = returned.elts if isinstance(returned, (ast.List, ast.Tuple)) else []
+    if len(elements) != len(inputs) or any(isinstance(e, ast.Starred) for e in elements):
+        raise RefError(f"{path}: get_inputs() returns a {inputs[others[0]].dtype} tensor, and kgen takes such an "
+                       "input's expression from its `return [...]` of one expression per input: write it so")
+    return {i: elements[i] for i in others}
+
+
+def _prelude(tree: ast.Module, also_needed: set = frozenset()) -> str:
     """The reference's top-level imports, constants, functions and classes that ModelNew's copy of Model's code
-    reads (Model.__init__, forward's signature), and what those read in turn: `import math`, a helper class,
-    `Optional` in an annotation. The template's own imports (torch, nn, F) are always there."""
+    reads (Model.__init__, forward's signature) or the emitted get_inputs() does (`also_needed`), and what those
+    read in turn: `import math`, a helper class, `Optional` in an annotation. The template's own imports (torch,
+    nn, F) are always there."""
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
     skip = {"Model", "get_inputs", "get_init_inputs"}
     defining = [s for s in tree.body if _bound_names(s) and not (_bound_names(s) & skip)]
-    needed = _loads(*cls.bases, *cls.decorator_list)
+    needed = _loads(*cls.bases, *cls.decorator_list) | set(also_needed)
     for member in cls.body:
         forward = isinstance(member, ast.FunctionDef) and member.name == "forward"
         needed |= _signature_names(member) if forward else _free_names(member)

@@ -158,3 +158,100 @@ def test_size_arithmetic_stays_python():
     text = emit_reference(str(HERE / "probe" / "convt_output_size_from_input_sizes.py"))[0]
     forward = forward_source(text)
     assert "mul = size * 2" in forward and "self.up(x, output_size=[mul, mul_1])" in forward
+
+
+def test_an_input_that_is_not_float32_keeps_the_references_expression(tmp_path, monkeypatch):
+    """get_inputs() with an index tensor (an nn.Embedding's) and a bool mask: the emitted get_inputs wrote
+    torch.rand(...) for every tensor, a float index the embedding refuses. Each such input is now the reference's own
+    expression, with the module constants it reads; float32 inputs stay torch.rand of their shape."""
+    path = tmp_path / "index_input.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nbatch_size = 2\nsteps = 10\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.emb = nn.Embedding(steps, 8)\n        self.gn = nn.GroupNorm(4, 8)\n\n"
+                    "    def forward(self, x, t, keep):\n"
+                    "        y = torch.relu(self.gn(x + self.emb(t)[:, :, None, None]))\n"
+                    "        return torch.where(keep, y, 0.0)\n\n\n"
+                    "def get_inputs():\n    return [torch.randn(batch_size, 8, 5, 5), torch.randint(0, steps, (batch_size,)),\n"
+                    "            torch.rand(batch_size, 8, 5, 5) > 0.5]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    text, _, _ = emit_reference(str(path))
+    assert "return [torch.rand(2, 8, 5, 5), torch.randint(0, steps, (batch_size,)), " \
+           "torch.rand(batch_size, 8, 5, 5) > 0.5]" in text
+    solution = load_emitted(text, monkeypatch)
+    inputs = solution.get_inputs()
+    assert [t.dtype for t in inputs] == [torch.float32, torch.int64, torch.bool]
+    assert solution.batch_size == 2 and solution.steps == 10
+
+
+def test_forward_keeps_the_references_argument_names_and_keyword_only_marker(tmp_path):
+    """`def forward(self, input, *, scale=2.0)`: fx names the placeholder `input_1` (`input` is taken), and the
+    emitted forward was `forward(self, input_1, scale=2.0)`, so `model(input=t)` failed and scale became positional.
+    The emitted signature is the reference's; the graph's name is bound first."""
+    path = tmp_path / "names.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(2, 4)\n\n"
+                    "    def forward(self, input, *, scale=2.0):\n        return torch.relu(self.gn(input)) * scale\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 5, 5)]\n\n\ndef get_init_inputs():\n    return []\n")
+    forward = forward_source(emit_reference(str(path))[0])
+    assert forward.startswith("    def forward(self, input, *, scale=2.0):\n        input_1 = input\n")
+
+
+def test_functional_groupnorm_reads_groups_and_eps_from_the_model(tmp_path, monkeypatch):
+    """F.group_norm(x, self.groups, self.w, self.b, self.eps): fx hands over 4 and 1e-3, and the emitted call wrote
+    those literals, so a ModelNew built with other init arguments normalised with the reference's groups and eps.
+    The call now reads the model's attributes (the kernels' specialised group count stays the traced one); a literal
+    in the reference stays a literal."""
+    path = tmp_path / "groups_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, channels, groups, eps):\n        super().__init__()\n"
+                    "        self.groups, self.eps = groups, eps\n"
+                    "        self.w = nn.Parameter(torch.ones(channels))\n        self.b = nn.Parameter(torch.zeros(channels))\n\n"
+                    "    def forward(self, x):\n"
+                    "        y = torch.relu(F.group_norm(x, self.groups, self.w, self.b, self.eps))\n"
+                    "        return F.group_norm(y, 2, eps=1e-4)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 8, 5, 5)]\n\n\n"
+                    "def get_init_inputs():\n    return [8, 4, 1e-3]\n")
+    text = emit_reference(str(path))[0]
+    assert "_Region0.apply(x, self.w, self.b, self.groups, self.eps, ()" in text
+    assert "_Region1.apply(relu, None, None, 2, 0.0001, ()" in text
+    assert "constexpr int kRegion0Groups = 4;" in text
+
+
+def test_an_int_attribute_the_kernels_bake_in_is_checked(tmp_path, monkeypatch):
+    """`y * self.k` with k = 3 from the init arguments: the kernels multiply by 3.0, and only float attributes were
+    checked at construction, so ModelNew(5) multiplied by 3 silently. An int attribute read on the node's own line is
+    checked now; an int equal to a constant by chance (in_channels = 3 beside `+ 3.0`) is not."""
+    path = tmp_path / "int_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, in_channels, k):\n        super().__init__()\n"
+                    "        self.in_channels, self.k = in_channels, k\n"
+                    "        self.conv = nn.Conv2d(in_channels, 8, 3)\n        self.gn = nn.GroupNorm(4, 8)\n\n"
+                    "    def forward(self, x):\n        y = torch.relu(self.gn(self.conv(x)) + 3.0)\n"
+                    "        return y * self.k\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 3, 6, 6)]\n\n\n"
+                    "def get_init_inputs():\n    return [3, 3]\n")
+    text = emit_reference(str(path))[0]
+    assert "_check_baked_constants(self, {'k': 3.0})" in text
+    solution = load_emitted(text, monkeypatch)
+    solution.ModelNew(3, 3)
+    with pytest.raises(ValueError, match="k = 3.0"):
+        solution.ModelNew(3, 5)
+
+
+@pytest.mark.parametrize("call, window", [
+    ("F.max_pool2d(y, self.k)", "_window(self.k, 2)"),
+    ("F.avg_pool2d(y, kernel_size=self.k, stride=self.k)", "_window(self.k, 2)"),
+    ("F.max_pool2d(y, self.k, 2)", "(2, 2)"),          # a literal stride: the window stays the traced one
+    ("F.max_pool2d(y, kernel_size=2)", "(2, 2)"),
+])
+def test_a_functional_pools_window_held_by_the_model_is_read_from_it(tmp_path, call, window):
+    """F.max_pool2d(y, self.k): the window was baked in as the traced (2, 2), so ModelNew(k=3) pooled 2 x 2; it is
+    now read from the model at run time, as a pooling module's kernel_size is."""
+    path = tmp_path / "pool_attribute.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self, k):\n        super().__init__()\n        self.k = k\n"
+                    "        self.gn = nn.GroupNorm(2, 4)\n\n    def forward(self, x):\n        y = torch.relu(self.gn(x))\n"
+                    f"        return {call}\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 4, 8, 8)]\n\n\ndef get_init_inputs():\n    return [2]\n")
+    forward = forward_source(emit_reference(str(path))[0])
+    assert f"self.gn.eps, {window}, torch.is_grad_enabled())" in forward

@@ -679,3 +679,46 @@ def test_conv_fast_on_the_command_line(tmp_path):
     assert result.returncode == 2 and "sideways" in result.stderr and not (tmp_path / "s.py").exists()
     with pytest.raises(ValueError, match="conv mode"):
         make_plan(load_reference(path), "sideways")
+
+
+def test_a_parameter_only_a_dropped_epilogue_node_read_leaves_the_region(tmp_path):
+    """Five (C, 1, 1) parameters after the GroupNorm: the epilogue functor takes four, the fifth product runs in an
+    element-wise kernel. Its parameter was still handed to the region (and listed in its plan line) though no functor
+    of the region reads it."""
+    path = tmp_path / "five_params.py"
+    path.write_text(FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                                      "        self.p = nn.ParameterList([nn.Parameter(torch.rand(16, 1, 1)) for _ in range(5)])")
+                    .format(tail="(((x * self.p[0]) + self.p[1]) * self.p[2] + self.p[3]) * self.p[4]"))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert [p.label for p in region.params] == ["p.0", "p.1", "p.2", "p.3"]
+    assert sorted(o.ref for n in region.epilogue for o in n.operands if o.kind == "param") == [0, 1, 2, 3]
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [p.label for p in pointwise.params] == ["p.4"]
+    assert "self.p[3], self.p[4])" not in emit_reference(str(path))[0]
+
+
+PLAN_CHECKED = OWN + sorted((HERE / "probe").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", PLAN_CHECKED, ids=lambda p: p.stem[:40])
+def test_every_plan_computes_the_references_value(path):
+    """The plan run step by step with PyTorch's ops (tests/ref/plan_interpreter.py: a region as prologue, GroupNorm,
+    epilogue and reduction; an element-wise step as its DAG; library steps as traced) equals the reference's forward
+    in eval mode: the planner read every operand, constant, parameter, peeled bias and reduction as the reference
+    means it. The kernels' own arithmetic is the GPU tests' to check."""
+    from tests.ref.plan_interpreter import run_plan
+    ref = load_reference(path)
+    plan = make_plan(ref)
+    if any(isinstance(s, BatchNormStep) for s in plan.steps):
+        pytest.skip("batch norm steps are not interpreted")
+    model = ref.model.eval()
+    torch.manual_seed(1)
+    inputs = list(ref.namespace["get_inputs"]())
+    with torch.no_grad():
+        expected, got = model(*inputs), run_plan(plan, model, inputs)
+    flat = lambda v: list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+    for want, have in zip(flat(expected), flat(got)):
+        if isinstance(want, torch.Tensor):
+            assert want.shape == have.shape
+            torch.testing.assert_close(have, want, atol=1e-4, rtol=1e-4, equal_nan=True)

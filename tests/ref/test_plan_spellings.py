@@ -10,6 +10,7 @@ from kgen.ref.ir import LibraryStep, PointwiseStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 from tests.ref.test_plan import FLATTENED, pytorch_ops, regions
+from tests.ref.test_emitted_python import forward_source
 
 HERE = Path(__file__).parent
 
@@ -202,3 +203,187 @@ def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
         params = [eval(p.expr, {"self": model}) for p in step.params]
         out = getattr(solution, f"_Pointwise{step.index}").apply(*inputs, *params)
         assert list(out.shape) == list(step.shape), (step.index, step.input_shapes, [p.shape for p in step.params])
+
+
+@pytest.mark.parametrize("tail, stays", [
+    ("torch.div(x, 2.0, rounding_mode='floor')", "div"), ("x.div(2.0, rounding_mode='trunc')", "div"),
+    ("torch.add(x, 1.0, alpha=2)", "add"), ("x.sub(1.0, alpha=0.5)", "sub"),
+])
+def test_binary_ops_with_other_arguments_stay_pytorch_calls(tmp_path, tail, stays):
+    """A floor or trunc division, or an add / sub with alpha != 1, is not the plain op: it was fused as a / b (or
+    a + b) with the keyword dropped; it now stays the reference's PyTorch call, and the file says why."""
+    plan = plan_of(tmp_path, f"torch.sigmoid({tail})")
+    (region,) = regions(plan)
+    assert region.epilogue == []
+    (step,) = [s for s in pytorch_ops(plan) if s.node.target in (stays, getattr(torch, stays))]
+    assert "arguments" in step.elementwise_fallback
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert tail.split("(", 1)[1].rstrip(")").split(", ", 1)[1] in text
+
+
+@pytest.mark.parametrize("tail, ops_expected", [
+    ("torch.negative(torch.divide(torch.subtract(torch.multiply(x, 2.0), 0.5), 3.0))", ["mul", "sub", "div", "neg"]),
+    ("x.multiply(2.0).subtract(0.5).divide(3.0).true_divide(2.0).negative().absolute()",
+     ["mul", "sub", "div", "div", "neg", "abs"]),
+    ("torch.absolute(torch.true_divide(x, 4.0))", ["div", "abs"]),
+    ("torch.rsub(x, 3.0)", ["sub"]),
+])
+def test_pytorch_aliases_of_fused_ops_fuse(tmp_path, tail, ops_expected):
+    """torch.multiply / subtract / divide / true_divide / negative / absolute (functions and methods) are the same
+    kernels as mul / sub / div / neg / abs, and torch.rsub(a, b) is b - a: one region, nothing in PyTorch."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ops_expected
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    if tail.startswith("torch.rsub"):
+        assert "__fsub_rn(3.0f, " in emit_reference(str(tmp_path / "spelling.py"))[0]
+
+
+@pytest.mark.parametrize("tail", ["x.masked_fill(x < 0, 0.1)", "torch.masked_fill(x, x < 0, 0.1)",
+                                  "x.masked_fill(mask=x < 0, value=0.1)"])
+def test_masked_fill_with_a_comparison_is_a_fused_where(tmp_path, tail):
+    """x.masked_fill(a CMP b, v) is where(a CMP b, v, x): the comparison folds in (no library step for it), the fill
+    value is the true branch."""
+    plan = plan_of(tmp_path, f"torch.relu({tail})")
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ["where_lt", "relu"] and region.epilogue[0].folded
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    assert "(y < 0.0f ? 0.1f : y)" in emit_reference(str(tmp_path / "spelling.py"))[0]
+
+
+def test_masked_fill_with_another_mask_stays_pytorch(tmp_path):
+    """A mask that is not a comparison read once (here read twice) leaves masked_fill to PyTorch, not an error."""
+    plan = plan_of(tmp_path, "x.masked_fill((m := x < 0), 0.0) + m.float()")
+    assert any(s.node.target == "masked_fill" and s.elementwise_fallback for s in pytorch_ops(plan))
+
+
+@pytest.mark.parametrize("tail, stays", [
+    ("torch.sign(x) * 0.5", torch.sign), ("torch.relu(x) // 0.5", "floordiv"), ("2 ** x", "pow"),
+    ("x.floor() + 1.0", "floor"),
+])
+def test_element_wise_ops_without_a_kernel_formula_stay_pytorch_calls(tmp_path, tail, stays):
+    """sign, floor, a floor division of a tensor, a number to a tensor power: no exit 2, the reference's own call
+    (operators written as operators: `2 ** gn`), kgen's kernels around it."""
+    plan = plan_of(tmp_path, tail)
+    assert regions(plan)
+    (step,) = [s for s in pytorch_ops(plan) if s.node.target == stays or
+               getattr(s.node.target, "__name__", "") == stays]
+    assert step.elementwise_fallback
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert "_operator" not in text
+
+
+@pytest.mark.parametrize("tail, ops_expected", [
+    ("torch.relu_(x) * 2.0", ["relu", "mul"]), ("F.relu_(x) + x", ["relu", "add"]),
+    ("(torch.sigmoid_(x), x * 2.0)[1]", ["sigmoid", "mul"]),
+    ("(F.elu_(x, 0.5), torch.clamp_(x, min=-0.25), F.leaky_relu_(x, 0.1), F.hardtanh_(x, -0.5, 0.5), x)[4]",
+     ["elu", "clamp", "leaky_relu", "hardtanh"]),
+])
+def test_in_place_functions_are_planned_by_value(tmp_path, tail, ops_expected):
+    """torch.relu_ / F.relu_ / F.elu_ / torch.clamp_ / torch.sigmoid_...: the function writes its operand, so every
+    later read of the operand reads its result (as x.relu_() and F.relu(x, inplace=True) already were). They made
+    `emit` exit 2 (`kgen cannot plan relu_`)."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == ops_expected
+    assert [n.consts for n in region.epilogue if n.consts][:1] in ([], [{"alpha": 0.5}])
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+    if tail.startswith("F.relu_"):   # relu(x) + relu(x): the add reads the written operand twice
+        text = emit_reference(str(tmp_path / "spelling.py"))[0]
+        assert "__fadd_rn(v_relu_, v_relu_)" in text
+
+
+@pytest.mark.parametrize("tail, op, fill", [
+    ("torch.where(x > 0, x, torch.zeros_like(x))", "where_gt", 0.0),
+    ("torch.maximum(x, torch.full_like(x, 0.1))", "maximum", 0.1),
+    ("torch.minimum(torch.ones_like(x), x)", "minimum", 1.0),
+])
+def test_a_tensor_filled_like_another_is_its_number(tmp_path, tail, op, fill):
+    """torch.zeros_like / ones_like / full_like beside a tensor of its shape is the number it holds: the op fuses
+    (it made emit exit 2, `kgen cannot plan zeros_like`), and the like-tensor's call, read by nothing, is gone."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == [op]
+    assert [o.ref for o in region.epilogue[0].operands if o.kind == "scalar"][-1] == fill
+    text = emit_reference(str(tmp_path / "spelling.py"))[0]
+    assert "_like(" not in forward_source(text)
+
+
+def test_a_tensor_filled_like_another_is_read_as_a_tensor_where_it_sets_the_shape(tmp_path):
+    """maximum((N, 1, H, W) mean, zeros_like(x) of (N, C, H, W)): the zeros set the output's shape, so they stay a
+    tensor, made like the region's input (their values are never read: the region's value is no second output)."""
+    plan = plan_of(tmp_path, "torch.maximum(x.mean(1, keepdim=True), torch.zeros_like(x))")
+    (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert pointwise.inputs == ["mean", "zeros_like"] and pointwise.shape == [4, 16, 14, 14]
+    assert "zeros_like = torch.zeros_like(conv)" in forward_source(emit_reference(str(tmp_path / "spelling.py"))[0])
+
+
+def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
+    """torch.sigmoid of a (1, C, 1, 1) gate (which the planner reads as a per-channel parameter): an element-wise
+    kernel with the gate as its input tensor. It made emit exit 2 (`kgen cannot plan sigmoid`)."""
+    source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                               "        self.gate = nn.Parameter(torch.rand(1, 16, 1, 1))")
+    path = tmp_path / "gate.py"
+    path.write_text(source.format(tail="x * torch.sigmoid(self.gate).expand_as(x)"))
+    plan = make_plan(load_reference(path))
+    first = next(s for s in plan.steps if isinstance(s, PointwiseStep))
+    assert [n.op for n in first.nodes] == ["sigmoid"] and first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
+    assert "sigmoid = _Pointwise0.apply(gate)" in emit_reference(str(path))[0]
+
+
+def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
+    """kgen's region kernels read float32 (data_ptr<float>): a GroupNorm of a float64 tensor was planned as a region
+    and the emitted file failed at its first call. It is now PyTorch's module call beside a float32 region, and a
+    reference with no float32 GroupNorm is a one-line error."""
+    source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
+                               "        self.gn64 = nn.GroupNorm(2, 16).double()")
+    path = tmp_path / "float64.py"
+    path.write_text(source.format(tail="torch.sigmoid(self.gn64(x.double()).float()) * torch.relu(x)"))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert region.gn_module == "gn" and region.epilogue == []   # x is read twice: relu is the element-wise kernel
+    (gn64,) = [s for s in pytorch_ops(plan) if s.node.target == "gn64"]
+    assert "not float32" in gn64.elementwise_fallback
+    only = tmp_path / "only_float64.py"
+    only.write_text(FLATTENED.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(4, 16).double()").format(
+        tail="x").replace("x = self.gn(self.conv(x))", "x = self.gn(self.conv(x).double())"))
+    with pytest.raises(RefError, match="no GroupNorm of a float32 tensor"):
+        make_plan(load_reference(only))
+
+
+@pytest.mark.parametrize("tail, kind, keepdim", [
+    ("torch.sum(x, axis=(2, 3), keepdims=True)", "kPlane", True), ("x.mean(axis=1)", "kChannel", False),
+    ("torch.amax(x, axis=[1, 2, 3], keepdims=False)", "kSample", False),
+])
+def test_reductions_spelled_with_numpys_keywords_fuse(tmp_path, tail, kind, keepdim):
+    """`axis=` and `keepdims=` (PyTorch's NumPy aliases of dim and keepdim) fuse as dim= and keepdim= do; the
+    reduction stayed PyTorch's."""
+    (region,) = regions(plan := plan_of(tmp_path, tail))
+    assert (region.reduce_kind, region.keepdim) == (kind, keepdim)
+    assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]
+
+
+def test_a_where_of_a_bool_tensor_says_why_it_stays(tmp_path):
+    """torch.where(mask, y, 0) with a bool mask from get_inputs(): PyTorch's where, and its note names the case."""
+    path = tmp_path / "mask.py"
+    path.write_text(FLATTENED.replace("def forward(self, x):", "def forward(self, x, m):").replace(
+        "return [torch.rand(4, 3, 16, 16)]", "return [torch.rand(4, 3, 16, 16), torch.rand(4, 16, 14, 14) > 0.5]")
+        .format(tail="torch.where(m, x, 0.0)"))
+    (where,) = [s for s in pytorch_ops(make_plan(load_reference(path))) if s.node.target is torch.where]
+    assert "bool tensor" in where.elementwise_fallback
+
+
+def test_a_reader_of_the_convs_shape_alone_does_not_keep_its_bias(tmp_path):
+    """maximum(c, zeros_like(c)) before the GroupNorm: zeros_like reads only c's shape, so the conv's bias is still
+    the region's (it stayed in the conv, the region one parameter short)."""
+    path = tmp_path / "shape_reader.py"
+    path.write_text(FLATTENED.replace("x = self.gn(self.conv(x))", "c = self.conv(x)\n"
+                                      "        x = self.gn(torch.maximum(c, torch.zeros_like(c)))").format(tail="x"))
+    (region,) = regions(make_plan(load_reference(path)))
+    assert [n.op for n in region.prologue] == ["add", "maximum"] and region.params[0].label == "conv.bias"
+
+
+def test_an_in_place_function_on_a_view_names_the_function(tmp_path):
+    """The one-line error names `relu_`, not `<built-in method relu_ of type object at 0x...>`."""
+    with pytest.raises(RefError, match=r"in-place `relu_` on a tensor that has views"):
+        plan_of(tmp_path, "(torch.relu_(x[:, :4]), x)[1]")

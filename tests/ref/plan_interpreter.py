@@ -1,0 +1,142 @@
+"""A CPU interpreter of a kgen Plan: every step evaluated with PyTorch's own ops (a region's prologue, GroupNorm,
+epilogue and reduction; an element-wise step's DAG; a library step as the traced node), so that a plan can be
+compared with the reference's forward without building a kernel. It checks the planner's reading of the graph
+(operands, their order, constants, parameters read per channel, the peeled bias, the reduction's kind, dims and
+keepdim), not the kernels' arithmetic. Batch norm steps are not interpreted (NotImplementedError).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch.fx.interpreter import Interpreter
+
+from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, RegionStep
+from kgen.ref.trace import TrainingFlag
+
+_COMPARE = {"gt": torch.gt, "lt": torch.lt, "ge": torch.ge, "le": torch.le, "eq": torch.eq, "ne": torch.ne}
+
+
+def _clamp(a, k):
+    return torch.clamp(a, None if k["lo"] == -math.inf else k["lo"], None if k["hi"] == math.inf else k["hi"])
+
+
+# op name -> PyTorch's value of it, from the operands (tensors) and the constants
+VALUES = {
+    "add": lambda a, k: a[0] + a[1], "sub": lambda a, k: a[0] - a[1], "mul": lambda a, k: a[0] * a[1],
+    "div": lambda a, k: a[0] / a[1], "neg": lambda a, k: -a[0], "relu": lambda a, k: torch.relu(a[0]),
+    "leaky_relu": lambda a, k: F.leaky_relu(a[0], k["slope"]), "sigmoid": lambda a, k: torch.sigmoid(a[0]),
+    "tanh": lambda a, k: torch.tanh(a[0]), "gelu_erf": lambda a, k: F.gelu(a[0]),
+    "gelu_tanh": lambda a, k: F.gelu(a[0], approximate="tanh"), "silu": lambda a, k: F.silu(a[0]),
+    "hardswish": lambda a, k: F.hardswish(a[0]), "hardsigmoid": lambda a, k: F.hardsigmoid(a[0]),
+    "hardtanh": lambda a, k: F.hardtanh(a[0], k["lo"], k["hi"]), "clamp": lambda a, k: _clamp(a[0], k),
+    "minimum": lambda a, k: torch.minimum(*torch.broadcast_tensors(a[0], a[1])),
+    "maximum": lambda a, k: torch.maximum(*torch.broadcast_tensors(a[0], a[1])),
+    "mish": lambda a, k: F.mish(a[0]), "softplus": lambda a, k: F.softplus(a[0], k["beta"], k["threshold"]),
+    "exp": lambda a, k: torch.exp(a[0]), "log": lambda a, k: torch.log(a[0]), "abs": lambda a, k: torch.abs(a[0]),
+    "sqrt": lambda a, k: torch.sqrt(a[0]), "square": lambda a, k: a[0] * a[0],
+    "elu": lambda a, k: F.elu(a[0], k["alpha"]), "selu": lambda a, k: F.selu(a[0]),
+    "celu": lambda a, k: F.celu(a[0], k["alpha"]), "softsign": lambda a, k: F.softsign(a[0]),
+    "logsigmoid": lambda a, k: F.logsigmoid(a[0]), "tanhshrink": lambda a, k: F.tanhshrink(a[0]),
+    "threshold": lambda a, k: F.threshold(a[0], k["threshold"], k["value"]),
+    "pow": lambda a, k: torch.pow(a[0], k["p"]), "rsqrt": lambda a, k: torch.rsqrt(a[0]),
+    "reciprocal": lambda a, k: torch.reciprocal(a[0]), "erf": lambda a, k: torch.erf(a[0]),
+    "erfc": lambda a, k: torch.erfc(a[0]), "expm1": lambda a, k: torch.expm1(a[0]),
+    "log1p": lambda a, k: torch.log1p(a[0]), "sin": lambda a, k: torch.sin(a[0]), "cos": lambda a, k: torch.cos(a[0]),
+    "prelu": lambda a, k: torch.where(a[0] > 0, a[0], a[1] * a[0]),
+    "softshrink": lambda a, k: F.softshrink(a[0], k["lambd"]), "hardshrink": lambda a, k: F.hardshrink(a[0], k["lambd"]),
+}
+for _cmp, _fn in _COMPARE.items():
+    VALUES[f"where_{_cmp}"] = lambda a, k, fn=_fn: torch.where(fn(a[0], a[1]), a[2], a[3])
+
+
+def run_dag(nodes, env: dict, params: list) -> None:
+    """Evaluates PwNodes in order into env (node name -> tensor)."""
+    for node in nodes:
+        operands = [env[o.ref] if o.kind == "value" else torch.tensor(o.ref) if o.kind == "scalar" else params[o.ref]
+                    for o in node.operands]
+        env[node.name] = VALUES[node.op](operands, node.consts)
+
+
+def _region_param(tensor, rank: int):
+    """A region's parameter as its kernels read it: one value, or C values along dim 1."""
+    tensor = tensor.detach()
+    return tensor.reshape(()) if tensor.numel() == 1 else tensor.reshape([1, -1] + [1] * (rank - 2))
+
+
+def _pointwise_param(param, tensor):
+    """An element-wise kernel's parameter as its Function broadcasts it (_read_shape)."""
+    tensor = tensor.detach()
+    return tensor if param.read_rank == 0 else tensor.reshape([1, -1] + [1] * (param.read_rank - 2))
+
+
+def _reduced(step: RegionStep, value):
+    rank = len(step.shape)
+    if step.reduce_kind == "kNone":
+        return value
+    if step.reduce_kind == "kWindow":
+        pool = {"kMax": (F.max_pool1d, F.max_pool2d, F.max_pool3d),
+                "kMean": (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.reduce_op][rank - 3]
+        return pool(value, tuple(step.window))
+    if step.reduce_kind == "kSample" and step.reduce_rank:
+        value, dims = value.reshape(value.shape[0], -1), (1,)
+    else:
+        dims = {"kChannel": (1,), "kPlane": tuple(range(2, rank)), "kSample": tuple(range(1, rank))}[step.reduce_kind]
+    reduce = {"kSum": torch.sum, "kMean": torch.mean, "kMax": torch.amax, "kMin": torch.amin,
+              "kLogSumExp": torch.logsumexp}[step.reduce_op]
+    return reduce(value, dims, keepdim=step.keepdim)
+
+
+def _groupnorm(step: RegionStep, gm, model, z):
+    if step.gn_module is not None:
+        module = gm.get_submodule(step.gn_module)
+        return F.group_norm(z, module.num_groups, module.weight, module.bias, module.eps)
+    args = step.gn_args
+    weight, bias = (eval(args[k], {"self": model}) for k in ("weight", "bias"))
+    groups, eps = (eval(args[k], {"self": model}) for k in ("groups", "eps"))
+    return F.group_norm(z, int(groups), weight, bias, float(eps))
+
+
+def run_plan(plan, model, inputs: list):
+    """The plan's output for `inputs` (the reference's forward arguments), every step as PyTorch computes it."""
+    gm = plan.ref.gm
+    env: dict = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, node in enumerate(placeholders):
+        env[node.name] = inputs[i] if i < len(inputs) else node.args[0]
+    interpreter = Interpreter(gm)
+
+    def fetch(argument):
+        found = torch.fx.node.map_arg(argument, lambda n: env[n.name])
+        return torch.fx.node.map_aggregate(found, lambda v: model.training if isinstance(v, TrainingFlag) else v)
+
+    for step in plan.steps:
+        if isinstance(step, LibraryStep):
+            node = step.node
+            module = gm.get_submodule(node.target) if step.drop_bias else None
+            bias = module.bias if module is not None else None
+            if module is not None:
+                module.bias = None   # the region adds it
+            env[node.name] = getattr(interpreter, node.op)(node.target, fetch(node.args), fetch(node.kwargs))
+            if module is not None:
+                module.bias = bias
+        elif isinstance(step, RegionStep):
+            params = [_region_param(eval(p.expr, {"self": model}), len(step.shape)) for p in step.params]
+            values = {step.input: env[step.input]}
+            run_dag(step.prologue, values, params)
+            z = values[step.prologue[-1].name] if step.prologue else values[step.input]
+            values[step.gn] = _groupnorm(step, gm, model, z)
+            run_dag(step.epilogue, values, params)
+            env[step.output] = _reduced(step, values[step.result])
+            for name, value in values.items():   # region values read for their metadata only (x.shape)
+                env.setdefault(name, value)
+        elif isinstance(step, PointwiseStep):
+            params = [_pointwise_param(p, eval(p.expr, {"self": model})) for p in step.params]
+            values = {name: env[name] for name in step.inputs}
+            run_dag(step.nodes, values, params)
+            env[step.output] = values[step.nodes[-1].name]
+        elif isinstance(step, BatchNormStep):
+            raise NotImplementedError("batch norm steps are not interpreted")
+    return fetch(plan.outputs)
