@@ -51,6 +51,13 @@
 #         A/B of L2-85's forward kernels against the sweeps, and L2-85's family row. Expected: L2-85 (254 KB
 #         slices of 4 planes: K = 4) forward kernels 0.466 ms (x twice) -> ~0.25-0.3 (x once; the pooled outputs
 #         are 1/16), its forward 1.14 -> ~0.95 ms.
+#   run8: after merging the probe branch (15 planner fixes, 7 new probes; a helper's report: three own references'
+#         emitted forward changed) and this session's CUDA changes (the cluster forward in every --ref file): all 17
+#         problems, the 7 new probes, the 3 changed references and the references with element-wise steps (their
+#         Python changed: expand/view skipped where the shapes match) emitted and prebuilt; tests/gpu/
+#         test_ref_emitted.py on the probes and references. Expected: all pass.
+#   run9: the 17 problems validated at their own shapes (kgen validate --trials 2: the CUDA of every --ref file
+#         changed), and L2-94 at the small odd shape run4 had no time for.
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -62,6 +69,10 @@ regs='regs:constexpr bool kBulkBackward = true;=>constexpr bool kBulkBackward = 
 s2b3='s2b3:constexpr int kBulkStages = 3;=>constexpr int kBulkStages = 2;|||constexpr int kBulkBlocksPerSM = 2;=>constexpr int kBulkBlocksPerSM = 3;'
 s4b1='s4b1:constexpr int kBulkStages = 3;=>constexpr int kBulkStages = 4;|||constexpr int kBulkBlocksPerSM = 2;=>constexpr int kBulkBlocksPerSM = 1;'
 AB_PROBLEMS=${AB_PROBLEMS:-"19 83 21 61 35"}
+REFS="inplace_functions_elu_clamp_sigmoid aliases_masked_fill_rsub_axis where_zeros_like_full_like
+ unfused_elementwise_in_pytorch sigmoid_gate_param_expand_as float64_groupnorm_beside_float32
+ embedding_index_input_named_input training_flag_many_params fgn_noweight_kweps_sigmoid_flatmean
+ linear_view_gn_functional_amax two_inputs conv2d_gn_input_residual_gate linear_gn_input_gate_rank1"
 problem_file() { if [ "$1" = 35 ]; then ls .kb/problems/level1_35_*.py; else ls .kb/problems/level2_${1}_*.py; fi; }
 case "${1:-}" in
   run1)
@@ -156,6 +167,28 @@ case "${1:-}" in
     tail -n 3 "$OUT/$S/run7_pytest_twopass.log"
     rm -f "$G"/*.py; cp -r "$G" "$OUT/$S/family_s32_b"
     tar czf "$OUT/$S/run7.tar.gz" -C "$OUT/$S" family_s32_b $(cd "$OUT/$S" && ls run7_*) && rm -rf "$OUT/$S/family_s32_b" "$OUT/$S"/run7_*.log "$OUT/$S"/run7_*.json
+    ;;
+  run8)
+    mkdir -p $V/final
+    for f in .kb/problems/level*_*.py; do n=$(basename $f | sed -E 's/level[0-9]+_([0-9]+)_.*/\1/')
+      python3 -m kgen.cli emit --ref $f -o $V/final/p$n.py; done
+    for n in $REFS; do f=$(ls tests/ref/references/$n.py tests/ref/probe/$n.py 2>/dev/null | head -1)
+      python3 -m kgen.cli emit --ref $f -o $V/final/own_$n.py; done
+    timeout -k 5 330 python3 benchmarks/prebuild.py -j 16 $V/final/*.py 2>&1 | tail -1
+    K=$(echo $REFS | sed 's/ / or /g')
+    timeout -k 5 250 python3 -m pytest -q -rf -p no:cacheprovider tests/gpu/test_ref_emitted.py -k "$K" \
+      > "$OUT/$S/run8_pytest_refs.log" 2>&1; echo "exit code: $?" >> "$OUT/$S/run8_pytest_refs.log"
+    grep -E "^FAILED" "$OUT/$S/run8_pytest_refs.log" | cut -c1-200; tail -n 2 "$OUT/$S/run8_pytest_refs.log"
+    ;;
+  run9)
+    mkdir -p "$OUT/$S/run9"
+    for f in $V/final/p*.py; do n=$(basename $f .py); n=${n#p}
+      ref=$(problem_file $n)
+      timeout -k 5 120 python3 -m kgen.cli validate $f --ref $ref --trials 2 > "$OUT/$S/run9/validate_$n.log" 2>&1
+      echo "L-$n exit $? $(grep -E '^RESULT' "$OUT/$S/run9/validate_$n.log" | cut -c1-100)"
+    done
+    timeout -k 5 120 python3 benchmarks/family_other_shapes.py .kb/problems $V/final "$OUT/$S/run9/other_shapes" --only 94 2>&1 | grep -v Warn
+    tar czf "$OUT/$S/run9.tar.gz" -C "$OUT/$S" run9 && rm -rf "$OUT/$S/run9"
     ;;
   run4)
     mkdir -p $V/family
