@@ -74,7 +74,10 @@ def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_r
     static = [c.name for c in checks if c.name in KERNELBENCH_STATIC and c.ok is False]
     broken = next((c for c in checks if c.ok is False and c.broken), None)
     correct = None
-    if kernelbench is not None:
+    if kernelbench is not None and kernelbench.get("reference_fails"):
+        what = ("not applicable: the reference itself fails under KernelBench's protocol, which casts every input "
+                f"tensor to float32 ({kernelbench['reference_fails']})")
+    elif kernelbench is not None:
         trials = kernelbench.get("trials", [])
         n = kernelbench.get("num_correct_trials", len(trials))
         good = sum(1 for t in trials if t.get("ok"))

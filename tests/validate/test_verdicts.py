@@ -134,3 +134,40 @@ def test_kernelbench_uses_its_own_tolerance_not_kgens(cpu_runtime, tmp_path):
     data = json.loads(report.read_text())
     assert not [c for c in data["checks"] if c["name"].endswith(" forward") and c["verdict"] == "FAIL"]
     assert data["verdicts"]["kernelbench"]["verdict"] == "FAIL"
+
+
+# ---- what the reference itself cannot do is not the solution's failure ------------------------------------
+
+def test_reference_whose_backward_raises_runs_as_no_backward(cpu_runtime, tmp_path):
+    """Floor division has no derivative: the reference's own backward raises, so the gradients are not compared
+    (one SKIP naming the reference's error) and nothing is BROKEN; the forward checks still run."""
+    report = tmp_path / "report.json"
+    code = validate(str(RUNTIME_FILES / "floor_divide_solution.py.txt"),
+                    ref=str(RUNTIME_FILES / "reference_floor_divide.py.txt"), json_path=report, out=io.StringIO(),
+                    trials=2)
+    data = json.loads(report.read_text())
+    checks = {c["name"]: c for c in data["checks"]}
+    assert data["verdicts"]["kgen"]["verdict"] != "BROKEN", data["verdicts"]["kgen"]
+    assert checks["backward"]["verdict"] == "SKIP"
+    assert "reference's own backward raises" in checks["backward"]["detail"]
+    assert "floor_divide" in checks["backward"]["detail"]
+    assert checks["trial 1 (rand) forward"]["verdict"] == "PASS"
+    assert not [name for name in checks if " grad " in name]
+    assert code != 2
+
+
+def test_reference_failing_under_kernelbench_protocol_is_not_applicable(cpu_runtime, tmp_path):
+    """KernelBench casts every input tensor to float32: an nn.Embedding's indices then fail in the reference
+    itself. The KernelBench verdict says so (no correctness either way), kgen's own checks take the reference's
+    integer input."""
+    report = tmp_path / "report.json"
+    validate(str(RUNTIME_FILES / "embedding_indices_solution.py.txt"),
+             ref=str(RUNTIME_FILES / "reference_embedding_indices.py.txt"), json_path=report, out=io.StringIO(),
+             trials=2)
+    data = json.loads(report.read_text())
+    kb = data["verdicts"]["kernelbench"]
+    # (this test solution is plain PyTorch: KernelBench's static checker still rejects it for that alone)
+    assert kb["correct"] is None and "reference itself fails under KernelBench's protocol" in kb["summary"]
+    assert data["verdicts"]["kgen"]["verdict"] != "BROKEN", data["verdicts"]["kgen"]
+    checks = {c["name"]: c for c in data["checks"]}
+    assert checks["trial 1 (rand) forward"]["verdict"] == "PASS"

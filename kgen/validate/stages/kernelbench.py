@@ -52,6 +52,20 @@ def kernelbench_inputs(ctx: Context, trial_seed: int) -> list:
     return [x.to(dtype=torch.float32).to(ctx.device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
+def reference_failure(ref_model, inputs: list) -> str:
+    """Why the reference itself fails on KernelBench's inputs ("" if it runs): its protocol casts every input
+    tensor to float32, so a reference with an index or mask input (an nn.Embedding's indices) fails there, and no
+    solution can be judged by it."""
+    try:
+        ref_model(*inputs)
+    except RuntimeError as error:
+        if "CUDA error" in str(error) or type(error).__name__ == "AcceleratorError":
+            raise
+        text = str(error).strip()
+        return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
+    return ""
+
+
 def compare_trial(output, output_new, tol: float) -> dict:
     """One trial of run_and_check_correctness: shape, then allclose(output, output_new) (rtol scales |output_new|)."""
     if not isinstance(output, torch.Tensor) or not isinstance(output_new, torch.Tensor):
@@ -90,6 +104,12 @@ def stage_kernelbench(ctx: Context) -> None:
         progress(f"KernelBench trial {n + 1} of {trials}")
         inputs = kernelbench_inputs(ctx, seed)
         with torch.no_grad():
+            failure = reference_failure(ref_model, inputs) if n == 0 else ""
+            if failure:
+                ctx.results.put("kernelbench", {"correct": None, "reference_fails": failure, "tolerance": tol,
+                                                "trials": [], "num_correct_trials": trials, "init_args": init,
+                                                "seed": ctx.seed, "protocol": PROTOCOL.format(tol=tol)})
+                return
             output = outputs_of(ref_model(*inputs))
             ctx.sync()
             output_new = outputs_of(new_model(*inputs))

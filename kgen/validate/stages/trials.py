@@ -103,8 +103,29 @@ def check_close(name: str, new: torch.Tensor, ref: torch.Tensor, atol: float, rt
     return Check(name, result.allclose, result.summary(), data)
 
 
+def stage_reference_backward(ctx: Context) -> None:
+    """Whether the reference's own backward runs: one that raises (an in-place op autograd rejects, an op without a
+    derivative such as floor division) leaves no gradient to compare with, so the rest runs as --no-backward and
+    the report says why, rather than calling a solution broken for what its reference does."""
+    inputs = ctx.inputs(trial_kind(0), trial_seed(ctx, 0))
+    upstream = upstream_for(ctx, trial_seed(ctx, 0) + 1)
+    try:
+        forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
+    except RuntimeError as error:
+        if "CUDA error" in str(error) or type(error).__name__ == "AcceleratorError":
+            raise
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        ctx.config["backward"] = False
+        ctx.add(skipped("backward", f"the reference's own backward raises ({type(error).__name__}: {first[:160]}): "
+                                    "no gradient to compare with, the rest runs as --no-backward"))
+    del inputs
+    ctx.free()
+
+
 def stage_backward(ctx: Context, trial: int) -> None:
     label = trial_label(trial)
+    if not ctx.config.get("backward", True):
+        return   # the reference's backward raised (stage_reference_backward says so once)
     if not ctx.layout_ok.get(trial, False):
         ctx.add(skipped(f"{label} backward", "forward outputs not comparable"))
         return
