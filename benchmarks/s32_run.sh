@@ -66,7 +66,8 @@
 #         protocol casts the embedding's indices to float32 (the float64 stage also cut the batch of every input but
 #         the index tensor). validate now probes the reference's backward once (a raise: the rest as --no-backward,
 #         one SKIP saying why), says "not applicable" where the reference fails under KernelBench's protocol, and
-#         cuts index inputs with the batch. The three validated again.
+#         cuts index inputs with the batch. The three validated again. (Not run: the session's device time had
+#         run out; CPU tests of the three validate paths instead, tests/validate/test_verdicts.py.)
 set -u
 S=s32
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
