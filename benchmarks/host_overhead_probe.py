@@ -20,16 +20,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_problem import load  # noqa: E402
 
 
+def wall_us(fn, calls: int) -> float:
+    """Wall time of one fn() in us: `calls` calls after 20 to warm up, synchronised only at the ends (host-bound
+    where the GPU work is small)."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
 def per_call_ms(model, inputs, calls: int) -> float:
     with torch.no_grad():
-        for _ in range(20):
-            model(*inputs)
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            model(*inputs)
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e3
+        return wall_us(lambda: model(*inputs), calls) / 1e3
 
 
 def main() -> None:
