@@ -64,7 +64,7 @@
 #         PASS; three new probes BROKEN for what their references do: the in-place one's reference backward raises
 #         (autograd rejects its in-place leaky_relu_), the floor division has no derivative, and KernelBench's
 #         protocol casts the embedding's indices to float32 (the float64 stage also cut the batch of every input but
-#         the index tensor). validate now probes the reference's backward once (a raise: the rest as --no-backward,
+#         the index tensor). validate now catches a raise of the reference's backward in the first trial (the rest as --no-backward,
 #         one SKIP saying why), says "not applicable" where the reference fails under KernelBench's protocol, and
 #         cuts index inputs with the batch. The three validated again. (Not run: the session's device time had
 #         run out; CPU tests of the three validate paths instead, tests/validate/test_verdicts.py.)

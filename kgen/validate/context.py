@@ -168,6 +168,16 @@ def draw(shape, dtype, kind: str, generator, device) -> torch.Tensor:
     return t.mul_(2).add_(3)
 
 
+def reference_error(error: RuntimeError) -> str:
+    """What the reference itself raised, in one line, where that is the reference's doing (its own backward
+    rejecting an in-place op, KernelBench's float32 cast of an index input): a CUDA error is re-raised, since that
+    is a broken run."""
+    if "CUDA error" in str(error) or type(error).__name__ == "AcceleratorError":
+        raise error
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
+
+
 def outputs_of(out) -> list:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 

@@ -39,7 +39,7 @@ from kgen.validate.stages.kernelbench import stage_kernelbench
 from kgen.validate.stages.kernels import stage_kernels
 from kgen.validate.stages.setup import (stage_arguments, stage_environment, stage_import_reference,
                                         stage_import_solution, stage_parameters)
-from kgen.validate.stages.trials import stage_backward, stage_forward, stage_reference_backward
+from kgen.validate.stages.trials import stage_backward, stage_forward
 
 TAIL_LINES = 40
 
@@ -59,8 +59,6 @@ def stages(config: dict) -> list[tuple[str, Callable[[Context], None]]]:
             ("parameters", stage_parameters)]
     if config.get("kernelbench", True):
         plan.append(("KernelBench protocol", stage_kernelbench))
-    if config.get("backward", True):
-        plan.append(("reference backward", stage_reference_backward))
     for trial in range(config.get("trials", 3)):
         plan.append((f"{trial_label(trial)} forward", lambda ctx, t=trial: stage_forward(ctx, t)))
         if config.get("backward", True):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from kgen.validate.context import Context, outputs_of, progress, same_value
+from kgen.validate.context import Context, outputs_of, progress, reference_error, same_value
 from kgen.validate.numerics import compare, count_nan
 
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}   # get_tolerance_for_precision
@@ -50,20 +50,6 @@ def kernelbench_inputs(ctx: Context, trial_seed: int) -> list:
     else:
         inputs = list(ctx.ref_mod.get_inputs())
     return [x.to(dtype=torch.float32).to(ctx.device) if isinstance(x, torch.Tensor) else x for x in inputs]
-
-
-def reference_failure(ref_model, inputs: list) -> str:
-    """Why the reference itself fails on KernelBench's inputs ("" if it runs): its protocol casts every input
-    tensor to float32, so a reference with an index or mask input (an nn.Embedding's indices) fails there, and no
-    solution can be judged by it."""
-    try:
-        ref_model(*inputs)
-    except RuntimeError as error:
-        if "CUDA error" in str(error) or type(error).__name__ == "AcceleratorError":
-            raise
-        text = str(error).strip()
-        return f"{type(error).__name__}: {text.splitlines()[0][:160] if text else ''}"
-    return ""
 
 
 def compare_trial(output, output_new, tol: float) -> dict:
@@ -104,13 +90,14 @@ def stage_kernelbench(ctx: Context) -> None:
         progress(f"KernelBench trial {n + 1} of {trials}")
         inputs = kernelbench_inputs(ctx, seed)
         with torch.no_grad():
-            failure = reference_failure(ref_model, inputs) if n == 0 else ""
-            if failure:
-                ctx.results.put("kernelbench", {"correct": None, "reference_fails": failure, "tolerance": tol,
-                                                "trials": [], "num_correct_trials": trials, "init_args": init,
-                                                "seed": ctx.seed, "protocol": PROTOCOL.format(tol=tol)})
+            try:
+                output = outputs_of(ref_model(*inputs))
+            except RuntimeError as error:
+                ctx.results.put("kernelbench", {"correct": None, "reference_fails": reference_error(error),
+                                                "tolerance": tol, "trials": [], "num_correct_trials": trials,
+                                                "init_args": init, "seed": ctx.seed,
+                                                "protocol": PROTOCOL.format(tol=tol)})
                 return
-            output = outputs_of(ref_model(*inputs))
             ctx.sync()
             output_new = outputs_of(new_model(*inputs))
             ctx.sync()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from kgen.validate.checks import Check, failed, passed, skipped
-from kgen.validate.context import Context, same_value, tensors_of
+from kgen.validate.context import Context, reference_error, same_value, tensors_of
 from kgen.validate.numerics import bitwise_equal, compare, shares_memory, tensor_meta
 from kgen.validate.stages.calls import forward_backward, trial_kind, trial_label, trial_seed, upstream_for
 from kgen.validate.stages.determinism import check_determinism, reproducibility
@@ -103,35 +103,26 @@ def check_close(name: str, new: torch.Tensor, ref: torch.Tensor, atol: float, rt
     return Check(name, result.allclose, result.summary(), data)
 
 
-def stage_reference_backward(ctx: Context) -> None:
-    """Whether the reference's own backward runs: one that raises (an in-place op autograd rejects, an op without a
-    derivative such as floor division) leaves no gradient to compare with, so the rest runs as --no-backward and
-    the report says why, rather than calling a solution broken for what its reference does."""
-    inputs = ctx.inputs(trial_kind(0), trial_seed(ctx, 0))
-    upstream = upstream_for(ctx, trial_seed(ctx, 0) + 1)
-    try:
-        forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
-    except RuntimeError as error:
-        if "CUDA error" in str(error) or type(error).__name__ == "AcceleratorError":
-            raise
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        ctx.config["backward"] = False
-        ctx.add(skipped("backward", f"the reference's own backward raises ({type(error).__name__}: {first[:160]}): "
-                                    "no gradient to compare with, the rest runs as --no-backward"))
-    del inputs
-    ctx.free()
-
-
 def stage_backward(ctx: Context, trial: int) -> None:
     label = trial_label(trial)
     if not ctx.config.get("backward", True):
-        return   # the reference's backward raised (stage_reference_backward says so once)
+        return   # the reference's backward raised in an earlier trial (said once, below)
     if not ctx.layout_ok.get(trial, False):
         ctx.add(skipped(f"{label} backward", "forward outputs not comparable"))
         return
     inputs = ctx.inputs(trial_kind(trial), trial_seed(ctx, trial))
     upstream = upstream_for(ctx, trial_seed(ctx, trial) + 1)
-    _, ref_grads = forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
+    try:
+        _, ref_grads = forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
+    except RuntimeError as error:
+        # no gradient to compare with: the rest (trials, float64, kernels, bench) runs as --no-backward, and the
+        # report says why rather than calling a solution broken for what its reference does
+        ctx.config["backward"] = False
+        ctx.add(skipped("backward", f"the reference's own backward raises ({reference_error(error)}): "
+                                    "no gradient to compare with, the rest runs as --no-backward"))
+        del inputs
+        ctx.free()
+        return
     ctx.free()
     _, new_grads = forward_backward(ctx, ctx.new_model, inputs, upstream, True)
     if new_grads is None:
