@@ -12,6 +12,14 @@
 #   run2: run1: 16 of 16 PASS (prebuild 83.8 s; validate 290 s): the in-place and floor-division probes' backward one
 #         SKIP each (their references' backward raises), the embedding probe's KernelBench verdict "not applicable";
 #         the 3 spec files and the 10 problems PASS with KernelBench 5/5.
+#         Now: what bounds each kgen kernel (issue 12's ">= 80 % of the copy rate where memory-bound"), from ncu's
+#         counters in one run: benchmarks/ncu_bounds.py runs one forward + backward of each file under ncu
+#         (application replay) and classifies every kgen kernel as DRAM-bound (>= 80 % of a same-size copy on the
+#         bytes it actually moved), issue-bound (>= 70 % of issue slots) or latency-bound. run2: L2-92, 19, L1-35,
+#         L2-60, 11, 83 (prebuilding the rest too); run3: L2-85, 27, 94, 21, 61, 23.
+#         Expected (sessions 15-29's scattered ncu runs): the forwards DRAM-bound; the backwards' sweeps of L2-92,
+#         85, 19 issue-bound (70-80 % issue), L1-35's pipelined backward DRAM-bound on its real bytes (its pass B
+#         misses L2 ~20 %: more bytes than the floor counts), L2-83/60 between.
 set -u
 S=s33
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -40,5 +48,12 @@ case "${1:-}" in
     timeout -k 5 300 python3 benchmarks/prebuild.py -j 16 $P3 $SPECS $KB 2>&1 | tail -3
     validate_all "$OUT/$S/run1" $P3 $SPECS $KB
     tar czf "$OUT/$S/run1.tar.gz" -C "$OUT/$S" run1 && rm -rf "$OUT/$S/run1"
+    ;;
+  run2|run3)
+    # ncu's counters of every kgen kernel of one forward + backward call (benchmarks/ncu_bounds.py)
+    [ $1 = run2 ] && timeout -k 5 200 python3 benchmarks/prebuild.py -j 16 $V/kb/p*.py 2>&1 | tail -1
+    FILES=""; for n in ${NCU_PROBLEMS}; do FILES="$FILES $V/kb/p$n.py"; done
+    timeout -k 5 ${NCU_TIMEOUT:-480} python3 benchmarks/ncu_bounds.py "$OUT/$S/$1" $FILES --timeout 150 2>&1 | grep -v "^|---" | cut -c1-250
+    tar czf "$OUT/$S/$1.tar.gz" -C "$OUT/$S" $1 && rm -rf "$OUT/$S/$1"
     ;;
 esac
