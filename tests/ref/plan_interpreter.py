@@ -109,8 +109,10 @@ def run_plan(plan, model, inputs: list):
     interpreter = Interpreter(gm)
 
     def fetch(argument):
-        found = torch.fx.node.map_arg(argument, lambda n: env[n.name])
-        return torch.fx.node.map_aggregate(found, lambda v: model.training if isinstance(v, TrainingFlag) else v)
+        # One pass over the node's own arguments: a value fetched (torch.min's (values, indices) structseq) is not
+        # walked again, which would turn it into a plain tuple without `.values`.
+        return torch.fx.node.map_aggregate(argument, lambda v: env[v.name] if isinstance(v, torch.fx.Node) else
+                                           model.training if isinstance(v, TrainingFlag) else v)
 
     for step in plan.steps:
         if isinstance(step, LibraryStep):
