@@ -229,14 +229,19 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         for value, what in ((weight, "weight"), (bias, "bias")):
             if value is not None and not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
                 raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
-        if (weight is None) != (bias is None):
-            raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
         written = attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model, {"group_norm"},
                                       {"num_groups": (1, groups), "eps": (4, eps)})
-        return weight is not None, {"groups": written.get("num_groups", repr(groups)),
-                                    "eps": written.get("eps", repr(float(eps))), "groups_value": int(groups),
-                                    "weight": self.attr(weight.target) if weight is not None else "None",
-                                    "bias": self.attr(bias.target) if bias is not None else "None"}
+        weight_expr = self.attr(weight.target) if weight is not None else "None"
+        bias_expr = self.attr(bias.target) if bias is not None else "None"
+        # The kernels take both or neither (affine iff weight is given): the one missing is its identity value,
+        # made beside the one given at each call (it follows the parameter's device, dtype and shape).
+        if weight is None and bias is not None:
+            weight_expr = f"torch.ones_like({bias_expr})"
+        elif bias is None and weight is not None:
+            bias_expr = f"torch.zeros_like({weight_expr})"
+        return weight is not None or bias is not None, {
+            "groups": written.get("num_groups", repr(groups)), "eps": written.get("eps", repr(float(eps))),
+            "groups_value": int(groups), "weight": weight_expr, "bias": bias_expr}
 
     def absorb_prologue(self, gn, start, full, params, open_end=False):
         """Element-wise nodes between the region's one tensor input x and the GroupNorm. With open_end, the

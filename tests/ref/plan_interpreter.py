@@ -94,7 +94,7 @@ def _groupnorm(step: RegionStep, gm, model, z):
         module = gm.get_submodule(step.gn_module)
         return F.group_norm(z, module.num_groups, module.weight, module.bias, module.eps)
     args = step.gn_args
-    weight, bias = (eval(args[k], {"self": model}) for k in ("weight", "bias"))
+    weight, bias = (eval(args[k], {"self": model, "torch": torch}) for k in ("weight", "bias"))
     groups, eps = (eval(args[k], {"self": model}) for k in ("groups", "eps"))
     return F.group_norm(z, int(groups), weight, bias, float(eps))
 

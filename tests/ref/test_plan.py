@@ -110,6 +110,15 @@ def test_affine_false_and_functional_groupnorm():
     assert region.keepdim and region.reduce_kind == "kPlane"
 
 
+def test_functional_groupnorm_with_weight_or_bias_alone():
+    """F.group_norm with a weight and no bias (or the reverse) is affine: the kernels take both, the missing one
+    its identity value made beside the given one."""
+    for name, weight, bias in (("fgn_weight_only_no_bias", "self.w", "torch.zeros_like(self.w)"),
+                               ("fgn_bias_only_no_weight", "torch.ones_like(self.b)", "self.b")):
+        (region,) = regions(make_plan(load_reference(HERE / "probe" / f"{name}.py")))
+        assert region.affine and (region.gn_args["weight"], region.gn_args["bias"]) == (weight, bias)
+
+
 def test_inplace_ops_are_planned_by_value():
     """nn.ReLU(inplace=True) overwrites the GroupNorm output, so the add after it reads relu twice; `+=` and
     `.mul_()` become the out-of-place ops whose results the later code reads."""
