@@ -115,22 +115,32 @@ class ReductionPlanning:
 
     def flattened_reduction(self, node, source, full):
         """A reduction over all but the batch written through a flattening view: x.view(x.size(0), -1).mean(1),
-        torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)... The view (any view, reshape
-        or flatten whose result is (N, C * spatial)) is the region's own: nothing reads it but the reduction."""
+        torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)...; or over the spatial dims (or
+        all but the batch) through a view that flattens the spatial dims only: x.view(n, c, -1).mean(-1),
+        x.flatten(2).amax(2). The view (any view, reshape or flatten whose result is (N, C * spatial) or
+        (N, C, spatial)) is the region's own: nothing reads it but the reduction."""
         flattening = (node.op == "call_method" and node.target in ("view", "reshape", "flatten")) or \
             (node.op == "call_function" and node.target in (torch.flatten, torch.reshape))
         if not flattening or len(full) < 3 or len(node.users) != 1:
             return None
-        rest = 1
-        for size in full[1:]:
-            rest *= size
-        if tensor_shape(node) != [full[0], rest]:
+        plane = 1
+        for size in full[2:]:
+            plane *= size
+        shape = tensor_shape(node)
+        if shape == [full[0], full[1] * plane]:
+            found = self.reduction(next(iter(node.users)), node, shape)
+            if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
+                return None
+            defined, _, op, keepdim, _, _ = found
+            return defined, "kSample", op, keepdim, (), "", node
+        if len(full) < 4 or shape != [full[0], full[1], plane]:
             return None
-        found = self.reduction(next(iter(node.users)), node, [full[0], rest])
-        if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
+        # x.view(n, c, -1).mean(-1): the (N, C, spatial) view, over its last dim (all spatial dims) or all but N
+        found = self.reduction(next(iter(node.users)), node, shape)
+        if found is None or found[1] not in ("kPlane", "kSample"):
             return None
-        defined, _, op, keepdim, _, _ = found
-        return defined, "kSample", op, keepdim, (), "", node
+        defined, kind, op, keepdim, _, _ = found
+        return defined, kind, op, keepdim, (), "", node
 
     def functional_pool(self, node, source, rank):
         """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,

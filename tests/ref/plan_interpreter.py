@@ -80,8 +80,11 @@ def _reduced(step: RegionStep, value):
         pool = {"kMax": (F.max_pool1d, F.max_pool2d, F.max_pool3d),
                 "kMean": (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.reduce_op][rank - 3]
         return pool(value, tuple(step.window))
-    if step.reduce_kind == "kSample" and step.reduce_rank:
+    if step.reduce_rank == 2:   # through an (N, C * spatial) view
         value, dims = value.reshape(value.shape[0], -1), (1,)
+    elif step.reduce_rank == 3:   # through an (N, C, spatial) view
+        value = value.reshape(value.shape[0], value.shape[1], -1)
+        dims = {"kPlane": (2,), "kSample": (1, 2)}[step.reduce_kind]
     else:
         dims = {"kChannel": (1,), "kPlane": tuple(range(2, rank)), "kSample": tuple(range(1, rank))}[step.reduce_kind]
     reduce = {"kSum": torch.sum, "kMean": torch.mean, "kMax": torch.amax, "kMin": torch.amin,

@@ -248,15 +248,21 @@ def test_max_with_its_indices_used_stays_in_pytorch(tmp_path):
     assert region.reduce_kind == "kNone"
 
 
-def test_reduction_through_a_view_that_does_not_flatten_stays_out():
-    """x.view(N, C, -1).mean(-1) flattens only the spatial dims: not a kSample reduction; the region ends at the
-    GroupNorm and PyTorch reduces."""
+def test_reduction_through_a_view_of_the_plane():
+    """x.view(N, C, -1).mean(-1) flattens only the spatial dims: the plane mean, reduce_rank 3 (keepdim gives
+    (N, C, 1)); over dim 1 of that view (channels) and through a view that splits the channels stay out."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spatial.py"
-        path.write_text(FLATTENED.format(tail="x.view(x.size(0), x.size(1), -1).mean(-1)"))
-        (region,) = regions(make_plan(load_reference(path)))
-        assert region.reduce_kind == "kNone"
+        for tail, kind in (("x.view(x.size(0), x.size(1), -1).mean(-1)", "kPlane"),
+                           ("x.flatten(2).amax(2, keepdim=True)", "kPlane"),
+                           ("x.reshape(x.size(0), x.size(1), -1).sum((1, 2))", "kSample"),
+                           ("x.view(x.size(0), x.size(1), -1).mean(1)", "kNone"),
+                           ("x.view(x.size(0), 4, -1).mean(-1)", "kNone")):
+            path.write_text(FLATTENED.format(tail=tail))
+            (region,) = regions(make_plan(load_reference(path)))
+            assert region.reduce_kind == kind, tail
+            assert region.reduce_rank == (3 if kind != "kNone" else 0)
 
 
 def test_activation_zoo_is_one_region_with_module_constants_checked():
