@@ -360,7 +360,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         readers = [u for u in result.users if not is_metadata(u)]
         if len(readers) == 1:
             user = readers[0]
-            reduce = self.reduction(user, result, full) or self.flattened_reduction(user, result, full)
+            reduce = self.reduction(user, result, full) or self.flattened_reduction(user, result, full) or \
+                self.permuted_reduction(user, result, full)
         return result.name, reduce
 
     def apply_reduction(self, step: RegionStep, reduce, full):
@@ -370,9 +371,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         defined, kind, op, keepdim, window, window_expr, *through = reduce
         step.reduce_kind, step.reduce_op, step.keepdim = kind, op, keepdim
         step.window, step.window_expr = window, window_expr
-        for n in through:   # a flattening view the reduction reads through (flattened_reduction)
+        for n in through:   # a flattening view or a permute the reduction reads through (plan_reductions.py)
             self.claimed[n.name] = step
-            step.reduce_rank = len(tensor_shape(n))
+            step.reduce_rank = len(tensor_shape(n)) if len(tensor_shape(n)) != len(full) else 0
         # torch.max(x, dim) defines a (values, indices) node and a `[0]` or `.values`; claim both.
         for n in self.nodes:
             if n is defined or (is_values_output(defined) and n is defined.args[0]):
