@@ -14,6 +14,9 @@ to one form, so that the planner sees one op where the reference may have writte
   transpose, view, reshape, flatten, squeeze, unsqueeze) of a GroupNorm's or an element-wise op's value, the
   layout op's only reader: the two swap (op(layout(x)) == layout(op(x)) element for element), so that the op
   joins the region before the layout op instead of running as a kernel of its own after it.
+- `x.sum()` / `torch.mean(x)` over every element of a GroupNorm's or an element-wise op's value: the sum (mean)
+  over all but the batch first, which the region fuses, then PyTorch's over the N values left (the mean of
+  equal-sized means is the mean). A max / min is not split: its gradient at ties across samples would differ.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import operator
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 from kgen.ref import ops
 
@@ -210,8 +214,32 @@ def elementwise_before_layout(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
+FULL_REDUCTIONS = {"sum": torch.sum, "mean": torch.mean, torch.sum: torch.sum, torch.mean: torch.mean}
+
+
+def full_reductions_per_sample(gm: torch.fx.GraphModule) -> None:
+    """torch.sum(x) -> torch.sum(torch.sum(x, (1, ..., rank - 1))), the same for the mean (module docstring)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op not in ("call_method", "call_function") or node.target not in FULL_REDUCTIONS or \
+                len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        source = node.args[0]
+        meta = source.meta.get("tensor_meta")
+        if meta is None or len(meta.shape) < 2 or meta.dtype != torch.float32 or not _region_value(source, gm):
+            continue
+        function = FULL_REDUCTIONS[node.target]
+        with graph.inserting_before(node):
+            per_sample = graph.call_function(function, (source, tuple(range(1, len(meta.shape)))))
+        per_sample.meta = dict(node.meta, tensor_meta=_extract_tensor_metadata(
+            torch.empty(meta.shape[0], dtype=meta.dtype, device="meta")))
+        node.target, node.op, node.args = function, "call_function", (per_sample,)
+    gm.recompile()
+
+
 def after_shapes(gm: torch.fx.GraphModule) -> None:
     """The rewrites that read the propagated shapes and dtypes, in order."""
     drop_same_value_ops(gm)
     drop_unused_items(gm)
     elementwise_before_layout(gm)
+    full_reductions_per_sample(gm)

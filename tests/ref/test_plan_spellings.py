@@ -419,3 +419,17 @@ def test_ops_with_a_tensor_operand_or_before_the_region_stay_after_the_layout_op
     (tmp_path / "t.py").write_text(source)
     (region,) = regions(make_plan(load_reference(tmp_path / "t.py")))
     assert [n.op for n in region.prologue] == ["relu"]
+
+
+@pytest.mark.parametrize("tail, op", [("torch.relu(x).sum()", "kSum"), ("torch.mean(x * 2.0)", "kMean"),
+                                      ("torch.relu(x).max()", None)])
+def test_a_reduction_over_every_element_is_fused_per_sample(tmp_path, tail, op):
+    """x.sum() / torch.mean(x): the region reduces all but the batch, PyTorch the N values left; a max over every
+    element stays PyTorch's whole (its gradient at ties across samples)."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert region.reduce_kind == ("kSample" if op else "kNone")
+    if op:
+        assert region.reduce_op == op
+        (after,) = [s.node for s in pytorch_ops(plan) if s.node.op == "call_function"]
+        assert after.args[0].name == region.output and len(after.args) == 1
