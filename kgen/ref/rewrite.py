@@ -14,7 +14,8 @@ to one form, so that the planner sees one op where the reference may have writte
   transpose, view, reshape, flatten, squeeze, unsqueeze) of a GroupNorm's or an element-wise op's value, the
   layout op's only reader: the two swap (op(layout(x)) == layout(op(x)) element for element), so that the op
   joins the region before the layout op instead of running as a kernel of its own after it.
-- `x.sum()` / `torch.mean(x)` over every element of a GroupNorm's or an element-wise op's value: the sum (mean)
+- `x.sum()` / `torch.mean(x)` over every element of a GroupNorm's or an element-wise op's value (or of a layout
+  op's of it, which has the same elements): the sum (mean)
   over all but the batch first, which the region fuses, then PyTorch's over the N values left (the mean of
   equal-sized means is the mean). A max / min is not split: its gradient at ties across samples would differ.
 """
@@ -225,6 +226,9 @@ def full_reductions_per_sample(gm: torch.fx.GraphModule) -> None:
                 len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], torch.fx.Node):
             continue
         source = node.args[0]
+        through = None
+        if _is_layout(source) and len(source.users) == 1 and source.args and isinstance(source.args[0], torch.fx.Node):
+            through, source = source, source.args[0]   # x.flatten(1).sum(): every element of x all the same
         meta = source.meta.get("tensor_meta")
         if meta is None or len(meta.shape) < 2 or meta.dtype != torch.float32 or not _region_value(source, gm):
             continue
@@ -234,6 +238,8 @@ def full_reductions_per_sample(gm: torch.fx.GraphModule) -> None:
         per_sample.meta = dict(node.meta, tensor_meta=_extract_tensor_metadata(
             torch.empty(meta.shape[0], dtype=meta.dtype, device="meta")))
         node.target, node.op, node.args = function, "call_function", (per_sample,)
+        if through is not None:
+            graph.erase_node(through)
     gm.recompile()
 
 

@@ -422,7 +422,7 @@ def test_ops_with_a_tensor_operand_or_before_the_region_stay_after_the_layout_op
 
 
 @pytest.mark.parametrize("tail, op", [("torch.relu(x).sum()", "kSum"), ("torch.mean(x * 2.0)", "kMean"),
-                                      ("torch.relu(x).max()", None)])
+                                      ("torch.relu(x).flatten(1).sum()", "kSum"), ("torch.relu(x).max()", None)])
 def test_a_reduction_over_every_element_is_fused_per_sample(tmp_path, tail, op):
     """x.sum() / torch.mean(x): the region reduces all but the batch, PyTorch the N values left; a max over every
     element stays PyTorch's whole (its gradient at ties across samples)."""
