@@ -71,7 +71,7 @@ class RegionStep:
     reduce_kind: str = "kNone"
     reduce_op: str = "kSum"
     keepdim: bool = False
-    reduce_rank: int = 0          # the rank of the view the reduction reads where it flattens x (kSample), else 0
+    reduce_rank: int = 0          # the rank of the view the reduction reads where it flattens x (2 or 3), else 0
     window: tuple = ()
     window_expr: str = ""         # Python expression of the window at run time
     output: str = ""              # fx node name the step defines

@@ -229,14 +229,19 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         for value, what in ((weight, "weight"), (bias, "bias")):
             if value is not None and not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
                 raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
-        if (weight is None) != (bias is None):
-            raise RefError(f"{self.where(gn)}: F.group_norm with only one of weight and bias is not supported")
         written = attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model, {"group_norm"},
                                       {"num_groups": (1, groups), "eps": (4, eps)})
-        return weight is not None, {"groups": written.get("num_groups", repr(groups)),
-                                    "eps": written.get("eps", repr(float(eps))), "groups_value": int(groups),
-                                    "weight": self.attr(weight.target) if weight is not None else "None",
-                                    "bias": self.attr(bias.target) if bias is not None else "None"}
+        weight_expr = self.attr(weight.target) if weight is not None else "None"
+        bias_expr = self.attr(bias.target) if bias is not None else "None"
+        # The kernels take both or neither (affine iff weight is given): the one missing is its identity value,
+        # made beside the one given at each call (it follows the parameter's device, dtype and shape).
+        if weight is None and bias is not None:
+            weight_expr = f"torch.ones_like({bias_expr})"
+        elif bias is None and weight is not None:
+            bias_expr = f"torch.zeros_like({weight_expr})"
+        return weight is not None or bias is not None, {
+            "groups": written.get("num_groups", repr(groups)), "eps": written.get("eps", repr(float(eps))),
+            "groups_value": int(groups), "weight": weight_expr, "bias": bias_expr}
 
     def absorb_prologue(self, gn, start, full, params, open_end=False):
         """Element-wise nodes between the region's one tensor input x and the GroupNorm. With open_end, the
@@ -355,7 +360,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         readers = [u for u in result.users if not is_metadata(u)]
         if len(readers) == 1:
             user = readers[0]
-            reduce = self.reduction(user, result, full) or self.flattened_reduction(user, result, full)
+            reduce = self.reduction(user, result, full) or self.flattened_reduction(user, result, full) or \
+                self.permuted_reduction(user, result, full)
         return result.name, reduce
 
     def apply_reduction(self, step: RegionStep, reduce, full):
@@ -365,9 +371,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         defined, kind, op, keepdim, window, window_expr, *through = reduce
         step.reduce_kind, step.reduce_op, step.keepdim = kind, op, keepdim
         step.window, step.window_expr = window, window_expr
-        for n in through:   # a flattening view the reduction reads through (flattened_reduction)
+        for n in through:   # a flattening view or a permute the reduction reads through (plan_reductions.py)
             self.claimed[n.name] = step
-            step.reduce_rank = len(tensor_shape(n))
+            step.reduce_rank = len(tensor_shape(n)) if len(tensor_shape(n)) != len(full) else 0
         # torch.max(x, dim) defines a (values, indices) node and a `[0]` or `.values`; claim both.
         for n in self.nodes:
             if n is defined or (is_values_output(defined) and n is defined.args[0]):

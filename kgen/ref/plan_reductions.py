@@ -80,6 +80,19 @@ class ReductionPlanning:
         adaptive = self.global_pool(node, module, source, rank)
         if adaptive is not None:
             return adaptive
+        parsed = self.reduction_call(node, source, rank)
+        if parsed is None:
+            return None
+        op_name, dims, keepdim, defined = parsed
+        kind = _reduce_kind(dims, rank)
+        if kind is None:
+            return None
+        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+
+    def reduction_call(self, node, source, rank):
+        """(op name, sorted dims, keepdim, node defining the reduced value) of a torch.mean / sum / amax / amin /
+        max / min / logsumexp of `source` over given dims (the values of a max / min with one dim, its indices
+        unread), else None."""
         op_name = None
         args, kw = list(node.args), dict(node.kwargs)
         if node.op == "call_method" and node.target in REDUCTION_OPS:
@@ -95,14 +108,6 @@ class ReductionPlanning:
         if dim is None or "dtype" in kw or not isinstance(keepdim, bool):
             return None
         dims = sorted({d % rank for d in ((dim,) if isinstance(dim, int) else tuple(dim))})
-        if dims == [1]:
-            kind = "kChannel"
-        elif rank > 2 and dims == list(range(2, rank)):
-            kind = "kPlane"
-        elif dims == list(range(1, rank)):
-            kind = "kSample"
-        else:
-            return None
         defined = node
         if op_name in ("max", "min"):
             if not isinstance(dim, int):
@@ -111,26 +116,53 @@ class ReductionPlanning:
             if len(users) != 1 or not is_values_output(users[0]):
                 return None  # the indices are used: keep PyTorch's max/min
             defined = users[0]
-        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+        return op_name, dims, keepdim, defined
+
+    def permuted_reduction(self, node, source, full):
+        """A reduction over dims of a permute / transpose of the region's result (x.permute(0, 2, 3, 1).amax(-1)),
+        the permute's only reader, without keepdim and with the dims it keeps in their order in x: the same
+        reduction over the dims of x they are (the channel max here), the same (N, H, W) result."""
+        order = _permutation(node, len(full))
+        if order is None or len(node.users) != 1:
+            return None
+        parsed = self.reduction_call(next(iter(node.users)), node, len(full))
+        if parsed is None:
+            return None
+        op_name, dims, keepdim, defined = parsed
+        kept = [order[d] for d in range(len(full)) if d not in dims]
+        kind = _reduce_kind(sorted(order[d] for d in dims), len(full))
+        if keepdim or kept != sorted(kept) or kind is None:
+            return None
+        return defined, kind, REDUCTION_OPS[op_name], False, (), "", node
 
     def flattened_reduction(self, node, source, full):
         """A reduction over all but the batch written through a flattening view: x.view(x.size(0), -1).mean(1),
-        torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)... The view (any view, reshape
-        or flatten whose result is (N, C * spatial)) is the region's own: nothing reads it but the reduction."""
+        torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)...; or over the spatial dims (or
+        all but the batch) through a view that flattens the spatial dims only: x.view(n, c, -1).mean(-1),
+        x.flatten(2).amax(2). The view (any view, reshape or flatten whose result is (N, C * spatial) or
+        (N, C, spatial)) is the region's own: nothing reads it but the reduction."""
         flattening = (node.op == "call_method" and node.target in ("view", "reshape", "flatten")) or \
             (node.op == "call_function" and node.target in (torch.flatten, torch.reshape))
         if not flattening or len(full) < 3 or len(node.users) != 1:
             return None
-        rest = 1
-        for size in full[1:]:
-            rest *= size
-        if tensor_shape(node) != [full[0], rest]:
+        plane = 1
+        for size in full[2:]:
+            plane *= size
+        shape = tensor_shape(node)
+        if shape == [full[0], full[1] * plane]:
+            found = self.reduction(next(iter(node.users)), node, shape)
+            if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
+                return None
+            defined, _, op, keepdim, _, _ = found
+            return defined, "kSample", op, keepdim, (), "", node
+        if len(full) < 4 or shape != [full[0], full[1], plane]:
             return None
-        found = self.reduction(next(iter(node.users)), node, [full[0], rest])
-        if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
+        # x.view(n, c, -1).mean(-1): the (N, C, spatial) view, over its last dim (all spatial dims) or all but N
+        found = self.reduction(next(iter(node.users)), node, shape)
+        if found is None or found[1] not in ("kPlane", "kSample"):
             return None
-        defined, _, op, keepdim, _, _ = found
-        return defined, "kSample", op, keepdim, (), "", node
+        defined, kind, op, keepdim, _, _ = found
+        return defined, kind, op, keepdim, (), "", node
 
     def functional_pool(self, node, source, rank):
         """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
@@ -212,3 +244,38 @@ class ReductionPlanning:
             step.notes.append(f"{what} moved before the {step.reduce_op[1:].lower()}, which it commutes with")
             self.claimed[user.name] = step
             output_node = user
+
+
+def _reduce_kind(dims: list, rank: int) -> str | None:
+    """The region's reduction over sorted `dims` of a rank-`rank` value: channels, spatial dims, all but N."""
+    if dims == [1]:
+        return "kChannel"
+    if rank > 2 and dims == list(range(2, rank)):
+        return "kPlane"
+    if dims == list(range(1, rank)):
+        return "kSample"
+    return None
+
+
+def _permutation(node, rank: int) -> list | None:
+    """For each dim of a permute's or transpose's result, the dim of its input it is; None for anything else."""
+    method = node.op == "call_method"
+    if (method and node.target == "permute") or (not method and node.op == "call_function" and
+                                                  node.target is torch.permute):
+        given = list(node.args[1:]) or [node.kwargs.get("dims")]
+        if len(given) == 1 and isinstance(given[0], (list, tuple)):
+            given = list(given[0])
+        if len(given) != rank or not all(isinstance(d, int) for d in given):
+            return None
+        order = [d % rank for d in given]
+        return order if sorted(order) == list(range(rank)) else None
+    if (method and node.target == "transpose") or (not method and node.op == "call_function" and
+                                                    node.target is torch.transpose):
+        given = list(node.args[1:3]) + [node.kwargs.get(k) for k in ("dim0", "dim1")][len(node.args) - 1:]
+        if len(given) != 2 or not all(isinstance(d, int) for d in given):
+            return None
+        a, b = (d % rank for d in given)
+        order = list(range(rank))
+        order[a], order[b] = b, a
+        return order
+    return None

@@ -10,6 +10,14 @@ to one form, so that the planner sees one op where the reference may have writte
   Left in the graph they would split a fused region in two at a library step that does nothing.
 - `v, i = torch.max(x, dim)`: fx records a getitem for each name unpacked, used or not. An unused one would keep
   the reduction from fusing (the planner sees its indices read), so getitems nothing reads are dropped.
+- An element-wise op with number operands only (relu, `* 2`, hardswish) that reads a layout op (permute,
+  transpose, view, reshape, flatten, squeeze, unsqueeze) of a GroupNorm's or an element-wise op's value, the
+  layout op's only reader: the two swap (op(layout(x)) == layout(op(x)) element for element), so that the op
+  joins the region before the layout op instead of running as a kernel of its own after it.
+- `x.sum()` / `torch.mean(x)` over every element of a GroupNorm's or an element-wise op's value (or of a layout
+  op's of it, which has the same elements): the sum (mean)
+  over all but the batch first, which the region fuses, then PyTorch's over the N values left (the mean of
+  equal-sized means is the mean). A max / min is not split: its gradient at ties across samples would differ.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ import operator
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+from kgen.ref import ops
 
 DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 DROPOUT_FUNCTIONS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout,
@@ -141,3 +152,100 @@ def drop_unused_items(gm: torch.fx.GraphModule) -> None:
         if node.op == "call_function" and node.target is operator.getitem and not node.users:
             graph.erase_node(node)
     gm.recompile()
+
+
+LAYOUT_METHODS = {"permute", "transpose", "view", "reshape", "flatten", "squeeze", "unsqueeze", "t"}
+LAYOUT_FUNCTIONS = {torch.permute, torch.transpose, torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze,
+                    torch.t}
+
+
+def _is_layout(node) -> bool:
+    return (node.op == "call_method" and node.target in LAYOUT_METHODS) or \
+        (node.op == "call_function" and node.target in LAYOUT_FUNCTIONS)
+
+
+def _module_of(node, gm):
+    return gm.get_submodule(node.target) if node.op == "call_module" else None
+
+
+def _number_operands_op(node, source, gm) -> bool:
+    """Whether `node` is an element-wise op of `source` and numbers only, keeping `source`'s dtype."""
+    found = ops.recognise(node, _module_of(node, gm))
+    if found is None or ops.OPS[found[0]].arity != len(found[1]) or _dtype_of(node) != _dtype_of(source):
+        return False
+    read = []
+    torch.fx.node.map_arg((node.args, node.kwargs), read.append)
+    numbers = [o for o in found[1] if o is not source]
+    return bool(read) and all(n is source for n in read) and \
+        all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in numbers)
+
+
+def _region_value(node, gm) -> bool:
+    """A GroupNorm's value or an element-wise op's (what a region may end with)."""
+    if node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.GroupNorm):
+        return True
+    if node.op == "call_function" and node.target is F.group_norm:
+        return True
+    return node.op in ("call_function", "call_method", "call_module") and \
+        ops.recognise(node, _module_of(node, gm)) is not None
+
+
+def elementwise_before_layout(gm: torch.fx.GraphModule) -> None:
+    """op(layout(x)) -> layout(op(x)) (see the module docstring), repeated along a chain of such ops."""
+    graph = gm.graph
+    moved = True
+    while moved:
+        moved = False
+        for layout in list(graph.nodes):
+            if not _is_layout(layout) or len(layout.users) != 1 or not layout.args or \
+                    not isinstance(layout.args[0], torch.fx.Node) or not _region_value(layout.args[0], gm):
+                continue
+            user = next(iter(layout.users))
+            source = layout.args[0]
+            if not _number_operands_op(user, layout, gm) or "tensor_meta" not in source.meta:
+                continue
+            with graph.inserting_before(layout):
+                early = graph.node_copy(user, lambda n: source if n is layout else n)
+            early.meta = dict(user.meta, tensor_meta=source.meta["tensor_meta"])
+            layout.args = (early,) + tuple(layout.args[1:])
+            layout.meta = dict(layout.meta, tensor_meta=user.meta["tensor_meta"])
+            user.replace_all_uses_with(layout)
+            graph.erase_node(user)
+            moved = True
+    gm.recompile()
+
+
+FULL_REDUCTIONS = {"sum": torch.sum, "mean": torch.mean, torch.sum: torch.sum, torch.mean: torch.mean}
+
+
+def full_reductions_per_sample(gm: torch.fx.GraphModule) -> None:
+    """torch.sum(x) -> torch.sum(torch.sum(x, (1, ..., rank - 1))), the same for the mean (module docstring)."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if node.op not in ("call_method", "call_function") or node.target not in FULL_REDUCTIONS or \
+                len(node.args) != 1 or node.kwargs or not isinstance(node.args[0], torch.fx.Node):
+            continue
+        source = node.args[0]
+        through = None
+        if _is_layout(source) and len(source.users) == 1 and source.args and isinstance(source.args[0], torch.fx.Node):
+            through, source = source, source.args[0]   # x.flatten(1).sum(): every element of x all the same
+        meta = source.meta.get("tensor_meta")
+        if meta is None or len(meta.shape) < 2 or meta.dtype != torch.float32 or not _region_value(source, gm):
+            continue
+        function = FULL_REDUCTIONS[node.target]
+        with graph.inserting_before(node):
+            per_sample = graph.call_function(function, (source, tuple(range(1, len(meta.shape)))))
+        per_sample.meta = dict(node.meta, tensor_meta=_extract_tensor_metadata(
+            torch.empty(meta.shape[0], dtype=meta.dtype, device="meta")))
+        node.target, node.op, node.args = function, "call_function", (per_sample,)
+        if through is not None:
+            graph.erase_node(through)
+    gm.recompile()
+
+
+def after_shapes(gm: torch.fx.GraphModule) -> None:
+    """The rewrites that read the propagated shapes and dtypes, in order."""
+    drop_same_value_ops(gm)
+    drop_unused_items(gm)
+    elementwise_before_layout(gm)
+    full_reductions_per_sample(gm)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kgen.ref import ops
-from kgen.ref.rewrite import drop_same_value_ops, drop_unused_items, may_return_operand, prelu_as_function
+from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
 
 
 class RefError(ValueError):
@@ -119,8 +119,7 @@ def load_reference(path: str | Path) -> Reference:
         node.meta.update(meta_node.meta)
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
     sources = _other_dtype_inputs(tree, inputs, path)
-    drop_same_value_ops(gm)   # after the flags: `training=self.training` is no constant False
-    drop_unused_items(gm)
+    after_shapes(gm)   # after the flags: `training=self.training` is no constant False
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,

@@ -80,8 +80,11 @@ def _reduced(step: RegionStep, value):
         pool = {"kMax": (F.max_pool1d, F.max_pool2d, F.max_pool3d),
                 "kMean": (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.reduce_op][rank - 3]
         return pool(value, tuple(step.window))
-    if step.reduce_kind == "kSample" and step.reduce_rank:
+    if step.reduce_rank == 2:   # through an (N, C * spatial) view
         value, dims = value.reshape(value.shape[0], -1), (1,)
+    elif step.reduce_rank == 3:   # through an (N, C, spatial) view
+        value = value.reshape(value.shape[0], value.shape[1], -1)
+        dims = {"kPlane": (2,), "kSample": (1, 2)}[step.reduce_kind]
     else:
         dims = {"kChannel": (1,), "kPlane": tuple(range(2, rank)), "kSample": tuple(range(1, rank))}[step.reduce_kind]
     reduce = {"kSum": torch.sum, "kMean": torch.mean, "kMax": torch.amax, "kMin": torch.amin,
@@ -94,7 +97,7 @@ def _groupnorm(step: RegionStep, gm, model, z):
         module = gm.get_submodule(step.gn_module)
         return F.group_norm(z, module.num_groups, module.weight, module.bias, module.eps)
     args = step.gn_args
-    weight, bias = (eval(args[k], {"self": model}) for k in ("weight", "bias"))
+    weight, bias = (eval(args[k], {"self": model, "torch": torch}) for k in ("weight", "bias"))
     groups, eps = (eval(args[k], {"self": model}) for k in ("groups", "eps"))
     return F.group_norm(z, int(groups), weight, bias, float(eps))
 
@@ -109,8 +112,10 @@ def run_plan(plan, model, inputs: list):
     interpreter = Interpreter(gm)
 
     def fetch(argument):
-        found = torch.fx.node.map_arg(argument, lambda n: env[n.name])
-        return torch.fx.node.map_aggregate(found, lambda v: model.training if isinstance(v, TrainingFlag) else v)
+        # One pass over the node's own arguments: a value fetched (torch.min's (values, indices) structseq) is not
+        # walked again, which would turn it into a plain tuple without `.values`.
+        return torch.fx.node.map_aggregate(argument, lambda v: env[v.name] if isinstance(v, torch.fx.Node) else
+                                           model.training if isinstance(v, TrainingFlag) else v)
 
     for step in plan.steps:
         if isinstance(step, LibraryStep):

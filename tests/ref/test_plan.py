@@ -110,6 +110,15 @@ def test_affine_false_and_functional_groupnorm():
     assert region.keepdim and region.reduce_kind == "kPlane"
 
 
+def test_functional_groupnorm_with_weight_or_bias_alone():
+    """F.group_norm with a weight and no bias (or the reverse) is affine: the kernels take both, the missing one
+    its identity value made beside the given one."""
+    for name, weight, bias in (("fgn_weight_only_no_bias", "self.w", "torch.zeros_like(self.w)"),
+                               ("fgn_bias_only_no_weight", "torch.ones_like(self.b)", "self.b")):
+        (region,) = regions(make_plan(load_reference(HERE / "probe" / f"{name}.py")))
+        assert region.affine and (region.gn_args["weight"], region.gn_args["bias"]) == (weight, bias)
+
+
 def test_inplace_ops_are_planned_by_value():
     """nn.ReLU(inplace=True) overwrites the GroupNorm output, so the add after it reads relu twice; `+=` and
     `.mul_()` become the out-of-place ops whose results the later code reads."""
@@ -239,15 +248,21 @@ def test_max_with_its_indices_used_stays_in_pytorch(tmp_path):
     assert region.reduce_kind == "kNone"
 
 
-def test_reduction_through_a_view_that_does_not_flatten_stays_out():
-    """x.view(N, C, -1).mean(-1) flattens only the spatial dims: not a kSample reduction; the region ends at the
-    GroupNorm and PyTorch reduces."""
+def test_reduction_through_a_view_of_the_plane():
+    """x.view(N, C, -1).mean(-1) flattens only the spatial dims: the plane mean, reduce_rank 3 (keepdim gives
+    (N, C, 1)); over dim 1 of that view (channels) and through a view that splits the channels stay out."""
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spatial.py"
-        path.write_text(FLATTENED.format(tail="x.view(x.size(0), x.size(1), -1).mean(-1)"))
-        (region,) = regions(make_plan(load_reference(path)))
-        assert region.reduce_kind == "kNone"
+        for tail, kind in (("x.view(x.size(0), x.size(1), -1).mean(-1)", "kPlane"),
+                           ("x.flatten(2).amax(2, keepdim=True)", "kPlane"),
+                           ("x.reshape(x.size(0), x.size(1), -1).sum((1, 2))", "kSample"),
+                           ("x.view(x.size(0), x.size(1), -1).mean(1)", "kNone"),
+                           ("x.view(x.size(0), 4, -1).mean(-1)", "kNone")):
+            path.write_text(FLATTENED.format(tail=tail))
+            (region,) = regions(make_plan(load_reference(path)))
+            assert region.reduce_kind == kind, tail
+            assert region.reduce_rank == (3 if kind != "kNone" else 0)
 
 
 def test_activation_zoo_is_one_region_with_module_constants_checked():

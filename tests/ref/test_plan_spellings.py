@@ -387,3 +387,49 @@ def test_an_in_place_function_on_a_view_names_the_function(tmp_path):
     """The one-line error names `relu_`, not `<built-in method relu_ of type object at 0x...>`."""
     with pytest.raises(RefError, match=r"in-place `relu_` on a tensor that has views"):
         plan_of(tmp_path, "(torch.relu_(x[:, :4]), x)[1]")
+
+
+@pytest.mark.parametrize("tail, epilogue, kind", [
+    ("F.hardswish(x.permute(0, 2, 3, 1) * 2.0).amax(-1)", ["mul", "hardswish"], "kChannel"),
+    ("torch.relu(torch.transpose(x, 1, 3)).mean(dim=(1, 2))", ["relu"], "kPlane"),
+    ("(x.transpose(1, 2) - 0.5).sigmoid().sum(dim=(1, 2, 3))", ["sub", "sigmoid"], "kSample"),
+    ("torch.tanh(x.flatten(1)) + 1", ["tanh", "add"], "kNone"),
+    ("torch.tanh(x.permute(0, 2, 3, 1)).mean(1)", ["tanh"], "kNone"),        # over H alone: PyTorch's
+    ("torch.tanh(x.permute(0, 3, 2, 1)).amax(-1)", ["tanh"], "kNone"),       # keeps (N, W, H): not x's order
+    ("torch.tanh(x.permute(0, 2, 3, 1)).amax(-1, keepdim=True)", ["tanh"], "kNone"),
+])
+def test_number_ops_after_a_layout_op_join_the_region(tmp_path, tail, epilogue, kind):
+    """An element-wise op of numbers only after a permute / transpose / flatten of the region's value moves before
+    it into the epilogue (rewrite.elementwise_before_layout); a reduction through a permute whose kept dims stay
+    in x's order is the region's reduction over the dims of x they are (plan_reductions.permuted_reduction)."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert [n.op for n in region.epilogue] == epilogue and region.reduce_kind == kind
+    assert not [s for s in plan.steps if isinstance(s, PointwiseStep)]
+
+
+def test_ops_with_a_tensor_operand_or_before_the_region_stay_after_the_layout_op(tmp_path):
+    """A product with a tensor after the permute stays an element-wise kernel after it; a relu of a transposed
+    input (no region value before the transpose) stays in the region's prologue, after the transpose."""
+    plan = plan_of(tmp_path, "x.permute(0, 2, 3, 1) * torch.linspace(0, 1, 16)")
+    assert [n.op for s in plan.steps if isinstance(s, PointwiseStep) for n in s.nodes] == ["mul"]
+    path = HERE / "probe" / "transposed_input_gn.py"
+    source = path.read_text().replace("self.gn(x.transpose(1, 2))", "self.gn(torch.relu(x.transpose(1, 2)))")
+    assert source != path.read_text()
+    (tmp_path / "t.py").write_text(source)
+    (region,) = regions(make_plan(load_reference(tmp_path / "t.py")))
+    assert [n.op for n in region.prologue] == ["relu"]
+
+
+@pytest.mark.parametrize("tail, op", [("torch.relu(x).sum()", "kSum"), ("torch.mean(x * 2.0)", "kMean"),
+                                      ("torch.relu(x).flatten(1).sum()", "kSum"), ("torch.relu(x).max()", None)])
+def test_a_reduction_over_every_element_is_fused_per_sample(tmp_path, tail, op):
+    """x.sum() / torch.mean(x): the region reduces all but the batch, PyTorch the N values left; a max over every
+    element stays PyTorch's whole (its gradient at ties across samples)."""
+    plan = plan_of(tmp_path, tail)
+    (region,) = regions(plan)
+    assert region.reduce_kind == ("kSample" if op else "kNone")
+    if op:
+        assert region.reduce_op == op
+        (after,) = [s.node for s in pytorch_ops(plan) if s.node.op == "call_function"]
+        assert after.args[0].name == region.output and len(after.args) == 1

@@ -1,0 +1,22 @@
+"""F.group_norm(x, 2, None, self.b, 1e-4): a bias and no weight (positional None), after a conv without bias -> relu."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, bias=False)
+        self.b = nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        return F.relu(F.group_norm(self.conv(x), 2, None, self.b, 1e-4))
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 10, 10)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,22 @@
+"""GroupNorm -> square -> x.sum() over every element (a 0-d output)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.gn = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        return (self.gn(self.conv(x)) ** 2).sum()
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 10, 10)]
+
+
+def get_init_inputs():
+    return []
