@@ -49,6 +49,21 @@ case "${1:-}" in
     validate_all "$OUT/$S/run1" $P3 $SPECS $KB
     tar czf "$OUT/$S/run1.tar.gz" -C "$OUT/$S" run1 && rm -rf "$OUT/$S/run1"
     ;;
+  run4)
+    # the helper's new probes (emitted here into $V/probe/), then issue 13's fused file on main: validate --bench
+    # (1e-2 with float64 arbitration; forward and forward+backward against eager and torch.compile in one run) and
+    # KernelBench's evaluator (fp32, 5 trials)
+    F=generated/convt_gelu_groupnorm_fused.py
+    timeout -k 5 240 python3 benchmarks/prebuild.py -j 16 $F $V/probe/*.py 2>&1 | grep -E "failed|FAIL|rror" | head -8
+    VTIMEOUT=60 validate_all "$OUT/$S/run4" $V/probe/*.py
+    timeout -k 5 200 python3 -m kgen.cli validate $F --bench --atol 1e-2 --rtol 1e-2 --json "$OUT/$S/run4/fused_validate.json" \
+      > "$OUT/$S/run4/fused_validate.log" 2>&1; echo "fused validate exit $?"
+    grep -E "^(  forward|  backward|  forward_backward|KernelBench|RESULT)|convt_wgmma|normalize" "$OUT/$S/run4/fused_validate.log" | cut -c1-200 | head -24
+    python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl 2>/dev/null
+    PYTHONPATH=/tmp/site:. timeout -k 5 150 python3 .kb/kb_eval.py $F .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py \
+      --trials 5 > "$OUT/$S/run4/fused_kb_eval.log" 2>&1; echo "kb_eval exit $?"; tail -1 "$OUT/$S/run4/fused_kb_eval.log" | cut -c1-400
+    tar czf "$OUT/$S/run4.tar.gz" -C "$OUT/$S" run4 && rm -rf "$OUT/$S/run4"
+    ;;
   run2|run3)
     # ncu's counters of every kgen kernel of one forward + backward call (benchmarks/ncu_bounds.py)
     [ $1 = run2 ] && timeout -k 5 200 python3 benchmarks/prebuild.py -j 16 $V/kb/p*.py 2>&1 | tail -1

@@ -171,3 +171,31 @@ def test_reference_failing_under_kernelbench_protocol_is_not_applicable(cpu_runt
     assert data["verdicts"]["kgen"]["verdict"] != "BROKEN", data["verdicts"]["kgen"]
     checks = {c["name"]: c for c in data["checks"]}
     assert checks["trial 1 (rand) forward"]["verdict"] == "PASS"
+
+
+def test_reference_with_a_whole_batch_number_output_is_arbitrated(cpu_runtime, tmp_path):
+    """An output that is one number of the whole batch (y.sum()): no per-sample slice of it exists, so the float64
+    arbiter runs the batch whole instead of raising (it was BROKEN: slice() of a 0-dim tensor). The solution's weight
+    gradient is 2e-4 off, so that the arbiter must run."""
+    report = tmp_path / "report.json"
+    code = validate(str(RUNTIME_FILES / "full_sum_solution.py.txt"), ref=str(RUNTIME_FILES / "reference_full_sum.py.txt"),
+                    json_path=report, out=io.StringIO(), trials=2)
+    data = json.loads(report.read_text())
+    checks = {c["name"]: c for c in data["checks"]}
+    assert data["verdicts"]["kgen"]["verdict"] != "BROKEN", data["verdicts"]["kgen"]
+    assert code != 2
+    weight = [c for name, c in checks.items() if name.startswith("trial") and name.endswith("grad gn.weight")]
+    assert weight and all("float64 arbiter (whole batch)" in c["detail"] for c in weight), weight
+    assert all(c["verdict"] == "FAIL" for c in weight)   # 2e-4 off: less accurate than the reference
+
+
+def test_reference_with_two_outputs_is_not_applicable_to_kernelbench(cpu_runtime, tmp_path):
+    """KernelBench compares one output tensor: a reference returning two would fail its own evaluator, so the
+    KernelBench verdict is "not applicable" (not a FAIL of the solution); kgen's checks compare both outputs."""
+    report = tmp_path / "report.json"
+    validate(str(RUNTIME_FILES / "two_outputs_solution.py.txt"), ref=str(RUNTIME_FILES / "reference_two_outputs.py.txt"),
+             json_path=report, out=io.StringIO(), trials=2)
+    data = json.loads(report.read_text())
+    kb = data["verdicts"]["kernelbench"]
+    assert kb["correct"] is None and "returns 2 outputs" in kb["summary"], kb
+    assert data["verdicts"]["kgen"]["verdict"] != "BROKEN", data["verdicts"]["kgen"]

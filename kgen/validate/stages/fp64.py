@@ -97,12 +97,15 @@ def _fp64_distances(ctx: Context, inputs: list, leaves: list[int], full_out: lis
             outs = tensors_of(outputs_of(ref64(*part)))
         except (RuntimeError, ValueError):   # the reference refuses a part of the batch: not separable
             return None
+        whole = (start, stop) == (0, batch)
         for o, f in zip(outs, full_out):
-            part_of_f = f[start:stop]   # all of f when the chunk is the batch (even if f's first dim is not)
+            if f.dim() == 0 and not whole:   # one number of the whole batch (a full sum): no slice of it
+                return None
+            part_of_f = f if whole else f[start:stop]   # all of f when the chunk is the batch (whatever its dims)
             if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=1e-2, rtol=1e-2):
                 return None
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
-        upstream64 = [g[start:stop].double() for g in grads_out]
+        upstream64 = [(g if whole else g[start:stop]).double() for g in grads_out]
         gs = torch.autograd.grad(outs, wrt, upstream64, allow_unused=True)
         for key, g in zip(param_keys, gs):
             if g is not None:
