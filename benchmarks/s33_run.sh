@@ -20,6 +20,16 @@
 #         Expected (sessions 15-29's scattered ncu runs): the forwards DRAM-bound; the backwards' sweeps of L2-92,
 #         85, 19 issue-bound (70-80 % issue), L1-35's pipelined backward DRAM-bound on its real bytes (its pass B
 #         misses L2 ~20 %: more bytes than the floor counts), L2-83/60 between.
+#   run4: run2-3 (H200): no backward kernel DRAM-bound (table in benchmarks/h100/s33/README.md). Now the helper's probes
+#         (39 new references, 5 planner fixes): the 11 whose plans the fixes changed or that take the new paths, then
+#         issue 13's fused file at main: validate --bench and KernelBench's evaluator. Expected: all PASS; the fused
+#         forward ~5.1 ms, forward+backward ~14.9 (session 28).
+#   run5: run4 (H100): 10 of 11 probes PASS; gn_full_sum_scalar BROKEN in validate (the float64 arbiter sliced a
+#         0-dim output by the batch), gn_flatten2_plane_amax_keepdim_sample_sum's KernelBench verdict FAIL for its
+#         two outputs (KernelBench's evaluator would fail the reference itself). Fused: validate PASS, forward 5.216
+#         ms (eager 12.305, torch.compile 8.456), forward+backward 14.976 (34.080, 32.208: 2.15x), KernelBench 5/5
+#         (5.45 ms against 12.4). Both validate bugs fixed with CPU tests; the two probes again and 14 more.
+#         Expected: all PASS, the two-output probe's KernelBench verdict "not applicable".
 set -u
 S=s33
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
@@ -63,6 +73,12 @@ case "${1:-}" in
     PYTHONPATH=/tmp/site:. timeout -k 5 150 python3 .kb/kb_eval.py $F .kb/problems/level2_19_ConvTranspose2d_GELU_GroupNorm.py \
       --trials 5 > "$OUT/$S/run4/fused_kb_eval.log" 2>&1; echo "kb_eval exit $?"; tail -1 "$OUT/$S/run4/fused_kb_eval.log" | cut -c1-400
     tar czf "$OUT/$S/run4.tar.gz" -C "$OUT/$S" run4 && rm -rf "$OUT/$S/run4"
+    ;;
+  run5)
+    # after run4's two validate fixes: the two probes they concern, and 14 more of the new probes (of 31 not yet run)
+    timeout -k 5 150 python3 benchmarks/prebuild.py -j 16 $V/probe5/*.py 2>&1 | grep -E "failed|FAIL|rror" | head -8
+    VTIMEOUT=40 validate_all "$OUT/$S/run5" $V/probe5/*.py
+    tar czf "$OUT/$S/run5.tar.gz" -C "$OUT/$S" run5 && rm -rf "$OUT/$S/run5"
     ;;
   run2|run3)
     # ncu's counters of every kgen kernel of one forward + backward call (benchmarks/ncu_bounds.py)
