@@ -1,0 +1,69 @@
+"""`kgen emit --ref`: what the traced graph does not show is refused with a one-line error (kgen/ref/guards.py):
+autograd switched off inside forward, in-place writes to a model input or a parameter / buffer (CPU only)."""
+import re
+
+import pytest
+
+from kgen.ref.plan import make_plan
+from kgen.ref.trace import RefError, load_reference
+from tests.ref.test_plan import FLATTENED, regions
+
+
+def plan_of(tmp_path, source):
+    path = tmp_path / "guarded.py"
+    path.write_text(source)
+    return make_plan(load_reference(path))
+
+
+@pytest.mark.parametrize("body", [
+    "with torch.no_grad():\n            g = torch.sigmoid(x) * 2\n        return x * g",
+    "with torch.inference_mode():\n            g = torch.sigmoid(x)\n        return x * g.clone()",
+    "with torch.set_grad_enabled(False):\n            g = torch.sigmoid(x)\n        return x * g",
+])
+def test_autograd_switched_inside_forward_is_refused(tmp_path, body):
+    """fx runs the context manager while tracing but records nothing: planned as traced, ModelNew's backward would
+    send gradients through ops the reference keeps out of autograd."""
+    with pytest.raises(RefError, match=r"runs with autograd switched .*: kgen cannot plan it"):
+        plan_of(tmp_path, FLATTENED.format(tail="x").replace("return x", body))
+
+
+def test_autograd_left_on_plans_as_before(tmp_path):
+    body = "with torch.enable_grad():\n            g = torch.sigmoid(x)\n        return x * g"
+    (region,) = regions(plan_of(tmp_path, FLATTENED.format(tail="x").replace("return x", body)))
+    assert [n.op for n in region.epilogue] == ["sigmoid", "mul"]
+
+
+@pytest.mark.parametrize("line, what", [
+    ("x.mul_(0.5)", "mul_` writes the model input `x`"),
+    ("x += 1", "+=` writes the model input `x`"),
+    ("torch.relu_(x)", "relu_` writes the model input `x`"),
+    ("F.relu(x, inplace=True)", "relu` writes the model input `x`"),
+    ("x.contiguous().clamp_(0, 1)", "clamp_` writes the model input `x`"),
+    ("self.act(x)", "act` writes the model input `x`"),
+])
+def test_an_in_place_write_outside_forward_is_refused(tmp_path, line, what):
+    """The reference changes a tensor its caller sees (a harness runs ModelNew on the inputs the reference ran on);
+    kgen plans values, not writes."""
+    source = FLATTENED.format(tail="x").replace("x = self.gn(self.conv(x))", line + "\n        x = self.gn(self.conv(x))")
+    source = source.replace("self.avg = nn.AdaptiveAvgPool2d(1)", "self.act = nn.ReLU(inplace=True)\n"
+                            "        self.register_buffer('buf', torch.ones(16))")
+    with pytest.raises(RefError, match=re.escape(f"in-place `{what}")):
+        plan_of(tmp_path, source)
+
+
+def test_an_in_place_write_to_a_value_forward_made_plans_by_value(tmp_path):
+    source = FLATTENED.format(tail="x").replace("x = self.gn(self.conv(x))",
+                                                "x = x * 1.0\n        x.mul_(0.5)\n        x = self.gn(self.conv(x))")
+    assert regions(plan_of(tmp_path, source))
+
+
+@pytest.mark.parametrize("line", ["self.buf.mul_(0.9)", "self.buf += 1", "self.steps += 1", "self.gn.eps = self.gn.eps * 2"])
+def test_a_forward_that_changes_the_model_is_refused(tmp_path, line):
+    """A buffer is no proxy: its in-place op runs while fx traces, and the graph keeps one snapshot of a value the
+    reference changes on every call (a number attribute likewise)."""
+    source = FLATTENED.format(tail="x * self.buf.view(1, -1, 1, 1) * self.steps").replace(
+        "x = self.gn(self.conv(x))", line + "\n        x = self.gn(self.conv(x))")
+    source = source.replace("self.avg = nn.AdaptiveAvgPool2d(1)", "self.steps = 1\n"
+                            "        self.register_buffer('buf', torch.ones(16))")
+    with pytest.raises(RefError, match=r"Model.forward writes `self\.(buf|steps|gn\.eps)`, state of the model"):
+        plan_of(tmp_path, source)
