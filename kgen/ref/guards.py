@@ -1,9 +1,10 @@
 """What a traced graph does not show, and kgen must refuse rather than plan as if it were not there.
 
 - Autograd switched off inside forward (`with torch.no_grad():`, `torch.inference_mode()`,
-  `torch.set_grad_enabled(False)`, a decorated helper): the context manager runs while fx traces but leaves no
-  node, so the graph reads as if gradients flowed through those ops, and ModelNew's backward would differ from
-  the reference's. `GradModeTracer` notes on each node whether autograd was in the mode the trace began in.
+  `torch.set_grad_enabled(False)`, a decorated helper), or autocast switched on (`with torch.autocast(...)`): the
+  context manager runs while fx traces but leaves no node, so the graph reads as if gradients flowed through
+  those ops (ModelNew's backward would differ) or as if they ran in float32 (its values would). `GuardTracer`
+  notes on each node whether autograd and autocast were in the modes the trace began in.
 - An in-place op whose operand is a model input or a parameter / buffer (`x.mul_(0.5)` on forward's argument,
   `self.buf.add_(1)`), directly or through ops that may return their operand itself: the reference writes a
   tensor its caller (or the next call) sees. kgen's plan computes values, not writes, so ModelNew would leave the
@@ -21,10 +22,12 @@
 from __future__ import annotations
 
 import operator
+from unittest import mock
 
 import torch
 import torch.fx
 import torch.nn.functional as F
+from torch.amp.autocast_mode import autocast
 
 from kgen.ref import ops
 from kgen.ref.rewrite import may_return_operand
@@ -57,17 +60,34 @@ class GuardTracer(torch.fx.Tracer):
     def proxy(self, node):
         return _AugmentedProxy(node, self)
 
+    def _modes(self) -> tuple:
+        return torch.is_grad_enabled(), self._autocast > 0
+
     def trace(self, root, concrete_args=None):
-        self._grad_mode = torch.is_grad_enabled()
+        # autocast is counted as entered, not read from torch.is_autocast_enabled: on a machine without CUDA,
+        # torch.autocast("cuda") disables itself, and the reference would run it enabled on the GPU.
+        self._autocast = 0
+        self._grad_mode = self._modes()
         before = _state(root)
-        graph = super().trace(root, concrete_args)
+        enter, leave = autocast.__enter__, autocast.__exit__
+
+        def entered(context):
+            self._autocast += 1
+            return enter(context)
+
+        def left(context, *exc):
+            self._autocast -= 1
+            return leave(context, *exc)
+
+        with mock.patch.object(autocast, "__enter__", entered), mock.patch.object(autocast, "__exit__", left):
+            graph = super().trace(root, concrete_args)
         after = _state(root)
         self.state_writes = [n for n in before if after.get(n) is not before[n] and after.get(n) != before[n]]
         return graph
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
-        if torch.is_grad_enabled() != self._grad_mode:
+        if self._modes() != self._grad_mode:
             node.meta["grad_mode_changed"] = True
         return node
 
@@ -89,8 +109,8 @@ def refusal(graph: torch.fx.Graph, tracer: GuardTracer, source_line) -> str:
     (source_line(node) names the first op traced so), or wrote the model's own state."""
     switched = next((n for n in graph.nodes if n.meta.get("grad_mode_changed")), None)
     if switched is not None:
-        return (f"`{source_line(switched) or switched.name}`: runs with autograd switched (torch.no_grad, "
-                "inference_mode, set_grad_enabled), which fx does not record: kgen cannot plan it")
+        return (f"`{source_line(switched) or switched.name}`: runs with autograd or autocast switched (torch."
+                "no_grad, inference_mode, set_grad_enabled, autocast), which fx does not record: kgen cannot plan it")
     if tracer.state_writes:
         return (f"Model.forward writes {', '.join(f'`{n}`' for n in tracer.state_writes)}, state of the model that "
                 "fx reads once while tracing: kgen cannot plan a forward that changes the model")

@@ -311,6 +311,9 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
         if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
             raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
+        if node.op == "call_method" and not callable(getattr(torch.Tensor, node.target[:-1], None)):
+            raise RefError(f"{where}: in-place `{what}` has no out-of-place form (Tensor.{node.target[:-1]}) kgen "
+                           f"could plan it by: write it out of place")
         if writes_caller(operand, gm):
             raise RefError(f"{where}: in-place `{what}` writes {writes_caller(operand, gm)}, which the caller sees: "
                            f"kgen cannot plan writes outside forward; write it out of place")

@@ -19,11 +19,13 @@ def plan_of(tmp_path, source):
     "with torch.no_grad():\n            g = torch.sigmoid(x) * 2\n        return x * g",
     "with torch.inference_mode():\n            g = torch.sigmoid(x)\n        return x * g.clone()",
     "with torch.set_grad_enabled(False):\n            g = torch.sigmoid(x)\n        return x * g",
+    "with torch.autocast('cpu', dtype=torch.bfloat16):\n            g = x @ x\n        return g.float()",
+    "with torch.autocast('cuda', dtype=torch.float16):\n            g = x @ x\n        return g.float()",
 ])
 def test_autograd_switched_inside_forward_is_refused(tmp_path, body):
     """fx runs the context manager while tracing but records nothing: planned as traced, ModelNew's backward would
     send gradients through ops the reference keeps out of autograd."""
-    with pytest.raises(RefError, match=r"runs with autograd switched .*: kgen cannot plan it"):
+    with pytest.raises(RefError, match=r"runs with autograd or autocast switched .*: kgen cannot plan it"):
         plan_of(tmp_path, FLATTENED.format(tail="x").replace("return x", body))
 
 
@@ -66,4 +68,12 @@ def test_a_forward_that_changes_the_model_is_refused(tmp_path, line):
     source = source.replace("self.avg = nn.AdaptiveAvgPool2d(1)", "self.steps = 1\n"
                             "        self.register_buffer('buf', torch.ones(16))")
     with pytest.raises(RefError, match=r"Model.forward writes `self\.(buf|steps|gn\.eps)`, state of the model"):
+        plan_of(tmp_path, source)
+
+
+@pytest.mark.parametrize("line", ["x.zero_()", "x.fill_(0.5)", "x.copy_(x * 2)", "x.normal_()"])
+def test_an_in_place_method_without_an_out_of_place_form_is_refused(tmp_path, line):
+    """`zero_` is not `zero` in place of something: the error names the method, not a failed `Tensor.zero`."""
+    source = FLATTENED.format(tail="x").replace("return x", "y = x * 1\n        y." + line[2:] + "\n        return y + x")
+    with pytest.raises(RefError, match=re.escape(f"in-place `{line[2:].split('(')[0]}` has no out-of-place form")):
         plan_of(tmp_path, source)
