@@ -117,15 +117,16 @@ def refusal(graph: torch.fx.Graph, tracer: GuardTracer, source_line) -> str:
     return ""
 
 
-def writes_caller(operand: torch.fx.Node, gm: torch.fx.GraphModule) -> str:
+def writes_caller(operand: torch.fx.Node, gm: torch.fx.GraphModule, is_view=lambda node: False) -> str:
     """What an in-place op on `operand` writes outside forward (`the model input \`x\``, `the parameter or buffer
-    \`self.w\``), following ops that may return their operand itself; '' for a value forward made."""
+    \`self.w\``), following views and ops that may return their operand itself; '' for a value forward made."""
     while True:
         if operand.op == "placeholder":
             return f"the model input `{operand.target}`"
         if operand.op == "get_attr":
             return f"the parameter or buffer `self.{operand.target}`"
-        if not (may_return_operand(operand, gm) and operand.args and isinstance(operand.args[0], torch.fx.Node)):
+        if not ((is_view(operand) or may_return_operand(operand, gm)) and operand.args
+                and isinstance(operand.args[0], torch.fx.Node)):
             return ""
         operand = operand.args[0]
 
@@ -142,3 +143,20 @@ def out_of_place_function(target):
         if function is not None and function in ops.FUNCTIONS:
             return function
     return None
+
+
+def read_through_a_view_later(node: torch.fx.Node, operand: torch.fx.Node, order: dict, is_view) -> bool:
+    """Whether a name other than `operand` that shares its storage through views (its base, the base's base, any
+    view of any of them) is read after the in-place `node`: then the write reaches a value the planner, which works
+    on values, would read unchanged. A view written in place whose base is never read again is plain data."""
+    base = operand
+    while is_view(base) and base.args and isinstance(base.args[0], torch.fx.Node):
+        base = base.args[0]
+    family, pending = set(), [base]
+    while pending:
+        member = pending.pop()
+        if member in family:
+            continue
+        family.add(member)
+        pending += [u for u in member.users if is_view(u) and u.args and u.args[0] is member]
+    return any(order[u] > order[node] for member in family - {operand} for u in member.users if u is not node)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kgen.ref import ops
-from kgen.ref.guards import GuardTracer, out_of_place_function, refusal, writes_caller
+from kgen.ref.guards import GuardTracer, out_of_place_function, read_through_a_view_later, refusal, writes_caller
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
 
 
@@ -308,14 +308,14 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
             continue
         where = f"{path}: `{_source_line(node, path) or node.name}`"
         what = node.meta.get("augmented") or getattr(node.target, "__name__", node.target)   # relu_, not <built-in..>
-        if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
+        if read_through_a_view_later(node, operand, order, _is_view):
             raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
         if node.op == "call_method" and not callable(getattr(torch.Tensor, node.target[:-1], None)):
             raise RefError(f"{where}: in-place `{what}` has no out-of-place form (Tensor.{node.target[:-1]}) kgen "
                            f"could plan it by: write it out of place")
-        if writes_caller(operand, gm):
-            raise RefError(f"{where}: in-place `{what}` writes {writes_caller(operand, gm)}, which the caller sees: "
+        if writes_caller(operand, gm, _is_view):
+            raise RefError(f"{where}: in-place `{what}` writes {writes_caller(operand, gm, _is_view)}, which the caller sees: "
                            f"kgen cannot plan writes outside forward; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.

@@ -77,3 +77,24 @@ def test_an_in_place_method_without_an_out_of_place_form_is_refused(tmp_path, li
     source = FLATTENED.format(tail="x").replace("return x", "y = x * 1\n        y." + line[2:] + "\n        return y + x")
     with pytest.raises(RefError, match=re.escape(f"in-place `{line[2:].split('(')[0]}` has no out-of-place form")):
         plan_of(tmp_path, source)
+
+
+@pytest.mark.parametrize("tail, refused", [
+    ("(lambda y: (y.__iadd__(1), y.relu_(), y.mean(1))[2])(x.flatten(1))", False),   # the base is not read again
+    ("(lambda y: (y.relu_(), y.mean(1) + x.mean((2, 3)))[1])(x.flatten(1))", True),  # x read after the write
+    ("(lambda y: (y.relu_(), x.flatten(1).mean(1))[1])(x.flatten(1))", True),         # another view of x read after
+])
+def test_an_in_place_write_to_a_view_is_refused_only_where_another_name_reads_it_later(tmp_path, tail, refused):
+    source = FLATTENED.format(tail=tail)
+    if refused:
+        with pytest.raises(RefError, match="on a tensor that has views"):
+            plan_of(tmp_path, source)
+    else:
+        assert regions(plan_of(tmp_path, source))
+
+
+def test_an_in_place_write_to_a_view_of_a_model_input_is_refused(tmp_path):
+    source = FLATTENED.format(tail="x").replace("x = self.gn(self.conv(x))",
+                                                "c = self.conv(x)\n        x.view(-1).mul_(2)\n        x = self.gn(c)")
+    with pytest.raises(RefError, match="in-place `mul_` writes the model input `x`"):
+        plan_of(tmp_path, source)
