@@ -41,6 +41,9 @@ class _AugmentedProxy(torch.fx.Proxy):
     """A Proxy whose `+=` (etc.) records the out-of-place op with meta["augmented"] = "+=" (the statement)."""
 
 
+_AugmentedProxy.__name__ = _AugmentedProxy.__qualname__ = "Proxy"   # fx's errors name it as they did
+
+
 def _augmented(name: str, symbol: str):
     def method(self, other):
         proxy = self.tracer.create_proxy("call_function", getattr(operator, name), (self, other), {})
