@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kgen.ref import ops
+from kgen.ref.guards import GuardTracer, out_of_place_function, read_through_a_view_later, refusal, writes_caller
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
 
 
@@ -91,20 +92,22 @@ def load_reference(path: str | Path) -> Reference:
     # tracing adds fx's tensor constants to the model itself
     own_attributes = set(vars(model)) | set(model._parameters) | set(model._buffers) | set(model._modules)
     try:
-        tracer = torch.fx.Tracer()
+        tracer = GuardTracer()
         tracer.record_stack_traces = True
         gm = torch.fx.GraphModule(model, tracer.trace(model))
         mode = model.training
         model.train(not mode)
-        other_graph = torch.fx.Tracer().trace(model)
+        other_graph = GuardTracer().trace(model)
         model.train(mode)
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
+    refuse_custom_functions(gm.graph, path)   # its forward runs without autograd: named as what it is
+    if why := refusal(gm.graph, tracer, lambda node: _source_line(node, path)):
+        raise RefError(f"{path}: {why}")
     flags = training_flags(gm.graph, other_graph, mode, path)
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
     prelu_as_function(gm)
-    refuse_custom_functions(gm.graph, path)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
     meta_gm = copy.deepcopy(gm).to("meta").eval()
@@ -117,6 +120,7 @@ def load_reference(path: str | Path) -> Reference:
     # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
+    resolve_inplace(gm, path, augmented=True)   # `y += 1` where the shapes show y is a tensor
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
     sources = _other_dtype_inputs(tree, inputs, path)
     after_shapes(gm)   # after the flags: `training=self.training` is no constant False
@@ -283,20 +287,6 @@ def _is_view(node: torch.fx.Node) -> bool:
             or (node.op == "call_function" and node.target in _VIEW_FUNCTIONS))
 
 
-def out_of_place_function(target):
-    """The out-of-place spelling of an in-place function kgen fuses (`torch.relu_` and `F.relu_` -> F.relu,
-    `F.elu_` -> F.elu, `torch.clamp_` -> torch.clamp, `torch.sigmoid_` -> F.sigmoid): the function of the same name
-    less its trailing underscore, in F or torch, that the op table knows; else None."""
-    name = getattr(target, "__name__", "")
-    if not name.endswith("_") or name.startswith("_"):
-        return None
-    for namespace in (F, torch):
-        function = getattr(namespace, name[:-1], None)
-        if function is not None and function in ops.FUNCTIONS:
-            return function
-    return None
-
-
 def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
     if node.op == "call_module":
         return bool(getattr(gm.get_submodule(node.target), "inplace", False))
@@ -308,18 +298,25 @@ def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-def resolve_inplace(gm: torch.fx.GraphModule, path: Path) -> None:
-    """Rewrites the graph's in-place ops as out-of-place ones whose result later uses of the operand read."""
+def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = False) -> None:
+    """Rewrites the graph's in-place ops as out-of-place ones whose result later uses of the operand read (with
+    `augmented`, once the shapes are known: the `y += 1` of a tensor y, which guards.GuardTracer marked)."""
     order = {node: i for i, node in enumerate(gm.graph.nodes)}
     for node in list(gm.graph.nodes):
-        if not _inplace(node, gm) or not node.args or not isinstance(node.args[0], torch.fx.Node):
+        if not node.args or not isinstance(operand := node.args[0], torch.fx.Node) or not (
+                node.meta.get("augmented") and tensor_shape(operand) is not None if augmented else _inplace(node, gm)):
             continue
-        operand = node.args[0]
         where = f"{path}: `{_source_line(node, path) or node.name}`"
-        what = getattr(node.target, "__name__", node.target)   # relu_, not <built-in method relu_ of ...>
-        if _is_view(operand) or any(_is_view(u) for u in operand.users if u is not node):
+        what = node.meta.get("augmented") or getattr(node.target, "__name__", node.target)   # relu_, not <built-in..>
+        if read_through_a_view_later(node, operand, order, _is_view):
             raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
                            f"writes through aliases; write it out of place")
+        if node.op == "call_method" and not callable(getattr(torch.Tensor, node.target[:-1], None)):
+            raise RefError(f"{where}: in-place `{what}` has no out-of-place form (Tensor.{node.target[:-1]}) kgen "
+                           f"could plan it by: write it out of place")
+        if writes_caller(operand, gm, _is_view):
+            raise RefError(f"{where}: in-place `{what}` writes {writes_caller(operand, gm, _is_view)}, which the caller sees: "
+                           f"kgen cannot plan writes outside forward; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
         def read_later(value) -> bool:

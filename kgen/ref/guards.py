@@ -1,0 +1,165 @@
+"""What a traced graph does not show, and kgen must refuse rather than plan as if it were not there.
+
+- Autograd switched off inside forward (`with torch.no_grad():`, `torch.inference_mode()`,
+  `torch.set_grad_enabled(False)`, a decorated helper), or autocast switched on (`with torch.autocast(...)`): the
+  context manager runs while fx traces but leaves no node, so the graph reads as if gradients flowed through
+  those ops (ModelNew's backward would differ) or as if they ran in float32 (its values would). `GuardTracer`
+  notes on each node whether autograd and autocast were in the modes the trace began in.
+- An in-place op whose operand is a model input or a parameter / buffer (`x.mul_(0.5)` on forward's argument,
+  `self.buf.add_(1)`), directly or through ops that may return their operand itself: the reference writes a
+  tensor its caller (or the next call) sees. kgen's plan computes values, not writes, so ModelNew would leave the
+  caller's tensor as it was, and a harness that runs the reference first and ModelNew on the same inputs after
+  would hand ModelNew other inputs.
+- Forward writing the model's own state (`self.buf.mul_(0.9)`, `self.steps += 1`): a buffer that is no proxy
+  runs eagerly while fx traces, so the graph holds one snapshot (a `_tensor_constant`) where the reference reads
+  a value that changes from call to call. `GuardTracer` compares the parameters' and buffers' version counters and
+  the modules' number attributes before and after the trace.
+- `y += 1` (and -=, *=, /=, ...): fx's Proxy has no __iadd__, so Python falls back to `y = y + 1` and the graph
+  loses that the tensor y named was overwritten (`z = y; y += 1; return z + y` reads the new y twice in
+  PyTorch). `GuardTracer` records the out-of-place op marked `augmented`; trace.resolve_inplace treats it, where
+  the shapes show a tensor operand, as the in-place op it is (on a Python number it is the plain op).
+"""
+from __future__ import annotations
+
+import operator
+from unittest import mock
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch.amp.autocast_mode import autocast
+
+from kgen.ref import ops
+from kgen.ref.rewrite import may_return_operand
+
+
+AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv": "//=", "mod": "%=", "pow": "**=",
+             "and_": "&=", "or_": "|=", "xor": "^=", "lshift": "<<=", "rshift": ">>=", "matmul": "@="}
+
+
+class _AugmentedProxy(torch.fx.Proxy):
+    """A Proxy whose `+=` (etc.) records the out-of-place op with meta["augmented"] = "+=" (the statement)."""
+
+
+_AugmentedProxy.__name__ = _AugmentedProxy.__qualname__ = "Proxy"   # fx's errors name it as they did
+
+
+def _augmented(name: str, symbol: str):
+    def method(self, other):
+        proxy = self.tracer.create_proxy("call_function", getattr(operator, name), (self, other), {})
+        proxy.node.meta["augmented"] = symbol
+        return proxy
+    return method
+
+
+for _name, _symbol in AUGMENTED.items():
+    setattr(_AugmentedProxy, f"__i{_name.rstrip('_')}__", _augmented(_name, _symbol))
+
+
+class GuardTracer(torch.fx.Tracer):
+    """torch.fx's tracer that marks every node made while autograd was not in the mode the trace began in, and
+    records augmented assignments (`y += 1`) as such."""
+
+    def proxy(self, node):
+        return _AugmentedProxy(node, self)
+
+    def _modes(self) -> tuple:
+        return torch.is_grad_enabled(), self._autocast > 0
+
+    def trace(self, root, concrete_args=None):
+        # autocast is counted as entered, not read from torch.is_autocast_enabled: on a machine without CUDA,
+        # torch.autocast("cuda") disables itself, and the reference would run it enabled on the GPU.
+        self._autocast = 0
+        self._grad_mode = self._modes()
+        before = _state(root)
+        enter, leave = autocast.__enter__, autocast.__exit__
+
+        def entered(context):
+            self._autocast += 1
+            return enter(context)
+
+        def left(context, *exc):
+            self._autocast -= 1
+            return leave(context, *exc)
+
+        with mock.patch.object(autocast, "__enter__", entered), mock.patch.object(autocast, "__exit__", left):
+            graph = super().trace(root, concrete_args)
+        after = _state(root)
+        self.state_writes = [n for n in before if after.get(n) is not before[n] and after.get(n) != before[n]]
+        return graph
+
+    def create_node(self, *args, **kwargs):
+        node = super().create_node(*args, **kwargs)
+        if self._modes() != self._grad_mode:
+            node.meta["grad_mode_changed"] = True
+        return node
+
+
+def _state(root) -> dict:
+    """The version counter of every parameter and buffer, and every number attribute of every module."""
+    if not isinstance(root, torch.nn.Module):
+        return {}
+    state = {f"self.{name}": t._version for name, t in root.named_parameters()}
+    state.update({f"self.{name}": t._version for name, t in root.named_buffers()})
+    for prefix, module in root.named_modules():
+        state.update({f"self.{prefix + '.' if prefix else ''}{key}": value for key, value in vars(module).items()
+                      if isinstance(value, (int, float, complex)) and key != "training"})
+    return state
+
+
+def refusal(graph: torch.fx.Graph, tracer: GuardTracer, source_line) -> str:
+    """Why kgen cannot plan the traced forward although fx traced it ('' when it can): it switched autograd
+    (source_line(node) names the first op traced so), or wrote the model's own state."""
+    switched = next((n for n in graph.nodes if n.meta.get("grad_mode_changed")), None)
+    if switched is not None:
+        return (f"`{source_line(switched) or switched.name}`: runs with autograd or autocast switched (torch."
+                "no_grad, inference_mode, set_grad_enabled, autocast), which fx does not record: kgen cannot plan it")
+    if tracer.state_writes:
+        return (f"Model.forward writes {', '.join(f'`{n}`' for n in tracer.state_writes)}, state of the model that "
+                "fx reads once while tracing: kgen cannot plan a forward that changes the model")
+    return ""
+
+
+def writes_caller(operand: torch.fx.Node, gm: torch.fx.GraphModule, is_view=lambda node: False) -> str:
+    """What an in-place op on `operand` writes outside forward (`the model input \`x\``, `the parameter or buffer
+    \`self.w\``), following views and ops that may return their operand itself; '' for a value forward made."""
+    while True:
+        if operand.op == "placeholder":
+            return f"the model input `{operand.target}`"
+        if operand.op == "get_attr":
+            return f"the parameter or buffer `self.{operand.target}`"
+        if not ((is_view(operand) or may_return_operand(operand, gm)) and operand.args
+                and isinstance(operand.args[0], torch.fx.Node)):
+            return ""
+        operand = operand.args[0]
+
+
+def out_of_place_function(target):
+    """The out-of-place spelling of an in-place function kgen fuses (`torch.relu_` and `F.relu_` -> F.relu,
+    `F.elu_` -> F.elu, `torch.clamp_` -> torch.clamp, `torch.sigmoid_` -> F.sigmoid): the function of the same name
+    less its trailing underscore, in F or torch, that the op table knows; else None."""
+    name = getattr(target, "__name__", "")
+    if not name.endswith("_") or name.startswith("_"):
+        return None
+    for namespace in (F, torch):
+        function = getattr(namespace, name[:-1], None)
+        if function is not None and function in ops.FUNCTIONS:
+            return function
+    return None
+
+
+def read_through_a_view_later(node: torch.fx.Node, operand: torch.fx.Node, order: dict, is_view) -> bool:
+    """Whether a name other than `operand` that shares its storage through views (its base, the base's base, any
+    view of any of them) is read after the in-place `node`: then the write reaches a value the planner, which works
+    on values, would read unchanged. A view written in place whose base is never read again is plain data."""
+    base = operand
+    while is_view(base) and base.args and isinstance(base.args[0], torch.fx.Node):
+        base = base.args[0]
+    family, pending = set(), [base]
+    while pending:
+        member = pending.pop()
+        if member in family:
+            continue
+        family.add(member)
+        pending += [u for u in member.users if is_view(u) and u.args and u.args[0] is member]
+    return any(order[u] > order[node] for member in family - {operand} for u in member.users if u is not node)

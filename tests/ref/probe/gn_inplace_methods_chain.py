@@ -1,0 +1,27 @@
+"""In-place methods on the GroupNorm output: y.mul_(2); y += 1; y.clamp_(0, 1); then mean over the plane."""
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        y = self.gn(x)
+        y.mul_(2)
+        y += 1
+        y.clamp_(0, 1)
+        return y.mean(dim=(2, 3))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 6, 6)]
+
+
+def get_init_inputs():
+    return []
