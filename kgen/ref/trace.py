@@ -314,9 +314,9 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
         if node.op == "call_method" and not callable(getattr(torch.Tensor, node.target[:-1], None)):
             raise RefError(f"{where}: in-place `{what}` has no out-of-place form (Tensor.{node.target[:-1]}) kgen "
                            f"could plan it by: write it out of place")
-        if writes_caller(operand, gm, _is_view):
-            raise RefError(f"{where}: in-place `{what}` writes {writes_caller(operand, gm, _is_view)}, which the caller sees: "
-                           f"kgen cannot plan writes outside forward; write it out of place")
+        if outside := writes_caller(operand, gm, _is_view):
+            raise RefError(f"{where}: in-place `{what}` writes {outside}, which the caller sees: kgen cannot plan "
+                           f"writes outside forward; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
         def read_later(value) -> bool:
