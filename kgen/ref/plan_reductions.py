@@ -150,19 +150,17 @@ class ReductionPlanning:
             plane *= size
         shape = tensor_shape(node)
         if shape == [full[0], full[1] * plane]:
-            found = self.reduction(next(iter(node.users)), node, shape)
-            if found is None or found[1] != "kChannel":   # over dim 1 of the (N, C * spatial) view
-                return None
-            defined, _, op, keepdim, _, _ = found
-            return defined, "kSample", op, keepdim, (), "", node
-        if len(full) < 4 or shape != [full[0], full[1], plane]:
+            kinds = {"kChannel": "kSample"}   # over dim 1 of the (N, C * spatial) view: all but N of x
+        elif len(full) >= 4 and shape == [full[0], full[1], plane]:
+            # x.view(n, c, -1).mean(-1): the (N, C, spatial) view, over its last dim (all spatial dims) or all but N
+            kinds = {"kPlane": "kPlane", "kSample": "kSample"}
+        else:
             return None
-        # x.view(n, c, -1).mean(-1): the (N, C, spatial) view, over its last dim (all spatial dims) or all but N
         found = self.reduction(next(iter(node.users)), node, shape)
-        if found is None or found[1] not in ("kPlane", "kSample"):
+        if found is None or found[1] not in kinds:
             return None
         defined, kind, op, keepdim, _, _ = found
-        return defined, kind, op, keepdim, (), "", node
+        return defined, kinds[kind], op, keepdim, (), "", node
 
     def functional_pool(self, node, source, rank):
         """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
