@@ -1648,6 +1648,7 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw NCHW slots (wgmma_produce_bulk)
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -1664,6 +1665,9 @@ struct WgmmaGeometry {
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
+  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
+  int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
+  int64_t raw_offset; // floats from the start of shared memory to the first raw slot
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -1795,6 +1799,10 @@ __device__ __forceinline__ void wgmma_init_ring(uint32_t full, uint32_t empty, i
     mbar_init(empty + 8 * i, 4 * kWgConsumers);
   }
 }
+// The bulk input path's raw slots: one arrival (the thread that issues the copies) and their bytes each.
+__device__ __forceinline__ void wgmma_init_raw(uint32_t raw_full, int slots) {
+  for (int i = 0; i < slots; ++i) mbar_init(raw_full + 8 * i, 1);
+}
 // Spins until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -1832,6 +1840,23 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
+#endif
+}
+// The same, with an L2 eviction policy for the source's lines.
+__device__ __forceinline__ void bulk_copy_to_shared_policy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
+                                                           uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+#endif
+}
+// This thread's arrival on `bar`, and the bytes bulk copies will count down on it in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
 // A barrier among `threads` threads (whole warps) of the block; id 0 is __syncthreads'.
@@ -2054,6 +2079,123 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     }
   }
   while (in_flight > 0) retire_oldest();
+}
+
+// The bulk input path (v4, session 34), for an NCHW input whose planes are whole 16-byte units and that is rounded to
+// TF32. The positions [f0, f0 + P) a tile stages are, where they are not padding, one contiguous run of each input
+// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies a
+// chunk's runs, one bulk copy a channel, into a raw slot ([8 channels][raw_pitch], the run's first 16-byte unit
+// first), `raw_slots` chunks ahead; the producer warpgroup then turns each landed slot into the K-major stage the
+// consumers read: a thread takes positions tid, tid + 128, ...; for each it reads the 4 channels of a unit from their
+// raw rows (a warp reads 32 consecutive floats of a row: no bank conflicts), rounds them to TF32 and stores the
+// unit (a warp stores 512 contiguous bytes). Against wgmma_produce's 4-byte copies, which land a warp's 32 positions
+// of a channel 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, a chunk crosses
+// the shared-memory port in ~3 wavefronts a 32 values instead of ~6 (session 23's count); the copies in flight are
+// the raw slots', so the K-major ring needs only 2 stages.
+// The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
+__device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
+                                               int& lo, int& hi) {
+  const int in_plane = static_cast<int>(s.in_plane());
+  auto plane_offset = [&](int at, int column_bump) {  // of the first input position at or after frame position at
+    const int r = at / g.pitch, ih = r - g.pad_top;
+    const int iw = min(max(at - r * g.pitch - g.pad_left + column_bump, 0), s.in_w);
+    return ih < 0 ? 0 : (ih >= s.in_h ? in_plane : ih * s.in_w + iw);
+  };
+  lo = plane_offset(tile.f0, 0);
+  hi = plane_offset(tile.f0 + g.positions - 1, 1);  // one past the last position's
+}
+
+template <int kPart, bool kEvictFirst = false>
+__device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
+                                                   const ConvShape& s, const WgmmaGeometry& g, float* smem,
+                                                   int* pos_off, uint32_t full, uint32_t empty, uint32_t raw_full,
+                                                   int64_t first, int64_t step) {
+  constexpr int kThreads = 128 * kWgProducers;
+  const int tid = threadIdx.x;
+  const int taps = s.taps();
+  const int64_t in_plane = s.in_plane();
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t weight_bytes = 2048u * taps;
+  const int slot_floats = kWgChunk * g.raw_pitch;
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
+  // Thread 0: the runs of item i (tile first + (i / chunks) step, chunk i % chunks) into raw slot i % raw_slots.
+  auto issue = [&](int64_t i) {
+    const WgmmaTile tile(first + (i / g.chunks) * step, g);
+    const int c = static_cast<int>(i % g.chunks), slot = static_cast<int>(i % g.raw_slots);
+    int lo, hi;
+    tile_input_run(tile, s, g, lo, hi);
+    const int lo_unit = lo & ~3, channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+    const uint32_t bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
+    const uint32_t bar = raw_full + 8 * slot;
+    mbar_arrive_expect_bytes(bar, bytes * channels);
+    if (bytes == 0) return;
+    const float* src = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane + lo_unit;
+    const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + int64_t(slot) * slot_floats);
+    for (int ch = 0; ch < channels; ++ch) {
+      if constexpr (kEvictFirst) {
+        bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar,
+                                   l2_policy_evict_first());
+      } else {
+        bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar);
+      }
+    }
+  };
+  if (tid == 0) {
+    for (int64_t i = 0; i < min(int64_t(g.raw_slots), items); ++i) issue(i);
+  }
+  int stage = 0;
+  uint32_t phase = 0;
+  int64_t item = 0;
+  for (int64_t t = first; t < g.work; t += step) {
+    const WgmmaTile tile(t, g);
+    int lo, hi;
+    tile_input_run(tile, s, g, lo, hi);
+    const int lo_unit = lo & ~3;
+    // Every position's float in a raw row (-1: padding). The previous tile's were last read before the barrier
+    // that ended its last chunk.
+    for (int p = tid; p < g.positions; p += kThreads) {
+      const int at = tile.f0 + p, r = at / g.pitch;
+      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
+      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w ? ih * s.in_w + iw - lo_unit : -1;
+    }
+    named_barrier(1, kThreads);
+    const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
+    for (int c = 0; c < g.chunks; ++c, ++item) {
+      const int slot = static_cast<int>(item % g.raw_slots);
+      mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
+      const uint32_t full_stage = full + 8 * stage;
+      const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
+      if (tid == 0) {
+        mbar_expect_bytes(full_stage, weight_bytes);
+        bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
+      }
+      mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
+      const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
+      float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+      for (int p = tid; p < g.positions; p += kThreads) {
+        const int off = pos_off[p];
+        const float* at = raw + max(off, 0);
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float v[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int ch = 4 * half + j;
+            const float value = at[ch * g.raw_pitch];
+            v[j] = off >= 0 && ch < channels ? tf32_nearest(value) : 0.f;
+          }
+          xs[half * g.positions + p] = make_float4(v[0], v[1], v[2], v[3]);
+        }
+      }
+      fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
+      mbar_arrive(full_stage);
+      named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
+      if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
+      if (++stage == g.stages) stage = 0, phase ^= 1;
+    }
+  }
+  (void)kPart;
 }
 
 // op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
@@ -2343,18 +2485,22 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   float* smem = reinterpret_cast<float*>(smem4);
   float* staging = smem + g.stages * g.stage_floats;                  // past the ring: the epilogue's tiles
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
-  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
+  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages], raw_bars[kWgMaxRawSlots];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
+  const uint32_t raw_full = static_cast<uint32_t>(__cvta_generic_to_shared(raw_bars));
   if (threadIdx.x == 0) {
     wgmma_init_ring(full, empty, g.stages);
+    wgmma_init_raw(raw_full, g.raw_slots);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) {
+    if (kPart != 2 && g.raw_slots > 0) {  // the plan takes the bulk path only for an NCHW input it rounds
+      wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, blockIdx.x, gridDim.x);
+    } else if (kPart != 2) {
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {
@@ -2408,8 +2554,11 @@ inline bool convt_wgmma_available(int device) {
 
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
+// bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
+// path (wgmma_produce_bulk: a K-major ring of 2 stages and 2-4 raw slots) where the input planes are whole 16-byte
+// units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, int pitch_align = 4) {
+                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2430,6 +2579,21 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
+  g.raw_slots = 0;
+  if (bulk_input && s.in_plane() % 4 == 0) {
+    const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
+    g.stages = kWgMinStages;
+    g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
+    g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
+    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
+    const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
+    if (slots >= kWgMinRawSlots) {
+      g.raw_slots = static_cast<int>(slots);
+      g.smem_bytes = 4 * g.raw_offset + slots * slot_bytes;
+      if (frame + positions >= (int64_t(1) << 31)) return "the output is too large for one launch";
+      return "";
+    }
+  }
   for (g.stages = kWgMaxStages; g.stages >= kWgMinStages; --g.stages) {
     g.smem_bytes = 4 * (g.stages * g.stage_floats + kEpiFloats + positions);
     if (g.smem_bytes + static_bytes <= smem_limit) break;
@@ -2469,11 +2633,12 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+// bulk_input false: the 4-byte copies' input path even where the bulk path applies (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4) {
+                                            int pitch_align = 4, bool bulk_input = true) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -2484,15 +2649,18 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kRoundInput>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  // The bulk input path: an NCHW input rounded to TF32, the whole kernel or a part that runs its producer as is.
+  const bool bulk = bulk_input && !kInputCL && kRoundInput && chunks_in_flight == 2 &&
+                    (kPart == 0 || kPart == 1 || kPart == 7) && is_16_byte_aligned(x.data_ptr<float>());
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pitch_align);
+                                           pitch_align, bulk);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
-  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());
@@ -2854,16 +3022,17 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   float* staging = smem + g.stages * g.stage_floats;
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);
   // The conv's full and empty barriers, or a normaliser's ring of up to 8 (one arrival and the copy's bytes each).
-  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages];
+  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages + kWgMaxRawSlots];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   __shared__ int ticket_shared;
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
-  const uint32_t empty = full + 8 * kWgMaxStages;
+  const uint32_t empty = full + 8 * kWgMaxStages, raw_full = empty + 8 * kWgMaxStages;
   if (threadIdx.x == 0) {
     const int ticket = atomicAdd(a.counters + s.batch, 1);
     ticket_shared = ticket;
     if (ticket < a.conv_blocks) {
       wgmma_init_ring(full, empty, g.stages);
+      wgmma_init_raw(raw_full, g.raw_slots);
     } else {
       for (int i = 0; i < a.stages; ++i) mbar_init(full + 8 * i, 1);
     }
@@ -2880,7 +3049,11 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
+    if (g.raw_slots > 0) {
+      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, ticket, a.conv_blocks);
+    } else {
+      wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
@@ -2955,8 +3128,10 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   const auto kernel = convt_wgmma_infer_kernel<Op>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-  WgmmaGeometry g{};
-  convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
+  WgmmaGeometry g{};  // the conv's bulk input path where it applies (mode 7: its 4-byte copies, for comparisons)
+  convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes), 4,
+                   mode != 7 && is_16_byte_aligned(x.data_ptr<float>()));
   g.z_with_bias = true;
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
@@ -2967,7 +3142,6 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
         "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
   }
-  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
   auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   const auto stream = at::cuda::getCurrentCUDAStream();
   const auto wprep = wgmma_prepared_weights(weight, s, g, stream);
@@ -3003,7 +3177,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
-  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
@@ -3017,7 +3191,8 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
 // the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
 // without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
 // y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
-// path. trace: InferArgs::trace, for measurements.
+// path; 7 the conv's input by 4-byte copies where its bulk input path applies. trace: InferArgs::trace, for
+// measurements.
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,

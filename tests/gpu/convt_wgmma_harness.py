@@ -10,6 +10,7 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
       convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
       normalisers -1 the default)
+  convt_wgmma_ring(x, w, b, groups, padding) -> [K-major stages, raw slots (0: the 4-byte copies' input path)]
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -17,7 +18,8 @@ alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop l
 the input (GELU erf; none of them computes the conv); 16 GELU erf with 3 chunks of copies in flight a producer
 thread (the default keeps 2); 17 and 18, the whole kernel and its main loop without the producer's rounding pass
 (timing only: the tensor cores truncate x); 19 and 20, the conv storing z without moments, whole and its epilogue
-alone; 21 GELU erf without the epilogue's stores (timing only)."""
+alone; 21 GELU erf without the epilogue's stores (timing only); 30 and 31, GELU erf by the 4-byte copies' input path
+where the bulk one applies, whole and its main loop alone (timing only)."""
 from __future__ import annotations
 
 import hashlib
@@ -62,8 +64,13 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 20: return kgen::convt::convt_wgmma_moments<kgen::convt::ConvOnly, 2>(x, w, b, groups, eps, padding,
                                                                              kgen::convt::ConvOnly{});
     case 21: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 7>(x, w, b, groups, eps, padding, kgen::GeluErf{});
-    // GELU erf with 3 chunks of copies in flight a producer thread (2 by default)
+    // GELU erf with 3 chunks of copies in flight a producer thread (2 by default; the 4-byte copies' path)
     case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
+    // GELU erf by the 4-byte copies' input path where the bulk one applies: whole, and its main loop alone (timing)
+    case 30: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true,
+                                                                    2, false, 4, false);
+    case 31: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{},
+                                                                       true, 2, false, 4, false);
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }
@@ -128,9 +135,10 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
     case 0: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r);
     case 1: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::Identity{}, r);
     case 2: return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluTanh{}, r);
-    // GELU erf, convt_wgmma_infer's modes 2-6: the normalise without stores (timing only); the register path;
-    // timing only, the normalise alone on `normalisers` blocks: bulk path, its chunks 48 KB, the register path
-    case 12: case 13: case 14: case 15: case 16:
+    // GELU erf, convt_wgmma_infer's modes 2-7: the normalise without stores (timing only); the register path;
+    // timing only, the normalise alone on `normalisers` blocks: bulk path, its chunks 48 KB, the register path;
+    // the conv's input by 4-byte copies
+    case 12: case 13: case 14: case 15: case 16: case 17:
       return convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, kgen::GeluErf{}, r,
                                static_cast<int>(variant) - 10);
   }
@@ -148,6 +156,21 @@ std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::
 std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
                                           at::Tensor beta, int64_t groups, std::vector<int64_t> padding) {
   return kgen::convt::convt_wgmma_infer_unsupported<kgen::GeluErf>(x, w, b, gamma, beta, groups, padding);
+}
+
+// The ring convt_wgmma_moments plans for this call: {K-major stages, raw slots of the bulk input path (0: 4-byte
+// copies)}
+std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups,
+                                      std::vector<int64_t> padding) {
+  const kgen::convt::ConvShape s = kgen::convt::check_convt(x, w, b, groups, {1, 1}, padding, {0, 0});
+  const auto kernel = kgen::convt::convt_wgmma_kernel<kgen::GeluErf, 0>;
+  cudaFuncAttributes attributes{};
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  kgen::convt::WgmmaGeometry g{};
+  const std::string why = kgen::convt::convt_wgmma_plan(s, g, kgen::max_block_smem(x.get_device()),
+      int64_t(attributes.sharedSizeBytes), 4, x.is_contiguous() && kgen::is_16_byte_aligned(x.data_ptr<float>()));
+  TORCH_CHECK(why.empty(), why);
+  return {g.stages, g.raw_slots};
 }
 
 bool convt_wgmma_available() {
@@ -175,13 +198,15 @@ std::string convt_wgmma_infer_unsupported(at::Tensor x, at::Tensor w, at::Tensor
     at::Tensor beta, int64_t groups, std::vector<int64_t> padding);
 std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding, int64_t normalisers, int64_t mode);
+std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups,
+    std::vector<int64_t> padding);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
-             "convt_wgmma_infer_trace", "convt_wgmma_available"]
-VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16}
+             "convt_wgmma_infer_trace", "convt_wgmma_ring", "convt_wgmma_available"]
+VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16, "gelu_erf_copies": 30}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}
 

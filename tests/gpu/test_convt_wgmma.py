@@ -27,7 +27,7 @@ EPS = 1e-5
 TF32_REL = 2.0 ** -11 + 2.0 ** -11   # input and weights rounded to nearest
 TF32_TRUNC_REL = 2.0 ** -10 + 2.0 ** -11   # the input truncated, the weights rounded (the input gradient's grad_z)
 OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-       "gelu_erf_3_in_flight": F.gelu}
+       "gelu_erf_3_in_flight": F.gelu, "gelu_erf_copies": F.gelu}
 
 # (N, C_in, C_out, H, W, kernel, padding, groups)
 CASES = [
@@ -42,6 +42,10 @@ CASES = [
     (1, 8, 24, 6, 100, 5, 0, 4),       # kernel 5 on 100-wide rows: shared memory for a ring of 2 stages only
     (2, 16, 32, 9, 16, 3, 1, 4),       # padding 1 on 16-wide rows: the frame pitch 17 padded to 20 (4-pixel stores)
     (2, 64, 64, 62, 64, 3, 0, 8),      # 9 pixel tiles a sample (the determinism and cuDNN checks use it)
+    # planes of whole 16-byte units (the bulk input path) with a partial chunk, kernel 5, kernel 1 and C_in 3
+    (1, 33, 64, 32, 29, 3, 1, 16),
+    (1, 16, 70, 10, 8, 5, 2, 7),
+    (2, 3, 24, 16, 13, 1, 0, 6),
 ]
 
 
@@ -96,8 +100,8 @@ def test_groupnorm_output_matches_float64(ext, case):
     assert torch.allclose(y.double(), ref, atol=1e-4, rtol=1e-4), (y.double() - ref).abs().max()
 
 
-INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_registers": 13}
-INFER_OPS = {"gelu_erf_registers": "gelu_erf"}
+INFER_VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_registers": 13, "gelu_erf_copies": 17}
+INFER_OPS = {"gelu_erf_registers": "gelu_erf", "gelu_erf_copies": "gelu_erf"}
 
 
 @pytest.mark.parametrize("normalisers", [-1, 1, 5])
@@ -139,6 +143,34 @@ def test_one_launch_forward_deterministic_and_clear_errors(ext):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     with pytest.raises(RuntimeError, match="normalisers"):
         ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, sms)
+
+
+def test_bulk_input_path_equals_the_copies_bit_for_bit(ext):
+    """The bulk input path (raw NCHW slots by bulk copies, then a transposing, rounding pass) stages the same TF32
+    operands as the 4-byte copies' path, so z, the statistics and the one launch's y are equal bit for bit; the shapes
+    whose planes are whole 16-byte units take it (convt_wgmma_ring says so), the others and a misaligned input keep
+    the copies."""
+    bulk = 0
+    for case in CASES:
+        x, weight, bias, gamma, beta, pad, groups = make(case, seed=17)
+        stages, raw_slots = ext.convt_wgmma_ring(x, weight, bias, groups, pad)
+        plane_units = (case[3] * case[4]) % 4 == 0
+        assert plane_units or raw_slots == 0, (case, stages, raw_slots)
+        bulk += raw_slots > 0
+        for got, want in zip(ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0),
+                             ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 30)):
+            assert torch.equal(got, want), (case, (got - want).abs().max())
+        y = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, -1)
+        assert torch.equal(y, ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 17, -1)), case
+    assert bulk >= 7
+    # a contiguous input 4 bytes off a 16-byte boundary: the copies' path, still right
+    x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=19)
+    shifted = torch.empty(x.numel() + 1, device="cuda")[1:].view_as(x)
+    shifted.copy_(x)
+    assert ext.convt_wgmma_ring(shifted, weight, bias, groups, pad)[1] == 0
+    for got, want in zip(ext.convt_wgmma_forward(shifted, weight, bias, groups, EPS, pad, 0),
+                         ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0)):
+        assert torch.equal(got, want)
 
 
 def test_bitwise_deterministic(ext):
@@ -329,6 +361,10 @@ def bench(only=()) -> None:
         "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 16),
         "kgen wgmma conv + moments (again)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
+        "kgen wgmma conv + moments, the input by 4-byte copies": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 30),
+        "  its main loop alone, the input by 4-byte copies (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 31),
         "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
@@ -351,6 +387,8 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 15),
         "kgen one launch (conv + GELU + GroupNorm), the default normalisers": lambda: ext.convt_wgmma_infer(
             x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, -1),
+        "kgen one launch, the conv's input by 4-byte copies": lambda: ext.convt_wgmma_infer(
+            x, weight, bias, gamma, beta, 8, EPS, [0, 0], 17, -1),
         **{f"kgen one launch (conv + GELU + GroupNorm), {r} normalisers": (
             lambda r=r: ext.convt_wgmma_infer(x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, r))
            for r in (16, 20, 24, 28)},

@@ -62,6 +62,7 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw NCHW slots (wgmma_produce_bulk)
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -78,6 +79,9 @@ struct WgmmaGeometry {
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
+  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
+  int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
+  int64_t raw_offset; // floats from the start of shared memory to the first raw slot
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
   int64_t stage_floats;
   int64_t smem_bytes;
@@ -209,6 +213,10 @@ __device__ __forceinline__ void wgmma_init_ring(uint32_t full, uint32_t empty, i
     mbar_init(empty + 8 * i, 4 * kWgConsumers);
   }
 }
+// The bulk input path's raw slots: one arrival (the thread that issues the copies) and their bytes each.
+__device__ __forceinline__ void wgmma_init_raw(uint32_t raw_full, int slots) {
+  for (int i = 0; i < slots; ++i) mbar_init(raw_full + 8 * i, 1);
+}
 // Spins until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -246,6 +254,23 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                "l"(src), "r"(bytes), "r"(bar)
                : "memory");
+#endif
+}
+// The same, with an L2 eviction policy for the source's lines.
+__device__ __forceinline__ void bulk_copy_to_shared_policy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
+                                                           uint64_t policy) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
+      : "memory");
+#endif
+}
+// This thread's arrival on `bar`, and the bytes bulk copies will count down on it in this phase.
+__device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
 // A barrier among `threads` threads (whole warps) of the block; id 0 is __syncthreads'.
@@ -468,6 +493,123 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
     }
   }
   while (in_flight > 0) retire_oldest();
+}
+
+// The bulk input path (v4, session 34), for an NCHW input whose planes are whole 16-byte units and that is rounded to
+// TF32. The positions [f0, f0 + P) a tile stages are, where they are not padding, one contiguous run of each input
+// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies a
+// chunk's runs, one bulk copy a channel, into a raw slot ([8 channels][raw_pitch], the run's first 16-byte unit
+// first), `raw_slots` chunks ahead; the producer warpgroup then turns each landed slot into the K-major stage the
+// consumers read: a thread takes positions tid, tid + 128, ...; for each it reads the 4 channels of a unit from their
+// raw rows (a warp reads 32 consecutive floats of a row: no bank conflicts), rounds them to TF32 and stores the
+// unit (a warp stores 512 contiguous bytes). Against wgmma_produce's 4-byte copies, which land a warp's 32 positions
+// of a channel 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, a chunk crosses
+// the shared-memory port in ~3 wavefronts a 32 values instead of ~6 (session 23's count); the copies in flight are
+// the raw slots', so the K-major ring needs only 2 stages.
+// The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
+__device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
+                                               int& lo, int& hi) {
+  const int in_plane = static_cast<int>(s.in_plane());
+  auto plane_offset = [&](int at, int column_bump) {  // of the first input position at or after frame position at
+    const int r = at / g.pitch, ih = r - g.pad_top;
+    const int iw = min(max(at - r * g.pitch - g.pad_left + column_bump, 0), s.in_w);
+    return ih < 0 ? 0 : (ih >= s.in_h ? in_plane : ih * s.in_w + iw);
+  };
+  lo = plane_offset(tile.f0, 0);
+  hi = plane_offset(tile.f0 + g.positions - 1, 1);  // one past the last position's
+}
+
+template <int kPart, bool kEvictFirst = false>
+__device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
+                                                   const ConvShape& s, const WgmmaGeometry& g, float* smem,
+                                                   int* pos_off, uint32_t full, uint32_t empty, uint32_t raw_full,
+                                                   int64_t first, int64_t step) {
+  constexpr int kThreads = 128 * kWgProducers;
+  const int tid = threadIdx.x;
+  const int taps = s.taps();
+  const int64_t in_plane = s.in_plane();
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t weight_bytes = 2048u * taps;
+  const int slot_floats = kWgChunk * g.raw_pitch;
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
+  // Thread 0: the runs of item i (tile first + (i / chunks) step, chunk i % chunks) into raw slot i % raw_slots.
+  auto issue = [&](int64_t i) {
+    const WgmmaTile tile(first + (i / g.chunks) * step, g);
+    const int c = static_cast<int>(i % g.chunks), slot = static_cast<int>(i % g.raw_slots);
+    int lo, hi;
+    tile_input_run(tile, s, g, lo, hi);
+    const int lo_unit = lo & ~3, channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+    const uint32_t bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
+    const uint32_t bar = raw_full + 8 * slot;
+    mbar_arrive_expect_bytes(bar, bytes * channels);
+    if (bytes == 0) return;
+    const float* src = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane + lo_unit;
+    const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + int64_t(slot) * slot_floats);
+    for (int ch = 0; ch < channels; ++ch) {
+      if constexpr (kEvictFirst) {
+        bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar,
+                                   l2_policy_evict_first());
+      } else {
+        bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar);
+      }
+    }
+  };
+  if (tid == 0) {
+    for (int64_t i = 0; i < min(int64_t(g.raw_slots), items); ++i) issue(i);
+  }
+  int stage = 0;
+  uint32_t phase = 0;
+  int64_t item = 0;
+  for (int64_t t = first; t < g.work; t += step) {
+    const WgmmaTile tile(t, g);
+    int lo, hi;
+    tile_input_run(tile, s, g, lo, hi);
+    const int lo_unit = lo & ~3;
+    // Every position's float in a raw row (-1: padding). The previous tile's were last read before the barrier
+    // that ended its last chunk.
+    for (int p = tid; p < g.positions; p += kThreads) {
+      const int at = tile.f0 + p, r = at / g.pitch;
+      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
+      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w ? ih * s.in_w + iw - lo_unit : -1;
+    }
+    named_barrier(1, kThreads);
+    const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
+    for (int c = 0; c < g.chunks; ++c, ++item) {
+      const int slot = static_cast<int>(item % g.raw_slots);
+      mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
+      const uint32_t full_stage = full + 8 * stage;
+      const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
+      if (tid == 0) {
+        mbar_expect_bytes(full_stage, weight_bytes);
+        bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
+      }
+      mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
+      const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
+      float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+      for (int p = tid; p < g.positions; p += kThreads) {
+        const int off = pos_off[p];
+        const float* at = raw + max(off, 0);
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float v[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int ch = 4 * half + j;
+            const float value = at[ch * g.raw_pitch];
+            v[j] = off >= 0 && ch < channels ? tf32_nearest(value) : 0.f;
+          }
+          xs[half * g.positions + p] = make_float4(v[0], v[1], v[2], v[3]);
+        }
+      }
+      fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
+      mbar_arrive(full_stage);
+      named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
+      if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
+      if (++stage == g.stages) stage = 0, phase ^= 1;
+    }
+  }
+  (void)kPart;
 }
 
 // op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
@@ -757,18 +899,22 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   float* smem = reinterpret_cast<float*>(smem4);
   float* staging = smem + g.stages * g.stage_floats;                  // past the ring: the epilogue's tiles
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);        // then the producer's offsets
-  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages];
+  __shared__ __align__(8) uint64_t full_bars[kWgMaxStages], empty_bars[kWgMaxStages], raw_bars[kWgMaxRawSlots];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(full_bars));
   const uint32_t empty = static_cast<uint32_t>(__cvta_generic_to_shared(empty_bars));
+  const uint32_t raw_full = static_cast<uint32_t>(__cvta_generic_to_shared(raw_bars));
   if (threadIdx.x == 0) {
     wgmma_init_ring(full, empty, g.stages);
+    wgmma_init_raw(raw_full, g.raw_slots);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2) {
+    if (kPart != 2 && g.raw_slots > 0) {  // the plan takes the bulk path only for an NCHW input it rounds
+      wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, blockIdx.x, gridDim.x);
+    } else if (kPart != 2) {
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {

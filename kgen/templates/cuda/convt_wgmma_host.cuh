@@ -35,8 +35,11 @@ inline bool convt_wgmma_available(int device) {
 
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
+// bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
+// path (wgmma_produce_bulk: a K-major ring of 2 stages and 2-4 raw slots) where the input planes are whole 16-byte
+// units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, int pitch_align = 4) {
+                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -57,6 +60,21 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.channel_tiles = (s.out_channels + kWgChannels - 1) / kWgChannels;
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
+  g.raw_slots = 0;
+  if (bulk_input && s.in_plane() % 4 == 0) {
+    const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
+    g.stages = kWgMinStages;
+    g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
+    g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
+    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
+    const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
+    if (slots >= kWgMinRawSlots) {
+      g.raw_slots = static_cast<int>(slots);
+      g.smem_bytes = 4 * g.raw_offset + slots * slot_bytes;
+      if (frame + positions >= (int64_t(1) << 31)) return "the output is too large for one launch";
+      return "";
+    }
+  }
   for (g.stages = kWgMaxStages; g.stages >= kWgMinStages; --g.stages) {
     g.smem_bytes = 4 * (g.stages * g.stage_floats + kEpiFloats + positions);
     if (g.smem_bytes + static_bytes <= smem_limit) break;
@@ -96,11 +114,12 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
+// bulk_input false: the 4-byte copies' input path even where the bulk path applies (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4) {
+                                            int pitch_align = 4, bool bulk_input = true) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -111,15 +130,18 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kRoundInput>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+  // The bulk input path: an NCHW input rounded to TF32, the whole kernel or a part that runs its producer as is.
+  const bool bulk = bulk_input && !kInputCL && kRoundInput && chunks_in_flight == 2 &&
+                    (kPart == 0 || kPart == 1 || kPart == 7) && is_16_byte_aligned(x.data_ptr<float>());
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pitch_align);
+                                           pitch_align, bulk);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
-  const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());
   auto rstd = at::empty({s.batch, s.groups}, x.options());

@@ -259,16 +259,17 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   float* staging = smem + g.stages * g.stage_floats;
   int* pos_off = reinterpret_cast<int*>(staging + kEpiFloats);
   // The conv's full and empty barriers, or a normaliser's ring of up to 8 (one arrival and the copy's bytes each).
-  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages];
+  __shared__ __align__(8) uint64_t bars[2 * kWgMaxStages + kWgMaxRawSlots];
   __shared__ Moments channel_moments[2][kWgConsumers][kWgChannels];
   __shared__ int ticket_shared;
   const uint32_t full = static_cast<uint32_t>(__cvta_generic_to_shared(bars));
-  const uint32_t empty = full + 8 * kWgMaxStages;
+  const uint32_t empty = full + 8 * kWgMaxStages, raw_full = empty + 8 * kWgMaxStages;
   if (threadIdx.x == 0) {
     const int ticket = atomicAdd(a.counters + s.batch, 1);
     ticket_shared = ticket;
     if (ticket < a.conv_blocks) {
       wgmma_init_ring(full, empty, g.stages);
+      wgmma_init_raw(raw_full, g.raw_slots);
     } else {
       for (int i = 0; i < a.stages; ++i) mbar_init(full + 8 * i, 1);
     }
@@ -285,7 +286,11 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
+    if (g.raw_slots > 0) {
+      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, ticket, a.conv_blocks);
+    } else {
+      wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
+    }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
@@ -360,8 +365,10 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   const auto kernel = convt_wgmma_infer_kernel<Op>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-  WgmmaGeometry g{};
-  convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
+  WgmmaGeometry g{};  // the conv's bulk input path where it applies (mode 7: its 4-byte copies, for comparisons)
+  convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes), 4,
+                   mode != 7 && is_16_byte_aligned(x.data_ptr<float>()));
   g.z_with_bias = true;
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
@@ -372,7 +379,6 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
         "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
     TORCH_CHECK(false, range);
   }
-  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
   auto y = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   const auto stream = at::cuda::getCurrentCUDAStream();
   const auto wprep = wgmma_prepared_weights(weight, s, g, stream);
@@ -408,7 +414,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
     a.stages = static_cast<int>(std::min<int64_t>(2 * kWgMaxStages, ring_bytes / (4 * int64_t(a.chunk_floats))));
     if (a.stages < 2) a.stages = 2, a.chunk_floats = static_cast<int>(ring_bytes / 2 / 16 * 4);
   }
-  if (mode >= 4) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
+  if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
       x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
@@ -422,7 +428,8 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
 // the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
 // without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
 // y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
-// path. trace: InferArgs::trace, for measurements.
+// path; 7 the conv's input by 4-byte copies where its bulk input path applies. trace: InferArgs::trace, for
+// measurements.
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,

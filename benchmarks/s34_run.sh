@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 34's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s34/).
+#   run1: issue 13, v4: the forward's input by bulk copies. The main loop (2.9-3.1 ms against 2.0 for its wgmma
+#         alone) is bound by the shared-memory port: per chunk of 8 channels x 1030 positions, ~1440 wavefronts of
+#         wgmma operand reads, ~1030 of 4-byte copies (4-way bank conflicts: a warp's 32 positions of a channel land
+#         16 bytes apart) and ~515 of the read-round-write pass. New (wgmma_produce_bulk): a tile's positions are one
+#         contiguous run of each input plane, so one thread copies a chunk's 8 runs by bulk copies into a raw slot
+#         (3 slots, ~2 chunks ahead), and the producer warpgroup turns a landed slot into the K-major stage (4
+#         conflict-free 4-byte loads, round, one 16-byte store a unit): ~258 + 258 + 258 wavefronts a chunk instead
+#         of ~1545; the K-major ring drops to 2 stages (the copies in flight are the raw slots'). Predicted at L2-19:
+#         the main loop 2.9-3.1 -> ~2.2-2.4 ms, conv + moments 3.85 -> ~3.2-3.3, the one-launch forward 5.1-5.2 ->
+#         ~4.5-4.7 (validate's forward likewise). If the transposing pass, sharing the port with the wgmma, takes
+#         longer than a chunk's ~2 us, or the weights' copy (issued once a stage is free, one chunk ahead) arrives
+#         late, no gain. Checks: the harness's tests (new: both input paths equal bit for bit at the 11 + 3 shapes,
+#         7 of them taking the bulk path; the copies' path kept as float64 variants), the bench with both paths in
+#         one process, validate --bench of the fused file.
+set -u
+S=s34
+source benchmarks/convt_fused_helpers.sh
+case "${1:-}" in
+  run1)
+    build_both run1
+    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run1_pytest_wgmma.log" | tail -4
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" \
+      "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
+      2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
+    validate_fused run1
+    ;;
+  *) echo "usage: $0 run1"; exit 2 ;;
+esac
