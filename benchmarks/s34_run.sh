@@ -14,6 +14,16 @@
 #         late, no gain. Checks: the harness's tests (new: both input paths equal bit for bit at the 11 + 3 shapes,
 #         7 of them taking the bulk path; the copies' path kept as float64 variants), the bench with both paths in
 #         one process, validate --bench of the fused file.
+#   run2: run1 (H100): correct (380 harness tests, bit for bit equal to the copies' path; validate PASS, KernelBench
+#         5/5), but SLOWER: the main loop 4.165 ms against 3.166 by the copies, conv + moments 4.637 / 3.826, the one
+#         launch 5.493 / 5.207. No spills (ptxas -v, both builds). Reading: with a K-major ring of 2 stages the producer
+#         has one chunk's time (~2 us) from a stage's release to fill it again, with the stage's weights (18 KB by one
+#         bulk copy from L2, issued only then) and the transposing pass both inside it; with the copies' 4 stages the
+#         weights were issued ~3 chunks ahead. Now raw slots of half a chunk (4 channels, 16.6 KB), so that the
+#         K-major ring keeps 3 stages (3 raw slots at L2-19) or 2 (6 raw slots), both timed; and two timing-only
+#         variants of the bulk main loop that say which part costs: the weights copied once a stage, and no
+#         transposing pass. Predicted: if the weights' latency bound run1, the 3-stage ring's main loop ~2.3-2.5 ms
+#         and "weights once" near it; if the transposing pass bounds it, "no transposing pass" far below the rest.
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -27,5 +37,14 @@ case "${1:-}" in
       2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
     validate_fused run1
     ;;
-  *) echo "usage: $0 run1"; exit 2 ;;
+  run2)
+    build_both run2
+    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run2_pytest_wgmma.log" | tail -4
+    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
+      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
+      2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
+    validate_fused run2
+    ;;
+  *) echo "usage: $0 run1|run2"; exit 2 ;;
 esac

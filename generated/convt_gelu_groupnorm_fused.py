@@ -1648,7 +1648,7 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
-constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw NCHW slots (wgmma_produce_bulk)
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 8;     // the bulk input path's raw half-chunk slots (wgmma_produce_bulk)
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -1665,7 +1665,8 @@ struct WgmmaGeometry {
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
-  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
+  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw half-chunk slots
+                      // (wgmma_produce_bulk)
   int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
   int64_t raw_offset; // floats from the start of shared memory to the first raw slot
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
@@ -1880,7 +1881,8 @@ struct WgmmaTile {
 
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
-// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel but the epilogue's stores of z.
+// 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel but the epilogue's stores of z;
+// 8 and 9, the bulk input path's main loop with each stage's weights copied once, and without its transposing pass.
 
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
@@ -2083,15 +2085,16 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 
 // The bulk input path (v4, session 34), for an NCHW input whose planes are whole 16-byte units and that is rounded to
 // TF32. The positions [f0, f0 + P) a tile stages are, where they are not padding, one contiguous run of each input
-// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies a
-// chunk's runs, one bulk copy a channel, into a raw slot ([8 channels][raw_pitch], the run's first 16-byte unit
-// first), `raw_slots` chunks ahead; the producer warpgroup then turns each landed slot into the K-major stage the
-// consumers read: a thread takes positions tid, tid + 128, ...; for each it reads the 4 channels of a unit from their
-// raw rows (a warp reads 32 consecutive floats of a row: no bank conflicts), rounds them to TF32 and stores the
-// unit (a warp stores 512 contiguous bytes). Against wgmma_produce's 4-byte copies, which land a warp's 32 positions
-// of a channel 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, a chunk crosses
-// the shared-memory port in ~3 wavefronts a 32 values instead of ~6 (session 23's count); the copies in flight are
-// the raw slots', so the K-major ring needs only 2 stages.
+// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies the
+// runs of a half chunk (the 4 channels of one 16-byte unit), one bulk copy a channel, into a raw slot ([4 channels]
+// [raw_pitch], the run's first 16-byte unit first), `raw_slots` half chunks ahead; the producer warpgroup then turns
+// each landed slot into its half of the K-major stage the consumers read: a thread takes positions tid, tid + 128,
+// ...; for each it reads the unit's 4 channels from their raw rows (a warp reads 32 consecutive floats of a row: no
+// bank conflicts), rounds them to TF32 and stores the unit (a warp stores 512 contiguous bytes). Against
+// wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel 16 bytes apart (4-way bank conflicts),
+// and its read-round-write pass over every unit, a chunk crosses the shared-memory port in ~3 wavefronts a 32 values
+// instead of ~6 (session 23's count), and the copies in flight are the raw slots', not the K-major stages'.
+constexpr int kRawChannels = 4;  // a raw slot: one 16-byte unit's channels (half a chunk)
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -2105,6 +2108,8 @@ __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const Conv
   hi = plane_offset(tile.f0 + g.positions - 1, 1);  // one past the last position's
 }
 
+// kPart as wgmma_produce's (0, 1, 7), and for timing only: 8 the main loop with each stage's weights copied once;
+// 9 the main loop without the transposing pass (the raw slots still copied and waited for).
 template <int kPart, bool kEvictFirst = false>
 __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
                                                    const ConvShape& s, const WgmmaGeometry& g, float* smem,
@@ -2116,20 +2121,21 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const int64_t in_plane = s.in_plane();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int slot_floats = kWgChunk * g.raw_pitch;
-  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
-  // Thread 0: the runs of item i (tile first + (i / chunks) step, chunk i % chunks) into raw slot i % raw_slots.
+  const int slot_floats = kRawChannels * g.raw_pitch;
+  const int halves = 2 * g.chunks;  // half chunks a tile
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * halves : 0;
+  // Thread 0: the runs of half chunk i (tile first + (i / halves) step) into raw slot i % raw_slots.
   auto issue = [&](int64_t i) {
-    const WgmmaTile tile(first + (i / g.chunks) * step, g);
-    const int c = static_cast<int>(i % g.chunks), slot = static_cast<int>(i % g.raw_slots);
+    const WgmmaTile tile(first + (i / halves) * step, g);
+    const int h = static_cast<int>(i % halves), slot = static_cast<int>(i % g.raw_slots);
     int lo, hi;
     tile_input_run(tile, s, g, lo, hi);
-    const int lo_unit = lo & ~3, channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-    const uint32_t bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
+    const int lo_unit = lo & ~3, channels = min(kRawChannels, s.in_channels - h * kRawChannels);
+    const uint32_t bytes = hi > lo && channels > 0 ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
     const uint32_t bar = raw_full + 8 * slot;
-    mbar_arrive_expect_bytes(bar, bytes * channels);
+    mbar_arrive_expect_bytes(bar, bytes * max(channels, 0));
     if (bytes == 0) return;
-    const float* src = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane + lo_unit;
+    const float* src = x + (int64_t(tile.n) * s.in_channels + h * kRawChannels) * in_plane + lo_unit;
     const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + int64_t(slot) * slot_floats);
     for (int ch = 0; ch < channels; ++ch) {
       if constexpr (kEvictFirst) {
@@ -2143,7 +2149,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   if (tid == 0) {
     for (int64_t i = 0; i < min(int64_t(g.raw_slots), items); ++i) issue(i);
   }
-  int stage = 0;
+  int stage = 0, filled = 0;
   uint32_t phase = 0;
   int64_t item = 0;
   for (int64_t t = first; t < g.work; t += step) {
@@ -2152,7 +2158,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     tile_input_run(tile, s, g, lo, hi);
     const int lo_unit = lo & ~3;
     // Every position's float in a raw row (-1: padding). The previous tile's were last read before the barrier
-    // that ended its last chunk.
+    // that ended its last half chunk.
     for (int p = tid; p < g.positions; p += kThreads) {
       const int at = tile.f0 + p, r = at / g.pitch;
       const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
@@ -2160,42 +2166,46 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     named_barrier(1, kThreads);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
-    for (int c = 0; c < g.chunks; ++c, ++item) {
-      const int slot = static_cast<int>(item % g.raw_slots);
+    for (int c = 0; c < g.chunks; ++c) {
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
       const uint32_t full_stage = full + 8 * stage;
       const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
-      if (tid == 0) {
+      const bool first_fill = filled < g.stages;
+      ++filled;
+      if (tid == 0 && (kPart != 8 || first_fill)) {
         mbar_expect_bytes(full_stage, weight_bytes);
         bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
       }
-      mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
-      const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
       float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
-      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      for (int p = tid; p < g.positions; p += kThreads) {
-        const int off = pos_off[p];
-        const float* at = raw + max(off, 0);
+#pragma unroll 1
+      for (int half = 0; half < 2; ++half, ++item) {
+        const int slot = static_cast<int>(item % g.raw_slots);
+        mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
+        const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
+        const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
+        float4* unit = xs + half * g.positions;
+        if (kPart != 9) {
+#pragma unroll 2
+          for (int p = tid; p < g.positions; p += kThreads) {
+            const int off = pos_off[p];
+            const float* at = raw + max(off, 0);
+            float v[kRawChannels];
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          float v[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int ch = 4 * half + j;
-            const float value = at[ch * g.raw_pitch];
-            v[j] = off >= 0 && ch < channels ? tf32_nearest(value) : 0.f;
+            for (int j = 0; j < kRawChannels; ++j) {
+              const float value = at[j * g.raw_pitch];
+              v[j] = off >= 0 && j < channels ? tf32_nearest(value) : 0.f;
+            }
+            unit[p] = make_float4(v[0], v[1], v[2], v[3]);
           }
-          xs[half * g.positions + p] = make_float4(v[0], v[1], v[2], v[3]);
         }
+        named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
+        if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
       }
       fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
       mbar_arrive(full_stage);
-      named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
-      if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
-  (void)kPart;
 }
 
 // op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
@@ -2455,7 +2465,7 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
     if (kPart != 2 && lane == 0) mbar_arrive(empty + 8 * last);
 #pragma unroll
     for (int i = 0; i < 128; ++i) fence_register(acc[i]);
-    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6)) {
+    if constexpr (kPart == 1 || (kPart >= 4 && kPart <= 6) || kPart == 8 || kPart == 9) {
       float keep = 0.f;
 #pragma unroll
       for (int i = 0; i < 128; ++i) keep += acc[i];
@@ -2555,10 +2565,12 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
-// path (wgmma_produce_bulk: a K-major ring of 2 stages and 2-4 raw slots) where the input planes are whole 16-byte
-// units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
+// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots
+// as then fit, 2-8) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring
+// (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false) {
+                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
+                                    int bulk_stages = 3) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2582,10 +2594,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.raw_slots = 0;
   if (bulk_input && s.in_plane() % 4 == 0) {
     const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
-    g.stages = kWgMinStages;
+    g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
-    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
+    const int64_t slot_bytes = 4 * int64_t(kRawChannels) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {
       g.raw_slots = static_cast<int>(slots);
@@ -2633,12 +2645,13 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input false: the 4-byte copies' input path even where the bulk path applies (for comparisons).
+// bulk_input false: the 4-byte copies' input path even where the bulk path applies; bulk_stages: its K-major ring
+// (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = true) {
+                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 3) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -2652,10 +2665,10 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   // The bulk input path: an NCHW input rounded to TF32, the whole kernel or a part that runs its producer as is.
   const bool bulk = bulk_input && !kInputCL && kRoundInput && chunks_in_flight == 2 &&
-                    (kPart == 0 || kPart == 1 || kPart == 7) && is_16_byte_aligned(x.data_ptr<float>());
+                    (kPart <= 1 || kPart >= 7) && is_16_byte_aligned(x.data_ptr<float>());
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pitch_align, bulk);
+                                           pitch_align, bulk, bulk_stages);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;

@@ -27,7 +27,7 @@ EPS = 1e-5
 TF32_REL = 2.0 ** -11 + 2.0 ** -11   # input and weights rounded to nearest
 TF32_TRUNC_REL = 2.0 ** -10 + 2.0 ** -11   # the input truncated, the weights rounded (the input gradient's grad_z)
 OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-       "gelu_erf_3_in_flight": F.gelu, "gelu_erf_copies": F.gelu}
+       "gelu_erf_3_in_flight": F.gelu, "gelu_erf_copies": F.gelu, "gelu_erf_bulk_2_stages": F.gelu}
 
 # (N, C_in, C_out, H, W, kernel, padding, groups)
 CASES = [
@@ -157,9 +157,10 @@ def test_bulk_input_path_equals_the_copies_bit_for_bit(ext):
         plane_units = (case[3] * case[4]) % 4 == 0
         assert plane_units or raw_slots == 0, (case, stages, raw_slots)
         bulk += raw_slots > 0
-        for got, want in zip(ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 0),
-                             ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 30)):
-            assert torch.equal(got, want), (case, (got - want).abs().max())
+        want = ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, 30)
+        for variant in (0, 32):
+            for got, expected in zip(ext.convt_wgmma_forward(x, weight, bias, groups, EPS, pad, variant), want):
+                assert torch.equal(got, expected), (case, variant, (got - expected).abs().max())
         y = ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 0, -1)
         assert torch.equal(y, ext.convt_wgmma_infer(x, weight, bias, gamma, beta, groups, EPS, pad, 17, -1)), case
     assert bulk >= 7
@@ -365,6 +366,14 @@ def bench(only=()) -> None:
             x, weight, bias, 8, EPS, [0, 0], 30),
         "  its main loop alone, the input by 4-byte copies (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 31),
+        "kgen wgmma conv + moments, bulk input, K-major ring of 2": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 32),
+        "  its main loop alone, bulk input, K-major ring of 2 (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 33),
+        "  main loop alone, bulk input, weights once a stage (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 34),
+        "  main loop alone, bulk input, no transposing pass (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 35),
         "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
                                                                                         [0, 0], 1),
         "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),

@@ -36,10 +36,12 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
-// path (wgmma_produce_bulk: a K-major ring of 2 stages and 2-4 raw slots) where the input planes are whole 16-byte
-// units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
+// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots
+// as then fit, 2-8) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring
+// (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
-                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false) {
+                                    int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
+                                    int bulk_stages = 3) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -63,10 +65,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.raw_slots = 0;
   if (bulk_input && s.in_plane() % 4 == 0) {
     const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
-    g.stages = kWgMinStages;
+    g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
-    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
+    const int64_t slot_bytes = 4 * int64_t(kRawChannels) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {
       g.raw_slots = static_cast<int>(slots);
@@ -114,12 +116,13 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input false: the 4-byte copies' input path even where the bulk path applies (for comparisons).
+// bulk_input false: the 4-byte copies' input path even where the bulk path applies; bulk_stages: its K-major ring
+// (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = true) {
+                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 3) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
@@ -133,10 +136,10 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
   // The bulk input path: an NCHW input rounded to TF32, the whole kernel or a part that runs its producer as is.
   const bool bulk = bulk_input && !kInputCL && kRoundInput && chunks_in_flight == 2 &&
-                    (kPart == 0 || kPart == 1 || kPart == 7) && is_16_byte_aligned(x.data_ptr<float>());
+                    (kPart <= 1 || kPart >= 7) && is_16_byte_aligned(x.data_ptr<float>());
   WgmmaGeometry g{};
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
-                                           pitch_align, bulk);
+                                           pitch_align, bulk, bulk_stages);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;
