@@ -24,6 +24,17 @@
 #         variants of the bulk main loop that say which part costs: the weights copied once a stage, and no
 #         transposing pass. Predicted: if the weights' latency bound run1, the 3-stage ring's main loop ~2.3-2.5 ms
 #         and "weights once" near it; if the transposing pass bounds it, "no transposing pass" far below the rest.
+#   run3: run2 (H100): the half-chunk slots made it worse: the main loop 5.62 ms with a 3-stage ring, 6.31 with 2
+#         (copies: 2.99); "weights once a stage" 5.54 (so not the weights), "no transposing pass" 3.43: the
+#         transposing pass is what costs, ~2 us a chunk. Its 4 warps (one a scheduler) each walk 9 positions a half
+#         chunk one at a time: a table load, then 4 dependent loads, then a store, every step a full shared-memory
+#         latency, and that latency is long beside the wgmma's operand reads. (The bit-for-bit test failed only on
+#         its count of bulk shapes: 6, not 7, with the 3-stage ring.) Now whole-chunk slots again (2 stages, 3 raw
+#         slots at L2-19, as run1), and the pass takes 4 positions a thread at once: 4 table loads, then 16 loads,
+#         then 4 unit stores, for each half of the chunk (no spills at 56 registers; the bulk producer compiled
+#         only into the kernels that can take it). Predicted: the pass ~3-4x faster (latency chains a chunk 27 ->
+#         ~6), the main loop toward "no transposing pass" (~3.0-3.4 ms; run1's whole-chunk main loop was 4.17).
+#         If it stays above the copies' ~3.0, the path is not kept.
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -46,5 +57,13 @@ case "${1:-}" in
       2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
     validate_fused run2
     ;;
-  *) echo "usage: $0 run1|run2"; exit 2 ;;
+  run3)
+    build_both run3
+    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run3_pytest_wgmma.log" | tail -4
+    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
+      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
+      2>&1 | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
+    ;;
+  *) echo "usage: $0 run1|run2|run3"; exit 2 ;;
 esac

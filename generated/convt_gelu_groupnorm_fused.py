@@ -1648,7 +1648,7 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
-constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 8;     // the bulk input path's raw half-chunk slots (wgmma_produce_bulk)
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw slots (wgmma_produce_bulk)
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -1665,8 +1665,7 @@ struct WgmmaGeometry {
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
-  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw half-chunk slots
-                      // (wgmma_produce_bulk)
+  int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
   int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
   int64_t raw_offset; // floats from the start of shared memory to the first raw slot
   int64_t work;       // tiles in all: batch x channel tiles x pixel tiles
@@ -2085,16 +2084,16 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 
 // The bulk input path (v4, session 34), for an NCHW input whose planes are whole 16-byte units and that is rounded to
 // TF32. The positions [f0, f0 + P) a tile stages are, where they are not padding, one contiguous run of each input
-// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies the
-// runs of a half chunk (the 4 channels of one 16-byte unit), one bulk copy a channel, into a raw slot ([4 channels]
-// [raw_pitch], the run's first 16-byte unit first), `raw_slots` half chunks ahead; the producer warpgroup then turns
-// each landed slot into its half of the K-major stage the consumers read: a thread takes positions tid, tid + 128,
-// ...; for each it reads the unit's 4 channels from their raw rows (a warp reads 32 consecutive floats of a row: no
-// bank conflicts), rounds them to TF32 and stores the unit (a warp stores 512 contiguous bytes). Against
+// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies a
+// chunk's runs, one bulk copy a channel, into a raw slot ([8 channels][raw_pitch], the run's first 16-byte unit
+// first), `raw_slots` chunks ahead; the producer warpgroup then turns each landed slot into the K-major stage the
+// consumers read: a thread takes positions tid, tid + 128, ...; for each it reads the 8 channels from their raw rows
+// (a warp reads 32 consecutive floats of a row: no bank conflicts), rounds them to TF32 and stores its two units (a
+// warp stores 512 contiguous bytes each time). Against
 // wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel 16 bytes apart (4-way bank conflicts),
 // and its read-round-write pass over every unit, a chunk crosses the shared-memory port in ~3 wavefronts a 32 values
-// instead of ~6 (session 23's count), and the copies in flight are the raw slots', not the K-major stages'.
-constexpr int kRawChannels = 4;  // a raw slot: one 16-byte unit's channels (half a chunk)
+// instead of ~6 (session 23's count), and the copies in flight are the raw slots', not the K-major stages', so a
+// K-major ring of 2 stages leaves room for 2-4 raw slots.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -2116,26 +2115,26 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
                                                    int* pos_off, uint32_t full, uint32_t empty, uint32_t raw_full,
                                                    int64_t first, int64_t step) {
   constexpr int kThreads = 128 * kWgProducers;
+  constexpr int kBatch = 4;  // positions a thread transposes at once: 32 loads in flight before the first store
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int64_t in_plane = s.in_plane();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int slot_floats = kRawChannels * g.raw_pitch;
-  const int halves = 2 * g.chunks;  // half chunks a tile
-  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * halves : 0;
-  // Thread 0: the runs of half chunk i (tile first + (i / halves) step) into raw slot i % raw_slots.
+  const int slot_floats = kWgChunk * g.raw_pitch;
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
+  // Thread 0: the runs of item i (tile first + (i / chunks) step, chunk i % chunks) into raw slot i % raw_slots.
   auto issue = [&](int64_t i) {
-    const WgmmaTile tile(first + (i / halves) * step, g);
-    const int h = static_cast<int>(i % halves), slot = static_cast<int>(i % g.raw_slots);
+    const WgmmaTile tile(first + (i / g.chunks) * step, g);
+    const int c = static_cast<int>(i % g.chunks), slot = static_cast<int>(i % g.raw_slots);
     int lo, hi;
     tile_input_run(tile, s, g, lo, hi);
-    const int lo_unit = lo & ~3, channels = min(kRawChannels, s.in_channels - h * kRawChannels);
-    const uint32_t bytes = hi > lo && channels > 0 ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
+    const int lo_unit = lo & ~3, channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+    const uint32_t bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
     const uint32_t bar = raw_full + 8 * slot;
-    mbar_arrive_expect_bytes(bar, bytes * max(channels, 0));
+    mbar_arrive_expect_bytes(bar, bytes * channels);
     if (bytes == 0) return;
-    const float* src = x + (int64_t(tile.n) * s.in_channels + h * kRawChannels) * in_plane + lo_unit;
+    const float* src = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane + lo_unit;
     const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + int64_t(slot) * slot_floats);
     for (int ch = 0; ch < channels; ++ch) {
       if constexpr (kEvictFirst) {
@@ -2158,7 +2157,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     tile_input_run(tile, s, g, lo, hi);
     const int lo_unit = lo & ~3;
     // Every position's float in a raw row (-1: padding). The previous tile's were last read before the barrier
-    // that ended its last half chunk.
+    // that ended its last chunk.
     for (int p = tid; p < g.positions; p += kThreads) {
       const int at = tile.f0 + p, r = at / g.pitch;
       const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
@@ -2166,7 +2165,8 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     named_barrier(1, kThreads);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
-    for (int c = 0; c < g.chunks; ++c) {
+    for (int c = 0; c < g.chunks; ++c, ++item) {
+      const int slot = static_cast<int>(item % g.raw_slots);
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
       const uint32_t full_stage = full + 8 * stage;
       const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
@@ -2176,33 +2176,42 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         mbar_expect_bytes(full_stage, weight_bytes);
         bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
       }
+      mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
+      const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
       float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
-#pragma unroll 1
-      for (int half = 0; half < 2; ++half, ++item) {
-        const int slot = static_cast<int>(item % g.raw_slots);
-        mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
-        const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
-        const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
-        float4* unit = xs + half * g.positions;
-        if (kPart != 9) {
-#pragma unroll 2
-          for (int p = tid; p < g.positions; p += kThreads) {
-            const int off = pos_off[p];
-            const float* at = raw + max(off, 0);
-            float v[kRawChannels];
+      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
+      // kBatch positions a thread at a time, every load issued before the first is used: the producer's 4 warps,
+      // one a scheduler, cover the loads' latency (shared with the wgmma's operand reads) by their own ILP.
+      for (int p0 = tid; kPart != 9 && p0 < g.positions; p0 += kBatch * kThreads) {
+        int off[kBatch];
 #pragma unroll
-            for (int j = 0; j < kRawChannels; ++j) {
-              const float value = at[j * g.raw_pitch];
-              v[j] = off >= 0 && j < channels ? tf32_nearest(value) : 0.f;
+        for (int b = 0; b < kBatch; ++b) {
+          const int p = p0 + b * kThreads;
+          off[b] = p < g.positions ? pos_off[p] : -1;
+        }
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {  // 16 loads in flight, then 4 units stored
+          float v[kBatch][4];
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[b][j] = raw[(4 * half + j) * g.raw_pitch + max(off[b], 0)];
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const int p = p0 + b * kThreads;
+            if (p >= g.positions) break;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              v[b][j] = off[b] >= 0 && 4 * half + j < channels ? tf32_nearest(v[b][j]) : 0.f;
             }
-            unit[p] = make_float4(v[0], v[1], v[2], v[3]);
+            xs[half * g.positions + p] = make_float4(v[b][0], v[b][1], v[b][2], v[b][3]);
           }
         }
-        named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
-        if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
       }
       fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
       mbar_arrive(full_stage);
+      named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
+      if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
@@ -2508,9 +2517,14 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
-    if (kPart != 2 && g.raw_slots > 0) {  // the plan takes the bulk path only for an NCHW input it rounds
-      wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, blockIdx.x, gridDim.x);
-    } else if (kPart != 2) {
+    if constexpr (kPart != 2 && !kInputCL && kRoundInput) {  // the plan takes the bulk path only for these
+      if (g.raw_slots > 0) {
+        wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, blockIdx.x, gridDim.x);
+      } else {
+        wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x,
+                                                    gridDim.x);
+      }
+    } else if constexpr (kPart != 2) {
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {
@@ -2565,12 +2579,11 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
-// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots
-// as then fit, 2-8) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring
-// (raw_slots 0).
+// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 2 by default, and as many raw slots as then fit,
+// 2-4) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
-                                    int bulk_stages = 3) {
+                                    int bulk_stages = 2) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2597,7 +2610,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
     g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
-    const int64_t slot_bytes = 4 * int64_t(kRawChannels) * g.raw_pitch;
+    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {
       g.raw_slots = static_cast<int>(slots);
@@ -2651,7 +2664,7 @@ template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = tru
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 3) {
+                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 2) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
