@@ -35,6 +35,15 @@
 #         only into the kernels that can take it). Predicted: the pass ~3-4x faster (latency chains a chunk 27 ->
 #         ~6), the main loop toward "no transposing pass" (~3.0-3.4 ms; run1's whole-chunk main loop was 4.17).
 #         If it stays above the copies' ~3.0, the path is not kept.
+#   run4: run3 (H100): 394 harness tests pass; the main loop 3.90 ms (copies 3.00), "no transposing pass" 2.70 (below
+#         the copies' loop: the bulk copies themselves pay), "weights once a stage" 3.85: the pass still costs ~1.2
+#         ms, ~9 shared-memory latencies a chunk (3 batches x a table load and two halves' loads) with 16 x 4-byte
+#         loads per 16 values. Now the pass works on quads, 4 input positions of a row (W_in % 4 == 0): per half
+#         chunk 4 loads of 16 bytes (a warp: 512 contiguous bytes of a row), rounded and transposed in registers,
+#         4 unit stores with each lane's order rotated by (lane / 2) % 4 (8 lanes of a store phase: 8 bank
+#         groups); padding positions zeroed from a per-tile bit mask; no offset table. 2 quads a thread a chunk at
+#         L2-19: ~4 latencies a chunk, 16 instead of 40 memory instructions a 32 values. Predicted: the main loop
+#         2.8-3.1 ms (toward "no transposing pass", 2.70), conv + moments ~3.6-3.8, the one launch ~5.0.
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -65,5 +74,14 @@ case "${1:-}" in
       "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
       2>&1 | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
     ;;
-  *) echo "usage: $0 run1|run2|run3"; exit 2 ;;
+  run4)
+    build_both run4
+    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run4_pytest_wgmma.log" | tail -4
+    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
+      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
+      2>&1 | tee "$OUT/$S/run4_bench.log" | grep -E " ms|max"
+    validate_fused run4
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4"; exit 2 ;;
 esac

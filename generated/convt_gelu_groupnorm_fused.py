@@ -2082,18 +2082,20 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   while (in_flight > 0) retire_oldest();
 }
 
-// The bulk input path (v4, session 34), for an NCHW input whose planes are whole 16-byte units and that is rounded to
-// TF32. The positions [f0, f0 + P) a tile stages are, where they are not padding, one contiguous run of each input
-// plane (frame rows are input rows plus padding columns): tile_input_run finds it. One producer thread copies a
-// chunk's runs, one bulk copy a channel, into a raw slot ([8 channels][raw_pitch], the run's first 16-byte unit
-// first), `raw_slots` chunks ahead; the producer warpgroup then turns each landed slot into the K-major stage the
-// consumers read: a thread takes positions tid, tid + 128, ...; for each it reads the 8 channels from their raw rows
-// (a warp reads 32 consecutive floats of a row: no bank conflicts), rounds them to TF32 and stores its two units (a
-// warp stores 512 contiguous bytes each time). Against
-// wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel 16 bytes apart (4-way bank conflicts),
-// and its read-round-write pass over every unit, a chunk crosses the shared-memory port in ~3 wavefronts a 32 values
-// instead of ~6 (session 23's count), and the copies in flight are the raw slots', not the K-major stages', so a
-// K-major ring of 2 stages leaves room for 2-4 raw slots.
+// The bulk input path (v4, session 34), for an NCHW input rounded to TF32 whose rows are whole 16-byte units
+// (W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are, where
+// they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding columns):
+// tile_input_run finds it. One producer thread copies a chunk's runs, one bulk copy a channel, into a raw slot
+// ([8 channels][raw_pitch], from the 16-byte unit that holds the run's first float), `raw_slots` chunks ahead. The
+// producer warpgroup then turns each landed slot into the K-major stage the consumers read, a quad (4 input
+// positions of a row) a thread at a time: 8 loads of 16 bytes (a warp reads 512 contiguous bytes of each row),
+// rounded to TF32 and transposed in registers, 8 stores of 16 bytes (the quad's 4 positions, both units of each),
+// and zeros into the padding positions. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a
+// channel 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, a chunk crosses the
+// shared-memory port in ~3 wavefronts a 32 values instead of ~6 (session 23's count), in 16 instructions a 32 values
+// instead of ~40, and the copies in flight are the raw slots', not the K-major stages', so a K-major ring of 2 stages
+// leaves room for 2-4 raw slots. (One position at a time, 4 loads of 4 bytes each, the pass took ~3 us a chunk at
+// L2-19, a shared-memory latency per step beside the wgmma: session 34, run2-run3.)
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -2112,10 +2114,9 @@ __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const Conv
 template <int kPart, bool kEvictFirst = false>
 __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
                                                    const ConvShape& s, const WgmmaGeometry& g, float* smem,
-                                                   int* pos_off, uint32_t full, uint32_t empty, uint32_t raw_full,
-                                                   int64_t first, int64_t step) {
+                                                   uint32_t full, uint32_t empty, uint32_t raw_full, int64_t first,
+                                                   int64_t step) {
   constexpr int kThreads = 128 * kWgProducers;
-  constexpr int kBatch = 4;  // positions a thread transposes at once: 32 loads in flight before the first store
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int64_t in_plane = s.in_plane();
@@ -2156,14 +2157,16 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     int lo, hi;
     tile_input_run(tile, s, g, lo, hi);
     const int lo_unit = lo & ~3;
-    // Every position's float in a raw row (-1: padding). The previous tile's were last read before the barrier
-    // that ended its last chunk.
-    for (int p = tid; p < g.positions; p += kThreads) {
-      const int at = tile.f0 + p, r = at / g.pitch;
+    // The tile's padding positions among this thread's (tid + 128 k, k < 32: P <= 4096 on this path), as bits.
+    uint32_t padding = 0;
+    for (int k = 0; k < 32 && tid + k * kThreads < g.positions; ++k) {
+      const int at = tile.f0 + tid + k * kThreads, r = at / g.pitch;
       const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
-      pos_off[p] = ih >= 0 && ih < s.in_h && iw >= 0 && iw < s.in_w ? ih * s.in_w + iw - lo_unit : -1;
+      if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) padding |= 1u << k;
     }
-    named_barrier(1, kThreads);
+    // The quads: 4 input positions of a row (W_in % 4 == 0 on this path), 16 aligned bytes of a raw row, from the one
+    // holding `lo` to the one holding hi - 1.
+    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0;
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c, ++item) {
       const int slot = static_cast<int>(item % g.raw_slots);
@@ -2176,35 +2179,48 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         mbar_expect_bytes(full_stage, weight_bytes);
         bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
       }
+      float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
+      for (uint32_t bits = kPart == 9 ? 0u : padding; bits != 0; bits &= bits - 1) {  // zeros: padding positions
+        const int p = tid + (__ffs(bits) - 1) * kThreads;
+        xs[p] = make_float4(0.f, 0.f, 0.f, 0.f);
+        xs[g.positions + p] = make_float4(0.f, 0.f, 0.f, 0.f);
+      }
       mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
       const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
-      float4* xs = reinterpret_cast<float4*>(smem + stage * g.stage_floats);
       const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      // kBatch positions a thread at a time, every load issued before the first is used: the producer's 4 warps,
-      // one a scheduler, cover the loads' latency (shared with the wgmma's operand reads) by their own ILP.
-      for (int p0 = tid; kPart != 9 && p0 < g.positions; p0 += kBatch * kThreads) {
-        int off[kBatch];
+      // A quad a thread at a time, half a chunk (4 channels, one unit a position) at a time: 4 loads of 16 bytes (a
+      // warp reads 512 contiguous bytes of each row), rounded and transposed in registers, then the 4 positions'
+      // units stored. A lane stores its positions in an order rotated by (lane / 2) % 4, so that the 8 lanes of a
+      // store phase write 8 different 16-byte bank groups (in order, the quads' units 64 bytes apart would take 2).
+      if constexpr (kPart != 9) {  // timing only: 9 skips the pass
+        const int rotate = ((tid % kWarpSize) >> 1) & 3;
+        for (int q = tid; q < quads; q += kThreads) {
+          const int o = 4 * (quad_first + q), ih = o / s.in_w, iw = o - ih * s.in_w;
+          const int p = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // its first position (may be < 0)
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int p = p0 + b * kThreads;
-          off[b] = p < g.positions ? pos_off[p] : -1;
-        }
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {  // 16 loads in flight, then 4 units stored
-          float v[kBatch][4];
-#pragma unroll
-          for (int b = 0; b < kBatch; ++b)
-#pragma unroll
-            for (int j = 0; j < 4; ++j) v[b][j] = raw[(4 * half + j) * g.raw_pitch + max(off[b], 0)];
-#pragma unroll
-          for (int b = 0; b < kBatch; ++b) {
-            const int p = p0 + b * kThreads;
-            if (p >= g.positions) break;
+          for (int half = 0; half < 2; ++half) {
+            float4 v[4];
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-              v[b][j] = off[b] >= 0 && 4 * half + j < channels ? tf32_nearest(v[b][j]) : 0.f;
+              const int ch = 4 * half + j;
+              v[j] = ch < channels ? *reinterpret_cast<const float4*>(raw + ch * g.raw_pitch + o - lo_unit)
+                                   : make_float4(0.f, 0.f, 0.f, 0.f);
             }
-            xs[half * g.positions + p] = make_float4(v[b][0], v[b][1], v[b][2], v[b][3]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
+                                     tf32_nearest(v[j].w));
+              if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
+              if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
+              v[j] = r;
+            }
+            float4* unit = xs + half * g.positions;
+            const int at0 = p + rotate, at1 = p + ((1 + rotate) & 3), at2 = p + ((2 + rotate) & 3),
+                      at3 = p + ((3 + rotate) & 3);
+            if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+            if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+            if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+            if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
           }
         }
       }
@@ -2519,7 +2535,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     if constexpr (kPart != 2 && !kInputCL && kRoundInput) {  // the plan takes the bulk path only for these
       if (g.raw_slots > 0) {
-        wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, blockIdx.x, gridDim.x);
+        wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, full, empty, raw_full, blockIdx.x, gridDim.x);
       } else {
         wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x,
                                                     gridDim.x);
@@ -2580,7 +2596,8 @@ inline bool convt_wgmma_available(int device) {
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
 // path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 2 by default, and as many raw slots as then fit,
-// 2-4) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
+// 2-4) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
+// else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
                                     int bulk_stages = 2) {
@@ -2605,11 +2622,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
   g.raw_slots = 0;
-  if (bulk_input && s.in_plane() % 4 == 0) {
-    const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
+  if (bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128) {
     g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
-    g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
+    g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned
     const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {
@@ -3076,7 +3092,7 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     if (g.raw_slots > 0) {
-      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, ticket, a.conv_blocks);
+      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }

@@ -37,7 +37,8 @@ inline bool convt_wgmma_available(int device) {
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
 // path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 2 by default, and as many raw slots as then fit,
-// 2-4) where the input planes are whole 16-byte units and the slots fit, else the 4-byte copies' ring (raw_slots 0).
+// 2-4) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
+// else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
                                     int bulk_stages = 2) {
@@ -62,11 +63,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
   g.raw_slots = 0;
-  if (bulk_input && s.in_plane() % 4 == 0) {
-    const int64_t table_floats = (positions + 3) / 4 * 4;  // pos_off, then the raw slots 16-byte aligned
+  if (bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128) {
     g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
-    g.raw_offset = g.stages * g.stage_floats + kEpiFloats + table_floats;
+    g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned
     const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {

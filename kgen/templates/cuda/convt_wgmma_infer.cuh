@@ -287,7 +287,7 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     if (g.raw_slots > 0) {
-      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, pos_off, full, empty, raw_full, ticket, a.conv_blocks);
+      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
