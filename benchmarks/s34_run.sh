@@ -44,6 +44,17 @@
 #         groups); padding positions zeroed from a per-tile bit mask; no offset table. 2 quads a thread a chunk at
 #         L2-19: ~4 latencies a chunk, 16 instead of 40 memory instructions a 32 values. Predicted: the main loop
 #         2.8-3.1 ms (toward "no transposing pass", 2.70), conv + moments ~3.6-3.8, the one launch ~5.0.
+#   run5: run4 (H100): 394 tests pass; validate PASS (forward 5.150 ms, its one-launch kernel 5.045; forward+backward
+#         15.233; KernelBench 5/5). The bench: main loop 3.585 ms against the copies' 3.062 ("no transposing pass"
+#         2.469, "weights once" 3.588), conv + moments 4.136 / 3.840, but the one launch 5.017 against 5.131: with
+#         the normalise beside it the bulk path is already ahead. The pass still costs ~1.1 us a chunk: a thread
+#         walks its 2-3 quads x 2 halves one at a time (thread 0's warp has the third quad and issues the copies).
+#         Now work units of a quad's half chunk, two in flight a thread (8 loads of 16 bytes before the first use:
+#         at most 3 latencies a chunk instead of 6), the copies issued by thread 127 (a warp without the extra
+#         unit) with a cursor instead of 64-bit divisions; the two in flight need 72 registers, so the split
+#         producer 72 / consumers 216 (was 56 / 224; no spills). Same call: run4's tree (.build/s34old) beside it.
+#         Predicted: the main loop ~2.8-3.0 ms, conv + moments ~3.6, the one launch ~4.8; the copies' rows tell
+#         whether 216 registers slow the consumers (their epilogue).
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -83,5 +94,19 @@ case "${1:-}" in
       2>&1 | tee "$OUT/$S/run4_bench.log" | grep -E " ms|max"
     validate_fused run4
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4"; exit 2 ;;
+  run5)
+    build_wgmma run5 &
+    (cd .build/s34old && timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
+      > /tmp/run5_old_build.log 2>&1); echo "old build exit $?"
+    wait
+    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run5_pytest_wgmma.log" | tail -4
+    for tree in . .build/s34old; do
+      echo "== $tree"
+      (cd $tree && timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" \
+        "bulk input" "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" \
+        "one launch, the conv") 2>&1 | tee -a "$OUT/$S/run5_bench.log" | grep -E " ms"
+    done
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5"; exit 2 ;;
 esac

@@ -531,6 +531,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
                                                    uint32_t full, uint32_t empty, uint32_t raw_full, int64_t first,
                                                    int64_t step) {
   constexpr int kThreads = 128 * kWgProducers;
+  constexpr int kIssuer = kThreads - 1;  // the thread that issues the bulk copies (in the warp with least to transpose)
   const int tid = threadIdx.x;
   const int taps = s.taps();
   const int64_t in_plane = s.in_plane();
@@ -538,34 +539,43 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const uint32_t weight_bytes = 2048u * taps;
   const int slot_floats = kWgChunk * g.raw_pitch;
   const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
-  // Thread 0: the runs of item i (tile first + (i / chunks) step, chunk i % chunks) into raw slot i % raw_slots.
-  auto issue = [&](int64_t i) {
-    const WgmmaTile tile(first + (i / g.chunks) * step, g);
-    const int c = static_cast<int>(i % g.chunks), slot = static_cast<int>(i % g.raw_slots);
-    int lo, hi;
-    tile_input_run(tile, s, g, lo, hi);
-    const int lo_unit = lo & ~3, channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-    const uint32_t bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - lo_unit + 3) & ~3) : 0u;
-    const uint32_t bar = raw_full + 8 * slot;
-    mbar_arrive_expect_bytes(bar, bytes * channels);
-    if (bytes == 0) return;
-    const float* src = x + (int64_t(tile.n) * s.in_channels + c * kWgChunk) * in_plane + lo_unit;
-    const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + int64_t(slot) * slot_floats);
-    for (int ch = 0; ch < channels; ++ch) {
-      if constexpr (kEvictFirst) {
-        bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar,
-                                   l2_policy_evict_first());
-      } else {
-        bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, bytes, bar);
+  // The issuer's cursor: the next item's tile, chunk, raw slot, and its tile's run.
+  int64_t next_item = 0, next_t = first;
+  int next_c = 0, next_slot = 0, next_lo_unit = 0;
+  uint32_t next_bytes = 0;
+  auto issue_next = [&]() {  // the runs of the next item into its raw slot
+    if (next_c == 0) {
+      const WgmmaTile tile(next_t, g);
+      int lo, hi;
+      tile_input_run(tile, s, g, lo, hi);
+      next_lo_unit = lo & ~3;
+      next_bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - next_lo_unit + 3) & ~3) : 0u;
+    }
+    const int channels = min(kWgChunk, s.in_channels - next_c * kWgChunk);
+    const uint32_t bar = raw_full + 8 * next_slot;
+    mbar_arrive_expect_bytes(bar, next_bytes * channels);
+    if (next_bytes > 0) {
+      const int n = static_cast<int>(next_t / (int64_t(g.channel_tiles) * g.tiles));
+      const float* src = x + (int64_t(n) * s.in_channels + next_c * kWgChunk) * in_plane + next_lo_unit;
+      const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
+      for (int ch = 0; ch < channels; ++ch) {
+        if constexpr (kEvictFirst) {
+          bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar,
+                                     l2_policy_evict_first());
+        } else {
+          bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
+        }
       }
     }
+    ++next_item;
+    if (++next_slot == g.raw_slots) next_slot = 0;
+    if (++next_c == g.chunks) next_c = 0, next_t += step;
   };
-  if (tid == 0) {
-    for (int64_t i = 0; i < min(int64_t(g.raw_slots), items); ++i) issue(i);
+  if (tid == kIssuer) {
+    while (next_item < min(int64_t(g.raw_slots), items)) issue_next();
   }
-  int stage = 0, filled = 0;
-  uint32_t phase = 0;
-  int64_t item = 0;
+  int stage = 0, filled = 0, raw_slot = 0;
+  uint32_t phase = 0, raw_phase = 0;
   for (int64_t t = first; t < g.work; t += step) {
     const WgmmaTile tile(t, g);
     int lo, hi;
@@ -579,17 +589,16 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
       if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) padding |= 1u << k;
     }
     // The quads: 4 input positions of a row (W_in % 4 == 0 on this path), 16 aligned bytes of a raw row, from the one
-    // holding `lo` to the one holding hi - 1.
-    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0;
+    // holding `lo` to the one holding hi - 1; a work unit is a quad's half chunk (4 channels: one unit a position).
+    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0, units = 2 * quads;
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
-    for (int c = 0; c < g.chunks; ++c, ++item) {
-      const int slot = static_cast<int>(item % g.raw_slots);
+    for (int c = 0; c < g.chunks; ++c) {
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
       const uint32_t full_stage = full + 8 * stage;
       const uint32_t xs_addr = smem_base + static_cast<uint32_t>(stage * g.stage_floats * 4);
       const bool first_fill = filled < g.stages;
       ++filled;
-      if (tid == 0 && (kPart != 8 || first_fill)) {
+      if (tid == kIssuer && (kPart != 8 || first_fill)) {
         mbar_expect_bytes(full_stage, weight_bytes);
         bulk_copy_to_shared(xs_addr + 32u * g.positions, wsrc + int64_t(c) * taps * 128, weight_bytes, full_stage);
       }
@@ -599,49 +608,59 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         xs[p] = make_float4(0.f, 0.f, 0.f, 0.f);
         xs[g.positions + p] = make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      mbar_wait(raw_full + 8 * slot, static_cast<uint32_t>(item / g.raw_slots) & 1u);
-      const float* raw = smem + g.raw_offset + int64_t(slot) * slot_floats;
+      mbar_wait(raw_full + 8 * raw_slot, raw_phase);
+      const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
       const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      // A quad a thread at a time, half a chunk (4 channels, one unit a position) at a time: 4 loads of 16 bytes (a
-      // warp reads 512 contiguous bytes of each row), rounded and transposed in registers, then the 4 positions'
-      // units stored. A lane stores its positions in an order rotated by (lane / 2) % 4, so that the 8 lanes of a
-      // store phase write 8 different 16-byte bank groups (in order, the quads' units 64 bytes apart would take 2).
       if constexpr (kPart != 9) {  // timing only: 9 skips the pass
+        // Two work units a thread at a time (units tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp
+        // reads 512 contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units
+        // stored; both units' loads are issued before either is used. A lane stores its positions in an order
+        // rotated by (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in
+        // order, the quads' units 64 bytes apart would take 2).
         const int rotate = ((tid % kWarpSize) >> 1) & 3;
-        for (int q = tid; q < quads; q += kThreads) {
-          const int o = 4 * (quad_first + q), ih = o / s.in_w, iw = o - ih * s.in_w;
-          const int p = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // its first position (may be < 0)
+        auto load = [&](int u, float4 (&v)[4], int& at, int& half) {
+          half = u >= quads;
+          const int o = 4 * (quad_first + u - half * quads), ih = o / s.in_w, iw = o - ih * s.in_w;
+          at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            float4 v[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              const int ch = 4 * half + j;
-              v[j] = ch < channels ? *reinterpret_cast<const float4*>(raw + ch * g.raw_pitch + o - lo_unit)
-                                   : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
-                                     tf32_nearest(v[j].w));
-              if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
-              if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
-              v[j] = r;
-            }
-            float4* unit = xs + half * g.positions;
-            const int at0 = p + rotate, at1 = p + ((1 + rotate) & 3), at2 = p + ((2 + rotate) & 3),
-                      at3 = p + ((3 + rotate) & 3);
-            if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-            if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-            if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-            if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+          for (int j = 0; j < 4; ++j) {
+            const int ch = 4 * half + j;
+            v[j] = ch < channels ? *reinterpret_cast<const float4*>(raw + ch * g.raw_pitch + o - lo_unit)
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
           }
+        };
+        auto store = [&](float4 (&v)[4], int at, int half) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
+                                   tf32_nearest(v[j].w));
+            if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
+            if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
+            v[j] = r;
+          }
+          float4* unit = xs + half * g.positions;
+          const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
+                    at3 = at + ((3 + rotate) & 3);
+          if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+          if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+          if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+          if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+        };
+        for (int u = tid; u < units; u += 2 * kThreads) {
+          float4 va[4], vb[4];
+          int at_a, half_a, at_b = 0, half_b = 0;
+          const bool second = u + kThreads < units;
+          load(u, va, at_a, half_a);
+          if (second) load(u + kThreads, vb, at_b, half_b);
+          store(va, at_a, half_a);
+          if (second) store(vb, at_b, half_b);
         }
       }
       fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
       mbar_arrive(full_stage);
-      named_barrier(1, kThreads);  // every producer thread is done with the raw slot (and, at a tile's end, pos_off)
-      if (tid == 0 && item + g.raw_slots < items) issue(item + g.raw_slots);
+      named_barrier(1, kThreads);  // every producer thread is done with the raw slot
+      if (tid == kIssuer && next_item < items) issue_next();
+      if (++raw_slot == g.raw_slots) raw_slot = 0, raw_phase ^= 1;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
@@ -946,7 +965,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   }
   __syncthreads();
   if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
     if constexpr (kPart != 2 && !kInputCL && kRoundInput) {  // the plan takes the bulk path only for these
       if (g.raw_slots > 0) {
         wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, full, empty, raw_full, blockIdx.x, gridDim.x);
@@ -958,7 +977,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
                              gridDim.x);
   }
