@@ -1615,6 +1615,8 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   tf32_nearest) and hands the stage over. The weights, laid out and rounded once per call by
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
+//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
+//   bulk copies of raw NCHW runs, then a transposing, rounding pass; a ring of 2 stages): convt_wgmma_infer does.
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
@@ -1623,9 +1625,10 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
 //   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
 //   producer loads the next tile's first chunks.
-// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (56: it holds no data)
-//   to the consumers (224: the 128 accumulators and the epilogue's values in flight). ptxas allocates each branch
-//   of the role split within its own count.
+// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72: the bulk path's
+//   pass holds two work units of 16 values) to the consumers (216: the 128 accumulators and the epilogue's values in
+//   flight; 224 measured no faster, session 34). ptxas allocates each branch of the role split within its own count,
+//   and 128 x 72 + 256 x 216 is the launch's 384 x 168.
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
@@ -2693,13 +2696,15 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input false: the 4-byte copies' input path even where the bulk path applies; bulk_stages: its K-major ring
-// (for comparisons).
+// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies'. Off by default: here,
+// beside nothing, the copies' conv + moments measured faster (H100, L2-19: 3.82 ms against 4.11, session 34 run5),
+// while beside convt_wgmma_infer's normalise the bulk path is (5.02-5.14 against 5.13-5.19). bulk_stages: its
+// K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 2) {
+                                            int pitch_align = 4, bool bulk_input = false, int bulk_stages = 2) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));

@@ -10,7 +10,8 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
       convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
       normalisers -1 the default)
-  convt_wgmma_ring(x, w, b, groups, padding) -> [K-major stages, raw slots (0: the 4-byte copies' input path)]
+  convt_wgmma_ring(x, w, b, groups, padding) -> [K-major stages, raw slots (0: the 4-byte copies' input path)] of the
+      plan the bulk input path asks for (variant 30, the one launch)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -18,8 +19,8 @@ alone, 11 the epilogue alone, 13 the main loop's wgmma alone, 14 the main loop l
 the input (GELU erf; none of them computes the conv); 16 GELU erf with 3 chunks of copies in flight a producer
 thread (the default keeps 2); 17 and 18, the whole kernel and its main loop without the producer's rounding pass
 (timing only: the tensor cores truncate x); 19 and 20, the conv storing z without moments, whole and its epilogue
-alone; 21 GELU erf without the epilogue's stores (timing only); 30 and 31, GELU erf by the 4-byte copies' input path
-where the bulk one applies, whole and its main loop alone (timing only); 32 and 33, the bulk path with a K-major ring
+alone; 21 GELU erf without the epilogue's stores (timing only); 30 and 31, GELU erf by the bulk input path where it
+applies (0-21 take the 4-byte copies'), whole and its main loop alone (timing only); 32 and 33, the bulk path with a K-major ring
 of 3 stages where its raw slots fit, whole and main loop alone (timing only); 34 and 35, the bulk path's main loop with the weights copied
 once a stage and without the transposing pass (timing only)."""
 from __future__ import annotations
@@ -68,11 +69,11 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
     case 21: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 7>(x, w, b, groups, eps, padding, kgen::GeluErf{});
     // GELU erf with 3 chunks of copies in flight a producer thread (2 by default; the 4-byte copies' path)
     case 16: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true, 3);
-    // GELU erf by the 4-byte copies' input path where the bulk one applies: whole, and its main loop alone (timing)
+    // GELU erf by the bulk input path where it applies: whole, and its main loop alone (timing)
     case 30: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true,
-                                                                    2, false, 4, false);
+                                                                    2, false, 4, true);
     case 31: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{},
-                                                                       true, 2, false, 4, false);
+                                                                       true, 2, false, 4, true);
     // the bulk input path with a K-major ring of 3 stages (fewer raw slots; where they fit: else the 4-byte copies):
     // whole and main loop alone (timing); the
     // main loop with each stage's weights copied once, and without the transposing pass (timing only)
@@ -80,8 +81,10 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
                                                                     2, false, 4, true, 3);
     case 33: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{},
                                                                        true, 2, false, 4, true, 3);
-    case 34: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 8>(x, w, b, groups, eps, padding, kgen::GeluErf{});
-    case 35: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 9>(x, w, b, groups, eps, padding, kgen::GeluErf{});
+    case 34: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 8>(x, w, b, groups, eps, padding, kgen::GeluErf{},
+                                                                       true, 2, false, 4, true);
+    case 35: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 9>(x, w, b, groups, eps, padding, kgen::GeluErf{},
+                                                                       true, 2, false, 4, true);
   }
   TORCH_CHECK(false, "kgen test: no variant ", variant);
 }
@@ -217,7 +220,7 @@ FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
              "convt_wgmma_infer_trace", "convt_wgmma_ring", "convt_wgmma_available"]
-VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16, "gelu_erf_copies": 30,
+VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16, "gelu_erf_bulk": 30,
             "gelu_erf_bulk_3_stages": 32}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}

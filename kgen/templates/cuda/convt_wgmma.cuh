@@ -29,6 +29,8 @@
 //   tf32_nearest) and hands the stage over. The weights, laid out and rounded once per call by
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
+//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
+//   bulk copies of raw NCHW runs, then a transposing, rounding pass; a ring of 2 stages): convt_wgmma_infer does.
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
@@ -37,9 +39,10 @@
 //   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
 //   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
 //   producer loads the next tile's first chunks.
-// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (56: it holds no data)
-//   to the consumers (224: the 128 accumulators and the epilogue's values in flight). ptxas allocates each branch
-//   of the role split within its own count.
+// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72: the bulk path's
+//   pass holds two work units of 16 values) to the consumers (216: the 128 accumulators and the epilogue's values in
+//   flight; 224 measured no faster, session 34). ptxas allocates each branch of the role split within its own count,
+//   and 128 x 72 + 256 x 216 is the launch's 384 x 168.
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms

@@ -115,13 +115,15 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input false: the 4-byte copies' input path even where the bulk path applies; bulk_stages: its K-major ring
-// (for comparisons).
+// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies'. Off by default: here,
+// beside nothing, the copies' conv + moments measured faster (H100, L2-19: 3.82 ms against 4.11, session 34 run5),
+// while beside convt_wgmma_infer's normalise the bulk path is (5.02-5.14 against 5.13-5.19). bulk_stages: its
+// K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = true, int bulk_stages = 2) {
+                                            int pitch_align = 4, bool bulk_input = false, int bulk_stages = 2) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
