@@ -55,6 +55,17 @@
 #         producer 72 / consumers 216 (was 56 / 224; no spills). Same call: run4's tree (.build/s34old) beside it.
 #         Predicted: the main loop ~2.8-3.0 ms, conv + moments ~3.6, the one launch ~4.8; the copies' rows tell
 #         whether 216 registers slow the consumers (their epilogue).
+#   run6: run5 (H100, one call, both trees): two units in flight, 72/216 registers: the bulk main loop 3.487 ms (run4's
+#         tree 3.632), "no transposing pass" 2.184 (2.478), conv + moments 4.109 (4.238) against the copies' 3.820
+#         (3.837 at 224 registers: 216 do not slow the consumers); the one launch 5.142 / copies 5.163 (run4's tree
+#         5.085 / 5.187). So the pass still costs ~1.3 ms in the conv alone, while beside the normalise the bulk path
+#         is ahead in every pair measured (3 of 3, by 0.02-0.11 ms). Kept that way: convt_wgmma_infer (the forward
+#         without autograd, what validate and KernelBench time) takes the bulk path, the conv with its moments for
+#         training keeps the copies (bulk_input off by default). Now the checks of the file so made: the harness's
+#         tests (the bulk path's bit-for-bit test now against variant 0, the copies), the fused model's GPU tests,
+#         compute-sanitizer memcheck and racecheck on bulk cases (two forward shapes, the one launch at one), and
+#         validate --bench plus KernelBench's evaluator. Predicted: all pass, clean; validate forward ~5.1 ms,
+#         forward+backward ~14.9-15.0 (the training conv as in session 33).
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -108,5 +119,14 @@ case "${1:-}" in
         "one launch, the conv") 2>&1 | tee -a "$OUT/$S/run5_bench.log" | grep -E " ms"
     done
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5"; exit 2 ;;
+  run6)
+    build_both run6
+    timeout -k 5 220 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run6_pytest_wgmma.log" | tail -3
+    pytest_fused run6
+    sanitize_tests run6_bulk "(conv_and_statistics and gelu_erf_bulk and (2x64x62x64 or 1x33x29x32)) or (one_launch_forward_matches and 2x48x7x8 and gelu_erf- and not registers and not copies)"
+    validate_fused run6
+    kb_eval_fused run6
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6"; exit 2 ;;
 esac
