@@ -66,6 +66,13 @@
 #         compute-sanitizer memcheck and racecheck on bulk cases (two forward shapes, the one launch at one), and
 #         validate --bench plus KernelBench's evaluator. Predicted: all pass, clean; validate forward ~5.1 ms,
 #         forward+backward ~14.9-15.0 (the training conv as in session 33).
+#   run7: run6 (H100): all checks pass: 394 harness tests, 18 fused tests, memcheck 0 errors and racecheck 0 hazards on
+#         7 bulk cases; validate PASS, forward 5.002 ms (its one-launch kernel 5.052 in the profile; eager 12.293,
+#         torch.compile 8.435: 1.69x), forward+backward 14.903 (34.0, 32.1: 2.15x); KernelBench 5/5, 5.45 ms
+#         against 12.6. (run6_validate.log did not come back: 8 files a call; its JSON did.) Now, for the next
+#         step, what the bulk pass waits on: ncu with source counters on the bulk main loop (variant 31) and the
+#         copies' (10), batch 16, one launch each. Expected: the producer warps' stall samples at the pass's
+#         16-byte loads (short scoreboard / MIO throttle) if the shared-memory port under the wgmma bounds it.
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -128,5 +135,10 @@ case "${1:-}" in
     validate_fused run6
     kb_eval_fused run6
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6"; exit 2 ;;
+  run7)
+    build_wgmma run7
+    ncu_source run7_bulk 31
+    ncu_source run7_copies 10
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7"; exit 2 ;;
 esac
