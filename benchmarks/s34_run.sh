@@ -73,6 +73,15 @@
 #         step, what the bulk pass waits on: ncu with source counters on the bulk main loop (variant 31) and the
 #         copies' (10), batch 16, one launch each. Expected: the producer warps' stall samples at the pass's
 #         16-byte loads (short scoreboard / MIO throttle) if the shared-memory port under the wgmma bounds it.
+#   run8: run7 (H100, ncu, batch 16): in the bulk main loop the consumers' wait for a full stage takes 30 % of the stall
+#         samples (the copies' loop: 23 %), and the producer's largest stall (7.5 %) is its wait for an EMPTY
+#         stage, not its pass: with a K-major ring of 2 the pass for chunk c + 1 can only start once chunk c - 1's
+#         wgmma have completed, so it must fit inside one chunk's wgmma (~2.1 us), and the producer cannot run ahead.
+#         Now raw slots of half a chunk (4 channels, 16.6 KB), so that the K-major ring has 3 stages (3 raw slots at
+#         L2-19; 222 KB): the pass for chunk c + 2 may start when chunk c - 1's wgmma completes; a half chunk is one
+#         round of two quads a thread. Predicted: the bulk main loop 3.49 -> ~2.3-2.6 ms (toward "no transposing
+#         pass", 2.18), conv + moments ~3.3-3.5, the one launch ~4.7-4.9; the ring of 2 timed beside it. Then the
+#         file's checks as run6 (tests, sanitizers, validate --bench, KernelBench).
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
@@ -140,5 +149,17 @@ case "${1:-}" in
     ncu_source run7_bulk 31
     ncu_source run7_copies 10
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7"; exit 2 ;;
+  run8)
+    build_both run8
+    timeout -k 5 220 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+      | tee "$OUT/$S/run8_pytest_wgmma.log" | tail -3
+    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "bulk input" \
+      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
+      2>&1 | tee "$OUT/$S/run8_bench.log" | grep -E " ms"
+    pytest_fused run8
+    sanitize_tests run8_bulk "(conv_and_statistics and gelu_erf_bulk and (2x64x62x64 or 1x33x29x32)) or (one_launch_forward_matches and 2x48x7x8 and gelu_erf- and not registers and not copies)"
+    validate_fused run8
+    kb_eval_fused run8
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8"; exit 2 ;;
 esac

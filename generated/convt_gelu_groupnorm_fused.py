@@ -1651,7 +1651,8 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
-constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw slots (wgmma_produce_bulk)
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 6;     // the bulk input path's raw slots (wgmma_produce_bulk)
+constexpr int kRawChannels = 4;                           // a raw slot: half a chunk, one 16-byte unit's channels
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -2126,26 +2127,27 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const int64_t in_plane = s.in_plane();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int slot_floats = kWgChunk * g.raw_pitch;
-  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
-  // The issuer's cursor: the next item's tile, chunk, raw slot, and its tile's run.
+  const int slot_floats = kRawChannels * g.raw_pitch;
+  const int halves = 2 * g.chunks;  // raw items a tile: half chunks
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * halves : 0;
+  // The issuer's cursor: the next item's tile, half chunk, raw slot, and its tile's run.
   int64_t next_item = 0, next_t = first;
-  int next_c = 0, next_slot = 0, next_lo_unit = 0;
+  int next_h = 0, next_slot = 0, next_lo_unit = 0;
   uint32_t next_bytes = 0;
   auto issue_next = [&]() {  // the runs of the next item into its raw slot
-    if (next_c == 0) {
+    if (next_h == 0) {
       const WgmmaTile tile(next_t, g);
       int lo, hi;
       tile_input_run(tile, s, g, lo, hi);
       next_lo_unit = lo & ~3;
       next_bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - next_lo_unit + 3) & ~3) : 0u;
     }
-    const int channels = min(kWgChunk, s.in_channels - next_c * kWgChunk);
+    const int channels = max(0, min(kRawChannels, s.in_channels - next_h * kRawChannels));
     const uint32_t bar = raw_full + 8 * next_slot;
     mbar_arrive_expect_bytes(bar, next_bytes * channels);
     if (next_bytes > 0) {
       const int n = static_cast<int>(next_t / (int64_t(g.channel_tiles) * g.tiles));
-      const float* src = x + (int64_t(n) * s.in_channels + next_c * kWgChunk) * in_plane + next_lo_unit;
+      const float* src = x + (int64_t(n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
       const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
       for (int ch = 0; ch < channels; ++ch) {
         if constexpr (kEvictFirst) {
@@ -2158,7 +2160,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     ++next_item;
     if (++next_slot == g.raw_slots) next_slot = 0;
-    if (++next_c == g.chunks) next_c = 0, next_t += step;
+    if (++next_h == halves) next_h = 0, next_t += step;
   };
   if (tid == kIssuer) {
     while (next_item < min(int64_t(g.raw_slots), items)) issue_next();
@@ -2179,7 +2181,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     // The quads: 4 input positions of a row (W_in % 4 == 0 on this path), 16 aligned bytes of a raw row, from the one
     // holding `lo` to the one holding hi - 1; a work unit is a quad's half chunk (4 channels: one unit a position).
-    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0, units = 2 * quads;
+    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0;
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c) {
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
@@ -2197,59 +2199,60 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         xs[p] = make_float4(0.f, 0.f, 0.f, 0.f);
         xs[g.positions + p] = make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      mbar_wait(raw_full + 8 * raw_slot, raw_phase);
-      const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
-      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      if constexpr (kPart != 9) {  // timing only: 9 skips the pass
-        // Two work units a thread at a time (units tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp
-        // reads 512 contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units
-        // stored; both units' loads are issued before either is used. A lane stores its positions in an order
-        // rotated by (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in
-        // order, the quads' units 64 bytes apart would take 2).
-        const int rotate = ((tid % kWarpSize) >> 1) & 3;
-        auto load = [&](int u, float4 (&v)[4], int& at, int& half) {
-          half = u >= quads;
-          const int o = 4 * (quad_first + u - half * quads), ih = o / s.in_w, iw = o - ih * s.in_w;
-          at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
+#pragma unroll 1
+      for (int half = 0; half < 2; ++half) {
+        mbar_wait(raw_full + 8 * raw_slot, raw_phase);
+        const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
+        const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
+        float4* unit = xs + half * g.positions;
+        if constexpr (kPart != 9) {  // timing only: 9 skips the pass
+          // Two quads a thread at a time (tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp reads 512
+          // contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units stored;
+          // both quads' loads are issued before either is used. A lane stores its positions in an order rotated by
+          // (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in order,
+          // the quads' units 64 bytes apart would take 2).
+          const int rotate = ((tid % kWarpSize) >> 1) & 3;
+          auto load = [&](int q, float4 (&v)[4], int& at) {
+            const int o = 4 * (quad_first + q), ih = o / s.in_w, iw = o - ih * s.in_w;
+            at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int ch = 4 * half + j;
-            v[j] = ch < channels ? *reinterpret_cast<const float4*>(raw + ch * g.raw_pitch + o - lo_unit)
-                                 : make_float4(0.f, 0.f, 0.f, 0.f);
-          }
-        };
-        auto store = [&](float4 (&v)[4], int at, int half) {
+            for (int j = 0; j < kRawChannels; ++j) {
+              v[j] = j < channels ? *reinterpret_cast<const float4*>(raw + j * g.raw_pitch + o - lo_unit)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+          };
+          auto store = [&](float4 (&v)[4], int at) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
-                                   tf32_nearest(v[j].w));
-            if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
-            if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
-            v[j] = r;
+            for (int j = 0; j < kRawChannels; ++j) {
+              float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
+                                     tf32_nearest(v[j].w));
+              if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
+              if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
+              v[j] = r;
+            }
+            const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
+                      at3 = at + ((3 + rotate) & 3);
+            if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+            if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+            if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+            if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+          };
+          for (int q = tid; q < quads; q += 2 * kThreads) {
+            float4 va[4], vb[4];
+            int at_a, at_b = 0;
+            const bool second = q + kThreads < quads;
+            load(q, va, at_a);
+            if (second) load(q + kThreads, vb, at_b);
+            store(va, at_a);
+            if (second) store(vb, at_b);
           }
-          float4* unit = xs + half * g.positions;
-          const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
-                    at3 = at + ((3 + rotate) & 3);
-          if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-          if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-          if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-          if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-        };
-        for (int u = tid; u < units; u += 2 * kThreads) {
-          float4 va[4], vb[4];
-          int at_a, half_a, at_b = 0, half_b = 0;
-          const bool second = u + kThreads < units;
-          load(u, va, at_a, half_a);
-          if (second) load(u + kThreads, vb, at_b, half_b);
-          store(va, at_a, half_a);
-          if (second) store(vb, at_b, half_b);
         }
+        named_barrier(1, kThreads);  // every producer thread is done with the raw slot
+        if (tid == kIssuer && next_item < items) issue_next();
+        if (++raw_slot == g.raw_slots) raw_slot = 0, raw_phase ^= 1;
       }
       fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
       mbar_arrive(full_stage);
-      named_barrier(1, kThreads);  // every producer thread is done with the raw slot
-      if (tid == kIssuer && next_item < items) issue_next();
-      if (++raw_slot == g.raw_slots) raw_slot = 0, raw_phase ^= 1;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
@@ -2617,12 +2620,12 @@ inline bool convt_wgmma_available(int device) {
 // The frame, tiles and ring of a checked shape; "" where this kernel takes it, else why not.
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
-// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 2 by default, and as many raw slots as then fit,
-// 2-4) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
+// path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots as
+// then fit, 2-6) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
 // else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
-                                    int bulk_stages = 2) {
+                                    int bulk_stages = 3) {
   if (s.stride_h != 1 || s.stride_w != 1) return "it takes stride 1 only";
   if (s.pad_h > s.kernel_h - 1 || s.pad_w > s.kernel_w - 1) return "it takes padding <= kernel size - 1 only";
   if (s.out_h != s.in_h + s.kernel_h - 1 - 2 * s.pad_h || s.out_w != s.in_w + s.kernel_w - 1 - 2 * s.pad_w) {
@@ -2648,7 +2651,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
     g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned
-    const int64_t slot_bytes = 4 * int64_t(kWgChunk) * g.raw_pitch;
+    const int64_t slot_bytes = 4 * int64_t(kRawChannels) * g.raw_pitch;
     const int64_t slots = std::min<int64_t>(kWgMaxRawSlots, (smem_limit - static_bytes - 4 * g.raw_offset) / slot_bytes);
     if (slots >= kWgMinRawSlots) {
       g.raw_slots = static_cast<int>(slots);
@@ -2704,7 +2707,7 @@ template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = tru
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
                                             bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = false, int bulk_stages = 2) {
+                                            int pitch_align = 4, bool bulk_input = false, int bulk_stages = 3) {
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));

@@ -21,7 +21,7 @@ thread (the default keeps 2); 17 and 18, the whole kernel and its main loop with
 (timing only: the tensor cores truncate x); 19 and 20, the conv storing z without moments, whole and its epilogue
 alone; 21 GELU erf without the epilogue's stores (timing only); 30 and 31, GELU erf by the bulk input path where it
 applies (0-21 take the 4-byte copies'), whole and its main loop alone (timing only); 32 and 33, the bulk path with a K-major ring
-of 3 stages where its raw slots fit, whole and main loop alone (timing only); 34 and 35, the bulk path's main loop with the weights copied
+of 2 stages (3 by default where its raw slots fit), whole and main loop alone (timing only); 34 and 35, the bulk path's main loop with the weights copied
 once a stage and without the transposing pass (timing only)."""
 from __future__ import annotations
 
@@ -74,13 +74,13 @@ std::vector<at::Tensor> convt_wgmma_forward(at::Tensor x, at::Tensor w, at::Tens
                                                                     2, false, 4, true);
     case 31: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{},
                                                                        true, 2, false, 4, true);
-    // the bulk input path with a K-major ring of 3 stages (fewer raw slots; where they fit: else the 4-byte copies):
+    // the bulk input path with a K-major ring of 2 stages (more raw slots; 3 by default):
     // whole and main loop alone (timing); the
     // main loop with each stage's weights copied once, and without the transposing pass (timing only)
     case 32: return kgen::convt::convt_wgmma_moments<kgen::GeluErf>(x, w, b, groups, eps, padding, kgen::GeluErf{}, true,
-                                                                    2, false, 4, true, 3);
+                                                                    2, false, 4, true, 2);
     case 33: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 1>(x, w, b, groups, eps, padding, kgen::GeluErf{},
-                                                                       true, 2, false, 4, true, 3);
+                                                                       true, 2, false, 4, true, 2);
     case 34: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 8>(x, w, b, groups, eps, padding, kgen::GeluErf{},
                                                                        true, 2, false, 4, true);
     case 35: return kgen::convt::convt_wgmma_moments<kgen::GeluErf, 9>(x, w, b, groups, eps, padding, kgen::GeluErf{},
@@ -221,7 +221,7 @@ FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
              "convt_wgmma_infer_trace", "convt_wgmma_ring", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16, "gelu_erf_bulk": 30,
-            "gelu_erf_bulk_3_stages": 32}
+            "gelu_erf_bulk_2_stages": 32}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}
 WEIGHT_GRAD_VARIANTS = {"default": 0, "x_rounded": 1}
 

@@ -27,7 +27,7 @@ EPS = 1e-5
 TF32_REL = 2.0 ** -11 + 2.0 ** -11   # input and weights rounded to nearest
 TF32_TRUNC_REL = 2.0 ** -10 + 2.0 ** -11   # the input truncated, the weights rounded (the input gradient's grad_z)
 OPS = {"gelu_erf": F.gelu, "identity": lambda v: v, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"),
-       "gelu_erf_3_in_flight": F.gelu, "gelu_erf_bulk": F.gelu, "gelu_erf_bulk_3_stages": F.gelu}
+       "gelu_erf_3_in_flight": F.gelu, "gelu_erf_bulk": F.gelu, "gelu_erf_bulk_2_stages": F.gelu}
 
 # (N, C_in, C_out, H, W, kernel, padding, groups)
 CASES = [
@@ -364,6 +364,10 @@ def bench(only=()) -> None:
         "kgen wgmma conv + moments, bulk input": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 30),
         "  its main loop alone, bulk input (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 31),
+        "kgen wgmma conv + moments, bulk input, K-major ring of 2": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 32),
+        "  its main loop alone, bulk input, K-major ring of 2 (timing only)": lambda: ext.convt_wgmma_forward(
+            x, weight, bias, 8, EPS, [0, 0], 33),
         "  main loop alone, bulk input, weights once a stage (timing only)": lambda: ext.convt_wgmma_forward(
             x, weight, bias, 8, EPS, [0, 0], 34),
         "  main loop alone, bulk input, no transposing pass (timing only)": lambda: ext.convt_wgmma_forward(

@@ -65,7 +65,8 @@ constexpr int kWgTilePixels = kWgPixels * kWgConsumers;   // a tile's pixels
 constexpr int kWgChannels = 64;                           // M: a tile's output channels
 constexpr int kWgChunk = 8;                               // K of one wgmma: input channels a stage
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
-constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 4;     // the bulk input path's raw slots (wgmma_produce_bulk)
+constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 6;     // the bulk input path's raw slots (wgmma_produce_bulk)
+constexpr int kRawChannels = 4;                           // a raw slot: half a chunk, one 16-byte unit's channels
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -540,26 +541,27 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const int64_t in_plane = s.in_plane();
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const uint32_t weight_bytes = 2048u * taps;
-  const int slot_floats = kWgChunk * g.raw_pitch;
-  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * g.chunks : 0;
-  // The issuer's cursor: the next item's tile, chunk, raw slot, and its tile's run.
+  const int slot_floats = kRawChannels * g.raw_pitch;
+  const int halves = 2 * g.chunks;  // raw items a tile: half chunks
+  const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * halves : 0;
+  // The issuer's cursor: the next item's tile, half chunk, raw slot, and its tile's run.
   int64_t next_item = 0, next_t = first;
-  int next_c = 0, next_slot = 0, next_lo_unit = 0;
+  int next_h = 0, next_slot = 0, next_lo_unit = 0;
   uint32_t next_bytes = 0;
   auto issue_next = [&]() {  // the runs of the next item into its raw slot
-    if (next_c == 0) {
+    if (next_h == 0) {
       const WgmmaTile tile(next_t, g);
       int lo, hi;
       tile_input_run(tile, s, g, lo, hi);
       next_lo_unit = lo & ~3;
       next_bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - next_lo_unit + 3) & ~3) : 0u;
     }
-    const int channels = min(kWgChunk, s.in_channels - next_c * kWgChunk);
+    const int channels = max(0, min(kRawChannels, s.in_channels - next_h * kRawChannels));
     const uint32_t bar = raw_full + 8 * next_slot;
     mbar_arrive_expect_bytes(bar, next_bytes * channels);
     if (next_bytes > 0) {
       const int n = static_cast<int>(next_t / (int64_t(g.channel_tiles) * g.tiles));
-      const float* src = x + (int64_t(n) * s.in_channels + next_c * kWgChunk) * in_plane + next_lo_unit;
+      const float* src = x + (int64_t(n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
       const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
       for (int ch = 0; ch < channels; ++ch) {
         if constexpr (kEvictFirst) {
@@ -572,7 +574,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     ++next_item;
     if (++next_slot == g.raw_slots) next_slot = 0;
-    if (++next_c == g.chunks) next_c = 0, next_t += step;
+    if (++next_h == halves) next_h = 0, next_t += step;
   };
   if (tid == kIssuer) {
     while (next_item < min(int64_t(g.raw_slots), items)) issue_next();
@@ -593,7 +595,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
     // The quads: 4 input positions of a row (W_in % 4 == 0 on this path), 16 aligned bytes of a raw row, from the one
     // holding `lo` to the one holding hi - 1; a work unit is a quad's half chunk (4 channels: one unit a position).
-    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0, units = 2 * quads;
+    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0;
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c) {
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
@@ -611,59 +613,60 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         xs[p] = make_float4(0.f, 0.f, 0.f, 0.f);
         xs[g.positions + p] = make_float4(0.f, 0.f, 0.f, 0.f);
       }
-      mbar_wait(raw_full + 8 * raw_slot, raw_phase);
-      const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
-      const int channels = min(kWgChunk, s.in_channels - c * kWgChunk);
-      if constexpr (kPart != 9) {  // timing only: 9 skips the pass
-        // Two work units a thread at a time (units tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp
-        // reads 512 contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units
-        // stored; both units' loads are issued before either is used. A lane stores its positions in an order
-        // rotated by (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in
-        // order, the quads' units 64 bytes apart would take 2).
-        const int rotate = ((tid % kWarpSize) >> 1) & 3;
-        auto load = [&](int u, float4 (&v)[4], int& at, int& half) {
-          half = u >= quads;
-          const int o = 4 * (quad_first + u - half * quads), ih = o / s.in_w, iw = o - ih * s.in_w;
-          at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
+#pragma unroll 1
+      for (int half = 0; half < 2; ++half) {
+        mbar_wait(raw_full + 8 * raw_slot, raw_phase);
+        const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
+        const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
+        float4* unit = xs + half * g.positions;
+        if constexpr (kPart != 9) {  // timing only: 9 skips the pass
+          // Two quads a thread at a time (tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp reads 512
+          // contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units stored;
+          // both quads' loads are issued before either is used. A lane stores its positions in an order rotated by
+          // (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in order,
+          // the quads' units 64 bytes apart would take 2).
+          const int rotate = ((tid % kWarpSize) >> 1) & 3;
+          auto load = [&](int q, float4 (&v)[4], int& at) {
+            const int o = 4 * (quad_first + q), ih = o / s.in_w, iw = o - ih * s.in_w;
+            at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int ch = 4 * half + j;
-            v[j] = ch < channels ? *reinterpret_cast<const float4*>(raw + ch * g.raw_pitch + o - lo_unit)
-                                 : make_float4(0.f, 0.f, 0.f, 0.f);
-          }
-        };
-        auto store = [&](float4 (&v)[4], int at, int half) {
+            for (int j = 0; j < kRawChannels; ++j) {
+              v[j] = j < channels ? *reinterpret_cast<const float4*>(raw + j * g.raw_pitch + o - lo_unit)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+          };
+          auto store = [&](float4 (&v)[4], int at) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
-                                   tf32_nearest(v[j].w));
-            if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
-            if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
-            v[j] = r;
+            for (int j = 0; j < kRawChannels; ++j) {
+              float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
+                                     tf32_nearest(v[j].w));
+              if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
+              if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
+              v[j] = r;
+            }
+            const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
+                      at3 = at + ((3 + rotate) & 3);
+            if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
+            if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
+            if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
+            if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
+          };
+          for (int q = tid; q < quads; q += 2 * kThreads) {
+            float4 va[4], vb[4];
+            int at_a, at_b = 0;
+            const bool second = q + kThreads < quads;
+            load(q, va, at_a);
+            if (second) load(q + kThreads, vb, at_b);
+            store(va, at_a);
+            if (second) store(vb, at_b);
           }
-          float4* unit = xs + half * g.positions;
-          const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
-                    at3 = at + ((3 + rotate) & 3);
-          if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-          if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-          if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-          if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-        };
-        for (int u = tid; u < units; u += 2 * kThreads) {
-          float4 va[4], vb[4];
-          int at_a, half_a, at_b = 0, half_b = 0;
-          const bool second = u + kThreads < units;
-          load(u, va, at_a, half_a);
-          if (second) load(u + kThreads, vb, at_b, half_b);
-          store(va, at_a, half_a);
-          if (second) store(vb, at_b, half_b);
         }
+        named_barrier(1, kThreads);  // every producer thread is done with the raw slot
+        if (tid == kIssuer && next_item < items) issue_next();
+        if (++raw_slot == g.raw_slots) raw_slot = 0, raw_phase ^= 1;
       }
       fence_async_shared();  // this thread's stores, visible to the tensor cores once the consumers acquire
       mbar_arrive(full_stage);
-      named_barrier(1, kThreads);  // every producer thread is done with the raw slot
-      if (tid == kIssuer && next_item < items) issue_next();
-      if (++raw_slot == g.raw_slots) raw_slot = 0, raw_phase ^= 1;
       if (++stage == g.stages) stage = 0, phase ^= 1;
     }
   }
