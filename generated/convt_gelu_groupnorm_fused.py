@@ -2647,8 +2647,10 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.work = int64_t(s.batch) * g.channel_tiles * g.tiles;
   g.stage_floats = 8 * positions + 512 * int64_t(s.taps());
   g.raw_slots = 0;
-  if (bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128) {
-    g.stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
+  // The bulk path: `bulk_stages` K-major stages, fewer (down to 2) where its raw slots would not fit beside them.
+  for (int stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
+       bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128 && stages >= kWgMinStages; --stages) {
+    g.stages = stages;
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned
     const int64_t slot_bytes = 4 * int64_t(kRawChannels) * g.raw_pitch;
