@@ -30,7 +30,7 @@
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 //   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
-//   bulk copies of raw NCHW runs, then a transposing, rounding pass; a ring of 2 stages): convt_wgmma_infer does.
+//   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): convt_wgmma_infer does.
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
@@ -503,17 +503,20 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 // The bulk input path (v4, session 34), for an NCHW input rounded to TF32 whose rows are whole 16-byte units
 // (W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are, where
 // they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding columns):
-// tile_input_run finds it. One producer thread copies a chunk's runs, one bulk copy a channel, into a raw slot
-// ([8 channels][raw_pitch], from the 16-byte unit that holds the run's first float), `raw_slots` chunks ahead. The
-// producer warpgroup then turns each landed slot into the K-major stage the consumers read, a quad (4 input
-// positions of a row) a thread at a time: 8 loads of 16 bytes (a warp reads 512 contiguous bytes of each row),
-// rounded to TF32 and transposed in registers, 8 stores of 16 bytes (the quad's 4 positions, both units of each),
-// and zeros into the padding positions. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a
-// channel 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, a chunk crosses the
-// shared-memory port in ~3 wavefronts a 32 values instead of ~6 (session 23's count), in 16 instructions a 32 values
-// instead of ~40, and the copies in flight are the raw slots', not the K-major stages', so a K-major ring of 2 stages
-// leaves room for 2-4 raw slots. (One position at a time, 4 loads of 4 bytes each, the pass took ~3 us a chunk at
-// L2-19, a shared-memory latency per step beside the wgmma: session 34, run2-run3.)
+// tile_input_run finds it. One producer thread (the issuer) copies the runs of a half chunk (4 channels: one 16-byte
+// unit a position), one bulk copy a channel, into a raw slot ([4 channels][raw_pitch], from the 16-byte unit that
+// holds the run's first float), `raw_slots` half chunks ahead. The producer warpgroup then turns each landed slot
+// into its half of the K-major stage the consumers read, by quads (4 input positions of a row), two a thread at a
+// time: 4 loads of 16 bytes a quad (a warp reads 512 contiguous bytes of each row), rounded to TF32 and transposed in
+// registers, 4 stores of 16 bytes (one unit a position); padding positions get zeros. Against wgmma_produce's 4-byte
+// copies, which land a warp's 32 positions of a channel 16 bytes apart (4-way bank conflicts), and its
+// read-round-write pass over every unit, a chunk crosses the shared-memory port in ~3 wavefronts a 32 values instead
+// of ~6 (session 23's count), and the copies in flight are the raw slots', so the K-major ring keeps 3 stages (2
+// where 3 do not fit beside 2 slots).
+// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 34): the bulk copies pay (the main loop without
+// the pass 2.18-2.27 ms against the 4-byte copies' 2.94-3.00), but the pass does not keep up with the wgmma: in
+// every form tried (a position at a time; quads one or two in flight; a ring of 2 or 3) the main loop took 3.49-3.67
+// ms. Beside convt_wgmma_infer's normalise the path is still 0.02-0.11 ms ahead, so that is where it runs.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
