@@ -1625,10 +1625,11 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
 //   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
 //   producer loads the next tile's first chunks.
-// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72: the bulk path's
-//   pass holds two work units of 16 values) to the consumers (216: the 128 accumulators and the epilogue's values in
-//   flight; 224 measured no faster, session 34). ptxas allocates each branch of the role split within its own count,
-//   and 128 x 72 + 256 x 216 is the launch's 384 x 168.
+// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72 where the bulk path
+//   is compiled in: its pass holds two work units of 16 values; else 56, it holds no data) to the consumers (216, or
+//   224: the 128 accumulators and the epilogue's values in flight; the forward's conv measured no slower at 216,
+//   session 34). ptxas allocates each branch of the role split within its own count; 128 x 72 + 256 x 216 and
+//   128 x 56 + 256 x 224 are both the launch's 384 x 168.
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
@@ -2559,9 +2560,16 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  // The bulk input path is compiled in only where the plan may take it (an NCHW input rounded to TF32); the other
+  // instantiations (the input gradient) keep the register split they were measured with, 56 / 224.
+  constexpr bool kBulk = kPart != 2 && !kInputCL && kRoundInput;
   if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
-    if constexpr (kPart != 2 && !kInputCL && kRoundInput) {  // the plan takes the bulk path only for these
+    if constexpr (kBulk) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+    } else {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
+    }
+    if constexpr (kBulk) {
       if (g.raw_slots > 0) {
         wgmma_produce_bulk<kPart>(x, wprep, s, g, smem, full, empty, raw_full, blockIdx.x, gridDim.x);
       } else {
@@ -2572,7 +2580,11 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
       wgmma_produce<kPart, kInputCL, kRoundInput>(x, wprep, s, g, smem, pos_off, full, empty, blockIdx.x, gridDim.x);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    if constexpr (kBulk) {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    } else {
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
+    }
     wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
                              gridDim.x);
   }
@@ -3206,6 +3218,10 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   WgmmaGeometry g{};  // the conv's bulk input path where it applies (mode 7: its 4-byte copies, for comparisons)
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes), 4,
                    mode != 7 && is_16_byte_aligned(x.data_ptr<float>()));
+  if (g.raw_slots > 0 && 16 * int64_t(s.out_channels) + 12 * int64_t(s.groups) + 16 > g.smem_bytes) {
+    // the normalisers' channel table did not fit the bulk path's shared memory: the copies' ring (as checked)
+    convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  }
   g.z_with_bias = true;
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;

@@ -369,6 +369,10 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   WgmmaGeometry g{};  // the conv's bulk input path where it applies (mode 7: its 4-byte copies, for comparisons)
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes), 4,
                    mode != 7 && is_16_byte_aligned(x.data_ptr<float>()));
+  if (g.raw_slots > 0 && 16 * int64_t(s.out_channels) + 12 * int64_t(s.groups) + 16 > g.smem_bytes) {
+    // the normalisers' channel table did not fit the bulk path's shared memory: the copies' ring (as checked)
+    convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
+  }
   g.z_with_bias = true;
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
