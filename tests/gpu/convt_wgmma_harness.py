@@ -12,6 +12,7 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
       normalisers -1 the default)
   convt_wgmma_ring(x, w, b, groups, padding) -> [K-major stages, raw slots (0: the 4-byte copies' input path)] of the
       plan the bulk input path asks for (variant 30, the one launch)
+  tf32_roundings(x) -> [tf32_nearest's bits, cvt.rn.tf32.f32's bits] of each float32 element (int32)
   convt_wgmma_available() -> whether the kernel runs on the current GPU
 
 variant: 0 GELU erf (L2-19), 1 identity (plain conv moments), 2 GELU tanh; for timing only, 10 the main loop
@@ -187,6 +188,32 @@ std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, 
   return {g.stages, g.raw_slots};
 }
 
+// Both TF32 roundings of every element of x (float32): {tf32_nearest's integer form (what the kernels use), PTX's
+// cvt.rn.tf32.f32 (one F2FP instruction on sm_90a: a candidate to replace it, session 34)}, as int32 bit patterns.
+__global__ void tf32_roundings_kernel(const float* x, int* nearest, int* cvt_rn, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    nearest[i] = static_cast<int>(__float_as_uint(kgen::convt::tf32_nearest(x[i])));
+    unsigned r = 0;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x[i]));
+#endif
+    cvt_rn[i] = static_cast<int>(r);
+  }
+}
+std::vector<at::Tensor> tf32_roundings(at::Tensor x) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == at::kFloat, "kgen test: a float32 CUDA tensor");
+  const auto xc = x.contiguous();
+  auto nearest = at::empty(xc.sizes(), xc.options().dtype(at::kInt)), cvt_rn = at::empty_like(nearest);
+  const int64_t n = xc.numel();
+  if (n > 0) {
+    tf32_roundings_kernel<<<static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 4096)), 256, 0,
+                            at::cuda::getCurrentCUDAStream()>>>(xc.data_ptr<float>(), nearest.data_ptr<int>(),
+                                                                cvt_rn.data_ptr<int>(), n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  return {nearest, cvt_rn};
+}
+
 bool convt_wgmma_available() {
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
@@ -214,12 +241,13 @@ std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::
     at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding, int64_t normalisers, int64_t mode);
 std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups,
     std::vector<int64_t> padding);
+std::vector<at::Tensor> tf32_roundings(at::Tensor x);
 bool convt_wgmma_available();
 """
 FUNCTIONS = ["convt_wgmma_forward", "convt_wgmma_gn_forward", "convt_wgmma_input_grad",
              "convt_wgmma_input_grad_unsupported", "convt_wgmma_weight_grad",
              "convt_wgmma_weight_grad_unsupported", "convt_wgmma_infer", "convt_wgmma_infer_unsupported",
-             "convt_wgmma_infer_trace", "convt_wgmma_ring", "convt_wgmma_available"]
+             "convt_wgmma_infer_trace", "convt_wgmma_ring", "tf32_roundings", "convt_wgmma_available"]
 VARIANTS = {"gelu_erf": 0, "identity": 1, "gelu_tanh": 2, "gelu_erf_3_in_flight": 16, "gelu_erf_bulk": 30,
             "gelu_erf_bulk_2_stages": 32}
 INPUT_GRAD_VARIANTS = {"default": 0, "l2_prefetch": 1, "pitch_unpadded": 2, "pitch_align_16": 3, "grad_z_rounded": 4}

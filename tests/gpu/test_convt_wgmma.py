@@ -173,6 +173,30 @@ def test_bulk_input_path_equals_the_copies_bit_for_bit(ext):
         assert torch.equal(got, want)
 
 
+def test_tf32_rounding_by_cvt_rn_keeps_tf32_nearests_value(ext):
+    """cvt.rn.tf32.f32 (one instruction on sm_90a) against tf32_nearest (4): the same TF32 value, i.e. the same upper
+    19 bits, for ties (a low 13-bit pattern of exactly 0x1000, odd and even kept bits), values just either side,
+    subnormals, zeros, the largest finite values (rounding up to infinity), infinities, and 4 M random bit patterns
+    that are not NaN. Reports whether cvt.rn also clears the low 13 bits (the tensor cores ignore them either way)."""
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    bits = torch.randint(-2 ** 31, 2 ** 31, (1 << 22,), device="cuda", dtype=torch.int64, generator=gen)
+    base = torch.randint(0, 1 << 19, (4096,), device="cuda", dtype=torch.int64, generator=gen) << 13
+    edges = torch.cat([base | 0x1000, base | 0x0FFF, base | 0x1001, base, base | 0x1FFF,
+                       torch.tensor([0, 1, 0x1000, 0x7FFFFF, 0x7F7FFFFF, 0x7F7FF000, 0x7F7FEFFF, 0x7F800000,
+                                     0x3F800000, 0x3F801000, 0x3F803000], device="cuda")])
+    edges = torch.cat([edges, edges | (1 << 31)])
+    patterns = torch.cat([bits, edges]).to(torch.int64)
+    patterns = torch.where(patterns >= 2 ** 31, patterns - 2 ** 32, patterns).to(torch.int32)
+    x = patterns.view(torch.float32)
+    x = x[~torch.isnan(x)]
+    nearest, cvt_rn = ext.tf32_roundings(x)
+    mask = torch.tensor(-8192, device="cuda", dtype=torch.int32)  # 0xFFFFE000: the TF32 value's bits
+    differ = (nearest & mask) != (cvt_rn & mask)
+    assert not differ.any(), (f"{int(differ.sum())} of {x.numel()} differ, e.g. "
+                              f"{[hex(int(v) & 0xFFFFFFFF) for v in x.view(torch.int32)[differ][:5]]}")
+    print(f"cvt.rn.tf32.f32 clears the low 13 bits: {bool(((cvt_rn & ~mask) == 0).all())}")
+
+
 def test_bitwise_deterministic(ext):
     x, weight, bias, gamma, beta, pad, groups = make(CASES[-1], seed=3)
     first = ext.convt_wgmma_gn_forward(x, weight, bias, gamma, beta, groups, EPS, pad)
