@@ -95,40 +95,43 @@
 set -u
 S=s34
 source benchmarks/convt_fused_helpers.sh
+# The steps the calls below repeat. harness_tests NAME [-x]: the harness's GPU tests; bench_rows NAME SECONDS WORD...:
+# the harness's bench rows whose names hold one of the words; BULK_CASES: the bulk path's cases for compute-sanitizer.
+harness_tests() {
+  timeout -k 5 220 python3 -m pytest -q ${2:-} -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
+    | tee "$OUT/$S/$1_pytest_wgmma.log" | tail -4
+}
+bench_rows() {
+  local name=$1 seconds=$2; shift 2
+  timeout -k 5 "$seconds" python3 tests/gpu/test_convt_wgmma.py --bench "$@" 2>&1 | tee "$OUT/$S/${name}_bench.log" \
+    | grep -E " ms|max"
+}
+BULK_CASES="(conv_and_statistics and gelu_erf_bulk and (2x64x62x64 or 1x33x29x32)) or (one_launch_forward_matches and 2x48x7x8 and gelu_erf- and not registers and not copies)"
+ROWS=("moments (again)" "4-byte copies" "bulk input" "its main loop alone (timing"
+      "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv")
 case "${1:-}" in
   run1)
     build_both run1
-    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run1_pytest_wgmma.log" | tail -4
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" \
-      "main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
-      2>&1 | tee "$OUT/$S/run1_bench.log" | grep -E " ms|max"
+    harness_tests run1 -x
+    bench_rows run1 150 "moments (again)" "4-byte copies" "main loop alone (timing" \
+      "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv"
     validate_fused run1
     ;;
   run2)
     build_both run2
-    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run2_pytest_wgmma.log" | tail -4
-    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
-      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
-      2>&1 | tee "$OUT/$S/run2_bench.log" | grep -E " ms|max"
+    harness_tests run2 -x
+    bench_rows run2 200 "${ROWS[@]}"
     validate_fused run2
     ;;
   run3)
     build_both run3
-    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run3_pytest_wgmma.log" | tail -4
-    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
-      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
-      2>&1 | tee "$OUT/$S/run3_bench.log" | grep -E " ms|max"
+    harness_tests run3 -x
+    bench_rows run3 200 "${ROWS[@]}"
     ;;
   run4)
     build_both run4
-    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run4_pytest_wgmma.log" | tail -4
-    timeout -k 5 200 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" "bulk input" \
-      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
-      2>&1 | tee "$OUT/$S/run4_bench.log" | grep -E " ms|max"
+    harness_tests run4 -x
+    bench_rows run4 200 "${ROWS[@]}"
     validate_fused run4
     ;;
   run5)
@@ -136,8 +139,7 @@ case "${1:-}" in
     (cd .build/s34old && timeout -k 5 300 python3 -c "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" \
       > /tmp/run5_old_build.log 2>&1); echo "old build exit $?"
     wait
-    timeout -k 5 220 python3 -m pytest -q -x -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run5_pytest_wgmma.log" | tail -4
+    harness_tests run5 -x
     for tree in . .build/s34old; do
       echo "== $tree"
       (cd $tree && timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "4-byte copies" \
@@ -147,10 +149,9 @@ case "${1:-}" in
     ;;
   run6)
     build_both run6
-    timeout -k 5 220 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run6_pytest_wgmma.log" | tail -3
+    harness_tests run6
     pytest_fused run6
-    sanitize_tests run6_bulk "(conv_and_statistics and gelu_erf_bulk and (2x64x62x64 or 1x33x29x32)) or (one_launch_forward_matches and 2x48x7x8 and gelu_erf- and not registers and not copies)"
+    sanitize_tests run6_bulk "$BULK_CASES"
     validate_fused run6
     kb_eval_fused run6
     ;;
@@ -161,20 +162,17 @@ case "${1:-}" in
     ;;
   run8)
     build_both run8
-    timeout -k 5 220 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run8_pytest_wgmma.log" | tail -3
-    timeout -k 5 150 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" "bulk input" \
-      "its main loop alone (timing" "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv" \
-      2>&1 | tee "$OUT/$S/run8_bench.log" | grep -E " ms"
+    harness_tests run8
+    bench_rows run8 150 "moments (again)" "bulk input" "its main loop alone (timing" \
+      "one launch (conv + GELU + GroupNorm), the default" "one launch, the conv"
     pytest_fused run8
-    sanitize_tests run8_bulk "(conv_and_statistics and gelu_erf_bulk and (2x64x62x64 or 1x33x29x32)) or (one_launch_forward_matches and 2x48x7x8 and gelu_erf- and not registers and not copies)"
+    sanitize_tests run8_bulk "$BULK_CASES"
     validate_fused run8
     kb_eval_fused run8
     ;;
   run9)
     build_wgmma run9
-    timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py 2>&1 \
-      | tee "$OUT/$S/run9_pytest_wgmma.log" | tail -3
+    harness_tests run9
     ;;
   *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8|run9"; exit 2 ;;
 esac
