@@ -1682,11 +1682,23 @@ struct WgmmaGeometry {
 // shape (benchmarks/convt_rounding_probe.py: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
 // from ties-away ones, 8e-4 from truncated ones; KernelBench compares at 1e-4). In integer arithmetic: add half a
 // TF32 ulp less one, plus the kept last bit, to the magnitude, then drop the 13 low bits (cvt.rna, ties away, is
-// itself ~6 instructions in SASS). Exact for every finite value and infinity; a NaN whose payload lies only in
-// the low 13 bits becomes infinity, as the tensor cores, which ignore those bits, would read it anyway.
-__device__ __forceinline__ float tf32_nearest(float v) {
+// itself ~6 instructions in SASS): tf32_nearest_bits. Exact for every finite value and infinity; a NaN whose payload
+// lies only in the low 13 bits becomes infinity, as the tensor cores, which ignore those bits, would read it anyway.
+__device__ __forceinline__ float tf32_nearest_bits(float v) {
   const uint32_t bits = __float_as_uint(v);
   return __uint_as_float((bits + 0xFFFu + ((bits >> 13) & 1u)) & 0xFFFFE000u);
+}
+// The same value: on sm_90 by PTX's cvt.rn.tf32.f32, one instruction (F2FP.TF32.F32.PACK_B) against the integer
+// form's 4 (the GPU test test_tf32_rounding_by_cvt_rn_keeps_tf32_nearests_value compares the two on ties, edges and
+// 4 M random bit patterns).
+__device__ __forceinline__ float tf32_nearest(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm("cvt.rn.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+  return __uint_as_float(r);
+#else
+  return tf32_nearest_bits(v);
+#endif
 }
 
 // A shared-memory matrix descriptor without swizzle: 8-row x 16-byte core matrices, `leading` bytes apart along K
@@ -1888,6 +1900,12 @@ struct WgmmaTile {
 // 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel but the epilogue's stores of z;
 // 8 and 9, the bulk input path's main loop with each stage's weights copied once, and without its transposing pass.
 
+// 4 bytes from shared memory at a 32-bit shared address.
+__device__ __forceinline__ float load_shared(uint32_t address) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(address) : "memory");
+  return v;
+}
 // 4 bytes global -> shared without registers; src_bytes 0 writes a zero (padding, a missing channel).
 __device__ __forceinline__ void copy4_async(uint32_t dst, const float* src, uint32_t src_bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -2134,6 +2152,12 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const int slot_floats = kRawChannels * g.raw_pitch;
   const int halves = 2 * g.chunks;  // raw items a tile: half chunks
   const int64_t items = first < g.work ? ((g.work - 1 - first) / step + 1) * halves : 0;
+  // A thread's frame positions: tid + 128 k, k < mine. From one to the next: the frame row + row_step, the column
+  // + col_step (one row more where it passes the pitch), the raw-slot offset + o_step (+ wrap_step more then).
+  const int mine = max(0, min(32, (g.positions - tid + kThreads - 1) / kThreads));
+  const int row_step = kThreads / g.pitch, col_step = kThreads - row_step * g.pitch;
+  const int o_step = row_step * s.in_w + col_step, wrap_step = s.in_w - g.pitch;
+  const uint32_t row_bytes = 4u * static_cast<uint32_t>(g.raw_pitch);  // a raw slot's channel rows apart
   // The issuer's cursor: the next item's tile, half chunk, raw slot, and its tile's run.
   int64_t next_item = 0, next_t = first;
   int next_h = 0, next_slot = 0, next_lo_unit = 0;
@@ -2176,16 +2200,26 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     int lo, hi;
     tile_input_run(tile, s, g, lo, hi);
     const int lo_unit = lo & ~3;
-    // The tile's padding positions among this thread's (tid + 128 k, k < 32: P <= 4096 on this path), as bits.
+    // This thread's frame positions are tid + 128 k, k < `mine` (<= 32: P <= 4096 on this path). Each one's frame
+    // column and raw-slot offset o (input row x W_in + input column - the run's first unit) follow from the previous
+    // one's by constant steps, so no division past the tile's first position. `skip`: the padding among them (as
+    // bits: their units are zeroed instead) and the bits from `mine` on.
+    const int at_first = tile.f0 + tid;
+    const int row_first = at_first / g.pitch, col_first = at_first - row_first * g.pitch;
+    const int o_first = (row_first - g.pad_top) * s.in_w + col_first - g.pad_left - lo_unit;
     uint32_t padding = 0;
-    for (int k = 0; k < 32 && tid + k * kThreads < g.positions; ++k) {
-      const int at = tile.f0 + tid + k * kThreads, r = at / g.pitch;
-      const int ih = r - g.pad_top, iw = at - r * g.pitch - g.pad_left;
-      if (ih < 0 || ih >= s.in_h || iw < 0 || iw >= s.in_w) padding |= 1u << k;
+    {
+      int row = row_first, col = col_first;
+      for (int k = 0; k < mine; ++k) {
+        if (static_cast<unsigned>(row - g.pad_top) >= static_cast<unsigned>(s.in_h) ||
+            static_cast<unsigned>(col - g.pad_left) >= static_cast<unsigned>(s.in_w)) {
+          padding |= 1u << k;
+        }
+        col += col_step, row += row_step;
+        if (col >= g.pitch) col -= g.pitch, ++row;
+      }
     }
-    // The quads: 4 input positions of a row (W_in % 4 == 0 on this path), 16 aligned bytes of a raw row, from the one
-    // holding `lo` to the one holding hi - 1; a work unit is a quad's half chunk (4 channels: one unit a position).
-    const int quad_first = lo_unit / 4, quads = hi > lo ? (hi + 3) / 4 - quad_first : 0;
+    const uint32_t skip = padding | (mine < 32 ? ~0u << mine : 0u);
     const float4* wsrc = reinterpret_cast<const float4*>(wprep) + int64_t(tile.ctile) * g.chunks * taps * 128;
     for (int c = 0; c < g.chunks; ++c) {
       mbar_wait(empty + 8 * stage, phase ^ 1);  // a fresh barrier counts as released
@@ -2209,46 +2243,44 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
         const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
         float4* unit = xs + half * g.positions;
+        // The pass, a position at a time, 4 positions a thread in flight: 4 loads of 4 bytes (one a channel row; a
+        // warp reads 32 consecutive floats of each, conflict-free), rounded to TF32, one 16-byte store of the
+        // position's unit (a warp's 32 units are consecutive: conflict-free). Padding positions are skipped (zeroed
+        // above). Against session 34's quads (16-byte loads, a transpose in registers, a per-lane rotation of the
+        // stores against bank conflicts, a division a quad: ~930 instructions a chunk on each producer warp), ~20
+        // instructions a position and half chunk.
+        const uint32_t raw_addr = smem_base + 4u * static_cast<uint32_t>(raw - smem);
+        auto stage_half = [&](auto all_channels) {
+          constexpr bool kAllChannels = decltype(all_channels)::value;
+          int col = col_first, o = o_first;
+          for (int k = 0; k < mine; k += 4) {
+            float v[4][kRawChannels];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              if (!((skip >> (k + u)) & 1u)) {
+                const uint32_t at = raw_addr + 4u * static_cast<uint32_t>(o);
+#pragma unroll
+                for (int j = 0; j < kRawChannels; ++j) {
+                  v[u][j] = kAllChannels || j < channels ? load_shared(at + j * row_bytes) : 0.f;
+                }
+              }
+              col += col_step, o += o_step;
+              if (col >= g.pitch) col -= g.pitch, o += wrap_step;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              if (!((skip >> (k + u)) & 1u)) {
+                unit[tid + (k + u) * kThreads] = make_float4(tf32_nearest(v[u][0]), tf32_nearest(v[u][1]),
+                                                             tf32_nearest(v[u][2]), tf32_nearest(v[u][3]));
+              }
+            }
+          }
+        };
         if constexpr (kPart != 9) {  // timing only: 9 skips the pass
-          // Two quads a thread at a time (tid + 256 r and 128 on): for each, 4 loads of 16 bytes (a warp reads 512
-          // contiguous bytes of each row), rounded and transposed in registers, then the quad's 4 units stored;
-          // both quads' loads are issued before either is used. A lane stores its positions in an order rotated by
-          // (lane / 2) % 4, so that the 8 lanes of a store phase write 8 different 16-byte bank groups (in order,
-          // the quads' units 64 bytes apart would take 2).
-          const int rotate = ((tid % kWarpSize) >> 1) & 3;
-          auto load = [&](int q, float4 (&v)[4], int& at) {
-            const int o = 4 * (quad_first + q), ih = o / s.in_w, iw = o - ih * s.in_w;
-            at = (ih + g.pad_top) * g.pitch + g.pad_left + iw - tile.f0;  // the quad's first position (may be < 0)
-#pragma unroll
-            for (int j = 0; j < kRawChannels; ++j) {
-              v[j] = j < channels ? *reinterpret_cast<const float4*>(raw + j * g.raw_pitch + o - lo_unit)
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-          };
-          auto store = [&](float4 (&v)[4], int at) {
-#pragma unroll
-            for (int j = 0; j < kRawChannels; ++j) {
-              float4 r = make_float4(tf32_nearest(v[j].x), tf32_nearest(v[j].y), tf32_nearest(v[j].z),
-                                     tf32_nearest(v[j].w));
-              if (rotate & 1) r = make_float4(r.y, r.z, r.w, r.x);  // element k: the quad's position (k + rotate) % 4
-              if (rotate & 2) r = make_float4(r.z, r.w, r.x, r.y);
-              v[j] = r;
-            }
-            const int at0 = at + rotate, at1 = at + ((1 + rotate) & 3), at2 = at + ((2 + rotate) & 3),
-                      at3 = at + ((3 + rotate) & 3);
-            if (at0 >= 0 && at0 < g.positions) unit[at0] = make_float4(v[0].x, v[1].x, v[2].x, v[3].x);
-            if (at1 >= 0 && at1 < g.positions) unit[at1] = make_float4(v[0].y, v[1].y, v[2].y, v[3].y);
-            if (at2 >= 0 && at2 < g.positions) unit[at2] = make_float4(v[0].z, v[1].z, v[2].z, v[3].z);
-            if (at3 >= 0 && at3 < g.positions) unit[at3] = make_float4(v[0].w, v[1].w, v[2].w, v[3].w);
-          };
-          for (int q = tid; q < quads; q += 2 * kThreads) {
-            float4 va[4], vb[4];
-            int at_a, at_b = 0;
-            const bool second = q + kThreads < quads;
-            load(q, va, at_a);
-            if (second) load(q + kThreads, vb, at_b);
-            store(va, at_a);
-            if (second) store(vb, at_b);
+          if (channels == kRawChannels) {
+            stage_half(std::true_type{});
+          } else {
+            stage_half(std::false_type{});
           }
         }
         named_barrier(1, kThreads);  // every producer thread is done with the raw slot
@@ -2636,8 +2668,8 @@ inline bool convt_wgmma_available(int device) {
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
 // path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots as
-// then fit, 2-6) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
-// else the 4-byte copies' ring (raw_slots 0).
+// then fit, 2-6) where the input planes are whole 16-byte units, a tile's frame holds at most 4096 positions and the
+// slots fit, else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
                                     int bulk_stages = 3) {
@@ -2664,7 +2696,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.raw_slots = 0;
   // The bulk path: `bulk_stages` K-major stages, fewer (down to 2) where its raw slots would not fit beside them.
   for (int stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
-       bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128 && stages >= kWgMinStages; --stages) {
+       bulk_input && s.in_plane() % 4 == 0 && positions <= 32 * 128 && stages >= kWgMinStages; --stages) {
     g.stages = stages;
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned

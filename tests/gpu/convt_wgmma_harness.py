@@ -188,11 +188,11 @@ std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, 
   return {g.stages, g.raw_slots};
 }
 
-// Both TF32 roundings of every element of x (float32): {tf32_nearest's integer form (what the kernels use), PTX's
-// cvt.rn.tf32.f32 (one F2FP instruction on sm_90a: a candidate to replace it, session 34)}, as int32 bit patterns.
+// Both TF32 roundings of every element of x (float32): {tf32_nearest_bits, the integer form (the kernels' off sm_90),
+// PTX's cvt.rn.tf32.f32 (one F2FP instruction on sm_90a: tf32_nearest's there, session 35)}, as int32 bit patterns.
 __global__ void tf32_roundings_kernel(const float* x, int* nearest, int* cvt_rn, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    nearest[i] = static_cast<int>(__float_as_uint(kgen::convt::tf32_nearest(x[i])));
+    nearest[i] = static_cast<int>(__float_as_uint(kgen::convt::tf32_nearest_bits(x[i])));
     unsigned r = 0;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x[i]));

@@ -37,8 +37,8 @@ inline bool convt_wgmma_available(int device) {
 // static_bytes: the kernel's own static shared memory (barriers, the epilogue's channel moments).
 // bulk_input: the caller reads an NCHW input with 16-byte aligned data and rounds it: the plan takes the bulk input
 // path (wgmma_produce_bulk: a K-major ring of `bulk_stages` stages, 3 by default, and as many raw half-chunk slots as
-// then fit, 2-6) where the input rows are whole 16-byte units, a tile's frame holds at most 4096 positions and the slots fit,
-// else the 4-byte copies' ring (raw_slots 0).
+// then fit, 2-6) where the input planes are whole 16-byte units, a tile's frame holds at most 4096 positions and the
+// slots fit, else the 4-byte copies' ring (raw_slots 0).
 inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_t smem_limit,
                                     int64_t static_bytes, int pitch_align = 4, bool bulk_input = false,
                                     int bulk_stages = 3) {
@@ -65,7 +65,7 @@ inline std::string convt_wgmma_plan(const ConvShape& s, WgmmaGeometry& g, int64_
   g.raw_slots = 0;
   // The bulk path: `bulk_stages` K-major stages, fewer (down to 2) where its raw slots would not fit beside them.
   for (int stages = std::min(std::max(bulk_stages, kWgMinStages), kWgMaxStages);
-       bulk_input && s.in_w % 4 == 0 && positions <= 32 * 128 && stages >= kWgMinStages; --stages) {
+       bulk_input && s.in_plane() % 4 == 0 && positions <= 32 * 128 && stages >= kWgMinStages; --stages) {
     g.stages = stages;
     g.raw_pitch = static_cast<int>((positions + 3 + 3) / 4 * 4);
     g.raw_offset = g.stages * g.stage_floats + kEpiFloats;  // past the epilogue's tiles, 16-byte aligned
