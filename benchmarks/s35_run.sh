@@ -14,6 +14,20 @@
 #         conv + moments 4.11 -> ~3.3-3.5; the copies' main loop 2.94-3.00 -> ~2.8; the one launch 5.08 -> ~4.6-4.7;
 #         validate's forward 5.07 -> ~4.6. If the bulk conv + moments then beats the copies', the training conv
 #         takes it too (forward+backward ~0.3-0.5 ms less).
+#   run2: run1 (H100): cvt.rn.tf32.f32 keeps tf32_nearest's value on every pattern tried and clears the low 13 bits;
+#         the bulk main loop 3.49 -> 2.958 ms ("no transposing pass" 2.286, "weights once" 2.893), bulk conv + moments
+#         4.11 -> 3.558, now AHEAD of the copies' 3.703 (whose main loop 2.94 -> 2.770 with the F2FP); but the one
+#         launch went the other way: bulk 5.222 against the copies' 5.060 (session 34: 5.02-5.14 against 5.13-5.19).
+#         validate PASS, forward 5.081 ms (torch.compile 8.431: 1.66x), forward+backward 14.692 (2.19x); KernelBench
+#         5/5, 5.56 against 12.6. One harness test failed on its own stale rule (it asserted the bulk path only for
+#         W % 4 == 0; the plan now takes H W % 4 == 0) before its equalities ran. (A register table of the positions'
+#         offsets, tried here, spills at 72 and at 88 producer registers: not kept.) Now why the one launch loses what
+#         the conv gains: the trace (benchmarks/convt_infer_trace.py: each conv block's end, each sample's readiness
+#         for normaliser 0) of the bulk path, the copies (mode 7) and the bulk path without the evict-first hint on
+#         its copies (mode 8, new) at 12, 20 and 28 normalisers; the bench's one-launch rows; the fixed test.
+#         Predicted: if the conv blocks end near 4.2-4.4 ms in all modes, the normalise's tail or its traffic is what
+#         costs; if the bulk path's conv blocks end later than the copies' in the one launch only, the hint (mode 8)
+#         or the L2 traffic beside the normalisers is the cause.
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -38,5 +52,12 @@ case "${1:-}" in
     validate_fused run1
     kb_eval_fused run1
     ;;
-  *) echo "usage: $0 run1"; exit 2 ;;
+  run2)
+    build_wgmma run2
+    timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k "bulk or one_launch" 2>&1 \
+      | tee "$OUT/$S/run2_pytest_bulk.log" | tail -3
+    timeout -k 5 200 python3 benchmarks/convt_infer_trace.py 12 20 28 --modes 0 7 8 2>&1 | tee "$OUT/$S/run2_trace.log"
+    bench_rows run2 120 "moments (again)" "bulk input" "one launch"
+    ;;
+  *) echo "usage: $0 run1|run2"; exit 2 ;;
 esac

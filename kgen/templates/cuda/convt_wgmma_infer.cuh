@@ -51,6 +51,7 @@ struct InferArgs {
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
   int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 2 no stores (timing only)
+  int input_hint;        // the conv's bulk input copies: 0 evict-first; 1 no hint (mode 8, for comparisons)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -286,8 +287,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
-    if (g.raw_slots > 0) {
+    if (g.raw_slots > 0 && a.input_hint == 0) {
       wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
+    } else if (g.raw_slots > 0) {
+      wgmma_produce_bulk<0, false>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
@@ -403,6 +406,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
                                     : static_cast<int>(blocks_for(s.out_channels, a.planes_per_item));
   a.items = s.batch * a.items_per_sample;
   a.store_mode = mode == 2 ? 2 : 0;
+  a.input_hint = mode == 8 ? 1 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
@@ -432,7 +436,8 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
 // the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
 // without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
 // y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
-// path; 7 the conv's input by 4-byte copies where its bulk input path applies. trace: InferArgs::trace, for
+// path; 7 the conv's input by 4-byte copies where its bulk input path applies; 8 its bulk copies without the
+// evict-first hint. trace: InferArgs::trace, for
 // measurements.
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
