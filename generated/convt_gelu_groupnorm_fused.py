@@ -1859,17 +1859,6 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
                : "memory");
 #endif
 }
-// The same, with an L2 eviction policy for the source's lines.
-__device__ __forceinline__ void bulk_copy_to_shared_policy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
-                                                           uint64_t policy) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
-#endif
-}
 // This thread's arrival on `bar`, and the bytes bulk copies will count down on it in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -2137,7 +2126,7 @@ __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const Conv
 
 // kPart as wgmma_produce's (0, 1, 7), and for timing only: 8 the main loop with each stage's weights copied once;
 // 9 the main loop without the transposing pass (the raw slots still copied and waited for).
-template <int kPart, bool kEvictFirst = false>
+template <int kPart>
 __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
                                                    const ConvShape& s, const WgmmaGeometry& g, float* smem,
                                                    uint32_t full, uint32_t empty, uint32_t raw_full, int64_t first,
@@ -2178,12 +2167,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
       const float* src = x + (int64_t(n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
       const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
       for (int ch = 0; ch < channels; ++ch) {
-        if constexpr (kEvictFirst) {
-          bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar,
-                                     l2_policy_evict_first());
-        } else {
-          bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
-        }
+        bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
       }
     }
     ++next_item;
@@ -2748,10 +2732,9 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies'. Off by default: here,
-// beside nothing, the copies' conv + moments measured faster (H100, L2-19: 3.82 ms against 4.11, session 34 run5),
-// while beside convt_wgmma_infer's normalise the bulk path is (5.02-5.14 against 5.13-5.19). bulk_stages: its
-// K-major ring (for comparisons).
+// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies' (the default, which the
+// input gradient takes). Since session 35's transposing pass the bulk path is the faster (H100, L2-19: conv + moments
+// 3.56-3.64 ms against 3.69-3.70): the fused forward asks for it. bulk_stages: its K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,
@@ -2898,8 +2881,9 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 // - Counting. The epilogue stores op(z + bias) itself (moments_value: for GELU erf an erfc 1.5e-7 from the true one,
 //   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
 //   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
-//   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's copies ask L2 to
-//   evict first.
+//   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's bulk copies take
+//   no L2 hint (with evict-first the conv blocks ended 0.2-0.3 ms later, session 35: neighbouring tiles share their
+//   halo rows through L2); the 4-byte copies, where the bulk path does not apply, ask L2 to evict first.
 // - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
 //   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
 //   complete. On a sample's first chunk it merges the sample's partials in double in convt_moments_finalize_kernel's
@@ -3168,7 +3152,7 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
     if (g.raw_slots > 0) {
-      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
+      wgmma_produce_bulk<0>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
@@ -3188,18 +3172,20 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 
 // How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
 // too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
-// conv would take A ~ its FLOPs at ~1.25 TFLOP/s a multiprocessor (or its DRAM bytes, x and z, at 2.8 TB/s, if
-// more), the normalise D ~ its bytes (z read, y written) at ~50 GB/s a multiprocessor: one multiprocessor's L2 link
-// moves ~32 bytes a cycle both ways together (56 GB/s with nothing beside it), a little less with the conv beside
-// it. Both end together at a share D / (A + D). (H100, L2-19: 20 of 132, the best measured: 5.06-5.13 ms against
-// 5.76-5.92 with 16 and 5.23-5.26 with 24; too few let the normalisers fall behind and read z from DRAM.
-// benchmarks/convt_fused/README.md, session 28.)
-inline int default_infer_normalisers(const ConvShape& s, int sms) {
+// conv would take A ~ its FLOPs at ~1.35 TFLOP/s a multiprocessor by the bulk input path, ~1.25 by the 4-byte copies
+// (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
+// multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
+// beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
+// (H100, L2-19, by the bulk path: 23 of 132. Session 35's trace: at 20 the conv blocks end at 4.12-4.23 ms and the
+// normalisers at 4.98, at 28 4.48-4.67 and 4.70; session 28, by the copies: 20, 5.06-5.13 ms against 5.76-5.92 with
+// 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
+// benchmarks/convt_fused/README.md.)
+inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();
   const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
-  const double conv = std::max(flops / (sms * 1.25e12), conv_bytes / 2.8e12);
-  const double normalise = 8.0 * outputs / (sms * 50e9);
+  const double conv = std::max(flops / (sms * (bulk_input ? 1.35e12 : 1.25e12)), conv_bytes / 2.8e12);
+  const double normalise = 8.0 * outputs / (sms * 44e9);
   const double share = normalise / (conv + normalise);
   if (share > 0.3) return 0;
   return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
@@ -3258,7 +3244,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
-  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
+  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms, g.raw_slots > 0));
   if (normalisers < 1 || normalisers >= sms) {
     const std::string range =
         "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
@@ -3334,10 +3320,8 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
                                            double eps, std::vector<int64_t> padding, Op op) {
   if (!convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding).empty()) return {};
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
-  const int normalisers = default_infer_normalisers(s, multiprocessors(input.get_device()));
-  if (normalisers == 0) return {};
-  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, normalisers, 0,
-                                   nullptr);
+  if (default_infer_normalisers(s, multiprocessors(input.get_device()), true) == 0) return {};
+  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, -1, 0, nullptr);
 }
 
 }  // namespace convt
@@ -3890,8 +3874,11 @@ std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor 
 // Returns {y, z (the conv without its bias), mean, rstd}.
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
+  // The conv's input by the bulk path where it applies (H100, L2-19: conv + moments 3.56-3.64 ms against the
+  // 4-byte copies' 3.69-3.70, session 35).
   auto zs = kgen::convt::convt_wgmma_moments<InputOp>(x, weight, conv_bias, groups, eps, padding, InputOp{},
-                                                      /*z_with_bias=*/false);
+                                                      /*z_with_bias=*/false, /*chunks_in_flight=*/2,
+                                                      /*l2_prefetch=*/false, /*pitch_align=*/4, /*bulk_input=*/true);
   const at::Tensor& z = zs[0];
   const kgen::GroupShape shape = kgen::check_groupnorm_input(z, gamma, beta, groups);
   const c10::cuda::CUDAGuard device_guard(z.device());

@@ -273,17 +273,6 @@ __device__ __forceinline__ void bulk_copy_to_shared(uint32_t dst, const void* sr
                : "memory");
 #endif
 }
-// The same, with an L2 eviction policy for the source's lines.
-__device__ __forceinline__ void bulk_copy_to_shared_policy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar,
-                                                           uint64_t policy) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar), "l"(policy)
-      : "memory");
-#endif
-}
 // This thread's arrival on `bar`, and the bytes bulk copies will count down on it in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -551,7 +540,7 @@ __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const Conv
 
 // kPart as wgmma_produce's (0, 1, 7), and for timing only: 8 the main loop with each stage's weights copied once;
 // 9 the main loop without the transposing pass (the raw slots still copied and waited for).
-template <int kPart, bool kEvictFirst = false>
+template <int kPart>
 __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
                                                    const ConvShape& s, const WgmmaGeometry& g, float* smem,
                                                    uint32_t full, uint32_t empty, uint32_t raw_full, int64_t first,
@@ -592,12 +581,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
       const float* src = x + (int64_t(n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
       const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
       for (int ch = 0; ch < channels; ++ch) {
-        if constexpr (kEvictFirst) {
-          bulk_copy_to_shared_policy(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar,
-                                     l2_policy_evict_first());
-        } else {
-          bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
-        }
+        bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
       }
     }
     ++next_item;

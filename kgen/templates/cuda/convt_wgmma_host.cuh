@@ -117,10 +117,9 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
-// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies'. Off by default: here,
-// beside nothing, the copies' conv + moments measured faster (H100, L2-19: 3.82 ms against 4.11, session 34 run5),
-// while beside convt_wgmma_infer's normalise the bulk path is (5.02-5.14 against 5.13-5.19). bulk_stages: its
-// K-major ring (for comparisons).
+// bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies' (the default, which the
+// input gradient takes). Since session 35's transposing pass the bulk path is the faster (H100, L2-19: conv + moments
+// 3.56-3.64 ms against 3.69-3.70): the fused forward asks for it. bulk_stages: its K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                             int64_t groups, double eps, std::vector<int64_t> padding, Op op,

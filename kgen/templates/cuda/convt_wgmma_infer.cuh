@@ -17,8 +17,9 @@
 // - Counting. The epilogue stores op(z + bias) itself (moments_value: for GELU erf an erfc 1.5e-7 from the true one,
 //   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
 //   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
-//   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's copies ask L2 to
-//   evict first.
+//   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's bulk copies take
+//   no L2 hint (with evict-first the conv blocks ended 0.2-0.3 ms later, session 35: neighbouring tiles share their
+//   halo rows through L2); the 4-byte copies, where the bulk path does not apply, ask L2 to evict first.
 // - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
 //   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
 //   complete. On a sample's first chunk it merges the sample's partials in double in convt_moments_finalize_kernel's
@@ -51,7 +52,6 @@ struct InferArgs {
   int chunk_floats;      // its chunks
   int ring_offset4;      // where its ring starts in shared memory, in float4s past the channel table
   int store_mode;        // the bulk path: 0 each thread stores its values, evict-first; 2 no stores (timing only)
-  int input_hint;        // the conv's bulk input copies: 0 evict-first; 1 no hint (mode 8, for comparisons)
   unsigned long long* trace;  // for measurements (nullptr: none): each block's start and end (globaltimer, ns) at
                               // [2 ticket], then normaliser 0's wait start, wait end and finish for each sample
 };
@@ -287,10 +287,8 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
-    if (g.raw_slots > 0 && a.input_hint == 0) {
-      wgmma_produce_bulk<0, true>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
-    } else if (g.raw_slots > 0) {
-      wgmma_produce_bulk<0, false>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
+    if (g.raw_slots > 0) {
+      wgmma_produce_bulk<0>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
@@ -310,18 +308,20 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 
 // How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
 // too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
-// conv would take A ~ its FLOPs at ~1.25 TFLOP/s a multiprocessor (or its DRAM bytes, x and z, at 2.8 TB/s, if
-// more), the normalise D ~ its bytes (z read, y written) at ~50 GB/s a multiprocessor: one multiprocessor's L2 link
-// moves ~32 bytes a cycle both ways together (56 GB/s with nothing beside it), a little less with the conv beside
-// it. Both end together at a share D / (A + D). (H100, L2-19: 20 of 132, the best measured: 5.06-5.13 ms against
-// 5.76-5.92 with 16 and 5.23-5.26 with 24; too few let the normalisers fall behind and read z from DRAM.
-// benchmarks/convt_fused/README.md, session 28.)
-inline int default_infer_normalisers(const ConvShape& s, int sms) {
+// conv would take A ~ its FLOPs at ~1.35 TFLOP/s a multiprocessor by the bulk input path, ~1.25 by the 4-byte copies
+// (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
+// multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
+// beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
+// (H100, L2-19, by the bulk path: 23 of 132. Session 35's trace: at 20 the conv blocks end at 4.12-4.23 ms and the
+// normalisers at 4.98, at 28 4.48-4.67 and 4.70; session 28, by the copies: 20, 5.06-5.13 ms against 5.76-5.92 with
+// 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
+// benchmarks/convt_fused/README.md.)
+inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();
   const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
-  const double conv = std::max(flops / (sms * 1.25e12), conv_bytes / 2.8e12);
-  const double normalise = 8.0 * outputs / (sms * 50e9);
+  const double conv = std::max(flops / (sms * (bulk_input ? 1.35e12 : 1.25e12)), conv_bytes / 2.8e12);
+  const double normalise = 8.0 * outputs / (sms * 44e9);
   const double share = normalise / (conv + normalise);
   if (share > 0.3) return 0;
   return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
@@ -380,7 +380,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
-  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms));
+  if (normalisers < 0) normalisers = std::max(1, default_infer_normalisers(s, sms, g.raw_slots > 0));
   if (normalisers < 1 || normalisers >= sms) {
     const std::string range =
         "kgen: 1 to " + std::to_string(sms - 1) + " normalisers, not " + std::to_string(normalisers);
@@ -406,7 +406,6 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
                                     : static_cast<int>(blocks_for(s.out_channels, a.planes_per_item));
   a.items = s.batch * a.items_per_sample;
   a.store_mode = mode == 2 ? 2 : 0;
-  a.input_hint = mode == 8 ? 1 : 0;
   if (trace) {  // for measurements: 2 a block, then 3 a sample
     *trace = at::zeros({2 * int64_t(a.conv_blocks + normalisers) + 3 * int64_t(s.batch)},
                        x.options().dtype(at::kLong));
@@ -436,8 +435,7 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
 // the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
 // without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
 // y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
-// path; 7 the conv's input by 4-byte copies where its bulk input path applies; 8 its bulk copies without the
-// evict-first hint. trace: InferArgs::trace, for
+// path; 7 the conv's input by 4-byte copies where its bulk input path applies. trace: InferArgs::trace, for
 // measurements.
 template <class Op>
 at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
@@ -458,10 +456,8 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
                                            double eps, std::vector<int64_t> padding, Op op) {
   if (!convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding).empty()) return {};
   const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
-  const int normalisers = default_infer_normalisers(s, multiprocessors(input.get_device()));
-  if (normalisers == 0) return {};
-  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, normalisers, 0,
-                                   nullptr);
+  if (default_infer_normalisers(s, multiprocessors(input.get_device()), true) == 0) return {};
+  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, -1, 0, nullptr);
 }
 
 }  // namespace convt
