@@ -39,6 +39,19 @@
 #         L2-19; and the training conv takes the bulk path (3.56-3.64 against 3.69-3.70). Predicted: the one launch
 #         ~4.5-4.6 ms at 22-26 normalisers (the trace's balance point), validate's forward ~4.5-4.6, forward+backward
 #         ~14.5-14.6. Checks: the fused model's GPU tests (the training conv's new path), validate, KernelBench.
+#   run4: run3 (H100): the one launch 4.420 ms at the default 23 normalisers (20: 4.810, 22: 4.533, 24: 4.565, 26:
+#         4.652, 28: 4.766; the copies 5.150); its trace at 23: conv blocks end 4.27-4.33 ms, normalisers 4.39 (both
+#         balanced). validate PASS: forward 4.594 ms (its kernel 4.489 in the profile; torch.compile 8.213: 1.79x),
+#         forward+backward 14.630 (2.20x); KernelBench 5/5, 5.37 ms against 12.5; the fused tests pass (18). Short
+#         of the issue's 4.5 ms and 1.85x. The pass still costs the main loop ~0.65 ms (2.92-2.96 against 2.23-2.29
+#         without it) at ~330 instructions a chunk a warp, so it is latency, not issue, that bounds it: each batch
+#         of 4 positions waits a shared-memory load latency under the wgmma's operand traffic, 2-3 batches a half
+#         chunk. Now (v4.2): 8 positions in flight a thread (1-2 batches a half chunk at L2-19; no spills in the
+#         loop), the frame-column test replaced by a per-tile bit mask of the steps that wrap a row, and the
+#         issuer's 64-bit division for the sample once a tile instead of every half chunk (the other three
+#         producer warps wait for the issuer at the next barrier). Same call, run3's tree (.build/s35b) beside it.
+#         Predicted: the bulk main loop 2.92 -> ~2.5-2.6 ms, conv + moments 3.6 -> ~3.3, the one launch 4.42 ->
+#         ~4.2; validate's forward ~4.35.
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -78,5 +91,23 @@ case "${1:-}" in
     validate_fused run3
     kb_eval_fused run3
     ;;
-  *) echo "usage: $0 run1|run2|run3"; exit 2 ;;
+  run4)
+    build_wgmma run4 &
+    (cd .build/s35b && PYTHONPATH=$PWD timeout -k 5 300 python3 -c \
+      "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" > /tmp/run4_old_build.log 2>&1)
+    echo "old build exit $?"
+    prebuild_fused run4
+    wait
+    timeout -k 5 120 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_convt_wgmma.py -k "bulk or one_launch" 2>&1 \
+      | tee "$OUT/$S/run4_pytest_bulk.log" | tail -2
+    for tree in .build/s35b .; do
+      echo "== $tree" | tee -a "$OUT/$S/run4_bench.log"
+      (cd $tree && PYTHONPATH=$PWD timeout -k 5 120 python3 tests/gpu/test_convt_wgmma.py --bench "moments (again)" \
+        "conv + moments, bulk input" "its main loop alone, bulk input (timing" "no transposing pass" \
+        "one launch (conv + GELU + GroupNorm), the default") 2>&1 | tee -a "$OUT/$S/run4_bench.log" | grep -E " ms"
+    done
+    validate_fused run4
+    kb_eval_fused run4
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4"; exit 2 ;;
 esac

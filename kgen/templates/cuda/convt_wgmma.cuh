@@ -68,6 +68,7 @@ constexpr int kWgChunk = 8;                               // K of one wgmma: inp
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
 constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 6;     // the bulk input path's raw slots (wgmma_produce_bulk)
 constexpr int kRawChannels = 4;                           // a raw slot: half a chunk, one 16-byte unit's channels
+constexpr int kPassBatch = 8;                             // the bulk path's pass: positions a thread has in flight
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -563,13 +564,14 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   const uint32_t row_bytes = 4u * static_cast<uint32_t>(g.raw_pitch);  // a raw slot's channel rows apart
   // The issuer's cursor: the next item's tile, half chunk, raw slot, and its tile's run.
   int64_t next_item = 0, next_t = first;
-  int next_h = 0, next_slot = 0, next_lo_unit = 0;
+  int next_h = 0, next_slot = 0, next_lo_unit = 0, next_n = 0;
   uint32_t next_bytes = 0;
   auto issue_next = [&]() {  // the runs of the next item into its raw slot
-    if (next_h == 0) {
+    if (next_h == 0) {  // a new tile: its sample and run, once
       const WgmmaTile tile(next_t, g);
       int lo, hi;
       tile_input_run(tile, s, g, lo, hi);
+      next_n = tile.n;
       next_lo_unit = lo & ~3;
       next_bytes = hi > lo ? 4u * static_cast<uint32_t>((hi - next_lo_unit + 3) & ~3) : 0u;
     }
@@ -577,8 +579,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     const uint32_t bar = raw_full + 8 * next_slot;
     mbar_arrive_expect_bytes(bar, next_bytes * channels);
     if (next_bytes > 0) {
-      const int n = static_cast<int>(next_t / (int64_t(g.channel_tiles) * g.tiles));
-      const float* src = x + (int64_t(n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
+      const float* src = x + (int64_t(next_n) * s.in_channels + next_h * kRawChannels) * in_plane + next_lo_unit;
       const uint32_t dst = smem_base + 4u * static_cast<uint32_t>(g.raw_offset + next_slot * slot_floats);
       for (int ch = 0; ch < channels; ++ch) {
         bulk_copy_to_shared(dst + 4u * ch * g.raw_pitch, src + ch * in_plane, next_bytes, bar);
@@ -598,14 +599,15 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     int lo, hi;
     tile_input_run(tile, s, g, lo, hi);
     const int lo_unit = lo & ~3;
-    // This thread's frame positions are tid + 128 k, k < `mine` (<= 32: P <= 4096 on this path). Each one's frame
-    // column and raw-slot offset o (input row x W_in + input column - the run's first unit) follow from the previous
-    // one's by constant steps, so no division past the tile's first position. `skip`: the padding among them (as
-    // bits: their units are zeroed instead) and the bits from `mine` on.
+    // This thread's frame positions are tid + 128 k, k < `mine` (<= 32: P <= 4096 on this path). Each one's raw-slot
+    // offset (input row x W_in + input column - the run's first unit) follows from the previous one's by o_step, or
+    // by o_step + wrap_step where the frame column passes the pitch: bit k of `wraps`, tabulated once a tile with
+    // `skip` (the padding among them, whose units are zeroed instead, and the bits from `mine` on), so that the pass
+    // steps without a division or a comparison.
     const int at_first = tile.f0 + tid;
     const int row_first = at_first / g.pitch, col_first = at_first - row_first * g.pitch;
     const int o_first = (row_first - g.pad_top) * s.in_w + col_first - g.pad_left - lo_unit;
-    uint32_t padding = 0;
+    uint32_t padding = 0, wraps = 0;
     {
       int row = row_first, col = col_first;
       for (int k = 0; k < mine; ++k) {
@@ -614,7 +616,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
           padding |= 1u << k;
         }
         col += col_step, row += row_step;
-        if (col >= g.pitch) col -= g.pitch, ++row;
+        if (col >= g.pitch) col -= g.pitch, ++row, wraps |= 2u << k;  // (bit 32 never read: k + 1 < mine <= 32)
       }
     }
     const uint32_t skip = padding | (mine < 32 ? ~0u << mine : 0u);
@@ -641,20 +643,22 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
         const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
         float4* unit = xs + half * g.positions;
-        // The pass, a position at a time, 4 positions a thread in flight: 4 loads of 4 bytes (one a channel row; a
-        // warp reads 32 consecutive floats of each, conflict-free), rounded to TF32, one 16-byte store of the
-        // position's unit (a warp's 32 units are consecutive: conflict-free). Padding positions are skipped (zeroed
-        // above). Against session 34's quads (16-byte loads, a transpose in registers, a per-lane rotation of the
-        // stores against bank conflicts, a division a quad: ~930 instructions a chunk on each producer warp), ~20
-        // instructions a position and half chunk.
+        // The pass, a position at a time, kPassBatch positions a thread in flight: 4 loads of 4 bytes (one a
+        // channel row; a warp reads 32 consecutive floats of each, conflict-free), rounded to TF32 (one F2FP each),
+        // one 16-byte store of the position's unit (a warp's 32 units are consecutive: conflict-free). Padding
+        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for session
+        // 34's quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
+        // conflicts, a division a quad).
         const uint32_t raw_addr = smem_base + 4u * static_cast<uint32_t>(raw - smem);
         auto stage_half = [&](auto all_channels) {
           constexpr bool kAllChannels = decltype(all_channels)::value;
-          int col = col_first, o = o_first;
-          for (int k = 0; k < mine; k += 4) {
-            float v[4][kRawChannels];
+          int o = o_first;
+#pragma unroll 1
+          for (int k = 0; k < mine; k += kPassBatch) {
+            float v[kPassBatch][kRawChannels];
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
+            for (int u = 0; u < kPassBatch; ++u) {
+              if (u > 0 || k > 0) o += (wraps >> (k + u)) & 1u ? o_step + wrap_step : o_step;
               if (!((skip >> (k + u)) & 1u)) {
                 const uint32_t at = raw_addr + 4u * static_cast<uint32_t>(o);
 #pragma unroll
@@ -662,11 +666,9 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
                   v[u][j] = kAllChannels || j < channels ? load_shared(at + j * row_bytes) : 0.f;
                 }
               }
-              col += col_step, o += o_step;
-              if (col >= g.pitch) col -= g.pitch, o += wrap_step;
             }
 #pragma unroll
-            for (int u = 0; u < 4; ++u) {
+            for (int u = 0; u < kPassBatch; ++u) {
               if (!((skip >> (k + u)) & 1u)) {
                 unit[tid + (k + u) * kThreads] = make_float4(tf32_nearest(v[u][0]), tf32_nearest(v[u][1]),
                                                              tf32_nearest(v[u][2]), tf32_nearest(v[u][3]));
