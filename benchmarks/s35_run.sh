@@ -52,6 +52,13 @@
 #         producer warps wait for the issuer at the next barrier). Same call, run3's tree (.build/s35b) beside it.
 #         Predicted: the bulk main loop 2.92 -> ~2.5-2.6 ms, conv + moments 3.6 -> ~3.3, the one launch 4.42 ->
 #         ~4.2; validate's forward ~4.35.
+#   run5: run4 (H100, both trees in one call): the bulk main loop 2.934 -> 2.626 ms ("no transposing pass" 2.242 ->
+#         2.082: the issuer's division), conv + moments 3.588 -> 3.461 (the copies' 3.721); but the one launch 4.418
+#         -> 4.486 at 23 normalisers: with the conv faster the normalisers are behind again. validate PASS: forward
+#         4.510 ms (its kernel 4.357 in the one-call profile; torch.compile 8.232: 1.83x), forward+backward 14.354
+#         (2.23x); KernelBench 5/5, 5.09 against 12.5. Now the normaliser model at the conv's new rate (1.38 TFLOP/s
+#         a multiprocessor: 24 of 132 at L2-19) and a sweep of 22-26 in one process. Predicted: the best of the sweep
+#         ~4.30-4.35 ms at 24-25, the default among the best; validate's forward ~4.35-4.4 (>= 1.85x).
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -109,5 +116,11 @@ case "${1:-}" in
     validate_fused run4
     kb_eval_fused run4
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4"; exit 2 ;;
+  run5)
+    build_both run5
+    bench_rows run5 120 "conv + moments, bulk input" "one launch (conv + GELU + GroupNorm)"
+    validate_fused run5
+    kb_eval_fused run5
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5"; exit 2 ;;
 esac

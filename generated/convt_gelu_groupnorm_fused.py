@@ -3174,11 +3174,11 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 
 // How many of `sms` multiprocessors normalise, so that the conv and the normalise end together; 0 where the conv is
 // too light for the one launch to pay (the normalise would want more than 30 % of them). Alone on all of them the
-// conv would take A ~ its FLOPs at ~1.35 TFLOP/s a multiprocessor by the bulk input path, ~1.25 by the 4-byte copies
+// conv would take A ~ its FLOPs at ~1.38 TFLOP/s a multiprocessor by the bulk input path, ~1.25 by the 4-byte copies
 // (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
 // multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
 // beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
-// (H100, L2-19, by the bulk path: 23 of 132. Session 35's trace: at 20 the conv blocks end at 4.12-4.23 ms and the
+// (H100, L2-19, by the bulk path: 24 of 132. Session 35's trace (run3, the conv 4 % slower than now): at 20 the conv blocks end at 4.12-4.23 ms and the
 // normalisers at 4.98, at 28 4.48-4.67 and 4.70; session 28, by the copies: 20, 5.06-5.13 ms against 5.76-5.92 with
 // 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
 // benchmarks/convt_fused/README.md.)
@@ -3186,7 +3186,7 @@ inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_inpu
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();
   const double conv_bytes = 4.0 * (double(s.batch) * s.in_channels * s.in_plane() + outputs);
-  const double conv = std::max(flops / (sms * (bulk_input ? 1.35e12 : 1.25e12)), conv_bytes / 2.8e12);
+  const double conv = std::max(flops / (sms * (bulk_input ? 1.38e12 : 1.25e12)), conv_bytes / 2.8e12);
   const double normalise = 8.0 * outputs / (sms * 44e9);
   const double share = normalise / (conv + normalise);
   if (share > 0.3) return 0;
