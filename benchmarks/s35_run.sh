@@ -59,6 +59,12 @@
 #         (2.23x); KernelBench 5/5, 5.09 against 12.5. Now the normaliser model at the conv's new rate (1.38 TFLOP/s
 #         a multiprocessor: 24 of 132 at L2-19) and a sweep of 22-26 in one process. Predicted: the best of the sweep
 #         ~4.30-4.35 ms at 24-25, the default among the best; validate's forward ~4.35-4.4 (>= 1.85x).
+#   run6: run5 (H100): the one launch at 22-26 normalisers 4.570, 4.444, 4.482, 4.408, 4.412 ms, the default (24)
+#         4.384: within the bench's ~0.1 ms spread from 23 on. validate PASS: forward 4.540 ms (100 calls a block;
+#         its kernel 4.291 in the one-call profile: a sustained run is slower), torch.compile 8.355 (1.84x),
+#         forward+backward 14.507 (2.21x); KernelBench 5/5, 5.23 against 12.5; conv + moments by the bulk path 3.455.
+#         Now the checks of what is kept: the harness's tests (395), the fused model's GPU tests, validate once more
+#         (a second sample of its forward), compute-sanitizer memcheck and racecheck on the bulk cases.
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -122,5 +128,12 @@ case "${1:-}" in
     validate_fused run5
     kb_eval_fused run5
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5"; exit 2 ;;
+  run6)
+    build_both run6
+    harness_tests run6
+    pytest_fused run6
+    validate_fused run6
+    sanitize_tests run6_bulk "$BULK_CASES"
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6"; exit 2 ;;
 esac

@@ -1616,7 +1616,8 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 //   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
-//   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): convt_wgmma_infer does.
+//   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): the fused forward and
+//   convt_wgmma_infer do (the input gradient keeps the copies).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
@@ -1626,7 +1627,7 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
 //   producer loads the next tile's first chunks.
 // - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72 where the bulk path
-//   is compiled in: its pass holds two work units of 16 values; else 56, it holds no data) to the consumers (216, or
+//   is compiled in: its pass holds 8 positions' 32 values; else 56, it holds no data) to the consumers (216, or
 //   224: the 128 accumulators and the epilogue's values in flight; the forward's conv measured no slower at 216,
 //   session 34). ptxas allocates each branch of the role split within its own count; 128 x 72 + 256 x 216 and
 //   128 x 56 + 256 x 224 are both the launch's 384 x 168.
@@ -2095,23 +2096,22 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   while (in_flight > 0) retire_oldest();
 }
 
-// The bulk input path (v4, session 34), for an NCHW input rounded to TF32 whose rows are whole 16-byte units
-// (W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are, where
-// they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding columns):
-// tile_input_run finds it. One producer thread (the issuer) copies the runs of a half chunk (4 channels: one 16-byte
-// unit a position), one bulk copy a channel, into a raw slot ([4 channels][raw_pitch], from the 16-byte unit that
-// holds the run's first float), `raw_slots` half chunks ahead. The producer warpgroup then turns each landed slot
-// into its half of the K-major stage the consumers read, by quads (4 input positions of a row), two a thread at a
-// time: 4 loads of 16 bytes a quad (a warp reads 512 contiguous bytes of each row), rounded to TF32 and transposed in
-// registers, 4 stores of 16 bytes (one unit a position); padding positions get zeros. Against wgmma_produce's 4-byte
-// copies, which land a warp's 32 positions of a channel 16 bytes apart (4-way bank conflicts), and its
-// read-round-write pass over every unit, a chunk crosses the shared-memory port in ~3 wavefronts a 32 values instead
-// of ~6 (session 23's count), and the copies in flight are the raw slots', so the K-major ring keeps 3 stages (2
-// where 3 do not fit beside 2 slots).
-// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 34): the bulk copies pay (the main loop without
-// the pass 2.18-2.27 ms against the 4-byte copies' 2.94-3.00), but the pass does not keep up with the wgmma: in
-// every form tried (a position at a time; quads one or two in flight; a ring of 2 or 3) the main loop took 3.49-3.67
-// ms. Beside convt_wgmma_infer's normalise the path is still 0.02-0.11 ms ahead, so that is where it runs.
+// The bulk input path (v4, sessions 34-35), for an NCHW input rounded to TF32 whose planes are whole 16-byte units
+// (H_in W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are,
+// where they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding
+// columns): tile_input_run finds it. One producer thread (the issuer) copies the runs of a half chunk (4 channels:
+// one 16-byte unit a position), one bulk copy a channel, into a raw slot ([4 channels][raw_pitch], from the 16-byte
+// unit that holds the run's first float), `raw_slots` half chunks ahead. The producer warpgroup then turns each
+// landed slot into its half of the K-major stage the consumers read, a position at a time, kPassBatch positions a
+// thread in flight: 4 loads of 4 bytes, 4 roundings (one F2FP each), one 16-byte store; a thread's positions are
+// tid + 128 k, their raw offsets stepped by constants with a per-tile bit mask of the steps that wrap a row, padding
+// positions zeroed from another. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel
+// 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, the copies in flight are the
+// raw slots', so the K-major ring keeps 3 stages (2 where 3 do not fit beside 2 slots).
+// Measured (H100, L2-19, benchmarks/convt_fused/README.md): session 34's pass (quads of 16-byte loads transposed in
+// registers, stores rotated against bank conflicts, a division a quad: ~930 instructions a chunk a warp) kept the
+// main loop at 3.49-3.67 ms against the 4-byte copies' 2.94-3.00; session 35's (~20 instructions a position and half
+// chunk, 8 in flight) 2.63, against 2.08 without the pass and 2.77 by the copies: conv + moments 3.46 against 3.72.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -3178,9 +3178,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 // (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
 // multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
 // beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
-// (H100, L2-19, by the bulk path: 24 of 132. Session 35's trace (run3, the conv 4 % slower than now): at 20 the conv blocks end at 4.12-4.23 ms and the
-// normalisers at 4.98, at 28 4.48-4.67 and 4.70; session 28, by the copies: 20, 5.06-5.13 ms against 5.76-5.92 with
-// 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
+// (H100, L2-19, by the bulk path: 24 of 132; session 35's sweep, one process: 22 4.570 ms, 23 4.444, 24 4.482 and
+// 4.384 (the default), 25 4.408, 26 4.412; its trace, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33
+// ms and the normalisers at 4.39, at 20 4.16-4.24 and 4.80. Session 28, by the copies: 20, 5.06-5.13 ms against
+// 5.76-5.92 with 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
 // benchmarks/convt_fused/README.md.)
 inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();

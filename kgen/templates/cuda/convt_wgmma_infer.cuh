@@ -312,9 +312,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 // (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
 // multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
 // beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
-// (H100, L2-19, by the bulk path: 24 of 132. Session 35's trace (run3, the conv 4 % slower than now): at 20 the conv blocks end at 4.12-4.23 ms and the
-// normalisers at 4.98, at 28 4.48-4.67 and 4.70; session 28, by the copies: 20, 5.06-5.13 ms against 5.76-5.92 with
-// 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
+// (H100, L2-19, by the bulk path: 24 of 132; session 35's sweep, one process: 22 4.570 ms, 23 4.444, 24 4.482 and
+// 4.384 (the default), 25 4.408, 26 4.412; its trace, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33
+// ms and the normalisers at 4.39, at 20 4.16-4.24 and 4.80. Session 28, by the copies: 20, 5.06-5.13 ms against
+// 5.76-5.92 with 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
 // benchmarks/convt_fused/README.md.)
 inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
