@@ -138,5 +138,9 @@ case "${1:-}" in
     validate_fused run6
     sanitize_tests run6_bulk "$BULK_CASES"
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6"; exit 2 ;;
+  run7)  # review mend: the bench's conv rows by one helper (the same variants); that it still runs
+    build_wgmma run7
+    bench_rows run7 120 "moments (again)" "conv + moments, bulk input" "no transposing pass"
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7"; exit 2 ;;
 esac

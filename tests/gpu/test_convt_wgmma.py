@@ -380,42 +380,30 @@ def bench(only=()) -> None:
     print(f"max |one launch - two kernels| of y at L2-19's shape: {(y_one - y_two).abs().max():.3g} "
           f"(|y| up to {y_two.abs().max():.3g})")
     del y_two, y_one
+    def conv(variant):  # a row of the wgmma conv (+ moments) at L2-19's layer, by convt_wgmma_forward's variant number
+        return lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], variant)
+
     rows = {
-        "kgen wgmma conv + moments": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
-        "kgen wgmma conv + moments, 3 chunks in flight a producer thread": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 16),
-        "kgen wgmma conv + moments (again)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 0),
-        "kgen wgmma conv + moments, bulk input": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 30),
-        "  its main loop alone, bulk input (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 31),
-        "kgen wgmma conv + moments, bulk input, K-major ring of 2": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 32),
-        "  its main loop alone, bulk input, K-major ring of 2 (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 33),
-        "  main loop alone, bulk input, weights once a stage (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 34),
-        "  main loop alone, bulk input, no transposing pass (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 35),
-        "kgen wgmma conv + moments of z (identity op)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
-                                                                                        [0, 0], 1),
-        "  its main loop alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 10),
-        "  its epilogue alone (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS, [0, 0], 11),
-        "  the conv storing z, no moments (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
-                                                                                           [0, 0], 19),
-        "  its epilogue alone, storing z, no moments (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 20),
-        "  moments without storing z (timing only)": lambda: ext.convt_wgmma_forward(x, weight, bias, 8, EPS,
-                                                                                      [0, 0], 21),
-        "  without the rounding pass: x truncated (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 17),
-        "  its main loop alone without the rounding pass (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 18),
-        "  main loop's wgmma alone, no loads (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 13),
-        "  main loop loading only the weights (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 14),
-        "  main loop loading only the input (timing only)": lambda: ext.convt_wgmma_forward(
-            x, weight, bias, 8, EPS, [0, 0], 15),
+        "kgen wgmma conv + moments": conv(0),
+        "kgen wgmma conv + moments, 3 chunks in flight a producer thread": conv(16),
+        "kgen wgmma conv + moments (again)": conv(0),
+        "kgen wgmma conv + moments, bulk input": conv(30),
+        "  its main loop alone, bulk input (timing only)": conv(31),
+        "kgen wgmma conv + moments, bulk input, K-major ring of 2": conv(32),
+        "  its main loop alone, bulk input, K-major ring of 2 (timing only)": conv(33),
+        "  main loop alone, bulk input, weights once a stage (timing only)": conv(34),
+        "  main loop alone, bulk input, no transposing pass (timing only)": conv(35),
+        "kgen wgmma conv + moments of z (identity op)": conv(1),
+        "  its main loop alone (timing only)": conv(10),
+        "  its epilogue alone (timing only)": conv(11),
+        "  the conv storing z, no moments (timing only)": conv(19),
+        "  its epilogue alone, storing z, no moments (timing only)": conv(20),
+        "  moments without storing z (timing only)": conv(21),
+        "  without the rounding pass: x truncated (timing only)": conv(17),
+        "  its main loop alone without the rounding pass (timing only)": conv(18),
+        "  main loop's wgmma alone, no loads (timing only)": conv(13),
+        "  main loop loading only the weights (timing only)": conv(14),
+        "  main loop loading only the input (timing only)": conv(15),
         "kgen one launch (conv + GELU + GroupNorm), the default normalisers": lambda: ext.convt_wgmma_infer(
             x, weight, bias, gamma, beta, 8, EPS, [0, 0], 0, -1),
         "kgen one launch, the conv's input by 4-byte copies": lambda: ext.convt_wgmma_infer(
