@@ -68,6 +68,14 @@
 #   (run6, H100: 395 harness tests and 18 fused tests pass; validate PASS, forward 4.521 ms (its kernel 4.260 in the
 #         profile; torch.compile 8.285: 1.83x), forward+backward 14.494 (2.23x); memcheck 0 errors, racecheck 0
 #         hazards on 7 bulk cases. benchmarks/convt_fused/README.md, session 35.)
+#   run8: run7 (H100): the mended bench runs (conv + moments bulk 3.496 ms, copies 3.778). Now whether one round of
+#         the pass a half chunk helps: at L2-19 P = 1030 positions, so 6 lanes of warp 0 have a 9th and run a
+#         second round of loads every half chunk while the other warps wait at the barrier. 12 positions in flight
+#         need more producer registers: 88 / 208 (128 x 88 + 256 x 208 <= 65536; ptxas: the consumers do not
+#         spill at 208, the producer's 12-16 bytes of spills are in its per-tile set-up, as at 72 with 8). Three trees
+#         in one call: HEAD (8 at 72 / 216, .build/s35c), 8 at 88 / 208 (.build/s35d: what 208 costs the
+#         consumers), 12 at 88 / 208 (the work tree). Predicted: the main loop 2.63 -> ~2.45-2.5 ms, conv + moments
+#         ~3.35, the one launch ~4.25-4.3; if 208 registers slow the epilogue, .build/s35d says by how much.
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -142,5 +150,19 @@ case "${1:-}" in
     build_wgmma run7
     bench_rows run7 120 "moments (again)" "conv + moments, bulk input" "no transposing pass"
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7"; exit 2 ;;
+  run8)
+    build_wgmma run8 &
+    for tree in .build/s35c .build/s35d; do
+      (cd $tree && PYTHONPATH=$PWD timeout -k 5 300 python3 -c \
+        "from tests.gpu import convt_wgmma_harness as H; H.build_extension()" > /tmp/run8_$(basename $tree)_build.log 2>&1) &
+    done
+    wait
+    for tree in .build/s35c .build/s35d . .build/s35c; do
+      echo "== $tree" | tee -a "$OUT/$S/run8_bench.log"
+      (cd $tree && PYTHONPATH=$PWD timeout -k 5 120 python3 tests/gpu/test_convt_wgmma.py --bench \
+        "conv + moments, bulk input" "its main loop alone, bulk input (timing" "one launch (conv + GELU + GroupNorm)") \
+        2>&1 | tee -a "$OUT/$S/run8_bench.log" | grep -E " ms"
+    done
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8"; exit 2 ;;
 esac
