@@ -76,6 +76,13 @@
 #         in one call: HEAD (8 at 72 / 216, .build/s35c), 8 at 88 / 208 (.build/s35d: what 208 costs the
 #         consumers), 12 at 88 / 208 (the work tree). Predicted: the main loop 2.63 -> ~2.45-2.5 ms, conv + moments
 #         ~3.35, the one launch ~4.25-4.3; if 208 registers slow the epilogue, .build/s35d says by how much.
+#   run9: run8 (H100, 4 benches in one process each): 12 in flight at 88 / 208 is SLOWER (main loop 2.934 ms,
+#         conv + moments 3.589, one launch 4.492) than 8 at 72 / 216 (HEAD, twice: 2.695 / 2.648, 3.534 / 3.472,
+#         4.322 / 4.378), while 8 at 88 / 208 is as fast or a little faster (2.635, 3.439, 4.293), and with 88 ptxas
+#         spills nothing (at 72 the producer spilled 16 bytes of its per-tile state). So one round a half chunk is
+#         not what bounds the pass; kept: 8 in flight, 88 / 208. Now the checks of that file: the harness's tests,
+#         the fused tests, validate and KernelBench (run9); validate again, the sanitizers and the bench (run10).
+#         Predicted: all pass; validate's forward 4.45-4.52 ms.
 set -u
 S=s35
 source benchmarks/convt_fused_helpers.sh
@@ -164,5 +171,18 @@ case "${1:-}" in
         2>&1 | tee -a "$OUT/$S/run8_bench.log" | grep -E " ms"
     done
     ;;
-  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8"; exit 2 ;;
+  run9)
+    build_both run9
+    harness_tests run9
+    pytest_fused run9
+    validate_fused run9
+    kb_eval_fused run9
+    ;;
+  run10)
+    build_both run10
+    validate_fused run10
+    sanitize_tests run10_bulk "$BULK_CASES"
+    bench_rows run10 100 "moments (again)" "conv + moments, bulk input" "one launch (conv + GELU + GroupNorm), the"
+    ;;
+  *) echo "usage: $0 run1|run2|run3|run4|run5|run6|run7|run8|run9|run10"; exit 2 ;;
 esac

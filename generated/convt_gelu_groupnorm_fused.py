@@ -1626,11 +1626,12 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
 //   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
 //   producer loads the next tile's first chunks.
-// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (72 where the bulk path
-//   is compiled in: its pass holds 8 positions' 32 values; else 56, it holds no data) to the consumers (216, or
-//   224: the 128 accumulators and the epilogue's values in flight; the forward's conv measured no slower at 216,
-//   session 34). ptxas allocates each branch of the role split within its own count; 128 x 72 + 256 x 216 and
-//   128 x 56 + 256 x 224 are both the launch's 384 x 168.
+// - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (88 where the bulk path
+//   is compiled in: its pass holds 8 positions' 32 values, and at 72 ptxas spilled its per-tile state; else 56, it
+//   holds no data) to the consumers (208, or 224: the 128 accumulators and the epilogue's values in flight; no spills
+//   at 208, and the conv measured no slower there: session 35 run8, 3.44 ms against 3.47-3.53 at 72 / 216). ptxas
+//   allocates each branch of the role split within its own count; 128 x 88 + 256 x 208 (64512) and 128 x 56 + 256 x
+//   224 (65536) both fit the launch's 384 x 168.
 //
 // (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
 // registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
@@ -2583,7 +2584,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
   constexpr bool kBulk = kPart != 2 && !kInputCL && kRoundInput;
   if (threadIdx.x < 128 * kWgProducers) {
     if constexpr (kBulk) {
-      asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 88;\n" ::: "memory");
     } else {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n" ::: "memory");
     }
@@ -2599,7 +2600,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     }
   } else {
     if constexpr (kBulk) {
-      asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 208;\n" ::: "memory");
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     }
@@ -3152,14 +3153,14 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
       infer_normalise_items(partial, s, g, a, smem);
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 88;\n" ::: "memory");
     if (g.raw_slots > 0) {
       wgmma_produce_bulk<0>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 208;\n" ::: "memory");
     wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
                                a.conv_blocks, a.counters);
   }

@@ -286,14 +286,14 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
       infer_normalise_items(partial, s, g, a, smem);
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n" ::: "memory");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 88;\n" ::: "memory");
     if (g.raw_slots > 0) {
       wgmma_produce_bulk<0>(x, wprep, s, g, smem, full, empty, raw_full, ticket, a.conv_blocks);
     } else {
       wgmma_produce<0, false, true, true>(x, wprep, s, g, smem, pos_off, full, empty, ticket, a.conv_blocks);
     }
   } else {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n" ::: "memory");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 208;\n" ::: "memory");
     wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
                                a.conv_blocks, a.counters);
   }
