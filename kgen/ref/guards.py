@@ -121,8 +121,8 @@ def refusal(graph: torch.fx.Graph, tracer: GuardTracer, source_line) -> str:
 
 
 def writes_caller(operand: torch.fx.Node, gm: torch.fx.GraphModule, is_view=lambda node: False) -> str:
-    """What an in-place op on `operand` writes outside forward (`the model input \`x\``, `the parameter or buffer
-    \`self.w\``), following views and ops that may return their operand itself; '' for a value forward made."""
+    """What an in-place op on `operand` writes outside forward ("the model input `x`", "the parameter or buffer
+    `self.w`"), following views and ops that may return their operand itself; '' for a value forward made."""
     while True:
         if operand.op == "placeholder":
             return f"the model input `{operand.target}`"
