@@ -104,6 +104,18 @@ def compare(new: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, chun
                       worst_new=float(n_flat[index]), worst_ref=float(r_flat[index]), atol=atol, rtol=rtol)
 
 
+def squared_difference(new: torch.Tensor, ref: torch.Tensor, chunk: int = CHUNK) -> tuple[float, int]:
+    """(sum of (new - ref)^2 in float64, how many terms) over the elements where the difference is a number."""
+    n_flat, r_flat = _flat(new), _flat(ref)
+    total, count = 0.0, 0
+    for start in range(0, n_flat.numel(), chunk):
+        d = n_flat[start:start + chunk].to(torch.float64) - r_flat[start:start + chunk].to(torch.float64)
+        d = d[d.isfinite()]
+        total += float(d.square().sum())
+        count += d.numel()
+    return total, count
+
+
 def bitwise_equal(a: torch.Tensor, b: torch.Tensor, chunk: int = CHUNK) -> bool:
     """Same shape, same dtype, same bits (NaN payloads included)."""
     if a.shape != b.shape or a.dtype != b.dtype:

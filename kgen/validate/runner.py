@@ -6,8 +6,10 @@ It runs the stages of `stages(config)` in order, one module each under kgen/vali
 
     environment, import reference, build + import solution, arguments, parameters   setup.py
     KernelBench (its own protocol: forward, atol=rtol=1e-4; reported apart)          kernelbench.py
-    trial N forward / trial N backward (determinism in determinism.py)               trials.py
-    fp64 (float64 cross-check; the gradients' float64 arbiter is used by trials)     fp64.py
+    trial N forward / trial N backward (determinism in determinism.py; a disputed
+      output or gradient arbitrated by float64 and rounding noise)                   trials.py, arbiter.py
+    output follows its input (the degenerate-output guard)                           dependence.py
+    fp64 (float64 cross-check on a slice of the batch)                               fp64.py
     kernels (torch.profiler: the solution's kernels' share of the GPU time)          kernels.py
     bench (--bench)                                                                  kgen/validate/bench.py
 
@@ -34,6 +36,7 @@ import torch
 from kgen.validate.context import (Context, InputSpec, Results, StageError, describe_inputs,  # noqa: F401
                                    import_file, make_inputs, progress)
 from kgen.validate.stages.calls import trial_label
+from kgen.validate.stages.dependence import stage_dependence
 from kgen.validate.stages.fp64 import stage_fp64
 from kgen.validate.stages.kernelbench import stage_kernelbench
 from kgen.validate.stages.kernels import stage_kernels
@@ -63,6 +66,7 @@ def stages(config: dict) -> list[tuple[str, Callable[[Context], None]]]:
         plan.append((f"{trial_label(trial)} forward", lambda ctx, t=trial: stage_forward(ctx, t)))
         if config.get("backward", True):
             plan.append((f"{trial_label(trial)} backward", lambda ctx, t=trial: stage_backward(ctx, t)))
+    plan.append(("output follows its input", stage_dependence))
     plan.append(("fp64", stage_fp64))
     if config.get("kernels", True):
         plan.append(("kernels", stage_kernels))

@@ -70,6 +70,21 @@ def tolerance_text(tol: float) -> str:
     return f"{mantissa}e{int(exponent)}" if float(f"{tol:.0e}") == tol else f"{tol:g}"
 
 
+def floor_text(floor: dict, tol: float) -> str:
+    """Why KernelBench's check failed, from the measured floor (stages/kernelbench.py, reference_floor)."""
+    if "unavailable" in floor:
+        return f"no floor measured (the reference fails under rounding jitter: {floor['unavailable']})"
+    moved, out = floor["reference_jitter_max_abs"], floor["reference_jitter_outside"]
+    jitter = f"±{floor.get('jitter_ulps', 4)}-ulp jitter of its arithmetic"
+    if not out:
+        return (f"measured floor: under {jitter} the reference stays within {tolerance_text(tol)} of itself "
+                f"(max|Δ| {moved:.3g}), so the mismatch is the solution's")
+    return (f"measured floor: under {jitter} the reference itself moves by up to {moved:.3g}, {out} values beyond "
+            f"{tolerance_text(tol)}, so no re-implementation that rounds differently meets this tolerance here; "
+            + ("the solution is within that noise" if floor["solution_within_noise"] else
+               "the solution is beyond that noise"))
+
+
 def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_ran: bool) -> dict:
     static = [c.name for c in checks if c.name in KERNELBENCH_STATIC and c.ok is False]
     broken = next((c for c in checks if c.ok is False and c.broken), None)
@@ -86,6 +101,9 @@ def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_r
         if not correct:
             problem = next((t.get("problem") for t in trials if not t.get("ok")), None) or "incomplete"
             what += f"; first failure: {problem}"
+            floor = next((t["floor"] for t in trials if "floor" in t), None)
+            if floor is not None:
+                what += "; " + floor_text(floor, kernelbench.get("tolerance", 1e-4))
     elif broken is not None and broken.name not in ("reference", "read solution"):
         correct = False
         first = broken.detail.strip().splitlines()[0][:120] if broken.detail.strip() else ""

@@ -28,7 +28,7 @@ EXPECTED = {
                                   "grad input[0]"]),
     # caches its first result: the first call is KernelBench's protocol's, so every kgen trial gets a stale output
     "caches_output": (EXIT_FAIL, ["trial 1 (rand) forward", "trial 2 (3+2*randn) forward", "deterministic",
-                                  "backward", "fp64 (2 of 3 samples) forward"]),
+                                  "backward", "output follows its input", "fp64 (2 of 3 samples) forward"]),
     "nondeterministic": (EXIT_FAIL, ["trial 1 (rand) deterministic", "trial 2 (3+2*randn) deterministic"]),
     "different_init": (EXIT_FAIL, ["state_dict values (same RNG draws)", "forward", "grad input[0]"]),
     "extra_parameter": (EXIT_FAIL, ["state_dict keys and shapes", "load_state_dict(Model().state_dict(), strict=True)",

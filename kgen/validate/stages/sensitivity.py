@@ -1,24 +1,27 @@
-"""Rounding sensitivity: how far the reference's own gradient moves when its arithmetic is disturbed at the
-level of float32 rounding, the last arbiter of a gradient that misses the reference.
+"""Rounding sensitivity: how far the reference's own output or gradient moves when its arithmetic is disturbed
+at the level of float32 rounding, the last arbiter of an output or gradient that misses the reference.
 
-Two kinds of gradient cannot be matched by a correct solution that merely rounds differently:
+Three kinds of result cannot be matched by a correct solution that merely rounds differently:
   * kinks crossed by rounding: clamp/Hardtanh bounds, ReLU at 0, the winner of a max/min or of a MaxPool
     window. An element whose value sits within an ulp or two of the kink goes one way in the reference and
     the other way in the solution, and the whole term it contributes (for L2-85, dout * y of one pooled
     element, ~0.3 in a scale gradient of ~465) appears or disappears. Which way float64 goes is luck too,
-    so the float64 arbiter (fp64.py) cannot settle it: a single flip is a coin toss, not an inaccuracy.
+    so the float64 arbiter (arbiter.py) cannot settle it: a single flip is a coin toss, not an inaccuracy.
+  * a TF32 library op (PyTorch's default for cuDNN convolutions) after the solution's kernels: a one-ulp
+    change in its input flips TF32 roundings, and the output moves by ~1e-4 to 1e-3 in a few hundred places.
   * sums with cancellation whose float64 gradient cannot be had by batch chunks (L2-75: its output's first
     dim is not the batch) or does not fit.
-The measure is Monte Carlo arithmetic: the reference runs forward and backward again under a dispatch mode
-that multiplies every fresh floating result of every ATen operation by (1 + u * 4 eps), u uniform in [-1, 1]
-and eps the dtype's (2^-23 for float32: a few ulps, the size of the differences between two correct float32
-implementations after a few operations), on the same inputs with the same upstream gradient. The sensitivity of a gradient is the largest |Δ| between the
-jittered and the plain reference over a few independent draws, and the most elements one draw moved out of
-tolerance. A disputed gradient passes when the solution is no further from the reference than twice that
-|Δ| plus atol, with no more than twice as many elements out: it differs from the reference no more than
-the reference differs from itself under rounding noise. A wrong gradient (a missing term, a wrong scale, a
-forgotten window, a threshold off by a little) differs systematically, by more or in more places, and still
-fails; the report shows the numbers.
+The measure is Monte Carlo arithmetic: the reference runs again (forward, or forward and backward) under a
+dispatch mode that multiplies every fresh floating result of every ATen operation by (1 + u * 4 eps), u
+uniform in [-1, 1] and eps the dtype's (2^-23 for float32: a few ulps, the size of the differences between
+two correct float32 implementations after a few operations), on the same inputs with the same upstream
+gradient. The sensitivity of a tensor is the largest |Δ| between the jittered and the plain reference over a
+few independent draws, and the most elements one draw moved out of tolerance. A disputed tensor passes when
+the solution is no further from the reference than twice that |Δ| plus atol, with no more than twice as many
+elements out: it differs from the reference no more than the reference differs from itself under rounding
+noise. A wrong result (a missing term, a wrong scale, a forgotten window, a threshold off by a little, an
+offset of 1e-3 before a convolution) differs systematically, by more or in more places, and still fails; the
+report shows the numbers.
 """
 from __future__ import annotations
 
@@ -93,39 +96,55 @@ class Sensitivity:
     outside: int = 0
 
 
-def rounding_sensitivity(ctx: Context, inputs: list, upstream: Callable, keys: list[str],
-                         ref_grads: dict) -> dict[str, Sensitivity | str]:
-    """{key: Sensitivity of the reference's gradient under RoundingJitter, over DRAWS draws}; where the
-    reference fails under the jitter, every key maps to one line saying so, and its checks stand."""
+def rounding_sensitivity(ctx: Context, produce: Callable[[], dict], keys: list, plain: dict,
+                         tol: tuple[float, float] | None = None) -> dict:
+    """{key: Sensitivity of the reference's `plain` tensors under RoundingJitter, over DRAWS draws}; `produce`
+    runs the reference again (forward, or forward and backward) and returns its tensors by key; elements out
+    are counted at `tol` (atol, rtol; default the run's). Where the reference fails under the jitter, every
+    key maps to one line saying so, and its checks stand."""
     try:
-        return _sensitivity(ctx, inputs, upstream, keys, ref_grads)
+        return _sensitivity(ctx, produce, keys, plain, tol or (ctx.atol, ctx.rtol))
     except Exception as error:  # the reference's own code, run under a dispatch mode: never a crash here
         ctx.free()
         why = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
         return {key: why for key in keys}
 
 
-def _sensitivity(ctx: Context, inputs: list, upstream: Callable, keys: list[str],
-                 ref_grads: dict) -> dict[str, Sensitivity]:
+def _sensitivity(ctx: Context, produce: Callable[[], dict], keys: list, plain: dict,
+                 tol: tuple[float, float]) -> dict:
     sensitivity = {key: Sensitivity() for key in keys}
     for draw in range(DRAWS):
         with RoundingJitter(seed=ctx.seed + 7919 * (draw + 1)):
-            _, grads = forward_backward(ctx, ctx.ref_model, inputs, upstream, True)
+            jittered_all = produce()
         for key in keys:
-            jittered, plain = (grads or {}).get(key), ref_grads.get(key)
-            if jittered is None or plain is None or jittered.shape != plain.shape:
+            jittered, base = jittered_all.get(key), plain.get(key)
+            if jittered is None or base is None or jittered.shape != base.shape:
                 continue
-            moved = compare(jittered, plain, ctx.atol, ctx.rtol)
+            moved = compare(jittered, base, *tol)
             s = sensitivity[key]
             s.max_abs, s.outside = max(s.max_abs, moved.max_abs), max(s.outside, moved.outside)
-        del grads
+        del jittered_all
         ctx.free()
     return sensitivity
 
 
+def reference_gradients(ctx: Context, inputs: list, upstream: Callable) -> Callable[[], dict]:
+    """What the gradients' sensitivity reruns: the reference's forward and backward, its gradients by name."""
+    return lambda: forward_backward(ctx, ctx.ref_model, inputs, upstream, True)[1] or {}
+
+
+def model_outputs(ctx: Context, model, inputs: list) -> Callable[[], dict]:
+    """What an output's sensitivity reruns: a model's forward, its tensor outputs by position."""
+    def produce() -> dict:
+        with torch.no_grad():
+            outs = ctx.run(model, inputs, same_draws=True)
+        return {i: o for i, o in enumerate(outs) if isinstance(o, torch.Tensor)}
+    return produce
+
+
 def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sensitivity: Sensitivity | str,
-                         atol: float, rtol: float) -> Check:
-    """The disputed gradient re-judged against the reference's rounding noise: |solution - reference| at most
+                         atol: float, rtol: float, what: str = "gradient") -> Check:
+    """The disputed gradient (or output: `what`) re-judged against the reference's rounding noise: |solution - reference| at most
     2 * sensitivity + atol, and (where the jitter moved elements out of tolerance at all) no more than twice
     as many elements out of tolerance as one jittered draw had. The count keeps a kink handled wrongly over
     a band (a threshold off by a little: every element near it wrong) from passing as a few rounding flips."""
@@ -138,7 +157,7 @@ def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sen
     few = sensitivity.outside == 0 or distance.outside <= 2 * sensitivity.outside
     ok = distance.nan_mismatch == 0 and within and few
     detail = (f"{check.detail}; rounding-sensitivity arbiter: under ±{JITTER_ULPS}-ulp jitter of its arithmetic "
-              f"({DRAWS} draws) the reference's own gradient moves by up to {sensitivity.max_abs:.3g} with up to "
+              f"({DRAWS} draws) the reference's own {what} moves by up to {sensitivity.max_abs:.3g} with up to "
               f"{sensitivity.outside} elements out of tolerance; the solution is {distance.max_abs:.3g} from it "
               f"(bound 2×sensitivity+atol {bound:.3g}) with {distance.outside} out -> "
               + ("within the reference's rounding noise (a kink crossed, or a cancelling sum)" if ok
@@ -157,6 +176,6 @@ def rejudge_failing(ctx: Context, inputs: list, upstream: Callable, checks: dict
                and ref_grads.get(key) is not None and new_grads[key].shape == ref_grads[key].shape]
     if not failing:
         return checks
-    sensitivity = rounding_sensitivity(ctx, inputs, upstream, failing, ref_grads)
+    sensitivity = rounding_sensitivity(ctx, reference_gradients(ctx, inputs, upstream), failing, ref_grads)
     return {key: judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol)
             if key in failing else check for key, check in checks.items()}

@@ -1,8 +1,8 @@
 """The trials: fresh inputs of the reference's shapes (the reference's distribution, then a shifted and
 scaled one), each run forward (outputs allclose, layout, inputs untouched, no aliasing, determinism) and,
-unless --no-backward, backward (the gradient of every floating input and trainable parameter; a gradient
-that misses the reference is arbitrated by the float64 gradient of the whole batch, see fp64.py, and one
-that float64 does not clear by the reference's own rounding sensitivity, see sensitivity.py)."""
+unless --no-backward, backward (the gradient of every floating input and trainable parameter). An output or
+gradient that misses the reference is arbitrated by float64 over the whole batch and the reference's own
+rounding sensitivity (arbiter.py, sensitivity.py): a solution as accurate as the reference passes."""
 from __future__ import annotations
 
 import torch
@@ -12,7 +12,7 @@ from kgen.validate.context import Context, reference_error, same_value, tensors_
 from kgen.validate.numerics import bitwise_equal, compare, shares_memory, tensor_meta
 from kgen.validate.stages.calls import forward_backward, trial_kind, trial_label, trial_seed, upstream_for
 from kgen.validate.stages.determinism import check_determinism, reproducibility
-from kgen.validate.stages.fp64 import arbitrate, fp64_arbiter
+from kgen.validate.stages.arbiter import arbitrate, arbitrate_outputs, fp64_arbiter
 from kgen.validate.stages.sensitivity import rejudge_failing
 
 
@@ -32,15 +32,31 @@ def stage_forward(ctx: Context, trial: int) -> None:
         ctx.layout_ok[trial] = layout.ok
         ctx.add(check_contiguous(label, new_outs, ref_outs))
         if layout.ok:
-            for i, (new, ref) in enumerate(zip(new_outs, ref_outs)):
-                if isinstance(ref, torch.Tensor):
-                    suffix = f" output[{i}]" if len(ref_outs) > 1 else ""
-                    ctx.add(check_close(f"{label} forward{suffix}", new, ref, ctx.atol, ctx.rtol))
+            for check in forward_checks(ctx, trial, new_outs, ref_outs).values():
+                ctx.add(check)
         else:
             ctx.add(skipped(f"{label} forward", "outputs not comparable (see layout)"))
         del ref_outs
         for check in check_determinism(ctx, label, inputs, new_outs, ref_repro):
             ctx.add(check)
+
+
+def forward_checks(ctx: Context, trial: int, new_outs: list, ref_outs: list) -> dict[int, Check]:
+    """{output index: check} of each tensor output against the reference; one that misses it (with no NaN
+    where the reference has none) is arbitrated on the trial's inputs drawn afresh, so that a solution that
+    wrote into its input cannot move the float64 truth onto its own input."""
+    label = trial_label(trial)
+    checks = {}
+    for i, (new, ref) in enumerate(zip(new_outs, ref_outs)):
+        if isinstance(ref, torch.Tensor):
+            suffix = f" output[{i}]" if len(ref_outs) > 1 else ""
+            checks[i] = check_close(f"{label} forward{suffix}", new, ref, ctx.atol, ctx.rtol)
+    disputed = {i: c for i, c in checks.items() if c.ok is False and not c.data.get("nan_mismatch")}
+    if disputed:
+        inputs = ctx.inputs(trial_kind(trial), trial_seed(ctx, trial))
+        checks.update(arbitrate_outputs(ctx, inputs, disputed, new_outs, ref_outs))
+        del inputs
+    return checks
 
 
 def check_inputs_untouched(label: str, inputs: list, kept: list) -> Check:

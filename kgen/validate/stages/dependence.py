@@ -1,0 +1,83 @@
+"""The degenerate-output guard: a solution whose output does not follow its input fails, at any tolerance.
+
+A file that returns zeros, a constant, or the output it cached on its first call can sit within a loose
+tolerance of a reference whose outputs are small (KernelBench's users report zero outputs passing some
+problems at 1e-2). What such a file cannot do is respond to its input. So the solution and the reference
+each run on two different inputs (the reference's distribution, and a shifted and scaled one), and the
+change of the solution's output, new(A) - new(B), is compared with the reference's, ref(A) - ref(B), on an
+evenly spaced sample of each output's elements:
+
+  miss      = |(new(A) - new(B)) - (ref(A) - ref(B))| / |ref(A) - ref(B)|     (Euclidean norms)
+  response  = |ref(A) - ref(B)| / max(|ref(A)|, |ref(B)|)
+
+A correct solution's miss is its error over the response, far below 1 (at bfloat16, errors of ~0.4% of the
+output against a response of at least 5%: 0.16 at worst); a degenerate one's is 1. The check fails where the
+reference responds (response >= 5%) and the solution misses by more than half, or where the solution's
+output is bit-for-bit the same for the two inputs while the reference's moves by more than 1e-4 of its size.
+A reference whose output hardly depends on its input gets an INFO line: there is nothing to follow.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from kgen.validate.checks import Check, failed, note, passed
+from kgen.validate.context import Context, tensors_of
+
+SAMPLE = 1 << 20        # elements compared per output
+RESPONSE_MIN = 0.05     # the reference's output must move by this share of its size for the miss to be judged
+MISS_MAX = 0.5          # the largest miss allowed
+CONSTANT_RESPONSE = 1e-4  # above this response, an output bit-for-bit unchanged is degenerate
+DRAWS = (("rand", 31), ("3+2*randn", 37))   # input kind and seed offset of the two inputs
+
+
+def sample(t: torch.Tensor) -> torch.Tensor:
+    """Up to SAMPLE evenly spaced elements of t, in float64."""
+    flat = t.reshape(-1)
+    step = max(1, flat.numel() // SAMPLE)
+    return flat[::step][:SAMPLE].to(torch.float64)
+
+
+def stage_dependence(ctx: Context) -> None:
+    samples = []
+    for kind, offset in DRAWS:
+        inputs = ctx.inputs(kind, ctx.seed + offset)
+        with torch.no_grad():
+            ref = tensors_of(ctx.run(ctx.ref_model, inputs, same_draws=True))
+            new = tensors_of(ctx.run(ctx.new_model, inputs, same_draws=True))
+        samples.append(([sample(t) for t in ref], [sample(t) if t.shape == r.shape else None
+                                                  for t, r in zip(new, ref)]))
+        del inputs, ref, new
+        ctx.free()
+    (ref_a, new_a), (ref_b, new_b) = samples
+    for i in range(min(len(ref_a), len(new_a))):
+        suffix = f" output[{i}]" if len(ref_a) > 1 else ""
+        ctx.add(judge_dependence(f"output follows its input{suffix}", ref_a[i], ref_b[i], new_a[i], new_b[i]))
+
+
+def judge_dependence(name: str, ref_a: torch.Tensor, ref_b: torch.Tensor, new_a: torch.Tensor | None,
+                     new_b: torch.Tensor | None) -> Check:
+    if new_a is None or new_b is None:
+        return note(name, "not judged: the output's shape differs from the reference's (see the trials)")
+    d_ref = ref_a - ref_b
+    size = max(float(ref_a.norm()), float(ref_b.norm()))
+    change = float(d_ref.norm())
+    if not (math.isfinite(change) and math.isfinite(size)) or size == 0:
+        return note(name, "not judged: the reference's output is zero or not finite on the sample")
+    response = change / size
+    constant = torch.equal(new_a, new_b)
+    miss = float((new_a - new_b - d_ref).norm()) / change if change else math.inf
+    data = {"response": response, "miss": miss if math.isfinite(miss) else None, "constant": constant,
+            "elements": int(ref_a.numel())}
+    between = (f"between two inputs the reference's output moves by {response:.3g} of its size; the solution's "
+               f"change differs from it by {miss:.3g} of it")
+    if constant and response > CONSTANT_RESPONSE:
+        return failed(name, f"the solution's output is the same for two different inputs, where the reference's "
+                            f"moves by {response:.3g} of its size: it does not depend on its input", **data)
+    if response < RESPONSE_MIN:
+        return note(name, f"not judged: between two inputs the reference's output moves by only {response:.3g} "
+                          f"of its size", **data)
+    if not math.isfinite(miss) or miss > MISS_MAX:
+        return failed(name, f"{between} (more than {MISS_MAX:g}): the output does not follow the input", **data)
+    return passed(name, between, **data)
