@@ -18,7 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-GLOBAL_RE = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\(")
+# __launch_bounds__'s arguments may hold one level of parentheses (min_blocks_for_warps(kWarps, kBlock))
+GLOBAL_RE = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\)\s*)?"
+                       r"(?:void\s+)?([A-Za-z_]\w*)\s*\(")
 SUMMARY_RE = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
 RACE_SUMMARY_RE = re.compile(r"RACECHECK SUMMARY:.*")
 RECORD_RE = re.compile(r"^========= (?!ERROR SUMMARY|RACECHECK SUMMARY|COMPUTE-SANITIZER|Saved host|Target application"
