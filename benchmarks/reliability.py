@@ -1,22 +1,32 @@
-"""Reliability tables for issue 5, on a GPU: benchmarks/RELIABILITY.md and (--json) the same as JSON.
+"""Reliability tables, on a GPU: benchmarks/RELIABILITY.md and (--json) the same as JSON.
 
     PYTHONPATH=. python3 benchmarks/reliability.py [--out benchmarks/RELIABILITY.md] [--json out.json]
-        [--sanitize-dir .build/sanitize] [--sections numerics,memory,validator,sanitizer] [--no-huge]
+        [--sanitize-dir .build/sanitize] [--sections numerics,families,memory,validator,sanitizer,family_sanitizer]
+        [--families NAME,...] [--budget SECONDS] [--merge earlier.json] [--no-huge]
 
-Sections (each written to the file as soon as it is done, so a time limit leaves what was found):
+Sections (each written to the file as soon as it is done, so a time limit leaves what was found; --merge keeps
+the sections of an earlier JSON that this run does not produce, and the table says where they ran):
  (a) numerics: every golden file in generated/ x every case below. The solution, its reference and a
      float64 copy of the reference run forward AND backward on the same input and upstream gradient; the
      output and EVERY gradient (input and parameters) is compared:
        PASS       each tensor agrees with the reference within the file's tolerance (1e-4; 1e-2 for
                   --conv fast, whose header says it is not equivalent at 1e-4), or is no more than twice as
                   far from float64 as the reference is (+ tol: a TF32 reference is itself ~3e-3 off);
-                  NaN/Inf exactly where the reference (or float64) has them
+                  NaN/Inf exactly where the reference (or float64) has them; --conv fused (kgen's TF32
+                  convolution, where cuDNN's reference runs float32 at small shapes): within 1e-2 of float64,
+                  parameter gradients within 3e-2 of float64 times max(1, their largest magnitude)
        WRONG      anything else: a different answer, a NaN/Inf pattern that is neither the reference's nor
                   float64's, a wrong shape, a missing gradient (the cell that must never appear)
        CRASH      the solution raised on valid input (message recorded)
        RAISES-OK  invalid input: the solution raised, and so does the reference (message recorded)
        REFUSED    the reference accepts this input, the solution raises a clear error instead
        ACCEPTED   invalid input the reference rejects but the solution accepted (a failure)
+ (a2) families: every kernel family of benchmarks/reliability_families.py (its emitted file in .build/families/,
+     emitted here if missing, at the small shape where the host code launches the family's kernels): the same
+     judge on random, normal and NaN-poisoned inputs, then the launch check:
+       LAUNCHED      every kernel of the family is among those torch.profiler saw in one forward + backward
+                     and one forward under no_grad
+       NOT LAUNCHED  "family kernels not launched": the shape took another path (a failure)
  (b) memory and build-once: 1,000 forward+backward iterations per golden file (memory_allocated after
      iteration 10 == after 1,000); the same file executed twice in one process (no ninja run, < 5 s, same
      extension); two different emitted files in one process (different extensions, both correct);
@@ -24,9 +34,13 @@ Sections (each written to the file as soon as it is done, so a time limit leaves
  (c) validator: every adversarial file of tests/validate/adversarial.py (static files: static verdicts;
      runtime files: the runner child on "cuda"; GPU files: the whole validate()) -> expected and observed
      exit code, seconds, leftover processes
- (d) sanitizer: the runs of benchmarks/sanitize.sh found in --sanitize-dir (its runs.tsv and logs)
-Exit status 1 if any cell is a failure (WRONG, CRASH, ACCEPTED, memory growth, a build reused wrongly, a
-validator verdict other than expected or a leftover process, a sanitizer run not clean).
+ (d) sanitizer: the runs of benchmarks/sanitize.sh on files found in --sanitize-dir (its runs.tsv and logs)
+ (d2) family_sanitizer: its runs on the families (targets family:NAME), with their probes
+Verdicts that explain a sanitizer report not about kgen's kernels, each only with its evidence from the same run:
+LIBRARY-WRITES (initcheck does not see cuDNN's writes), BULK-STORES (nor Hopper bulk stores'); PROBE: a probe's
+run. NOT RUN: what the time budget (--budget, or the step's timeout) did not reach.
+Exit status 1 if any cell is a failure (WRONG, CRASH, ACCEPTED, NOT LAUNCHED, memory growth, a build reused
+wrongly, a validator verdict other than expected or a leftover process, a sanitizer run not clean, NOT RUN).
 """
 from __future__ import annotations
 
@@ -35,6 +49,7 @@ import importlib.util
 import json
 import math
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,8 +88,15 @@ def build(cls, init, seed=0):
 
 
 def tolerance_for(params: dict) -> float:
-    """1e-4, or 1e-2 for a variant whose header says it is not equivalent at 1e-4 (--conv fast)."""
-    return 1e-2 if params.get("conv") == "fast" else ATOL
+    """1e-4, or 1e-2 for a variant whose header says it is not equivalent at 1e-4 (--conv fast; --conv fused,
+    judged in the "tf32" mode: judge_mode)."""
+    return 1e-2 if params.get("conv") in ("fast", "fused") else ATOL
+
+
+def judge_mode(params: dict) -> str:
+    """"tf32" for --conv fused (kgen's TF32 convolution, where cuDNN's reference picks float32 algorithms at small
+    shapes: compared with float64 at TF32's tolerance, compare_tensor), else "default"."""
+    return TF32 if params.get("conv") == "fused" else "default"
 
 
 def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -91,22 +113,36 @@ def special_pattern(t: torch.Tensor) -> torch.Tensor:
     return t.isnan().to(torch.int8) + 2 * t.isposinf().to(torch.int8) + 3 * t.isneginf().to(torch.int8)
 
 
-def forward_backward(model, x: torch.Tensor, dtype, seed: int = 1) -> tuple[torch.Tensor, dict]:
-    """Output and {name: gradient} (input and every parameter), with an upstream gradient drawn from its
-    own generator in float32 (the same numbers for every model and dtype)."""
-    xi = x.detach().clone().to(dtype).requires_grad_()
-    y = model(xi)
+def forward_backward(model, x, dtype, seed: int = 1) -> tuple[torch.Tensor, dict]:
+    """Output and {name: gradient} (every floating-point input and every parameter), with an upstream gradient
+    drawn from its own generator in float32 (the same numbers for every model and dtype). x: one tensor, or the
+    list of a model's inputs (Python numbers passed as they are)."""
+    many = isinstance(x, (list, tuple))
+    given = list(x) if many else [x]
+    args = [t.detach().clone().to(dtype).requires_grad_() if isinstance(t, torch.Tensor) and t.is_floating_point()
+            else t for t in given]
+    y = model(*args)
     generator = torch.Generator(device=y.device)
     generator.manual_seed(seed)
     upstream = torch.randn(y.shape, generator=generator, device=y.device, dtype=torch.float32).to(dtype)
     y.backward(upstream)
-    grads = {"input": xi.grad, **{name: p.grad for name, p in model.named_parameters()}}
+    tensors = [(i, a) for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    grads = {("input" if len(tensors) == 1 else f"input {i}"): a.grad for i, a in tensors}
+    grads.update({name: p.grad for name, p in model.named_parameters()})
     model.zero_grad(set_to_none=True)
     return y.detach(), grads
 
 
-def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float, float, float, str]:
-    """(ok, err vs reference, err vs float64, reference's err vs float64, problem) for one tensor."""
+TF32 = "tf32"
+TF32_TOL, TF32_PARAM_TOL = 1e-2, 3e-2
+
+
+def compare_tensor(name: str, new, ref, exact, tol: float, mode: str = "default") -> tuple[bool, float, float, float, str]:
+    """(ok, err vs reference, err vs float64, reference's err vs float64, problem) for one tensor.
+    mode "tf32" (a TF32 convolution the reference does not run: --conv fused, whose cuDNN reference picks float32
+    algorithms at small shapes): the tensor within 1e-2 of float64 (atol and rtol), a parameter gradient (a sum
+    over the batch) within 3e-2 of float64 times max(1, its largest magnitude), as tests/gpu/test_convt_gelu_groupnorm.py
+    holds it."""
     if isinstance(new, str):   # "only-solution" / "only-reference": a parameter the other model lacks
         return False, math.nan, math.nan, math.nan, f"{name}: a parameter only in the {new[5:]}"
     if new is None or ref is None or exact is None:
@@ -119,6 +155,20 @@ def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float,
     pattern = special_pattern(new)
     pattern_ok = torch.equal(pattern, special_pattern(ref)) or torch.equal(pattern, special_pattern(exact))
     err_ref, err_64, ref_64 = max_err(new, ref), max_err(new, exact), max_err(ref, exact)
+    if mode == TF32:
+        parameter = name.startswith("grad ") and not name.startswith("grad input")
+        finite = torch.isfinite(new) & torch.isfinite(exact)
+        scale = float(exact[finite].abs().max()) if bool(finite.any()) else 0.0
+        rtol = TF32_PARAM_TOL if parameter else TF32_TOL
+        atol = rtol * max(1.0, scale) if parameter else rtol
+        close = torch.allclose(new[finite].double(), exact[finite].double(), atol=atol, rtol=rtol)
+        ok = pattern_ok and close
+        problem = ""
+        if not pattern_ok:
+            problem = f"{name}: NaN/Inf where neither the reference nor float64 has them (or missing)"
+        elif not ok:
+            problem = f"{name}: max err {err_64:.2e} vs float64 beyond TF32's {atol:.1e} + {rtol:.0e} x |value|"
+        return ok, err_ref, err_64, ref_64, problem
     finite = torch.isfinite(new) & torch.isfinite(ref)
     close = torch.allclose(new[finite], ref[finite], atol=tol, rtol=tol)
     better = err_64 <= 2 * ref_64 + tol
@@ -131,14 +181,21 @@ def compare_tensor(name: str, new, ref, exact, tol: float) -> tuple[bool, float,
     return ok, err_ref, err_64, ref_64, problem
 
 
-def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL,
-          reference_channels_last: bool = False) -> tuple[str, float, float, float, str]:
-    """Forward and backward of the solution, the reference and a float64 copy of the reference on x: the
-    output and every gradient (input and parameters, matched by name) compared. reference_channels_last:
-    the float32 reference gets x in channels-last memory, so it runs the same cuDNN kernels as a
-    --conv fast solution (whose TF32 weight gradient differs from the NCHW one; the float64 copy stays NCHW)."""
+def judge(new_model, ref_model, x, tol: float = ATOL, reference_channels_last: bool = False,
+          mode: str = "default") -> tuple[str, float, float, float, str]:
+    """Forward and backward of the solution, the reference and a float64 copy of the reference on x (a tensor,
+    or the list of the models' inputs): the output and every gradient (inputs and parameters, matched by name)
+    compared. reference_channels_last: the float32 reference gets 4-D inputs in channels-last memory, so it runs
+    the same cuDNN kernels as a --conv fast solution (whose TF32 weight gradient differs from the NCHW one; the
+    float64 copy stays NCHW). mode: "default", or "tf32" (compare_tensor)."""
     new_y, new_g = forward_backward(new_model, x, torch.float32)
-    x_ref = x.contiguous(memory_format=torch.channels_last) if reference_channels_last and x.dim() == 4 else x
+
+    def channels_last(t):
+        return t.contiguous(memory_format=torch.channels_last) if isinstance(t, torch.Tensor) and t.dim() == 4 else t
+
+    x_ref = x
+    if reference_channels_last:
+        x_ref = [channels_last(t) for t in x] if isinstance(x, (list, tuple)) else channels_last(x)
     ref_y, ref_g = forward_backward(ref_model, x_ref, torch.float32)
     y64, g64 = forward_backward(_double_copy(ref_model), x, torch.float64)
     tensors = [("output", new_y, ref_y, y64)]
@@ -150,7 +207,7 @@ def judge(new_model, ref_model, x: torch.Tensor, tol: float = ATOL,
         tensors.append((f"grad {key}", new_g[key], ref_g[key], g64.get(key)))
     oks, problems, errs = [], [], []
     for name, new, ref, exact in tensors:
-        ok, e_ref, e_64, r_64, problem = compare_tensor(name, new, ref, exact, tol)
+        ok, e_ref, e_64, r_64, problem = compare_tensor(name, new, ref, exact, tol, mode)
         oks.append(ok)
         errs.append((e_ref, e_64, r_64))
         if problem:
@@ -266,7 +323,8 @@ def run_solution(file_name: str, spec_name: str, params: dict, reference) -> lis
             new, ref = tweak(build(module.ModelNew, init)), tweak(build(reference.Model, init))
             x = make()
             verdict, e_ref, e_64, r_64, message = judge(new, ref, x, tol,
-                                                        reference_channels_last=params.get("conv") == "fast")
+                                                        reference_channels_last=params.get("conv") == "fast",
+                                                        mode=judge_mode(params))
             rows.append(Row(file_name, case, verdict, e_ref, e_64, r_64, message if verdict != "PASS" else "", tol))
         except Exception as error:  # the table records it; this harness is not a solution file
             rows.append(Row(file_name, case, "CRASH", message=first_line(error), tol=tol))
@@ -344,6 +402,135 @@ def huge_groupnorm(module, reference) -> Row:
         return Row("groupnorm.py", case, "CRASH", message=first_line(error), tol=ATOL)
 
 
+# ---- (a2) kernel families ------------------------------------------------------------------------------
+
+def family_cases(shapes: tuple):
+    """(case, maker of the inputs) for a family's input shapes; the first is the launch check's."""
+    def poisoned():
+        inputs = [torch.rand(s, device="cuda") for s in shapes]
+        _poison(inputs[0], math.nan)
+        return inputs
+
+    yield "rand (reference distribution)", lambda: [torch.rand(s, device="cuda") for s in shapes]
+    yield "randn", lambda: [torch.randn(s, device="cuda") for s in shapes]
+    yield "NaN in the input", poisoned
+
+
+def profiled_kernels(model, inputs: list) -> list[str]:
+    """The CUDA kernels (profiler names) of one forward + backward and one forward under no_grad, after a
+    warm-up of each."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    def run():
+        forward_backward(model, inputs, torch.float32)
+        with torch.no_grad():
+            model(*inputs)
+
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    return sorted({e.name for e in prof.events() if e.device_type == DeviceType.CUDA})
+
+
+def _family_row(f, source, case: str, verdict: str, **extra) -> dict:
+    row = {"family": f.name, "title": f.title, "source": source.key, "command": source.command,
+           "init": list(f.init), "inputs": [list(s) for s in f.inputs], "case": case, "verdict": verdict,
+           "tol": None, "err_ref": None, "err_fp64": None, "ref_err_fp64": None, "message": "", "kernels": []}
+    row.update(extra)
+    return row
+
+
+_FAMILY_MODULES: dict = {}
+
+
+def run_family(f) -> list[dict]:
+    """Numerics rows of one family at its shape (solution vs reference and float64, output and every gradient),
+    then the launch check: every kernel of f.kernels among those one forward + backward (and a no_grad forward)
+    launched, else the row "family kernels not launched" (NOT LAUNCHED, a failure)."""
+    from benchmarks.reliability_families import emit_source, source_of
+
+    source = source_of(f)
+    if not source.path.exists():
+        emit_source(source.key)
+    tol = 1e-2 if f.judge in ("fast", TF32) else ATOL
+    mode = TF32 if f.judge == TF32 else "default"
+    if source.key not in _FAMILY_MODULES:   # one import per source: families share files
+        _FAMILY_MODULES[source.key] = (load(source.path, "family_" + source.key),
+                                       load(GENERATED.parent / source.reference, "family_reference_" + source.key))
+    module, reference = _FAMILY_MODULES[source.key]
+    rows = []
+    for case, make in family_cases(f.inputs):
+        new = ref = x = None
+        try:
+            new, ref = build(module.ModelNew, list(f.init)), build(reference.Model, list(f.init))
+            x = make()
+            verdict, e_ref, e_64, r_64, message = judge(new, ref, x, tol, reference_channels_last=f.judge == "fast",
+                                                        mode=mode)
+            rows.append(_family_row(f, source, case, verdict, tol=tol, err_ref=e_ref, err_fp64=e_64,
+                                    ref_err_fp64=r_64, message=message if verdict != "PASS" else ""))
+        except Exception as error:  # the table records it
+            rows.append(_family_row(f, source, case, "CRASH", tol=tol, message=first_line(error)))
+        del new, ref, x
+        settle()
+    case = "family kernels launched (forward + backward, and a no_grad forward)"
+    try:
+        model = build(module.ModelNew, list(f.init))
+        names = profiled_kernels(model, [torch.rand(s, device="cuda") for s in f.inputs])
+        ours = [n for n in names if "kgen::" in n]
+        from benchmarks.reliability_families import kernel_launched
+
+        missing = [k for k in f.kernels if not kernel_launched(k, names)]
+        short = sorted({_short_kernel(n) for n in ours})
+        if missing:
+            rows.append(_family_row(f, source, case, "NOT LAUNCHED", kernels=names,
+                                    message="family kernels not launched: " + ", ".join(missing)
+                                    + "; kgen kernels launched: " + (", ".join(short) or "none")))
+        elif not names:
+            rows.append(_family_row(f, source, case, "CRASH", message="the profiler saw no CUDA kernel"))
+        else:
+            rows.append(_family_row(f, source, case, "LAUNCHED", kernels=names,
+                                    message="kgen kernels launched: " + ", ".join(short)))
+        del model
+    except Exception as error:
+        rows.append(_family_row(f, source, case, "CRASH", message=first_line(error)))
+    settle()
+    return rows
+
+
+def _short_kernel(name: str) -> str:
+    """`void kgen::region_nhwc::apply_kernel<...>(...)` -> `region_nhwc::apply_kernel`."""
+    text = name.split("(")[0].split("<")[0].replace("void ", "").strip()
+    return text[len("kgen::"):] if text.startswith("kgen::") else text
+
+
+def family_rows(on_row=lambda rows: None, only=None) -> list[dict]:
+    """Every family of benchmarks/reliability_families.py (or those named in `only`). Each is listed from the start
+    as NOT RUN and replaced by its rows when it has run, with on_row(rows) after each, so a run cut by its time
+    limit (--budget, or the step's timeout) still leaves every family in the table."""
+    from benchmarks.reliability_families import FAMILIES, source_of
+
+    chosen = [f for f in FAMILIES if not only or f.name in only]
+    done = {f.name: [_family_row(f, source_of(f), "(all)", "NOT RUN", message="the time budget ran out first")]
+            for f in chosen}
+
+    def flat() -> list[dict]:
+        return [r for f in chosen for r in done[f.name]]
+
+    on_row(flat())
+    for f in chosen:
+        if out_of_time():
+            break
+        done[f.name] = run_family(f)
+        for r in done[f.name]:
+            print(f"family {r['family']:18s} {r['case'][:50]:50s} {r['verdict']:12s} {_fmt(r['err_ref']):9s} "
+                  f"{r['message'][:100]}", flush=True)
+        on_row(flat())
+    return flat()
+
+
 # ---- (b) memory and build-once --------------------------------------------------------------------------
 
 def memory_rows(iterations: int) -> list[dict]:
@@ -351,6 +538,10 @@ def memory_rows(iterations: int) -> list[dict]:
 
     rows = []
     for file_name in GOLDEN:
+        if out_of_time():
+            rows.append({"check": f"memory: {iterations} x forward+backward", "subject": file_name,
+                         "verdict": "NOT RUN", "detail": "the time budget ran out first", "data": {}})
+            continue
         try:
             r = memory_check(GENERATED / file_name, iterations=iterations)
             rows.append({"check": f"memory: {iterations} x forward+backward", "subject": file_name,
@@ -404,6 +595,8 @@ def validator_rows(on_row=lambda rows: None) -> list[dict]:
              "observed": None, "seconds": None, "leftover": None, "verdict": "NOT RUN", "failed_checks": [],
              "detail": "the step's time ran out first"} for case in cases]
     for index, case in enumerate(cases):
+        if out_of_time():
+            break   # the rest stay NOT RUN
         try:
             outcome = run_case(case)
             problems = judge_case(case, outcome.code, outcome.failed)
@@ -425,14 +618,21 @@ def validator_rows(on_row=lambda rows: None) -> list[dict]:
 
 # ---- (d) sanitizer ------------------------------------------------------------------------------------------
 
+def _sanitizer_row(r) -> dict:
+    return {"file": r.file, "tool": r.tool, "exit": r.exit, "errors": r.errors, "seconds": r.seconds,
+            "verdict": "CLEAN" if r.clean else "REPORTED", "where": r.where(), "racecheck": r.racecheck,
+            "log": r.log, "script": r.script_line, "ours": sum(r.ours.values())}
+
+
 def sanitizer_rows(logdir: Path | None) -> list[dict]:
+    """The runs of the files (generated/, .build/) in a sanitize.sh log directory and their probes; the kernel
+    families' runs (family:NAME) are family_sanitizer_rows'."""
+    from benchmarks.reliability_families import is_target
     from benchmarks.sanitize_summary import summarize
 
     if logdir is None:
         return []
-    rows = [{"file": r.file, "tool": r.tool, "exit": r.exit, "errors": r.errors, "seconds": r.seconds,
-             "verdict": "CLEAN" if r.clean else "REPORTED", "where": r.where(), "racecheck": r.racecheck,
-             "log": r.log, "script": r.script_line} for r in summarize(logdir)]
+    rows = [_sanitizer_row(r) for r in summarize(logdir) if not is_target(r.file)]
     library_writes_explained(rows)
     bulk_stores_explained(rows)
     done = {(r["file"], r["tool"]) for r in rows}
@@ -492,6 +692,78 @@ def bulk_stores_explained(rows: list[dict], root: Path = GENERATED.parent) -> No
                            "y written")
 
 
+PROBE_TOOLS = ("initcheck-library-probe", "bulk-store-probe")
+
+
+def family_sanitizer_rows(logdir: Path | None) -> list[dict]:
+    """The kernel families' runs (targets family:NAME) in a sanitize.sh log directory, their probes, and the
+    PyTorch probe of diagnose_fast_mode.py; every family x tool that did not run is a NOT RUN row."""
+    from benchmarks.reliability_families import FAMILIES, is_target
+    from benchmarks.sanitize_summary import summarize
+
+    if logdir is None:
+        return []
+    rows = [_sanitizer_row(r) for r in summarize(logdir)
+            if is_target(r.file) or (r.file.endswith("diagnose_fast_mode.py") and r.tool == "initcheck-probe-pytorch")]
+    family_reports_explained(rows)
+    done = {(r["file"], r["tool"]) for r in rows}
+    for f in FAMILIES:
+        for tool in SANITIZER_TOOLS:
+            if (f.target, tool) not in done:
+                rows.append({"file": f.target, "tool": tool, "exit": None, "errors": None, "seconds": None,
+                             "verdict": "NOT RUN", "where": "", "racecheck": "", "log": "", "script": "", "ours": 0})
+    order = {f.target: i for i, f in enumerate(FAMILIES)}
+    tools = list(SANITIZER_TOOLS) + list(PROBE_TOOLS)
+    rows.sort(key=lambda r: (order.get(r["file"], -1), tools.index(r["tool"]) if r["tool"] in tools else 99))
+    return rows
+
+
+def family_reports_explained(rows: list[dict], root: Path = GENERATED.parent) -> None:
+    """initcheck reports a family's run may carry that are not about its kernels, explained only with the evidence
+    of the same sanitize.sh run (probes are evidence, not verdicts: PROBE):
+    LIBRARY-WRITES (families with the "library-writes" probe, --conv fast): initcheck does not see cuDNN's writes
+      (H100: sm90 kernels), so every read of a cuDNN output is reported, whichever kernel reads it. Explained when
+      PyTorch's own sum over cuDNN's channels-last output is reported too (diagnose_fast_mode.py, errors > 0) AND
+      the family's run with every cuDNN output (and gradient) copied by PyTorch before a kgen kernel reads it
+      (sanitize.py --probe library-writes, under initcheck) finished and reports none of our kernels.
+    BULK-STORES (families with the "bulk-store" probe): initcheck does not register Hopper bulk (TMA) stores.
+      Explained when no report names our kernels, the file's kernels use bulk stores, the counterpart family (the
+      same file at a shape its planner takes without them) is CLEAN under initcheck, and the family's bulk-store
+      probe (sanitize.py --probe bulk-store: y in NaN-filled memory, every value overwritten and equal to the
+      reference) exited 0."""
+    from benchmarks.reliability_families import family, is_target, target_file
+
+    by = {(r["file"], r["tool"]): r for r in rows}
+    pytorch = next((r for r in rows if r["tool"] == "initcheck-probe-pytorch"), None)
+    for r in rows:
+        if r["tool"] in PROBE_TOOLS or r["tool"] == "initcheck-probe-pytorch":
+            r["verdict"] = "PROBE"
+    for r in rows:
+        if not is_target(r["file"]) or r["tool"] != "initcheck" or r["verdict"] != "REPORTED":
+            continue
+        f = family(r["file"])
+        if "library-writes" in f.probes:
+            probe = by.get((r["file"], "initcheck-library-probe"))
+            if (pytorch is not None and (pytorch["errors"] or 0) > 0 and probe is not None and probe["exit"] in (0, 9)
+                    and probe["script"] and not probe["ours"] and "NOT FINITE" not in probe["script"]):
+                r["verdict"] = "LIBRARY-WRITES"
+                r["where"] += ("; with cuDNN's outputs and gradients copied by PyTorch before our kernels read them, "
+                               f"none of our kernels is reported (probe: {probe['errors']} reports, all in library "
+                               "kernels), and PyTorch's own sum over cuDNN's channels-last output is reported "
+                               f"(probe: {pytorch['errors']}): initcheck does not see cuDNN's writes")
+        if "bulk-store" in f.probes and f.counterpart and not r["ours"]:
+            path = target_file(r["file"])
+            counterpart = by.get((f"family:{f.counterpart}", "initcheck"))
+            probe = by.get((r["file"], "bulk-store-probe"))
+            uses_bulk = path.is_file() and BULK_STORE in path.read_text()
+            if uses_bulk and counterpart is not None and counterpart["verdict"] == "CLEAN" and probe is not None \
+                    and probe["exit"] == 0:
+                r["verdict"] = "BULK-STORES"
+                r["where"] += (f"; y is written only by bulk (TMA) stores, which initcheck does not register: "
+                               f"family:{f.counterpart} (the same file, the planner's two-pass kernels) is clean and "
+                               "the bulk-store probe finds every value of y written")
+
+
 # ---- output -------------------------------------------------------------------------------------------------
 
 def _fmt(v) -> str:
@@ -508,9 +780,12 @@ def _cell(text) -> str:
 
 def render(sections: dict) -> str:
     lines = ["# Reliability (generated by benchmarks/reliability.py; do not edit by hand)", "",
-             f"GPU: {torch.cuda.get_device_name() if torch.cuda.is_available() else 'none (no CUDA device)'}, "
-             f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}. "
-             f"See the script's docstring for what each verdict means.", ""]
+             f"GPU: {environment()}. See the script's docstring for what each verdict means.", ""]
+    meta = sections.get(META, {})
+    elsewhere = {name: env for name, env in meta.items() if name in sections and env != environment()}
+    if elsewhere:
+        lines += ["Sections carried over from an earlier run (`--merge`), where they ran: " +
+                  "; ".join(f"{SECTION_TITLES.get(name, name)}: {env}" for name, env in elsewhere.items()) + ".", ""]
     if "numerics" in sections:
         lines += ["## (a) Numerics and input checks", "",
                   "Solution vs its reference and vs a float64 copy of the reference, forward and backward (output "
@@ -526,6 +801,27 @@ def render(sections: dict) -> str:
         for r in sections["numerics"]:
             lines.append(f"| {r['solution']} | {r['case']} | {r['verdict']} | {_fmt(r['tol'])} | {_fmt(r['err_ref'])} | "
                          f"{_fmt(r['err_fp64'])} | {_fmt(r['ref_err_fp64'])} | {_cell(r['message'])} |")
+        lines.append("")
+    if "families" in sections:
+        lines += ["## (a2) Kernel families", "",
+                  "One emitted file per kernel family at a small shape where the host code launches that family's "
+                  "kernels (benchmarks/reliability_families.py says which condition each shape meets): solution vs "
+                  "reference and float64, output and every gradient, as in (a); then the family's kernels looked "
+                  "up among those torch.profiler saw in one forward + backward and one no_grad forward (NOT "
+                  "LAUNCHED, a failure, names the missing ones). Tolerance 1e-2 for --conv fast (the reference "
+                  "fed channels-last input, as in (a)); for --conv fused (TF32, tol \"tf32\") each tensor within "
+                  "1e-2 of float64 and each parameter gradient within 3e-2 of float64 times max(1, its largest "
+                  "magnitude), as tests/gpu/test_convt_gelu_groupnorm.py holds it.", ""]
+        from benchmarks.reliability_families import markdown_table
+
+        lines += markdown_table() + [""]
+        lines += ["| family | input | case | verdict | tol | max err vs reference | vs float64 | reference vs float64 | message |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for r in sections["families"]:
+            tol = "tf32" if r["source"] == "convt_fused" and r["tol"] is not None else _fmt(r["tol"])
+            lines.append(f"| {r['family']} | {', '.join(str(s) for s in r['inputs'])} | {r['case']} | {r['verdict']} | "
+                         f"{tol} | {_fmt(r['err_ref'])} | {_fmt(r['err_fp64'])} | {_fmt(r['ref_err_fp64'])} | "
+                         f"{_cell(r['message'])} |")
         lines.append("")
     if "memory" in sections:
         lines += ["## (b) Memory and build-once", "", "| check | subject | verdict | detail |", "|---|---|---|---|"]
@@ -558,19 +854,44 @@ def render(sections: dict) -> str:
         if not sections["sanitizer"]:
             lines.append("| (no sanitize.sh results found: pass --sanitize-dir) | | | | | | | |")
         lines.append("")
+    if "family_sanitizer" in sections:
+        lines += ["## (d2) compute-sanitizer on the kernel families", "",
+                  "benchmarks/sanitize.sh on each family of (a2) (target family:NAME: its emitted file at its shape, "
+                  "benchmarks/sanitize.py: forward + backward, then a forward under no_grad), each tool a process. "
+                  "Probes are evidence for the explained verdicts (family_reports_explained in "
+                  "benchmarks/reliability.py): initcheck-library-probe, the --conv fast family with every cuDNN output "
+                  "copied by PyTorch before our kernels read it; bulk-store-probe, y in NaN-filled memory, every "
+                  "value overwritten; initcheck-probe-pytorch, PyTorch's own sum over cuDNN's channels-last output.", "",
+                  "| target | tool | exit | errors | verdict | seconds | reports name | log |", "|---|---|---|---|---|---|---|---|"]
+        for r in sections["family_sanitizer"]:
+            lines.append(f"| {r['file']} | {r['tool']} | {_fmt(r['exit'])} | {_fmt(r['errors'])} | {r['verdict']} | "
+                         f"{_fmt(r['seconds']) if r['seconds'] is None else round(r['seconds'])} | {_cell(r['where'])} | {r['log']} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
-FAILING = {"WRONG", "CRASH", "ACCEPTED", "FAIL", "MISMATCH", "REPORTED", "NOT RUN"}
+def environment() -> str:
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none (no CUDA device)"
+    return f"{gpu}, PyTorch {torch.__version__}, CUDA {torch.version.cuda}"
+
+
+FAILING = {"WRONG", "CRASH", "ACCEPTED", "FAIL", "MISMATCH", "REPORTED", "NOT RUN", "NOT LAUNCHED"}
+SECTIONS = ("numerics", "families", "memory", "validator", "sanitizer", "family_sanitizer")   # rendered in this order
+SECTION_TITLES = {"numerics": "(a)", "families": "(a2)", "memory": "(b)", "validator": "(c)", "sanitizer": "(d)",
+                  "family_sanitizer": "(d2)"}
+META = "_meta"   # JSON key: {section: the environment it ran in}
 
 
 def failures(sections: dict) -> int:
-    return sum(r["verdict"] in FAILING for rows in sections.values() for r in rows)
+    return sum(r["verdict"] in FAILING for name, rows in sections.items() if name != META for r in rows)
 
 
 def numerics_rows(huge: bool) -> list[dict]:
     rows = []
     for file_name in GOLDEN:
+        if out_of_time():
+            rows.append(Row(file_name, "(all)", "NOT RUN", message="the time budget ran out first").__dict__)
+            continue
         header = parse_header((GENERATED / file_name).read_text())
         spec = get_spec(header.spec)
         # the reference the variant computes exactly (--gelu tanh: the tanh-GELU reference)
@@ -585,40 +906,71 @@ def numerics_rows(huge: bool) -> list[dict]:
     return rows
 
 
+_DEADLINE = math.inf
+
+
+def set_budget(seconds: float | None) -> None:
+    """Sections stop starting new files or families `seconds` from now (the rest: NOT RUN rows)."""
+    global _DEADLINE
+    _DEADLINE = math.inf if seconds is None else time.monotonic() + seconds
+
+
+def out_of_time() -> bool:
+    return time.monotonic() > _DEADLINE
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/RELIABILITY.md")
     parser.add_argument("--json")
     parser.add_argument("--sanitize-dir", type=Path, help="a benchmarks/sanitize.sh log directory")
-    parser.add_argument("--sections", default="numerics,memory,validator,sanitizer")
+    parser.add_argument("--sections", default="numerics,families,memory,validator,sanitizer,family_sanitizer")
+    parser.add_argument("--families", help="comma-separated family names (default: every family)")
     parser.add_argument("--iterations", type=int, default=1000, help="memory check iterations (default 1000)")
     parser.add_argument("--no-huge", action="store_true", help="skip the > 2^31-element GroupNorm case")
+    parser.add_argument("--budget", type=float, help="seconds: no new file or family is started after this long "
+                                                     "(what was not reached is NOT RUN); the table is written as it grows")
     parser.add_argument("--merge", type=Path, help="start from the sections of an earlier --json output (e.g. add "
                                                    "the sanitizer section once sanitize.sh has finished)")
     args = parser.parse_args()
-    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
-    unknown = set(wanted) - {"numerics", "memory", "validator", "sanitizer"}
+    set_budget(args.budget)
+    wanted = [s.strip().replace("-", "_") for s in args.sections.split(",") if s.strip()]
+    unknown = set(wanted) - set(SECTIONS)
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}")
+    only = {n.strip() for n in args.families.split(",")} if args.families else None
     sections: dict = {}
     if args.merge is not None and args.merge.exists():
-        sections = {k: v for k, v in json.loads(args.merge.read_text()).items() if k not in wanted}
+        merged = json.loads(args.merge.read_text())
+        sections = {k: v for k, v in merged.items() if k not in wanted and k != META}
+        sections[META] = {k: merged.get(META, {}).get(k, f"an earlier run, merged from {args.merge}")
+                          for k in sections}
 
     def write() -> None:
-        Path(args.out).write_text(render(sections))
+        ordered = {name: sections[name] for name in SECTIONS if name in sections}
+        ordered[META] = sections.get(META, {})
+        Path(args.out).write_text(render(ordered))
         if args.json:
-            Path(args.json).write_text(json.dumps(sections, indent=1, default=repr))
+            Path(args.json).write_text(json.dumps(ordered, indent=1, default=repr))
+
+    def growing(name):
+        return lambda rows: (sections.__setitem__(name, rows), write())
 
     producers = {"numerics": lambda: numerics_rows(not args.no_huge),
+                 "families": lambda: family_rows(growing("families"), only),
                  "memory": lambda: memory_rows(args.iterations) + build_rows(),
-                 "validator": lambda: validator_rows(lambda rows: (sections.__setitem__("validator", rows), write())),
-                 "sanitizer": lambda: sanitizer_rows(args.sanitize_dir)}
-    for name in ("numerics", "memory", "validator", "sanitizer"):   # rendered in this order whatever the merge
+                 "validator": lambda: validator_rows(growing("validator")),
+                 "sanitizer": lambda: sanitizer_rows(args.sanitize_dir),
+                 "family_sanitizer": lambda: family_sanitizer_rows(args.sanitize_dir)}
+    sections.setdefault(META, {})
+    for name in SECTIONS:
         if name in wanted:
+            sections[META][name] = environment()
             sections[name] = producers[name]()
             write()   # after every section: a time limit leaves what was found
     bad = failures(sections)
-    print(f"reliability: {sum(len(r) for r in sections.values())} rows, {bad} failing; wrote {args.out}", flush=True)
+    rows = sum(len(r) for name, r in sections.items() if name != META)
+    print(f"reliability: {rows} rows, {bad} failing; wrote {args.out}", flush=True)
     return 1 if bad else 0
 
 

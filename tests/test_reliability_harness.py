@@ -168,3 +168,218 @@ def test_bulk_store_rule_needs_bulk_stores_in_the_file(tmp_path):
     rows = _initcheck_rows()
     bulk_stores_explained(rows, root=tmp_path)
     assert rows[0]["verdict"] == "REPORTED"
+
+
+# ---- the judge: several inputs, the TF32 mode ----------------------------------------------------------------
+
+class TwoInputs(nn.Module):
+    def __init__(self, defect=False):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 8)
+        self.defect = defect
+
+    def forward(self, x, y):
+        z = self.gn(x) * y
+        return z + 1e-3 if self.defect else z
+
+
+def test_judge_takes_several_inputs_and_compares_each_gradient():
+    torch.manual_seed(0)
+    inputs = [torch.rand(2, 8, 3, 4), torch.rand(2, 8, 3, 4)]
+    torch.manual_seed(0)
+    new = TwoInputs()
+    torch.manual_seed(0)
+    verdict, *_, message = judge(new, TwoInputs(), inputs)
+    assert verdict == "PASS" and "5 tensors" in message   # output, two input gradients, GroupNorm weight and bias
+    verdict, *_ = judge(TwoInputs(defect=True), TwoInputs(), inputs)
+    assert verdict == "WRONG"
+
+
+def test_tf32_mode_holds_tf32_errors_and_rejects_larger_ones():
+    from benchmarks.reliability import TF32, compare_tensor
+
+    exact = torch.linspace(-3, 3, 100, dtype=torch.float64)
+    tf32_like = (exact * (1 + 2.0 ** -11)).float()           # TF32's relative rounding
+    ok, *_ = compare_tensor("output", tf32_like, tf32_like, exact, 1e-2, TF32)
+    assert ok
+    ok, *_, problem = compare_tensor("output", (exact + 0.05).float(), exact.float(), exact, 1e-2, TF32)
+    assert not ok and "TF32" in problem
+    # a parameter gradient (a sum over the batch) at 3e-2 of its scale
+    scale = torch.full((8,), 40.0, dtype=torch.float64)
+    ok, *_ = compare_tensor("grad conv.bias", (scale + 1.0).float(), scale.float(), scale, 1e-2, TF32)
+    assert ok
+    ok, *_ = compare_tensor("grad conv.bias", (scale + 3.0).float(), scale.float(), scale, 1e-2, TF32)
+    assert not ok
+
+
+def test_fused_files_are_judged_in_the_tf32_mode():
+    from benchmarks.reliability import TF32, judge_mode, tolerance_for
+
+    assert judge_mode({"conv": "fused"}) == TF32 and tolerance_for({"conv": "fused"}) == 1e-2
+    assert judge_mode({"conv": "fast"}) == "default" and judge_mode({}) == "default"
+
+
+# ---- the kernel families ---------------------------------------------------------------------------------------
+
+from benchmarks.reliability_families import (  # noqa: E402
+    FAMILIES, ROOT, SOURCES, family, kernel_launched, log_stem, render_source, source_of, target_file)
+
+TEMPLATES = ROOT / "kgen" / "templates" / "cuda"
+
+
+def test_family_list_is_consistent():
+    assert len({f.name for f in FAMILIES}) == len(FAMILIES)
+    for f in FAMILIES:
+        source = source_of(f)
+        assert (ROOT / source.reference).is_file(), source.reference
+        assert f.kernels and f.inputs and f.why
+        assert f.judge in ("default", "fast", "tf32")
+        for template in f.templates:
+            assert (TEMPLATES / template).is_file(), template
+        # every kernel a __global__ of one of the family's templates (or of the files they build on)
+        names = set()
+        for path in TEMPLATES.glob("*.cuh"):
+            names |= set(our_kernels(path))
+        for kernel in f.kernels:
+            assert kernel.startswith("kgen::") and kernel.split("::")[-1] in names, (f.name, kernel)
+        if f.counterpart:
+            assert source_of(family(f.counterpart)) == source, "a counterpart is the same file at another shape"
+    assert {s for s in SOURCES} == {f.source for f in FAMILIES}, "every source serves a family"
+    assert target_file("family:rows") == SOURCES["rows"].path and log_stem("family:rows") == "family-rows"
+    assert log_stem("generated/groupnorm.py") == "groupnorm"
+
+
+def test_kernel_names_match_whole_names_only():
+    names = ["void kgen::nhwc_normalize_kernel<kgen::GeluErf, 8>(float const*)",
+             "void kgen::region_nhwc::apply_kernel<Region0Prologue, 256, true, 32>(float const*, int)",
+             "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)"]
+    assert not kernel_launched("kgen::normalize_kernel", names)
+    assert kernel_launched("kgen::region_nhwc::apply_kernel", names)
+    assert not kernel_launched("kgen::apply_kernel", names)
+    assert kernel_launched("kgen::nhwc_normalize_kernel", names)
+
+
+@pytest.fixture(scope="module")
+def emitted_sources(tmp_path_factory):
+    """Every source's emitted text (kgen emit, as the device step runs it), once."""
+    return {key: render_source(source) for key, source in SOURCES.items()}
+
+
+@pytest.mark.parametrize("name", [f.name for f in FAMILIES])
+def test_each_family_emits_with_its_kernels(emitted_sources, name, tmp_path):
+    """The family's source emits, and its CUDA source defines every kernel the family must launch, in the
+    namespaces the profiler will name."""
+    f = family(name)
+    text = emitted_sources[f.source]
+    path = tmp_path / "solution.py"
+    path.write_text(text)
+    defined = set(our_kernels(path))
+    for kernel in f.kernels:
+        *namespaces, short = kernel.split("::")
+        assert short in defined, (name, kernel)
+        for namespace in namespaces:
+            assert f"namespace {namespace} {{" in text, (name, namespace)
+    for template in f.templates:   # the family's building blocks are in the file
+        first_line = (TEMPLATES / template).read_text().splitlines()[0]
+        assert first_line in text, (name, template)
+
+
+# The host code's choices at each family's shape, mirrored for an H100 (227 KB of shared memory a block, 228 KB an
+# SM; gn_region_resident_plan.cuh's make_plan / region_resident_pays, gn_region_cluster.cuh's cluster plans,
+# gn_region_rows_forward.cuh's rows_lanes): what each family's `why` claims, checked on the GroupNorm input that the
+# reference produces at the family's shape (the reference run on the CPU).
+SMEM_BLOCK, SMEM_SM, RESERVED = 232448, 233472, 1024
+
+
+def _align4(v):
+    return (v + 3) // 4 * 4
+
+
+def resident_pays(unit: int, cpg: int, groups_in_tile: int, none: bool) -> bool:
+    """region_resident_pays for units (slices, or samples for channel / sample reductions) of more than 256 values
+    (a team of the whole block a unit)."""
+    budget = SMEM_BLOCK - RESERVED
+    m, slice_ = groups_in_tile, unit // groups_in_tile
+    forward = 4 * (_align4(m * slice_) + 4 * m + _align4(m))
+    backward = 4 * (_align4(m * slice_) * (2 if none else 1) + 2 * _align4(m * cpg) + 5 * m)
+    if forward > budget or backward > budget:
+        return False
+    double = 4 * (2 * _align4(m * slice_) + 4 * m + _align4(m))
+    return double <= min(budget, 96 * 1024) or SMEM_SM // (forward + RESERVED) >= 3
+
+
+def cluster_fits(plane: int, slice_: int, block_bytes: int, largest: int, table: int = 0) -> bool:
+    if plane < 512:
+        return False
+    return any(4 * (((slice_ + k - 1) // k + 3) // 4 * 4) + table <= block_bytes for k in (2, 4, 8, 16) if k <= largest)
+
+
+def rows_lanes(channels: int, plane: int, groups: int) -> int:
+    cpg = channels // groups
+    if plane != 1 or cpg % 4:
+        return 0
+    packs = cpg // 4
+    if packs & (packs - 1) or packs > 32 * 8:
+        return 0
+    per_lane = packs if packs <= 2 else (packs // 32 if packs // 32 > 2 else 2)
+    return packs // per_lane
+
+
+def groupnorm_input(f):
+    """(shape, groups) of the family's (first) GroupNorm input, the reference run on the CPU at its shape."""
+    import importlib.util
+
+    import torch.nn.functional as F
+
+    spec = importlib.util.spec_from_file_location("family_reference", ROOT / source_of(f).reference)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    seen = []
+    group_norm = F.group_norm
+
+    def capture(x, groups, *args, **kwargs):
+        seen.append((tuple(x.shape), groups))
+        return group_norm(x, groups, *args, **kwargs)
+
+    F.group_norm = capture
+    try:
+        torch.manual_seed(0)
+        module.Model(*f.init)(*[torch.rand(s) for s in f.inputs])
+    finally:
+        F.group_norm = group_norm
+    return seen[0]
+
+
+REGION_PATHS = {   # family -> (reduction, the path its `why` names)
+    "resident": ("none", "resident"), "pointwise": ("none", "resident"), "batchnorm": ("none", "resident"),
+    "cluster-forward": ("none", "cluster-forward"), "twopass-plane": ("plane", "sweeps"),
+    "cluster-backward": ("plane", "cluster-backward"), "twopass-channel": ("channel", "sweeps"),
+    "window": ("window", "sweeps"), "rows": ("none", "rows"), "rows-reduce": ("channel", "rows"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGION_PATHS))
+def test_family_shape_takes_its_path_on_an_h100(name):
+    f = family(name)
+    reduction, path = REGION_PATHS[name]
+    (batch, channels, *spatial), groups = groupnorm_input(f)
+    plane = math.prod(spatial)
+    cpg = channels // groups
+    slice_ = cpg * plane
+    sample_kind = reduction in ("channel", "sample")
+    unit, tile = (slice_ * groups, groups) if sample_kind else (slice_, 1)
+    if path == "rows":
+        lanes = rows_lanes(channels, plane, groups)
+        assert lanes > 0 and resident_pays(max(unit, 257), cpg, tile, reduction == "none")
+        if reduction == "channel":
+            assert groups * lanes >= 32   # rows_reduce_applies
+        assert cpg // 4 <= 256             # the rows backward: a pack a lane (rows_backward_lanes)
+        return
+    pays = resident_pays(unit, cpg, tile, reduction == "none")
+    assert pays == (path == "resident"), (name, unit)
+    if path == "cluster-forward":
+        assert cluster_fits(plane, slice_, 72 * 1024, 8) and plane % 4 == 0   # and the pipelined backward
+    if path == "cluster-backward":
+        assert cluster_fits(plane, slice_, 64 * 1024, 16, table=4 * cpg * 8)
+    if path == "sweeps" and reduction == "plane":
+        assert not cluster_fits(plane, slice_, 64 * 1024, 16)
