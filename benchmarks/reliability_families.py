@@ -5,6 +5,8 @@ what benchmarks/reliability.py's numerics (section a) and benchmarks/sanitize.sh
                                                                           and print the files (for prebuild.py)
     PYTHONPATH=. python3 benchmarks/reliability_families.py targets       print the sanitize.sh targets (family:NAME)
     PYTHONPATH=. python3 benchmarks/reliability_families.py table          print the family list (markdown)
+    PYTHONPATH=. python3 benchmarks/reliability_families.py files|probes [NAME...]   the emitted files; the probe
+                                                                          runs (TARGET PROBE a line) of the families
 
 A SOURCE is one emitted file: `kgen emit --ref REFERENCE [options]` or a preset spec (`kgen emit SPEC params`).
 A FAMILY is a source, the init arguments and input shapes of one small problem, and the CUDA kernels (qualified
@@ -225,6 +227,11 @@ def target_file(text: str) -> Path:
     return source_of(family(text)).path
 
 
+def log_stem(text: str) -> str:
+    """The name sanitize.sh gives the logs of a target: family-NAME, or the file's stem."""
+    return "family-" + family(text).name if is_target(text) else Path(text).stem
+
+
 def kernel_launched(qualified: str, names) -> bool:
     """Whether a kernel named `qualified` (e.g. kgen::region_nhwc::apply_kernel) is among the profiler's kernel
     names (demangled: `void kgen::region_nhwc::apply_kernel<...>(...)`): the name, then its template arguments or
@@ -275,7 +282,7 @@ def markdown_table() -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["emit", "targets", "table", "files"])
+    parser.add_argument("command", choices=["emit", "targets", "table", "files", "probes"])
     parser.add_argument("names", nargs="*", help="families (default: all)")
     parser.add_argument("-j", "--jobs", type=int, default=8)
     args = parser.parse_args()
@@ -289,6 +296,10 @@ def main() -> int:
             print(SOURCES[key].path.relative_to(ROOT))
     elif args.command == "targets":
         print(" ".join(f.target for f in chosen))
+    elif args.command == "probes":   # one line per probe run: TARGET PROBE
+        for f in chosen:
+            for probe in f.probes:
+                print(f.target, probe)
     else:
         print("\n".join(markdown_table()))
     return 0

@@ -1,16 +1,27 @@
-"""One emitted solution at a small shape, forward + backward, for compute-sanitizer to watch.
+"""One emitted solution at a small shape, forward + backward + a forward under no_grad, for compute-sanitizer.
 
-    PYTHONPATH=. python3 benchmarks/sanitize.py generated/FILE.py      (run by benchmarks/sanitize.sh)
+    PYTHONPATH=. python3 benchmarks/sanitize.py generated/FILE.py        (run by benchmarks/sanitize.sh)
+    PYTHONPATH=. python3 benchmarks/sanitize.py family:NAME [--probe library-writes|bulk-store]
 
-Builds ModelNew with the file's init arguments (its kgen header names the spec and parameters) on an
-input of batch 2 and spatial size <= 16 that keeps the spec's channels and groups, runs the forward,
-then the backward with a random upstream gradient, and synchronises; prints one line. Exit status 0
-when everything ran and every output and gradient is finite, 1 otherwise (the sanitizer's own verdict
-comes through its --error-exitcode).
+A file: ModelNew with the file's init arguments (its kgen header names the spec and parameters) on an input of
+batch 2 and spatial size <= 16 that keeps the spec's channels and groups. A target family:NAME: the family's
+emitted file (.build/families/, benchmarks/reliability_families.py) with its init arguments and input shapes.
+Runs the forward, the backward with a random upstream gradient, then a forward under no_grad, and synchronises;
+prints one line. Exit status 0 when everything ran and every output and gradient is finite, 1 otherwise (the
+sanitizer's own verdict comes through its --error-exitcode).
+
+Probes (evidence for benchmarks/reliability.py's explained verdicts, family targets only):
+  library-writes  the same run with every output of a library convolution (and the gradient it returns) copied by
+                  a PyTorch kernel before a kgen kernel reads it: under initcheck, which does not see cuDNN's
+                  writes, a report then names no kgen kernel unless one of ours reads memory nothing wrote
+  bulk-store      (no sanitizer) the forward's output in memory first filled with NaN (the caching allocator
+                  hands the output that block), read back by a PyTorch kernel: exit 0 when no NaN is left and the
+                  output equals the reference's within 1e-4, under no_grad and with autograd alike
 """
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -18,10 +29,13 @@ from pathlib import Path
 import torch
 
 from benchmarks.reliability_checks import exec_file
+from benchmarks.reliability_families import family, is_target, source_of
 from kgen.header import parse_header
 from kgen.specs import get_spec
 
 SPATIAL = 16
+ROOT = Path(__file__).resolve().parent.parent
+LIBRARY_CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
 
 def small_problem(spec_name: str, params: dict, batch: int = 2, spatial: int = SPATIAL) -> tuple[list, tuple]:
@@ -38,32 +52,121 @@ def load_solution(path: Path):
     return exec_file(path, "sanitized_" + path.stem.replace(".", "_"))
 
 
+def problem(target: str, spatial: int) -> tuple[Path, list, list]:
+    """(file, init args, input shapes) of a file or a family:NAME target."""
+    if is_target(target):
+        f = family(target)
+        return source_of(f).path, list(f.init), [tuple(s) for s in f.inputs]
+    path = Path(target)
+    header = parse_header(path.read_text())
+    init, shape = small_problem(header.spec, header.params, spatial=spatial)
+    return path, init, [shape]
+
+
+class _CopiedByPyTorch(torch.autograd.Function):
+    """x copied by a PyTorch kernel, and so its gradient: what a kgen kernel reads next was written by PyTorch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.clone()
+
+
+class _LibraryOutputsCopied:
+    """torch.nn.functional with every convolution's input gradient and output copied by PyTorch (the
+    library-writes probe puts it in place of the solution module's `F`)."""
+
+    def __getattr__(self, name):
+        function = getattr(torch.nn.functional, name)
+        if name not in LIBRARY_CONVS:
+            return function
+
+        def copied(input, *args, **kwargs):
+            return _CopiedByPyTorch.apply(function(_CopiedByPyTorch.apply(input), *args, **kwargs))
+
+        return copied
+
+
+def bulk_store_probe(model, reference, inputs: list) -> tuple[bool, str]:
+    """The forward's output in a NaN-filled block, read back by PyTorch; every value written and equal to the
+    reference's (1e-4), under no_grad and with autograd."""
+    with torch.no_grad():
+        want = reference(*inputs)
+    report = []
+    ok = True
+    for grad in (False, True):
+        with torch.set_grad_enabled(grad):
+            shape = model(*inputs).shape
+            poison = torch.full(shape, math.nan, device="cuda")
+            block = poison.data_ptr()
+            del poison   # the output gets this block back
+            y = model(*inputs)
+            reused = y.data_ptr() == block
+            read = (y * 1.0).detach()   # a PyTorch kernel reads every value
+            torch.cuda.synchronize()
+        unwritten = int(torch.isnan(read).sum())
+        err = float((read - want).abs().max())
+        ok = ok and reused and unwritten == 0 and err <= 1e-4
+        report.append(f"{'autograd' if grad else 'no_grad'}: NaN block reused {reused}, {unwritten} of {read.numel()} "
+                      f"values still NaN, max |y - reference| {err:.2e}")
+        del y, read
+    return ok, "; ".join(report)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("file")
+    parser.add_argument("file", help="a solution file, or family:NAME")
     parser.add_argument("--spatial", type=int, default=SPATIAL)
+    parser.add_argument("--probe", choices=["library-writes", "bulk-store"])
     args = parser.parse_args()
-    path = Path(args.file)
-    header = parse_header(path.read_text())
-    init, shape = small_problem(header.spec, header.params, spatial=args.spatial)
+    if args.probe and not is_target(args.file):
+        parser.error("--probe takes a family:NAME target")
+    path, init, shapes = problem(args.file, args.spatial)
+    name = args.file if is_target(args.file) else path.name
     started = time.monotonic()
     module = load_solution(path)
     loaded = time.monotonic()
+    if args.probe == "library-writes":
+        if not hasattr(module, "F"):
+            print(f"sanitize.py {name}: the solution calls no torch.nn.functional convolution (no F): no probe")
+            return 2
+        module.F = _LibraryOutputsCopied()
     torch.manual_seed(0)
     model = module.ModelNew(*init).cuda()
-    x = torch.rand(shape, device="cuda", requires_grad=True)
-    y = model(x)
+    inputs = [torch.rand(s, device="cuda") for s in shapes]
+    if args.probe == "bulk-store":
+        reference_path = ROOT / source_of(family(args.file)).reference
+        reference_module = exec_file(reference_path, "sanitized_reference")
+        torch.manual_seed(0)
+        reference = reference_module.Model(*init).cuda()
+        ok, report = bulk_store_probe(model, reference, inputs)
+        print(f"sanitize.py {name} bulk-store probe: {report}; {'every value written' if ok else 'NOT SHOWN'}",
+              flush=True)
+        return 0 if ok else 1
+    for x in inputs:
+        x.requires_grad_()
+    y = model(*inputs)
     torch.cuda.synchronize()
     upstream = torch.randn_like(y)
     y.backward(upstream)
     torch.cuda.synchronize()
-    grads = {"input": x.grad, **{n: p.grad for n, p in model.named_parameters()}}
+    with torch.no_grad():
+        y_no_grad = model(*inputs)
+    torch.cuda.synchronize()
+    grads = {("input" if len(inputs) == 1 else f"input {i}"): x.grad for i, x in enumerate(inputs)}
+    grads.update({n: p.grad for n, p in model.named_parameters()})
     missing = [n for n, g in grads.items() if g is None]
     nonfinite = [n for n, g in grads.items() if g is not None and not bool(torch.isfinite(g).all())]
-    if not bool(torch.isfinite(y).all()):
-        nonfinite.insert(0, "output")
-    print(f"sanitize.py {path.name}: init {init}, input {list(shape)} -> output {list(y.shape)}; "
-          f"{len(grads) - len(missing)} gradients; load {loaded - started:.1f} s, run {time.monotonic() - loaded:.1f} s"
+    for label, out in (("output", y), ("no_grad output", y_no_grad)):
+        if not bool(torch.isfinite(out).all()):
+            nonfinite.insert(0, label)
+    shown = ", ".join(str(list(s)) for s in shapes)
+    print(f"sanitize.py {name}{' (' + args.probe + ' probe)' if args.probe else ''}: init {init}, input {shown} -> "
+          f"output {list(y.shape)}; {len(grads) - len(missing)} gradients; load {loaded - started:.1f} s, "
+          f"run {time.monotonic() - loaded:.1f} s"
           + (f"; NO GRADIENT: {missing}" if missing else "") + (f"; NOT FINITE: {nonfinite}" if nonfinite else ""),
           flush=True)
     return 1 if missing or nonfinite else 0

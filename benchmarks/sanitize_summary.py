@@ -1,12 +1,13 @@
 """Summarise a benchmarks/sanitize.sh log directory: one line per (file, tool) run.
 
-    python3 benchmarks/sanitize_summary.py LOGDIR        (writes LOGDIR/summary.txt and prints it)
+    PYTHONPATH=. python3 benchmarks/sanitize_summary.py LOGDIR        (writes LOGDIR/summary.txt and prints it)
 
-sanitize.sh leaves LOGDIR/runs.tsv (file, tool, exit status, seconds per run) and LOGDIR/FILE.TOOL.log
-(the sanitizer's output, then the script's). For each run this reads the sanitizer's
-"ERROR SUMMARY: N errors" and attributes every reported record to a kernel: ours (a __global__ function
-of the solution's CUDA source) or a library's (cuDNN, cuBLAS, PyTorch), or a CUDA API call, so that a
-report from inside cuDNN is told apart from one in a kgen kernel. No torch import: cheap to run.
+sanitize.sh leaves LOGDIR/runs.tsv (file or family:NAME target, tool, exit status, seconds per run) and
+LOGDIR/STEM.TOOL.log (the sanitizer's output, then the script's; STEM: the file's stem, or family-NAME).
+For each run this reads the sanitizer's "ERROR SUMMARY: N errors" and attributes every reported record to a
+kernel: ours (a __global__ function of the solution's CUDA source) or a library's (cuDNN, cuBLAS, PyTorch),
+or a CUDA API call, so that a report from inside cuDNN is told apart from one in a kgen kernel. No torch
+import: cheap to run.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.reliability_families import is_target, log_stem, target_file  # no torch import
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,9 +125,9 @@ def summarize(logdir: Path) -> list[Run]:
         if len(parts) < 4:
             continue
         file, tool, code, seconds = parts[:4]
-        log = logdir / f"{Path(file).stem}.{tool}.log"
+        log = logdir / f"{log_stem(file)}.{tool}.log"
         text = log.read_text(errors="replace") if log.exists() else ""
-        parsed = parse_log(text, our_kernels(ROOT / file))
+        parsed = parse_log(text, our_kernels(target_file(file) if is_target(file) else ROOT / file))
         script = next((l for l in text.splitlines() if l.startswith("sanitize.py ")), "")
         runs.append(Run(file, tool, int(code) if code.lstrip("-").isdigit() else None,
                         float(seconds) if seconds else None, log=log.name, script_line=script, **parsed))
@@ -133,7 +136,7 @@ def summarize(logdir: Path) -> list[Run]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python3 benchmarks/sanitize_summary.py LOGDIR", file=sys.stderr)
+        print("usage: PYTHONPATH=. python3 benchmarks/sanitize_summary.py LOGDIR", file=sys.stderr)
         return 2
     logdir = Path(argv[1])
     runs = summarize(logdir)
