@@ -32,7 +32,15 @@
 #                         checked and timed (session 10; session 9's first version, `cl`, is in git at 66fe818)
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
-#   reliability           issue 5, everything (about 7-8 min on an H100 host, builds included):
+#   reliability-families  the kernel families (benchmarks/reliability_families.py), in one call of < 9 min: emit each
+#                           family's file into .build/families/, prebuild them (PREBUILD_JOBS, default 13, at once),
+#                           then at once benchmarks/sanitize.sh (4 tools x every family, SANITIZE_JOBS, default 8, at a
+#                           time, with their probes) and benchmarks/reliability.py --sections families (numerics and
+#                           the launch check); then the sanitizer rows. The other sections are merged from
+#                           benchmarks/reliability.json (the `reliability` step's last run). RELIABILITY_BUDGET
+#                           (default 500 s from the step's start) is when the last run may end; what it cut is NOT RUN.
+#                           $OUT gets exactly 3 files: RELIABILITY.md, reliability.json, reliability_logs.tar.gz.
+#   reliability           the golden files, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
 #                           then at once: benchmarks/sanitize.sh (4 tools x generated/*.py), pytest -m gpu
 #                           tests/validate (less the --bench test), benchmarks/reliability.py (numerics, memory/build-once, validator);
@@ -126,8 +134,9 @@ for step in "$@"; do
           > "$LOGS/pytest_gpu_validate.log" 2>&1 &
         pid_pytest=$!
       fi
-      if [[ $skip != *" table "* ]]; then
+      if [[ $skip != *" table "* ]]; then   # the families' sections (step reliability-families) carried over
         timeout -k 10 "$budget" python3 benchmarks/reliability.py --sections numerics,memory,validator \
+          --merge benchmarks/reliability.json \
           --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" > "$LOGS/reliability.log" 2>&1
         echo "reliability.py exit $?: $(( $(date +%s) - t0 )) s"
       fi
@@ -140,6 +149,40 @@ for step in "$@"; do
         >> "$LOGS/reliability.log" 2>&1
       echo "total: $(( $(date +%s) - t0 )) s" | tee "$LOGS/duration.txt"
       tail -3 "$LOGS/pytest_gpu_validate.log"; cat "$LOGS/sanitize/summary.txt" 2>/dev/null | tail -25
+      tail -1 "$LOGS/reliability.log"
+      cp "$LOGS/RELIABILITY.md" "$LOGS/reliability.json" "$OUT/" 2>/dev/null
+      tar czf "$OUT/reliability_logs.tar.gz" -C "$LOGS" . ;;
+    reliability-families)
+      LOGS=$(mktemp -d /tmp/kgen-reliability.XXXXXX)
+      t0=$(date +%s)
+      deadline=$(( t0 + ${RELIABILITY_BUDGET:-500} ))
+      mv "$OUT/gpu.txt" "$LOGS/gpu.txt" 2>/dev/null
+      python3 benchmarks/reliability_families.py table > "$LOGS/families.md"
+      python3 benchmarks/reliability_families.py emit -j 16 > "$LOGS/emit.log" 2>&1
+      echo "emit exit $?: $(( $(date +%s) - t0 )) s"
+      python3 benchmarks/prebuild.py -j "${PREBUILD_JOBS:-13}" $(python3 benchmarks/reliability_families.py files) \
+        > "$LOGS/prebuild.log" 2>&1
+      tail -1 "$LOGS/prebuild.log"; echo "prebuild: $(( $(date +%s) - t0 )) s"
+      left=$(( deadline - $(date +%s) )); [ $left -lt 40 ] && left=40
+      SANITIZE_DEADLINE=$deadline SANITIZE_JOBS=${SANITIZE_JOBS:-8} SANITIZE_NO_PREBUILD=1 \
+        timeout -k 10 $(( left + 30 )) bash benchmarks/sanitize.sh "$LOGS/sanitize" \
+        $(python3 benchmarks/reliability_families.py targets) > "$LOGS/sanitize.log" 2>&1 &
+      pid_sanitize=$!
+      timeout -k 10 $(( left + 30 )) python3 benchmarks/reliability.py --sections families --budget $(( left - 20 )) \
+        --merge benchmarks/reliability.json --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" \
+        > "$LOGS/reliability.log" 2>&1
+      echo "reliability.py exit $?: $(( $(date +%s) - t0 )) s"
+      wait $pid_sanitize; echo "sanitize.sh exit $?: $(( $(date +%s) - t0 )) s"
+      [ -f "$LOGS/sanitize/runs.tsv" ] && [ ! -f "$LOGS/sanitize/summary.txt" ] && \
+        python3 benchmarks/sanitize_summary.py "$LOGS/sanitize" > /dev/null
+      # a table even if the families' run was cut before it wrote one
+      [ -f "$LOGS/reliability.json" ] || cp benchmarks/reliability.json "$LOGS/reliability.json"
+      timeout 60 python3 benchmarks/reliability.py --sections family_sanitizer --sanitize-dir "$LOGS/sanitize" \
+        --merge "$LOGS/reliability.json" --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" \
+        >> "$LOGS/reliability.log" 2>&1
+      echo "total: $(( $(date +%s) - t0 )) s" | tee "$LOGS/duration.txt"
+      grep -E "^family " "$LOGS/reliability.log" | grep -v " PASS \| LAUNCHED " | cut -c1-220 | head -40
+      grep -v " 0 errors" "$LOGS/sanitize/summary.txt" 2>/dev/null | cut -c1-220 | head -30
       tail -1 "$LOGS/reliability.log"
       cp "$LOGS/RELIABILITY.md" "$LOGS/reliability.json" "$OUT/" 2>/dev/null
       tar czf "$OUT/reliability_logs.tar.gz" -C "$LOGS" . ;;
