@@ -33,12 +33,12 @@
 #   rows2                 the rows forward (session 7): its GPU tests, the region bench, the Linear family problems
 #                         (the first version's step, `rows`, is in git at 5385b00)
 #   reliability-families  the kernel families (benchmarks/reliability_families.py), in one call of < 9 min: emit each
-#                           family's file into .build/families/, prebuild them (PREBUILD_JOBS, default 13, at once),
+#                           family's file into .build/families/, prebuild them (PREBUILD_JOBS, default 12, at once),
 #                           then at once benchmarks/sanitize.sh (4 tools x every family, SANITIZE_JOBS, default 8, at a
 #                           time, with their probes) and benchmarks/reliability.py --sections families (numerics and
 #                           the launch check); then the sanitizer rows. The other sections are merged from
 #                           benchmarks/reliability.json (the `reliability` step's last run). RELIABILITY_BUDGET
-#                           (default 500 s from the step's start) is when the last run may end; what it cut is NOT RUN.
+#                           (default 480 s from the step's start) is when the last run may end; what it cut is NOT RUN.
 #                           $OUT gets exactly 3 files: RELIABILITY.md, reliability.json, reliability_logs.tar.gz.
 #   reliability           the golden files, everything (about 7-8 min on an H100 host, builds included):
 #                           prebuild every extension (generated/*.py, the GPU test files, groupnorm --groups 4),
@@ -155,12 +155,12 @@ for step in "$@"; do
     reliability-families)
       LOGS=$(mktemp -d /tmp/kgen-reliability.XXXXXX)
       t0=$(date +%s)
-      deadline=$(( t0 + ${RELIABILITY_BUDGET:-500} ))
+      deadline=$(( t0 + ${RELIABILITY_BUDGET:-480} ))
       mv "$OUT/gpu.txt" "$LOGS/gpu.txt" 2>/dev/null
       python3 benchmarks/reliability_families.py table > "$LOGS/families.md"
       python3 benchmarks/reliability_families.py emit -j 16 > "$LOGS/emit.log" 2>&1
       echo "emit exit $?: $(( $(date +%s) - t0 )) s"
-      python3 benchmarks/prebuild.py -j "${PREBUILD_JOBS:-13}" $(python3 benchmarks/reliability_families.py files) \
+      python3 benchmarks/prebuild.py -j "${PREBUILD_JOBS:-12}" $(python3 benchmarks/reliability_families.py files) \
         > "$LOGS/prebuild.log" 2>&1
       tail -1 "$LOGS/prebuild.log"; echo "prebuild: $(( $(date +%s) - t0 )) s"
       left=$(( deadline - $(date +%s) )); [ $left -lt 40 ] && left=40

@@ -432,7 +432,10 @@ def profiled_kernels(model, inputs: list) -> list[str]:
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()
-    return sorted({e.name for e in prof.events() if e.device_type == DeviceType.CUDA})
+    names = {e.name for e in prof.events() if e.device_type == DeviceType.CUDA}
+    for e in prof.events():   # profilers that list a CPU event's kernels with it
+        names.update(getattr(k, "name", str(k)) for k in getattr(e, "kernels", None) or ())
+    return sorted(names)
 
 
 def _family_row(f, source, case: str, verdict: str, **extra) -> dict:
