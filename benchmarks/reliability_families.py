@@ -177,13 +177,17 @@ FAMILIES = (
                     "kgen::region_nhwc::apply_kernel", "kgen::region_nhwc::backward_kernel"),
            templates=("gn_region_nhwc.cuh", "layout.cuh"),
            why="cuDNN's channels-last output (16 input channels: the tiled transpose, not the narrow copy)"),
-    Family("wgmma", "wgmma ConvTranspose2d (--conv fused): conv + moments, input and weight gradients",
-           "convt_fused", init=(32, 48, 2, 1, 8, 8), inputs=((2, 32, 12, 16),), judge="tf32",
+    Family("wgmma", "wgmma ConvTranspose2d (--conv fused): conv + moments, input and weight gradients, the "
+           "one-launch inference forward", "convt_fused", init=(64, 64, 3, 1, 8, 8), inputs=((2, 64, 12, 16),),
+           judge="tf32",
            kernels=("kgen::convt::convt_wgmma_kernel", "kgen::convt::convt_wgmma_weights_kernel",
-                    "kgen::convt::convt_wgrad_kernel", "kgen::backward_apply_channels_last_kernel"),
-           templates=("convt_wgmma.cuh", "convt_wgmma_host.cuh", "convt_wgrad.cuh", "groupnorm_backward_cl.cuh"),
-           why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; kernel 2 <= 3, rows of "
-               "16 and 48 output channels (multiples of 4): kgen's weight gradient too"),
+                    "kgen::convt::convt_wgrad_kernel", "kgen::backward_apply_channels_last_kernel",
+                    "kgen::convt::convt_wgmma_infer_kernel"),
+           templates=("convt_wgmma.cuh", "convt_wgmma_host.cuh", "convt_wgrad.cuh", "groupnorm_backward_cl.cuh",
+                      "convt_wgmma_infer.cuh"),
+           why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; a 3 x 3 kernel, rows of "
+               "16 and 64 output channels (multiples of 4): kgen's weight gradient too; under no_grad, 64 input "
+               "channels x 9 taps make the normalise's share of the one launch < 0.3 (default_infer_normalisers)"),
     Family("tail-lse", "GroupNorm tail with channel log-sum-exp (conv-gn-tanh-hardswish-res-lse)", "conv_lse",
            init=(4, 32, 3, 16), inputs=((2, 4, 18, 18),),
            kernels=("kgen::biased_group_moments_kernel", "kgen::tail_lse_forward_kernel",
