@@ -75,12 +75,21 @@ def render(spec: Spec, params: dict) -> str:
     return text
 
 
-def _check_static_rules(text: str) -> None:
+def static_rule_violation(text: str) -> tuple[int, str] | None:
+    """(line number, line) of the first line KernelBench's static checker would reject, or None."""
     for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0].split("//", 1)[0]
-        for pattern in _FORBIDDEN:
-            if pattern.search(code):
-                raise TemplateError(f"emitted line {number} matches {pattern.pattern!r}: {line.strip()}")
+        if any(pattern.search(code) for pattern in _FORBIDDEN):
+            return number, line.strip()
+    return None
+
+
+def _check_static_rules(text: str) -> None:
+    violation = static_rule_violation(text)
+    if violation is not None:
+        number, line = violation
+        raise TemplateError(f"emitted line {number} would fail KernelBench's static checker (try / except / "
+                            f"pass): {line}")
 
 
 def emit(spec_name: str, given: dict | None = None) -> tuple[str, list[str]]:

@@ -368,10 +368,7 @@ def solution_context(plan: Plan) -> dict:
         "prelude": ref.prelude,
         "forward_args": placeholders,
         "forward_lines": renamed_arguments(ref) + writer.lines(),
-        "inputs": [source or (f"torch.rand({', '.join(str(s) for s in shape)})" if shape is not None else repr(value))
-                   for shape, value, source in zip(ref.input_shapes, ref.input_values,
-                                                   ref.input_sources or [None] * len(ref.input_shapes))],
-        "init_args": ref.init_args,
+        "input_source": ref.input_source,
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
     }

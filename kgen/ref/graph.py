@@ -1,5 +1,5 @@
 """Helpers on the traced fx graph that the planner's parts share (plan.py, plan_reductions.py,
-plan_batchnorm.py)."""
+plan_batchnorm.py), and the reference's spelling of an op for error messages (trace.py, guards.py)."""
 from __future__ import annotations
 
 import ast
@@ -8,6 +8,7 @@ import operator
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 # Modules whose bias a kgen step can take over (add in a region, or drop before a batch norm).
 PEELABLE = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d, nn.Linear)
@@ -122,3 +123,39 @@ def attribute_arguments(line: str, model, functions: set, wanted: dict) -> dict:
         if same:
             found[keyword_name] = ast.unparse(given)
     return found
+
+
+# Python's operators, for an op traced from one (`a + b` is operator.add in the graph).
+_OPERATOR_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%", "pow": "**",
+                     "matmul": "@", "neg": "unary -", "getitem": "[...]", "and_": "&", "or_": "|", "xor": "^",
+                     "invert": "~", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def op_text(node: torch.fx.Node, modules: dict | None = None) -> str:
+    """An op as the reference writes it (`torch.cumsum`, `F.gelu`, `.view()`, `self.conv` (Conv2d), `+`), not as
+    the graph names it (call_function, call_method, node names)."""
+    if node.op == "call_module":
+        module = (modules or {}).get(node.target)
+        return f"`self.{node.target}`" + (f" ({type(module).__name__})" if module is not None else "")
+    if node.op == "call_method":
+        return f"`.{node.target}()`"
+    if node.op == "get_attr":
+        return f"`self.{node.target}`"
+    if node.op == "placeholder":
+        return f"the input `{node.target}`"
+    if node.op == "call_function":
+        return f"`{function_name(node.target)}`"
+    return "the returned value"
+
+
+def function_name(function) -> str:
+    """`torch.cumsum`, `F.relu`, `torch.special.expit`, `+`: the spelling a reference would use."""
+    name = getattr(function, "__name__", str(function))
+    if getattr(operator, name, None) is function:
+        return _OPERATOR_SYMBOLS.get(name, f"operator.{name}")
+    for prefix, namespace in (("torch", torch), ("F", F), ("torch.special", torch.special),
+                              ("torch.linalg", torch.linalg), ("torch.fft", torch.fft)):
+        if getattr(namespace, name, None) is function:
+            return f"{prefix}.{name}"
+    module = getattr(function, "__module__", None)
+    return f"{module}.{name}" if module else name

@@ -18,6 +18,9 @@
   loses that the tensor y named was overwritten (`z = y; y += 1; return z + y` reads the new y twice in
   PyTorch). `GuardTracer` records the out-of-place op marked `augmented`; trace.resolve_inplace treats it, where
   the shapes show a tensor operand, as the in-place op it is (on a Python number it is the plain op).
+- Parameters of another dtype than their op's input (`Model(...).half()` in __init__, float32 get_inputs()): the
+  reference itself cannot run, yet meta tensors propagate some such ops (a GroupNorm), and the kernels would read
+  the parameters as float32. `dtype_mismatch` names the op.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import torch.nn.functional as F
 from torch.amp.autocast_mode import autocast
 
 from kgen.ref import ops
+from kgen.ref.graph import op_text
 from kgen.ref.rewrite import may_return_operand
 
 
@@ -107,17 +111,78 @@ def _state(root) -> dict:
     return state
 
 
-def refusal(graph: torch.fx.Graph, tracer: GuardTracer, source_line) -> str:
-    """Why kgen cannot plan the traced forward although fx traced it ('' when it can): it switched autograd
-    (source_line(node) names the first op traced so), or wrote the model's own state."""
+def refusal(graph: torch.fx.Graph, tracer: GuardTracer) -> tuple:
+    """Why kgen cannot plan the traced forward although fx traced it: (the first op traced with autograd or autocast
+    switched, or None; the reason, '' when it can), for the caller to say where."""
     switched = next((n for n in graph.nodes if n.meta.get("grad_mode_changed")), None)
     if switched is not None:
-        return (f"`{source_line(switched) or switched.name}`: runs with autograd or autocast switched (torch."
-                "no_grad, inference_mode, set_grad_enabled, autocast), which fx does not record: kgen cannot plan it")
+        return switched, ("runs with autograd or autocast switched (torch.no_grad, inference_mode, set_grad_enabled, "
+                          "autocast), which fx does not record: kgen cannot plan it; compute it without the switch")
     if tracer.state_writes:
-        return (f"Model.forward writes {', '.join(f'`{n}`' for n in tracer.state_writes)}, state of the model that "
-                "fx reads once while tracing: kgen cannot plan a forward that changes the model")
-    return ""
+        return None, (f"Model.forward writes {', '.join(f'`{n}`' for n in tracer.state_writes)}, state of the model "
+                      "that fx reads once while tracing: kgen cannot plan a forward that changes the model; keep such "
+                      "state outside Model")
+    return None, ""
+
+
+# ---- parameters of another dtype than their op's input ----------------------------------------------------
+# Ops that compute with the model's parameters in the dtype of their input: PyTorch refuses a parameter of another
+# floating dtype (element-wise ops promote instead, and normalisations take float32 parameters beside a float16 or
+# bfloat16 input: mixed precision).
+PARAMETER_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
+                       F.linear, F.bilinear, F.prelu, torch.prelu, torch.matmul, torch.mm, torch.bmm, torch.addmm,
+                       operator.matmul}
+NORM_FUNCTIONS = {F.group_norm, torch.group_norm, F.batch_norm, F.layer_norm, F.instance_norm}
+PARAMETER_METHODS = {"matmul", "mm", "bmm"}
+_NORMS = (torch.nn.GroupNorm, torch.nn.modules.batchnorm._BatchNorm, torch.nn.LayerNorm,
+          torch.nn.modules.instancenorm._InstanceNorm)
+
+
+def dtype_mismatch(node: torch.fx.Node, gm: torch.fx.GraphModule) -> str:
+    """Why the op cannot run as the reference wrote it, where its parameters (a module's own, or the get_attr tensors
+    a function reads) are of another floating dtype than its input (found in the shapes' metadata); else ''."""
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        params = [t for t in (*module.parameters(recurse=False), *module.buffers(recurse=False))
+                  if t.is_floating_point()]
+        inputs, norm, what = _tensor_arguments(node), isinstance(module, _NORMS), op_text(node, {node.target: module})
+    elif (node.op == "call_function" and node.target in PARAMETER_FUNCTIONS | NORM_FUNCTIONS) or \
+            (node.op == "call_method" and node.target in PARAMETER_METHODS):
+        attributes = [a for a in _tensor_arguments(node) if a.op == "get_attr"]
+        params = [t for a in attributes if isinstance(t := _attribute(gm, a.target), torch.Tensor)
+                  and t.is_floating_point()]
+        inputs = [a for a in _tensor_arguments(node) if a.op != "get_attr"]
+        norm, what = node.op == "call_function" and node.target in NORM_FUNCTIONS, op_text(node)
+    else:
+        return ""
+    held = sorted({t.dtype for t in params}, key=str)
+    fed = sorted({d for a in inputs if (d := _dtype(a)) is not None and d.is_floating_point}, key=str)
+    mixed_precision = norm and held == [torch.float32] and set(fed) <= {torch.float16, torch.bfloat16}
+    if not held or not fed or held == fed or mixed_precision:
+        return ""
+    held_text, fed_text = " and ".join(map(_dtype_name, held)), " and ".join(map(_dtype_name, fed))
+    return (f"{what} has {held_text} parameters and its input is {fed_text}: PyTorch refuses the mix, so the reference "
+            f"itself cannot run; build the model in its inputs' dtype (no `.half()` or `.to(...)` in __init__) "
+            f"or have get_inputs() return {held_text} tensors")
+
+
+def _tensor_arguments(node: torch.fx.Node) -> list:
+    return [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, torch.fx.Node)]
+
+
+def _attribute(gm: torch.fx.GraphModule, target: str):
+    owner = gm
+    for part in target.split("."):
+        owner = getattr(owner, part, None)
+    return owner
+
+
+def _dtype(node: torch.fx.Node):
+    return getattr(node.meta.get("tensor_meta"), "dtype", None)
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).replace("torch.", "")
 
 
 def writes_caller(operand: torch.fx.Node, gm: torch.fx.GraphModule, is_view=lambda node: False) -> str:

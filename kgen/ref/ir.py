@@ -78,6 +78,8 @@ class RegionStep:
     out_shape: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     channels_last: bool = False   # its input comes channels-last (--conv fast): the gn_region_nhwc.cuh kernels
+    gn_params: list = field(default_factory=list)   # the GroupNorm's own weight and bias (affine), as the model
+                                                    # names them (`gn.weight`): --explain lists them
 
 
 @dataclass

@@ -14,7 +14,7 @@ from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
-                             param_view_root, self_attr)
+                             op_text, param_view_root, self_attr)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
@@ -43,8 +43,17 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
 
     # ---------------------------------------------------------------- helpers
     def where(self, node) -> str:
+        """`path:LINE: `source line`` of the reference line a node came from, or the path and the op as the reference
+        would write it (graph.op_text) for a node no line made: errors speak of the user's file, not of the graph."""
+        line, number = self.ref.forward_lines.get(node.name), self.ref.forward_line_numbers.get(node.name)
+        if line and number:
+            return f"{self.ref.path}:{number}: `{line}`"
+        return f"{self.ref.path}: {op_text(node, self.modules)} in Model.forward"
+
+    def spelled(self, node) -> str:
+        """A value as the reference writes it: its source line, else the op (graph.op_text)."""
         line = self.ref.forward_lines.get(node.name)
-        return f"{self.ref.path}: `{line}`" if line else f"{self.ref.path}: node {node.name}"
+        return f"`{line}`" if line else op_text(node, self.modules)
 
     def attr(self, target: str) -> str:
         """ModelNew's expression for a module or tensor of the graph (graph.self_attr)."""
@@ -134,8 +143,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
     def plan(self) -> Plan:
         gns = [n for n in self.nodes if self.is_groupnorm(n)]
         if not gns:
-            raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward: kgen --ref plans GroupNorm-family "
-                           "references only")
+            raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward (nn.GroupNorm or F.group_norm): kgen "
+                           "emit --ref plans GroupNorm-family references only")
         for gn in gns:
             if tensor_dtype(gn) not in (None, torch.float32):
                 # kgen's region kernels read and write float32: PyTorch's own GroupNorm runs this one
@@ -144,7 +153,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 self.region(gn)
         if not any(isinstance(s, RegionStep) for s in self.steps):
             raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32 tensor in Model.forward (this one is "
-                           f"{tensor_dtype(gns[0])}): kgen's kernels are float32")
+                           f"{tensor_dtype(gns[0])}): kgen's kernels are float32; build the model in float32 and have "
+                           "get_inputs() return float32 tensors")
         for node in self.nodes:
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)
@@ -156,8 +166,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
     def region(self, gn) -> None:
         full = tensor_shape(gn)
         if full is None or len(full) < 2 or len(full) > 5:
-            raise RefError(f"{self.where(gn)}: GroupNorm input of rank {len(full or [])}: kgen supports (N, C) "
-                           "to (N, C, D, H, W)")
+            raise RefError(f"{self.where(gn)}: a GroupNorm of a rank-{len(full or [])} tensor: kgen's kernels take "
+                           "(N, C) to (N, C, D, H, W); view the tensor to one of those ranks around the GroupNorm")
         gn_input = gn.args[0]
         # The GroupNorm's input z may also be read after it (a residual of z): the prologue then takes it where
         # every such reader joins the epilogue; where one does not, the prologue stops before z.
@@ -202,7 +212,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         affine, gn_args = self.gn_arguments(gn)
         step = RegionStep(index=len([s for s in self.steps if isinstance(s, RegionStep)]), input=x.name, gn=gn.name,
                           gn_module=gn_module, gn_args=gn_args, affine=affine, shape=full, prologue=prologue,
-                          epilogue=epilogue, params=params, result=result)
+                          epilogue=epilogue, params=params, result=result, gn_params=self.gn_parameters(gn))
         output_node = self.fold_after_extreme(step, self.apply_reduction(step, reduce, full))
         step.output = output_node.name
         step.out_shape = tensor_shape(output_node) or []
@@ -228,7 +238,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         eps = kw.get("eps", args[4] if args[4] is not None else 1e-5)
         for value, what in ((weight, "weight"), (bias, "bias")):
             if value is not None and not (isinstance(value, torch.fx.Node) and value.op == "get_attr"):
-                raise RefError(f"{self.where(gn)}: F.group_norm {what} must be a parameter of the model")
+                raise RefError(f"{self.where(gn)}: the {what} of F.group_norm is not a parameter or buffer of the "
+                               f"model, and kgen's kernels read it as one: make it an nn.Parameter (or a registered "
+                               f"buffer) in __init__")
         written = attribute_arguments(self.ref.forward_lines.get(gn.name, ""), self.ref.model, {"group_norm"},
                                       {"num_groups": (1, groups), "eps": (4, eps)})
         weight_expr = self.attr(weight.target) if weight is not None else "None"
@@ -242,6 +254,15 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         return weight is not None or bias is not None, {
             "groups": written.get("num_groups", repr(groups)), "eps": written.get("eps", repr(float(eps))),
             "groups_value": int(groups), "weight": weight_expr, "bias": bias_expr}
+
+    def gn_parameters(self, gn) -> list[str]:
+        """The GroupNorm's own weight and bias as the model names them (`gn.weight`, `self.w` of an F.group_norm), the
+        parameters its region reads besides its functors' (RegionStep.params)."""
+        if gn.op == "call_module":
+            return [f"{gn.target}.weight", f"{gn.target}.bias"] if self.module(gn).affine else []
+        args = list(gn.args) + [None] * 4
+        given = (gn.kwargs.get("weight", args[2]), gn.kwargs.get("bias", args[3]))
+        return [value.target for value in given if isinstance(value, torch.fx.Node) and value.op == "get_attr"]
 
     def absorb_prologue(self, gn, start, full, params, open_end=False):
         """Element-wise nodes between the region's one tensor input x and the GroupNorm. With open_end, the
@@ -271,7 +292,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                     visit(operand)
 
         if not isinstance(start, torch.fx.Node):
-            raise RefError(f"{self.where(gn)}: GroupNorm of a non-tensor")
+            raise RefError(f"{self.where(gn)}: a GroupNorm of something that is not a tensor: give it the tensor to "
+                           "normalise")
         visit(start)
         if len(leaves) != 1:
             # More than one tensor feeds the element-wise ops: keep them out of the region.
@@ -350,12 +372,15 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         leaving = [n for n in self.nodes if n.name in inside and any(u.name not in inside and not is_metadata(u)
                                                                      for u in n.users)]
         if len(leaving) != 1:
-            names = ", ".join(n.name for n in leaving) or "none"
-            raise RefError(f"{self.where(gn)}: the GroupNorm region has {len(leaving)} values used outside it "
-                           f"({names}); kgen fuses regions with one output")
+            values = "; ".join(self.spelled(n) for n in leaving) or "none"
+            raise RefError(f"{self.where(gn)}: kgen fuses this GroupNorm with the element-wise ops around it into one "
+                           f"kernel with one output, and {len(leaving)} of their values are read elsewhere ({values}): "
+                           "kgen cannot plan this yet; please report the reference")
         result = leaving[0]
         if result.name in names_of(prologue):
-            raise RefError(f"{self.where(result)}: a value before the GroupNorm is the region's output")
+            raise RefError(f"{self.where(result)}: kgen fuses this value, computed before the GroupNorm, into the "
+                           "GroupNorm's kernel, and it is the only one read after it: kgen cannot plan this yet; "
+                           "please report the reference")
         reduce = None
         readers = [u for u in result.users if not is_metadata(u)]
         if len(readers) == 1:

@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.graph import LIKE_FUNCTIONS, names_of
+from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
 from kgen.ref.trace import RefError, tensor_shape
 
@@ -215,10 +215,11 @@ class PointwisePlanning:
                  (node.op == "call_method" and node.target in LIBRARY_METHODS) or
                  self.size_arithmetic(node))
         if not known:
-            what = (type(module).__name__ if module is not None else
-                    getattr(node.target, "__name__", str(node.target)))
-            raise RefError(f"{self.where(node)}: kgen cannot plan `{what}` ({node.op}): it is neither a library "
-                           "op kgen keeps in PyTorch nor an element-wise op, GroupNorm or reduction it fuses")
+            raise RefError(f"{self.where(node)}: kgen cannot plan {op_text(node, self.modules)}: it is neither an op "
+                           "kgen fuses (element-wise, GroupNorm, reduction) nor one it knows to keep as PyTorch's own "
+                           "call; write it with ops kgen knows, or, where PyTorch may run it between kgen's kernels "
+                           "as it is, add it to LIBRARY_FUNCTIONS, LIBRARY_METHODS or LIBRARY_MODULES in "
+                           "kgen/ref/plan_pointwise.py")
         taker = self.claimed.get(f"peel:{node.name}")
         step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")

@@ -26,7 +26,9 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kgen.ref import ops
-from kgen.ref.guards import GuardTracer, out_of_place_function, read_through_a_view_later, refusal, writes_caller
+from kgen.ref.graph import op_text
+from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
+                             refusal, writes_caller)
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
 
 
@@ -47,11 +49,11 @@ class Reference:
     gm: torch.fx.GraphModule
     init_source: str                       # Model.__init__, rewritten for ModelNew
     forward_lines: dict = field(default_factory=dict)   # node name -> source line text of the reference
+    forward_line_numbers: dict = field(default_factory=dict)   # node name -> that line's number in the file
     prelude: str = ""                      # the reference's top-level definitions that ModelNew's code reads
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
     input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
-    input_sources: list = field(default_factory=list)  # the reference's own expression of each tensor input that is
-                                                       # not float32 (an index tensor, a mask), else None
+    input_source: str = ""                 # get_inputs and get_init_inputs as the reference defines them
 
 
 def _short(error: BaseException) -> str:
@@ -102,8 +104,9 @@ def load_reference(path: str | Path) -> Reference:
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
     refuse_custom_functions(gm.graph, path)   # its forward runs without autograd: named as what it is
-    if why := refusal(gm.graph, tracer, lambda node: _source_line(node, path)):
-        raise RefError(f"{path}: {why}")
+    node, why = refusal(gm.graph, tracer)
+    if why:
+        raise RefError(f"{located(node, path) if node is not None else path}: {why}")
     flags = training_flags(gm.graph, other_graph, mode, path)
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
@@ -114,15 +117,20 @@ def load_reference(path: str | Path) -> Reference:
     failed = _shape_failure(meta_gm, inputs)
     if failed is not None:
         node, error = failed
-        where = f"{path}: `{_source_line(node, path)}`" if node is not None and _source_line(node, path) else str(path)
-        raise RefError(f"{where}: running Model.forward on the reference's input shapes failed: "
-                       f"{type(error).__name__}: {_short(error)}")
+        where = located(node, path) if node is not None else str(path)
+        why = dtype_mismatch(node, meta_gm) if node is not None else ""
+        raise RefError(f"{where}: {why}" if why else f"{where}: running Model.forward on the reference's input shapes "
+                       f"failed: {type(error).__name__}: {_short(error)}")
     # ShapeProp annotated the copy; carry the metadata over to the graph we plan from.
     for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
         node.meta.update(meta_node.meta)
+    refuse_dtype_mismatch(gm, meta_gm, path)
     resolve_inplace(gm, path, augmented=True)   # `y += 1` where the shapes show y is a tensor
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
-    sources = _other_dtype_inputs(tree, inputs, path)
+    functions = _input_functions(tree)
+    prelude = _prelude(tree, set().union(*(_free_names(f) for f in functions)))
+    input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
+    _check_carried_inputs(prelude, input_source, inputs, path)
     after_shapes(gm)   # after the flags: `training=self.training` is no constant False
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
@@ -130,9 +138,8 @@ def load_reference(path: str | Path) -> Reference:
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
         graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
-        forward_lines=_forward_lines(gm, path), prelude=_prelude(tree, _loads(*sources.values())),
-        input_sources=[ast.unparse(sources[i]) if i in sources else None for i in range(len(inputs))],
-        constants=_tensor_constants(gm, own_attributes),
+        forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
+        prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
     )
 
 
@@ -154,6 +161,15 @@ def _shape_failure(meta_gm: torch.fx.GraphModule, inputs: list):
     except Exception as error:  # the reference's own op failed at these shapes
         return failing.get("node"), error.__context__ or error
     return None
+
+
+def refuse_dtype_mismatch(gm: torch.fx.GraphModule, meta_gm: torch.fx.GraphModule, path: Path) -> None:
+    """Parameters of one dtype fed inputs of another (a model made `.half()` in __init__, float32 get_inputs()): the
+    meta tensors propagate some such ops (GroupNorm) that PyTorch refuses on a real device, so the reference itself
+    cannot run, and a file planned from it would compute something else."""
+    for node, meta_node in zip(gm.graph.nodes, meta_gm.graph.nodes):
+        if why := dtype_mismatch(meta_node, meta_gm):
+            raise RefError(f"{located(node, path)}: {why}")
 
 
 # ---- custom autograd Functions ---------------------------------------------------------------------------
@@ -186,9 +202,9 @@ def refuse_custom_functions(graph: torch.fx.Graph, path: Path) -> None:
         for name, filename, first, last in spans:
             for line in re.findall(rf'File "{re.escape(filename)}", line (\d+), in forward', trace):
                 if first <= int(line) <= last:
-                    where = _source_line(node, path)
-                    raise RefError(f"{path}: `{where}`: a custom torch.autograd.Function (`{name}`): fx traces its "
-                                   "forward but not its backward, so kgen cannot plan it")
+                    raise RefError(f"{located(node, path)}: a custom torch.autograd.Function (`{name}`): fx traces its "
+                                   "forward but not its backward, so kgen cannot plan it; kgen plans references whose "
+                                   "gradients are autograd's own")
 
 
 # ---- self.training -----------------------------------------------------------------------------------
@@ -232,8 +248,9 @@ def training_flags(graph: torch.fx.Graph, other_graph: torch.fx.Graph, mode: boo
             if x is mode and y is (not mode):
                 found.append((a.name, where, key))
             elif not isinstance(x, (torch.fx.Node, list, tuple, dict)) and (type(x) is not type(y) or x != y):
-                raise RefError(f"{path}: `{_source_line(a, path) or a.name}`: an argument differs between training "
-                               "and eval mode: kgen plans one graph for both")
+                raise RefError(f"{located(a, path)}: an argument differs between training and eval mode: kgen plans "
+                               "one graph for both; pass `self.training` itself (F.dropout(x, p, "
+                               "training=self.training)) or one value for both modes")
     return found
 
 
@@ -306,7 +323,7 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
         if not node.args or not isinstance(operand := node.args[0], torch.fx.Node) or not (
                 node.meta.get("augmented") and tensor_shape(operand) is not None if augmented else _inplace(node, gm)):
             continue
-        where = f"{path}: `{_source_line(node, path) or node.name}`"
+        where = located(node, path)
         what = node.meta.get("augmented") or getattr(node.target, "__name__", node.target)   # relu_, not <built-in..>
         if read_through_a_view_later(node, operand, order, _is_view):
             raise RefError(f"{where}: in-place `{what}` on a tensor that has views: kgen cannot plan "
@@ -344,12 +361,29 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
     gm.recompile()
 
 
-def _source_line(node: torch.fx.Node, path: Path) -> str:
+def _source_location(node: torch.fx.Node, path: Path) -> tuple[int, str] | None:
+    """(line number, source text) of the reference's line a node was traced from (fx records the stack: the
+    outermost frame in the reference, the line of Model.forward itself where a helper or submodule made the op)."""
     trace = (node.meta.get("stack_trace") or "").splitlines()
     for i, part in enumerate(trace[:-1]):
-        if part.strip().startswith(f'File "{path}"'):
-            return trace[i + 1].strip()
-    return ""
+        found = re.match(rf'File "{re.escape(str(path))}", line (\d+)', part.strip())
+        if found:
+            return int(found.group(1)), trace[i + 1].strip()
+    return None
+
+
+def _source_line(node: torch.fx.Node, path: Path) -> str:
+    location = _source_location(node, path)
+    return location[1] if location else ""
+
+
+def located(node: torch.fx.Node, path: Path, modules: dict | None = None) -> str:
+    """Where an error about `node` points the user, in the reference's terms: `path:LINE: `source line``; for an op
+    with no line of the reference (one kgen or fx made), the path and the op as it would be written there."""
+    location = _source_location(node, path)
+    if location is not None:
+        return f"{path}:{location[0]}: `{location[1]}`"
+    return f"{path}: {op_text(node, modules)} in Model.forward"
 
 
 def _init_source(tree: ast.Module, path: Path) -> str:
@@ -411,28 +445,42 @@ def _free_names(statement: ast.stmt) -> set:
     return _loads(statement)
 
 
-def _other_dtype_inputs(tree: ast.Module, inputs: list, path: Path) -> dict:
-    """position -> the reference's own expression (an ast node) of each tensor among get_inputs() that is not
-    float32: the emitted get_inputs() writes `torch.rand(shape)` for a float32 input, which would make an index
-    tensor (`torch.randint(0, 10, (2,))` for an nn.Embedding) or a bool mask a float one. The expression is taken
-    from get_inputs' `return [...]`; one that cannot be found there is a one-line error."""
-    others = [i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.dtype != torch.float32]
-    if not others:
-        return {}
-    function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
-    returned = function.body[-1].value if function.body and isinstance(function.body[-1], ast.Return) else None
-    elements = returned.elts if isinstance(returned, (ast.List, ast.Tuple)) else []
-    if len(elements) != len(inputs) or any(isinstance(e, ast.Starred) for e in elements):
-        raise RefError(f"{path}: get_inputs() returns a {inputs[others[0]].dtype} tensor, and kgen takes such an "
-                       "input's expression from its `return [...]` of one expression per input: write it so")
-    return {i: elements[i] for i in others}
+def _input_functions(tree: ast.Module) -> list:
+    """get_inputs and get_init_inputs as the reference defines them: the emitted file carries them as they are (same
+    distributions, dtypes and draws: `torch.randn` stays randn, an index tensor stays an index tensor), with the
+    top-level definitions they read (_prelude)."""
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs")]
+
+
+def _check_carried_inputs(prelude: str, input_source: str, inputs: list, path: Path) -> None:
+    """Runs the carried get_inputs (on the meta device) and get_init_inputs beside the carried prelude alone, as the
+    emitted file will: a name they read that kgen did not carry (one bound inside an `if` at the top level) or
+    another result is the reference's one-line error, not a file whose get_inputs fails."""
+    namespace = {"torch": torch, "nn": torch.nn, "F": F}
+    try:
+        exec(compile(f"{prelude}\n\n\n{input_source}\n", f"{path} (as carried by kgen)", "exec"), namespace)
+        with torch.device("meta"):
+            carried = list(namespace["get_inputs"]())
+        list(namespace["get_init_inputs"]())
+    except Exception as error:  # noqa: BLE001 (the reference's own code, run as the emitted file will run it)
+        raise RefError(f"{path}: get_inputs() or get_init_inputs(), carried into the emitted file with the top-level "
+                       f"definitions they read, fails there ({type(error).__name__}: {_short(error)}): bind what they "
+                       "read with a plain top-level assignment, import or def") from None
+    if _described(carried) != _described(inputs):
+        raise RefError(f"{path}: get_inputs(), carried into the emitted file, returns {_described(carried)} there "
+                       f"and {_described(inputs)} in the reference: bind what it reads with a plain top-level "
+                       "assignment, import or def")
+
+
+def _described(values: list) -> list:
+    return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else (type(v).__name__,) for v in values]
 
 
 def _prelude(tree: ast.Module, also_needed: set = frozenset()) -> str:
     """The reference's top-level imports, constants, functions and classes that ModelNew's copy of Model's code
-    reads (Model.__init__, forward's signature) or the emitted get_inputs() does (`also_needed`), and what those
-    read in turn: `import math`, a helper class, `Optional` in an annotation. The template's own imports (torch,
-    nn, F) are always there."""
+    reads (Model.__init__, forward's signature) or the carried get_inputs() / get_init_inputs() do (`also_needed`),
+    and what those read in turn: `import math`, a helper class, `Optional` in an annotation. The template's own
+    imports (torch, nn, F) are always there."""
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
     skip = {"Model", "get_inputs", "get_init_inputs"}
     defining = [s for s in tree.body if _bound_names(s) and not (_bound_names(s) & skip)]
@@ -481,6 +529,11 @@ def _tensor_constants(gm: torch.fx.GraphModule, own_attributes: set) -> dict:
 def _forward_lines(gm: torch.fx.GraphModule, path: Path) -> dict:
     """node name -> the reference's source line it came from (fx records the stack trace)."""
     return {node.name: line for node in gm.graph.nodes if (line := _source_line(node, path))}
+
+
+def _forward_line_numbers(gm: torch.fx.GraphModule, path: Path) -> dict:
+    """node name -> the number of that line in the reference (errors say `path:LINE:`)."""
+    return {node.name: location[0] for node in gm.graph.nodes if (location := _source_location(node, path))}
 
 
 def tensor_shape(node) -> list | None:

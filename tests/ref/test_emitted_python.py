@@ -81,7 +81,7 @@ def test_what_model_reads_from_its_file_comes_along_and_forward_keeps_its_defaul
     prelude = text[text.index("# ---- from the reference"):text.index("CUDA_SOURCE")]
     for line in ("import math", "from typing import Optional", "INIT_SCALE = 0.5", "class ChannelScale(nn.Module):"):
         assert line in prelude
-    assert "get_inputs" not in prelude and "class Model(" not in prelude
+    assert "def get_inputs" not in prelude and "class Model(" not in prelude
     assert "def forward(self, x, shift=0.25):" in text
 
 
@@ -161,9 +161,9 @@ def test_size_arithmetic_stays_python():
 
 
 def test_an_input_that_is_not_float32_keeps_the_references_expression(tmp_path, monkeypatch):
-    """get_inputs() with an index tensor (an nn.Embedding's) and a bool mask: the emitted get_inputs wrote
-    torch.rand(...) for every tensor, a float index the embedding refuses. Each such input is now the reference's own
-    expression, with the module constants it reads; float32 inputs stay torch.rand of their shape."""
+    """get_inputs() with an index tensor (an nn.Embedding's) and a bool mask: the emitted get_inputs is the
+    reference's own, with the module constants it reads, so the index stays an index tensor (a float one the embedding
+    refuses) and the float input keeps its distribution (randn, not rand)."""
     path = tmp_path / "index_input.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nbatch_size = 2\nsteps = 10\n\n\n"
                     "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
@@ -175,7 +175,7 @@ def test_an_input_that_is_not_float32_keeps_the_references_expression(tmp_path, 
                     "            torch.rand(batch_size, 8, 5, 5) > 0.5]\n\n\n"
                     "def get_init_inputs():\n    return []\n")
     text, _, _ = emit_reference(str(path))
-    assert "return [torch.rand(2, 8, 5, 5), torch.randint(0, steps, (batch_size,)), " \
+    assert "return [torch.randn(batch_size, 8, 5, 5), torch.randint(0, steps, (batch_size,)), " \
            "torch.rand(batch_size, 8, 5, 5) > 0.5]" in text
     solution = load_emitted(text, monkeypatch)
     inputs = solution.get_inputs()

@@ -1,0 +1,130 @@
+"""`kgen emit --ref`'s errors in the user's terms: `path:LINE: `the line as written`: what is wrong, what to do`,
+one line, never the graph's words (node names, call_function / call_method); and a reference whose parameters and
+inputs disagree in dtype, which cannot run at all, refused as such (CPU only)."""
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.ref.emit import emit_reference
+from kgen.ref.plan import Planner
+from kgen.ref.trace import RefError, load_reference
+
+HERE = Path(__file__).parent
+GRAPH_WORDS = re.compile(r"call_function|call_method|call_module|get_attr|placeholder|\bnode\b")
+
+REFERENCE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 8)
+{init}
+
+    def forward(self, x):
+        y = self.gn(x)
+        {body}
+
+
+def get_inputs():
+    return [torch.rand(2, 8, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def refusal(tmp_path, body: str, init: str = "") -> str:
+    path = tmp_path / "model.py"
+    path.write_text(REFERENCE.format(body=body, init=init))
+    with pytest.raises(RefError) as info:
+        emit_reference(str(path))
+    message = str(info.value)
+    assert "\n" not in message and not GRAPH_WORDS.search(message), message
+    return message
+
+
+def test_an_unknown_function_names_the_line_its_number_and_what_to_do():
+    with pytest.raises(RefError) as info:
+        emit_reference(str(HERE / "bad" / "unsupported_cumsum.py"))
+    message = str(info.value)
+    assert message.startswith(f"{HERE / 'bad' / 'unsupported_cumsum.py'}:11: `return torch.cumsum(self.gn(x), dim=1)`: ")
+    assert "kgen cannot plan `torch.cumsum`" in message and "write it with ops kgen knows" in message
+    assert "LIBRARY_FUNCTIONS" in message and not GRAPH_WORDS.search(message), message
+
+
+@pytest.mark.parametrize("body, line, op", [
+    ("return y.cumsum(1)", "return y.cumsum(1)", "`.cumsum()`"),
+    ("return self.pool(y)", "return self.pool(y)", "`self.pool` (LPPool2d)"),
+    ("z = torch.cummax(y, 1)[0]\n        return z", "z = torch.cummax(y, 1)[0]", "`torch.cummax`"),
+])
+def test_methods_modules_and_functions_are_named_as_written(tmp_path, body, line, op):
+    message = refusal(tmp_path, body, init="        self.pool = nn.LPPool2d(2, 2)")
+    assert f"model.py:13: `{line}`" in message and f"kgen cannot plan {op}" in message
+
+
+def test_an_op_with_no_line_of_the_reference_is_named_not_numbered(tmp_path):
+    """A node no line of the reference made (kgen's or fx's own) is named as the reference would write it, not by
+    its graph name (`node cumsum`)."""
+    path = tmp_path / "model.py"
+    path.write_text(REFERENCE.format(body="return torch.cumsum(y, 1)", init=""))
+    planner = Planner(load_reference(path))
+    node = next(n for n in planner.nodes if n.name == "cumsum")
+    planner.ref.forward_lines.pop(node.name)
+    assert planner.where(node) == f"{path}: `torch.cumsum` in Model.forward"
+    module = next(n for n in planner.nodes if n.op == "call_module")
+    planner.ref.forward_lines.pop(module.name)
+    assert planner.where(module) == f"{path}: `self.gn` (GroupNorm) in Model.forward"
+
+
+@pytest.mark.parametrize("name, start", [
+    ("inplace_on_view.py", ":12: `x[:, :4].relu_()`: in-place `relu_`"),
+    ("inplace_through_identity_alias.py", ":10: `y.relu_()`: in-place `relu_`"),
+    ("custom_autograd_function.py", ":21: `return StraightThrough.apply(self.gn(x))`: a custom"),
+    ("input_shape_mismatch.py", ":11: `return torch.relu(self.gn(x))`: running Model.forward"),
+])
+def test_trace_errors_carry_the_line_number(name, start):
+    path = HERE / "bad" / name
+    with pytest.raises(RefError) as info:
+        emit_reference(str(path))
+    assert str(info.value).startswith(f"{path}{start}"), str(info.value)
+    assert not GRAPH_WORDS.search(str(info.value))
+
+
+def test_autograd_switched_names_the_line_and_what_to_do(tmp_path):
+    message = refusal(tmp_path, "with torch.no_grad():\n            z = y * 2\n        return z")
+    assert re.search(r"model\.py:14: `z = y \* 2`: runs with autograd or autocast switched .*compute it without",
+                     message), message
+
+
+# ---- parameters and inputs of other dtypes ------------------------------------------------------------------
+
+@pytest.mark.parametrize("init, body, what", [
+    ("        self.half()", "return torch.relu(y)", "`self.gn` (GroupNorm) has float16 parameters"),
+    ("        self.gn.to(torch.float16)", "return torch.relu(y)", "`self.gn` (GroupNorm) has float16 parameters"),
+    ("        self.conv = nn.Conv2d(8, 8, 1).half()", "return self.conv(y)", "`self.conv` (Conv2d) has float16"),
+    ("        self.w = nn.Parameter(torch.ones(8, 8, dtype=torch.float64))",
+     "return torch.nn.functional.linear(y.flatten(2).transpose(1, 2), self.w)", "`F.linear` has float64"),
+    ("        self.gn.double()", "return torch.relu(y)", "`self.gn` (GroupNorm) has float64 parameters"),
+])
+def test_parameters_of_another_dtype_than_the_input_are_refused(tmp_path, init, body, what):
+    """The model built in half precision (or double) inside __init__, get_inputs() float32: PyTorch refuses the op,
+    so the reference itself cannot run; meta tensors let the GroupNorm through, and kgen emitted a file."""
+    message = refusal(tmp_path, body, init=init)
+    assert what in message and "and its input is float32" in message and "cannot run" in message, message
+    assert "get_inputs() return" in message and re.search(r"model\.py:1[23]: `", message), message
+
+
+def test_float32_parameters_beside_a_half_input_are_mixed_precision_not_refused(tmp_path):
+    """A GroupNorm of a float16 tensor with float32 weights runs in PyTorch (mixed precision): it stays PyTorch's
+    own, and a float32 GroupNorm beside it is planned as usual."""
+    path = tmp_path / "model.py"
+    path.write_text(REFERENCE.format(init="        self.gn2 = nn.GroupNorm(2, 8)",
+                                     body="return y + self.gn2(x.half()).float()"))
+    ref = load_reference(path)
+    assert ref.model.gn2.weight.dtype == torch.float32
+    emit_reference(str(path))
