@@ -3,13 +3,13 @@
 #   kgen emit --ref kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py --block-size 256
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py --explain` shows the plan.
 #   PyTorch: conv_transpose (bias taken by the batch norm)
-#   kgen batch norm 0: BatchNorm2d -> tanh -> max over windows 2x2 (conv_transpose.bias peeled: it only shifts the batch mean)  [conv_transpose [512, 128, 34, 34] -> max_pool [512, 128, 17, 17]; parameters: none]
-#   kgen region 0: GroupNorm  [max_pool [512, 128, 17, 17] -> group_norm [512, 128, 17, 17]; parameters: none]
+#   kgen batch norm 0: BatchNorm2d -> tanh -> max over windows 2x2 (conv_transpose.bias peeled: it only shifts the batch mean)  [conv_transpose [512, 128, 34, 34] -> max_pool [512, 128, 17, 17]; parameters: batch_norm.weight, batch_norm.bias, conv_transpose.bias]
+#   kgen region 0: GroupNorm  [max_pool [512, 128, 17, 17] -> group_norm [512, 128, 17, 17]; parameters: group_norm.weight, group_norm.bias]
 # Parameters: block_size=256
 # kgen-spec: ref
 # kgen-params: {"block_size": 256}
 # kgen-version: 0.1.0
-# kgen-reference: kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py
+# kgen-reference: ../kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py
 # kgen-reference-sha256: e10fa44d0dbc6f6d9b7fff411dae2730502c2b15236d9ec1097e7deff37f1981
 # =====================================================================================================
 """Fused CUDA kernels for level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py, forward and backward.
@@ -30,6 +30,19 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
+
+# ---- from the reference: what its Model, get_inputs and get_init_inputs read
+batch_size = 512
+in_channels = 64
+out_channels = 128
+height = width = 2048
+kernel_size = 5
+stride = 1
+padding = 1
+groups = 8
+num_groups = 8
+height, width = (32, 32)
+
 
 CUDA_SOURCE = r"""
 // ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
@@ -7931,9 +7944,10 @@ class ModelNew(nn.Module):
         return group_norm
 
 
+# ---- from the reference: its own get_inputs and get_init_inputs
 def get_inputs():
-    return [torch.rand(512, 64, 32, 32)]
+    return [torch.rand(batch_size, in_channels, height, width)]
 
 
 def get_init_inputs():
-    return [64, 128, 5, 1, 1, 8, 8]
+    return [in_channels, out_channels, kernel_size, stride, padding, groups, num_groups]

@@ -3,13 +3,13 @@
 #   kgen emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py --block-size 256 --conv fast
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py --conv fast --explain` shows the plan.
 #   PyTorch: conv_transpose (channels-last; bias taken by the next region)
-#   kgen region 0 (channels-last input): add -> gelu_erf -> GroupNorm  [conv_transpose [128, 64, 258, 258] -> group_norm [128, 64, 258, 258]; parameters: conv_transpose.bias]
+#   kgen region 0 (channels-last input): add -> gelu_erf -> GroupNorm  [conv_transpose [128, 64, 258, 258] -> group_norm [128, 64, 258, 258]; parameters: group_norm.weight, group_norm.bias, conv_transpose.bias]
 # Parameters: block_size=256, conv=fast
 # NOTE: --conv fast: cuDNN picks its algorithm per layout, and with PyTorch's default TF32 a channels-last convolution can run in TF32 where the reference's NCHW one runs in float32 (L2-21 on the H100: 1.6e-3 apart, outside KernelBench's 1e-4); `kgen validate --no-tf32` compares with TF32 off
 # kgen-spec: ref
 # kgen-params: {"block_size": 256, "conv": "fast"}
 # kgen-version: 0.1.0
-# kgen-reference: kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py
+# kgen-reference: ../kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py
 # kgen-reference-sha256: 259620e5e0d679d208fbc1ed3b58e7e0d8099aa4a649e10bd8cb9d70ca89ef88
 # =====================================================================================================
 """Fused CUDA kernels for level2_19_convtranspose2d_gelu_groupnorm.py, forward and backward.
@@ -30,6 +30,17 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
+
+# ---- from the reference: what its Model, get_inputs and get_init_inputs read
+batch_size = 128
+in_channels = 64
+out_channels = 64
+height = width = 256
+kernel_size = 3
+stride = 1
+groups = 8
+num_groups = 8
+
 
 CUDA_SOURCE = r"""
 // ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
@@ -8614,9 +8625,10 @@ class ModelNew(nn.Module):
         return group_norm
 
 
+# ---- from the reference: its own get_inputs and get_init_inputs
 def get_inputs():
-    return [torch.rand(128, 64, 256, 256)]
+    return [torch.rand(batch_size, in_channels, height, width)]
 
 
 def get_init_inputs():
-    return [64, 64, 3, 1, 8, 8]
+    return [in_channels, out_channels, kernel_size, stride, groups, num_groups]

@@ -3,12 +3,12 @@
 #   kgen emit --ref kgen/specs/references/level2_37_matmul_swish_sum_groupnorm.py --block-size 256
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_37_matmul_swish_sum_groupnorm.py --explain` shows the plan.
 #   PyTorch: matmul (bias taken by the next region)
-#   kgen region 0: add -> sigmoid -> mul -> add -> GroupNorm  [matmul [32768, 4096] -> group_norm [32768, 4096]; parameters: matmul.bias, bias]
+#   kgen region 0: add -> sigmoid -> mul -> add -> GroupNorm  [matmul [32768, 4096] -> group_norm [32768, 4096]; parameters: group_norm.weight, group_norm.bias, matmul.bias, bias]
 # Parameters: block_size=256
 # kgen-spec: ref
 # kgen-params: {"block_size": 256}
 # kgen-version: 0.1.0
-# kgen-reference: kgen/specs/references/level2_37_matmul_swish_sum_groupnorm.py
+# kgen-reference: ../kgen/specs/references/level2_37_matmul_swish_sum_groupnorm.py
 # kgen-reference-sha256: fe2e8dc5418f1549cb3b6e34535b6f3dee0fc37ecce1b6be19a57ed8733156d4
 # =====================================================================================================
 """Fused CUDA kernels for level2_37_matmul_swish_sum_groupnorm.py, forward and backward.
@@ -25,6 +25,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
+
+# ---- from the reference: what its Model, get_inputs and get_init_inputs read
+batch_size = 32768
+in_features = 1024
+out_features = 4096
+num_groups = 64
+bias_shape = (out_features,)
+
 
 CUDA_SOURCE = r"""
 // ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
@@ -7854,9 +7862,10 @@ class ModelNew(nn.Module):
         return group_norm
 
 
+# ---- from the reference: its own get_inputs and get_init_inputs
 def get_inputs():
-    return [torch.rand(32768, 1024)]
+    return [torch.rand(batch_size, in_features)]
 
 
 def get_init_inputs():
-    return [1024, 4096, 64, (4096,)]
+    return [in_features, out_features, num_groups, bias_shape]

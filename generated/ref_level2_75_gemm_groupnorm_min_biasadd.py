@@ -3,13 +3,13 @@
 #   kgen emit --ref kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py --block-size 256
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py --explain` shows the plan.
 #   PyTorch: gemm (bias taken by the next region)
-#   kgen region 0: add -> GroupNorm -> min over channels  [gemm [1024, 8192] -> getitem [1024, 1]; parameters: gemm.bias]
+#   kgen region 0: add -> GroupNorm -> min over channels  [gemm [1024, 8192] -> getitem [1024, 1]; parameters: group_norm.weight, group_norm.bias, gemm.bias]
 #   kgen element-wise 0: add  [getitem [1024, 1] -> add [1, 8192, 1024, 1]; broadcast: getitem; parameters: bias]
 # Parameters: block_size=256
 # kgen-spec: ref
 # kgen-params: {"block_size": 256}
 # kgen-version: 0.1.0
-# kgen-reference: kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py
+# kgen-reference: ../kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py
 # kgen-reference-sha256: 5485a335508d1a92464b644e2be1d166a9072bb0f62d3e2c3426dd4768e06342
 # =====================================================================================================
 """Fused CUDA kernels for level2_75_gemm_groupnorm_min_biasadd.py, forward and backward.
@@ -26,6 +26,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
+
+# ---- from the reference: what its Model, get_inputs and get_init_inputs read
+batch_size = 1024
+in_features = 8192
+out_features = 8192
+num_groups = 512
+bias_shape = (1, out_features, 1, 1)
+
 
 CUDA_SOURCE = r"""
 // ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
@@ -7943,9 +7951,10 @@ class ModelNew(nn.Module):
         return add
 
 
+# ---- from the reference: its own get_inputs and get_init_inputs
 def get_inputs():
-    return [torch.rand(1024, 8192)]
+    return [torch.rand(batch_size, in_features)]
 
 
 def get_init_inputs():
-    return [8192, 8192, 512, (1, 8192, 1, 1)]
+    return [in_features, out_features, num_groups, bias_shape]

@@ -3,12 +3,12 @@
 #   kgen emit --ref kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py --block-size 256
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py --explain` shows the plan.
 #   PyTorch: conv (bias taken by the next region)
-#   kgen region 0: add -> GroupNorm -> mul -> clamp -> max over windows 4x4 (clamp moved before the max, which it commutes with)  [conv [128, 64, 126, 126] -> clamp [128, 64, 31, 31]; parameters: conv.bias, scale]
+#   kgen region 0: add -> GroupNorm -> mul -> clamp -> max over windows 4x4 (clamp moved before the max, which it commutes with)  [conv [128, 64, 126, 126] -> clamp [128, 64, 31, 31]; parameters: group_norm.weight, group_norm.bias, conv.bias, scale]
 # Parameters: block_size=256
 # kgen-spec: ref
 # kgen-params: {"block_size": 256}
 # kgen-version: 0.1.0
-# kgen-reference: kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py
+# kgen-reference: ../kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py
 # kgen-reference-sha256: ba63b5b156a347f2f92a607c4a612e2bb1963dbcb9e7f04b3e4f0cb4a294fff3
 # =====================================================================================================
 """Fused CUDA kernels for level2_85_conv2d_groupnorm_scale_maxpool_clamp.py, forward and backward.
@@ -25,6 +25,19 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.cpp_extension import load_inline
+
+# ---- from the reference: what its Model, get_inputs and get_init_inputs read
+batch_size = 128
+in_channels = 8
+out_channels = 64
+height, width = (128, 128)
+kernel_size = 3
+num_groups = 16
+scale_shape = (out_channels, 1, 1)
+maxpool_kernel_size = 4
+clamp_min = 0.0
+clamp_max = 1.0
+
 
 CUDA_SOURCE = r"""
 // ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
@@ -7866,9 +7879,10 @@ class ModelNew(nn.Module):
         return clamp
 
 
+# ---- from the reference: its own get_inputs and get_init_inputs
 def get_inputs():
-    return [torch.rand(128, 8, 128, 128)]
+    return [torch.rand(batch_size, in_channels, height, width)]
 
 
 def get_init_inputs():
-    return [8, 64, 3, 16, (64, 1, 1), 4, 0.0, 1.0]
+    return [in_channels, out_channels, kernel_size, num_groups, scale_shape, maxpool_kernel_size, clamp_min, clamp_max]

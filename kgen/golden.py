@@ -47,7 +47,10 @@ def render_all() -> dict[str, str]:
     texts = {name: emit(spec, dict(params))[0] for name, (spec, params) in GOLDEN.items()}
     root = GENERATED.parent
     for name, reference in GOLDEN_REF.items():
-        texts[name] = emit_reference(str(root / reference), display=reference, **GOLDEN_REF_OPTIONS.get(name, {}))[0]
+        # what `kgen emit --ref REFERENCE -o generated/NAME` writes from the repository's root, on any machine: the
+        # comments name the reference as typed there, the header relative to generated/
+        texts[name] = emit_reference(str(root / reference), display=reference, output=GENERATED / name,
+                                     **GOLDEN_REF_OPTIONS.get(name, {}))[0]
     return texts
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import math
 import operator
+import os
 from pathlib import Path
 
 from kgen import __version__
-from kgen.emit import TEMPLATES, _check_static_rules, _environment
+from kgen.emit import TEMPLATES, _environment, static_rule_violation
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
 from kgen.ref.graph import is_metadata, param_view_root
@@ -45,7 +46,7 @@ def explain(plan: Plan) -> list[str]:
     for step in plan.steps:
         if isinstance(step, RegionStep):
             from kgen.ref.codegen import describe_region
-            params = ", ".join(p.label for p in step.params) or "none"
+            params = ", ".join(step.gn_params + [p.label for p in step.params]) or "none"
             layout = " (channels-last input)" if step.channels_last else ""
             notes = f" ({'; '.join(step.notes)})" if step.notes else ""
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}{notes}  "
@@ -58,7 +59,7 @@ def explain(plan: Plan) -> list[str]:
                          f"[{reads} -> {step.output} {list(step.shape)}{broadcast}; parameters: {params}]")
         elif isinstance(step, BatchNormStep):
             from kgen.ref.codegen import describe_batchnorm
-            params = ", ".join(p.label for p in step.params) or "none"
+            params = ", ".join(_batchnorm_parameters(step, plan)) or "none"
             lines.append(f"kgen batch norm {step.index}: {describe_batchnorm(step)}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, LibraryStep):
@@ -77,20 +78,35 @@ def explain(plan: Plan) -> list[str]:
     return lines
 
 
-def emit_reference(path: str, block_size: int = 256, display: str | None = None,
-                   conv: str = "exact") -> tuple[str, list[str], list[str]]:
-    """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file names its reference
+def _batchnorm_parameters(step: BatchNormStep, plan: Plan) -> list[str]:
+    """What a batch norm step reads besides its input: the module's own weight and bias (affine), the peeled bias
+    of the conv before it, the element-wise chain's parameters."""
+    module = plan.ref.gm.get_submodule(step.bn_module)
+    own = [f"{step.bn_module}.weight", f"{step.bn_module}.bias"] if module.affine else []
+    peeled = [step.conv_bias[len("self."):]] if step.conv_bias.startswith("self.") else []
+    return own + peeled + [p.label for p in step.params]
+
+
+def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
+                   output: str | Path | None = None, stage=None) -> tuple[str, list[str], list[str]]:
+    """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D and
-    3-D convolutions feeding a region run channels-last, plan_layout.py)."""
+    3-D convolutions feeding a region run channels-last, plan_layout.py); `output`: the file the text is for (None:
+    stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
+    description as it starts (kgen.announce)."""
+    stage = stage or (lambda text: None)
     check_block_size(block_size)
+    stage(f"tracing {display or path}")
     ref = load_reference(path)
     for shape, value in zip(ref.input_shapes, ref.input_values):
         if shape is None and (type(value) not in (int, float, bool) or not math.isfinite(value)):
-            raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen emits tensors "
-                           "(torch.rand) and finite Python numbers only")
+            raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen plans tensors and "
+                           "finite Python numbers among the inputs; pass anything else in get_init_inputs()")
+    stage("planning")
     plan, context = _planned(ref, conv)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
+    stage("rendering")
     env = _environment()
     params = {"block_size": block_size}
     options = f"--block-size {block_size}"
@@ -98,6 +114,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         params["conv"] = conv
         options += f" --conv {conv}"
     shown = display or str(path)
+    recorded, abspath = reference_fields(path, output, display)
     functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
     for r in context["regions"]:
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
@@ -115,11 +132,34 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         reference_name=Path(path).name, plan_lines=plan_lines, explain_options=f" --conv {conv}" if conv != "exact" else "",
         params_line=", ".join(f"{k}={v}" for k, v in params.items()),
         notes=notes,
-        header_fields=render_header_fields("ref", params, __version__, reference=shown,
-                                           reference_sha256=ref.sha256),
+        header_fields=render_header_fields("ref", params, __version__, reference=recorded,
+                                           reference_sha256=ref.sha256, reference_abspath=abspath),
         cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
-    _check_static_rules(text)
+    _check_carried_code(text, path)
     return text, notes, plan_lines
+
+
+def reference_fields(path, output, display: str | None) -> tuple[str, str | None]:
+    """How the header names the reference, so that `kgen validate FILE` finds it from any working folder: relative
+    to the folder of `output` (the pair can move together); for text going to stdout, whose file is not known, as
+    given (`display`, else the path) and by its absolute path, except where `display` is given: the golden files
+    must read the same on every machine. Returns (kgen-reference, kgen-reference-abspath or None)."""
+    if output is not None:
+        return os.path.relpath(Path(path).resolve(), Path(output).resolve().parent), None
+    if display is not None:
+        return display, None
+    return str(path), str(Path(path).resolve())
+
+
+def _check_carried_code(text: str, path) -> None:
+    """The emitted file carries some of the reference's own code (what its Model and get_inputs read): a `try`,
+    `except` or `pass` there would fail KernelBench's static checker, so it is the reference's one-line error
+    rather than a file that checker rejects (the templates' own text never has one: tests/test_emit.py)."""
+    violation = static_rule_violation(text)
+    if violation is not None:
+        raise RefError(f"{path}: the emitted file would carry `{violation[1]}` from the reference, and KernelBench's "
+                       "static checker rejects try / except / pass anywhere in a solution: write the reference "
+                       "without it")
 
 
 def _planned(ref, conv: str):

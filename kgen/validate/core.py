@@ -26,8 +26,8 @@ class NoReference(Exception):
 
 def resolve_reference(source: str, ref, solution: Path | None = None) -> tuple[Path, object]:
     """The reference's path, and the solution's kgen header (or None). A file emitted with
-    `kgen emit --ref` names its reference and the SHA-256 of its text: it is looked up as written, then
-    beside the solution, and must still have that text."""
+    `kgen emit --ref` names its reference and the SHA-256 of its text: it is looked up from the solution's
+    folder first, then the other places _reference_candidates lists, and must still have that text."""
     from kgen.header import parse_header
 
     try:
@@ -51,18 +51,58 @@ def resolve_reference(source: str, ref, solution: Path | None = None) -> tuple[P
 
 
 def _emitted_reference(header, solution: Path | None) -> Path:
+    """The first place holding the reference with the text the header's SHA-256 names, whichever working folder
+    `kgen validate` runs from. A file there with other text is the error only where no place has the right one."""
+    written = Path(header.reference)
+    found = [p for p in _reference_candidates(header, solution) if p.is_file()]
+    if not found:
+        raise NoReference(f"the reference this file was emitted from, {written}, is not there (nor beside the "
+                          "file): pass --ref REFERENCE.py")
+    if not header.reference_sha256:
+        return _tidy(found[0])
+    digests = {p: _text_digest(p) for p in found}
+    match = next((p for p in found if digests[p] == header.reference_sha256), None)
+    if match is None:
+        changed = found[0]
+        raise NoReference(f"{changed} has changed since this file was emitted from it (SHA-256 "
+                          f"{(digests[changed] or 'unreadable')[:12]}..., header {header.reference_sha256[:12]}...): "
+                          "re-emit, or pass --ref REFERENCE.py")
+    return _tidy(match)
+
+
+def _tidy(path: Path) -> Path:
+    """`out/../refs/model.py` as `refs/model.py` for the report, where both name the same file (a `..` after a
+    symbolic link need not)."""
+    import os
+
+    short = Path(os.path.normpath(path))
+    return short if short.is_file() and os.path.samefile(short, path) else path
+
+
+def _text_digest(path: Path) -> str | None:
+    """SHA-256 of the file's text as `kgen emit --ref` hashed it (trace.load_reference); None if unreadable."""
     import hashlib
 
+    try:
+        return hashlib.sha256(path.read_text().encode()).hexdigest()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _reference_candidates(header, solution: Path | None) -> list[Path]:
+    """Where the reference a header names may be, in order: relative to the solution's folder (how `emit -o FILE`
+    records it); as written, from the working folder; its absolute path (recorded by an emit to stdout); relative to
+    each folder above the solution's (an emit to stdout, redirected into a folder below the one it ran in, as
+    files from older kgen versions name it); beside the solution under its own name (the pair copied together)."""
     written = Path(header.reference)
-    candidates = [written] + ([solution.parent / written.name, solution.parent / written] if solution else [])
-    found = next((p for p in candidates if p.is_file()), None)
-    if found is None:
-        raise NoReference(f"the reference this file was emitted from, {written}, is not there: pass --ref REFERENCE.py")
-    digest = hashlib.sha256(found.read_text().encode()).hexdigest()
-    if header.reference_sha256 and digest != header.reference_sha256:
-        raise NoReference(f"{found} has changed since this file was emitted from it (SHA-256 {digest[:12]}..., "
-                          f"header {header.reference_sha256[:12]}...): re-emit, or pass --ref REFERENCE.py")
-    return found
+    places = [written]
+    if header.reference_abspath:
+        places.append(Path(header.reference_abspath))
+    if solution is not None:
+        folder = solution.parent
+        places = [folder / written] + places + [above / written for above in folder.resolve().parents] + \
+            [folder / written.name]
+    return list(dict.fromkeys(places))
 
 
 def cuda_available() -> bool:
