@@ -1,7 +1,7 @@
 """The `kgen` command: list, emit, validate."""
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import sys
 import tempfile
@@ -40,7 +40,52 @@ def _param_options(command):
     return command
 
 
-@click.group()
+class CommandError(click.ClickException):
+    """A bad argument or input found by kgen itself: `kgen: error: <message>`, exit code 2, like click's own."""
+
+    exit_code = 2
+
+
+# click 8.2+ raises this usage error for a group run with no arguments at all; older click prints the help itself.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class KgenGroup(click.Group):
+    """The `kgen` group, with every error in one style: click's usage errors (unknown option, missing argument, bad
+    choice, nonexistent file) and kgen's own alike are one line, `kgen: error: <message>`, and exit code 2, where
+    click alone prints a usage block and `Error: ...`. --help and --version print and exit 0 as usual."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name or "kgen", complete_var, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as error:   # `kgen` alone: the help, as `kgen --help` shows it
+            click.echo(error.format_message())
+            sys.exit(0)
+        except click.ClickException as error:
+            click.echo(f"kgen: error: {one_line(error)}", err=True)
+            sys.exit(2)
+        except (click.Abort, KeyboardInterrupt):
+            click.echo("\nkgen: interrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:   # `kgen emit | head`: the reader left; Python's exit-time flush must not complain
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def one_line(error: click.ClickException) -> str:
+    """The error's message on one line; a usage error names the help to read (`kgen emit --help`)."""
+    message = " ".join(line.strip() for line in error.format_message().splitlines() if line.strip())
+    context = getattr(error, "ctx", None)
+    if isinstance(error, click.UsageError) and context is not None:
+        message += f" (see {context.command_path} --help)"
+    return message
+
+
+@click.group(name="kgen", cls=KgenGroup)
 @click.version_option(__version__, prog_name="kgen")
 def main():
     """kgen: fused-CUDA KernelBench solutions, emitted from templates and proven against the reference."""
@@ -76,22 +121,18 @@ def emit_command(spec_name, output, reference, explain, **given):
         return
     if explain:
         raise click.UsageError("--explain needs --ref FILE")
+    _check_output_folder(output)
     try:
         text, notes = emit(spec_name, given)
     except (UnknownSpec, ParamError) as error:
         raise click.UsageError(str(error)) from None
     for note in notes:
         click.echo(f"kgen: warning: {note}", err=True)
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    folder = Path(output).parent
-    if not folder.is_dir():
-        raise click.UsageError(f"cannot write {output}: the folder {folder} does not exist")
-    _write_atomically(Path(output), text)
+    _deliver(text, output)
 
 
 def _emit_reference(reference, output, explain, given, spec_given) -> None:
+    from kgen.announce import StageAnnouncer
     from kgen.ref.emit import emit_reference, explain as explain_plan
     from kgen.ref.plan import make_plan
     from kgen.ref.plan_layout import CONV_MODES
@@ -108,34 +149,71 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
     if conv not in CONV_MODES:
         raise click.UsageError(f"--ref plans --conv {' or '.join(CONV_MODES)}; --conv {conv} is the "
                                "convt-gelu-groupnorm spec's own (kgen emit convt-gelu-groupnorm --conv fused)")
+    if not explain:
+        _check_output_folder(output)
     try:
-        if explain:
-            plan = make_plan(load_reference(reference), conv)
-            for line in explain_plan(plan):
-                click.echo(line)
-            for note in plan.notes:
-                click.echo(f"note: {note}")
-            return
-        text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv)
+        with StageAnnouncer(sys.stderr) as stage:
+            if explain:
+                stage(f"tracing {reference}")
+                ref = load_reference(reference)
+                stage("planning")
+                plan = make_plan(ref, conv)
+            else:
+                text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
+                                                stage=stage)
     except RefError as error:
-        click.echo(f"kgen: error: {error}", err=True)
-        sys.exit(2)
+        raise CommandError(str(error)) from None
+    if explain:
+        for line in explain_plan(plan):
+            click.echo(line)
+        for note in plan.notes:
+            click.echo(f"note: {note}")
+        return
     for note in notes:
         click.echo(f"kgen: warning: {note}", err=True)
+    _deliver(text, output)
+
+
+def _check_output_folder(output) -> None:
+    """-o's folder must exist: checked before the work, so a long trace is not lost to a typo."""
     if output is None:
-        click.echo(text, nl=False)
         return
     folder = Path(output).parent
     if not folder.is_dir():
-        raise click.UsageError(f"cannot write {output}: the folder {folder} does not exist")
-    _write_atomically(Path(output), text)
+        raise CommandError(f"cannot write {output}: the folder {folder} does not exist")
+
+
+def _deliver(text: str, output) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        _write_atomically(Path(output), text)
+    except OSError as error:
+        raise CommandError(f"cannot write {output}: {error.strerror or error}") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(handle, "w") as stream:
-        stream.write(text)
-    os.replace(temp, path)
+    """A temporary file beside `path`, renamed over it once complete: a reader never sees half a file, and an error
+    leaves none (the temporary file is removed). The file gets the mode any new file gets, 0o666 less the umask
+    (as a shell redirect would make it), not mkstemp's 0600, also where it replaces an existing file."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w") as stream:
+            os.fchmod(stream.fileno(), 0o666 & ~_umask())
+            stream.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _umask() -> int:
+    """The process's umask (os.umask only reads it by setting it: set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 @main.command("validate")
@@ -143,12 +221,13 @@ def _write_atomically(path: Path, text: str) -> None:
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
               help="reference file (KernelBench format); default: the one named by the kgen header")
 @click.option("--trials", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--atol", type=float, default=1e-4, show_default=True)
-@click.option("--rtol", type=float, default=1e-4, show_default=True)
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-4, show_default=True)
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-4, show_default=True)
 @click.option("--no-backward", is_flag=True, help="skip the gradient checks")
 @click.option("--bench", is_flag=True, help="time forward and forward+backward against eager and torch.compile")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="also write the report as JSON")
-@click.option("--timeout", type=float, default=900.0, show_default=True, help="seconds before the GPU run is killed")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
+              help="seconds before the GPU run is killed")
 @click.option("--init-args", default=None, help="JSON list overriding get_init_inputs(), e.g. '[96, 12]'")
 @click.option("--input-shape", "input_shapes", multiple=True,
               help="JSON shape overriding one get_inputs() tensor, e.g. '[4, 96, 33, 17]' (repeat per input)")
@@ -165,12 +244,19 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
     The KernelBench verdict never changes them.
     """
     from kgen.validate import validate
+    from kgen.validate import arguments
 
+    try:
+        parsed_init = arguments.init_args(init_args)
+        shapes = [arguments.input_shape(text) for text in input_shapes]
+        arguments.check_output_folder(json_path)
+        if shapes:
+            arguments.check_input_shapes(shapes, arguments.reference_tensor_shapes(file, ref))
+    except arguments.ArgumentError as error:
+        raise CommandError(str(error)) from None
     code = validate(
         file, ref=ref, trials=trials, atol=atol, rtol=rtol, backward=not no_backward, bench=bench,
-        json_path=json_path, timeout=timeout,
-        init_args=json.loads(init_args) if init_args else None,
-        input_shapes=[json.loads(s) for s in input_shapes] or None, tf32=not no_tf32,
+        json_path=json_path, timeout=timeout, init_args=parsed_init, input_shapes=shapes or None, tf32=not no_tf32,
         progress=None if quiet else sys.stderr,
     )
     sys.exit(code)
