@@ -181,7 +181,7 @@ for step in "$@"; do
         --merge "$LOGS/reliability.json" --out "$LOGS/RELIABILITY.md" --json "$LOGS/reliability.json" \
         >> "$LOGS/reliability.log" 2>&1
       echo "total: $(( $(date +%s) - t0 )) s" | tee "$LOGS/duration.txt"
-      grep -E "^family " "$LOGS/reliability.log" | grep -v " PASS \| LAUNCHED " | cut -c1-220 | head -40
+      grep -E "^family " "$LOGS/reliability.log" | grep -vE "^family +\S+ +(PASS|LAUNCHED) " | cut -c1-220 | head -40
       grep -v " 0 errors" "$LOGS/sanitize/summary.txt" 2>/dev/null | cut -c1-220 | head -30
       tail -1 "$LOGS/reliability.log"
       cp "$LOGS/RELIABILITY.md" "$LOGS/reliability.json" "$OUT/" 2>/dev/null

@@ -461,8 +461,15 @@ def run_family(f) -> list[dict]:
     tol = 1e-2 if f.judge in ("fast", TF32) else ATOL
     mode = TF32 if f.judge == TF32 else "default"
     if source.key not in _FAMILY_MODULES:   # one import per source: families share files
-        _FAMILY_MODULES[source.key] = (load(source.path, "family_" + source.key),
-                                       load(GENERATED.parent / source.reference, "family_reference_" + source.key))
+        try:
+            _FAMILY_MODULES[source.key] = (load(source.path, "family_" + source.key),
+                                           load(GENERATED.parent / source.reference, "family_reference_" + source.key))
+        except Exception as error:  # a file that does not build or import: its families' rows say so
+            _FAMILY_MODULES[source.key] = error
+    if isinstance(_FAMILY_MODULES[source.key], Exception):
+        return [_family_row(f, source, "(all)", "CRASH", tol=tol,
+                            message=f"{source.path.name} did not build or import: "
+                                    + first_line(_FAMILY_MODULES[source.key]))]
     module, reference = _FAMILY_MODULES[source.key]
     rows = []
     for case, make in family_cases(f.inputs):
@@ -481,7 +488,7 @@ def run_family(f) -> list[dict]:
     case = "family kernels launched (forward + backward, and a no_grad forward)"
     try:
         model = build(module.ModelNew, list(f.init))
-        names = profiled_kernels(model, [torch.rand(s, device="cuda") for s in f.inputs])
+        names = profiled_kernels(model, next(iter(family_cases(f.inputs)))[1]())
         ours = [n for n in names if "kgen::" in n]
         from benchmarks.reliability_families import kernel_launched
 
@@ -526,9 +533,12 @@ def family_rows(on_row=lambda rows: None, only=None) -> list[dict]:
     for f in chosen:
         if out_of_time():
             break
-        done[f.name] = run_family(f)
+        try:
+            done[f.name] = run_family(f)
+        except Exception as error:  # the table records it; the other families still run
+            done[f.name] = [_family_row(f, source_of(f), "(all)", "CRASH", message=first_line(error))]
         for r in done[f.name]:
-            print(f"family {r['family']:18s} {r['case'][:50]:50s} {r['verdict']:12s} {_fmt(r['err_ref']):9s} "
+            print(f"family {r['family']:18s} {r['verdict']:12s} {r['case'][:50]:50s} {_fmt(r['err_ref']):9s} "
                   f"{r['message'][:100]}", flush=True)
         on_row(flat())
     return flat()
