@@ -252,9 +252,13 @@ def render_source(source: Source) -> str:
         from kgen.emit import emit
 
         return emit(source.spec, dict(source.params))[0]
+    import inspect
+
     from kgen.ref.emit import emit_reference
 
-    return emit_reference(str(ROOT / source.reference), display=source.reference, **source.params)[0]
+    # the header names the reference relative to the file's folder where emit_reference takes the file (`output`)
+    where = {"output": source.path} if "output" in inspect.signature(emit_reference).parameters else {}
+    return emit_reference(str(ROOT / source.reference), display=source.reference, **source.params, **where)[0]
 
 
 def emit_source(key: str) -> Path:
@@ -289,7 +293,7 @@ def main() -> int:
     parser.add_argument("command", choices=["emit", "targets", "table", "files", "probes"])
     parser.add_argument("names", nargs="*", help="families (default: all)")
     parser.add_argument("-j", "--jobs", type=int, default=8)
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     chosen = [family(n) for n in args.names] or list(FAMILIES)
     if args.command == "emit":
         keys = list(dict.fromkeys(f.source for f in chosen))
