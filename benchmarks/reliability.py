@@ -731,7 +731,7 @@ def family_sanitizer_rows(logdir: Path | None) -> list[dict]:
     return rows
 
 
-def family_reports_explained(rows: list[dict], root: Path = GENERATED.parent) -> None:
+def family_reports_explained(rows: list[dict], file_of=None) -> None:
     """initcheck reports a family's run may carry that are not about its kernels, explained only with the evidence
     of the same sanitize.sh run (probes are evidence, not verdicts: PROBE):
     LIBRARY-WRITES (families with the "library-writes" probe, --conv fast): initcheck does not see cuDNN's writes
@@ -743,9 +743,11 @@ def family_reports_explained(rows: list[dict], root: Path = GENERATED.parent) ->
       Explained when no report names our kernels, the file's kernels use bulk stores, the counterpart family (the
       same file at a shape its planner takes without them) is CLEAN under initcheck, and the family's bulk-store
       probe (sanitize.py --probe bulk-store: y in NaN-filled memory, every value overwritten and equal to the
-      reference) exited 0."""
+      reference) exited 0.
+    file_of: a target's emitted file (default: reliability_families.target_file)."""
     from benchmarks.reliability_families import family, is_target, target_file
 
+    file_of = file_of or target_file
     by = {(r["file"], r["tool"]): r for r in rows}
     pytorch = next((r for r in rows if r["tool"] == "initcheck-probe-pytorch"), None)
     for r in rows:
@@ -765,7 +767,7 @@ def family_reports_explained(rows: list[dict], root: Path = GENERATED.parent) ->
                                "kernels), and PyTorch's own sum over cuDNN's channels-last output is reported "
                                f"(probe: {pytorch['errors']}): initcheck does not see cuDNN's writes")
         if "bulk-store" in f.probes and f.counterpart and not r["ours"]:
-            path = target_file(r["file"])
+            path = file_of(r["file"])
             counterpart = by.get((f"family:{f.counterpart}", "initcheck"))
             probe = by.get((r["file"], "bulk-store-probe"))
             uses_bulk = path.is_file() and BULK_STORE in path.read_text()

@@ -383,3 +383,51 @@ def test_family_shape_takes_its_path_on_an_h100(name):
         assert cluster_fits(plane, slice_, 64 * 1024, 16, table=4 * cpg * 8)
     if path == "sweeps" and reduction == "plane":
         assert not cluster_fits(plane, slice_, 64 * 1024, 16)
+
+
+# ---- the families' sanitizer verdicts that explain reports --------------------------------------------------
+
+def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pytorch_errors=21582,
+                 probe_script="sanitize.py family:nhwc (library-writes probe): ...", counterpart="CLEAN",
+                 bulk_probe_exit=0, onepass_where="library: at::native::vectorized_elementwise_kernel x200"):
+    def row(file, tool, verdict, exit=0, errors=0, where="", script="sanitize.py ...", ours=0):
+        return {"file": file, "tool": tool, "exit": exit, "errors": errors, "verdict": verdict, "where": where,
+                "script": script, "ours": ours}
+
+    return [row("benchmarks/diagnose_fast_mode.py", "initcheck-probe-pytorch", "REPORTED", 9, pytorch_errors),
+            row("family:nhwc", "initcheck", "REPORTED", 9, 300, "OURS: stats_partial_kernel x200", ours=200),
+            row("family:nhwc", "initcheck-library-probe", "REPORTED", 9, 10, library_probe_where, probe_script,
+                ours=int("OURS" in library_probe_where)),
+            row("family:onepass", "initcheck", "REPORTED", 9, 23608, onepass_where, ours=int("OURS" in onepass_where)),
+            row("family:groupnorm-twopass", "initcheck", counterpart),
+            row("family:onepass", "bulk-store-probe", "REPORTED", bulk_probe_exit, None)]
+
+
+def _explained(tmp_path, **case):
+    from benchmarks.reliability import BULK_STORE, family_reports_explained
+
+    solution = tmp_path / "groupnorm.py"
+    solution.write_text(f'CUDA = r"""asm volatile("{BULK_STORE}.bulk_group");"""')
+    rows = _family_rows(**case)
+    family_reports_explained(rows, file_of=lambda target: solution)
+    return {(r["file"], r["tool"]): r["verdict"] for r in rows}
+
+
+def test_family_initcheck_reports_explained_with_their_evidence(tmp_path):
+    verdicts = _explained(tmp_path)
+    assert verdicts[("family:nhwc", "initcheck")] == "LIBRARY-WRITES"
+    assert verdicts[("family:onepass", "initcheck")] == "BULK-STORES"
+    assert verdicts[("family:nhwc", "initcheck-library-probe")] == "PROBE"
+    assert verdicts[("benchmarks/diagnose_fast_mode.py", "initcheck-probe-pytorch")] == "PROBE"
+
+
+@pytest.mark.parametrize("case, target", [
+    ({"library_probe_where": "OURS: stats_partial_kernel x3"}, "family:nhwc"),   # ours read unwritten memory
+    ({"pytorch_errors": 0}, "family:nhwc"),                                      # PyTorch's reads are not reported
+    ({"probe_script": ""}, "family:nhwc"),                                       # the probe never finished
+    ({"counterpart": "REPORTED"}, "family:onepass"),     # the same file's two-pass kernels are reported too
+    ({"bulk_probe_exit": 1}, "family:onepass"),          # a value of y never written
+    ({"onepass_where": "OURS: groupnorm_onepass_kernel x3"}, "family:onepass"),   # a report in our kernel
+])
+def test_family_initcheck_reports_stay_failures_without_the_evidence(tmp_path, case, target):
+    assert _explained(tmp_path, **case)[(target, "initcheck")] == "REPORTED"
