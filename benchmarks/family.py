@@ -93,7 +93,8 @@ def main() -> None:
                             120)
         plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "--explain"], 120)[1]
         row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
-               "plan": [l for l in plan.splitlines() if l and "Warn" not in l], "emit_args": args.emit_args}
+               "plan": [l for l in plan.splitlines() if l and "Warn" not in l and not l.startswith("kgen: ")],
+               "emit_args": args.emit_args}
         before = earlier.get(pid, {})
         if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
             row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})
