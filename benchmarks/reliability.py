@@ -705,7 +705,7 @@ def bulk_stores_explained(rows: list[dict], root: Path = GENERATED.parent) -> No
                            "y written")
 
 
-PROBE_TOOLS = ("initcheck-library-probe", "bulk-store-probe")
+PROBE_TOOLS = ("initcheck-library-probe", "initcheck-reference-probe", "bulk-store-probe")
 
 
 def family_sanitizer_rows(logdir: Path | None) -> list[dict]:
@@ -731,6 +731,14 @@ def family_sanitizer_rows(logdir: Path | None) -> list[dict]:
     return rows
 
 
+def library_kernels(where: str) -> set[str]:
+    """The library kernels a row's "where" names ("library: a x200, b x3; ..." -> {a, b})."""
+    if not where.startswith("library: "):
+        return set()
+    listed = where[len("library: "):].split(";")[0]
+    return {part.strip().rsplit(" x", 1)[0] for part in listed.split(",") if part.strip()}
+
+
 def family_reports_explained(rows: list[dict], file_of=None) -> None:
     """initcheck reports a family's run may carry that are not about its kernels, explained only with the evidence
     of the same sanitize.sh run (probes are evidence, not verdicts: PROBE):
@@ -739,6 +747,9 @@ def family_reports_explained(rows: list[dict], file_of=None) -> None:
       PyTorch's own sum over cuDNN's channels-last output is reported too (diagnose_fast_mode.py, errors > 0) AND
       the family's run with every cuDNN output (and gradient) copied by PyTorch before a kgen kernel reads it
       (sanitize.py --probe library-writes, under initcheck) finished and reports none of our kernels.
+    LIBRARY-OWN (families with the "reference" probe): reports that name only library kernels (cuDNN, PyTorch),
+      none of ours, explained when the reference alone (sanitize.py --probe reference, PyTorch without any kgen
+      kernel, same init, inputs and calls) is reported by initcheck in every library kernel the family's run names.
     BULK-STORES (families with the "bulk-store" probe): initcheck does not register Hopper bulk (TMA) stores.
       Explained when no report names our kernels, the file's kernels use bulk stores, the counterpart family (the
       same file at a shape its planner takes without them) is CLEAN under initcheck, and the family's bulk-store
@@ -766,6 +777,13 @@ def family_reports_explained(rows: list[dict], file_of=None) -> None:
                                f"none of our kernels is reported (probe: {probe['errors']} reports, all in library "
                                "kernels), and PyTorch's own sum over cuDNN's channels-last output is reported "
                                f"(probe: {pytorch['errors']}): initcheck does not see cuDNN's writes")
+        if "reference" in f.probes and not r["ours"]:
+            probe = by.get((r["file"], "initcheck-reference-probe"))
+            named = library_kernels(r["where"])
+            if named and probe is not None and probe["exit"] == 9 and named <= library_kernels(probe["where"]):
+                r["verdict"] = "LIBRARY-OWN"
+                r["where"] += (f"; the reference alone, PyTorch without any kgen kernel, is reported in the same library "
+                               f"kernels (probe: {probe['errors']} reports): the library's own reads")
         if "bulk-store" in f.probes and f.counterpart and not r["ours"]:
             path = file_of(r["file"])
             counterpart = by.get((f"family:{f.counterpart}", "initcheck"))

@@ -60,7 +60,8 @@ class Family:
     why: str                    # the host-side condition this shape meets
     judge: str = "default"      # "default" (1e-4 or twice the reference's float64 error), "fast" (--conv fast:
                                 # 1e-2, the reference fed channels-last input), "tf32" (--conv fused, see reliability.py)
-    probes: tuple = ()          # "library-writes" (initcheck cannot see cuDNN's writes), "bulk-store" (nor bulk
+    probes: tuple = ()          # "reference" (the reference alone: library kernels' own reports), "library-writes"
+                                # (initcheck cannot see cuDNN's writes), "bulk-store" (nor bulk
                                 # stores'): the evidence benchmarks/reliability.py needs to explain such reports
     counterpart: str | None = None   # the family of the same file without bulk stores (bulk-store explanation)
 
@@ -166,7 +167,7 @@ FAMILIES = (
            why="three element-wise kernels: the gate (a parameter: per-plane backward), g * s + x over three tensors "
                "and the channel-mean subtraction (no parameter: the flat backward)"),
     Family("batchnorm", "batch norm training step (statistics, apply with pooling, backward)", "batchnorm",
-           init=(8, 16, 5, 1, 1, 8, 4), inputs=((4, 8, 16, 16),),
+           init=(8, 16, 5, 1, 1, 8, 4), inputs=((4, 8, 16, 16),), probes=("reference",),
            kernels=("kgen::bn_moments_kernel", "kgen::bn_finalize_kernel", "kgen::bn_apply_kernel",
                     "kgen::bn_grad_sums_kernel", "kgen::bn_grad_totals_kernel", "kgen::bn_grad_apply_kernel"),
            templates=("bn_train.cuh",),

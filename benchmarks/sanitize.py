@@ -11,6 +11,8 @@ prints one line. Exit status 0 when everything ran and every output and gradient
 sanitizer's own verdict comes through its --error-exitcode).
 
 Probes (evidence for benchmarks/reliability.py's explained verdicts, family targets only):
+  reference       the same run with the family's reference Model (PyTorch alone, no kgen kernel) in place of
+                  ModelNew: under initcheck, what a library kernel reports there is the library's own
   library-writes  the same run with every output of a library convolution (and the gradient it returns) copied by
                   a PyTorch kernel before a kgen kernel reads it: under initcheck, which does not see cuDNN's
                   writes, a report then names no kgen kernel unless one of ours reads memory nothing wrote
@@ -120,7 +122,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", help="a solution file, or family:NAME")
     parser.add_argument("--spatial", type=int, default=SPATIAL)
-    parser.add_argument("--probe", choices=["library-writes", "bulk-store"])
+    parser.add_argument("--probe", choices=["reference", "library-writes", "bulk-store"])
     args = parser.parse_args()
     if args.probe and not is_target(args.file):
         parser.error("--probe takes a family:NAME target")
@@ -135,7 +137,10 @@ def main() -> int:
             return 2
         module.F = _LibraryOutputsCopied()
     torch.manual_seed(0)
-    model = module.ModelNew(*init).cuda()
+    if args.probe == "reference":
+        model = exec_file(ROOT / source_of(family(args.file)).reference, "sanitized_reference").Model(*init).cuda()
+    else:
+        model = module.ModelNew(*init).cuda()
     inputs = [torch.rand(s, device="cuda") for s in shapes]
     if args.probe == "bulk-store":
         reference_path = ROOT / source_of(family(args.file)).reference

@@ -80,6 +80,7 @@ run_one() {   # TARGET TOOL LOGDIR; TOOL may be a family probe (initcheck-librar
     initcheck) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
     racecheck) extra=(--racecheck-report all) ;;
     initcheck-library-probe) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1); script+=(--probe library-writes) ;;
+    initcheck-reference-probe) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1); script+=(--probe reference) ;;
     bulk-store-probe) sanitizer=(); script+=(--probe bulk-store) ;;
     initcheck-probe-pytorch) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1); script=(python3 "$target" initcheck) ;;
     initcheck-probe-kernels) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1); script=(python3 "$target" kernels) ;;
@@ -122,7 +123,7 @@ probe_pid=""
 if [ -z "${SANITIZE_NO_PROBES:-}" ] && has generated/groupnorm.py; then bulk_probe & probe_pid=$!; fi
 
 # The queue: the probes, then every target's tools, tool by tool. Probes (benchmarks/reliability.py says how each
-# is read): a family's initcheck-library-probe and bulk-store-probe (sanitize.py --probe); PyTorch's own reduction
+# is read): a family's initcheck-library-probe, initcheck-reference-probe and bulk-store-probe (sanitize.py --probe); PyTorch's own reduction
 # over cuDNN's channels-last conv output (diagnose_fast_mode.py initcheck, "initcheck-probe-pytorch") where a target
 # reads one (the fast golden file, a family with the library-writes probe); the fast golden file's own kernels on
 # PyTorch-written inputs ("initcheck-probe-kernels").
@@ -138,6 +139,7 @@ if [ -z "${SANITIZE_NO_PROBES:-}" ]; then
   printf '%s\n' "$family_probes" | while read -r target probe; do
     case $probe in
       library-writes) echo "$target initcheck-library-probe" ;;
+      reference) echo "$target initcheck-reference-probe" ;;
       bulk-store) echo "$target bulk-store-probe" ;;
     esac
   done >> "$QUEUE"

@@ -7659,9 +7659,10 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor dgamma = totals.select(0, 1).clone();  // sum gy xhat
   at::Tensor dbeta = totals.select(0, 0).clone();   // sum gy
   // The peeled convolution bias: with batch statistics the normalisation removes any per-channel shift, so
-  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy).
+  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
+  // sums and scale): NaN where a NaN or Inf reached the channel, as PyTorch's sum over dx is.
   at::Tensor a = weight.defined() ? rstd * weight : rstd;
-  at::Tensor dconv_bias = batch_stats ? at::zeros_like(dbeta) : a * dbeta;
+  at::Tensor dconv_bias = batch_stats ? (dgamma + dbeta + a) * 0 : a * dbeta;
   at::Tensor dparams = totals.narrow(0, 2, F::kParams).clone();
   return {dx, dgamma, dbeta, dconv_bias, dparams};
 }

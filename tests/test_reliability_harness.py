@@ -389,7 +389,9 @@ def test_family_shape_takes_its_path_on_an_h100(name):
 
 def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pytorch_errors=21582,
                  probe_script="sanitize.py family:nhwc (library-writes probe): ...", counterpart="CLEAN",
-                 bulk_probe_exit=0, onepass_where="library: at::native::vectorized_elementwise_kernel x200"):
+                 bulk_probe_exit=0, onepass_where="library: at::native::vectorized_elementwise_kernel x200",
+                 batchnorm_where="library: cudnn::nhwcToNchwKernel x200",
+                 reference_where="library: cudnn::nhwcToNchwKernel x200, at::native::copy_kernel x4", reference_exit=9):
     def row(file, tool, verdict, exit=0, errors=0, where="", script="sanitize.py ...", ours=0):
         return {"file": file, "tool": tool, "exit": exit, "errors": errors, "verdict": verdict, "where": where,
                 "script": script, "ours": ours}
@@ -400,7 +402,10 @@ def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pyto
                 ours=int("OURS" in library_probe_where)),
             row("family:onepass", "initcheck", "REPORTED", 9, 23608, onepass_where, ours=int("OURS" in onepass_where)),
             row("family:groupnorm-twopass", "initcheck", counterpart),
-            row("family:onepass", "bulk-store-probe", "REPORTED", bulk_probe_exit, None)]
+            row("family:onepass", "bulk-store-probe", "REPORTED", bulk_probe_exit, None),
+            row("family:batchnorm", "initcheck", "REPORTED", 9, 7992, batchnorm_where,
+                ours=int("OURS" in batchnorm_where)),
+            row("family:batchnorm", "initcheck-reference-probe", "REPORTED", reference_exit, 8000, reference_where)]
 
 
 def _explained(tmp_path, **case):
@@ -417,6 +422,8 @@ def test_family_initcheck_reports_explained_with_their_evidence(tmp_path):
     verdicts = _explained(tmp_path)
     assert verdicts[("family:nhwc", "initcheck")] == "LIBRARY-WRITES"
     assert verdicts[("family:onepass", "initcheck")] == "BULK-STORES"
+    assert verdicts[("family:batchnorm", "initcheck")] == "LIBRARY-OWN"
+    assert verdicts[("family:batchnorm", "initcheck-reference-probe")] == "PROBE"
     assert verdicts[("family:nhwc", "initcheck-library-probe")] == "PROBE"
     assert verdicts[("benchmarks/diagnose_fast_mode.py", "initcheck-probe-pytorch")] == "PROBE"
 
@@ -428,6 +435,10 @@ def test_family_initcheck_reports_explained_with_their_evidence(tmp_path):
     ({"counterpart": "REPORTED"}, "family:onepass"),     # the same file's two-pass kernels are reported too
     ({"bulk_probe_exit": 1}, "family:onepass"),          # a value of y never written
     ({"onepass_where": "OURS: groupnorm_onepass_kernel x3"}, "family:onepass"),   # a report in our kernel
+    ({"batchnorm_where": "OURS: bn_grad_apply_kernel x3; library: cudnn::nhwcToNchwKernel x200"},
+     "family:batchnorm"),                                                        # a report in our kernel
+    ({"reference_where": "library: at::native::copy_kernel x4"}, "family:batchnorm"),   # the reference alone: not there
+    ({"reference_exit": 0}, "family:batchnorm"),                                 # the reference alone is clean
 ])
 def test_family_initcheck_reports_stay_failures_without_the_evidence(tmp_path, case, target):
     assert _explained(tmp_path, **case)[(target, "initcheck")] == "REPORTED"

@@ -37,7 +37,9 @@ OPS = {o.name: o for o in [
     OpDef("mul", 2, "__fmul_rn(a, b)", ("b", "a"), "a * b"),
     OpDef("div", 2, "__fdiv_rn(a, b)", ("1.f / b", "-a / (b * b)"), "a / b"),
     OpDef("neg", 1, "-a", ("-1.f",), "-a"),
-    OpDef("relu", 1, "kgen::reluf(a)", ("a > 0.f ? 1.f : 0.f",), "relu(a)"),
+    # relu's gradient as PyTorch's threshold_backward(grad, result, 0): zero where the result is <= 0, so it passes
+    # where the result is NaN (reluf passes a NaN on, as torch.relu does)
+    OpDef("relu", 1, "kgen::reluf(a)", ("a <= 0.f ? 0.f : 1.f",), "relu(a)"),
     OpDef("leaky_relu", 1, "a > 0.f ? a : a * {slope}", ("a > 0.f ? 1.f : {slope}",),
           "leaky_relu(a, {slope})"),
     OpDef("sigmoid", 1, "kgen::sigmoidf(a)", ("(1.f - r) * r",), "sigmoid(a)"),

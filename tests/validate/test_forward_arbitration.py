@@ -87,3 +87,18 @@ def test_the_guard_passes_rounding_and_notes_an_insensitive_reference():
     flat_b = 1.0 + 1e-6 * ref_b
     insensitive = judge_dependence("g", flat_a, flat_b, flat_a.clone(), flat_b.clone())
     assert insensitive.ok is None and insensitive.info
+
+
+def test_the_guard_notes_a_reference_whose_change_is_its_rounding_noise():
+    """L2-23's output (a GroupNorm's output averaged) is its bias's mean whatever the input: the reference moves
+    between two inputs by rounding alone, and a correct solution's rounding differs by as much."""
+    ref_a, ref_b = samples()
+    bias = 0.0   # a bias mean near zero: the rounding is all of the output's size
+    out_a, out_b = bias + 1e-7 * ref_a, bias + 1e-7 * ref_b
+    new_a, new_b = bias + 1e-7 * ref_b, bias + 1e-7 * ref_a           # rounding of its own
+    change = float((out_a - out_b).norm())
+    judged = judge_dependence("g", out_a, out_b, new_a, new_b, noise=change)
+    assert judged.ok is None and judged.info
+    assert judge_dependence("g", out_a, out_b, new_a, new_b, noise=None).ok is False   # without the noise floor
+    constant = judge_dependence("g", ref_a, ref_b, ref_a.clone(), ref_a.clone(), noise=1e-9 * change)
+    assert constant.ok is False                                        # far above the noise: still degenerate
