@@ -17,7 +17,7 @@ import torch.nn as nn
 
 from kgen.ref import functors, ops
 from kgen.ref.graph import self_attr
-from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -177,7 +177,7 @@ def region_context(step: RegionStep) -> dict:
                                                     x, z, step.gn, step.result, labels)
     return {
         "index": step.index, "prologue": prologue, "epilogue": epilogue,
-        "reduce_kind": step.reduce_kind, "reduce_op": step.reduce_op, "keepdim": step.keepdim,
+        "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
@@ -215,8 +215,9 @@ def batchnorm_context(step: BatchNormStep) -> dict:
     window_size = 1
     for k in step.window:
         window_size *= int(k)
-    return {"index": step.index, "functor": struct, "pool": bool(step.pool_op), "pool_op": step.pool_op or "kMax",
-            "window": "x".join(map(str, step.window)), "window_size": window_size if step.pool_op else 0,
+    pool = step.pool_op is not None
+    return {"index": step.index, "functor": struct, "pool": pool, "pool_op": (step.pool_op or ReduceOp.MAX).cpp,
+            "window": "x".join(map(str, step.window)), "window_size": window_size if pool else 0,
             "monotone": non_decreasing(functors.needed(step.nodes, result) if result else []),
             "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
@@ -253,10 +254,10 @@ def non_decreasing(nodes) -> bool:
 def describe_batchnorm(step: BatchNormStep) -> str:
     parts = [step.bn_type] + [n.op for n in step.nodes]
     text = " -> ".join(parts)
-    if step.pool_op:
-        text += f" -> {step.pool_op[1:].lower()} over windows " + "x".join(map(str, step.window))
+    if step.pool_op is not None:
+        text += f" -> {step.pool_op.word} over windows " + "x".join(map(str, step.window))
     if step.conv_bias:
-        text += f" ({step.conv_bias[5:]} peeled: it only shifts the batch mean)"
+        text += f" ({step.conv_bias_name or step.conv_bias} peeled: it only shifts the batch mean)"
     return text
 
 
@@ -265,15 +266,15 @@ def describe_region(step: RegionStep) -> str:
     epi = " -> ".join(n.op for n in step.epilogue)
     parts = [p for p in (pro, "GroupNorm" + ("" if step.affine else " (affine=False)"), epi) if p]
     text = " -> ".join(parts)
-    if step.reduce_kind != "kNone":
-        text += f" -> {step.reduce_op[1:].lower()} over {_REDUCE_WORDS[step.reduce_kind]}"
+    if step.reduce_kind is not ReduceKind.NONE:
+        text += f" -> {step.reduce_op.word} over {_REDUCE_WORDS[step.reduce_kind]}"
         if step.window:
             text += " " + "x".join(map(str, step.window))
     return text
 
 
-_REDUCE_WORDS = {"kChannel": "channels", "kPlane": "spatial dims", "kSample": "all but the batch",
-                 "kWindow": "windows"}
+_REDUCE_WORDS = {ReduceKind.CHANNEL: "channels", ReduceKind.PLANE: "spatial dims",
+                 ReduceKind.SAMPLE: "all but the batch", ReduceKind.WINDOW: "windows"}
 
 
 def baked_constants(plan: Plan) -> dict:

@@ -83,7 +83,7 @@ def _batchnorm_parameters(step: BatchNormStep, plan: Plan) -> list[str]:
     of the conv before it, the element-wise chain's parameters."""
     module = plan.ref.gm.get_submodule(step.bn_module)
     own = [f"{step.bn_module}.weight", f"{step.bn_module}.bias"] if module.affine else []
-    peeled = [step.conv_bias[len("self."):]] if step.conv_bias.startswith("self.") else []
+    peeled = [step.conv_bias_name] if step.conv_bias_name else []
     return own + peeled + [p.label for p in step.params]
 
 

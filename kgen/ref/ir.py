@@ -16,8 +16,49 @@ differentiated by codegen.py, never matched against a table of fixed chains. pla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from kgen.ref.trace import Reference
+
+
+class ReduceKind(str, Enum):
+    """Which dims of x a region's reduction reads; each value is the kgen::ReduceKind token of the kernels
+    (gn_region_common.cuh) and of the emitted `_keep_dims`. A str Enum: a member equals its token."""
+    NONE = "kNone"         # no reduction: the region writes its full-size output
+    CHANNEL = "kChannel"   # over dim 1 (channels)
+    PLANE = "kPlane"       # over the spatial dims 2.. (per (n, c))
+    SAMPLE = "kSample"     # over all but the batch dim
+    WINDOW = "kWindow"     # window pooling, kernel == stride
+
+    @property
+    def cpp(self) -> str:
+        """The C++ enumerator's name (kgen::ReduceKind::<cpp>)."""
+        return self.value
+
+
+class ReduceOp(str, Enum):
+    """The operator of a reduction or window pooling; each value is the kgen::ReduceOp token of the kernels
+    (gn_region_common.cuh, bn_train.cuh). A window pooling is MAX (max pooling) or MEAN (average pooling)."""
+    SUM = "kSum"
+    MEAN = "kMean"
+    MAX = "kMax"
+    MIN = "kMin"
+    LOGSUMEXP = "kLogSumExp"
+
+    @property
+    def cpp(self) -> str:
+        """The C++ enumerator's name (kgen::ReduceOp::<cpp>)."""
+        return self.value
+
+    @property
+    def word(self) -> str:
+        """How descriptions name it: sum, mean, max, min, logsumexp."""
+        return self.name.lower()
+
+    @property
+    def is_extreme(self) -> bool:
+        """max or min: the reduction picks one element (element-wise ops that commute with it can move before it)."""
+        return self in (ReduceOp.MAX, ReduceOp.MIN)
 
 
 @dataclass(frozen=True)
@@ -68,15 +109,15 @@ class RegionStep:
     epilogue: list                # PwNode, topological
     params: list                  # Param, every per-channel or scalar tensor the functors read
     result: str                   # the node whose value the reduction reads (epilogue result or the GN)
-    reduce_kind: str = "kNone"
-    reduce_op: str = "kSum"
-    keepdim: bool = False
+    reduce_kind: ReduceKind = ReduceKind.NONE   # the reduction the region ends in (NONE: its full-size output)
+    reduce_op: ReduceOp = ReduceOp.SUM          # its operator (SUM where there is none)
+    keepdim: bool = False         # the reduced dims are kept as size 1
     reduce_rank: int = 0          # the rank of the view the reduction reads where it flattens x (2 or 3), else 0
-    window: tuple = ()
+    window: tuple = ()            # WINDOW: the kernel size (== stride) per spatial dim, as planned
     window_expr: str = ""         # Python expression of the window at run time
     output: str = ""              # fx node name the step defines
-    out_shape: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
+    out_shape: list = field(default_factory=list)   # the output's shape
+    notes: list = field(default_factory=list)       # what --explain says about the region (an op moved...)
     channels_last: bool = False   # its input comes channels-last (--conv fast): the gn_region_nhwc.cuh kernels
     gn_params: list = field(default_factory=list)   # the GroupNorm's own weight and bias (affine), as the model
                                                     # names them (`gn.weight`): --explain lists them
@@ -108,12 +149,18 @@ class BatchNormStep:
     nodes: list                   # PwNode chain F after it (may be empty)
     params: list                  # Param, the per-channel tensors F reads
     shape: list                   # x's shape
-    pool_op: str = ""             # "kMax" / "kMean": a window pooling after F (kernel == stride), or none
-    window: tuple = ()
-    window_expr: str = ""
+    pool_op: ReduceOp | None = None   # MAX / MEAN: a window pooling after F (kernel == stride); None: no pooling
+    window: tuple = ()            # the pooling's kernel size (== stride) per spatial dim, as planned
+    window_expr: str = ""         # Python expression of the window at run time
     conv_bias: str = ""           # the peeled bias of the conv / linear before it (Python expression), or ""
-    output: str = ""
-    out_shape: list = field(default_factory=list)
+    output: str = ""              # fx node name the step defines
+    out_shape: list = field(default_factory=list)   # the output's shape
+
+    @property
+    def conv_bias_name(self) -> str:
+        """The peeled bias as the model names it (`conv.bias`, `block[0].bias`: its expression below `self`);
+        "" where there is none or the expression is not an attribute path of `self` (getattr(self, 'a-b'))."""
+        return self.conv_bias[len("self."):] if self.conv_bias.startswith("self.") else ""
 
 
 @dataclass

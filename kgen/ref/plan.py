@@ -18,7 +18,7 @@ from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_met
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
-from kgen.ref.plan_reductions import ReductionPlanning, is_values_output
+from kgen.ref.plan_reductions import FoundReduction, ReductionPlanning, is_values_output
 from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
@@ -218,8 +218,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         step.out_shape = tensor_shape(output_node) or []
         for name in names_of(prologue) | names_of(epilogue) | {gn.name, output_node.name}:
             self.claimed[name] = step
-        if reduce is not None and reduce[0].name != output_node.name:
-            self.claimed[reduce[0].name] = step
+        if reduce is not None and reduce.defined.name != output_node.name:
+            self.claimed[reduce.defined.name] = step
         if peel is not None:
             self.claimed.setdefault(f"peel:{peel.name}", step)
         self.steps.append(step)
@@ -389,14 +389,15 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 self.permuted_reduction(user, result, full)
         return result.name, reduce
 
-    def apply_reduction(self, step: RegionStep, reduce, full):
+    def apply_reduction(self, step: RegionStep, reduce: FoundReduction | None, full):
         result_node = next(n for n in self.nodes if n.name == step.result)
         if reduce is None:
             return result_node
-        defined, kind, op, keepdim, window, window_expr, *through = reduce
-        step.reduce_kind, step.reduce_op, step.keepdim = kind, op, keepdim
-        step.window, step.window_expr = window, window_expr
-        for n in through:   # a flattening view or a permute the reduction reads through (plan_reductions.py)
+        defined = reduce.defined
+        step.reduce_kind, step.reduce_op, step.keepdim = reduce.kind, reduce.op, reduce.keepdim
+        step.window, step.window_expr = reduce.window, reduce.window_expr
+        n = reduce.through   # a flattening view or a permute the reduction reads through (plan_reductions.py)
+        if n is not None:
             self.claimed[n.name] = step
             step.reduce_rank = len(tensor_shape(n)) if len(tensor_shape(n)) != len(full) else 0
         # torch.max(x, dim) defines a (values, indices) node and a `[0]` or `.values`; claim both.

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from kgen.ref.graph import PEELABLE, is_metadata, names_of
-from kgen.ref.ir import BatchNormStep, Operand, Param
+from kgen.ref.ir import BatchNormStep, Operand, Param, ReduceKind
 from kgen.ref.trace import tensor_shape
 
 BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
@@ -42,19 +42,19 @@ class BatchNormPlanning:
         users = [u for u in last.users if not is_metadata(u)]
         if len(users) == 1 and users[0].name not in self.claimed:
             found = self.reduction(users[0], last, full)
-            if found is not None and found[1] == "kWindow":
+            if found is not None and found.kind is ReduceKind.WINDOW:
                 pool = found
         module = self.module(bn)
         xmod = self.module(x)
         peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and len(x.args) == 1 and not x.kwargs and
                 all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
-        output = pool[0] if pool is not None else last
+        output = pool.defined if pool is not None else last
         step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
                              bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
                              params=params, shape=full, conv_bias=f"{self.attr(x.target)}.bias" if peel else "",
                              output=output.name, out_shape=tensor_shape(output) or [])
         if pool is not None:
-            _, _, step.pool_op, _, step.window, step.window_expr = pool
+            step.pool_op, step.window, step.window_expr = pool.op, pool.window, pool.window_expr
         for name in {bn.name, output.name} | names_of(chain):
             self.claimed[name] = step
         if peel:

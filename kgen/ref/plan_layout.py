@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch.nn as nn
 
-from kgen.ref.ir import LibraryStep, Plan, RegionStep
+from kgen.ref.ir import LibraryStep, Plan, ReduceKind, RegionStep
 
 CONV_MODES = ("exact", "fast")
 CHANNELS_LAST_CONVS = (nn.Conv2d, nn.ConvTranspose2d, nn.Conv3d, nn.ConvTranspose3d)
@@ -68,6 +68,6 @@ def _why_not_channels_last(step: RegionStep, conv_step: LibraryStep | None, modu
         return _NOT_A_CONV
     if len(step.shape) not in (4, 5):
         return f"its input has rank {len(step.shape)}, not (N, C, H, W) or (N, C, D, H, W)"
-    if step.reduce_kind != "kNone":
+    if step.reduce_kind is not ReduceKind.NONE:
         return "it ends in a reduction (the channels-last kernels write the full-size output only)"
     return ""

@@ -6,34 +6,49 @@ dims."""
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref.graph import as_tuple, attribute_arguments, is_metadata
-from kgen.ref.ir import Operand, PwNode
+from kgen.ref.ir import Operand, PwNode, ReduceKind, ReduceOp
 from kgen.ref.trace import tensor_shape
 
-REDUCTION_OPS = {"mean": "kMean", "sum": "kSum", "amax": "kMax", "amin": "kMin", "max": "kMax", "min": "kMin",
-                 "logsumexp": "kLogSumExp"}
-POOLS = {nn.MaxPool1d: "kMax", nn.MaxPool2d: "kMax", nn.MaxPool3d: "kMax",
-         nn.AvgPool1d: "kMean", nn.AvgPool2d: "kMean", nn.AvgPool3d: "kMean"}
+_MAX, _MEAN = ReduceOp.MAX, ReduceOp.MEAN
+REDUCTION_OPS = {"mean": ReduceOp.MEAN, "sum": ReduceOp.SUM, "amax": ReduceOp.MAX, "amin": ReduceOp.MIN,
+                 "max": ReduceOp.MAX, "min": ReduceOp.MIN, "logsumexp": ReduceOp.LOGSUMEXP}
+POOLS = {nn.MaxPool1d: _MAX, nn.MaxPool2d: _MAX, nn.MaxPool3d: _MAX,
+         nn.AvgPool1d: _MEAN, nn.AvgPool2d: _MEAN, nn.AvgPool3d: _MEAN}
 POOL_DIMS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3, nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
 # The functional spellings: (op, spatial dims, argument names after the input).
 _MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
 _AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-FUNCTIONAL_POOLS = {F.max_pool1d: ("kMax", 1, _MAX_ARGS), F.max_pool2d: ("kMax", 2, _MAX_ARGS),
-                    F.max_pool3d: ("kMax", 3, _MAX_ARGS), F.avg_pool1d: ("kMean", 1, _AVG_ARGS),
-                    F.avg_pool2d: ("kMean", 2, _AVG_ARGS), F.avg_pool3d: ("kMean", 3, _AVG_ARGS)}
+FUNCTIONAL_POOLS = {F.max_pool1d: (_MAX, 1, _MAX_ARGS), F.max_pool2d: (_MAX, 2, _MAX_ARGS),
+                    F.max_pool3d: (_MAX, 3, _MAX_ARGS), F.avg_pool1d: (_MEAN, 1, _AVG_ARGS),
+                    F.avg_pool2d: (_MEAN, 2, _AVG_ARGS), F.avg_pool3d: (_MEAN, 3, _AVG_ARGS)}
 # Adaptive pooling to an output of size 1 (global average / max pooling): the mean or max over the spatial dims,
 # kept as (N, C, 1, ...). Modules and functional spellings: (op, spatial dims).
-ADAPTIVE_POOLS = {nn.AdaptiveAvgPool1d: ("kMean", 1), nn.AdaptiveAvgPool2d: ("kMean", 2),
-                  nn.AdaptiveAvgPool3d: ("kMean", 3), nn.AdaptiveMaxPool1d: ("kMax", 1),
-                  nn.AdaptiveMaxPool2d: ("kMax", 2), nn.AdaptiveMaxPool3d: ("kMax", 3),
-                  F.adaptive_avg_pool1d: ("kMean", 1), F.adaptive_avg_pool2d: ("kMean", 2),
-                  F.adaptive_avg_pool3d: ("kMean", 3), F.adaptive_max_pool1d: ("kMax", 1),
-                  F.adaptive_max_pool2d: ("kMax", 2), F.adaptive_max_pool3d: ("kMax", 3)}
+ADAPTIVE_POOLS = {nn.AdaptiveAvgPool1d: (_MEAN, 1), nn.AdaptiveAvgPool2d: (_MEAN, 2),
+                  nn.AdaptiveAvgPool3d: (_MEAN, 3), nn.AdaptiveMaxPool1d: (_MAX, 1),
+                  nn.AdaptiveMaxPool2d: (_MAX, 2), nn.AdaptiveMaxPool3d: (_MAX, 3),
+                  F.adaptive_avg_pool1d: (_MEAN, 1), F.adaptive_avg_pool2d: (_MEAN, 2),
+                  F.adaptive_avg_pool3d: (_MEAN, 3), F.adaptive_max_pool1d: (_MAX, 1),
+                  F.adaptive_max_pool2d: (_MAX, 2), F.adaptive_max_pool3d: (_MAX, 3)}
+
+
+@dataclass(frozen=True)
+class FoundReduction:
+    """A reduction or window pooling that reads a region's result (or a batch norm step's), as the Planner
+    recognised it."""
+    defined: object               # the fx node defining the reduced value (a torch.max / min's `[0]` / `.values`)
+    kind: ReduceKind              # which dims it reduces (never NONE)
+    op: ReduceOp                  # its operator
+    keepdim: bool                 # the reduced dims are kept as size 1
+    window: tuple = ()            # WINDOW: the kernel size (== stride) per spatial dim
+    window_expr: str = ""         # WINDOW: Python expression of the window at run time
+    through: object = None        # the flattening view or permute it reads the result through (fx node), or None
 
 
 def is_values_output(node) -> bool:
@@ -58,8 +73,8 @@ COMMUTE_WITH_EXTREMES = {"clamp", "hardtanh", "relu"}
 class ReductionPlanning:
     """Mixin of the Planner: recognises the reduction a region's result flows into."""
 
-    def reduction(self, node, source, full):
-        """(node defining the reduced value, kind, op, keepdim, window, window_expr) or None."""
+    def reduction(self, node, source, full) -> FoundReduction | None:
+        """The reduction `node` makes of `source` (of shape `full`), or None."""
         rank = len(full)
         module = self.module(node)
         if module is not None and type(module) in POOLS:
@@ -74,7 +89,7 @@ class ReductionPlanning:
                     getattr(module, "return_indices", False) or getattr(module, "divisor_override", None):
                 return None
             window_expr = f"_window({self.attr(node.target)}.kernel_size, {dims})"
-            return node, "kWindow", POOLS[type(module)], False, k, window_expr
+            return FoundReduction(node, ReduceKind.WINDOW, POOLS[type(module)], False, k, window_expr)
         if node.op == "call_function" and node.target in FUNCTIONAL_POOLS:
             return self.functional_pool(node, source, rank)
         adaptive = self.global_pool(node, module, source, rank)
@@ -87,7 +102,7 @@ class ReductionPlanning:
         kind = _reduce_kind(dims, rank)
         if kind is None:
             return None
-        return defined, kind, REDUCTION_OPS[op_name], keepdim, (), ""
+        return FoundReduction(defined, kind, REDUCTION_OPS[op_name], keepdim)
 
     def reduction_call(self, node, source, rank):
         """(op name, sorted dims, keepdim, node defining the reduced value) of a torch.mean / sum / amax / amin /
@@ -118,7 +133,7 @@ class ReductionPlanning:
             defined = users[0]
         return op_name, dims, keepdim, defined
 
-    def permuted_reduction(self, node, source, full):
+    def permuted_reduction(self, node, source, full) -> FoundReduction | None:
         """A reduction over dims of a permute / transpose of the region's result (x.permute(0, 2, 3, 1).amax(-1)),
         the permute's only reader, without keepdim and with the dims it keeps in their order in x: the same
         reduction over the dims of x they are (the channel max here), the same (N, H, W) result."""
@@ -133,9 +148,9 @@ class ReductionPlanning:
         kind = _reduce_kind(sorted(order[d] for d in dims), len(full))
         if keepdim or kept != sorted(kept) or kind is None:
             return None
-        return defined, kind, REDUCTION_OPS[op_name], False, (), "", node
+        return FoundReduction(defined, kind, REDUCTION_OPS[op_name], False, through=node)
 
-    def flattened_reduction(self, node, source, full):
+    def flattened_reduction(self, node, source, full) -> FoundReduction | None:
         """A reduction over all but the batch written through a flattening view: x.view(x.size(0), -1).mean(1),
         torch.flatten(x, 1).amax(dim=1), x.reshape(n, -1).sum(-1, keepdim=True)...; or over the spatial dims (or
         all but the batch) through a view that flattens the spatial dims only: x.view(n, c, -1).mean(-1),
@@ -150,19 +165,18 @@ class ReductionPlanning:
             plane *= size
         shape = tensor_shape(node)
         if shape == [full[0], full[1] * plane]:
-            kinds = {"kChannel": "kSample"}   # over dim 1 of the (N, C * spatial) view: all but N of x
+            kinds = {ReduceKind.CHANNEL: ReduceKind.SAMPLE}   # over dim 1 of the (N, C * spatial) view: all but N of x
         elif len(full) >= 4 and shape == [full[0], full[1], plane]:
             # x.view(n, c, -1).mean(-1): the (N, C, spatial) view, over its last dim (all spatial dims) or all but N
-            kinds = {"kPlane": "kPlane", "kSample": "kSample"}
+            kinds = {ReduceKind.PLANE: ReduceKind.PLANE, ReduceKind.SAMPLE: ReduceKind.SAMPLE}
         else:
             return None
         found = self.reduction(next(iter(node.users)), node, shape)
-        if found is None or found[1] not in kinds:
+        if found is None or found.kind not in kinds:
             return None
-        defined, kind, op, keepdim, _, _ = found
-        return defined, kinds[kind], op, keepdim, (), "", node
+        return replace(found, kind=kinds[found.kind], window=(), window_expr="", through=node)
 
-    def functional_pool(self, node, source, rank):
+    def functional_pool(self, node, source, rank) -> FoundReduction | None:
         """F.max_pool2d(x, 2) and the like: a window reduction where kernel == stride, no padding, dilation 1,
         no ceil mode, no indices, no divisor override; the window is a constant of the graph."""
         op, dims, names = FUNCTIONAL_POOLS[node.target]
@@ -183,10 +197,10 @@ class ReductionPlanning:
                                       {"kernel_size": (1, given["kernel_size"]), "stride": (2, given.get("stride"))})
         expr = written.get("kernel_size")
         if expr is not None and (given.get("stride") is None or written.get("stride") == expr):
-            return node, "kWindow", op, False, k, f"_window({expr}, {dims})"
-        return node, "kWindow", op, False, k, repr(tuple(k))
+            return FoundReduction(node, ReduceKind.WINDOW, op, False, k, f"_window({expr}, {dims})")
+        return FoundReduction(node, ReduceKind.WINDOW, op, False, k, repr(tuple(k)))
 
-    def global_pool(self, node, module, source, rank):
+    def global_pool(self, node, module, source, rank) -> FoundReduction | None:
         """nn.AdaptiveAvgPool2d(1), F.adaptive_max_pool3d(x, (1, 1, 1)) and the like: the mean or max over the
         spatial dims, keepdim (kPlane). Other output sizes, and max pooling that returns its indices, stay in
         PyTorch."""
@@ -204,14 +218,14 @@ class ReductionPlanning:
         if dims != rank - 2 or indices is not False or isinstance(size, torch.fx.Node) or \
                 any(s != 1 for s in as_tuple(size, dims)):
             return None
-        return node, "kPlane", op, True, (), ""
+        return FoundReduction(node, ReduceKind.PLANE, op, True)
 
     def fold_after_extreme(self, step, output_node):
         """Moves the ops of COMMUTE_WITH_EXTREMES that read a max / min reduction's output, one after another
         (each the only reader of the one before, with scalar constants), before the reduction, into the region's
         epilogue: the separate element-wise kernel on the reduced tensor, forward and backward, goes (L2-85's
         clamp after its max pooling). Returns the node that is now the region's output."""
-        if step.reduce_op not in ("kMax", "kMin"):
+        if not step.reduce_op.is_extreme:
             return output_node
         out_shape = tensor_shape(output_node)
         while True:
@@ -239,19 +253,19 @@ class ReductionPlanning:
             step.epilogue.append(moved)
             step.result = moved.name
             what = name if user.name == name else f"{name} ({user.name})"
-            step.notes.append(f"{what} moved before the {step.reduce_op[1:].lower()}, which it commutes with")
+            step.notes.append(f"{what} moved before the {step.reduce_op.word}, which it commutes with")
             self.claimed[user.name] = step
             output_node = user
 
 
-def _reduce_kind(dims: list, rank: int) -> str | None:
+def _reduce_kind(dims: list, rank: int) -> ReduceKind | None:
     """The region's reduction over sorted `dims` of a rank-`rank` value: channels, spatial dims, all but N."""
     if dims == [1]:
-        return "kChannel"
+        return ReduceKind.CHANNEL
     if rank > 2 and dims == list(range(2, rank)):
-        return "kPlane"
+        return ReduceKind.PLANE
     if dims == list(range(1, rank)):
-        return "kSample"
+        return ReduceKind.SAMPLE
     return None
 
 
