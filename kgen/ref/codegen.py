@@ -152,7 +152,6 @@ class ForwardWriter:
 def _dead_code_removed(lines: list[str]) -> list[str]:
     """Drops assignments nothing reads (x.device for a scalar the kernels bake in, a parameter read); `scale`
     is not read by `self.scale`."""
-    import re
     kept = list(lines)
     changed = True
     while changed:
