@@ -1,4 +1,4 @@
-"""Where the one-launch forward's time goes (convt_wgmma_infer.cuh, InferArgs::trace), at L2-19's shape on the GPU:
+"""Where the one-launch forward's time goes (conv/convt_wgmma_infer.cuh, InferArgs::trace), at L2-19's shape on the GPU:
 the conv blocks' end, and for normaliser 0, per sample, how long it waited for the sample and how long it took.
 
     python benchmarks/convt_infer_trace.py [normalisers ...] [--modes MODE ...]

@@ -1,4 +1,4 @@
-"""How far kgen's wgmma weight gradient (convt_wgrad.cuh) and input gradient (convt_wgmma_input_grad) lie from
+"""How far kgen's wgmma weight gradient (conv/convt_wgrad.cuh) and input gradient (convt_wgmma_input_grad) lie from
 float64, against cuDNN's, at L2-19's layer (64 -> 64 channels, kernel 3) on 256 x 256 inputs at a reduced batch,
 and at a small shape: the weight gradient with x truncated by the tensor cores (the default) or rounded to nearest,
 the input gradient with grad_z truncated (the default) or rounded; cuDNN in TF32 (channels-last and NCHW) and in

@@ -282,7 +282,7 @@ for step in "$@"; do
       fam --bench --budget "${NEWREFS_BUDGET:-200}"
       cp -r "$F" "$P/family"
       tar czf "$OUT/newrefs_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    bn)  # session 8: the batch norm step (bn_train.cuh): its GPU tests and the own references' validation, at
+    bn)  # session 8: the batch norm step (batchnorm/train.cuh): its GPU tests and the own references' validation, at
       # once beside L2-11's correctness runs (BN_FAMILY, default 11); then alone on the GPU L2-11's timings.
       P=$OUT/bn; F=.build/family_bn; mkdir -p "$P" "$F"
       kb_wheels
@@ -487,9 +487,9 @@ PY
       fi
       cp -r "$G" "$P/family"
       tar czf "$OUT/s13_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    s14)  # session 14: the cluster backward (gn_region_cluster.cuh). Checks (S14_CHECKS, default on): its GPU tests
+    s14)  # session 14: the cluster backward (groupnorm/cluster/cluster.cuh). Checks (S14_CHECKS, default on): its GPU tests
       # and the two-pass ones (refactored: Upstream, backward_inputs), the resident tests (allow_smem moved to
-      # common.cuh), S14_FAMILY's problems checked (validate + KernelBench), the rates' builds, the emitted-file
+      # core/common.cuh), S14_FAMILY's problems checked (validate + KernelBench), the rates' builds, the emitted-file
       # tests S14_REF_K selects (none by default). Then (S14_TIMING,
       # default on) the forward and backward rates of S14_RATES, and S14_BENCH's timings (none by default).
       P=$OUT/s14; G=.build/family_s14; R=.build/rates_s14; mkdir -p "$P" "$G" "$R"
@@ -529,8 +529,8 @@ PY
       wait; tail -n 3 "$P/pytest_cluster.log"
       cp .build/probe_s14/cluster_probe.json "$P/" 2>/dev/null
       tar czf "$OUT/s14p_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    s13p)  # session 13's parameter-gradient kernel (a block a channel): the GPU tests that run it (groupnorm.cuh,
-      # groupnorm_nhwc.cuh, the two-pass regions) beside S13P_FAMILY's checks and the rates' builds; then the
+    s13p)  # session 13's parameter-gradient kernel (a block a channel): the GPU tests that run it (groupnorm/op/twopass.cuh,
+      # groupnorm/op/nhwc.cuh, the two-pass regions) beside S13P_FAMILY's checks and the rates' builds; then the
       # rates of S13P_RATES (the problems whose backward launches it).
       P=$OUT/s13p; G=.build/family_s13p; R=.build/rates_s13p; mkdir -p "$P" "$G" "$R"
       kb_wheels
@@ -601,7 +601,7 @@ PY
       tail -n 3 "$P"/pytest_*.log 2>/dev/null; grep -E "^L[12]" "$P/family_checks.txt"
       rm -f "$G"/*.py; cp -r "$G" "$P/family"
       tar czf "$OUT/s15b_logs.tar.gz" -C "$P" . && rm -rf "$P" ;;
-    s16)  # session 16: the pipelined two-pass backward (gn_region_twopass_pipeline.cuh). Builds every A/B variant and
+    s16)  # session 16: the pipelined two-pass backward (groupnorm/twopass/backward_pipeline.cuh). Builds every A/B variant and
       # the two-pass test extension at once, runs the two-pass and cluster GPU tests (S16_TESTS, default on; -k
       # S16_TESTS_K), then the A/Bs one after another on a quiet GPU: per problem of S16_AB (default the two-pass
       # problems), kernel_variants --backward over the backward's kernels, the variants S16_VARIANTS_<n> (one a line)

@@ -269,7 +269,7 @@ def backward_traffic_bytes(plan: list[str]) -> int:
     return total
 
 
-# --conv fast's copy of a convolution's input to channels-last (layout.cuh's two kernels): kgen's kernel, but
+# --conv fast's copy of a convolution's input to channels-last (core/layout.cuh's two kernels): kgen's kernel, but
 # no planned op's traffic.
 LAYOUT_COPIES = ("kgen::batched_transpose", "kgen::narrow_transpose")
 

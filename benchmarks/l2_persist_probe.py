@@ -1,6 +1,6 @@
 """Does a persisting-L2 set-aside change the pipelined backward? (session 20)
 
-The pipelined backward (gn_region_twopass_pipeline.cuh) marks pass A's loads L2::evict_last so that pass B finds
+The pipelined backward (groupnorm/twopass/backward_pipeline.cuh) marks pass A's loads L2::evict_last so that pass B finds
 them in L2. The CUDA guide ties "persisting" accesses to a set-aside of L2 (cudaLimitPersistingL2CacheSize, 0 by
 default). This times the backward's kernels of one emitted solution in one process: with the set-aside at 0, at
 the device's maximum, and at 0 again (a context-wide limit: the rounds cannot interleave in one process as

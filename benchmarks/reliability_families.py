@@ -101,21 +101,21 @@ SOURCES = {s.key: s for s in (
 )}
 
 # Thresholds the `why`s quote (H100): the resident path pays for units (a (sample, group) slice; a whole sample for
-# channel and sample reductions) up to ~19.2 k values (gn_region_resident_plan.cuh: region_resident_pays, 3 blocks
+# channel and sample reductions) up to ~19.2 k values (groupnorm/resident/plan.cuh: region_resident_pays, 3 blocks
 # an SM or a double-buffered tile); the cluster forward takes planes of >= 512 values and slices up to 147 k
-# (gn_region_cluster.cuh: cluster_forward_plan, 8 blocks of 72 KB); the cluster backward plane and sample reductions
+# (groupnorm/cluster/cluster.cuh: cluster_forward_plan, 8 blocks of 72 KB); the cluster backward plane and sample reductions
 # with planes of >= 512 values (cluster_plan); the pipelined backward kNone regions of 16-byte packs
-# (gn_region_twopass_backward_host.cuh: pipeline_takes).
+# (groupnorm/twopass/backward_host.cuh: pipeline_takes).
 FAMILIES = (
     Family("resident", "resident region, forward and backward", "region_none",
            init=(5, 24, 3, 6), inputs=((2, 5, 37, 29),),
            kernels=("kgen::region_resident_forward_kernel", "kgen::region_resident_backward_kernel"),
-           templates=("gn_region_resident_forward.cuh", "gn_region_resident_backward.cuh"),
+           templates=("groupnorm/resident/forward.cuh", "groupnorm/resident/backward.cuh"),
            why="4 x 1073-value slices (4.3 k values): a tile fits and pays (region_resident_pays)"),
     Family("cluster-forward", "cluster forward and pipelined backward (no reduction)", "region_none",
            init=(4, 8, 3, 4), inputs=((2, 4, 128, 128),),
            kernels=("kgen::region_cluster::cluster_forward_kernel", "kgen::region_twopass::backward_pipeline_kernel"),
-           templates=("gn_region_cluster.cuh", "gn_region_twopass_pipeline.cuh"),
+           templates=("groupnorm/cluster/cluster.cuh", "groupnorm/twopass/backward_pipeline.cuh"),
            why="2 x 16384-value slices (32.8 k values): past the resident path, a plane of >= 512 values within a "
                "cluster of 2 x 64 KB (cluster_forward_plan); backward kNone on 16-byte packs, the L2 lag met "
                "(pipeline_backward)"),
@@ -124,59 +124,59 @@ FAMILIES = (
            kernels=("kgen::region_twopass::stats_partial_kernel", "kgen::region_twopass::stats_finalize_kernel",
                     "kgen::region_twopass::plane_forward_kernel", "kgen::region_twopass::reduce_finish_kernel",
                     "kgen::region_twopass::backward_sweep_kernel"),
-           templates=("gn_region_twopass_kernels.cuh", "gn_region_twopass_backward.cuh"),
+           templates=("groupnorm/twopass/forward.cuh", "groupnorm/twopass/backward.cuh"),
            why="64 x 400-value slices (25.6 k values): past the resident path; planes of 400 values, below the "
                "cluster backward's 512, so the backward sweeps run"),
     Family("cluster-backward", "cluster backward (plane reduction)", "region_plane",
            init=(3, 12, 3), inputs=((2, 3, 80, 80),),
            kernels=("kgen::region_twopass::plane_forward_kernel", "kgen::region_cluster::cluster_backward_kernel"),
-           templates=("gn_region_twopass_kernels.cuh", "gn_region_cluster.cuh"),
+           templates=("groupnorm/twopass/forward.cuh", "groupnorm/cluster/cluster.cuh"),
            why="4 x 6400-value slices (25.6 k values): past the resident path; planes of >= 512 values, a slice "
                "on a cluster of 2 x 50 KB (cluster_plan)"),
     Family("twopass-channel", "two-pass sweeps (channel log-sum-exp), forward and backward", "region_channel",
            init=(4, 16, 3, 4), inputs=((2, 4, 50, 50),),
            kernels=("kgen::region_twopass::stats_partial_kernel", "kgen::region_twopass::channel_forward_kernel",
                     "kgen::region_twopass::backward_sweep_kernel"),
-           templates=("gn_region_twopass_kernels.cuh", "gn_region_twopass_backward.cuh"),
+           templates=("groupnorm/twopass/forward.cuh", "groupnorm/twopass/backward.cuh"),
            why="a channel reduction's unit is a whole sample, 16 x 2304 values (36.9 k): past the resident path; "
                "neither the cluster nor the pipelined backward takes a channel reduction"),
     Family("window", "window backward (max pooling after the norm)", "region_window",
            init=(3, 8, 3, 2, (8, 1, 1), 4, 0.0, 1.0), inputs=((2, 3, 82, 82),),
            kernels=("kgen::region_twopass::window_forward_kernel", "kgen::region_twopass::window_extreme_sums_kernel",
                     "kgen::region_twopass::window_sweep_kernel"),
-           templates=("gn_region_twopass_kernels.cuh", "gn_region_window_backward.cuh"),
+           templates=("groupnorm/twopass/forward.cuh", "groupnorm/twopass/window_backward.cuh"),
            why="4 x 6400-value slices (25.6 k values): past the resident path; a window max whose epilogue gives "
                "exact zeros (kZeroGradExact): the first pass reads the saved extremes (window_sums_sparse)"),
     Family("rows", "rows forward and backward (Linear outputs, short slices)", "rows",
            init=(64, 256, 8, (256,)), inputs=((64, 64),),
            kernels=("kgen::region_rows_forward_kernel", "kgen::region_rows_backward_kernel"),
-           templates=("gn_region_rows_forward.cuh", "gn_region_rows_backward.cuh"),
+           templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh"),
            why="plane 1, 32-value slices of 8 packs: rows_lanes 4 (forward), a pack a lane for 8 lanes (backward)"),
     Family("rows-reduce", "rows forward with a channel min, rows backward, broadcast element-wise kernel",
            "rows_min", init=(64, 256, 16, (1, 256, 1, 1)), inputs=((32, 64),),
            kernels=("kgen::region_rows_reduce_kernel", "kgen::region_rows_backward_kernel",
                     "kgen::pointwise_forward_kernel", "kgen::pointwise_backward_kernel"),
-           templates=("gn_region_rows_forward.cuh", "gn_region_rows_backward.cuh", "gn_region_pointwise.cuh"),
+           templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh", "pointwise/pointwise.cuh"),
            why="plane 1, 16-value slices: 16 groups x 2 lanes fill a warp (rows_reduce_applies); the bias add "
                "broadcasts the (N, 1) minimum and has a parameter (pointwise_backward_kernel)"),
     Family("pointwise", "element-wise kernels of several tensors", "pointwise",
            init=(32, 8), inputs=((2, 32, 24, 24),),
            kernels=("kgen::pointwise_forward_kernel", "kgen::pointwise_backward_kernel",
                     "kgen::pointwise_backward_flat_kernel", "kgen::region_resident_forward_kernel"),
-           templates=("gn_region_pointwise.cuh",),
+           templates=("pointwise/pointwise.cuh",),
            why="three element-wise kernels: the gate (a parameter: per-plane backward), g * s + x over three tensors "
                "and the channel-mean subtraction (no parameter: the flat backward)"),
     Family("batchnorm", "batch norm training step (statistics, apply with pooling, backward)", "batchnorm",
            init=(8, 16, 5, 1, 1, 8, 4), inputs=((4, 8, 16, 16),), probes=("reference",),
            kernels=("kgen::bn_moments_kernel", "kgen::bn_finalize_kernel", "kgen::bn_apply_kernel",
                     "kgen::bn_grad_sums_kernel", "kgen::bn_grad_totals_kernel", "kgen::bn_grad_apply_kernel"),
-           templates=("bn_train.cuh",),
+           templates=("batchnorm/train.cuh",),
            why="training mode (batch statistics), a 2 x 2 max pooling on 18 x 18 planes"),
     Family("nhwc", "channels-last region (--conv fast) and layout copies", "nhwc",
            init=(16, 32, 3, 1, 8, 8), inputs=((2, 16, 16, 16),), judge="fast", probes=("library-writes",),
            kernels=("kgen::batched_transpose_kernel", "kgen::region_nhwc::stats_partial_kernel",
                     "kgen::region_nhwc::apply_kernel", "kgen::region_nhwc::backward_kernel"),
-           templates=("gn_region_nhwc.cuh", "layout.cuh"),
+           templates=("groupnorm/nhwc/nhwc.cuh", "core/layout.cuh"),
            why="cuDNN's channels-last output (16 input channels: the tiled transpose, not the narrow copy)"),
     Family("wgmma", "wgmma ConvTranspose2d (--conv fused): conv + moments, input and weight gradients, the "
            "one-launch inference forward", "convt_fused", init=(64, 64, 3, 1, 8, 8), inputs=((2, 64, 12, 16),),
@@ -185,8 +185,8 @@ FAMILIES = (
                     "kgen::convt::convt_moments_finalize_kernel", "kgen::convt::convt_wgrad_kernel",
                     "kgen::convt::convt_wgrad_reduce_kernel", "kgen::backward_apply_channels_last_kernel",
                     "kgen::convt::convt_wgmma_infer_kernel"),
-           templates=("convt_common.cuh", "convt_wgmma.cuh", "convt_wgmma_host.cuh", "convt_wgrad.cuh",
-                      "groupnorm_backward_cl.cuh", "convt_wgmma_infer.cuh"),
+           templates=("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh", "conv/convt_wgrad.cuh",
+                      "groupnorm/op/backward_channels_last.cuh", "conv/convt_wgmma_infer.cuh"),
            why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; a 3 x 3 kernel, rows of "
                "16 and 64 output channels (multiples of 4): kgen's weight gradient too; under no_grad, 64 input "
                "channels x 9 taps make the normalise's share of the one launch < 0.3 (default_infer_normalisers)"),
@@ -195,17 +195,17 @@ FAMILIES = (
            kernels=("kgen::biased_group_moments_kernel", "kgen::tail_lse_forward_kernel",
                     "kgen::tail_backward_partial_kernel", "kgen::tail_backward_apply_kernel",
                     "kgen::channel_grads_kernel"),
-           templates=("gn_tail_lse.cuh",),
+           templates=("groupnorm/op/tail_lse.cuh",),
            why="every shape (the spec's one kernel set)"),
     Family("onepass", "one-pass GroupNorm forward (bulk copies, co-resident teams)", "groupnorm",
            init=(64, 8), inputs=((2, 64, 16, 16),), probes=("bulk-store",), counterpart="groupnorm-twopass",
            kernels=("kgen::groupnorm_onepass_kernel", "kgen::backward_apply_kernel"),
-           templates=("groupnorm_onepass.cuh",),
+           templates=("groupnorm/op/onepass.cuh",),
            why="planes of whole 16-byte packs on sm_90: the one-pass planner takes 2048-value slices (plan_onepass)"),
     Family("groupnorm-twopass", "two-pass GroupNorm forward (the one-pass file where it declines)", "groupnorm",
            init=(64, 8), inputs=((2, 64, 15, 15),),
            kernels=("kgen::moments_partial_kernel", "kgen::normalize_kernel", "kgen::backward_apply_kernel"),
-           templates=("groupnorm.cuh",),
+           templates=("groupnorm/op/twopass.cuh",),
            why="planes of 225 values (not whole 16-byte packs): the one-pass planner declines"),
 )
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 17's device calls, by name (the record of what ran; logs under benchmarks/h100/s17/).
-#   run2: the mish formula (gn_region_ops.cuh) against PyTorch's, A/B at L2-94's rows kernels; its op test, the
+#   run2: the mish formula (core/ops.cuh) against PyTorch's, A/B at L2-94's rows kernels; its op test, the
 #         resident tests, L2-94 checked and timed.
 #   run3: mish's divisions as __fdividef (its op test, printing both formulas' errors); the two-pass backward's
 #         16-byte sweeps and pipelined kernel on odd planes (scalar ends): the two-pass, cluster and resident

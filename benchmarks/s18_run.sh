@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 18's device calls, by name (the record of what ran; logs under benchmarks/h100/s18/).
-#   run1: the window backward (gn_region_window_backward.cuh): the two-pass and cluster GPU tests; A/B at L2-85
+#   run1: the window backward (groupnorm/twopass/window_backward.cuh): the two-pass and cluster GPU tests; A/B at L2-85
 #         of the backward's kernels: as planned (the extremes-only first pass, the row sweeps), "dense" (the row
-#         sweep for the first pass too), "sweeps" (the element sweeps of gn_region_twopass_backward.cuh, as before).
+#         sweep for the first pass too), "sweeps" (the element sweeps of groupnorm/twopass/backward.cuh, as before).
 #   run2: the row sweeps 2 or 4 values at a time (8- or 16-byte accesses) with 16 values in flight, capped at 16 warps:
 #         the two-pass tests of windows; A/B at L2-85: as planned, "scalar" (one value at a time, 8 in flight),
 #         "warps24" (capped at 24 warps, as the other sweeps), "dense" (the row sweep for the first pass too).

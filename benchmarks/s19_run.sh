@@ -2,7 +2,7 @@
 # Session 19's device calls, by name (the record of what ran; logs under benchmarks/h100/s19/).
 #   run1: a max pooling saves each window's winning x in the forward, so the backward's first pass reads pooled-size
 #         streams only: the GN region's window max (saves_extreme_x: aux (2, *out)) and the batch norm's max pooling
-#         (bn_train.cuh: `extremes`; its apply pass finds the winner by bits instead of four F a window). The window
+#         (batchnorm/train.cuh: `extremes`; its apply pass finds the winner by bits instead of four F a window). The window
 #         and error tests of the two-pass region, every batch-norm test (one new: exact ties); A/B of forward and
 #         backward kernels at L2-85 (4x4 and 2x2 windows) and L2-11 against the files emitted at b76aaf7 (.build/s19,
 #         carried).
@@ -27,7 +27,7 @@ case "${1:-}" in
     mv "$OUT/s16_logs.tar.gz" "$OUT/s19/run1_logs.tar.gz" ;;
   run2)
     # run1: the batch norm's apply pass got slower reading the extremes (323 against 282 us): it finds the winners
-    # from F again. hardswish's gradient divides by 3 without the IEEE division's slow path (div3, gn_region_ops.cuh):
+    # from F again. hardswish's gradient divides by 3 without the IEEE division's slow path (div3, core/ops.cuh):
     # the element-ops test (div3 exhaustively against a / 3.f) and the batch-norm tests; A/B against b76aaf7's files
     # at L2-11, 92 (and "pipe": the pipelined backward for its channel reduction), 60, 27.
     pipe='pipe:  return R == ReduceKind::kNone;=>  return R == ReduceKind::kNone || R == ReduceKind::kChannel;'

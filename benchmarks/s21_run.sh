@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 21's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/).
-#   run1: the wgmma ConvTranspose2d (convt_wgmma.cuh, v3): its GPU tests against float64 (9 geometries x 3 ops,
+#   run1: the wgmma ConvTranspose2d (conv/convt_wgmma.cuh, v3): its GPU tests against float64 (9 geometries x 3 ops,
 #         the normalised output, determinism, the distance to cuDNN's TF32, errors), then the bench at L2-19's shape
 #         against cuDNN NCHW and channels-last.
 #   run2: run1: correct on the first run (12 tests passed before the kernel-5 case ran out of shared memory), but
@@ -13,7 +13,7 @@
 #   run5: run4: main loop alone 6.72 ms, epilogue alone 2.20 ms. The main loop split: its wgmma alone (no loads),
 #         and with every tap's descriptor at an aligned start (are shifted descriptors slow?).
 #   run6: run5: wgmma alone 2.44 ms, aligned descriptors 6.24 (-5 %): the loads bound it. After the review's shared
-#         helpers (finalize_moments in convt_igemm.cuh, the tests' statistics check): both convt GPU test files.
+#         helpers (finalize_moments in conv/convt_igemm.cuh, the tests' statistics check): both convt GPU test files.
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 OUT=${OUT:-/tmp/kgen-out}

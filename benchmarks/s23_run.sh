@@ -66,7 +66,7 @@
 #         conv backward at L2-19's shape, NCHW against channels-last tensors, for the backward's plan.
 #   run14: run13: 16 passed; cuDNN's conv backward at L2-19's shape 8.72 ms on channels-last tensors against
 #         14.71 on NCHW, bitwise the same gradients. The fused file's backward now hands cuDNN channels-last copies
-#         (layout.cuh) and turns grad_x back. Predicted: backward 18.4 -> ~16.9 ms, forward+backward 23.85 ->
+#         (core/layout.cuh) and turns grad_x back. Predicted: backward 18.4 -> ~16.9 ms, forward+backward 23.85 ->
 #         ~22.3; gradients at L2-19's shape as before. GPU tests, validate --bench.
 #   run15: run14: backward 16.6 ms, forward+backward 22.07 (compile 31.95), validate PASS, 16 fused GPU tests. After
 #         the pre-stop review (the epilogue's fragment place hoisted out of its loop; a comment reworded, so that no

@@ -6,7 +6,7 @@
 #         TFLOP/s), dgrad 2.7 (233). Predicted: if benchmark mode finds a wgrad near dgrad's rate, -3 ms.
 #   run2: run1: no: wgrad 5.89 ms (107 TFLOP/s) heuristic, 5.88-6.10 measured-best, as a direct conv's the same;
 #         NCHW 8.9; dgrad 2.73-2.88. The GroupNorm backward of the fused file now writes grad_z channels-last itself
-#         (groupnorm_backward_cl.cuh) instead of NCHW plus layout.cuh's copy. Predicted: that part 3.6 + 1.5 ->
+#         (groupnorm/op/backward_channels_last.cuh) instead of NCHW plus core/layout.cuh's copy. Predicted: that part 3.6 + 1.5 ->
 #         ~3.7 ms, the backward 16.6 -> ~15.1, forward+backward 22.07 -> ~20.6. GPU tests (the new kernel bitwise
 #         against the NCHW one, the fused model against float64), the parts bench, validate --bench.
 #   run3: run2: fused backward 16.2 ms (parts bench; validate's profile 15.8), forward+backward 21.41 (compile 31.92),
@@ -73,7 +73,7 @@
 #   run11: the committed file (run8's kernels; comments since): the fused GPU tests, compute-sanitizer memcheck and
 #         racecheck on the channels-last GroupNorm backward, validate --bench, KernelBench's evaluator.
 #   run12: run11: 24 fused tests pass; memcheck 0 errors, racecheck 0 hazards; validate PASS, forward 5.45 ms,
-#         forward+backward 20.84 (eager 34.03, compile 32.01); KernelBench 5/5, 5.68 ms against 12.6. groupnorm.cuh's
+#         forward+backward 20.84 (eager 34.03, compile 32.01); KernelBench 5/5, 5.68 ms against 12.6. groupnorm/op/twopass.cuh's
 #         NCHW apply now computes dx through groupnorm_dx (explicitly rounded): the GPU tests of every golden file
 #         whose kernels run it (L1-35, L2-92, L2-19 in all its modes).
 #   run13: run12: 34, 16 and 53 passed. The input gradient's epilogue (2.1 ms alone, 61 % of its stalls at barriers)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 25's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s25/).
-#   run1: kgen's own weight gradient (convt_wgrad.cuh): x NCHW as the B operand (K-major as it lies), grad_z
+#   run1: kgen's own weight gradient (conv/convt_wgrad.cuh): x NCHW as the B operand (K-major as it lies), grad_z
 #         channels-last as the A operand loaded into registers at the tap's 4-byte shift, 3 consumer warpgroups (one
 #         a kernel column, kH accumulators each), a ring of x rows shared by the kernel rows. Today cuDNN's 5.9 ms
 #         on channels-last tensors plus 1.46 for the x copy. Predicted: ~2.5-3 ms (its wgmma and A loads alone
@@ -21,7 +21,7 @@
 #         same checks again asking for an H100, and the harness bench. Predicted: forward+backward ~15.4 ms there.
 #   run5: run4 (H100): forward+backward 15.52 ms (compile 32.09: 2.07x), forward 5.50, validate PASS, KernelBench 5/5.
 #         Pre-stop review, behaviour unchanged: the declines' shared rules (float32 CUDA on one device, padding below
-#         the kernel) as convt_common.cuh helpers, mbar_test beside the other mbarrier helpers, the x unit's decoding
+#         the kernel) as conv/convt_common.cuh helpers, mbar_test beside the other mbarrier helpers, the x unit's decoding
 #         in one place. Every harness test, the fused GPU tests, validate --bench, on the H100.
 set -u
 S=s25

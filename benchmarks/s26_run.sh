@@ -59,8 +59,8 @@
 #   run11: run10: with the hints, DRAM traffic is what the chain set out to reach (batch 32: 0.60 GB read, 0.52
 #         written: x in, y out), yet the kernel takes 5.89 ms at L2-19 against the two kernels' 5.41: the work the
 #         consumers add between issuing a chunk's wgmma and waiting on them slows the main loop by ~1.3 ms, more
-#         than the sweep it replaces. Not kept: the templates are back to 7f616ef's but for convt_wgmma.cuh's host
-#         side split into convt_wgmma_host.cuh. Every harness test, the fused GPU tests, validate --bench, KernelBench
+#         than the sweep it replaces. Not kept: the templates are back to 7f616ef's but for conv/convt_wgmma.cuh's host
+#         side split into conv/convt_wgmma_host.cuh. Every harness test, the fused GPU tests, validate --bench, KernelBench
 #         on the H100, to check the split changed nothing.
 #   run12: for the next session's choice of main loop: what the producer's TF32 rounding pass costs (timing-only
 #         variants without it, the tensor cores truncating: not cuDNN's numerics), in the forward and the input

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 28's device calls, by name (the record of what ran; logs under benchmarks/convt_fused/h100_v3/s28/).
-#   run1: the forward without autograd in ONE launch (convt_wgmma_infer.cuh): the conv on most multiprocessors, the
+#   run1: the forward without autograd in ONE launch (conv/convt_wgmma_infer.cuh): the conv on most multiprocessors, the
 #         normalise on the rest (blocks by ticket), sample by sample from L2, y in place. Session 26's normalise inside
 #         the conv blocks lengthened their main loop by about its own time (the loop is bound by the multiprocessor's
 #         shared-memory/L1 data path); here the normalise has multiprocessors of its own. Predicted at L2-19 (two

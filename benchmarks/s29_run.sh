@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 29's device calls, by name (the record of what ran; logs under benchmarks/h100/s29/).
-#   run1: issue 12's pipelined GroupNorm backward (gn_region_twopass_pipeline.cuh), below 80 % of a same-size copy at
+#   run1: issue 12's pipelined GroupNorm backward (groupnorm/twopass/backward_pipeline.cuh), below 80 % of a same-size copy at
 #         L2-19 (69 %), L2-60 (70), L2-83 (75), L2-21 (79), L1-35 (74). Where does its time go? A/B in one process
 #         (kernel_variants --backward, 3 rounds): `trivial` = the region's element-wise ops removed (z = x, dy = dv,
 #         dx = dz: timing only), the kernel's skeleton at the problem's shape and streams. If trivial is near the copy

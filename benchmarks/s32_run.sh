@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 32's device calls, by name (the record of what ran; logs under benchmarks/h100/s32/).
-#   run1: issue 12, the backward rates. The pipelined backward (gn_region_twopass_pipeline.cuh) is the backward of
+#   run1: issue 12, the backward rates. The pipelined backward (groupnorm/twopass/backward_pipeline.cuh) is the backward of
 #         L1-35, L2-19, 21, 60, 61, 83; session 29 measured its skeleton (the region's ops removed) at 83-85 % of a
 #         copy and the ops taking it to 69-79 %: a warp's loads wait behind its own arithmetic, and registers cap
 #         what is in flight. New: gn_region_twopass_bulk.cuh, the same tickets and hand-over with one producer
@@ -28,7 +28,7 @@
 #         input shape from its own: batch 3, spatial dims 11, channels and init arguments unchanged; (N, F) -> (7, F).
 #         Expected: 17 PASS (the own references already cover odd shapes per kernel family; this runs each problem's
 #         own plan there).
-#   run5: the kNone forward on clusters (gn_region_cluster.cuh's cluster_forward_kernel): a (sample, group) slice
+#   run5: the kNone forward on clusters (groupnorm/cluster/cluster.cuh's cluster_forward_kernel): a (sample, group) slice
 #         held by a cluster of K blocks (<= 72 KB each), its moments merged through distributed shared memory, then
 #         normalised from shared memory: x read once (2 units of traffic) where the sweeps read it twice (3). Taken
 #         where a slice fits 16 blocks: L2-83 (430 KB slices, K = 8), L2-21 (1.03 MB, K = 16); not L1-35, L2-19,

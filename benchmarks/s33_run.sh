@@ -4,7 +4,7 @@
 # .build/s33/ and carried; the device prebuilds and validates them.
 #   run1: what session 32 could not run (its device time was spent): the three probes behind its validate fixes
 #         (the reference's own backward raising, KernelBench's float32 cast of an index input, element-wise ops
-#         left to PyTorch), the spec-generated files (common.cuh changed: built_for_sm90 moved there), and the
+#         left to PyTorch), the spec-generated files (core/common.cuh changed: built_for_sm90 moved there), and the
 #         KernelBench problems not validated at their own shapes since the cluster forward landed (L2-11, 23, 27,
 #         30, 37, 62, 75, 85, 88, 92). Prebuilt together (-j 16), then kgen validate --trials 2 each.
 #         Expected: every file PASS; the in-place probe's backward one SKIP (its reference's backward raises),

@@ -37,7 +37,7 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 CUDA_SOURCE = r"""
-// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+// ---- core/common.cuh: headers, reductions and the split planner shared by every kgen kernel family ----
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -329,7 +329,7 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- pointwise: the element-wise op a GroupNorm kernel applies to its input on the fly ----
+// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
 // recompute it from the input they read anyway.
@@ -408,7 +408,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
 //
 // Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
 // D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
@@ -431,7 +431,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
 // u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
 // rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
@@ -501,7 +501,7 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
 __device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
   return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
 }
@@ -983,7 +983,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
@@ -1140,7 +1140,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
 }  // namespace kgen
 
-// ---- gn_tail_lse: Conv2d (bias fused) -> GroupNorm -> Tanh -> HardSwish -> residual add -> LogSumExp over C ----
+// ---- groupnorm/op/tail_lse.cuh: Conv2d (bias fused) -> GroupNorm -> Tanh -> HardSwish -> residual add -> LogSumExp over C ----
 //
 // The convolution itself runs in cuDNN WITHOUT its bias; u is its output, (N, C, H, W) contiguous.
 // PyTorch's cuDNN path adds the bias in a separate full-size elementwise sweep (output.add_(bias));
@@ -1151,7 +1151,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 //   out[n, 0, p] = log sum_c exp(r_c)                 max-shifted, online over the channels
 //
 // Forward, 2 reads of u and a write of the (N, 1, H, W) output only:
-//   moments_partial (groupnorm.cuh) per (sample, channel) plane: Welford moments of u
+//   moments_partial (groupnorm/op/twopass.cuh) per (sample, channel) plane: Welford moments of u
 //   biased_group_moments  per (sample, group): exact (double) combine of its planes' moments, each
 //                         shifted by its channel's bias -> mean (hi, lo) and rstd of v
 //   tail_lse_forward      one thread per 4 (or 1) pixels of a sample: reads the C channels of its pixels
@@ -1160,8 +1160,8 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 // Backward, recomputing everything from u, the statistics and the saved output (= the LSE):
 //   p_c = exp(r_c - out), dr = g p_c, dy = dr * hardswish'(t) * (1 - t^2)
 //   tail_backward_partial per plane: sum dy, sum dy (v - mean) (GroupNorm's two sums, laid out as
-//                         groupnorm.cuh's backward_partial_kernel lays them out), sum dr, sum (v - mean)
-//   backward_group (groupnorm.cuh): the GroupNorm coefficients B, C of each (sample, group)
+//                         groupnorm/op/twopass.cuh's backward_partial_kernel lays them out), sum dr, sum (v - mean)
+//   backward_group (groupnorm/op/twopass.cuh): the GroupNorm coefficients B, C of each (sample, group)
 //   channel_grads         dgamma, dbeta and dbias[c] = sum over (n, pixels) of du, in closed form from the
 //                         plane sums
 //   tail_backward_apply   du = dr + rstd gamma dy + B (v - mean) + C
@@ -1350,7 +1350,7 @@ __device__ __forceinline__ void tail_gradients(const TailValue& e, float g, floa
   dy = dr * hardswish_derivative(e.t) * (1.f - e.t * e.t);
 }
 
-// Blocks as groupnorm.cuh's backward kernels: plane * splits + split. `gn_partial` gets
+// Blocks as groupnorm/op/twopass.cuh's backward kernels: plane * splits + split. `gn_partial` gets
 // (sum dy, sum dy (v - mean)) exactly where backward_group_kernel reads them; `extra_partial` gets
 // (sum dr, sum (v - mean)) for the conv-bias gradient.
 template <int kGroups, int kBlock, bool kVec>
@@ -1393,7 +1393,7 @@ tail_backward_partial_kernel(const float* __restrict__ grad_out, const float* __
 //   dgamma[c] = sum_n rstd * sum dy (v - mean),  dbeta[c] = sum_n sum dy      (as param_grad_kernel)
 //   dbias[c]  = sum_n sum_pixels du, the plane sum of du being sum dr + scale * sum dy + B * sum (v - mean)
 //               + C * HW (the apply kernel's formula summed over the plane, with the same float coefficients).
-// groupnorm.cuh's param_grad_kernel (one thread per channel, a serial loop over the batch) took 50 us at
+// groupnorm/op/twopass.cuh's param_grad_kernel (one thread per channel, a serial loop over the batch) took 50 us at
 // the reference shape; here the batch is spread over the lanes.
 template <int kGroups>
 __global__ void channel_grads_kernel(const float2* __restrict__ extra_partial, int splits,
@@ -1500,7 +1500,7 @@ std::vector<at::Tensor> gn_tail_lse_forward(const at::Tensor& u_in, const at::Te
   const int64_t planes = shape.batch * shape.channels;
   const int64_t rows = shape.batch * shape.groups;
 
-  // Statistics: Welford moments per plane (groupnorm.cuh's kernel), combined per group with the bias.
+  // Statistics: Welford moments per plane (groupnorm/op/twopass.cuh's kernel), combined per group with the bias.
   const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
   auto partial = at::empty({planes * plan.splits * int64_t(sizeof(Moments) / sizeof(float))}, u.options());
   auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());

@@ -40,7 +40,7 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 CUDA_SOURCE = r"""
-// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+// ---- core/common.cuh: headers, reductions and the split planner shared by every kgen kernel family ----
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -332,7 +332,7 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- pointwise: the element-wise op a GroupNorm kernel applies to its input on the fly ----
+// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
 // recompute it from the input they read anyway.
@@ -411,7 +411,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
 //
 // Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
 // D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
@@ -434,7 +434,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
 // u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
 // rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
@@ -504,7 +504,7 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
 __device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
   return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
 }
@@ -986,7 +986,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
@@ -1143,19 +1143,19 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
 }  // namespace kgen
 
-// ---- groupnorm_nhwc: op -> GroupNorm of a channels-last (NHWC) 4-D input, no separate layout sweep ----
+// ---- groupnorm/op/nhwc.cuh: op -> GroupNorm of a channels-last (NHWC) 4-D input, no separate layout sweep ----
 //
-// Needs common.cuh, pointwise.cuh and groupnorm.cuh before it. x is (N, C, H, W) with channels-last
+// Needs core/common.cuh, core/unary_ops.cuh and groupnorm/op/twopass.cuh before it. x is (N, C, H, W) with channels-last
 // memory: value (n, c, p) (p = h W + w, P = H W pixels) lives at (n P + p) C + c. One (sample, group)
 // slice is therefore C/G channels of every pixel of the sample: strided, not one contiguous run, so
-// these kernels differ from groupnorm.cuh's in how they walk memory, not in the arithmetic.
+// these kernels differ from groupnorm/op/twopass.cuh's in how they walk memory, not in the arithmetic.
 //
 // Forward, 2 reads + 1 write, y written in ordinary NCHW memory:
 //   nhwc_moments_partial  blocks take a run of pixels of one sample; threads own channel columns
 //                         (16-byte loads along C when C % 4 == 0) and keep per-channel Welford
-//                         moments of z - K (K: the slice's pilot, as in groupnorm.cuh); the block
+//                         moments of z - K (K: the slice's pilot, as in groupnorm/op/twopass.cuh); the block
 //                         combines them per group in shared memory -> Moments per (sample, group, split)
-//   moments_finalize      groupnorm.cuh's kernel, unchanged: fed the pilot values (plus their bias with
+//   moments_finalize      groupnorm/op/twopass.cuh's kernel, unchanged: fed the pilot values (plus their bias with
 //                         kChannelBias, below) as a (N G) array with slice_elems = 1, it evaluates
 //                         op(pilot) exactly as the partial kernel did
 //   nhwc_normalize        tiles of kP pixels x 32 channels: rows read from NHWC into shared memory,
@@ -1163,19 +1163,19 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 // Backward, 2 reads, then 2 reads + 1 write, dx written channels-last (what cuDNN's NHWC conv wants):
 //   nhwc_backward_partial the same tiles: x rows through shared memory, dy read by column (NCHW) ->
 //                         per (sample, channel, split) sums of dy and dy (z - mean), in exactly the
-//                         float2 layout of groupnorm.cuh's backward_partial_kernel, so that
+//                         float2 layout of groupnorm/op/twopass.cuh's backward_partial_kernel, so that
 //   backward_group        and
-//   param_grad            are groupnorm.cuh's kernels, unchanged
+//   param_grad            are groupnorm/op/twopass.cuh's kernels, unchanged
 //   nhwc_backward_apply   dy columns through shared memory, x rows and dx rows in NHWC
 // The shared tile is [kP][33] floats: a warp reading or writing a row (one pixel, 32 channels) and a
 // warp reading or writing a column (one channel, 32 pixels) both hit 32 distinct banks.
 // No atomics: every reduction is a fixed tree or a fixed-order loop, results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, as in groupnorm.cuh): every kernel reads x + bias[c] for
+// kChannelBias (a convolution's bias fused in, as in groupnorm/op/twopass.cuh): every kernel reads x + bias[c] for
 // x. Threads already own fixed channels (a W-channel vector on the row side, a channel per warp on the
 // column side), so each keeps one ChannelOp per channel it owns. nhwc_backward_apply also sums the dx
 // of its tile per channel (through the shared tile, in a fixed order) into one row of C values per
-// (sample, pixel tile), which groupnorm.cuh's column_sums adds up: the bias gradient.
+// (sample, pixel tile), which groupnorm/op/twopass.cuh's column_sums adds up: the bias gradient.
 #include <cstdio>
 #include <string>
 
@@ -1310,7 +1310,7 @@ inline NhwcStatsPlan plan_nhwc_stats(int64_t pixels, int64_t channels, int width
 
 // Each thread visits kUnroll pixels of its W channels per step. When the W channels of a vector
 // lie in one group (C/G % W == 0) it keeps ONE running state and folds each pixel's vector with
-// accumulate4, as groupnorm.cuh does; otherwise (kSplitVector) it keeps one state per channel and folds
+// accumulate4, as groupnorm/op/twopass.cuh does; otherwise (kSplitVector) it keeps one state per channel and folds
 // the kUnroll pixels of each channel with accumulate4. The shift of a state is the pilot of its
 // group, op(x[n, pixel 0, first channel of the group]). The block then stages the states in shared
 // memory and one warp per group combines its entries in a fixed order. A split that holds no channel
@@ -1645,7 +1645,7 @@ nhwc_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict
 // Error messages are formatted with snprintf and raised through TORCH_CHECK as ONE C string. On the
 // H100 test machine (PyTorch 2.11, nvcc-built extension), TORCH_CHECKs whose message c10::str-streams
 // integers or sizes crashed the process (SIGSEGV) while raising when they sat in this file (or in the
-// test bindings after it), while the same kind of check in groupnorm.cuh raised cleanly and a
+// test bindings after it), while the same kind of check in groupnorm/op/twopass.cuh raised cleanly and a
 // single-C-string TORCH_CHECK raised cleanly everywhere; the cause was not found. Messages built here
 // never go through an ostream, and they reach Python as ordinary RuntimeErrors (tested on that machine).
 struct ErrorText {
@@ -1856,7 +1856,7 @@ std::vector<at::Tensor> groupnorm_backward_nhwc(const at::Tensor& grad_y, const 
 
 }  // namespace kgen
 
-// ---- layout: NCHW <-> channels-last copies at full bandwidth ----
+// ---- core/layout.cuh: NCHW <-> channels-last copies at full bandwidth ----
 //
 // cuDNN's fast ConvTranspose2d kernels want a channels-last input. PyTorch's own layout copy
 // (x.contiguous(memory_format=torch.channels_last)) is a generic strided copy: 2.25 ms for L2-19's
@@ -2041,7 +2041,7 @@ std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::
                                                                                      groups, InputOp{}, conv_bias);
 }
 
-// The layout copies around the channels-last convolution (layout.cuh).
+// The layout copies around the channels-last convolution (core/layout.cuh).
 at::Tensor to_channels_last(at::Tensor x) { return kgen::to_channels_last(x); }
 at::Tensor to_contiguous_nchw(at::Tensor x) { return kgen::to_contiguous_nchw(x); }
 """
@@ -2075,7 +2075,7 @@ _ext = _build_extension()
 
 class ChannelsLastCopy(torch.autograd.Function):
     """x in channels-last memory for cuDNN's NHWC kernels; its gradient back in NCHW. Both directions are
-    one tiled transpose kernel (layout.cuh)."""
+    one tiled transpose kernel (core/layout.cuh)."""
 
     @staticmethod
     def forward(ctx, x):

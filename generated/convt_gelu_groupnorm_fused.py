@@ -52,7 +52,7 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 CUDA_SOURCE = r"""
-// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+// ---- core/common.cuh: headers, reductions and the split planner shared by every kgen kernel family ----
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -344,7 +344,7 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- pointwise: the element-wise op a GroupNorm kernel applies to its input on the fly ----
+// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
 // recompute it from the input they read anyway.
@@ -423,7 +423,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
 //
 // Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
 // D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
@@ -446,7 +446,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
 // u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
 // rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
@@ -516,7 +516,7 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
 __device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
   return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
 }
@@ -998,7 +998,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
@@ -1155,7 +1155,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
 }  // namespace kgen
 
-// ---- layout: NCHW <-> channels-last copies at full bandwidth ----
+// ---- core/layout.cuh: NCHW <-> channels-last copies at full bandwidth ----
 //
 // cuDNN's fast ConvTranspose2d kernels want a channels-last input. PyTorch's own layout copy
 // (x.contiguous(memory_format=torch.channels_last)) is a generic strided copy: 2.25 ms for L2-19's
@@ -1324,12 +1324,12 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 // --conv fused's conv backward reads the gradient of the conv's output channels-last: kgen's wgmma input gradient
 // (16-byte copies of 4 channels a position) and cuDNN's weight gradient (its NHWC kernels are what run either way;
 // for NCHW tensors cuDNN first makes its own slower copies). Here the apply sweep writes dx, that gradient, straight
-// in that layout, instead of groupnorm.cuh's NCHW sweep followed by layout.cuh's copy: one read and one write of the
-// whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are groupnorm.cuh's.
+// in that layout, instead of groupnorm/op/twopass.cuh's NCHW sweep followed by core/layout.cuh's copy: one read and one write of the
+// whole tensor less (L2-19: 2.2 GB each way). The sums sweep and the coefficients are groupnorm/op/twopass.cuh's.
 //
 // A block takes one sample, kClTileC channels and a span of kClTileP-position tiles. For each tile it reads dy and x
 // along positions (16-byte loads where the plane allows: contiguous in NCHW), computes dx, and turns it through a
-// shared tile into stores along channels (16-byte stores of 4 channels: contiguous in NHWC), the way layout.cuh's
+// shared tile into stores along channels (16-byte stores of 4 channels: contiguous in NHWC), the way core/layout.cuh's
 // batched transpose moves its tiles. A thread reads the same channel rows in every tile of its span, so it loads
 // their per-channel constants once and keeps their bias-gradient sums in registers; at the end the block adds each
 // row's per-thread sums in thread order (deterministic).
@@ -1342,7 +1342,7 @@ constexpr int64_t kClTilesPerSpan = 8;
 // Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep
 // (benchmarks/convt_fused/h100_v3/s24/run3_parts.log): 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM),
 // 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus
-// layout.cuh's copy took 5.17.
+// core/layout.cuh's copy took 5.17.
 constexpr int kClStep = 2;
 
 template <class Op, int kGroups, bool kVec, bool kChannelBias>
@@ -1487,8 +1487,8 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(const at::Tensor& grad_
 
 }  // namespace kgen
 
-// ---- convt_common: what kgen's ConvTranspose2d kernels share (convt_igemm.cuh: mma.sync, every stride;
-// convt_wgmma.cuh: wgmma, stride 1): the checked shape, and the merge of their per-tile GroupNorm moments ----
+// ---- conv/convt_common.cuh: what kgen's ConvTranspose2d kernels share (conv/convt_igemm.cuh: mma.sync, every stride;
+// conv/convt_wgmma.cuh: wgmma, stride 1): the checked shape, and the merge of their per-tile GroupNorm moments ----
 namespace kgen {
 namespace convt {
 
@@ -1584,9 +1584,9 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 }  // namespace convt
 }  // namespace kgen
 
-// ---- convt_wgmma: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading the
+// ---- conv/convt_wgmma.cuh: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading the
 // NCHW input as it is, with the bias, an element-wise op and the GroupNorm moments of op(output) in its epilogue
-// (L2-19 `--conv fused`, issue 13; convt_igemm.cuh is the portable mma.sync path for every stride) ----
+// (L2-19 `--conv fused`, issue 13; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
 //
 // The conv as a GEMM per sample: D[co, f] = sum over (ci, tap) of W[co, (ci, tap)] * X[(ci, tap), f], where f is an
 // output pixel. wgmma wants both operands K-major in shared memory (K = input channels, 4 of them per 16 bytes),
@@ -1643,7 +1643,7 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
 // of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
 // 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward
-// runs this conv and the normalise on multiprocessors of their own in one launch: convt_wgmma_infer.cuh, session 28.)
+// runs this conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh, session 28.)
 namespace kgen {
 namespace convt {
 
@@ -2616,7 +2616,7 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
 }  // namespace convt
 }  // namespace kgen
 
-// ---- convt_wgmma_host: the host side of convt_wgmma.cuh: whether the GPU runs its sm_90a build, the frame, tiles
+// ---- conv/convt_wgmma_host.cuh: the host side of conv/convt_wgmma.cuh: whether the GPU runs its sm_90a build, the frame, tiles
 // and ring of a shape, and the calls that launch the kernel (the conv with its GroupNorm moments, the input
 // gradient) or say why they would not ----
 namespace kgen {
@@ -2788,7 +2788,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
 // padding) in NCHW, by this kernel: that direct conv is itself a transposed one of grad_z, with the weight's two
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
-// grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm_backward_cl.cuh), by 16-byte copies;
+// grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm/op/backward_channels_last.cuh), by 16-byte copies;
 // the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
 // (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
 // nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
@@ -2865,7 +2865,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 }  // namespace convt
 }  // namespace kgen
 
-// ---- convt_wgmma_infer: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
+// ---- conv/convt_wgmma_infer.cuh: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
 // convt_wgmma's conv, bias, op and GroupNorm moments on most multiprocessors, the GroupNorm normalise on the rest,
 // sample by sample as the conv completes them (issue 13) ----
 //
@@ -3331,7 +3331,7 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
 }  // namespace convt
 }  // namespace kgen
 
-// ---- convt_wgrad: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma,
+// ---- conv/convt_wgrad.cuh: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma,
 // sm_90a), from x in NCHW and grad_z channels-last, as the forward and the GroupNorm backward leave them (L2-19
 // `--conv fused`, issue 13) ----
 //
@@ -3351,7 +3351,7 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
 // shared memory once per block (the window's first kH - 1 rows again where a block's run or a strip starts).
 // - The producer warpgroup stages rows by 16-byte cp.async (x: [4-pixel group][channel][4], the no-swizzle
 //   K-major layout; grad_z: [pixel][channel] with a pitch of 72 floats, so a warp's A loads hit 32 banks), zero
-//   where a row, column or channel lies outside, and hands them over by mbarriers as convt_wgmma.cuh's producer
+//   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
 //   round_x asks for an in-place rounding pass. Measured (H100, benchmarks/convt_wgrad_accuracy.py, 8x64x256x256):
@@ -3826,7 +3826,7 @@ std::vector<at::Tensor> groupnorm_backward(at::Tensor grad_y, at::Tensor x, at::
                                                                                      groups, InputOp{}, conv_bias);
 }
 
-// --conv fused: kgen's ConvTranspose2d on Hopper's warpgroup tensor cores (convt_wgmma.cuh, sm_90a, TF32) with the
+// --conv fused: kgen's ConvTranspose2d on Hopper's warpgroup tensor cores (conv/convt_wgmma.cuh, sm_90a, TF32) with the
 // conv bias, kgen::GeluErf and the GroupNorm moments in its epilogue; z, the conv output without its bias, is stored
 // once, then the normalise sweep above reads it. "" where that path takes the call, else why not (the solution
 // then runs the reference's cuDNN conv and the GroupNorm kernels).
@@ -3838,7 +3838,7 @@ std::string convt_fused_unsupported(at::Tensor x, at::Tensor weight, at::Tensor 
                                                        dilation, conv_groups);
 }
 
-// groupnorm_backward with grad x returned channels-last (groupnorm_backward_cl.cuh), as cuDNN's conv backward
+// groupnorm_backward with grad x returned channels-last (groupnorm/op/backward_channels_last.cuh), as cuDNN's conv backward
 // takes it. Returns {grad x, grad weight, grad bias, grad conv_bias}.
 std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::Tensor x, at::Tensor conv_bias,
                                                          at::Tensor weight, at::Tensor mean, at::Tensor rstd,
@@ -3848,7 +3848,7 @@ std::vector<at::Tensor> groupnorm_backward_channels_last(at::Tensor grad_y, at::
 }
 
 // The conv's gradients for --conv fused's backward, from grad_z written channels-last, each by kgen's wgmma kernels
-// wherever they take the call, else by cuDNN's NHWC kernels on channels-last tensors (x copied by layout.cuh; for
+// wherever they take the call, else by cuDNN's NHWC kernels on channels-last tensors (x copied by core/layout.cuh; for
 // NCHW tensors cuDNN makes its own slower copies to the same kernels). H100, L2-19's shape: grad x (NCHW) by
 // convt_wgmma_input_grad (TF32 with grad_z truncated, 4.9e-4 of max |grad_x| from float64, cuDNN's TF32 3.0e-4)
 // 3.0-3.3 ms, against 2.9 for cuDNN's plus 1.5 to turn its channels-last result back; grad
@@ -3893,7 +3893,7 @@ std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at:
   return {y, z, zs[1], zs[2]};
 }
 
-// y alone, for a forward without autograd: the conv and the normalise in one launch (convt_wgmma_infer.cuh), where
+// y alone, for a forward without autograd: the conv and the normalise in one launch (conv/convt_wgmma_infer.cuh), where
 // it takes the call and is predicted to pay; else convt_fused_forward's two kernels.
 at::Tensor convt_fused_inference(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                  at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
@@ -3983,7 +3983,7 @@ class FusedConvTransposeGeluGroupNorm(torch.autograd.Function):
     holding the bias, GELU and the GroupNorm moments. z, the conv output without its bias, is saved: backward
     is GeluGroupNormFunction's on z (the bias added on the fly, its gradient summed by the kernels), its grad_z
     written channels-last; then the input gradient by kgen's wgmma kernel (a direct conv of grad_z, which it runs as
-    a transposed one, writing NCHW), and the weight gradient by kgen's other wgmma kernel (convt_wgrad.cuh: x read
+    a transposed one, writing NCHW), and the weight gradient by kgen's other wgmma kernel (conv/convt_wgrad.cuh: x read
     NCHW as saved, no copy). cuDNN's NHWC kernels take either gradient where kgen's do not apply."""
 
     @staticmethod

@@ -34,7 +34,7 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 CUDA_SOURCE = r"""
-// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+// ---- core/common.cuh: headers, reductions and the split planner shared by every kgen kernel family ----
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -326,7 +326,7 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- pointwise: the element-wise op a GroupNorm kernel applies to its input on the fly ----
+// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
 // recompute it from the input they read anyway.
@@ -405,7 +405,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
 //
 // Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
 // D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
@@ -428,7 +428,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
 // u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
 // rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
@@ -498,7 +498,7 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
 __device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
   return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
 }
@@ -980,7 +980,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,

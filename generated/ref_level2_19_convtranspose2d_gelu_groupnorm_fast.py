@@ -43,7 +43,7 @@ num_groups = 8
 
 
 CUDA_SOURCE = r"""
-// ---- common: headers, reductions and the split planner shared by every kgen kernel family ----
+// ---- core/common.cuh: headers, reductions and the split planner shared by every kgen kernel family ----
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -335,7 +335,7 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- pointwise: the element-wise op a GroupNorm kernel applies to its input on the fly ----
+// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
 // recompute it from the input they read anyway.
@@ -414,7 +414,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
 //
 // Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
 // D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
@@ -437,7 +437,7 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 // C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
 // in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
 //
-// kChannelBias (a convolution's bias fused in, see ChannelOp in pointwise.cuh): every kernel reads
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
 // u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
 // rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
@@ -507,7 +507,7 @@ __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
 // dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm_backward_cl.cuh) gives the same bits.
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
 __device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
   return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
 }
@@ -989,7 +989,7 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm_onepass.cuh); false, launching nothing, if not.
+// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
 template <class Op, int kThreads, bool kChannelBias>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
                                at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
@@ -1146,7 +1146,7 @@ std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at:
 
 }  // namespace kgen
 
-// ---- gn_region_common: what every fused GroupNorm region kernel shares (kgen emit --ref) ----
+// ---- groupnorm/region.cuh: what every fused GroupNorm region kernel shares (kgen emit --ref) ----
 //
 // A region is   x --prologue--> z --GroupNorm--> y --epilogue--> v --reduction--> out
 // for x a (N, C, *spatial) contiguous float tensor (the output of a library op such as a convolution
@@ -1248,7 +1248,7 @@ struct NoPrologue {
 
 struct NoEpilogue {
   static constexpr int kParams = 0;
-  static constexpr bool kZeroGradExact = true;  // dy = dv (gn_region_window_backward.cuh)
+  static constexpr bool kZeroGradExact = true;  // dy = dv (groupnorm/twopass/window_backward.cuh)
   static constexpr bool kDirectGrads = false;
   __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
   __device__ __forceinline__ float value(float y, float, float) const { return y; }
@@ -1281,7 +1281,7 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
 
 }  // namespace kgen
 
-// ---- gn_region_reducers: the reductions after a GroupNorm region, as per-thread partials that merge ----
+// ---- groupnorm/reducers.cuh: the reductions after a GroupNorm region, as per-thread partials that merge ----
 //
 // sum / mean, max / min with the position of the first extreme, and log-sum-exp (online: one exponential a
 // value). A thread folds its values into a partial (push), partials merge in a fixed order (combine, then
@@ -1365,7 +1365,7 @@ struct Reducer<ReduceOp::kLogSumExp> {
   static constexpr bool kSumLike = false;
   __device__ static T empty() { return LsePartial{-INFINITY, 0.f}; }
   // exp(-|v - max|) rescales the sum when v is the new maximum and is the new term otherwise (as
-  // gn_tail_lse.cuh's lse_push); v == max (also +inf == +inf) adds exp(0).
+  // groupnorm/op/tail_lse.cuh's lse_push); v == max (also +inf == +inf) adds exp(0).
   __device__ __forceinline__ static void push(T& a, float v, int) {
     if (v == -INFINITY) return;
     const float d = v == a.max ? 0.f : v - a.max;
@@ -1443,7 +1443,7 @@ __device__ __forceinline__ T block_reduce(T v) {
 }  // namespace reduction
 }  // namespace kgen
 
-// ---- gn_region_ops: the element-wise ops of generated region functors, in PyTorch's formulas ----
+// ---- core/ops.cuh: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
 // included where PyTorch propagates), so a fused op is the reference's op: its bits, but for sigmoid, SiLU
 // and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
@@ -1581,9 +1581,9 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 
 }  // namespace kgen
 
-// ---- gn_region_resident: a fused GroupNorm region whose units fit on chip, one kernel each way ----
+// ---- groupnorm/resident/resident.cuh: a fused GroupNorm region whose units fit on chip, one kernel each way ----
 //
-//   x --Pro--> z --GroupNorm(G, eps, affine?)--> y --Epi--> v --reduction R/O--> out     (gn_region_common.cuh)
+//   x --Pro--> z --GroupNorm(G, eps, affine?)--> y --Epi--> v --reduction R/O--> out     (groupnorm/region.cuh)
 //
 // The UNIT of work is what one set of statistics or one output needs whole: a (sample, group) slice of
 // D = (C / G) * plane contiguous values for kNone, kPlane and kWindow; a whole sample row of C * plane
@@ -1598,12 +1598,12 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 // on the tile size.
 //
 // Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
-// (gn_region_rows_forward.cuh; the same statistics and saved values); their backward is this one.
+// (groupnorm/rows/forward.cuh; the same statistics and saved values); their backward is this one.
 //
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
-//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm.cuh
+//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/op/twopass.cuh
 //   apply     per channel: y = (z - mean) rstd gamma + beta, v = Epi(y, z, x); kNone writes v out, the
 //             other kinds write v back in place and then reduce it (a team of tpo threads per output,
 //             natural order inside a thread, a fixed shuffle tree across threads: the FIRST extreme wins
@@ -1620,7 +1620,7 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 //             direct dz; dx = Pro::backward(x, dz) + the epilogue's direct dx; the prologue's parameter
 //             gradients per channel
 // Per-(sample, channel) gradients of gamma, beta and every parameter go to a (N, K, C) buffer, K = 2 + Kp
-// + Ke, summed over the batch by column_sums (groupnorm.cuh): a fixed order, no atomics anywhere, so
+// + Ke, summed over the batch by column_sums (groupnorm/op/twopass.cuh): a fixed order, no atomics anywhere, so
 // every result is bitwise reproducible. For Linear outputs that buffer is K times the input; where it would
 // pass 256 MB the backward runs in SLABS instead (ResidentPlan::parts, slab_plan): each block keeps one
 // channel slab and walks its samples, adding their gradients in shared memory in sample order, and writes
@@ -1935,7 +1935,7 @@ struct Team {
 
 }  // namespace kgen
 
-// ---- gn_region_resident_forward: the resident forward kernel (design: gn_region_resident.cuh) ----
+// ---- groupnorm/resident/forward.cuh: the resident forward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
@@ -2232,7 +2232,7 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 
 }  // namespace kgen
 
-// ---- gn_region_rows_forward: the forward of Linear outputs with short slices, from registers ----
+// ---- groupnorm/rows/forward.cuh: the forward of Linear outputs with short slices, from registers ----
 //
 // Linear outputs (plane == 1) whose slices are short: D = C / G values, D % 4 == 0, at most 32 lanes x 8
 // packs of 4. There the resident forward's shared-memory tile (copy, barrier, three sweeps of shared memory
@@ -2441,7 +2441,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 // out[n] = reduce_c v[n, c], e.g. L2-75's min over the channels of a Linear output. A SUB-BLOCK of whole
 // warps (plan.sub_warps: the fewest, up to the block, whose lanes cover a sample's G x L slice lanes) takes
 // one sample at a time, kUnroll slices a team per step, the next step's loads in flight as above; each thread
-// folds the v it computes into its partial (gn_region_reducers.cuh: the sum, the first extreme and its
+// folds the v it computes into its partial (groupnorm/reducers.cuh: the sum, the first extreme and its
 // channel, or (max, sum exp)), and at the sample's end the warp's partials merge by butterfly and the
 // sub-block's warps in warp order, through shared memory: a fixed order, bitwise reproducible. (The resident
 // tiles did this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
@@ -2556,7 +2556,7 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
 
 }  // namespace kgen
 
-// ---- gn_region_resident_backward: the resident backward kernel (design: gn_region_resident.cuh) ----
+// ---- groupnorm/resident/backward.cuh: the resident backward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
@@ -2880,9 +2880,9 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 
 }  // namespace kgen
 
-// ---- gn_region_rows_backward: the backward of Linear outputs with short slices, from registers ----
+// ---- groupnorm/rows/backward.cuh: the backward of Linear outputs with short slices, from registers ----
 //
-// The rows forward's layout (gn_region_rows_forward.cuh) run backward: Linear outputs (plane == 1), slices of
+// The rows forward's layout (groupnorm/rows/forward.cuh) run backward: Linear outputs (plane == 1), slices of
 // D = C / G values held by a TEAM of L lanes, kPacks 16-byte packs a lane (the plan takes one:
 // rows_backward_lanes); a team of up to a block, its warps' sums met in shared memory past 32 lanes. The
 // resident backward's tiles (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice
@@ -3093,7 +3093,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
 
 }  // namespace kgen
 
-// ---- gn_region_resident_plan: planning and checks of the resident kernels (gn_region_resident.cuh) ----
+// ---- groupnorm/resident/plan.cuh: planning and checks of the resident kernels (groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
 namespace resident_detail {
@@ -3389,13 +3389,13 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups) {
 
 }  // namespace kgen
 
-// ---- gn_region_resident_host: launches of the resident and rows kernels (gn_region_resident.cuh), planned by
-// gn_region_resident_plan.cuh ----
+// ---- groupnorm/resident/host.cuh: launches of the resident and rows kernels (groupnorm/resident/resident.cuh), planned by
+// groupnorm/resident/plan.cuh ----
 namespace kgen {
 
 namespace resident_detail {
 
-// The rows forward (gn_region_rows_forward.cuh): kPacks packs per lane, a grid of the blocks that fit on the
+// The rows forward (groupnorm/rows/forward.cuh): kPacks packs per lane, a grid of the blocks that fit on the
 // GPU at once or fewer.
 template <class Pro, class Epi, int kBlock>
 void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
@@ -3423,7 +3423,7 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
 // `lanes` > 0) whose sample fills at least a warp's lanes (fewer would leave most of the warp idle).
 inline bool rows_reduce_applies(int64_t groups, int lanes) { return lanes > 0 && groups * lanes >= kWarpSize; }
 
-// The rows forward with a sample reduction (gn_region_rows_forward.cuh): a sub-block of the fewest warps
+// The rows forward with a sample reduction (groupnorm/rows/forward.cuh): a sub-block of the fewest warps
 // (a power of two, up to the block) that covers a sample's G x L slice lanes, a grid of the blocks that fit
 // at once or fewer, each sub-block taking samples in turn.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
@@ -3463,7 +3463,7 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Whether the rows backward (gn_region_rows_backward.cuh) takes the region: the rows forward's Linear outputs
+// Whether the rows backward (groupnorm/rows/backward.cuh) takes the region: the rows forward's Linear outputs
 // (team width `lanes` > 0, a 16-byte pack a lane), no reduction or one over each sample's values.
 template <ReduceKind R>
 bool rows_backward_applies(int64_t slice, int lanes, int width) {
@@ -3743,15 +3743,15 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 
 }  // namespace kgen
 
-// ---- gn_region_twopass: the two-pass (large-tensor) kernels of a fused GroupNorm region ----
+// ---- groupnorm/twopass/twopass.cuh: the two-pass (large-tensor) kernels of a fused GroupNorm region ----
 //
 //   x --Pro--> z --GroupNorm(G, eps, optional affine)--> y --Epi--> v --reduction--> out
 //
-// Pro and Epi are the generated functors of gn_region_common.cuh; the reduction is one of its
+// Pro and Epi are the generated functors of groupnorm/region.cuh; the reduction is one of its
 // ReduceKind x ReduceOp. Nothing between x and out is stored: every kernel reads x and recomputes
 // z, y, v on the fly, forward and backward. x is (N, C, *spatial) contiguous: a (sample, channel)
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
-// groupnorm.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
+// groupnorm/op/twopass.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
@@ -3764,7 +3764,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 //                     double in a fixed order (warp_merge) -> mean (hi, lo) and rstd (finish_statistics)
 //   then by kind:
 //   kNone             plane_forward: v written, 16-byte stores. On sm_90, where a slice fits 8 blocks of 72 KB,
-//                     the cluster forward instead (gn_region_cluster.cuh): x read once, the statistics merged
+//                     the cluster forward instead (groupnorm/cluster/cluster.cuh): x read once, the statistics merged
 //                     through distributed shared memory
 //   kPlane, kSample   plane_forward: one reduction partial per block (sum; max/min with the first
 //                     extreme's position; log-sum-exp as (max, sum exp(v - max))), then
@@ -3777,18 +3777,18 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 //                     order, 4 loads in flight
 // Backward, given the saved (mean, rstd, out, aux), everything element-local:
 //   backward_sweep<partial>   per (plane, chunk): dv from dout (the reduction's backward), Epi::backward
-//                             -> dy; block sums of dy, dy (z - mean) (groupnorm.cuh's layout) and of the
+//                             -> dy; block sums of dy, dy (z - mean) (groupnorm/op/twopass.cuh's layout) and of the
 //                             epilogue's parameter gradients
-//   backward_group_kernel     (groupnorm.cuh) per (sample, group): plane sums and the coefficients B, C
-//   param_grad_kernel         (groupnorm.cuh, affine only) dgamma, dbeta
+//   backward_group_kernel     (groupnorm/op/twopass.cuh) per (sample, group): plane sums and the coefficients B, C
+//   param_grad_kernel         (groupnorm/op/twopass.cuh, affine only) dgamma, dbeta
 //   backward_sweep<apply>     dz = rstd gamma dy + B (z - mean) + C + direct dz; dx = Pro::backward(dz)
 //                             + direct dx, written; block sums of the prologue's parameter gradients
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
 //                             fixed order
 // kNone on 16-byte packs runs both sweeps in one persistent kernel instead, pass B an L2 behind pass A
-// (gn_region_twopass_pipeline.cuh), where the lag it needs fits in L2. kWindow runs its own sweeps over whole rows
+// (groupnorm/twopass/backward_pipeline.cuh), where the lag it needs fits in L2. kWindow runs its own sweeps over whole rows
 // and, for max / min, a first pass over the windows' extremes only, whose x the forward saved
-// (gn_region_window_backward.cuh).
+// (groupnorm/twopass/window_backward.cuh).
 // No float atomics anywhere: every result is bitwise reproducible.
 //
 // The reduction's backward, per element: kNone dout[i]; kSum dout[o]; kMean dout[o] / count;
@@ -3802,7 +3802,7 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 namespace kgen {
 namespace region_twopass {
 
-using namespace reduction;  // Reducer<O> and its partials (gn_region_reducers.cuh)
+using namespace reduction;  // Reducer<O> and its partials (groupnorm/reducers.cuh)
 
 constexpr int kChannelTile = 128;       // channels whose constants channel_forward stages at a time
 
@@ -3840,7 +3840,7 @@ struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_co
 
 // A window max / min whose first backward pass reads only the extremes (window_sums_sparse) and whose epilogue has no
 // direct gradients: that pass also writes each window's dy (the extreme's; every other value's is 0), and the second
-// pass reads it in dout's place instead of running the epilogue's backward at every value (gn_region_window_backward.cuh).
+// pass reads it in dout's place instead of running the epilogue's backward at every value (groupnorm/twopass/window_backward.cuh).
 template <class Epi, ReduceOp O>
 constexpr bool window_dy_from_extremes() {
   return window_sums_sparse<Epi, O>() && !DirectGrads<Epi>::value;
@@ -3969,7 +3969,7 @@ struct PlaneChunk {
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_twopass_kernels: the two-pass forward kernels (design: gn_region_twopass.cuh) ----
+// ---- groupnorm/twopass/forward.cuh: the two-pass forward kernels (design: groupnorm/twopass/twopass.cuh) ----
 namespace kgen {
 namespace region_twopass {
 
@@ -4261,8 +4261,8 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_twopass_backward: the two-pass backward sweeps and what the pipelined backward shares with them
-// (design: gn_region_twopass.cuh) ----
+// ---- groupnorm/twopass/backward.cuh: the two-pass backward sweeps and what the pipelined backward shares with them
+// (design: groupnorm/twopass/twopass.cuh) ----
 namespace kgen {
 namespace region_twopass {
 
@@ -4287,9 +4287,9 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 }
 
 // The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
-// and aux (the list in gn_region_twopass.cuh). Made once per plane; dv() per element, at position s of its
+// and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
-// or aux). Shared by the two-pass sweeps and the cluster backward (gn_region_cluster.cuh).
+// or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh).
 template <ReduceKind R, ReduceOp O>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
@@ -4331,7 +4331,7 @@ struct Upstream {
       if constexpr (O == ReduceOp::kLogSumExp) dv = g * __expf(ch.epi.value(y, z, xv) - ref);
     } else {  // kWindow: the element's window, if any (dv = 0 in the floor remainder)
       // (Only the pipelined kernel, forced by the tests, takes windows here: their backward is
-      // gn_region_window_backward.cuh's, which finds a value's window from its row instead.)
+      // groupnorm/twopass/window_backward.cuh's, which finds a value's window from its row instead.)
       const uint32_t d = geo.div_hw.div(s);
       const uint32_t rem = s - d * static_cast<uint32_t>(geo.size[1] * geo.size[2]);
       const uint32_t h = geo.div_w.div(rem);
@@ -4392,7 +4392,7 @@ __device__ __forceinline__ float value_dx(const Channel<Pro, Epi>& ch, float xv,
 
 // One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
 // epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
-// (gn_region_twopass_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
+// (groupnorm/twopass/backward_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O>
 struct ValueBackward {
   const Channel<Pro, Epi>& ch;
@@ -4566,10 +4566,10 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_window_backward: the two-pass backward of a region pooled over windows (kWindow; design:
-// gn_region_twopass.cuh) ----
+// ---- groupnorm/twopass/window_backward.cuh: the two-pass backward of a region pooled over windows (kWindow; design:
+// groupnorm/twopass/twopass.cuh) ----
 //
-// The backward sweeps (gn_region_twopass_backward.cuh) find each element's window from its flat position:
+// The backward sweeps (groupnorm/twopass/backward.cuh) find each element's window from its flat position:
 // five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which made them
 // issue-bound at 3x their DRAM time (H100, L2-85's 126 x 126 planes and 4 x 4 windows: 558 + 496 us against a
 // same-size copy's 400). These kernels cut that work two ways:
@@ -4581,7 +4581,7 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //   - window_extreme_sums_kernel (max / min, where the epilogue's derivatives are finite: kZeroGradExact):
 //     only the saved extreme of each window gets a gradient, so the first pass visits the windows, not the
 //     values: one thread per pooled output reads its dout and the x the forward saved at its extreme
-//     (saves_extreme_x, gn_region_twopass.cuh). Where the epilogue has no direct gradients of z or x
+//     (saves_extreme_x, groupnorm/twopass/twopass.cuh). Where the epilogue has no direct gradients of z or x
 //     (window_dy_from_extremes), it also writes each window's dy, the extreme's (every other value's is 0), and the
 //     second pass reads that in dout's place: a value's dx is then the prologue's backward of
 //     rstd gamma dy + B (z - mean) + C, without y or the epilogue's backward at every value.
@@ -4797,7 +4797,7 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_twopass_pipeline: the two-pass backward as ONE persistent kernel, its passes an L2 apart ----
+// ---- groupnorm/twopass/backward_pipeline.cuh: the two-pass backward as ONE persistent kernel, its passes an L2 apart ----
 //
 // The two-pass backward reads x (and dout, ...) twice: a (sample, group) slice's sums of dy and dy (z - mean)
 // must be complete before any of its dx can be formed. As two kernels (backward_sweep_kernel), the second
@@ -4976,7 +4976,7 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
 
 // The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
-// coefficients B, C (groupnorm.cuh's backward_group_kernel), and releases the slice.
+// coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
@@ -5160,10 +5160,10 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
 }  // namespace region_twopass
 }  // namespace kgen
 
-// ---- gn_region_cluster: a region's backward (kPlane, kSample) and forward (kNone) with each slice held on chip
+// ---- groupnorm/cluster/cluster.cuh: a region's backward (kPlane, kSample) and forward (kNone) with each slice held on chip
 // by a thread-block cluster ----
 //
-// For the reductions over a plane or a sample (kPlane, kSample), the two-pass backward (gn_region_twopass.cuh)
+// For the reductions over a plane or a sample (kPlane, kSample), the two-pass backward (groupnorm/twopass/twopass.cuh)
 // reads x twice: a sweep for the group sums of dy and dy (z - mean), then a sweep for dx; dout is one value
 // per plane or sample. Here a CLUSTER of K blocks (Hopper, sm_90 and newer) takes one (sample, group) slice of
 // D = C/G * plane contiguous values. Block k copies its range [k R, k R + R) of x into its shared memory
@@ -5188,7 +5188,7 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
 // L2-27's 175 KB slices). The two-pass backward runs instead for the other reductions (cluster_takes), where
 // no K fits (slices of more than 16 x 64 KB), on GPUs older than sm_90, where the kernel was not built for
 // sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would dominate).
-// region_backward_twopass (gn_region_twopass_host.cuh) tries it first, after the same checks.
+// region_backward_twopass (groupnorm/twopass/forward_host.cuh) tries it first, after the same checks.
 // benchmarks/h100/s14/README.md has the variants measured. No float atomics anywhere: every result is
 // bitwise reproducible.
 namespace kgen {
@@ -5679,7 +5679,7 @@ bool launch_clusters(Kernel kernel, const ClusterPlan& plan, int64_t blocks, int
 
 }  // namespace kgen
 
-// ---- gn_region_twopass_host: planning and launches of the two-pass kernels (design: gn_region_twopass.cuh) ----
+// ---- groupnorm/twopass/forward_host.cuh: planning and launches of the two-pass kernels (design: groupnorm/twopass/twopass.cuh) ----
 namespace kgen {
 namespace region_twopass {
 
@@ -5844,7 +5844,7 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
-// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm.cuh's param_grad_kernel);
+// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/op/twopass.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
                          at::Tensor& dgamma, at::Tensor& dbeta) {
@@ -5855,7 +5855,7 @@ inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, cons
 }
 
 // Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
-// gn_partial, the per (sample, group) coefficients B, C (groupnorm.cuh's backward_group_kernel) and, affine,
+// gn_partial, the per (sample, group) coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel) and, affine,
 // dgamma and dbeta.
 template <int kBlock>
 void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& gamma_or_ones, const at::Tensor& rstd,
@@ -5895,7 +5895,7 @@ inline void param_sums(const at::Tensor& epi_partial, int epi_params, const at::
 
 namespace region_twopass {
 
-// The kNone forward on clusters, each slice read once (gn_region_cluster.cuh): fills out, mean and rstd and says
+// The kNone forward on clusters, each slice read once (groupnorm/cluster/cluster.cuh): fills out, mean and rstd and says
 // true where its plan applies and the GPU placed its clusters; false (nothing launched) where the sweeps run.
 template <class Pro, class Epi>
 bool cluster_forward(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, double eps,
@@ -6047,10 +6047,10 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
 
 }  // namespace kgen
 
-// ---- gn_region_twopass_backward_host: a region's backward on the large-tensor path (design: gn_region_twopass.cuh) ----
+// ---- groupnorm/twopass/backward_host.cuh: a region's backward on the large-tensor path (design: groupnorm/twopass/twopass.cuh) ----
 // The checks and allocations of a backward call, then the first of these that applies: the cluster backward
-// (gn_region_cluster.cuh; kPlane and kSample), the pipelined backward (gn_region_twopass_pipeline.cuh), the window
-// kernels (gn_region_window_backward.cuh; kWindow), the two sweep kernels with the group coefficients between them.
+// (groupnorm/cluster/cluster.cuh; kPlane and kSample), the pipelined backward (groupnorm/twopass/backward_pipeline.cuh), the window
+// kernels (groupnorm/twopass/window_backward.cuh; kWindow), the two sweep kernels with the group coefficients between them.
 namespace kgen {
 
 namespace region_twopass {
@@ -6115,7 +6115,7 @@ bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
   return vec;
 }
 
-// The cluster backward (gn_region_cluster.cuh) of checked inputs on their device, for the reductions it takes
+// The cluster backward (groupnorm/cluster/cluster.cuh) of checked inputs on their device, for the reductions it takes
 // (cluster_takes): fills `result` as region_backward_twopass returns it and says true where its plan applies;
 // false (nothing launched) where the two-pass sweeps run.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O>
@@ -6167,7 +6167,7 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   return done;
 }
 
-// ---- the pipelined backward (gn_region_twopass_pipeline.cuh)
+// ---- the pipelined backward (groupnorm/twopass/backward_pipeline.cuh)
 
 // Rounds of the sweep in one item; the share of L2 that what is read and written between an item's two passes may
 // take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
@@ -6309,7 +6309,7 @@ struct SweepScratch {
   float* pro_ptr() const { return pro_partial.numel() > 0 ? pro_partial.data_ptr<float>() : nullptr; }
 };
 
-// kWindow's backward (gn_region_window_backward.cuh): the first pass over the windows' extremes where it may
+// kWindow's backward (groupnorm/twopass/window_backward.cuh): the first pass over the windows' extremes where it may
 // (window_sums_sparse), else over the rows as the second pass; the group coefficients between them.
 template <class Pro, class Epi, ReduceOp O, int kBlock>
 void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at::Tensor& rstd, at::Tensor& dx,
@@ -6472,7 +6472,7 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 
 }  // namespace kgen
 
-// ---- gn_region_pointwise: an element-wise DAG over 1 to 4 tensors, outside any GroupNorm region ----
+// ---- pointwise/pointwise.cuh: an element-wise DAG over 1 to 4 tensors, outside any GroupNorm region ----
 // v = F(x[0], ..., x[K-1]) for an output v of shape (N, C, *) (contiguous), F a generated functor (kInputs,
 // value, backward: codegen's pointwise_functor) with per-channel parameters. Forward: one read of each input,
 // one write. Backward: one read of each input and of dv, one write of each input's gradient that autograd asks
@@ -6486,7 +6486,7 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 // Two block layouts. FLAT (the forward, and a backward without parameters): a grid-stride loop over packs of
 // 4 values of v in memory order, each thread carrying its (sample, channel, position) forward by a fixed step
 // without dividing, so any shape streams at full width, a (N, C) Linear output of 1-value planes included.
-// PER PLANE (a backward with parameters): blocks cut as groupnorm.cuh's sweeps, (plane, chunk of
+// PER PLANE (a backward with parameters): blocks cut as groupnorm/op/twopass.cuh's sweeps, (plane, chunk of
 // plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
 // per channel in double and in a fixed order (column_sums): bitwise reproducible.
 namespace kgen {
@@ -6856,9 +6856,9 @@ std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::ve
 
 }  // namespace kgen
 
-// ---- bn_train: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
+// ---- batchnorm/train.cuh: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
 // out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
-// (gn_region_common.cuh) and Pool a max or mean over windows with kernel == stride (or none).
+// (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
 //
 // Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
 // where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
@@ -7421,7 +7421,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
 
 }  // namespace kgen
 
-// ---- bn_train_host: the batch norm step's host side (kernels in bn_train.cuh) ----
+// ---- batchnorm/host.cuh: the batch norm step's host side (kernels in batchnorm/train.cuh) ----
 // Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
 // the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
 // window size the file was emitted for), and the forward / backward sequences of launches.
@@ -7669,7 +7669,7 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
 
 }  // namespace kgen
 
-// ---- layout: NCHW <-> channels-last copies at full bandwidth ----
+// ---- core/layout.cuh: NCHW <-> channels-last copies at full bandwidth ----
 //
 // cuDNN's fast ConvTranspose2d kernels want a channels-last input. PyTorch's own layout copy
 // (x.contiguous(memory_format=torch.channels_last)) is a generic strided copy: 2.25 ms for L2-19's
@@ -7833,7 +7833,7 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 
 }  // namespace kgen
 
-// ---- gn_region_nhwc: a fused GroupNorm region whose input is channels-last (kgen emit --ref --conv fast) ----
+// ---- groupnorm/nhwc/nhwc.cuh: a fused GroupNorm region whose input is channels-last (kgen emit --ref --conv fast) ----
 //
 //   x --Pro--> z --GroupNorm(G, eps, optional affine)--> y --Epi--> out        (no reduction: kNone)
 //
@@ -7841,7 +7841,7 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 // P = prod(spatial), lives at (n P + p) C + c. A convolution that cuDNN runs channels-last writes this
 // layout natively; reading it here spares cuDNN's transposing copy of the convolution's output back to
 // NCHW (for L2-19's ConvTranspose2d, 1.77 of the 8.6 ms NCHW forward on the H100). The same functors as
-// the two-pass kernels (gn_region_common.cuh), the same statistics layouts: only the walk over memory differs.
+// the two-pass kernels (groupnorm/region.cuh), the same statistics layouts: only the walk over memory differs.
 //
 // Every kernel works on tiles of kP pixels x kC channels of one sample (kC = 32, or 16 where C <= 16; see
 // Tile). Rows (one pixel's kC channels, contiguous) are loaded from x, as 16-byte vectors when C % 4 == 0. The statistics fold them
@@ -7860,7 +7860,7 @@ inline at::Tensor to_contiguous_nchw(const at::Tensor& input) {
 // Backward, 2 reads of x and dout, 1 write of dx (channels-last, what cuDNN's channels-last backward takes):
 //   backward_partial  per (sample, channel tile, split): sums of dy and dy (z - mean) and Epi's parameter
 //                     gradients per (n, c, split), region_twopass's layouts
-//   backward_group, param_grad (groupnorm.cuh) and param_sums (region_twopass), as in the two-pass backward
+//   backward_group, param_grad (groupnorm/op/twopass.cuh) and param_sums (region_twopass), as in the two-pass backward
 //   backward_apply    per (sample, channel tile, split): dx computed on the column side, turned back into
 //                     rows through the shared tile, stored as rows; Pro's parameter gradients per (n, c, split)
 // The split kernels prefetch the next tile's rows into registers while the current one is worked on. No float
@@ -8199,7 +8199,7 @@ backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, Reg
 }  // namespace region_nhwc
 }  // namespace kgen
 
-// ---- gn_region_nhwc_host: planning and launches of the channels-last region kernels (design: gn_region_nhwc.cuh) ----
+// ---- groupnorm/nhwc/host.cuh: planning and launches of the channels-last region kernels (design: groupnorm/nhwc/nhwc.cuh) ----
 namespace kgen {
 namespace region_nhwc {
 
@@ -8489,7 +8489,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
       dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
 }
 
-// ---- NCHW <-> channels-last copies around the channels-last convolutions (layout.cuh)
+// ---- NCHW <-> channels-last copies around the channels-last convolutions (core/layout.cuh)
 at::Tensor to_channels_last(at::Tensor x) { return kgen::to_channels_last(x); }
 at::Tensor to_contiguous_nchw(at::Tensor x) { return kgen::to_contiguous_nchw(x); }
 """

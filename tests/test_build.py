@@ -46,8 +46,8 @@ print("BUILT", harness.build_extension().__name__)
 @pytest.mark.parametrize("harness", ["convt_harness", "convt_wgmma_harness"])
 def test_tensor_core_convt_builds_for_sm80_and_sm90(harness, tmp_path):
     """kgen's tensor-core ConvTranspose2d (issue 13) is in no emitted file yet: its test harnesses are built here so
-    that the kernels keep compiling while they wait for their GPU runs: mma.sync TF32 (convt_igemm.cuh) for the
-    build's targets, and wgmma (convt_wgmma.cuh) for sm_90a besides them."""
+    that the kernels keep compiling while they wait for their GPU runs: mma.sync TF32 (conv/convt_igemm.cuh) for the
+    build's targets, and wgmma (conv/convt_wgmma.cuh) for sm_90a besides them."""
     root = GENERATED.parent
     env = dict(os.environ, **build_environment(), TORCH_EXTENSIONS_DIR=str(tmp_path), MAX_JOBS="2")
     result = subprocess.run([sys.executable, "-c", _BUILD_HARNESS, str(root), harness], env=env,

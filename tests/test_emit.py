@@ -197,7 +197,7 @@ def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
     assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
     assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]
     assert "# NOTE: --conv fused" in text
-    assert "mma.sync.aligned" not in text  # the portable mma.sync kernel (convt_igemm.cuh) is not part of it
+    assert "mma.sync.aligned" not in text  # the portable mma.sync kernel (conv/convt_igemm.cuh) is not part of it
     assert "_cuda_arch_flags" not in emit("convt-gelu-groupnorm", {"conv": "exact"})[0]
 
 

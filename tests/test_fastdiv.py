@@ -1,4 +1,4 @@
-"""The multiply-high divider of bn_train.cuh (FastDiv) in Python, the same integer steps as its C++: exact
+"""The multiply-high divider of batchnorm/train.cuh (FastDiv) in Python, the same integer steps as its C++: exact
 for every divisor and numerator below 2^31 it is used with (checked on samples here; the GPU tests run it)."""
 import random
 

@@ -238,7 +238,7 @@ def test_family_list_is_consistent():
             assert (TEMPLATES / template).is_file(), template
         # every kernel a __global__ of one of the family's templates (or of the files they build on)
         names = set()
-        for path in TEMPLATES.glob("*.cuh"):
+        for path in TEMPLATES.rglob("*.cuh"):
             names |= set(our_kernels(path))
         for kernel in f.kernels:
             assert kernel.startswith("kgen::") and kernel.split("::")[-1] in names, (f.name, kernel)
@@ -285,8 +285,8 @@ def test_each_family_emits_with_its_kernels(emitted_sources, name, tmp_path):
 
 
 # The host code's choices at each family's shape, mirrored for an H100 (227 KB of shared memory a block, 228 KB an
-# SM; gn_region_resident_plan.cuh's make_plan / region_resident_pays, gn_region_cluster.cuh's cluster plans,
-# gn_region_rows_forward.cuh's rows_lanes): what each family's `why` claims, checked on the GroupNorm input that the
+# SM; groupnorm/resident/plan.cuh's make_plan / region_resident_pays, groupnorm/cluster/cluster.cuh's cluster plans,
+# groupnorm/rows/forward.cuh's rows_lanes): what each family's `why` claims, checked on the GroupNorm input that the
 # reference produces at the family's shape (the reference run on the CPU).
 SMEM_BLOCK, SMEM_SM, RESERVED = 232448, 233472, 1024
 

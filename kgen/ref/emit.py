@@ -22,17 +22,19 @@ from kgen.ref.trace import RefError, load_reference
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/); the test harnesses of the two
 # region kernel families build from the same lists.
-REGION_BASE_PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "gn_region_common.cuh", "gn_region_reducers.cuh")
-RESIDENT_PARTS = ("gn_region_resident.cuh", "gn_region_resident_forward.cuh", "gn_region_rows_forward.cuh",
-                  "gn_region_resident_backward.cuh", "gn_region_rows_backward.cuh", "gn_region_resident_plan.cuh",
-                  "gn_region_resident_host.cuh")
-TWOPASS_PARTS = ("gn_region_twopass.cuh", "gn_region_twopass_kernels.cuh", "gn_region_twopass_backward.cuh",
-                 "gn_region_window_backward.cuh", "gn_region_twopass_pipeline.cuh", "gn_region_cluster.cuh",
-                 "gn_region_twopass_host.cuh", "gn_region_twopass_backward_host.cuh")
-CUDA_PARTS = (REGION_BASE_PARTS + ("gn_region_ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
-              ("gn_region_pointwise.cuh", "bn_train.cuh", "bn_train_host.cuh"))
+REGION_BASE_PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/region.cuh",
+                     "groupnorm/reducers.cuh")
+RESIDENT_PARTS = ("groupnorm/resident/resident.cuh", "groupnorm/resident/forward.cuh", "groupnorm/rows/forward.cuh",
+                  "groupnorm/resident/backward.cuh", "groupnorm/rows/backward.cuh", "groupnorm/resident/plan.cuh",
+                  "groupnorm/resident/host.cuh")
+TWOPASS_PARTS = ("groupnorm/twopass/twopass.cuh", "groupnorm/twopass/forward.cuh", "groupnorm/twopass/backward.cuh",
+                 "groupnorm/twopass/window_backward.cuh", "groupnorm/twopass/backward_pipeline.cuh",
+                 "groupnorm/cluster/cluster.cuh", "groupnorm/twopass/forward_host.cuh",
+                 "groupnorm/twopass/backward_host.cuh")
+CUDA_PARTS = (REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
+              ("pointwise/pointwise.cuh", "batchnorm/train.cuh", "batchnorm/host.cuh"))
 # Only in a file with a channels-last region (--conv fast): the layout copy and the region's NHWC kernels.
-CHANNELS_LAST_PARTS = ("layout.cuh", "gn_region_nhwc.cuh", "gn_region_nhwc_host.cuh")
+CHANNELS_LAST_PARTS = ("core/layout.cuh", "groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 
 
 def check_block_size(block_size: int) -> None:

@@ -9,7 +9,7 @@ A Plan is the reference's forward as a list of steps, each one of:
                  each of the output's shape or broadcast to it (a reduced (N, 1) plus a (1, C, 1, 1) parameter;
                  a region's output minus its mean; a residual of the model's input);
   BatchNormStep  an nn.BatchNorm1d/2d/3d with the element-wise ops after it and a window pooling after those
-                 (kgen's per-channel statistics, apply and backward kernels, bn_train.cuh).
+                 (kgen's per-channel statistics, apply and backward kernels, batchnorm/train.cuh).
 Element-wise ops are kept as DAGs (`PwNode`s over `Operand`s), in the reference's own spelling: a DAG is
 differentiated by codegen.py, never matched against a table of fixed chains. plan.py builds a Plan.
 """
@@ -23,7 +23,7 @@ from kgen.ref.trace import Reference
 
 class ReduceKind(str, Enum):
     """Which dims of x a region's reduction reads; each value is the kgen::ReduceKind token of the kernels
-    (gn_region_common.cuh) and of the emitted `_keep_dims`. A str Enum: a member equals its token."""
+    (groupnorm/region.cuh) and of the emitted `_keep_dims`. A str Enum: a member equals its token."""
     NONE = "kNone"         # no reduction: the region writes its full-size output
     CHANNEL = "kChannel"   # over dim 1 (channels)
     PLANE = "kPlane"       # over the spatial dims 2.. (per (n, c))
@@ -38,7 +38,7 @@ class ReduceKind(str, Enum):
 
 class ReduceOp(str, Enum):
     """The operator of a reduction or window pooling; each value is the kgen::ReduceOp token of the kernels
-    (gn_region_common.cuh, bn_train.cuh). A window pooling is MAX (max pooling) or MEAN (average pooling)."""
+    (groupnorm/region.cuh, batchnorm/train.cuh). A window pooling is MAX (max pooling) or MEAN (average pooling)."""
     SUM = "kSum"
     MEAN = "kMean"
     MAX = "kMax"
@@ -118,7 +118,7 @@ class RegionStep:
     output: str = ""              # fx node name the step defines
     out_shape: list = field(default_factory=list)   # the output's shape
     notes: list = field(default_factory=list)       # what --explain says about the region (an op moved...)
-    channels_last: bool = False   # its input comes channels-last (--conv fast): the gn_region_nhwc.cuh kernels
+    channels_last: bool = False   # its input comes channels-last (--conv fast): the groupnorm/nhwc/nhwc.cuh kernels
     gn_params: list = field(default_factory=list)   # the GroupNorm's own weight and bias (affine), as the model
                                                     # names them (`gn.weight`): --explain lists them
 

@@ -1,5 +1,5 @@
 """Training-mode BatchNorm as a kgen step (part of the Planner, plan.py): the BatchNorm module, the
-element-wise DAG after it and a window pooling after that (bn_train.cuh's kernels)."""
+element-wise DAG after it and a window pooling after that (batchnorm/train.cuh's kernels)."""
 from __future__ import annotations
 
 import torch

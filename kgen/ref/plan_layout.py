@@ -4,8 +4,8 @@ Plan).
 cuDNN's fastest kernels for many 2-D and 3-D convolutions (transposed ones above all) are channels-last. Fed an
 NCHW tensor, PyTorch transposes the input to NHWC, runs them, and transposes the output back: two full-size copies
 around every such convolution. With --conv fast, a convolution whose output a GroupNorm region reads gets a
-channels-last input (kgen's tiled transpose, layout.cuh, whose backward brings the input gradient back to
-NCHW) and keeps its channels-last output, which the region reads as it is (gn_region_nhwc.cuh) while it writes
+channels-last input (kgen's tiled transpose, core/layout.cuh, whose backward brings the input gradient back to
+NCHW) and keeps its channels-last output, which the region reads as it is (groupnorm/nhwc/nhwc.cuh) while it writes
 its own output NCHW: the output-side copy disappears, forward and backward. The convolution's arithmetic is
 cuDNN's either way; which algorithm cuDNN picks for the layout can differ, so the conv output may differ from
 the reference's in TF32 rounding (kgen validate arbitrates against float64).

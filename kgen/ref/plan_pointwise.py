@@ -53,8 +53,8 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
                      F.local_response_norm, F.cosine_similarity, torch.baddbmm, torch.addmv,
                      # made with another tensor's shape only (graph.is_metadata; Planner.like_as_number)
                      *LIKE_FUNCTIONS}
-# An element-wise kernel reads at most this many tensors (gn_region_pointwise.cuh's kMaxPointwiseInputs) and
-# this many per-channel parameters (gn_region_common.cuh's kMaxParams).
+# An element-wise kernel reads at most this many tensors (pointwise/pointwise.cuh's kMaxPointwiseInputs) and
+# this many per-channel parameters (groupnorm/region.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}

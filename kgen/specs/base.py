@@ -49,7 +49,7 @@ def block_size_param(default: int) -> Param:
 
 BLOCK_SIZE = block_size_param(256)
 
-# The one-pass forward's block shape (groupnorm_onepass.cuh), chosen on an H100:
+# The one-pass forward's block shape (groupnorm/op/onepass.cuh), chosen on an H100:
 # benchmarks/h100/onepass_pipeline/README.md.
 ONEPASS_THREADS = 512
 ONEPASS_BLOCKS_PER_SM = 1
@@ -119,7 +119,7 @@ class Spec:
 
     def cuda_parts_for(self, params: dict) -> tuple:
         """The CUDA building blocks this parameter set needs (a spec may add a layout variant)."""
-        return self.cuda_parts + (("groupnorm_onepass.cuh",) if onepass_wanted(params) else ())
+        return self.cuda_parts + (("groupnorm/op/onepass.cuh",) if onepass_wanted(params) else ())
 
     def functions_for(self, params: dict) -> tuple:
         """The host functions the bindings export for this parameter set."""

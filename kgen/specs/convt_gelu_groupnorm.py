@@ -25,12 +25,12 @@ FUSED_NOTE = (
 class ConvTransposeGeluGroupNorm(Spec):
     def cuda_parts_for(self, params):
         if params["conv"] == "fast":   # channels-last kernels (two passes) and the layout copies around the conv
-            return self.cuda_parts + ("groupnorm_nhwc.cuh", "layout.cuh")
+            return self.cuda_parts + ("groupnorm/op/nhwc.cuh", "core/layout.cuh")
         if params["conv"] == "fused":  # kgen's wgmma conv and its gradients; the exact mode's kernels where it does
             # not apply; the layout copies around cuDNN's conv backward where kgen's gradients do not apply
-            return super().cuda_parts_for(params) + ("layout.cuh", "groupnorm_backward_cl.cuh", "convt_common.cuh",
-                                                      "convt_wgmma.cuh", "convt_wgmma_host.cuh",
-                                                      "convt_wgmma_infer.cuh", "convt_wgrad.cuh")
+            return super().cuda_parts_for(params) + ("core/layout.cuh", "groupnorm/op/backward_channels_last.cuh", "conv/convt_common.cuh",
+                                                      "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+                                                      "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
         return super().cuda_parts_for(params)
 
     def functions_for(self, params):
@@ -81,7 +81,7 @@ SPEC = ConvTransposeGeluGroupNorm(
     reference_file="level2_19_convtranspose2d_gelu_groupnorm.py",
     template="convt_gelu_groupnorm/solution.py.j2",
     bindings="groupnorm/bindings.cu.j2",
-    cuda_parts=("common.cuh", "pointwise.cuh", "groupnorm.cuh"),
+    cuda_parts=("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh"),
     functions=("groupnorm_forward", "groupnorm_backward"),
     init_args={"in_channels": 64, "out_channels": 64, "kernel_size": 3, "stride": 1, "groups": 8, "num_groups": 8},
     input_shapes=((128, 64, 256, 256),),

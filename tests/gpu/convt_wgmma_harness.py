@@ -5,10 +5,10 @@ its own once a flag names one; sm_90a code runs on sm_90 devices only).
   convt_wgmma_forward(x, w, b, groups, eps, padding, variant) -> [z, mean, rstd]
   convt_wgmma_gn_forward(x, w, b, gamma, beta, groups, eps, padding) -> [y, z, mean, rstd]   (GELU erf)
   convt_wgmma_input_grad(grad_z, w, padding, variant) -> grad_x        (grad_z read channels-last)
-  convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (convt_wgrad.cuh; variant 0 x truncated by
+  convt_wgmma_weight_grad(grad_z, x, w, padding, variant) -> grad_w   (conv/convt_wgrad.cuh; variant 0 x truncated by
       the tensor cores, 1 x rounded to nearest, 14 for timing: the wgmma and A loads alone)
   convt_wgmma_infer(x, w, b, gamma, beta, groups, eps, padding, variant, normalisers) -> y   (one launch,
-      convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
+      conv/convt_wgmma_infer.cuh: variant 0-2 as below; 10 + convt_wgmma_infer's mode 2-6 for comparisons, GELU erf;
       normalisers -1 the default)
   convt_wgmma_ring(x, w, b, groups, padding) -> [K-major stages, raw slots (0: the 4-byte copies' input path)] of the
       plan the bulk input path asks for (variant 30, the one launch)
@@ -31,8 +31,8 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "convt_common.cuh", "convt_wgmma.cuh", "convt_wgmma_host.cuh",
-         "convt_wgmma_infer.cuh", "convt_wgrad.cuh")
+PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+         "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 
 BINDINGS = r"""
@@ -139,7 +139,7 @@ std::string convt_wgmma_weight_grad_unsupported(at::Tensor grad_z, at::Tensor x,
   return kgen::convt::convt_wgmma_weight_grad_unsupported(grad_z, x, w, padding);
 }
 
-// y = GroupNorm(op(conv_transpose2d(x, w, padding) + b)) in one launch (convt_wgmma_infer.cuh); variant as
+// y = GroupNorm(op(conv_transpose2d(x, w, padding) + b)) in one launch (conv/convt_wgmma_infer.cuh); variant as
 // convt_wgmma_forward's 0-2; normalisers -1: the default
 at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma, at::Tensor beta,
                              int64_t groups, double eps, std::vector<int64_t> padding, int64_t variant,
@@ -159,7 +159,7 @@ at::Tensor convt_wgmma_infer(at::Tensor x, at::Tensor w, at::Tensor b, at::Tenso
   }
   TORCH_CHECK(false, "kgen test: no one-launch variant ", variant);
 }
-// GELU erf with the trace (convt_wgmma_infer.cuh's InferArgs::trace): {y, trace}
+// GELU erf with the trace (conv/convt_wgmma_infer.cuh's InferArgs::trace): {y, trace}
 std::vector<at::Tensor> convt_wgmma_infer_trace(at::Tensor x, at::Tensor w, at::Tensor b, at::Tensor gamma,
                                                 at::Tensor beta, int64_t groups, double eps,
                                                 std::vector<int64_t> padding, int64_t normalisers, int64_t mode) {

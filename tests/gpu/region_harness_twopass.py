@@ -7,7 +7,7 @@ Functors (the same math in CUDA and in the PyTorch reference below):
   HardswishRes    v = hardswish(y) * p0[c] + z                   1 epilogue param, residual of z; kZeroGradExact
   TanhGateX       v = tanh(y) * p0 + p1[c] * x                   2 epilogue params (p0 may be a scalar), residual of x
   ClampScale      v = clamp(y * p0[c], -0.5, 0.8)                1 epilogue param; kZeroGradExact, no direct gradients
-  NoPrologue / NoEpilogue (gn_region_common.cuh)
+  NoPrologue / NoEpilogue (groupnorm/region.cuh)
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def bindings() -> str:
         "  const at::Tensor out = out_opt.value_or(at::Tensor()), aux = aux_opt.value_or(at::Tensor());",
         "  switch (variant) {", *bwd_cases, "  }",
         '  TORCH_CHECK(false, "kgen test: unknown variant");', "}", "",
-        "// the cluster backward (gn_region_cluster.cuh), an error where it declines the shape",
+        "// the cluster backward (groupnorm/cluster/cluster.cuh), an error where it declines the shape",
         "std::vector<at::Tensor> region_backward_cluster(int64_t variant, at::Tensor dout, at::Tensor x,",
         "    c10::optional<at::Tensor> gamma_opt, c10::optional<at::Tensor> beta_opt, std::vector<at::Tensor> pro,",
         "    std::vector<at::Tensor> epi, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out_opt,",
@@ -179,10 +179,10 @@ def bindings() -> str:
         '    default: TORCH_CHECK(false, "kgen test: unknown variant");', "  }",
         '  TORCH_CHECK(taken, "kgen test: the cluster backward declined this shape");',
         "  return grads;", "}", "",
-        "// pipeline_mode (gn_region_twopass_backward_host.cuh): -1 as planned, 0 the sweeps, 1 the pipelined kernel,",
+        "// pipeline_mode (groupnorm/twopass/backward_host.cuh): -1 as planned, 0 the sweeps, 1 the pipelined kernel,",
         "// 2 the pipelined kernel at the smallest lag",
         "void set_backward_pipeline(int64_t mode) { kgen::region_twopass::pipeline_mode().store(static_cast<int>(mode)); }",
-        "// cluster_forward_mode (gn_region_cluster.cuh): -1 as planned, 0 the sweeps, 1 clusters wherever feasible",
+        "// cluster_forward_mode (groupnorm/cluster/cluster.cuh): -1 as planned, 0 the sweeps, 1 clusters wherever feasible",
         "void set_forward_cluster(int64_t mode) { kgen::region_cluster::cluster_forward_mode().store(static_cast<int>(mode)); }",
     ]
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""kgen's BatchNorm step (bn_train.cuh) beyond what `kgen validate` checks: the running statistics and
+"""kgen's BatchNorm step (batchnorm/train.cuh) beyond what `kgen validate` checks: the running statistics and
 num_batches_tracked after several training steps (momentum given and momentum=None), eval mode (running
 statistics, the peeled convolution bias moved into the mean) forward and backward, and a switch back to
 training. Each reference in tests/ref/references with a batch norm, emitted with `kgen emit --ref`; fresh random

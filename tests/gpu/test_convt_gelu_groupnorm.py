@@ -208,7 +208,7 @@ CHANNELS_LAST_BACKWARD_SHAPES = [((3, 48, 40, 40), 6), ((4, 96, 17, 23), 12), ((
 
 @pytest.mark.parametrize("shape, groups", CHANNELS_LAST_BACKWARD_SHAPES)
 def test_groupnorm_backward_channels_last(solutions, shape, groups):
-    """--conv fused's GroupNorm backward writes grad z channels-last (groupnorm_backward_cl.cuh): the same values,
+    """--conv fused's GroupNorm backward writes grad z channels-last (groupnorm/op/backward_channels_last.cuh): the same values,
     bit for bit, as the NCHW kernels' (one formula a value); the same parameter gradients (the same sums kernels);
     the conv bias gradient summed in another order, so within float rounding of it and of float64. Shapes: several
     spans of tiles a block (66x66), channels not a multiple of 4 and odd planes (the scalar path), the specialised
@@ -317,7 +317,7 @@ def test_fused_conv_against_float64(solutions, monkeypatch, init, shape, wgmma, 
 @pytest.mark.parametrize("init, shape, wgmma", FUSED_CASES)
 def test_fused_conv_forward_without_autograd(solutions, init, shape, wgmma):
     """--conv fused without autograd (no_grad, or no tensor that requires a gradient) takes one launch where the
-    kernel applies and the shape makes it pay (convt_wgmma_infer.cuh: the conv and the normalise together, GELU's
+    kernel applies and the shape makes it pay (conv/convt_wgmma_infer.cuh: the conv and the normalise together, GELU's
     value by a 1.5e-7 erfc), else the two-kernel forward: either way the autograd forward's output within 1e-4, and
     the float64 reference's within 1e-2 (TF32)."""
     solution = solutions["fused"]

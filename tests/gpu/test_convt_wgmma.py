@@ -5,7 +5,7 @@ float64 statistics of the kernel's own z, and the normalised output. Shapes: ker
 channels 3 to 80 (partial chunks of 8), output channels 24 to 130 (partial and several channel tiles, groups
 straddling them), batch 1, odd sizes (rows of odd width, scalar stores), several pixel tiles a sample. Also:
 bitwise determinism, the distance to cuDNN's TF32, clear errors. The input gradient (convt_wgmma_input_grad) and
-the weight gradient (convt_wgrad.cuh) against float64 at their own shapes, and what each declines.
+the weight gradient (conv/convt_wgrad.cuh) against float64 at their own shapes, and what each declines.
 
 `python tests/gpu/test_convt_wgmma.py --bench` times it at L2-19's shape against cuDNN."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The resident (one block per unit, on chip) path of a fused GroupNorm region, gn_region_resident.cuh: outputs,
+"""The resident (one block per unit, on chip) path of a fused GroupNorm region, groupnorm/resident/resident.cuh: outputs,
 max/min positions, statistics and EVERY gradient (x, gamma, beta, each functor parameter) of eight
 instantiations against a float64 PyTorch re-implementation (torch.autograd.grad), at shapes that exercise
 each mapping (Linear-like (N, C) with 1, 16 and C groups, C not a multiple of 4, a tile spanning samples, N = 1,

@@ -11,8 +11,8 @@ epilogue that does not allow that; rows longer than a block, many short rows, 1D
 log-sum-exp/min/sum. Shapes: odd planes (3x5x7, 13x29, 7), C % 4 != 0, C > 128, groups 1 and == C, N = 1, no
 spatial dims (plane 1), a plane split over two blocks, 16-byte packs that span rows of a window reduction; affine
 and not; per-channel and scalar (stride 0) parameters. Every float64 case runs both backward paths: the pipelined
-kernel (gn_region_twopass_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels
-(for windows, those of gn_region_window_backward.cuh); the pipelined one also at sizes that run all its ticket
+kernel (groupnorm/twopass/backward_pipeline.cuh, forced also where the plan would not take it) and the two sweep kernels
+(for windows, those of groupnorm/twopass/window_backward.cuh); the pipelined one also at sizes that run all its ticket
 phases, at two lags, bitwise equal. Also: first-extreme positions on exact ties, bitwise determinism, a large
 common offset, empty inputs, clear errors.
 
@@ -271,7 +271,7 @@ def ran_kernel(fn, name: str) -> bool:
 
 @pytest.mark.parametrize("name, shape, groups", CLUSTER_FORWARD_CASES, ids=lambda c: c if isinstance(c, str) else None)
 def test_cluster_forward(ext, name, shape, groups):
-    """The kNone forward on clusters (each slice read once, gn_region_cluster.cuh): it runs at these shapes, its
+    """The kNone forward on clusters (each slice read once, groupnorm/cluster/cluster.cuh): it runs at these shapes, its
     output and statistics against float64 (and the backward from them), and within float32 rounding of the two-pass
     sweeps' (the moments are folded in another order)."""
     variant = H.BY_NAME[name]

@@ -26,7 +26,7 @@ from tests.gpu.timing import median_ms  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "groupnorm_nhwc.cuh")
+PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/nhwc.cuh")
 BLOCK, SPECIALISED_GROUPS = 256, 8
 EPS = 1e-5
 
@@ -398,7 +398,7 @@ def test_bad_input_is_a_clear_error(ext, call, message):
                           "test bindings crashed while raising (SIGSEGV); the kernels' own checks avoid that form",
                    strict=False)
 def test_streamed_integer_message_from_cuda_unit(ext):
-    """Documents the environment problem that groupnorm_nhwc.cuh's error_text() works around."""
+    """Documents the environment problem that groupnorm/op/nhwc.cuh's error_text() works around."""
     run_child("ext.throw_with_integers(2)", "integers 2 and 3")
 
 

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "pointwise.cuh", "groupnorm.cuh", "groupnorm_onepass.cuh")
+PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/onepass.cuh")
 EPS = 1e-5
 
 BINDINGS = r"""

@@ -16,7 +16,7 @@ import torch
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("common.cuh", "layout.cuh")
+PARTS = ("core/common.cuh", "core/layout.cuh")
 
 BINDINGS = r"""
 at::Tensor to_channels_last(at::Tensor x) { return kgen::to_channels_last(x); }

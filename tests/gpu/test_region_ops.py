@@ -1,4 +1,4 @@
-"""Element-wise ops of gn_region_ops.cuh whose formula is not PyTorch's (mish: one exp and a division for
+"""Element-wise ops of core/ops.cuh whose formula is not PyTorch's (mish: one exp and a division for
 PyTorch's exp, log1p and tanh; sigmoid, SiLU: their divisions as __fdividef), against float64 over their
 whole range: the kernel's error must stay within a few ulp and no larger than PyTorch's own float32
 formula's, and the special values (+-inf, NaN, the threshold past which mish is the identity) must come out
@@ -76,8 +76,8 @@ at::Tensor ops(at::Tensor a) {
 def ext():
     from torch.utils.cpp_extension import load_inline
 
-    cuda = "\n".join(["#include <torch/extension.h>", (CUDA_DIR / "common.cuh").read_text(),
-                      (CUDA_DIR / "gn_region_ops.cuh").read_text(), KERNELS])
+    cuda = "\n".join(["#include <torch/extension.h>", (CUDA_DIR / "core/common.cuh").read_text(),
+                      (CUDA_DIR / "core/ops.cuh").read_text(), KERNELS])
     cpp = "at::Tensor ops(at::Tensor a);\nstd::vector<int64_t> div3_mismatches();"
     os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     digest = hashlib.sha256((cpp + cuda).encode()).hexdigest()[:12]

@@ -557,7 +557,7 @@ def _emitted_function(text: str, name: str):
 
 
 def _clamp_grad(a: float, lo: float, hi: float, at_lo: int, at_hi: int) -> float:
-    """kgen::clamp_grad (gn_region_ops.cuh), line for line."""
+    """kgen::clamp_grad (core/ops.cuh), line for line."""
     if lo < a < hi:
         return 1.0
     if a == lo and a <= hi:

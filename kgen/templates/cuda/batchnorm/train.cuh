@@ -1,0 +1,564 @@
+// ---- batchnorm/train.cuh: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
+// out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
+// (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
+//
+// Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
+// where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
+// units of a channel are numbered sample-major (unit q = sample q / P, unit q % P of its plane), so
+// consecutive threads read consecutive addresses and a block's per-channel constants (scale, shift,
+// F's parameters) are loaded once.
+//
+//   forward, batch statistics:  bn_moments_kernel (Welford moments of x per (channel, split), around the
+//                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
+//                               the splits in double, fixed order; updates running_mean / running_var)
+//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
+//                               whose backward follows (grad mode on) also writes each window's winning x
+//                               (`extremes`, out's shape)
+//   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
+//                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
+//                               max pooling's reads only dout and the extremes (the other values' gy is 0);
+//                               bn_grad_totals_kernel adds the splits in double, fixed order;
+//                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
+//                               (running statistics: dx = a_c gy), recomputing gy and the winners.
+// Nothing but the output, the per-channel statistics and a max pooling's extremes is stored between forward and
+// backward; the reductions are fixed-order trees, so results are bitwise reproducible.
+//
+// Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
+// it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
+// The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
+// slots, half of DRAM's rate). A forward with a backward to follow now keeps the winner's x, so the sums read two
+// streams the size of out: L2-11's sums 185 -> 72 us, that forward's apply 152 -> 207 us (F of every value, and
+// the extremes written), in one A/B run (benchmarks/h100/s19/README.md). Without a backward (no_grad, as
+// KernelBench times), the forward stays at F of the window's largest y for a monotone F.
+namespace kgen {
+
+// Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
+// IntDivider): for numerators below 2^31. The window index of a pooled output splits into (od, oh, ow)
+// with two of these instead of 64-bit divisions, which cost more than the element's arithmetic.
+struct FastDiv {
+  uint32_t d, m, s;
+  static FastDiv make(int64_t divisor) {
+    const uint32_t d = uint32_t(divisor);
+    uint32_t s = 0;
+    while ((uint64_t(1) << s) < d) ++s;
+    const uint64_t m = ((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1;
+    return FastDiv{d, uint32_t(m), s};
+  }
+  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
+};
+
+// The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
+// ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
+struct BnShape {
+  int64_t n, c, d, h, w;        // input
+  int kd, kh, kw;               // window
+  int64_t od, oh, ow;           // output (floor(d / kd) ...)
+  FastDiv by_ow, by_oh;
+  __host__ __device__ int64_t plane() const { return d * h * w; }
+  __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
+  __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
+};
+
+// How a channel's units are split between blocks: `splits` blocks per channel, `chunk` units each.
+struct BnSplit {
+  int64_t units_per_plane;
+  int64_t units;                // n * units_per_plane
+  int64_t chunk;
+  int splits;
+};
+
+// A block's walk over its channel's units, q = begin + threadIdx.x, begin + threadIdx.x + kBlock, ...: the
+// (sample, unit in the plane) pair advanced by adding, one division at the start only.
+struct UnitCursor {
+  int64_t n, j, per_plane, step_n, step_j;
+  __device__ __forceinline__ UnitCursor(int64_t q, int64_t units_per_plane, int64_t stride)
+      : n(q / units_per_plane), j(q - n * units_per_plane), per_plane(units_per_plane),
+        step_n(stride / units_per_plane), step_j(stride - step_n * units_per_plane) {}
+  __device__ __forceinline__ void advance() {
+    j += step_j;
+    n += step_n;
+    if (j >= per_plane) {
+      j -= per_plane;
+      ++n;
+    }
+  }
+};
+
+template <int kBlock>
+inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
+  const int64_t units = units_per_plane * samples;
+  // About eight blocks per SM in all (a full SM at 256 threads), never fewer than 8 units per thread.
+  const int64_t wanted = std::max<int64_t>(1, (8 * int64_t(multiprocessors(device)) + channels - 1) / channels);
+  const int64_t by_work = std::max<int64_t>(1, units / (8 * kBlock));
+  const int splits = int(std::min<int64_t>({wanted, by_work, 1024}));
+  const int64_t chunk = blocks_for(units, splits);
+  return BnSplit{units_per_plane, units, chunk, int(blocks_for(units, chunk))};
+}
+
+// Per-channel scale and shift of the normalisation, y = x a + b, from the channel's statistics.
+__device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
+                                            const float* __restrict__ weight, const float* __restrict__ bias,
+                                            int64_t c) {
+  const float a = rstd[c] * (weight ? __ldg(weight + c) : 1.f);
+  const float b = (bias ? __ldg(bias + c) : 0.f) - mean[c] * a;
+  return make_float2(a, b);
+}
+
+// ---------------------------------------------------------------- forward
+
+template <int kBlock, bool kVec>
+__global__ void __launch_bounds__(kBlock)
+bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Moments* __restrict__ partial) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const int64_t plane = shape.plane();
+  const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  Moments acc{0.f, 0.f, 0.f};
+  // kUnroll units' loads in flight per thread before the first is folded in.
+  constexpr int W = kVec ? 4 : 1;
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
+    float v[kUnroll][W];
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      if (q + r * kBlock < end) {
+        const float* p = x + (u.n * shape.c + c) * plane;
+        if constexpr (kVec) {
+          const float4 t = __ldg(reinterpret_cast<const float4*>(p) + u.j);
+          v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+        } else {
+          v[r][0] = __ldg(p + u.j);
+        }
+      }
+      u.advance();
+    }
+#pragma unroll
+    for (int r = 0; r < kUnroll; ++r) {
+      if (q + r * kBlock < end) {
+        if constexpr (kVec) {
+          accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
+        } else {
+          accumulate1(acc, v[r][0] - pilot);
+        }
+      }
+    }
+  }
+  acc = block_combine<kBlock>(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// One warp per channel. With running statistics given (factor > 0 or a cumulative average), updates them
+// as nn.BatchNorm does: running_mean <- (1 - f) running_mean + f mean (the peeled convolution bias added
+// back, as the reference's batch mean includes it), running_var <- (1 - f) running_var + f var * M/(M-1).
+__global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, const Moments* __restrict__ partial,
+                                   int splits, double eps, double factor, const float* __restrict__ conv_bias,
+                                   float* __restrict__ running_mean, float* __restrict__ running_var,
+                                   float* __restrict__ mean, float* __restrict__ rstd) {
+  const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
+  if (c >= shape.c) return;  // warp-uniform
+  const MomentsD m = warp_merge(splits, [&](int s) { return partial[c * splits + s]; });
+  if (threadIdx.x % kWarpSize != 0) return;
+  const double mu = double(x[c * shape.plane()]) + m.mu;
+  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased: the normalisation's
+  mean[c] = float(mu);
+  rstd[c] = float(1.0 / sqrt(var + eps));
+  if (running_mean != nullptr) {
+    const double true_mean = mu + (conv_bias ? double(__ldg(conv_bias + c)) : 0.0);
+    running_mean[c] = float((1.0 - factor) * double(running_mean[c]) + factor * true_mean);
+    const double unbiased = m.n > 1.0 ? m.m2 / (m.n - 1.0) : 0.0;
+    running_var[c] = float((1.0 - factor) * double(running_var[c]) + factor * unbiased);
+  }
+}
+
+// One pooling window of a (sample, channel) plane: its first element and the walk over its elements.
+// A window whose size the emitted file knows (kWin, up to this many elements: 2x2, 2x2x2, 1D up to 8) is
+// held in registers, its loops unrolled without predicates; any other window is walked element by element.
+constexpr int kWindowRegs = 8;
+
+// The plane offsets of a window's elements from its first one, in (kd, kh, kw) order: the same for every
+// window, so each thread computes them once (an unrolled walk: the array stays in registers).
+struct WindowOffsets {
+  int off[kWindowRegs];
+  int size;
+};
+
+__device__ __forceinline__ WindowOffsets window_offsets(const BnShape& s) {
+  WindowOffsets w;
+  w.size = s.kd * s.kh * s.kw;
+  int a = 0, b = 0, e = 0;
+#pragma unroll
+  for (int k = 0; k < kWindowRegs; ++k) {
+    w.off[k] = (a * int(s.h) + b) * int(s.w) + e;
+    if (++e == s.kw) {
+      e = 0;
+      if (++b == s.kh) {
+        b = 0;
+        ++a;
+      }
+    }
+  }
+  return w;
+}
+
+// One pooling window of a (sample, channel) plane (planes hold fewer than 2^31 values: 32-bit offsets).
+struct BnWindow {
+  const BnShape& s;
+  int base;         // plane offset of the window's first element
+  __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
+    const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
+    const int ow = int(j) - int(t) * int(s.ow), oh = int(t) - int(od) * int(s.oh);
+    base = (int(od) * s.kd * int(s.h) + oh * s.kh) * int(s.w) + ow * s.kw;
+  }
+  // body(k, offset) for the window's elements in (kd, kh, kw) order, k counting from 0.
+  template <class Body>
+  __device__ __forceinline__ void each(Body&& body) const {
+    int k = 0;
+    for (int a = 0; a < s.kd; ++a) {
+      for (int b = 0; b < s.kh; ++b) {
+        const int row = base + (a * int(s.h) + b) * int(s.w);
+        for (int e = 0; e < s.kw; ++e) body(k++, row + e);
+      }
+    }
+  }
+  __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
+  // The kWin elements of a window of exactly that size and their plane offsets, every load issued before any
+  // is used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
+  template <int kWin>
+  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
+                                         int (&at)[kWin]) const {
+#pragma unroll
+    for (int k = 0; k < kWin; ++k) {
+      at[k] = base + w.off[k];
+      v[k] = __ldg(xp + at[k]);
+    }
+  }
+};
+
+// Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
+template <ReduceOp kOp>
+__device__ __forceinline__ bool pool_takes(float v, float best) {
+  return v > best || isnan(v);
+}
+
+// The units of this block's share of channel c (split s), kUnroll a thread at a time: load(r, p, j) for each
+// of them first (its loads issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in
+// flight, not one. p = n C + c is the unit's (sample, channel) plane, j the unit within it.
+template <int kBlock, int kUnits, class Load, class Finish>
+__device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, const BnSplit& split, int64_t c,
+                                                         int s, Load&& load, Finish&& finish) {
+  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
+  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
+    int64_t p[kUnits], j[kUnits];
+#pragma unroll
+    for (int r = 0; r < kUnits; ++r) {
+      p[r] = u.n * shape.c + c;
+      j[r] = u.j;
+      if (q + r * kBlock < end) load(r, p[r], j[r]);
+      u.advance();
+    }
+#pragma unroll
+    for (int r = 0; r < kUnits; ++r) {
+      if (q + r * kBlock < end) finish(r, p[r], j[r]);
+    }
+  }
+}
+
+// Whether a step's forward can keep its windows' winners for the backward: max pooling (the header says why).
+template <bool kPool, ReduceOp kOp>
+constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
+
+// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
+// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
+// registers: benchmarks/h100/rows_v3.) kSaveExtremes (a max pooling whose backward follows): each window's
+// winning x -> extremes.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+                const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
+                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
+  static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
+  // element by element (kPool, kWin == 0) loads as it goes, in finish.
+  constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
+  float v[kUnroll][kHeld];
+  const auto load = [&](int r, int64_t p, int64_t j) {
+    const float* xp = x + p * plane;
+    if constexpr (kPool) {
+      if constexpr (kWin > 0) {
+        int at[kWin];
+        BnWindow(shape, j).gather(xp, wo, v[r], at);
+      }
+    } else if constexpr (kVec) {
+      const float4 t = __ldg(reinterpret_cast<const float4*>(xp) + j);
+      v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+    } else {
+      v[r][0] = __ldg(xp + j);
+    }
+  };
+  const auto finish = [&](int r, int64_t p, int64_t j) {
+    if constexpr (kPool) {
+      float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
+      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
+      // is F of its max y: one F per window instead of one per element, where no backward needs the winner
+      // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
+      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
+      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
+      // -inf).
+      float winner = 0.f;
+      const auto take = [&](int k, float xv) {
+        const float y = fmaf(xv, ab.x, ab.y);
+        if constexpr (kMaxOfY) {
+          if (pool_takes<kOp>(y, acc)) acc = y;
+        } else if constexpr (kOp == ReduceOp::kMax) {
+          const float fv = f.value(y);
+          const bool takes = pool_takes<kOp>(fv, acc);
+          if constexpr (kSaveExtremes) winner = k == 0 || takes ? xv : winner;
+          acc = takes ? fv : acc;
+        } else {
+          acc += f.value(y);
+        }
+      };
+      if constexpr (kWin > 0) {
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
+      } else {
+        const float* xp = x + p * plane;
+        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
+      }
+      const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
+      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
+      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
+    } else if constexpr (kVec) {
+      reinterpret_cast<float4*>(out + p * out_plane)[j] =
+          make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
+                      f.value(fmaf(v[r][2], ab.x, ab.y)), f.value(fmaf(v[r][3], ab.x, ab.y)));
+    } else {
+      out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
+    }
+  };
+  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
+}
+
+// ---------------------------------------------------------------- backward
+
+// Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
+// run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
+// window's 16 bytes a unit, 280 / 300 / 332 / 296 us: benchmarks/h100/s15.)
+constexpr int kBnGradSumsUnits = 4;
+constexpr int kBnGradApplyUnits = 1;
+
+// One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
+// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
+// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling (a max
+// pooling's winner found as the forward found it: reading the saved winner instead measured slower, its 4 bytes
+// a window costing more than the F they save). A window of any other size is walked element by element in
+// finish().
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
+struct BnUnitGradient {
+  static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
+  float v[kHeld];               // x of the held elements
+  float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
+  int base;                     // kPool: the window's first element
+
+  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo) {
+    if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      base = win.base;
+      g[0] = __ldg(dp + j);
+      if constexpr (kWin > 0) {
+        int at[kWin];
+        win.gather(xp, wo, v, at);
+      }
+    } else if constexpr (kVec) {
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
+      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
+    } else {
+      v[0] = __ldg(xp + j);
+      g[0] = __ldg(dp + j);
+    }
+  }
+
+  template <class Body>
+  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
+                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
+                                         float (&dparam)[kMaxParams], Body&& body) const {
+    if constexpr (kPool && kWin > 0) {
+      if constexpr (kOp == ReduceOp::kMax) {
+        float best = -INFINITY;
+        int arg = 0;
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) {
+          const float value = f.value(fmaf(v[k], ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        }
+        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
+        float y_arg = 0.f;
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
+        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
+      } else {
+        const float share = g[0] / float(kWin);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) {
+          body(base + wo.off[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
+        }
+      }
+    } else if constexpr (kPool) {
+      const BnWindow win(shape, j);
+      if constexpr (kOp == ReduceOp::kMax) {
+        float best = -INFINITY;
+        int arg = 0;
+        win.each([&](int k, int at) {
+          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          if (pool_takes<kOp>(value, best)) {
+            best = value;
+            arg = k;
+          }
+        });
+        win.each([&](int k, int at) {
+          const float xi = __ldg(xp + at);
+          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
+          body(at, gy, (xi - mean_c) * rstd_c);
+        });
+      } else {
+        const float share = g[0] / float(win.size());
+        win.each([&](int, int at) {
+          const float xi = __ldg(xp + at);
+          body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
+        });
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kHeld; ++i) {
+        body(j * kHeld + i, f.backward(fmaf(v[i], ab.x, ab.y), g[i], dparam), (v[i] - mean_c) * rstd_c);
+      }
+    }
+  }
+};
+
+// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
+// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
+                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
+                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
+                    float* __restrict__ partial) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const float mean_c = mean[c], rstd_c = rstd[c];
+  const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  float sum_gy = 0.f, sum_gy_xhat = 0.f;
+  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  if constexpr (kSavesExtremes<kPool, kOp>) {
+    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) {
+          g[r] = __ldg(dout + p * out_plane + j);
+          winner[r] = __ldg(extremes + p * out_plane + j);
+        },
+        [&](int r, int64_t, int64_t) {
+          const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
+          sum_gy += gy;
+          sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
+        });
+  } else {
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+        shape, split, c, s,
+        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+        [&](int r, int64_t p, int64_t j) {
+          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
+                         [&](int64_t, float gy, float xhat) {
+                           sum_gy += gy;
+                           sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
+                         });
+        });
+  }
+  const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
+  // block_sum's shared scratch is reused by each sum: a barrier between them.
+  const float t0 = block_sum<kBlock>(sum_gy);
+  if (threadIdx.x == 0) partial[at] = t0;
+  __syncthreads();
+  const float t1 = block_sum<kBlock>(sum_gy_xhat);
+  if (threadIdx.x == 0) partial[stride + at] = t1;
+#pragma unroll
+  for (int k = 0; k < F::kParams; ++k) {
+    __syncthreads();
+    const float t = block_sum<kBlock>(dparam[k]);
+    if (threadIdx.x == 0) partial[(2 + k) * stride + at] = t;
+  }
+}
+
+// One thread per (row, channel): the splits' sums in double, in order. totals is (2 + kParams, C).
+__global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t rows, int64_t channels, int splits,
+                                      float* __restrict__ totals) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * channels) return;
+  double t = 0.0;
+  for (int s = 0; s < splits; ++s) t += double(partial[i * splits + s]);
+  totals[i] = float(t);
+}
+
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
+                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
+                     RegionParams params, float* __restrict__ dx) {
+  const int64_t c = blockIdx.x / split.splits;
+  const int s = blockIdx.x % split.splits;
+  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const float mean_c = mean[c], rstd_c = rstd[c];
+  const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
+  const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
+  const F f = F::at(params, c);
+  const WindowOffsets wo = window_offsets(shape);
+  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
+  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
+      shape, split, c, s,
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) {
+        float* dxp = dx + p * plane;
+        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
+          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+        });
+      });
+  if constexpr (kPool && kBatchStats) {
+    // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
+    // but the batch statistics still carry one to them.
+    if (!shape.covers_input()) {
+      const int64_t per_channel = shape.n * plane, share = (per_channel + split.splits - 1) / split.splits;
+      for (int64_t q = s * share + threadIdx.x; q < min((s + 1) * share, per_channel); q += kBlock) {
+        const int64_t n = q / plane, i = q - n * plane;
+        const int64_t iw = i % shape.w, t = i / shape.w, ih = t % shape.h, id = t / shape.h;
+        if (id < shape.od * shape.kd && ih < shape.oh * shape.kh && iw < shape.ow * shape.kw) continue;
+        const int64_t p = n * shape.c + c;
+        const float xhat = (__ldg(x + p * plane + i) - mean_c) * rstd_c;
+        dx[p * plane + i] = ab.x * (-mean_gy - xhat * mean_gy_xhat);
+      }
+    }
+  }
+}
+
+}  // namespace kgen
