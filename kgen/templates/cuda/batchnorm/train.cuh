@@ -25,11 +25,11 @@
 //
 // Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
 // it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
-// The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
-// slots, half of DRAM's rate). A forward with a backward to follow now keeps the winner's x, so the sums read two
-// streams the size of out: L2-11's sums 185 -> 72 us, that forward's apply 152 -> 207 us (F of every value, and
-// the extremes written), in one A/B run (benchmarks/h100/s19/README.md). Without a backward (no_grad, as
-// KernelBench times), the forward stays at F of the window's largest y for a monotone F.
+// Done in the backward's sums, that is four tanh a 2x2 window, and binds them (H100, L2-11: 72 % of issue slots,
+// half of DRAM's rate). So a forward with a backward to follow keeps the winner's x, and the sums read two streams
+// the size of out: L2-11's sums take 72 us against 185, that forward's apply 207 us against 152 (F of every value,
+// and the extremes written), in one A/B run (H100). Without a backward (no_grad, as KernelBench times), the forward
+// takes F of the window's largest y alone for a monotone F.
 namespace kgen {
 
 // Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
@@ -271,7 +271,7 @@ constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
 // kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
-// registers: benchmarks/h100/rows_v3.) kSaveExtremes (a max pooling whose backward follows): each window's
+// registers.) kSaveExtremes (a max pooling whose backward follows): each window's
 // winning x -> extremes.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
 __global__ void __launch_bounds__(kBlock)
@@ -351,7 +351,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 
 // Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
 // run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
-// window's 16 bytes a unit, 280 / 300 / 332 / 296 us: benchmarks/h100/s15.)
+// window's 16 bytes a unit, 280 / 300 / 332 / 296 us.)
 constexpr int kBnGradSumsUnits = 4;
 constexpr int kBnGradApplyUnits = 1;
 

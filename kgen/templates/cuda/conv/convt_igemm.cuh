@@ -1,5 +1,5 @@
 // ---- conv/convt_igemm.cuh: ConvTranspose2d as an implicit GEMM on the tensor cores, with the bias, an element-wise op
-// and the GroupNorm moments of op(output) in its epilogue (L2-19 `--conv fused`, issue 13) ----
+// and the GroupNorm moments of op(output) in its epilogue (L2-19 `--conv fused`) ----
 //
 // The GEMM. For one sample, output pixel m = (oh, ow) and output channel co:
 //   z[co, m] = bias[co] + sum over k = (tap, ci) of A[m, k] * B[k, co]
@@ -13,8 +13,8 @@
 // m is the flat index oh * out_w + ow) and kBN output channels; its warps split that as kWarpsM x kWarpsN,
 // each warp a grid of m16n8k8 TF32 mma.sync tiles. Operands go global -> shared memory by cp.async (4-byte
 // copies, zero-filled where a tap reads nothing) through kStages buffers: kStages - 1 chunks are in flight
-// while the tensor cores work on one, and one barrier per chunk. (v1 staged the loads in registers with one
-// chunk of lookahead: on the H100 every chunk waited on its loads, 42.6 TFLOP/s; benchmarks/convt_fused.)
+// while the tensor cores work on one, and one barrier per chunk. (Loads staged in registers with one chunk of
+// lookahead leave every chunk waiting on its loads: 42.6 TFLOP/s, H100.)
 // Each thread rounds the operands it copied to TF32 in place once they land (kRoundNearest: cvt.rna, round
 // to nearest, ties away, the nearer to cuDNN's TF32 on the H100; otherwise nothing is done and the tensor
 // cores drop the low 13 bits of the raw float bits). Rows are padded by 8 floats, so the fragment loads of a warp hit 32 distinct banks.

@@ -1,6 +1,6 @@
 // ---- conv/convt_wgmma.cuh: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading the
 // NCHW input as it is, with the bias, an element-wise op and the GroupNorm moments of op(output) in its epilogue
-// (L2-19 `--conv fused`, issue 13; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
+// (L2-19 `--conv fused`; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
 //
 // The conv as a GEMM per sample: D[co, f] = sum over (ci, tap) of W[co, (ci, tap)] * X[(ci, tap), f], where f is an
 // output pixel. wgmma wants both operands K-major in shared memory (K = input channels, 4 of them per 16 bytes),
@@ -29,7 +29,7 @@
 //   tf32_nearest) and hands the stage over. The weights, laid out and rounded once per call by
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
-//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
+//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk:
 //   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): the fused forward and
 //   convt_wgmma_infer do (the input gradient keeps the copies).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
@@ -43,21 +43,20 @@
 // - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (88 where the bulk path
 //   is compiled in: its pass holds 8 positions' 32 values, and at 72 ptxas spilled its per-tile state; else 56, it
 //   holds no data) to the consumers (208, or 224: the 128 accumulators and the epilogue's values in flight; no spills
-//   at 208, and the conv measured no slower there: session 35 run8, 3.44 ms against 3.47-3.53 at 72 / 216). ptxas
+//   at 208, and the conv is no slower there: 3.44 ms against 3.47-3.53 at 72 / 216, H100, L2-19). ptxas
 //   allocates each branch of the role split within its own count; 128 x 88 + 256 x 208 (64512) and 128 x 56 + 256 x
 //   224 (65536) both fit the launch's 384 x 168.
 //
-// (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
-// registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
-// with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms; v3.6-v3.9, the
-// register split and a cheaper erfc, 3.75-3.98 ms. The main loop takes 2.7-2.9 ms against 2.0 for its wgmma alone,
-// bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding: 0.6 ms of it,
-// session 26); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this kernel, so that
-// z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
+// (Measured on the H100 at L2-19, GELU erf. Every thread staging through registers between its wgmma: 9.4 ms; a
+// producer warpgroup with the epilogue unrolled in registers: 5.75 ms, its epilogue waiting on instruction fetch; the
+// staged epilogue: 4.47 ms; with the register split and the erfc below: 3.75-3.98 ms. The main loop takes 2.7-2.9 ms
+// against 2.0 for its wgmma alone, bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts,
+// the rounding: 0.6 ms of it); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this
+// kernel, so that z is read back from L2, is slower in every form tried. The epilogue's moments are most of it (the
 // kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
-// of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
-// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward
-// runs this conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh, session 28.)
+// of the producer; a fourth warpgroup does not compile) they cost more. The ring's fourth stage is worth 0.6 ms of
+// the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward runs this
+// conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh.)
 namespace kgen {
 namespace convt {
 
@@ -86,7 +85,7 @@ struct WgmmaGeometry {
   bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
-                      // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
+                      // no faster: 3.80-3.86 ms with or without (H100, L2-19); the kernels emitted leave it off
   int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
   int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
   int64_t raw_offset; // floats from the start of shared memory to the first raw slot
@@ -96,7 +95,7 @@ struct WgmmaGeometry {
 };
 
 // float32 -> TF32 (19 bits), to nearest with ties to even, as cuDNN's TF32 kernels round both operands at L2-19's
-// shape (benchmarks/convt_rounding_probe.py: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
+// shape (H100: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
 // from ties-away ones, 8e-4 from truncated ones; KernelBench compares at 1e-4). In integer arithmetic: add half a
 // TF32 ulp less one, plus the kept last bit, to the magnitude, then drop the 13 low bits (cvt.rna, ties away, is
 // itself ~6 instructions in SASS): tf32_nearest_bits. Exact for every finite value and infinity; a NaN whose payload
@@ -511,7 +510,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   while (in_flight > 0) retire_oldest();
 }
 
-// The bulk input path (v4, sessions 34-35), for an NCHW input rounded to TF32 whose planes are whole 16-byte units
+// The bulk input path, for an NCHW input rounded to TF32 whose planes are whole 16-byte units
 // (H_in W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are,
 // where they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding
 // columns): tile_input_run finds it. One producer thread (the issuer) copies the runs of a half chunk (4 channels:
@@ -523,10 +522,10 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 // positions zeroed from another. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel
 // 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, the copies in flight are the
 // raw slots', so the K-major ring keeps 3 stages (2 where 3 do not fit beside 2 slots).
-// Measured (H100, L2-19, benchmarks/convt_fused/README.md): session 34's pass (quads of 16-byte loads transposed in
-// registers, stores rotated against bank conflicts, a division a quad: ~930 instructions a chunk a warp) kept the
-// main loop at 3.49-3.67 ms against the 4-byte copies' 2.94-3.00; session 35's (~20 instructions a position and half
-// chunk, 8 in flight) 2.63, against 2.08 without the pass and 2.77 by the copies: conv + moments 3.46 against 3.72.
+// Measured (H100, L2-19): with this pass (~20 instructions a position and half chunk, 8 in flight) the main loop
+// takes 2.63 ms, against 2.08 without the pass and 2.77 by the 4-byte copies: conv + moments 3.46 against 3.72. A pass
+// of quads (16-byte loads transposed in registers, stores rotated against bank conflicts, a division a quad: ~930
+// instructions a chunk a warp) holds the main loop at 3.49-3.67 ms against the copies' 2.94-3.00.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -647,8 +646,8 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         // The pass, a position at a time, kPassBatch positions a thread in flight: 4 loads of 4 bytes (one a
         // channel row; a warp reads 32 consecutive floats of each, conflict-free), rounded to TF32 (one F2FP each),
         // one 16-byte store of the position's unit (a warp's 32 units are consecutive: conflict-free). Padding
-        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for session
-        // 34's quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
+        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for a pass
+        // of quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
         // conflicts, a division a quad).
         const uint32_t raw_addr = smem_base + 4u * static_cast<uint32_t>(raw - smem);
         auto stage_half = [&](auto all_channels) {
@@ -716,7 +715,7 @@ __device__ __forceinline__ float mufu_ex2(float v) {
 }
 // GELU(v) = v Phi(v) = max(v, 0) - |v| erfc(|v| / sqrt 2) / 2 for either sign, with the erfc's p / sqrt 2 and its
 // halved coefficients folded into the constants: 11 instructions a value, 2 of them the multi-function unit's (the
-// select form, v - h or h with h = v q / 2, took 15; session 27).
+// select form, v - h or h with h = v q / 2, takes 15).
 __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   const float a = fabsf(v);
   const float t = mufu_rcp(fmaf(0.231641888f, a, 1.f));  // 1 / (1 + p |v| / sqrt 2): the denominator is >= 1
@@ -734,7 +733,7 @@ constexpr bool kEpilogueMoments = !std::is_same<Op, ConvOnly>::value;
 
 // The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
 // in pieces of 64 channels x 32 pixels, so that the code that adds the bias, stores z and folds op(z) into the
-// moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (the v3.4
+// moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (an unrolled
 // epilogue: 21.9 K SASS instructions a kernel, 59 % of its stall samples waiting for instructions to be fetched).
 constexpr int kEpiPixels = 32;                          // a piece's pixels
 constexpr int kEpiPieces = kWgPixels / kEpiPixels;      // 8 pieces a tile
@@ -760,7 +759,7 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
 // 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
 // 4 (l % 4) and 16 + 4 (l % 4) of each piece. A warp thus reads back only the rows it wrote, and syncs with itself
-// alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, session 27).
+// alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, H100).
 // 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias (a separately rounded add, as
 // PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,

@@ -118,7 +118,7 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
 // bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies' (the default, which the
-// input gradient takes). Since session 35's transposing pass the bulk path is the faster (H100, L2-19: conv + moments
+// input gradient takes). With its transposing pass the bulk path is the faster (H100, L2-19: conv + moments
 // 3.56-3.64 ms against 3.69-3.70): the fused forward asks for it. bulk_stages: its K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
@@ -175,7 +175,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
 // nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
 // 3.1 ms truncated, 4.2 rounded (the pass is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9
-// plus 1.5 for turning its channels-last result back to NCHW (benchmarks/convt_fused/README.md, sessions 24, 26).
+// plus 1.5 for turning its channels-last result back to NCHW.
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   std::string why = float_cuda_on_one_device({&grad_z, &weight});

@@ -1,12 +1,12 @@
 // ---- conv/convt_wgmma_infer.cuh: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
 // convt_wgmma's conv, bias, op and GroupNorm moments on most multiprocessors, the GroupNorm normalise on the rest,
-// sample by sample as the conv completes them (issue 13) ----
+// sample by sample as the conv completes them ----
 //
 // Why. The two-kernel forward writes z (2.18 GB at L2-19) and a normalise sweep reads it back from DRAM and writes y
 // after the conv's last tile: 1.5 ms on top of the conv kernel's 3.7-3.9. A sample's output is 17 MB and the H100's
 // L2 holds 50 MB, so the normalise can read a sample back from L2 soon after the conv has written it, and write y in
-// place: DRAM then sees x in and y out. Session 26 ran that normalise inside the conv blocks, between or beside their
-// wgmma, and every form lengthened the main loop by about the normalise's own time: the main loop is bound by the
+// place: DRAM then sees x in and y out. Run inside the conv blocks, between or beside their wgmma, that normalise
+// lengthens the main loop by about its own time in every form tried (H100, L2-19): the main loop is bound by the
 // shared-memory/L1 data path of its multiprocessor, and any load or store there takes from it. So here the normalise
 // runs on multiprocessors of its own, whose data paths the conv never uses:
 // - Roles by ticket. Each block (one a multiprocessor: the ring's shared memory allows no second) takes a ticket
@@ -18,7 +18,7 @@
 //   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
 //   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
 //   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's bulk copies take
-//   no L2 hint (with evict-first the conv blocks ended 0.2-0.3 ms later, session 35: neighbouring tiles share their
+//   no L2 hint (with evict-first the conv blocks end 0.2-0.3 ms later, H100, L2-19: neighbouring tiles share their
 //   halo rows through L2); the 4-byte copies, where the bulk path does not apply, ask L2 to evict first.
 // - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
 //   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
@@ -28,7 +28,7 @@
 //   evict-first. Planes of odd sizes (no 16-byte chunks) take a register path: items of whole planes by ticket.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
-// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 28): a normaliser moves ~56 GB/s (read and written
+// Measured (H100, L2-19): a normaliser moves ~56 GB/s (read and written
 // together) even alone and from L2: its multiprocessor's link to L2, not latency, bounds it (8 x 24 KB in flight did
 // not beat 48 KB). So the normalise costs ~0.6 ms of the GPU against the sweep's 1.5, and the conv beside its traffic
 // runs 5-10 % longer: the one launch is 0.1-0.4 ms faster than the two kernels in the same call (5.06 against 5.27 at
@@ -312,11 +312,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 // (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
 // multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
 // beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
-// (H100, L2-19, by the bulk path: 24 of 132; session 35's sweep, one process: 22 4.570 ms, 23 4.444, 24 4.482 and
-// 4.384 (the default), 25 4.408, 26 4.412; its trace, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33
-// ms and the normalisers at 4.39, at 20 4.16-4.24 and 4.80. Session 28, by the copies: 20, 5.06-5.13 ms against
-// 5.76-5.92 with 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
-// benchmarks/convt_fused/README.md.)
+// (H100, L2-19, by the bulk path: 24 of 132; a sweep in one process: 22 4.570 ms, 23 4.444, 24 4.482 and 4.384
+// (the default), 25 4.408, 26 4.412; traced, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33 ms and the
+// normalisers at 4.39, at 20 4.16-4.24 and 4.80. By the copies: 20, 5.06-5.13 ms against 5.76-5.92 with 16 and
+// 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.)
 inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();

@@ -1,6 +1,6 @@
 // ---- conv/convt_wgrad.cuh: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma,
 // sm_90a), from x in NCHW and grad_z channels-last, as the forward and the GroupNorm backward leave them (L2-19
-// `--conv fused`, issue 13) ----
+// `--conv fused`) ----
 //
 // The GEMM. With y[n, co, r, c] = sum x[n, ci, h, w] W[ci, co, kh, kw] over r = h - pad + kh, c = w - pad + kw:
 //   dW[ci, co, kh, kw] = sum over (n, h, w) of gz[n, co, h - pad + kh, w - pad + kw] * x[n, ci, h, w]
@@ -21,7 +21,7 @@
 //   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
-//   round_x asks for an in-place rounding pass. Measured (H100, benchmarks/convt_wgrad_accuracy.py, 8x64x256x256):
+//   round_x asks for an in-place rounding pass. Measured (H100, 8x64x256x256):
 //   the pass costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
 //   weight gradient, which truncates both operands (a mean signed error of -7.4e-4), is 6.7e-4 from float64.
 // - K is split over the grid: each block takes a contiguous run of (sample, strip, grad_z row) steps of one channel
@@ -442,7 +442,7 @@ void launch_convt_wgrad(const at::Tensor& x, const at::Tensor& gz, float* partia
 // The weight gradient of conv_transpose2d(x, weight, padding) at stride 1 for grad_z: (C_in, C_out, kH, kW), TF32
 // operands (grad_z rounded to nearest; x truncated, or rounded to nearest with round_x), float32 sums. x is read as
 // NCHW and grad_z channels-last (each copied so if it is not). H100, L2-19's shape: 2.4 ms (2.99 with round_x)
-// against 6.7 for cuDNN's on channels-last tensors (benchmarks/convt_fused/README.md, session 25).
+// against 6.7 for cuDNN's on channels-last tensors.
 template <int kPart = 0>
 at::Tensor convt_wgmma_weight_grad(const at::Tensor& grad_z, const at::Tensor& x, const at::Tensor& weight,
                                    std::vector<int64_t> padding, bool round_x = false) {
