@@ -269,7 +269,7 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
+// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
 // registers.) kSaveExtremes (a max pooling whose backward follows): each window's
 // winning x -> extremes.

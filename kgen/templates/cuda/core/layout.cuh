@@ -64,11 +64,11 @@ batched_transpose_kernel(const float* __restrict__ in, float* __restrict__ out, 
 }
 
 // A side of at most kNarrow (a convolution's input of 3 channels): the 32 x 64 tile above would be mostly
-// empty (L2-83's 3-channel input went at 0.26 TB/s). One thread per position along the long side moves the whole
+// empty (it moves L2-83's 3-channel input at 0.26 TB/s). One thread per position along the long side moves the whole
 // short side instead: across a warp its accesses along the long side are coalesced, and its values on the short
 // side are contiguous for it. The other side's accesses are strided by the short side, so this only pays while
-// that side is tiny: on the H100 it took L2-83's 3-channel copy from 772 to 71 us, but L2-21's 8-channel one
-// from 319 (the tile) to 501 us; sides of 5 to 8 keep the tile.
+// that side is tiny: on the H100 L2-83's 3-channel copy takes 71 us against the tile's 772, but L2-21's
+// 8-channel one 501 us against the tile's 319; sides of 5 to 8 take the tile.
 constexpr int kNarrow = 4;
 
 __global__ void __launch_bounds__(kTransposeThreads)

@@ -9,7 +9,7 @@ __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a
 // sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
 // reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result
 // is 0 where IEEE gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one
-// process: L2-21 1462 -> 1324 us, L2-60 1810 -> 1702; benchmarks/h100/s17/run4.)
+// process: L2-21 1324 us against 1462 with the IEEE division, L2-60 1702 against 1810.)
 __device__ __forceinline__ float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
 __device__ __forceinline__ float siluf(float a) { return __fdividef(a, 1.f + expf(-a)); }
 __device__ __forceinline__ float silu_grad(float a) {
@@ -36,8 +36,7 @@ __device__ __forceinline__ float gelu_tanh_grad(float a) {
 // instructions and two branches where this is 4): q = a * RN(1/3) is within an ulp, the remainder a - 3 q is exact
 // in one fma, and one correction step rounds correctly (Markstein; nvcc's own fast path of a / 3.f, which it takes
 // after checking the operands' range). The sign is a's: the correction turns -0 into +0. tests/gpu/test_region_ops.py
-// compares it with a / 3.f for every float in [-3, 3], bit for bit (H100, session 19: only -0 differed before the
-// copysign).
+// compares it with a / 3.f for every float in [-3, 3], bit for bit (H100; without the copysign only -0 differs).
 __device__ __forceinline__ float div3(float a) {
   constexpr float kThird = 1.f / 3.f;
   const float q = a * kThird;
@@ -80,7 +79,7 @@ __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || 
 // more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
 // holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
 // its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
-// IEEE divisions, 50.6 with __fdividef; benchmarks/h100/s17/run2.) Past a = 20 the tanh is 1.0f in both (and
+// IEEE divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f in both (and
 // e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
 __device__ __forceinline__ float mishf(float a) {
   if (a > 20.f) return a;

@@ -27,8 +27,7 @@
 // no K fits (slices of more than 16 x 64 KB), on GPUs older than sm_90, where the kernel was not built for
 // sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would dominate).
 // region_backward_twopass (groupnorm/twopass/forward_host.cuh) tries it first, after the same checks.
-// benchmarks/h100/s14/README.md has the variants measured. No float atomics anywhere: every result is
-// bitwise reproducible.
+// No float atomics anywhere: every result is bitwise reproducible.
 namespace kgen {
 namespace region_cluster {
 
@@ -41,7 +40,7 @@ constexpr int64_t kClusterMinPlane = 512;
 constexpr int kClusterThreads = 256;               // threads of a block (the solution's kBlock is not used)
 
 // The reductions the cluster backward takes: those whose dv is one number per plane or sample, so that a
-// block holds x alone. Measured against the two-pass sweeps on the H100 (benchmarks/h100/s14/README.md):
+// block holds x alone. Measured against the two-pass sweeps on the H100:
 //   kNone     x and dout held, 8 bytes a value: L2-83 0.80-0.82 ms against 0.74-0.76, not taken
 //   kWindow   a gather and divisions per element: L2-85 1.21 against 1.00 ms, not taken
 //   kChannel  an exp of the epilogue's value and two loads at (n, s) per element: L2-92 0.97-1.18 against
@@ -432,7 +431,7 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
 }
 
 // Shared memory a block of the cluster forward may hold (three blocks an H100 SM: 3 x 72 KB of its 228), and its
-// largest cluster: the portable 8. (H100, benchmarks/h100/s32/README.md: L2-83's 430 KB slices on 8 blocks of
+// largest cluster: the portable 8. (H100: L2-83's 430 KB slices on 8 blocks of
 // 54 KB 338.6 us against the sweeps' 467.5; L2-21's 1.03 MB slices on 16 blocks of 65 KB 1200.9 against 1120.6.)
 constexpr int64_t kClusterForwardBlockBytes = 72 * 1024;
 constexpr int kClusterForwardMaxCluster = 8;

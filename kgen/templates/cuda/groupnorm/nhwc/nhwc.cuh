@@ -131,10 +131,10 @@ struct SplitBlock {
 // Statistics need no transpose: a thread's row vectors always hold the same W channels (c0 + row_lane W ..
 // + W - 1) of pixels row_pixel, row_pixel + kPixelsPerStep, ..., so it keeps W running Moments and the Pro
 // parameters of those channels in registers and folds its rows straight in, with no shared tile and no barrier
-// per tile (the first version went through the shared tile as apply does: 2.2 TB/s at L2-19's shape, 1.7 at
-// L2-21's). A thread issues its kRowSteps loads of a tile before it folds the first; the latency is hidden by
+// per tile (through the shared tile, as apply goes, the statistics move 2.2 TB/s at L2-19's shape, 1.7 at
+// L2-21's; H100). A thread issues its kRowSteps loads of a tile before it folds the first; the latency is hidden by
 // many resident warps (few registers), as in region_twopass's statistics, not by a register prefetch of the
-// next tile (which doubled the registers: 96, two blocks per SM). At the end, threads
+// next tile (which doubles the registers: 96, two blocks per SM). At the end, threads
 // holding the same channels combine: across a warp by shuffles (the lanes kLanesPerPixel apart), across
 // warps through shared memory, in a fixed order.
 template <class Pro, int kBlock, bool kVec, int kC>
@@ -257,7 +257,7 @@ apply_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape
 // direct dz, dx = Pro::backward(dz) + direct dx, written as rows; Pro's parameter gradients -> param_partial.
 // The tile's per-channel constants sit in shared memory, not in registers, and dx goes through a second
 // shared tile: a thread keeps only its prefetched rows, its sums and its parameter gradients, so that
-// several blocks share an SM (a first version that kept everything in registers used 128-158 of them).
+// several blocks share an SM (everything kept in registers takes 128-158 of them).
 template <class Pro, class Epi, int kBlock, bool kVec, int kC, bool kApply>
 __global__ void __launch_bounds__(kBlock)
 backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, RegionParams params, RegionShape shape,

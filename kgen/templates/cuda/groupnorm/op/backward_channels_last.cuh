@@ -18,10 +18,9 @@ constexpr int kClTileC = 32;
 constexpr int kClTileP = 64;
 constexpr int kClThreads = 256;
 constexpr int64_t kClTilesPerSpan = 8;
-// Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep
-// (benchmarks/convt_fused/h100_v3/s24/run3_parts.log): 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM),
-// 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus
-// core/layout.cuh's copy took 5.17.
+// Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep:
+// 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM), 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at
+// 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus core/layout.cuh's copy take 5.17.
 constexpr int kClStep = 2;
 
 template <class Op, int kGroups, bool kVec, bool kChannelBias>

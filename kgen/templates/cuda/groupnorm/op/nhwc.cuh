@@ -499,9 +499,9 @@ nhwc_backward_apply_kernel(const float* __restrict__ dy, const float* __restrict
 
 // Error messages are formatted with snprintf and raised through TORCH_CHECK as ONE C string. On the
 // H100 test machine (PyTorch 2.11, nvcc-built extension), TORCH_CHECKs whose message c10::str-streams
-// integers or sizes crashed the process (SIGSEGV) while raising when they sat in this file (or in the
-// test bindings after it), while the same kind of check in groupnorm/op/twopass.cuh raised cleanly and a
-// single-C-string TORCH_CHECK raised cleanly everywhere; the cause was not found. Messages built here
+// integers or sizes crash the process (SIGSEGV) while raising when they sit in this file (or in the
+// test bindings after it), while the same kind of check in groupnorm/op/twopass.cuh raises cleanly and a
+// single-C-string TORCH_CHECK raises cleanly everywhere; the cause is not known. Messages built here
 // never go through an ostream, and they reach Python as ordinary RuntimeErrors (tested on that machine).
 struct ErrorText {
   char text[512];

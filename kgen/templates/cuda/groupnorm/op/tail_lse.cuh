@@ -251,7 +251,7 @@ tail_backward_partial_kernel(const float* __restrict__ grad_out, const float* __
 //   dgamma[c] = sum_n rstd * sum dy (v - mean),  dbeta[c] = sum_n sum dy      (as param_grad_kernel)
 //   dbias[c]  = sum_n sum_pixels du, the plane sum of du being sum dr + scale * sum dy + B * sum (v - mean)
 //               + C * HW (the apply kernel's formula summed over the plane, with the same float coefficients).
-// groupnorm/op/twopass.cuh's param_grad_kernel (one thread per channel, a serial loop over the batch) took 50 us at
+// groupnorm/op/twopass.cuh's param_grad_kernel (one thread per channel, a serial loop over the batch) takes 50 us at
 // the reference shape; here the batch is spread over the lanes.
 template <int kGroups>
 __global__ void channel_grads_kernel(const float2* __restrict__ extra_partial, int splits,

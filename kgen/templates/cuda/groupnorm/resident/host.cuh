@@ -83,10 +83,9 @@ bool rows_backward_applies(int64_t slice, int lanes, int width) {
 // The rows backward's team width where the rows forward applies, else 0: a pack a lane, up to a block of
 // `block` lanes (its running sums, K x 4 a pack, take registers that a second pack would take from the warps
 // an SM holds: H100, L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1,
-// 100 and two, session 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three,
-// session 15). Teams past 32 lanes meet in shared memory (session 17: L2-30's 512-value slices, 128 lanes;
-// before, the resident tiles with a parameter row per sample). Slices of more packs than the block has lanes
-// keep the resident tiles.
+// 100 and two; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three). Teams past
+// 32 lanes meet in shared memory (L2-30's 512-value slices: 128 lanes, where the resident tiles would hold a
+// parameter row per sample). Slices of more packs than the block has lanes take the resident tiles.
 inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups, int block) {
   if (rows_lanes(channels, plane, groups) == 0) return 0;
   const int64_t packs = channels / groups / 4;

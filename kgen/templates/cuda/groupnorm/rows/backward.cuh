@@ -4,7 +4,7 @@
 // D = C / G values held by a TEAM of L lanes, kPacks 16-byte packs a lane (the plan takes one:
 // rows_backward_lanes); a team of up to a block, its warps' sums met in shared memory past 32 lanes. The
 // resident backward's tiles (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice
-// sums, barrier, dx sweep) keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for
+// sums, barrier, dx sweep) keep too few bytes moving here (H100: L2-37 1.78 ms for
 // 1.61 GB, 0.90 TB/s; the 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample
 // parameter rows as large as x).
 //
@@ -19,10 +19,10 @@
 // count is the same for every thread, so whole warps reach each shuffle and the whole block each barrier.
 //
 // Measured (H100, L2-37's (32768, 4096) Swish + bias region, 64-value slices, teams of 16 lanes; kernel time
-// in one run each, benchmarks/h100/s15): 860 us with the functors reloaded per value and pass 2 recomputing
-// the sigmoid; 718 us with them in registers (one sigmoid a value); 707 us with float lane sums; 625 us with
-// those and registers capped for 24 warps an SM (80, no spill; the 94 uncapped leave 16). Loads 2-3 steps
-// ahead, or 32 warps (spills), were slower.
+// in one run each): 625 us as written (the functors in registers, one sigmoid a value, float lane sums, registers
+// capped for 24 warps an SM: 80, no spill; the 94 uncapped leave 16); 707 us uncapped; 718 us with double lane
+// sums; 860 us with the functors reloaded per value and pass 2 recomputing the sigmoid. Loads 2-3 steps ahead, or
+// 32 warps (spills), are slower.
 namespace kgen {
 
 struct RowsBackwardPlan {

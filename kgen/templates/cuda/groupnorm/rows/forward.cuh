@@ -13,7 +13,7 @@
 // same whatever the lane's share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's
 // index), so fewer lanes spread that cost over more values; more packs a lane and in flight cost registers,
 // and with them warps. Measured at L2-37 (64-value slices, an expf and a division a value in the prologue;
-// H100, benchmarks/h100/rows_v3): 16 lanes x 1 pack, 8 in flight (the first version) 676 us, ncu ~100
+// H100): 16 lanes x 1 pack, 8 in flight 676 us, ncu ~100
 // instructions a value and 16 warps an SM; 4 x 4 packs, 8 in flight 505 us; 8 x 2, 4 in flight 446 us;
 // 8 x 2, 2 in flight (one slice a team at a time, the loads of the next in flight) 420 us, 2.55 TB/s.
 //
@@ -210,7 +210,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 // folds the v it computes into its partial (groupnorm/reducers.cuh: the sum, the first extreme and its
 // channel, or (max, sum exp)), and at the sample's end the warp's partials merge by butterfly and the
 // sub-block's warps in warp order, through shared memory: a fixed order, bitwise reproducible. (The resident
-// tiles did this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
+// tiles do this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
 // 75 us for 33 MB.) Statistics are as the rows forward's; aux is the winning channel, as the resident
 // backward reads it.
 struct RowsReducePlan {

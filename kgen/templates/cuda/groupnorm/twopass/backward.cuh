@@ -202,8 +202,8 @@ __device__ __forceinline__ void write_block_sums(float (&sums)[kSums > 0 ? kSums
 }
 
 // Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
-// in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
-// 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
+// in one run each: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped, 782 us capped against 962
+// uncapped; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
 // L2-92 spills, 1196 us.)
 constexpr int kSweepBackwardWarps = 24;
 
@@ -273,7 +273,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
 
 // out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):
 // thread t sums the (n, split) pairs t, t + kParamSumThreads, ... in double, then a fixed tree (warps, then the
-// warps' sums in order). (One warp per (k, c) took 36 us for L2-19's 64 channels of 2176 pairs each on the H100:
+// warps' sums in order). (One warp per (k, c) takes 36 us for L2-19's 64 channels of 2176 pairs each on the H100:
 // too few loads in flight.)
 constexpr int kParamSumThreads = 256;
 

@@ -56,8 +56,8 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
 
 // 16-byte loads and stores when every stream read or written at the element's position allows them. Odd planes
 // (S % 4 != 0) too, with scalar ends per chunk (ChunkSpan), where those streams share x's offset: all but
-// kChannel's (dout, out, aux at (n, s)). (H100, L2-60's 31 x 63 x 63 planes: backward 1.88 -> 1.72 ms with the
-// sigmoid change; benchmarks/h100/s17/README.md.)
+// kChannel's (dout, out, aux at (n, s)). (H100, L2-60's 31 x 63 x 63 planes: the backward's sweeps 1.74 ms against
+// 1.88 by scalar accesses.)
 template <ReduceKind R>
 bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
   bool vec = (in.shape.plane % 4 == 0 || R != ReduceKind::kChannel) && aligned(in.x) && aligned(dx);
@@ -124,15 +124,15 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 // take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
 // kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
 // reads DRAM, the pipelined one's would too, and waits on top).
-// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms, run2; L1-35,
-// whose slice alone is 16 MB of x and dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the
-// sweeps 12.31, run3. Two rounds an item: 3.52 against 3.44 ms at L2-19, run2.)
+// (H100: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose slice alone is 16 MB of x and
+// dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the sweeps 12.31. Two rounds an item:
+// 3.52 against 3.44 ms at L2-19.)
 constexpr int kPipelineRounds = 1;
 constexpr double kPipelineL2Share = 0.6;
 constexpr double kPipelineMaxExtraLag = 1.0;
 constexpr double kPipelineMinExtraLag = 0.2;
 
-// The reductions the pipelined backward takes: kNone. (H100, runs 1-2: L2-92's log-sum-exp over channels 962
+// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962
 // against 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a
 // DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs (odd
 // planes with scalar ends too): a scalar plane's items are 4x as many, each too short (L2-60 as scalars: 3.96
@@ -170,9 +170,8 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the sweeps were
-  // faster in session 17, 1736 against 1810 us; once hardswish's gradient lost its division, the pipelined kernel
-  // 1416 against 1687 us: benchmarks/h100/s19/README.md.)
+  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
+  // kernel 1416 us against the sweeps' 1687.)
   const bool planned = pipeline_takes<R>() && vec;
   if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
   const RegionShape& shape = in.shape;

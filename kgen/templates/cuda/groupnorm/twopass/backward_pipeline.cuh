@@ -23,12 +23,11 @@
 //            partials in double in a fixed order (finish_slice) before its next item, writes plane_sums and
 //            coef[row], and releases ready[row]
 //   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
-// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
-// slower: every pass B item of the slice then waits for the merge. H100, L2-19: 3.44 against 3.06-3.12 ms;
-// benchmarks/h100/s16/README.md.)
+// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, is
+// slower: every pass B item of the slice then waits for the merge. H100, L2-19: 3.44 against 3.06-3.12 ms.)
 // One barrier per item besides the block sums' and pass B's hand-over of the coefficients: thread 0 passes the
 // next ticket and the slice to merge on through double-buffered shared slots (ncu at L2-61 with three barriers:
-// 39% of the warps' stall cycles at barriers; removing two of them bought 0-1%, run5).
+// 39% of the warps' stall cycles at barriers; one barrier instead of three gains 0-1%, H100).
 // Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
 // waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
 // always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
@@ -80,11 +79,11 @@ struct PipelineArgs {
 };
 
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
-// (H100, L2-19: 3.12 against 3.49 ms without the hints, run1; 3.44 against 3.81, run2.)
+// (H100, L2-19, two runs: 3.12 against 3.49 ms without the hints, 3.44 against 3.81.)
 constexpr bool kPipelineL2Hints = true;
 
 // Threads of a block of the pipelined backward (an item is kPipelineThreads x kUnroll packs of each stream).
-// (H100, run5: 128 / 512 threads 3.20 / 4.23 ms against 3.10 at L2-19; 128 within 1% elsewhere or slower.)
+// (H100: 128 / 512 threads 3.20 / 4.23 ms against 3.10 at L2-19; 128 within 1% elsewhere or slower.)
 constexpr int kPipelineThreads = 256;
 
 // Whether the backward of a region takes this kernel where its plan applies (pipeline_backward), or always

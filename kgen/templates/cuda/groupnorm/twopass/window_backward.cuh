@@ -2,7 +2,7 @@
 // groupnorm/twopass/twopass.cuh) ----
 //
 // The backward sweeps (groupnorm/twopass/backward.cuh) find each element's window from its flat position:
-// five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which made them
+// five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which makes them
 // issue-bound at 3x their DRAM time (H100, L2-85's 126 x 126 planes and 4 x 4 windows: 558 + 496 us against a
 // same-size copy's 400). These kernels cut that work two ways:
 //   - window_sweep_kernel walks whole rows (a row: the W values along the last dim): a block takes `rows`
@@ -18,10 +18,10 @@
 //     second pass reads that in dout's place: a value's dx is then the prologue's backward of
 //     rstd gamma dy + B (z - mean) + C, without y or the epilogue's backward at every value.
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
-// gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
-// 1057 -> 590 us for the backward's kernels, 434 us of it the second sweep, at 72 % of DRAM, 36 us of that the
-// gathers of dout and aux: benchmarks/h100/s18/README.md. The first pass, 148 us while it gathered x at the
-// positions, 40 us reading the saved x: benchmarks/h100/s19/README.md.)
+// gradients, merged in a fixed order): deterministic, and the same group kernel follows. (H100, L2-85, one A/B
+// run: the backward's kernels 590 us against the sweeps' 1057, 434 us of it the second sweep, at 72 % of DRAM, 36 us
+// of that the gathers of dout and aux. The first pass takes 40 us reading the saved x, against 148 us gathering x
+// at the extremes' positions.)
 namespace kgen {
 namespace region_twopass {
 
@@ -46,8 +46,8 @@ inline WindowPlan window_plan(const Geometry& geo) {
   return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
 }
 
-// Values a thread has in flight, each with its window's saved values. (H100, L2-85, session 18: 4 at 24 warps beat
-// 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
+// Values a thread has in flight, each with its window's saved values. (H100, L2-85: 4 at 24 warps beat 8 at 24 and
+// 16 at 16 warps, and 2- or 4-value accesses do not help.)
 constexpr int kWindowValuesInFlight = 4;
 
 // The plane of block blockIdx.x of a grid of `splits` blocks a plane: its split, channel and (sample, group) row.
