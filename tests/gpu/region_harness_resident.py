@@ -1,4 +1,4 @@
-"""The resident GroupNorm-region kernels (kgen/templates/cuda/gn_region_resident.cuh) built as ONE load_inline
+"""The resident GroupNorm-region kernels (kgen/templates/cuda/groupnorm/resident/resident.cuh) built as ONE load_inline
 extension with hand-written functors of the kind kgen generates, a float64 PyTorch reference of every
 instantiation, and a benchmark (`python -m tests.gpu.region_harness_resident`: kNone forward and backward
 against F.group_norm, per call with CUDA events, back-to-back, and kernel time from torch.profiler).

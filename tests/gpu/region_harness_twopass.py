@@ -1,4 +1,4 @@
-"""Test harness of the two-pass GroupNorm region kernels (kgen/templates/cuda/gn_region_twopass.cuh): example
+"""Test harness of the two-pass GroupNorm region kernels (kgen/templates/cuda/groupnorm/twopass/twopass.cuh): example
 functors written as the generator would write them, one load_inline extension holding every instantiation the
 tests use, and a float64 PyTorch re-implementation of a region (outputs and, through autograd, every gradient).
 

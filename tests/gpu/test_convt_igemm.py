@@ -1,4 +1,4 @@
-"""kgen's tensor-core ConvTranspose2d (kgen/templates/cuda/convt_igemm.cuh, issue 13) against float64: the
+"""kgen's tensor-core ConvTranspose2d (kgen/templates/cuda/conv/convt_igemm.cuh) against float64: the
 conv output z = conv_transpose2d(x, w) + b within the TF32 bound of each element (2 x 2^-11 relative per
 operand rounding, times sum |x w| of its terms), the fused GroupNorm statistics of op(z) against float64
 statistics of the kernel's own z, and the normalised output. Shapes: kernel 1, 2, 3, 4, 5; stride 1, 2, 3;

@@ -1,4 +1,4 @@
-"""kgen's wgmma ConvTranspose2d (kgen/templates/cuda/convt_wgmma.cuh: sm_90a, stride 1, issue 13) against float64:
+"""kgen's wgmma ConvTranspose2d (kgen/templates/cuda/conv/convt_wgmma.cuh: sm_90a, stride 1) against float64:
 z = conv_transpose2d(x, w) + b within the TF32 bound of each element (input and weights rounded to nearest: 2^-11
 relative each, times sum |x w| of its terms), the fused GroupNorm statistics of op(z) against
 float64 statistics of the kernel's own z, and the normalised output. Shapes: kernel 1 to 5, padding 0 to 2, input

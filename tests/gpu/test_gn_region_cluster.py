@@ -1,4 +1,4 @@
-"""The cluster backward of a fused GroupNorm region (kgen/templates/cuda/gn_region_cluster.cuh): each slice held
+"""The cluster backward of a fused GroupNorm region (kgen/templates/cuda/groupnorm/cluster/cluster.cuh): each slice held
 in the shared memory of a thread-block cluster, x read once. Built into the two-pass test extension
 (tests/gpu/region_harness_twopass.py, entry `region_backward_cluster`, an error where the cluster backward
 declines), checked like the two-pass kernels: forward by the two-pass kernels, then every gradient against

@@ -1,4 +1,4 @@
-"""The channels-last region kernels (kgen/templates/cuda/gn_region_nhwc.cuh, `kgen emit --ref --conv fast`).
+"""The channels-last region kernels (kgen/templates/cuda/groupnorm/nhwc/nhwc.cuh, `kgen emit --ref --conv fast`).
 
 1. Kernel against kernel: one region of an emitted file fed the same values once channels-last (its NHWC
    kernels) and once NCHW-contiguous (the two-pass or resident kernels, which test_gn_region_*.py and
@@ -12,8 +12,8 @@
 3. `kgen validate --no-tf32` on the emitted files at its default 1e-4, every check (float64 included). With
    PyTorch's default TF32, cuDNN's channels-last algorithms round differently from its NCHW ones (L2-21's NCHW
    forward convolution is plain float32, its channels-last one TF32; the channels-last TF32 weight gradient of
-   a ConvTranspose2d strays further from float64), which is the convolution's doing, not the region's: seen on
-   the H100 in session 10, when this test ran with TF32 on at 1e-2 and failed only float64 conv-weight checks.
+   a ConvTranspose2d strays further from float64), which is the convolution's doing, not the region's: on
+   the H100, with TF32 on at 1e-2, this test fails only float64 conv-weight checks.
 Needs a CUDA device."""
 import copy
 import os

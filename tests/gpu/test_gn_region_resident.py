@@ -59,8 +59,8 @@ def make_inputs(name, shape, groups, window, affine, seed, scalar_epilogue_param
     pp = [0.1 * torch.randn(c, device="cuda", generator=gen)] if pro != "kgen::NoPrologue" else []
     if pp:
         # The prologue's hardtanh has a kink at +-1 whose gradient is 0 on it: a value within a float32 rounding
-        # of it takes one side in the kernel and the other in the float64 reference (33 M values give ~0.4 such,
-        # H100 session 7: dx 0 against 2.92 at one element). Values that close are moved off the kink.
+        # of it takes one side in the kernel and the other in the float64 reference (33 M values give ~0.4 such;
+        # on the H100, dx 0 against 2.92 at one element). Values that close are moved off the kink.
         near_kink = ((x + pp[0].view((1, -1) + (1,) * (len(shape) - 2))).abs() - 1).abs() < 1e-4
         x = torch.where(near_kink, x + 1e-3, x)
     ep = []

@@ -1,4 +1,4 @@
-"""NCHW <-> channels-last copies (kgen/templates/cuda/layout.cuh), built from the .cuh building blocks into a
+"""NCHW <-> channels-last copies (kgen/templates/cuda/core/layout.cuh), built from the .cuh building blocks into a
 small test extension, against PyTorch's own layout copies: the same values bit for bit, the expected strides,
 on shapes that take the 16-byte path, the scalar path (C or HW not a multiple of 4, a misaligned view),
 partial tiles, and inputs already in the target layout or in neither.

@@ -1,4 +1,4 @@
-"""Issue 11, item 2: the determinism check judges the solution's own kernels, not the libraries it shares
+"""The determinism check judges the solution's own kernels, not the libraries it shares
 with the reference. The decision (a pure function of what was measured) is tested case by case; the whole
 path runs on the CPU with a stand-in for a nondeterministic library call (noise unless
 torch.use_deterministic_algorithms(True)); the GPU test (test_verdicts_gpu.py) uses index_add_'s atomics."""

@@ -1,4 +1,4 @@
-"""Issue 11, item 5, without a GPU: how a profiled kernel is attributed to the solution or to PyTorch
+"""Without a GPU: how a profiled kernel is attributed to the solution or to PyTorch
 (qualified names, the ELF symbol reader, the solution's libraries), and the verdict drawn from one profiled
 forward and backward. The profiling itself runs in test_verdicts_gpu.py."""
 import ctypes

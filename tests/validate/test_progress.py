@@ -1,4 +1,4 @@
-"""Issue 11, item 3: `kgen validate` shows its stages on stderr as they start (a line every ~10 s while a
+"""`kgen validate` shows its stages on stderr as they start (a line every ~10 s while a
 stage such as the build runs long), without changing the report on stdout or the JSON."""
 import io
 import json

@@ -1,4 +1,4 @@
-"""Issue 5 on a GPU: no memory growth over 1,000 forward+backward iterations of every emitted solution,
+"""Reliability on a GPU: no memory growth over 1,000 forward+backward iterations of every emitted solution,
 and the extension built once per process (the same file twice reuses its build; two different emitted
 files get different extensions and both compute correct results). The logic lives in
 benchmarks/reliability_checks.py, which benchmarks/reliability.py also tabulates."""
@@ -24,7 +24,7 @@ def test_same_file_twice_in_one_process_reuses_the_build():
     assert result["ninja_runs_second"] == 0, result
     assert result["second_load_s"] < 5.0, result
     assert result["extension"][0] == result["extension"][1], result
-    assert result["extension"][0].endswith("_" + result["source_digest"]), result   # no _v1: no collision
+    assert result["extension"][0].endswith("_" + result["source_digest"]), result   # no version suffix: no name collision
 
 
 def test_two_different_emitted_files_in_one_process():

@@ -1,6 +1,6 @@
 """The validator on a real GPU: a small hand-written CUDA solution passes; the same with a planted bug
 (the variance taken as E[x^2]) fails the numerics; one with an out-of-bounds write is reported broken; the
-emitted groupnorm solution passes; --bench reports every contender. Then issue 5's adversarial files
+emitted groupnorm solution passes; --bench reports every contender. Then the adversarial files
 (tests/validate/adversarial.py): a hang, a write into the input, a cached result, a wrong shape, a side
 stream, each with its exit code and failed checks and no leftover process; and the CPU runtime-verdict
 table run with device "cuda"."""
@@ -73,7 +73,7 @@ def test_bench_on_gpu(tmp_path):
     assert "benchmark" in text
 
 
-# ---- adversarial GPU files (issue 5): verdict, exit code, time, no leftover process --------------------
+# ---- adversarial GPU files: verdict, exit code, time, no leftover process ------------------------------
 
 from tests.validate.adversarial import (GPU_CASES, HANG_MARGIN, HANG_TIMEOUT, judge, run_case,  # noqa: E402
                                         runtime_cases)

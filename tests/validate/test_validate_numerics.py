@@ -85,7 +85,7 @@ def test_shares_memory():
 def test_fp64_chunks_never_leave_a_lone_last_sample():
     """The float64 arbiter's chunks cover the batch in order, and a last chunk of one sample joins the one before
     it: a GroupNorm with one value per group refuses a batch of one in training (own reference two_groupnorms,
-    batch 33 in chunks of 8, failed so on the H100 in session 13)."""
+    batch 33 in chunks of 8, fails so on the H100 without the join)."""
     from kgen.validate.stages.arbiter import chunk_bounds
 
     assert chunk_bounds(33, 8) == [(0, 8), (8, 16), (16, 24), (24, 33)]

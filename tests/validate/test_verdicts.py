@@ -1,4 +1,4 @@
-"""Issue 11, item 4: `kgen validate` judges any KernelBench solution the way KernelBench does (its protocol:
+"""`kgen validate` judges any KernelBench solution the way KernelBench does (its protocol:
 same seed before each construction, forward only, atol=rtol=1e-4; get_inputs/get_init_inputs from the
 reference when the solution has none), and reports that verdict apart from kgen's own, in the report and
 the JSON; the exit code stays kgen's. The pure verdict functions, then the whole path on the CPU."""
@@ -175,7 +175,7 @@ def test_reference_failing_under_kernelbench_protocol_is_not_applicable(cpu_runt
 
 def test_reference_with_a_whole_batch_number_output_is_arbitrated(cpu_runtime, tmp_path):
     """An output that is one number of the whole batch (y.sum()): no per-sample slice of it exists, so the float64
-    arbiter runs the batch whole instead of raising (it was BROKEN: slice() of a 0-dim tensor). The solution's weight
+    arbiter runs the batch whole instead of raising (slice() of a 0-dim tensor would make the verdict BROKEN). The solution's weight
     gradient is 2e-4 off, so that the arbiter must run."""
     report = tmp_path / "report.json"
     code = validate(str(RUNTIME_FILES / "full_sum_solution.py.txt"), ref=str(RUNTIME_FILES / "reference_full_sum.py.txt"),

@@ -1,11 +1,11 @@
-"""Issue 11 on a GPU:
-  item 2  a reference whose own library call (index_add_ on float atomics) is not bitwise reproducible: a
-          solution sharing that call passes (the reference's nondeterminism is INFO); one whose own kernel
-          uses float atomics fails on determinism and on nothing else
-  item 3  the CLI's progress on stderr, the report on stdout (the L2-19 shape of the issue, which must exit 0)
-  item 4  a third-party-style solution: KernelBench's verdict PASS, kgen's FAIL (gradients, state_dict)
-  item 5  a kernel compiled but never launched fails with the kernel listing; every generated file passes
-          with its own kernels doing the work
+"""The validator's verdicts on a GPU:
+  determinism    a reference whose own library call (index_add_ on float atomics) is not bitwise reproducible:
+                 a solution sharing that call passes (the reference's nondeterminism is INFO); one whose own
+                 kernel uses float atomics fails on determinism and on nothing else
+  progress       the CLI's progress on stderr, the report on stdout (L2-19 at an odd shape, which must exit 0)
+  KernelBench    a third-party-style solution: KernelBench's verdict PASS, kgen's FAIL (gradients, state_dict)
+  kernels        a kernel compiled but never launched fails with the kernel listing; every generated file
+                 passes with its own kernels doing the work
 Set KGEN_REPORT_DIR to keep each report (text and JSON) there."""
 import io
 import json
@@ -56,7 +56,7 @@ def check(data, name):
     return next(c for c in data["checks"] if c["name"] == name)
 
 
-# ---- item 2 ------------------------------------------------------------------------------------------------
+# ---- determinism ----------------------------------------------------------------------------------------------
 
 def test_solution_sharing_the_references_nondeterministic_index_add_passes(tmp_path):
     code, data, text = run(FILES / "gpu_index_add_shared_library.py.txt", INDEX_REFERENCE, tmp_path, trials=2)
@@ -81,7 +81,7 @@ def test_own_float_atomics_fail_determinism_against_a_nondeterministic_reference
     assert set(data["kernels"]["forward"]["solution_kernels"]) == {"atomic_bin_sum_kernel", "scale_kernel"}
 
 
-# ---- item 4 ------------------------------------------------------------------------------------------------
+# ---- KernelBench's verdict apart from kgen's ------------------------------------------------------------------
 
 def test_third_party_solution_kernelbench_pass_kgen_fail(tmp_path):
     code, data, text = run(FILES / "third_party_groupnorm.py.txt", REFERENCE, tmp_path, **SMALL)
@@ -97,7 +97,7 @@ def test_third_party_solution_kernelbench_pass_kgen_fail(tmp_path):
     assert check(data, "kernels: backward")["verdict"] == "SKIP"
 
 
-# ---- item 5 ------------------------------------------------------------------------------------------------
+# ---- the solution's own kernels at work -----------------------------------------------------------------------
 
 def test_kernel_compiled_but_never_launched_fails_with_the_listing(tmp_path):
     code, data, text = run(FILES / "gpu_groupnorm_never_launched.py.txt", REFERENCE, tmp_path, **SMALL)
@@ -122,13 +122,13 @@ GENERATED_RUNS = {
 }
 
 
-# At these small shapes the float64 cross-check of two samples (unchanged by issue 11) fails two variants on
-# their TF32 conv gradients, as seen on the H100: the channels-last TF32 weight gradient is itself far from
-# float64 at small shapes (README, --conv fast), and the tanh variant's conv weight gradient was just over its
-# bound (0.00916 vs 0.00908). The README's runs pass both at their reference shapes. Nothing else may fail.
+# At these small shapes the float64 cross-check of two samples fails two variants on their TF32 conv gradients
+# (H100): the channels-last TF32 weight gradient is itself far from float64 at small shapes (README, --conv fast),
+# and the tanh variant's conv weight gradient is just over its bound (0.00916 vs 0.00908). The README's runs pass
+# both at their reference shapes. Nothing else may fail.
 FLOAT64_AT_SMALL_SHAPES = {"convt_gelu_groupnorm_fast.py", "convt_gelu_groupnorm_tanh.py"}
 # --conv fast holds at 1e-2, not at KernelBench's fixed 1e-4 (TF32 NHWC conv): on the H100 its KernelBench
-# verdict was FAIL, 4 of 5 trials, max|Δ| 1.4e-4 -- the verdict KernelBench itself would give
+# verdict is FAIL, 4 of 5 trials, max|Δ| 1.4e-4 -- the verdict KernelBench itself would give
 KERNELBENCH_TOLERANCE_TOO_TIGHT = {"convt_gelu_groupnorm_fast.py"}
 
 
@@ -155,14 +155,14 @@ def test_generated_file_passes_with_its_own_kernels_at_work(name, tmp_path):
         assert kernels and all(k.startswith("kgen::") for k in kernels), kernels
 
 
-# ---- items 2 and 3 through the command line: the issue's L2-19 shape -----------------------------------------
+# ---- determinism and progress through the command line: L2-19 at an odd shape ---------------------------------
 
-def test_cli_l2_19_at_the_issue_shape_exits_0_with_progress_on_stderr(tmp_path):
+def test_cli_l2_19_at_an_odd_shape_exits_0_with_progress_on_stderr(tmp_path):
     report = tmp_path / "report.json"
     argv = [sys.executable, "-m", "kgen.cli", "validate", str(GENERATED / "convt_gelu_groupnorm.py"),
             "--init-args", "[16, 48, 5, 3, 4, 6]", "--input-shape", "[3, 16, 21, 19]", "--json", str(report)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
-    keep("cli_convt_gelu_groupnorm_issue_shape", done.stdout + "\n---- stderr ----\n" + done.stderr)
+    keep("cli_convt_gelu_groupnorm_odd_shape", done.stdout + "\n---- stderr ----\n" + done.stderr)
     print(done.stdout, done.stderr)
     data = json.loads(report.read_text())
     assert done.returncode == 0, failed(data)
