@@ -1,19 +1,19 @@
 """kgen's own kernels against the DRAM copy rate, forward AND backward, for every problem of a directory: emit
 (`kgen emit --ref`), build in parallel, then one problem at a time on an otherwise idle GPU: the kgen kernels
 of one forward and of one backward (torch.profiler), the bytes they must move at least (from the plan's
-shapes, benchmarks/family.py's traffic_bytes / backward_traffic_bytes), and a device copy of each byte count
+shapes, kgen.bench.family's traffic_bytes / backward_traffic_bytes), and a device copy of each byte count
 timed in the same process. No correctness checks and no eager / torch.compile timings: benchmarks/family.py
 does those; this is the short call that covers the whole family's kernel rates.
 
-    PYTHONPATH=. python3 benchmarks/kernel_rates.py PROBLEMS_DIR OUT_DIR [--only 19,75] [--jobs 12]
+    python3 benchmarks/kernel_rates.py PROBLEMS_DIR OUT_DIR [--only 19,75] [--jobs 12]
                                                     [--emit-args "--conv fast"] [--build-only]
 
 Writes OUT_DIR/kernel_rates.json and OUT_DIR/KERNEL_RATES.md.
 
     python3 benchmarks/kernel_rates.py --merge OUT_DIR RUN_DIR [RUN_DIR ...]
 
-One table from several runs' kernel_rates.json: each problem's row from the last run that measured it, the run
-named beside it.
+One table from several runs' kernel_rates.json: each problem's row from the last run that measured it, the run's
+folder named beside it.
 """
 from __future__ import annotations
 
@@ -25,17 +25,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from benchmarks.family import backward_traffic_bytes, own_kernels, problem_id, traffic_bytes  # noqa: E402
+from kgen.bench import ROOT
+from kgen.bench.family import backward_traffic_bytes, own_kernels, problem_id, traffic_bytes
 
 
 def measure(solution: str, reference: str, plan: list[str]) -> dict:
     """In its own process: kgen's forward and backward kernels of one problem, their bytes, and the copy rates."""
     import torch
 
-    from benchmarks.bench_problem import backward_trace, kernel_trace, load
-    from benchmarks.copy_rate import copy_rate
+    from kgen.bench.timing import backward_trace, copy_rate, kernel_trace, load
 
     ref_model, new_model, make_inputs = load(solution, reference, torch.device("cuda"))
     inputs = make_inputs()
@@ -111,7 +109,7 @@ def main() -> int:
     if len(sys.argv) > 3 and sys.argv[1] == "--merge":
         merge(Path(sys.argv[2]), [Path(p) for p in sys.argv[3:]])
         return 0
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("problems", nargs="?")
     parser.add_argument("out", nargs="?")
     parser.add_argument("--only", default="")
@@ -132,7 +130,7 @@ def main() -> int:
                 if not wanted or problem_id(p) in wanted or problem_id(p).replace("L1-", "L2-") in wanted]
     rows = emit_all(problems, out, args.emit_args)
     env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
-    build = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(args.jobs)] +
+    build = subprocess.run([sys.executable, "-m", "kgen.bench.prebuild", "-j", str(args.jobs)] +
                            [r["solution"] for r in rows], capture_output=True, text=True, env=env)
     print(build.stdout[-600:] + build.stderr[-600:], flush=True)
     if args.build_only:

@@ -121,7 +121,7 @@ def main() -> None:
         if not sep or not name or name in files or not Path(path).is_file():
             raise SystemExit(f"--file {spec!r}: NAME=PATH, a new name and an existing file")
         files[name] = Path(path).resolve()
-    build = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(len(files)),
+    build = subprocess.run([sys.executable, "-m", "kgen.bench.prebuild", "-j", str(len(files)),
                             *map(str, files.values())], cwd=ROOT)
     if build.returncode != 0:
         print("some variants did not build (prebuild's output above); the others are timed", flush=True)

@@ -7,7 +7,7 @@ timed in this process, its issue-slot use and its warps' occupancy. The table cl
   issue     issue slots >= 70 % busy: bound by its own instruction stream (its arithmetic), not by DRAM
   latency   neither: waiting on loads with too few warps (or on barriers) to fill the slots or the DRAM
 
-    PYTHONPATH=. python3 benchmarks/ncu_bounds.py OUT_DIR FILE.py [FILE.py ...] [--label NAME=FILE ...]
+    python3 benchmarks/ncu_bounds.py OUT_DIR FILE.py [FILE.py ...] [--label NAME=FILE ...]
 
 Writes OUT_DIR/ncu_bounds.json and OUT_DIR/NCU_BOUNDS.md (and each file's raw ncu CSV). The files must be
 prebuilt (benchmarks/prebuild.py): ncu replays each call several times and a build inside it would be timed.
@@ -23,8 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parent.parent   # the repository root
 
 METRICS = {
     "gpu__time_duration.sum": "ns",
@@ -93,7 +92,7 @@ def main() -> None:
 
     import torch
 
-    from benchmarks.copy_rate import copy_rate
+    from kgen.bench.timing import copy_rate
 
     gpu = torch.cuda.get_device_name()
     report = {"gpu": gpu, "torch": torch.__version__, "problems": {}}

@@ -1,16 +1,16 @@
 """One emitted solution at a small shape, forward + backward + a forward under no_grad, for compute-sanitizer.
 
-    PYTHONPATH=. python3 benchmarks/sanitize.py generated/FILE.py        (run by benchmarks/sanitize.sh)
-    PYTHONPATH=. python3 benchmarks/sanitize.py family:NAME [--probe library-writes|bulk-store]
+    python3 benchmarks/sanitize.py generated/FILE.py        (run by benchmarks/sanitize.sh)
+    python3 benchmarks/sanitize.py family:NAME [--probe library-writes|bulk-store]
 
 A file: ModelNew with the file's init arguments (its kgen header names the spec and parameters) on an input of
 batch 2 and spatial size <= 16 that keeps the spec's channels and groups. A target family:NAME: the family's
-emitted file (.build/families/, benchmarks/reliability_families.py) with its init arguments and input shapes.
+emitted file (.build/families/, kgen.bench.families) with its init arguments and input shapes.
 Runs the forward, the backward with a random upstream gradient, then a forward under no_grad, and synchronises;
 prints one line. Exit status 0 when everything ran and every output and gradient is finite, 1 otherwise (the
 sanitizer's own verdict comes through its --error-exitcode).
 
-Probes (evidence for benchmarks/reliability.py's explained verdicts, family targets only):
+Probes (evidence for kgen.bench.reliability's explained verdicts, family targets only):
   reference       the same run with the family's reference Model (PyTorch alone, no kgen kernel) in place of
                   ModelNew: under initcheck, what a library kernel reports there is the library's own
   library-writes  the same run with every output of a library convolution (and the gradient it returns) copied by
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.reliability_checks import exec_file
-from benchmarks.reliability_families import family, is_target, source_of
+from kgen.bench.families import family, is_target, source_of
+from kgen.bench.runtime_checks import exec_file
 from kgen.header import parse_header
 from kgen.specs import get_spec
 
 SPATIAL = 16
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent   # the repository root
 LIBRARY_CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
 

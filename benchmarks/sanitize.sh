@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/sanitize.sh [LOGDIR] [TARGET...]       (default: .build/sanitize, generated/*.py)
 #
-# A TARGET is a solution file, or family:NAME, a kernel family of benchmarks/reliability_families.py (its
+# A TARGET is a solution file, or family:NAME, a kernel family of kgen.bench.families (its
 # emitted file in .build/families/, emitted here if missing, at the family's shape).
 # 1. builds every file's extension once, without the sanitizer, in parallel (benchmarks/prebuild.py),
 #    into TORCH_EXTENSIONS_DIR (default $PWD/.build/ext), so the sanitized runs only load it
@@ -13,8 +13,8 @@
 #    each under `timeout` (SANITIZE_TIMEOUT, default 300 s, and never past SANITIZE_DEADLINE, epoch seconds, if
 #    set: a run that would start less than 20 s before it is not started, and shows as NOT RUN in the table):
 #    LOGDIR/STEM.TOOL.log holds the sanitizer's report and the script's line (STEM: the file's stem, family-NAME);
-# 3. the probes that explain reports not about kgen's kernels (benchmarks/reliability.py says how), first in
-#    the queue (see below; and for generated/groupnorm.py diagnose_initcheck_bulk_store.py, beside the queue);
+# 3. the probes that explain reports not about kgen's kernels (kgen.bench.reliability says how), first in
+#    the queue (see below; and for generated/groupnorm.py sanitize_bulk_stores.py, beside the queue);
 #    SANITIZE_NO_PROBES=1: none;
 # 4. LOGDIR/runs.tsv (target, tool, exit, seconds) and LOGDIR/summary.txt (benchmarks/sanitize_summary.py:
 #    the ERROR SUMMARY count and which kernels the reports name, ours or the library's).
@@ -109,22 +109,22 @@ probe_log() {   # FILE TOOL START CODE: a probe's runs.tsv line
 
 # The bulk-store probe of generated/groupnorm.py (no sanitizer; Hopper only): the one-pass GroupNorm forward
 # writes y only with bulk (TMA) stores, which initcheck does not register; the probe shows every value of a
-# NaN-filled y overwritten (benchmarks/reliability.py: bulk_stores_explained). It builds its own extension, so it
+# NaN-filled y overwritten (kgen.bench.reliability: bulk_stores_explained). It builds its own extension, so it
 # starts first.
 bulk_probe() {
-  local log="$LOGDIR/diagnose_initcheck_bulk_store.bulk-store-probe.log" start=$(date +%s%N)
+  local log="$LOGDIR/sanitize_bulk_stores.bulk-store-probe.log" start=$(date +%s%N)
   local limit=$SANITIZE_TIMEOUT
   [ -n "$SANITIZE_DEADLINE" ] && limit=$(( SANITIZE_DEADLINE - $(date +%s) < limit ? SANITIZE_DEADLINE - $(date +%s) : limit ))
   [ "$limit" -lt 20 ] && return
-  timeout -k 10 "$limit" python3 benchmarks/diagnose_initcheck_bulk_store.py one-pass > "$log" 2>&1
-  probe_log benchmarks/diagnose_initcheck_bulk_store.py bulk-store-probe "$start" $?
+  timeout -k 10 "$limit" python3 benchmarks/sanitize_bulk_stores.py one-pass > "$log" 2>&1
+  probe_log benchmarks/sanitize_bulk_stores.py bulk-store-probe "$start" $?
 }
 probe_pid=""
 if [ -z "${SANITIZE_NO_PROBES:-}" ] && has generated/groupnorm.py; then bulk_probe & probe_pid=$!; fi
 
-# The queue: the probes, then every target's tools, tool by tool. Probes (benchmarks/reliability.py says how each
+# The queue: the probes, then every target's tools, tool by tool. Probes (kgen.bench.reliability says how each
 # is read): a family's initcheck-library-probe, initcheck-reference-probe and bulk-store-probe (sanitize.py --probe); PyTorch's own reduction
-# over cuDNN's channels-last conv output (diagnose_fast_mode.py initcheck, "initcheck-probe-pytorch") where a target
+# over cuDNN's channels-last conv output (sanitize_fast_mode.py initcheck, "initcheck-probe-pytorch") where a target
 # reads one (the fast golden file, a family with the library-writes probe); the fast golden file's own kernels on
 # PyTorch-written inputs ("initcheck-probe-kernels").
 QUEUE=$LOGDIR/queue.txt
@@ -133,9 +133,9 @@ if [ -z "${SANITIZE_NO_PROBES:-}" ]; then
   family_probes=""
   [ ${#FAMILIES[@]} -gt 0 ] && family_probes=$(python3 benchmarks/reliability_families.py probes "${FAMILIES[@]}")
   if has generated/convt_gelu_groupnorm_fast.py || [[ $family_probes == *library-writes* ]]; then
-    echo "benchmarks/diagnose_fast_mode.py initcheck-probe-pytorch" >> "$QUEUE"
+    echo "benchmarks/sanitize_fast_mode.py initcheck-probe-pytorch" >> "$QUEUE"
   fi
-  has generated/convt_gelu_groupnorm_fast.py && echo "benchmarks/diagnose_fast_mode.py initcheck-probe-kernels" >> "$QUEUE"
+  has generated/convt_gelu_groupnorm_fast.py && echo "benchmarks/sanitize_fast_mode.py initcheck-probe-kernels" >> "$QUEUE"
   printf '%s\n' "$family_probes" | while read -r target probe; do
     case $probe in
       library-writes) echo "$target initcheck-library-probe" ;;

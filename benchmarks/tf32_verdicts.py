@@ -1,6 +1,6 @@
 """GroupNorm regions whose output feeds a TF32 convolution: kgen's verdict beside KernelBench's, on a GPU.
 
-    PYTHONPATH=. python3 benchmarks/tf32_verdicts.py KB_DIR OUT_DIR [--trials 3] [--jobs 8]
+    python3 benchmarks/tf32_verdicts.py KB_DIR OUT_DIR [--trials 3] [--jobs 8]
 
 KB_DIR is KernelBench's evaluator (../shared/kernelbench copied into the checkout, see its README). For each
 reference of REFERENCES: `kgen emit --ref`, `kgen validate` (its report gives both verdicts, and KernelBench's
@@ -89,7 +89,7 @@ def main() -> int:
     jobs.append((f"{base}_offset", args.out / f"{base}_offset.py", REFERENCES / f"{base}.py", "FAIL"))
     for name, solution, reference, _ in jobs:
         emit(wrong_ref if name.endswith("_offset") else reference, solution)
-    code, text = run([sys.executable, str(ROOT / "benchmarks" / "prebuild.py"), "-j", str(args.jobs)]
+    code, text = run([sys.executable, "-m", "kgen.bench.prebuild", "-j", str(args.jobs)]
                      + [str(j[1]) for j in jobs], timeout=1800)
     print(text.strip().splitlines()[-1] if text.strip() else f"prebuild exit {code}", flush=True)
     rows = []

@@ -1,4 +1,4 @@
-"""benchmarks/family.py on the CPU, its subprocesses replaced: a check that runs out of GPU memory beside the
+"""kgen.bench.family (benchmarks/family.py) on the CPU, its subprocesses replaced: a check that runs out of GPU memory beside the
 other workers is judged again alone (never recorded as the solution's verdict), --resume keeps what an earlier
 call finished and does only the rest, and the table's bandwidth column counts the bytes each kernel must move."""
 import json
@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import family  # noqa: E402
+from kgen.bench import ROOT
+from kgen.bench import family
 
 PROBLEMS = ROOT.parent / "shared" / "kernelbench" / "problems"
 
@@ -81,7 +80,7 @@ def test_resume_does_only_what_is_missing(monkeypatch, tmp_path):
     second = []
     rows = run_family(monkeypatch, tmp_path, second, "--workers", "2", "--resume")
     assert not any("kgen.cli validate" in c or "kb_eval" in c for c in second)
-    timed = [c for c in second if "bench_problem" in c and "--warm-compile" not in c]
+    timed = [c for c in second if "kgen.bench.timing" in c and "--warm-compile" not in c]
     assert len(timed) == 1 and "L2-37" in timed[0]
     assert rows["L2-37"]["bench"]["forward"]["new_ms"] == 1.0
 
@@ -99,7 +98,7 @@ def test_traffic_counts_each_kernels_input_and_output():
 def test_traffic_of_elementwise_kernels_of_several_tensors():
     """An element-wise step reads each of its tensors at its own size (a broadcast one once) and writes its
     output; its backward reads them and the output's gradient and writes each input's gradient. A rank-1 tensor
-    (`[64]`) and the plan text of session 12 (`..., the input broadcast]`) count too."""
+    (`[64]`) and a step that names its input as broadcast (`..., the input broadcast]`) count too."""
     plan = ["kgen element-wise 1: mul -> add  [x [2, 4, 8, 8], relu [2, 4, 8, 8], sigmoid [2, 4, 1, 1] -> add_1 "
             "[2, 4, 8, 8]; broadcast: sigmoid; parameters: none]",
             "kgen element-wise 2: tanh -> mul  [sum_1 [64] -> mul_1 [64]; parameters: none]",

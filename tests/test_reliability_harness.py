@@ -1,4 +1,4 @@
-"""benchmarks/reliability.py's judge, on the CPU: it compares the output AND every gradient (input and
+"""kgen.bench.reliability's judge (benchmarks/reliability.py), on the CPU: it compares the output AND every gradient (input and
 parameters) with the reference and float64, and never passes a wrong answer silently: a wrong output, a
 wrong parameter gradient, a NaN the reference does not have, a missing gradient are all WRONG; the
 invalid-input rule and the sanitizer log parser too."""
@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from benchmarks.reliability import invalid_row, judge
-from benchmarks.sanitize_summary import our_kernels, parse_log
+from kgen.bench.reliability import invalid_row, judge
+from kgen.bench.sanitizer_logs import our_kernels, parse_log
 
 
 class Reference(nn.Module):
@@ -136,7 +136,7 @@ def _initcheck_rows(probe_exit=0, twopass="CLEAN", where="library: at::native::v
             {"file": ".build/groupnorm_twopass.py", "tool": "initcheck", "exit": 0, "errors": 0, "verdict": twopass,
              "where": ""}]
     if probe_exit is not None:
-        rows.append({"file": "benchmarks/diagnose_initcheck_bulk_store.py", "tool": "bulk-store-probe",
+        rows.append({"file": "benchmarks/sanitize_bulk_stores.py", "tool": "bulk-store-probe",
                      "exit": probe_exit, "errors": None, "verdict": "REPORTED", "where": ""})
     return rows
 
@@ -149,7 +149,7 @@ def _initcheck_rows(probe_exit=0, twopass="CLEAN", where="library: at::native::v
     ({"where": "OURS: groupnorm_onepass_kernel x3"}, "REPORTED"),  # a report in our own kernel
 ])
 def test_bulk_store_initcheck_reports_are_explained_only_with_all_the_evidence(tmp_path, case, expected):
-    from benchmarks.reliability import BULK_STORE, bulk_stores_explained
+    from kgen.bench.reliability import BULK_STORE, bulk_stores_explained
 
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "groupnorm.py").write_text(f'CUDA = r"""asm volatile("{BULK_STORE}.bulk_group");"""')
@@ -161,7 +161,7 @@ def test_bulk_store_initcheck_reports_are_explained_only_with_all_the_evidence(t
 
 
 def test_bulk_store_rule_needs_bulk_stores_in_the_file(tmp_path):
-    from benchmarks.reliability import bulk_stores_explained
+    from kgen.bench.reliability import bulk_stores_explained
 
     (tmp_path / "generated").mkdir()
     (tmp_path / "generated" / "groupnorm.py").write_text('CUDA = r"""plain stores"""')
@@ -196,7 +196,7 @@ def test_judge_takes_several_inputs_and_compares_each_gradient():
 
 
 def test_tf32_mode_holds_tf32_errors_and_rejects_larger_ones():
-    from benchmarks.reliability import TF32, compare_tensor
+    from kgen.bench.reliability import TF32, compare_tensor
 
     exact = torch.linspace(-3, 3, 100, dtype=torch.float64)
     tf32_like = (exact * (1 + 2.0 ** -11)).float()           # TF32's relative rounding
@@ -213,7 +213,7 @@ def test_tf32_mode_holds_tf32_errors_and_rejects_larger_ones():
 
 
 def test_fused_files_are_judged_in_the_tf32_mode():
-    from benchmarks.reliability import TF32, judge_mode, tolerance_for
+    from kgen.bench.reliability import TF32, judge_mode, tolerance_for
 
     assert judge_mode({"conv": "fused"}) == TF32 and tolerance_for({"conv": "fused"}) == 1e-2
     assert judge_mode({"conv": "fast"}) == "default" and judge_mode({}) == "default"
@@ -221,7 +221,7 @@ def test_fused_files_are_judged_in_the_tf32_mode():
 
 # ---- the kernel families ---------------------------------------------------------------------------------------
 
-from benchmarks.reliability_families import (  # noqa: E402
+from kgen.bench.families import (  # noqa: E402
     FAMILIES, ROOT, SOURCES, family, kernel_launched, log_stem, render_source, source_of, target_file)
 
 TEMPLATES = ROOT / "kgen" / "templates" / "cuda"
@@ -396,7 +396,7 @@ def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pyto
         return {"file": file, "tool": tool, "exit": exit, "errors": errors, "verdict": verdict, "where": where,
                 "script": script, "ours": ours}
 
-    return [row("benchmarks/diagnose_fast_mode.py", "initcheck-probe-pytorch", "REPORTED", 9, pytorch_errors),
+    return [row("benchmarks/sanitize_fast_mode.py", "initcheck-probe-pytorch", "REPORTED", 9, pytorch_errors),
             row("family:nhwc", "initcheck", "REPORTED", 9, 300, "OURS: stats_partial_kernel x200", ours=200),
             row("family:nhwc", "initcheck-library-probe", "REPORTED", 9, 10, library_probe_where, probe_script,
                 ours=int("OURS" in library_probe_where)),
@@ -409,7 +409,7 @@ def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pyto
 
 
 def _explained(tmp_path, **case):
-    from benchmarks.reliability import BULK_STORE, family_reports_explained
+    from kgen.bench.reliability import BULK_STORE, family_reports_explained
 
     solution = tmp_path / "groupnorm.py"
     solution.write_text(f'CUDA = r"""asm volatile("{BULK_STORE}.bulk_group");"""')
@@ -425,7 +425,7 @@ def test_family_initcheck_reports_explained_with_their_evidence(tmp_path):
     assert verdicts[("family:batchnorm", "initcheck")] == "LIBRARY-OWN"
     assert verdicts[("family:batchnorm", "initcheck-reference-probe")] == "PROBE"
     assert verdicts[("family:nhwc", "initcheck-library-probe")] == "PROBE"
-    assert verdicts[("benchmarks/diagnose_fast_mode.py", "initcheck-probe-pytorch")] == "PROBE"
+    assert verdicts[("benchmarks/sanitize_fast_mode.py", "initcheck-probe-pytorch")] == "PROBE"
 
 
 @pytest.mark.parametrize("case, target", [

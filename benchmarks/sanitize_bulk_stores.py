@@ -6,14 +6,19 @@ uninitialised memory. This probe runs the one-pass (or two-pass) forward into me
 (the caching allocator hands y that block), reads y with an elementwise kernel (y * 1), and exits 1 unless
 no NaN is left and y equals the two-pass result. Every value overwritten means the bulk stores wrote all of
 y; initcheck reports 0 here only because the NaN fill marked the memory written. Together: initcheck does not
-register bulk-store writes.
+register bulk-store writes. benchmarks/sanitize.sh runs it beside the sanitizers (the bulk-store-probe row that
+kgen.bench.reliability's bulk_stores_explained reads).
 
-    python benchmarks/diagnose_initcheck_bulk_store.py one-pass|two-pass
+    python3 benchmarks/sanitize_bulk_stores.py one-pass|two-pass      (needs sm_90)
 """
 import sys
 from pathlib import Path
 
-import torch
+if len(sys.argv) != 2 or sys.argv[1] not in ("one-pass", "two-pass"):
+    print(__doc__)
+    sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+
+import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gpu"))
 import test_groupnorm_onepass as onepass  # noqa: E402

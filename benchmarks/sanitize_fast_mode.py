@@ -1,21 +1,23 @@
-"""Two questions about `--conv fast` that the reliability run raised, answered on the GPU.
+"""`--conv fast` under compute-sanitizer, and its conv weight gradient's error, on the GPU.
 
-    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py accuracy      # conv weight-gradient error sources
-    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py initcheck     # run under compute-sanitizer initcheck
-    PYTHONPATH=. python3 benchmarks/diagnose_fast_mode.py kernels       # likewise
+    python3 benchmarks/sanitize_fast_mode.py accuracy      # the conv weight gradient's error, by source
+    python3 benchmarks/sanitize_fast_mode.py initcheck     # run under compute-sanitizer initcheck (sanitize.sh does)
+    python3 benchmarks/sanitize_fast_mode.py kernels       # likewise
 
-accuracy: the fast solution's conv weight gradient at the reliability table's small shape was ~0.2 from
-float64 while the reference (NCHW) was ~3e-3. Is that cuDNN's channels-last TF32 weight-gradient kernel or
-our kernels? Prints, against float64, the error of: the reference NCHW, the reference fed a channels-last
-input (no kgen code at all), and the kgen fast solution; each with TF32 on (PyTorch's default) and off.
+accuracy: at the reliability table's small shape the fast solution's conv weight gradient is ~0.26 from float64
+where the reference (NCHW) is ~3e-3. Prints, against float64, the error of: the reference NCHW, the reference fed a
+channels-last input (no kgen code at all), and the kgen fast solution; each with TF32 on (PyTorch's default) and
+off. The reference fed channels-last input has the fast solution's error: it is cuDNN's channels-last TF32 weight
+gradient kernel's.
 
-initcheck: initcheck flagged every read of the channels-last conv output by our statistics kernel. Does it
-flag a plain PyTorch kernel reading the same cuDNN output too (then the sanitizer does not see cuDNN's
-writes, and the report is not about our code)? Runs the channels-last conv and a PyTorch sum over its output.
+initcheck: initcheck reports every read of cuDNN's channels-last conv output by our statistics kernel. Does it
+report a plain PyTorch kernel reading the same cuDNN output too (then the sanitizer does not see cuDNN's writes,
+and the report is not about our code)? Runs the channels-last conv and a PyTorch sum over its output.
 
 kernels: the fast solution's own kernels (layout copies, channels-last GroupNorm forward and backward with the
 fused bias) on inputs PyTorch wrote, no cuDNN involved: what initcheck says about OUR kernels in fast mode.
-Both sanitizer probes run from benchmarks/sanitize.sh; benchmarks/reliability.py reads their verdicts.
+Both sanitizer runs are queued by benchmarks/sanitize.sh; kgen.bench.reliability (library_writes_explained)
+reads their verdicts.
 """
 from __future__ import annotations
 
@@ -95,4 +97,7 @@ def kernels() -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in ("accuracy", "initcheck", "kernels"):
+        print(__doc__)
+        sys.exit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
     {"accuracy": accuracy, "initcheck": initcheck, "kernels": kernels}[sys.argv[1]]()

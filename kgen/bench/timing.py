@@ -1,0 +1,168 @@
+"""Time one solution against its reference eager and under torch.compile, forward and forward+backward, in
+one process: the figures `kgen validate --bench` reports (kgen.validate.bench.run_bench), without the
+validator's checks. For benchmarks/family.py, whose correctness pass has run `kgen validate` already.
+
+    python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
+                                        [--copy-bytes N]
+
+The JSON also lists the kernels one forward of each contender launches, longest first (`forward_kernels`):
+where torch.compile wins by running a library op in another layout or algorithm, it shows there; and the
+kernels of one backward of kgen's model (`backward_kernels`), for its kernels' rate. With
+--copy-bytes N it holds `copy`, a device copy moving N bytes timed in the same process: the rate kgen's kernels
+are held to at their size (a 67 MB transfer does not reach a 4 GB one's rate).
+
+--warm-compile compiles the reference (forward, and forward+backward) once and times nothing: run beside
+other work, it leaves Inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR) warm for a later timing run in
+another process, whose torch.compile then takes seconds instead of tens of seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from kgen.validate.bench import run_bench
+from kgen.validate.context import import_file
+
+SEED = 42
+
+
+def copy_rate(megabytes: float, repeats: int = 50) -> dict:
+    """The DRAM copy rate at a size: `out.copy_(x)` of a float32 tensor of `megabytes` MB (read + write, CUDA
+    events, the median of `repeats` after warm-up). The floor a kernel moving that many bytes is judged against:
+    a 67 MB transfer does not reach the rate of a 4 GB one."""
+    n = int(megabytes * 1e6 / 4)
+    x = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    for _ in range(5):
+        out.copy_(x)
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out.copy_(x)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    ms = sorted(times)[len(times) // 2]
+    moved = 2 * n * 4
+    return {"tensor_mb": round(n * 4 / 1e6, 1), "moved_gb": round(moved / 1e9, 4), "ms": round(ms, 4),
+            "tb_per_s": round(moved / ms / 1e9, 3)}
+
+
+def load(solution: str, reference: str, device: torch.device):
+    ref_mod = import_file(reference, "bench_reference")
+    new_mod = import_file(solution, "bench_solution")
+    init = list(ref_mod.get_init_inputs())
+    torch.manual_seed(SEED)
+    ref_model = ref_mod.Model(*init).to(device)
+    torch.manual_seed(SEED)
+    new_model = new_mod.ModelNew(*init).to(device)
+
+    def make_inputs() -> list:
+        torch.manual_seed(SEED + 1)
+        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+    return ref_model, new_model, make_inputs
+
+
+def warm_compile(ref_model, inputs: list) -> None:
+    compiled = torch.compile(ref_model)
+    with torch.no_grad():
+        compiled(*inputs)
+    leaves = [x.detach().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+              for x in inputs]
+    out = compiled(*leaves)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    torch.autograd.backward(outs, [torch.ones_like(o) for o in outs])
+    torch.cuda.synchronize()
+
+
+def kernel_trace(fn, calls: int = 3, top: int = 8) -> list[dict]:
+    """The CUDA kernels one call of fn launches, by name, with their mean GPU time per call (torch.profiler),
+    longest first: what each contender runs, e.g. which convolution algorithm and layout."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[event.name] = totals.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
+    rows = sorted(totals.items(), key=lambda item: -item[1])
+    return [{"kernel": name[:160], "us": round(us, 1)} for name, us in rows[:top]]
+
+
+def forward_traces(ref_model, new_model, make_inputs) -> dict:
+    """kernel_trace of one no-grad forward of kgen, eager and torch.compile (its kernels already compiled)."""
+    inputs = make_inputs()
+    compiled = torch.compile(ref_model)
+    traces = {}
+    with torch.no_grad():
+        for name, model in (("kgen", new_model), ("eager", ref_model), ("compile", compiled)):
+            traces[name] = kernel_trace(lambda: model(*inputs))
+    return traces
+
+
+def backward_trace(new_model, make_inputs) -> list[dict]:
+    """kernel_trace of one backward of kgen's model (its forward run once, outside the trace, the graph kept):
+    the backward kernels' times, for their rate against the bytes they must move."""
+    inputs = [x.requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+              for x in make_inputs()]
+    out = new_model(*inputs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    grads = [torch.randn_like(o) for o in outs]
+    return kernel_trace(lambda: torch.autograd.backward(outs, grads, retain_graph=True), top=12)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("solution")
+    parser.add_argument("reference")
+    parser.add_argument("--json")
+    parser.add_argument("--min-run-time", type=float, default=1.0)
+    parser.add_argument("--warm-compile", action="store_true")
+    parser.add_argument("--copy-bytes", type=int, default=0,
+                        help="also time a device copy moving this many bytes (read + write): the DRAM rate a kernel "
+                             "moving them can reach at that size (copy_rate)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_problem: no CUDA device", file=sys.stderr)
+        return 3
+    device = torch.device("cuda")
+    ref_model, new_model, make_inputs = load(args.solution, args.reference, device)
+    if args.warm_compile:
+        warm_compile(ref_model, make_inputs())
+        print("warm-compile: done")
+        return 0
+    result = run_bench(ref_model, new_model, make_inputs, backward=True, device=device,
+                       min_run_time=args.min_run_time, log=lambda line: None)
+    try:   # a trace is an aid: the timings above stand without it
+        result["forward_kernels"] = forward_traces(ref_model, new_model, make_inputs)
+    except Exception as error:  # noqa: BLE001
+        result["forward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    try:
+        result["backward_kernels"] = backward_trace(new_model, make_inputs)
+    except Exception as error:  # noqa: BLE001
+        result["backward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    if args.copy_bytes > 0:
+        result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
+    result["gpu"] = torch.cuda.get_device_name(device)
+    result["torch"] = torch.__version__
+    text = json.dumps(result, indent=1, default=str)
+    if args.json:
+        Path(args.json).write_text(text)
+    for mode in ("forward", "forward_backward"):
+        row = result.get(mode, {})
+        print(f"{mode}: kgen {row.get('new_ms')} eager {row.get('eager_ms')} compile {row.get('compile_ms')} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
