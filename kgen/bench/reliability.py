@@ -812,7 +812,7 @@ def render(sections: dict) -> str:
     meta = sections.get(META, {})
     elsewhere = {name: env for name, env in meta.items() if name in sections and env != environment()}
     if elsewhere:
-        lines += ["Sections carried over from an earlier run (`--merge`), where they ran: " +
+        lines += ["Sections merged from another run (`--merge`), and where they ran: " +
                   "; ".join(f"{SECTION_TITLES.get(name, name)}: {env}" for name, env in elsewhere.items()) + ".", ""]
     if "numerics" in sections:
         lines += ["## (a) Numerics and input checks", "",
@@ -972,7 +972,7 @@ def main() -> int:
     if args.merge is not None and args.merge.exists():
         merged = json.loads(args.merge.read_text())
         sections = {k: v for k, v in merged.items() if k not in wanted and k != META}
-        sections[META] = {k: merged.get(META, {}).get(k, f"an earlier run, merged from {args.merge}")
+        sections[META] = {k: merged.get(META, {}).get(k, f"another run, merged from {args.merge}")
                           for k in sections}
 
     def write() -> None:
