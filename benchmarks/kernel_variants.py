@@ -6,7 +6,7 @@ of the kernels whose names match --kernel, under torch.profiler, and the output'
         --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
 
 A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
-build). --file NAME=PATH adds another whole file as a variant (the same reference emitted at an older commit, say),
+build). --file NAME=PATH adds another whole file as a variant (the same reference emitted from another checkout, say),
 for changes no text substitution expresses. The base file runs as the variant `base`. --backward times forward and backward calls (the output's
 gradient fixed) and compares the input's and every parameter's gradient with the base file's as well;
 --rounds R times the variants in turn R times and reports each kernel's median over the rounds (drift

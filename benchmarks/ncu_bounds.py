@@ -3,7 +3,7 @@ at its own shapes under `ncu --replay-mode application` (the buffers are GBs), a
 call its time, the DRAM bytes it actually moved (read and written), its DRAM rate against a same-size device copy
 timed in this process, its issue-slot use and its warps' occupancy. The table classifies each kernel:
 
-  DRAM      moving >= 80 % of the copy's rate on the bytes it moved: memory-bound and at the floor issue 12 asks
+  DRAM      moving >= 80 % of the copy's rate on the bytes it moved: memory-bound, at the floor
   issue     issue slots >= 70 % busy: bound by its own instruction stream (its arithmetic), not by DRAM
   latency   neither: waiting on loads with too few warps (or on barriers) to fill the slots or the DRAM
 

@@ -1,11 +1,11 @@
 """Where the wall time of one forward (and forward+backward) goes: GPU kernels in launch order, idle gaps
 between them, and the CUDA runtime calls the host made (cudaMalloc, synchronisations, ...).
 
-    python benchmarks/trace_timeline.py generated/convt_gelu_groupnorm.py [--reference]
+    python3 benchmarks/trace_timeline.py generated/convt_gelu_groupnorm.py [--reference]
 
-Written to explain a gap: the L2-19 forward measured 10.40 ms end to end while its kernels summed to
-8.69 ms. If the gap is host-side (allocation, a synchronising call), the runtime-call list shows it; if
-it is GPU-side, the kernel timeline shows which kernel or which idle interval.
+Where a call's wall time exceeds the sum of its kernels: a host-side cause (an allocation, a synchronising call)
+shows in the runtime-call list, a GPU-side one in the kernel timeline (which kernel, which idle interval).
+--reference traces the file's reference the same way, beside it.
 """
 from __future__ import annotations
 
