@@ -1,11 +1,11 @@
 """Reliability on a GPU: no memory growth over 1,000 forward+backward iterations of every emitted solution,
 and the extension built once per process (the same file twice reuses its build; two different emitted
 files get different extensions and both compute correct results). The logic lives in
-benchmarks/reliability_checks.py, which benchmarks/reliability.py also tabulates."""
+kgen/bench/runtime_checks.py, which the reliability table (kgen/bench/reliability.py) also runs."""
 import pytest
 
-from benchmarks.prebuild import emit_to_file
-from benchmarks.reliability_checks import build_once, memory_check, two_files
+from kgen.bench.prebuild import emit_to_file
+from kgen.bench.runtime_checks import build_once, memory_check, two_files
 from kgen.golden import GENERATED, GOLDEN
 
 pytestmark = pytest.mark.gpu

@@ -82,7 +82,7 @@ from tests.validate.adversarial import (GPU_CASES, HANG_MARGIN, HANG_TIMEOUT, ju
 @pytest.mark.parametrize("case", [c for c in GPU_CASES if c.name != "gpu_groupnorm_hangs"], ids=lambda c: c.name)
 def test_adversarial_gpu_file(case):
     """Expected exit code and failed checks; no process of this run left behind (the children carry a tag
-    in their environment, so a concurrent run of benchmarks/reliability.py is not mistaken for ours)."""
+    in their environment, so a concurrent run of the reliability table is not mistaken for ours)."""
     outcome = run_case(case)
     print(case.name, outcome.code, outcome.failed, f"{outcome.seconds:.1f} s", outcome.detail)
     assert judge(case, outcome.code, outcome.failed) == [], (outcome.failed, outcome.detail)
