@@ -1,4 +1,4 @@
-"""Test harness of kgen's tensor-core ConvTranspose2d (kgen/templates/cuda/convt_igemm.cuh): one load_inline
+"""Test harness of kgen's tensor-core ConvTranspose2d (kgen/templates/cuda/conv/convt_igemm.cuh): one load_inline
 extension with the instantiations the tests use, built straight from the .cuh building blocks.
 
   convt_forward(x, w, b, groups, eps, stride, padding, output_padding, variant) -> [z, mean, rstd]

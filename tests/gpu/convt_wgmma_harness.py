@@ -1,4 +1,4 @@
-"""Test harness of kgen's wgmma ConvTranspose2d (kgen/templates/cuda/convt_wgmma.cuh, sm_90a, stride 1): one
+"""Test harness of kgen's wgmma ConvTranspose2d (kgen/templates/cuda/conv/convt_wgmma.cuh, sm_90a, stride 1): one
 load_inline extension built straight from the .cuh building blocks, for sm_90a alone (torch adds no target of
 its own once a flag names one; sm_90a code runs on sm_90 devices only).
 
@@ -189,7 +189,7 @@ std::vector<int64_t> convt_wgmma_ring(at::Tensor x, at::Tensor w, at::Tensor b, 
 }
 
 // Both TF32 roundings of every element of x (float32): {tf32_nearest_bits, the integer form (the kernels' off sm_90),
-// PTX's cvt.rn.tf32.f32 (one F2FP instruction on sm_90a: tf32_nearest's there, session 35)}, as int32 bit patterns.
+// PTX's cvt.rn.tf32.f32 (one F2FP instruction on sm_90a: tf32_nearest's there)}, as int32 bit patterns.
 __global__ void tf32_roundings_kernel(const float* x, int* nearest, int* cvt_rn, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     nearest[i] = static_cast<int>(__float_as_uint(kgen::convt::tf32_nearest_bits(x[i])));

@@ -1,4 +1,4 @@
-"""Channels-last (NHWC) GELU/identity -> GroupNorm kernels (kgen/templates/cuda/groupnorm_nhwc.cuh), built
+"""Channels-last (NHWC) GELU/identity -> GroupNorm kernels (kgen/templates/cuda/groupnorm/op/nhwc.cuh), built
 straight from the .cuh building blocks into a small test extension, against PyTorch (F.gelu then F.group_norm
 on the same channels-last input) in float32 and float64, and against the NCHW kernels' statistics.
 

@@ -1,4 +1,4 @@
-"""One-pass GroupNorm forward (kgen/templates/cuda/groupnorm_onepass.cuh), built from the .cuh building blocks
+"""One-pass GroupNorm forward (kgen/templates/cuda/groupnorm/onepass/onepass.cuh), built from the .cuh building blocks
 into a small test extension: against float64 PyTorch, against the two-pass kernels, bitwise run to run, with
 the statistics it saves for backward equal to the two-pass ones, and its planner's fallback where a slice does
 not fit on chip.
