@@ -4,7 +4,7 @@
 """
 import sys
 
-from kgen.bench.prebuild import emit_to_file, main  # noqa: F401  (emit_to_file: tests/validate/test_reliability_gpu.py)
+from kgen.bench.prebuild import main
 
 if __name__ == "__main__":
     sys.exit(main())
