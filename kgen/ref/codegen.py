@@ -10,6 +10,7 @@ import inspect
 import math
 import operator
 import re
+from dataclasses import dataclass
 
 import torch
 import torch.fx
@@ -42,16 +43,25 @@ def literal(value) -> str:
 
 
 class ForwardWriter:
-    """ModelNew.forward, one statement per step, in the reference's order."""
+    """ModelNew.forward, one statement per step, in the reference's order. Each statement is written as a
+    Statement that knows the variables it reads (every node's variable goes through `read`), so the steps whose
+    values nothing reads are left out before any text is joined (live_statements)."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.modules = dict(plan.ref.gm.named_modules())
         self.alias: dict[str, str] = {}   # region-internal value -> the variable that stands for it (x.device)
+        self.reads: set[str] = set()      # the variables the statement being written reads (statement)
 
     def value(self, arg) -> str:
+        """Python source for an argument of a node: a node's variable (read), a constant, or a container or slice of
+        them."""
         if isinstance(arg, torch.fx.Node):
-            return self.alias.get(arg.name, var(arg.name))
+            return self.read(self.alias.get(arg.name, var(arg.name)))
+        if isinstance(arg, slice):   # written as repr writes it, a node bound by its own name
+            bounds = (arg.start, arg.stop, arg.step)
+            return "slice(" + ", ".join(self.read(var(b.name)) if isinstance(b, torch.fx.Node) else repr(b)
+                                        for b in bounds) + ")"
         if isinstance(arg, (list, tuple)):
             inner = ", ".join(self.value(a) for a in arg)
             return f"[{inner}]" if isinstance(arg, list) else f"({inner}{',' if len(arg) == 1 else ''})"
@@ -67,7 +77,7 @@ class ForwardWriter:
         return self_attr(target, self.plan.ref.model)
 
     def value_of(self, name: str) -> str:
-        return self.alias.get(name, var(name))
+        return self.read(self.alias.get(name, var(name)))
 
     def call_args(self, node) -> str:
         parts = [self.value(a) for a in node.args] + [f"{k}={self.value(v)}" for k, v in node.kwargs.items()]
@@ -119,52 +129,78 @@ class ForwardWriter:
                 f"{m}.dilation)")
 
     def lines(self) -> list[str]:
-        out = []
-        for step in self.plan.steps:
-            if isinstance(step, LibraryStep):
-                out.append(self.library(step))
-            elif isinstance(step, RegionStep):
-                for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
-                    if name != step.output:
-                        self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
-                params = ", ".join(p.expr for p in step.params)
-                gn = step.gn_args
-                window = step.window_expr or "()"
-                out.append(f"{var(step.output)} = _Region{step.index}.apply({var(step.input)}, {gn['weight']}, "
-                           f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
-                           f"{', ' if params else ''}{params})")
-            elif isinstance(step, BatchNormStep):
-                for name in [step.bn] + [n.name for n in step.nodes]:
-                    if name != step.output:
-                        self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
-                m = self.attr(step.bn_module)
-                tail = "".join(f", {p.expr}" for p in step.params)
-                out.append(f"{var(step.output)} = _BatchNorm{step.index}.apply({var(step.input)}, {m}.weight, {m}.bias, "
-                           f"*_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
-                           f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
-            else:
-                operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
-                out.append(f"{var(step.output)} = _Pointwise{step.index}.apply({operands})")
-        out.append(f"return {self.value(self.plan.outputs)}")
-        return _dead_code_removed(out)
+        """forward's statements after the renamed arguments: one per step the return needs, then the return."""
+        statements = [self.step_statement(step) for step in self.plan.steps]
+        statements.append(self.statement(None, lambda: f"return {self.value(self.plan.outputs)}"))
+        return [s.text for s in live_statements(statements)]
+
+    def statement(self, defines: str | None, write) -> Statement:
+        """The Statement `write()` writes: its text, and the variables it read through `read`."""
+        self.reads = set()
+        text = write()
+        return Statement(defines, frozenset(self.reads), text)
+
+    def read(self, name: str) -> str:
+        """A variable the statement being written reads: noted among its reads, returned as it is written."""
+        self.reads.add(name)
+        return name
+
+    def step_statement(self, step) -> Statement:
+        if isinstance(step, LibraryStep):
+            return self.statement(var(step.node.name), lambda: self.library(step))
+        if isinstance(step, RegionStep):
+            return self.statement(var(step.output), lambda: self.region(step))
+        if isinstance(step, BatchNormStep):
+            return self.statement(var(step.output), lambda: self.batch_norm(step))
+        return self.statement(var(step.output), lambda: self.pointwise(step))
+
+    def region(self, step: RegionStep) -> str:
+        for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
+            if name != step.output:
+                self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
+        params = ", ".join(p.expr for p in step.params)
+        gn = step.gn_args
+        window = step.window_expr or "()"
+        return (f"{var(step.output)} = _Region{step.index}.apply({self.read(var(step.input))}, {gn['weight']}, "
+                f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
+                f"{', ' if params else ''}{params})")
+
+    def batch_norm(self, step: BatchNormStep) -> str:
+        for name in [step.bn] + [n.name for n in step.nodes]:
+            if name != step.output:
+                self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
+        m = self.attr(step.bn_module)
+        tail = "".join(f", {p.expr}" for p in step.params)
+        return (f"{var(step.output)} = _BatchNorm{step.index}.apply({self.read(var(step.input))}, {m}.weight, "
+                f"{m}.bias, *_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
+                f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
+
+    def pointwise(self, step: PointwiseStep) -> str:
+        operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
+        return f"{var(step.output)} = _Pointwise{step.index}.apply({operands})"
 
 
-def _dead_code_removed(lines: list[str]) -> list[str]:
-    """Drops assignments nothing reads (x.device for a scalar the kernels bake in, a parameter read); `scale`
-    is not read by `self.scale`."""
-    kept = list(lines)
-    changed = True
-    while changed:
-        changed = False
-        for i, line in enumerate(kept[:-1]):
-            target = line.split(" = ", 1)[0]
-            used = any(re.search(rf"(?<![\w.]){re.escape(target)}\b", other.split(" = ", 1)[-1])
-                       for j, other in enumerate(kept) if j != i)
-            if not used:
-                kept.pop(i)
-                changed = True
-                break
-    return kept
+@dataclass(frozen=True)
+class Statement:
+    """One statement of ModelNew.forward: the variable it assigns (None for the return), the variables its
+    right-hand side reads, and its text. Every variable is assigned once, by a statement before those that read it
+    (the graph's order), so which statements forward needs is a liveness question over these fields, never over the
+    text (live_statements)."""
+    defines: str | None
+    reads: frozenset
+    text: str
+
+
+def live_statements(statements: list[Statement]) -> list[Statement]:
+    """The statements the return (the last one) needs, directly or through others, in their order: a value nothing
+    reads (x.device for a scalar the kernels bake in, a parameter the kernels read through `self`) is not written."""
+    live: set[str] = set()
+    kept = []
+    for statement in reversed(statements):
+        if statement.defines is None or statement.defines in live:
+            kept.append(statement)
+            live |= statement.reads
+    return kept[::-1]
 
 
 def region_context(step: RegionStep) -> dict:
@@ -218,7 +254,7 @@ def batchnorm_context(step: BatchNormStep) -> dict:
     return {"index": step.index, "functor": struct, "pool": pool, "pool_op": (step.pool_op or ReduceOp.MAX).cpp,
             "window": "x".join(map(str, step.window)), "window_size": window_size if pool else 0,
             "monotone": non_decreasing(functors.needed(step.nodes, result) if result else []),
-            "ranks": {"BatchNorm1d": [2, 3], "BatchNorm2d": [4], "BatchNorm3d": [5]}[step.bn_type],
+            "ranks": list(step.ranks),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
             "summary": describe_batchnorm(step)}
@@ -234,11 +270,11 @@ def non_decreasing(nodes) -> bool:
     function of its input: the ops above, leaky_relu / elu with a non-negative slope, adding a scalar,
     subtracting one, multiplying or dividing by a positive one."""
     for node in nodes:
-        values = [o for o in node.operands if o.kind == "value"]
-        if len(values) != 1 or any(o.kind == "param" for o in node.operands):
+        values = [o for o in node.operands if o.is_value]
+        if len(values) != 1 or any(o.is_param for o in node.operands):
             return False
-        scalars = [o.ref for o in node.operands if o.kind == "scalar"]
-        first_is_value = node.operands[0].kind == "value"
+        scalars = [o.ref for o in node.operands if o.is_scalar]
+        first_is_value = node.operands[0].is_value
         ok = (node.op in _NON_DECREASING or
               (node.op == "leaky_relu" and float(node.consts.get("slope", -1.0)) >= 0.0) or
               (node.op == "elu" and float(node.consts.get("alpha", -1.0)) >= 0.0) or
@@ -291,7 +327,7 @@ def baked_constants(plan: Plan) -> dict:
     values = set()
     for node in nodes:
         values |= {float(v) for v in node.consts.values()}
-        values |= {float(o.ref) for o in node.operands if o.kind == "scalar"}
+        values |= {float(o.ref) for o in node.operands if o.is_scalar}
         if node.module:
             for key, value in node.consts.items():
                 attr = ops.MODULE_CONSTANT_ATTRS.get(key)
@@ -311,7 +347,7 @@ def _read_as_constant(name: str, value: float, nodes) -> bool:
     beside hardswish's 3) is not checked: unlike a float, an int often is."""
     pattern = re.compile(rf"\bself\.{re.escape(name)}\b")
     for node in nodes:
-        used = {float(v) for v in node.consts.values()} | {float(o.ref) for o in node.operands if o.kind == "scalar"}
+        used = {float(v) for v in node.consts.values()} | {float(o.ref) for o in node.operands if o.is_scalar}
         if value in used and pattern.search(node.line or ""):
             return True
     return False

@@ -7,20 +7,21 @@ every node in reverse order, each operand's adjoint += the node's adjoint x the 
 """
 from __future__ import annotations
 
-import re
-
 from kgen.ref import ops
 from kgen.ref.ir import Operand, PwNode
 
-_TOKEN = re.compile(r"\b([abcdr])\b")
+
+def _identifier(name: str) -> str:
+    """A node's name as a C++ identifier's tail: every character that is not a word character becomes `_`."""
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
 def _var(name: str) -> str:
-    return "v_" + re.sub(r"\W", "_", name)
+    return "v_" + _identifier(name)
 
 
 def _adj(name: str) -> str:
-    return "g_" + re.sub(r"\W", "_", name)
+    return "g_" + _identifier(name)
 
 
 class DagWriter:
@@ -34,21 +35,21 @@ class DagWriter:
         self.table = table
 
     def operand(self, o: Operand) -> str:
-        if o.kind == "scalar":
+        if o.is_scalar:
             return ops.cuda_float(o.ref)
-        if o.kind == "param":
+        if o.is_param:
             return f"p{self.table[o.ref]}"
         if o.ref in self.leaves:
             return self.leaves[o.ref]
         return _var(o.ref)
 
     def expression(self, template: str, node: PwNode, result: str | None = None) -> str:
+        """An op table template (ops.py) filled in for `node`: its operands' C++ expressions as {a} to {d}, `result`
+        (its variable, for a derivative) as {r}, its constants as float literals."""
         consts = {k: ops.cuda_float(v) for k, v in node.consts.items()}
-        text = template.format(**consts)
-        names = {letter: self.operand(node.operands[k]) if len(node.operands) > k else ""
-                 for k, letter in enumerate("abcd")}
-        names["r"] = result or ""
-        return _TOKEN.sub(lambda m: names[m.group(1)], text)
+        operands = {letter: self.operand(node.operands[k]) if len(node.operands) > k else ""
+                    for k, letter in enumerate("abcd")}
+        return template.format(**consts, **operands, r=result or "")
 
     def forward(self, indent: str) -> list[str]:
         lines = []
@@ -67,13 +68,13 @@ class DagWriter:
         for node in reversed(self.nodes):
             op = ops.OPS[node.op]
             for i, o in enumerate(node.operands):
-                if o.kind == "scalar":
+                if o.is_scalar:
                     continue
                 local = self.expression(op.grads[i], node, result=_var(node.name))
                 if local == "0.f":
                     continue  # no gradient through this operand (a comparison's sides)
                 term = f"{_adj(node.name)} * ({local})" if local != "1.f" else _adj(node.name)
-                if o.kind == "param":
+                if o.is_param:
                     lines.append(f"{indent}dparam[{self.table[o.ref]}] += {term};")
                 elif o.ref in self.leaves:
                     lines.append(f"{indent}{leaf_adjoints[self.leaves[o.ref]]} += {term};")
@@ -91,7 +92,7 @@ def needed(nodes: list[PwNode], result: str) -> list[PwNode]:
         if name in keep or name not in by_name:
             continue
         keep.add(name)
-        stack += [o.ref for o in by_name[name].operands if o.kind == "value"]
+        stack += [o.ref for o in by_name[name].operands if o.is_value]
     return [n for n in nodes if n.name in keep]
 
 
@@ -100,7 +101,7 @@ def param_slots(nodes: list[PwNode]) -> dict[int, int]:
     slots: dict[int, int] = {}
     for node in nodes:
         for o in node.operands:
-            if o.kind == "param" and o.ref not in slots:
+            if o.is_param and o.ref not in slots:
                 slots[o.ref] = len(slots)
     return slots
 
@@ -149,7 +150,7 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     exact = all(n.op not in ops.UNBOUNDED_GRAD_OPS for n in nodes)
     lines += [f"  static constexpr bool kZeroGradExact = {'true' if exact else 'false'};  "
               "// true: dv = 0 gives exact zeros (no op's derivative can be infinite)"]
-    direct = any(o.kind == "value" and o.ref in leaves and leaves[o.ref] != "y" for n in nodes for o in n.operands)
+    direct = any(o.is_value and o.ref in leaves and leaves[o.ref] != "y" for n in nodes for o in n.operands)
     lines += [f"  static constexpr bool kDirectGrads = {'true' if direct else 'false'};  "
               "// true: backward adds to dz or dx (a residual of z or x)"]
     lines += ["  __device__ __forceinline__ float value(float y, float z, float x) const {"]

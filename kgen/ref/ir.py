@@ -61,10 +61,44 @@ class ReduceOp(str, Enum):
         return self in (ReduceOp.MAX, ReduceOp.MIN)
 
 
+class OperandKind(str, Enum):
+    """What an element-wise node reads through one operand; Operand.ref is what names it. A str Enum: a member
+    equals its word (the plan's tests and dumps spell it so)."""
+    VALUE = "value"     # a tensor value: a PwNode of the DAG or one of its leaves, by fx node name (ref: str)
+    PARAM = "param"     # a per-channel (or one-value) parameter, by index into its step's params (ref: int)
+    SCALAR = "scalar"   # a number the kernel bakes in as a literal (ref: float)
+
+
 @dataclass(frozen=True)
 class Operand:
-    kind: str          # "value" (a PwNode or a region leaf, by node name) | "param" (index) | "scalar"
+    """One operand of a PwNode: what kind of thing it reads (OperandKind) and which one (`ref`). Built through
+    `of_value` / `of_param` / `of_scalar`, tested through `is_value` / `is_param` / `is_scalar`."""
+    kind: OperandKind
     ref: object
+
+    @classmethod
+    def of_value(cls, name: str) -> Operand:
+        return cls(OperandKind.VALUE, name)
+
+    @classmethod
+    def of_param(cls, index: int) -> Operand:
+        return cls(OperandKind.PARAM, index)
+
+    @classmethod
+    def of_scalar(cls, number: float) -> Operand:
+        return cls(OperandKind.SCALAR, number)
+
+    @property
+    def is_value(self) -> bool:
+        return self.kind is OperandKind.VALUE
+
+    @property
+    def is_param(self) -> bool:
+        return self.kind is OperandKind.PARAM
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind is OperandKind.SCALAR
 
 
 @dataclass
@@ -145,7 +179,8 @@ class BatchNormStep:
     input: str                    # fx node name of x
     bn: str                       # fx node name of the BatchNorm
     bn_module: str                # its attribute path
-    bn_type: str                  # BatchNorm1d / 2d / 3d
+    bn_type: str                  # BatchNorm1d / 2d / 3d: the module's class name, as descriptions name it
+    ranks: tuple                  # the input ranks that module accepts: (2, 3), (4,) or (5,)
     nodes: list                   # PwNode chain F after it (may be empty)
     params: list                  # Param, the per-channel tensors F reads
     shape: list                   # x's shape
@@ -163,10 +198,24 @@ class BatchNormStep:
         return self.conv_bias[len("self."):] if self.conv_bias.startswith("self.") else ""
 
 
+class ConvMode(str, Enum):
+    """`--conv` of `kgen emit --ref`: how the library convolutions that feed a region run (plan_layout.py). A str
+    Enum: a member equals the word the command line takes."""
+    EXACT = "exact"   # every library op as the reference calls it
+    FAST = "fast"     # 2-D/3-D convolutions feeding a region without a reduction run channels-last
+
+    @classmethod
+    def of(cls, mode: ConvMode | str) -> ConvMode:
+        """The mode a command-line word (or a member) names; ValueError for any other word."""
+        if mode not in tuple(cls):
+            raise ValueError(f"conv mode must be one of {', '.join(m.value for m in cls)}, got {mode!r}")
+        return cls(mode)
+
+
 @dataclass
 class Plan:
     ref: Reference
     steps: list
     outputs: object               # the fx output node's argument
-    conv: str = "exact"           # "fast": 2-D/3-D convolutions feeding a region run channels-last (plan_layout.py)
+    conv: ConvMode = ConvMode.EXACT   # FAST: 2-D/3-D convolutions feeding a region run channels-last (plan_layout.py)
     notes: list = field(default_factory=list)   # what the user should know about the plan (emit prints them)

@@ -2,17 +2,18 @@
 operand, in PyTorch's own formulas (so a fused region computes what the reference computes, and its
 backward what autograd computes: ties, thresholds and clamps included).
 
-Expressions are C++ over `a`, `b`, `c`, `d` (operands), `r` (the op's result) and named scalar constants
-(`{slope}`, `{lo}`...), which the planner fills in as float literals. Device helpers (`kgen::sigmoidf`...)
-live in kgen/templates/cuda/gn_region_ops.cuh.
+Expressions are C++ format templates over `{a}`, `{b}`, `{c}`, `{d}` (operands), `{r}` (the op's result) and named
+scalar constants (`{slope}`, `{lo}`...), which codegen fills in (functors.py: the operands' C++ expressions, the
+constants as float literals); the quoted PyTorch formula (`torch`) names the operands a, b, c, d as they are.
+Device helpers (`kgen::sigmoidf`...) live in kgen/templates/cuda/core/ops.cuh.
 
-`recognise(node, module)` maps one torch.fx node to (op name, tensor operands, constants) or None.
+`recognise(node, module)` maps one torch.fx node to an ElementwiseCall (op name, operands, constants) or None.
 """
 from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.fx
@@ -22,6 +23,8 @@ import torch.nn.functional as F
 
 @dataclass(frozen=True)
 class OpDef:
+    """One fusable op: its value and the local derivative of each operand as C++ templates (module docstring), and
+    the PyTorch formula they follow."""
     name: str
     arity: int
     value: str
@@ -32,82 +35,111 @@ class OpDef:
 OPS = {o.name: o for o in [
     # add/sub/mul/div as separately rounded float ops (never contracted into an FMA with a neighbour):
     # PyTorch runs each in its own kernel, so this is the reference's rounding.
-    OpDef("add", 2, "__fadd_rn(a, b)", ("1.f", "1.f"), "a + b"),
-    OpDef("sub", 2, "__fsub_rn(a, b)", ("1.f", "-1.f"), "a - b"),
-    OpDef("mul", 2, "__fmul_rn(a, b)", ("b", "a"), "a * b"),
-    OpDef("div", 2, "__fdiv_rn(a, b)", ("1.f / b", "-a / (b * b)"), "a / b"),
-    OpDef("neg", 1, "-a", ("-1.f",), "-a"),
+    OpDef("add", 2, "__fadd_rn({a}, {b})", ("1.f", "1.f"), "a + b"),
+    OpDef("sub", 2, "__fsub_rn({a}, {b})", ("1.f", "-1.f"), "a - b"),
+    OpDef("mul", 2, "__fmul_rn({a}, {b})", ("{b}", "{a}"), "a * b"),
+    OpDef("div", 2, "__fdiv_rn({a}, {b})", ("1.f / {b}", "-{a} / ({b} * {b})"), "a / b"),
+    OpDef("neg", 1, "-{a}", ("-1.f",), "-a"),
     # relu's gradient as PyTorch's threshold_backward(grad, result, 0): zero where the result is <= 0, so it passes
     # where the result is NaN (reluf passes a NaN on, as torch.relu does)
-    OpDef("relu", 1, "kgen::reluf(a)", ("a <= 0.f ? 0.f : 1.f",), "relu(a)"),
-    OpDef("leaky_relu", 1, "a > 0.f ? a : a * {slope}", ("a > 0.f ? 1.f : {slope}",),
+    OpDef("relu", 1, "kgen::reluf({a})", ("{a} <= 0.f ? 0.f : 1.f",), "relu(a)"),
+    OpDef("leaky_relu", 1, "{a} > 0.f ? {a} : {a} * {slope}", ("{a} > 0.f ? 1.f : {slope}",),
           "leaky_relu(a, {slope})"),
-    OpDef("sigmoid", 1, "kgen::sigmoidf(a)", ("(1.f - r) * r",), "sigmoid(a)"),
-    OpDef("tanh", 1, "tanhf(a)", ("1.f - r * r",), "tanh(a)"),
-    OpDef("gelu_erf", 1, "kgen::gelu_erf(a)", ("kgen::gelu_erf_grad(a)",), "gelu(a)"),
-    OpDef("gelu_tanh", 1, "kgen::gelu_tanh(a)", ("kgen::gelu_tanh_grad(a)",), "gelu(a, approximate='tanh')"),
-    OpDef("silu", 1, "kgen::siluf(a)", ("kgen::silu_grad(a)",), "silu(a)"),
-    OpDef("hardswish", 1, "kgen::hardswishf(a)", ("kgen::hardswish_grad(a)",), "hardswish(a)"),
-    OpDef("hardsigmoid", 1, "kgen::hardsigmoidf(a)", ("(a > -3.f && a < 3.f) ? (1.f / 6.f) : 0.f",),
+    OpDef("sigmoid", 1, "kgen::sigmoidf({a})", ("(1.f - {r}) * {r}",), "sigmoid(a)"),
+    OpDef("tanh", 1, "tanhf({a})", ("1.f - {r} * {r}",), "tanh(a)"),
+    OpDef("gelu_erf", 1, "kgen::gelu_erf({a})", ("kgen::gelu_erf_grad({a})",), "gelu(a)"),
+    OpDef("gelu_tanh", 1, "kgen::gelu_tanh({a})", ("kgen::gelu_tanh_grad({a})",), "gelu(a, approximate='tanh')"),
+    OpDef("silu", 1, "kgen::siluf({a})", ("kgen::silu_grad({a})",), "silu(a)"),
+    OpDef("hardswish", 1, "kgen::hardswishf({a})", ("kgen::hardswish_grad({a})",), "hardswish(a)"),
+    OpDef("hardsigmoid", 1, "kgen::hardsigmoidf({a})", ("({a} > -3.f && {a} < 3.f) ? (1.f / 6.f) : 0.f",),
           "hardsigmoid(a)"),
-    OpDef("hardtanh", 1, "kgen::clampf(a, {lo}, {hi})", ("(a <= {lo} || a >= {hi}) ? 0.f : 1.f",),
+    OpDef("hardtanh", 1, "kgen::clampf({a}, {lo}, {hi})", ("({a} <= {lo} || {a} >= {hi}) ? 0.f : 1.f",),
           "hardtanh(a, {lo}, {hi})"),
-    OpDef("clamp", 1, "kgen::clampf(a, {lo}, {hi})", ("kgen::clamp_grad(a, {lo}, {hi})",),
+    OpDef("clamp", 1, "kgen::clampf({a}, {lo}, {hi})", ("kgen::clamp_grad({a}, {lo}, {hi})",),
           "clamp(a, {lo}, {hi})"),
-    OpDef("minimum", 2, "kgen::minimumf(a, b)",
-          ("a < b ? 1.f : (a == b ? 0.5f : 0.f)", "b < a ? 1.f : (a == b ? 0.5f : 0.f)"), "minimum(a, b)"),
-    OpDef("maximum", 2, "kgen::maximumf(a, b)",
-          ("a > b ? 1.f : (a == b ? 0.5f : 0.f)", "b > a ? 1.f : (a == b ? 0.5f : 0.f)"), "maximum(a, b)"),
-    OpDef("mish", 1, "kgen::mishf(a)", ("kgen::mish_grad(a)",), "mish(a)"),
-    OpDef("softplus", 1, "kgen::softplusf(a, {beta}, {threshold})",
-          ("kgen::softplus_grad(a, {beta}, {threshold})",), "softplus(a, {beta}, {threshold})"),
-    OpDef("exp", 1, "expf(a)", ("r",), "exp(a)"),
-    OpDef("log", 1, "logf(a)", ("1.f / a",), "log(a)"),
-    OpDef("abs", 1, "fabsf(a)", ("a > 0.f ? 1.f : (a < 0.f ? -1.f : 0.f)",), "abs(a)"),
-    OpDef("sqrt", 1, "sqrtf(a)", ("0.5f / r",), "sqrt(a)"),
-    OpDef("square", 1, "a * a", ("2.f * a",), "a * a"),
-    OpDef("elu", 1, "kgen::eluf(a, {alpha}, 1.f, 1.f)", ("kgen::elu_grad(a, {alpha}, 1.f, 1.f)",), "elu(a, {alpha})"),
-    OpDef("selu", 1, "kgen::eluf(a, 1.6732632423543772f, 1.0507009873554805f, 1.f)",
-          ("kgen::elu_grad(a, 1.6732632423543772f, 1.0507009873554805f, 1.f)",), "selu(a)"),
-    OpDef("celu", 1, "kgen::eluf(a, {alpha}, 1.f, 1.f / {alpha})", ("kgen::elu_grad(a, {alpha}, 1.f, 1.f / {alpha})",),
+    OpDef("minimum", 2, "kgen::minimumf({a}, {b})",
+          ("{a} < {b} ? 1.f : ({a} == {b} ? 0.5f : 0.f)", "{b} < {a} ? 1.f : ({a} == {b} ? 0.5f : 0.f)"),
+          "minimum(a, b)"),
+    OpDef("maximum", 2, "kgen::maximumf({a}, {b})",
+          ("{a} > {b} ? 1.f : ({a} == {b} ? 0.5f : 0.f)", "{b} > {a} ? 1.f : ({a} == {b} ? 0.5f : 0.f)"),
+          "maximum(a, b)"),
+    OpDef("mish", 1, "kgen::mishf({a})", ("kgen::mish_grad({a})",), "mish(a)"),
+    OpDef("softplus", 1, "kgen::softplusf({a}, {beta}, {threshold})",
+          ("kgen::softplus_grad({a}, {beta}, {threshold})",), "softplus(a, {beta}, {threshold})"),
+    OpDef("exp", 1, "expf({a})", ("{r}",), "exp(a)"),
+    OpDef("log", 1, "logf({a})", ("1.f / {a}",), "log(a)"),
+    OpDef("abs", 1, "fabsf({a})", ("{a} > 0.f ? 1.f : ({a} < 0.f ? -1.f : 0.f)",), "abs(a)"),
+    OpDef("sqrt", 1, "sqrtf({a})", ("0.5f / {r}",), "sqrt(a)"),
+    OpDef("square", 1, "{a} * {a}", ("2.f * {a}",), "a * a"),
+    OpDef("elu", 1, "kgen::eluf({a}, {alpha}, 1.f, 1.f)", ("kgen::elu_grad({a}, {alpha}, 1.f, 1.f)",),
+          "elu(a, {alpha})"),
+    OpDef("selu", 1, "kgen::eluf({a}, 1.6732632423543772f, 1.0507009873554805f, 1.f)",
+          ("kgen::elu_grad({a}, 1.6732632423543772f, 1.0507009873554805f, 1.f)",), "selu(a)"),
+    OpDef("celu", 1, "kgen::eluf({a}, {alpha}, 1.f, 1.f / {alpha})",
+          ("kgen::elu_grad({a}, {alpha}, 1.f, 1.f / {alpha})",),
           "celu(a, {alpha})"),
-    OpDef("softsign", 1, "__fdiv_rn(a, __fadd_rn(fabsf(a), 1.f))",
-          ("1.f / ((fabsf(a) + 1.f) * (fabsf(a) + 1.f))",), "a / (abs(a) + 1)"),
-    OpDef("logsigmoid", 1, "kgen::logsigmoidf(a)", ("kgen::logsigmoid_grad(a)",), "logsigmoid(a)"),
-    OpDef("tanhshrink", 1, "__fsub_rn(a, tanhf(a))", ("tanhf(a) * tanhf(a)",), "a - tanh(a)"),
-    OpDef("threshold", 1, "a <= {threshold} ? {value} : a", ("a <= {threshold} ? 0.f : 1.f",),
+    OpDef("softsign", 1, "__fdiv_rn({a}, __fadd_rn(fabsf({a}), 1.f))",
+          ("1.f / ((fabsf({a}) + 1.f) * (fabsf({a}) + 1.f))",), "a / (abs(a) + 1)"),
+    OpDef("logsigmoid", 1, "kgen::logsigmoidf({a})", ("kgen::logsigmoid_grad({a})",), "logsigmoid(a)"),
+    OpDef("tanhshrink", 1, "__fsub_rn({a}, tanhf({a}))", ("tanhf({a}) * tanhf({a})",), "a - tanh(a)"),
+    OpDef("threshold", 1, "{a} <= {threshold} ? {value} : {a}", ("{a} <= {threshold} ? 0.f : 1.f",),
           "threshold(a, {threshold}, {value})"),
-    OpDef("pow", 1, "kgen::pow_scalar(a, {p})", ("kgen::pow_grad(a, {p})",), "a ** {p}"),
-    OpDef("rsqrt", 1, "rsqrtf(a)", ("-0.5f * r * r * r",), "rsqrt(a)"),
-    OpDef("reciprocal", 1, "__fdiv_rn(1.f, a)", ("-(r * r)",), "reciprocal(a)"),
+    OpDef("pow", 1, "kgen::pow_scalar({a}, {p})", ("kgen::pow_grad({a}, {p})",), "a ** {p}"),
+    OpDef("rsqrt", 1, "rsqrtf({a})", ("-0.5f * {r} * {r} * {r}",), "rsqrt(a)"),
+    OpDef("reciprocal", 1, "__fdiv_rn(1.f, {a})", ("-({r} * {r})",), "reciprocal(a)"),
     # GELU written out (0.5 * x * (1 + erf(x / sqrt(2)))) and other special functions: PyTorch's CUDA kernels
     # call the same libdevice functions; the derivatives are autograd's formulas.
-    OpDef("erf", 1, "erff(a)", ("1.1283791670955126f * expf(-(a * a))",), "erf(a)"),
-    OpDef("erfc", 1, "erfcf(a)", ("-1.1283791670955126f * expf(-(a * a))",), "erfc(a)"),
-    OpDef("expm1", 1, "expm1f(a)", ("r + 1.f",), "expm1(a)"),
-    OpDef("log1p", 1, "log1pf(a)", ("1.f / (a + 1.f)",), "log1p(a)"),
-    OpDef("sin", 1, "sinf(a)", ("cosf(a)",), "sin(a)"),
+    OpDef("erf", 1, "erff({a})", ("1.1283791670955126f * expf(-({a} * {a}))",), "erf(a)"),
+    OpDef("erfc", 1, "erfcf({a})", ("-1.1283791670955126f * expf(-({a} * {a}))",), "erfc(a)"),
+    OpDef("expm1", 1, "expm1f({a})", ("{r} + 1.f",), "expm1(a)"),
+    OpDef("log1p", 1, "log1pf({a})", ("1.f / ({a} + 1.f)",), "log1p(a)"),
+    OpDef("sin", 1, "sinf({a})", ("cosf({a})",), "sin(a)"),
     # PReLU: b is its weight, per channel or one value (a get_attr the planner reads as a parameter); the
     # product rounded once as PyTorch's prelu kernel rounds it; autograd's gradient to the weight is a where a <= 0.
-    OpDef("prelu", 2, "(a > 0.f ? a : __fmul_rn(b, a))", ("a > 0.f ? 1.f : b", "a > 0.f ? 0.f : a"),
+    OpDef("prelu", 2, "({a} > 0.f ? {a} : __fmul_rn({b}, {a}))",
+          ("{a} > 0.f ? 1.f : {b}", "{a} > 0.f ? 0.f : {a}"),
           "prelu(a, b)"),
     # The shrinks as PyTorch's CUDA kernels: inside [-lambd, lambd] softshrink gives a * 0 (a NaN stays NaN, a
     # negative a gives -0); both gradients pass outside the closed interval (shrink_backward).
-    OpDef("softshrink", 1, "(a > {lambd} ? __fsub_rn(a, {lambd}) : (a < -{lambd} ? __fadd_rn(a, {lambd}) : a * 0.f))",
-          ("(a >= -{lambd} && a <= {lambd}) ? 0.f : 1.f",), "softshrink(a, {lambd})"),
-    OpDef("hardshrink", 1, "((a >= -{lambd} && a <= {lambd}) ? 0.f : a)",
-          ("(a >= -{lambd} && a <= {lambd}) ? 0.f : 1.f",), "hardshrink(a, {lambd})"),
-    OpDef("cos", 1, "cosf(a)", ("-sinf(a)",), "cos(a)"),
+    OpDef("softshrink", 1,
+          "({a} > {lambd} ? __fsub_rn({a}, {lambd}) : ({a} < -{lambd} ? __fadd_rn({a}, {lambd}) : {a} * 0.f))",
+          ("({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : 1.f",), "softshrink(a, {lambd})"),
+    OpDef("hardshrink", 1, "(({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : {a})",
+          ("({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : 1.f",), "hardshrink(a, {lambd})"),
+    OpDef("cos", 1, "cosf({a})", ("-sinf({a})",), "cos(a)"),
 ]}
+
+@dataclass(frozen=True)
+class ElementwiseCall:
+    """An element-wise op as `recognise` reads it off one fx node: its name in OPS, its operands as the node passes
+    them (fx nodes or Python numbers, in the op's order a, b, c, d) and its named constants (`slope`, `lo`...). The
+    planner turns the operands into the Plan's `Operand`s (plan.py: Planner.operands) and the call into a PwNode."""
+    op: str
+    operands: tuple
+    consts: dict
+
+    def __post_init__(self):
+        object.__setattr__(self, "operands", tuple(self.operands))
+
 
 # torch.where(a CMP b, c, d) with the comparison folded in (the comparison read by nothing else): one op of
 # four operands, `a CMP b ? c : d`; the gradient goes to c where the condition holds, to d elsewhere, and to
 # neither side of the comparison (as autograd: a comparison has no gradient).
 COMPARISON_SYMBOLS = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+
+
+def where_op(cmp: str) -> str:
+    """The name in OPS of the where that folds in the comparison `cmp` (gt, lt, ge, le, eq, ne)."""
+    return f"where_{cmp}"
+
+
 for _cmp, _sym in COMPARISON_SYMBOLS.items():
-    OPS[f"where_{_cmp}"] = OpDef(f"where_{_cmp}", 4, f"(a {_sym} b ? c : d)",
-                                 ("0.f", "0.f", f"(a {_sym} b ? 1.f : 0.f)", f"(a {_sym} b ? 0.f : 1.f)"),
-                                 f"where(a {_sym} b, c, d)")
+    OPS[where_op(_cmp)] = OpDef(where_op(_cmp), 4, f"({{a}} {_sym} {{b}} ? {{c}} : {{d}})",
+                                ("0.f", "0.f", f"({{a}} {_sym} {{b}} ? 1.f : 0.f)",
+                                 f"({{a}} {_sym} {{b}} ? 0.f : 1.f)"),
+                                f"where(a {_sym} b, c, d)")
+# The where ops: they compute a comparison node inside themselves (PwNode.folded).
+WHERE_OPS = frozenset(where_op(cmp) for cmp in COMPARISON_SYMBOLS)
 
 # Ops whose local derivative can be infinite at a finite operand (1 / b at b = 0, exp's overflow, log and the
 # roots at 0): behind them autograd's 0 * inf is NaN, so a zero upstream gradient does not give exact zeros.
@@ -125,50 +157,65 @@ def _scalar(value) -> float | None:
 
 
 def _unary(name, consts=None):
-    return lambda args, kwargs: (name, [args[0]], consts or {})
+    return lambda args, kwargs: ElementwiseCall(name, [args[0]], dict(consts or {}))
 
 
 def _clamp(args, kwargs):
     lo = kwargs.get("min", args[1] if len(args) > 1 else None)
     hi = kwargs.get("max", args[2] if len(args) > 2 else None)
-    return "clamp", [args[0]], {"lo": -INF if lo is None else lo, "hi": INF if hi is None else hi}
+    return ElementwiseCall("clamp", [args[0]], {"lo": -INF if lo is None else lo, "hi": INF if hi is None else hi})
+
+
+def _clamp_min(args, kwargs):
+    return ElementwiseCall("clamp", [args[0]], {"lo": kwargs.get("min", args[1] if len(args) > 1 else None),
+                                               "hi": INF})
+
+
+def _clamp_max(args, kwargs):
+    return ElementwiseCall("clamp", [args[0]], {"lo": -INF,
+                                               "hi": kwargs.get("max", args[1] if len(args) > 1 else None)})
 
 
 def _gelu(args, kwargs):
     approximate = kwargs.get("approximate", args[1] if len(args) > 1 else "none")
-    return ("gelu_tanh" if approximate == "tanh" else "gelu_erf"), [args[0]], {}
+    return ElementwiseCall("gelu_tanh" if approximate == "tanh" else "gelu_erf", [args[0]], {})
 
 
 def _leaky(args, kwargs):
-    return "leaky_relu", [args[0]], {"slope": kwargs.get("negative_slope", args[1] if len(args) > 1 else 0.01)}
+    return ElementwiseCall("leaky_relu", [args[0]],
+                           {"slope": kwargs.get("negative_slope", args[1] if len(args) > 1 else 0.01)})
 
 
 def _hardtanh(args, kwargs):
-    return "hardtanh", [args[0]], {"lo": kwargs.get("min_val", args[1] if len(args) > 1 else -1.0),
-                                   "hi": kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)}
+    return ElementwiseCall("hardtanh", [args[0]], {"lo": kwargs.get("min_val", args[1] if len(args) > 1 else -1.0),
+                                                  "hi": kwargs.get("max_val", args[2] if len(args) > 2 else 1.0)})
 
 
 def _softplus(args, kwargs):
-    return "softplus", [args[0]], {"beta": kwargs.get("beta", args[1] if len(args) > 1 else 1.0),
-                                   "threshold": kwargs.get("threshold", args[2] if len(args) > 2 else 20.0)}
+    return ElementwiseCall("softplus", [args[0]],
+                           {"beta": kwargs.get("beta", args[1] if len(args) > 1 else 1.0),
+                            "threshold": kwargs.get("threshold", args[2] if len(args) > 2 else 20.0)})
 
 
 def _alpha(name):
-    return lambda args, kwargs: (name, [args[0]], {"alpha": kwargs.get("alpha", args[1] if len(args) > 1 else 1.0)})
+    return lambda args, kwargs: ElementwiseCall(name, [args[0]],
+                                                {"alpha": kwargs.get("alpha", args[1] if len(args) > 1 else 1.0)})
 
 
 def _threshold(args, kwargs):
-    return "threshold", [args[0]], {"threshold": kwargs.get("threshold", args[1] if len(args) > 1 else None),
-                                    "value": kwargs.get("value", args[2] if len(args) > 2 else None)}
+    return ElementwiseCall("threshold", [args[0]],
+                           {"threshold": kwargs.get("threshold", args[1] if len(args) > 1 else None),
+                            "value": kwargs.get("value", args[2] if len(args) > 2 else None)})
 
 
 def _shrink(name):
-    return lambda args, kwargs: (name, [args[0]], {"lambd": kwargs.get("lambd", args[1] if len(args) > 1 else 0.5)})
+    return lambda args, kwargs: ElementwiseCall(name, [args[0]],
+                                                {"lambd": kwargs.get("lambd", args[1] if len(args) > 1 else 0.5)})
 
 
 def _prelu(args, kwargs):
     weight = kwargs.get("weight", args[1] if len(args) > 1 else None)
-    return ("prelu", [args[0], weight], {}) if weight is not None else None
+    return ElementwiseCall("prelu", [args[0], weight], {}) if weight is not None else None
 
 
 def _pow(args, kwargs):
@@ -176,7 +223,7 @@ def _pow(args, kwargs):
     exponent = kwargs.get("exponent", args[1] if len(args) > 1 else None)
     if _scalar(args[0]) is not None or _scalar(exponent) is None:
         return None
-    return "pow", [args[0]], {"p": exponent}
+    return ElementwiseCall("pow", [args[0]], {"p": exponent})
 
 
 _COMPARISON_FUNCTIONS = {operator.gt: "gt", operator.lt: "lt", operator.ge: "ge", operator.le: "le",
@@ -204,7 +251,7 @@ def _where(args, kwargs):
     cmp = comparison(cond) if isinstance(cond, torch.fx.Node) else None
     if cmp is None or len(cond.users) != 1:
         return None  # a condition tensor from elsewhere, or one read twice: PyTorch's where
-    return f"where_{cmp}", [cond.args[0], cond.args[1], a, b], {}
+    return ElementwiseCall(where_op(cmp), [cond.args[0], cond.args[1], a, b], {})
 
 
 def _masked_fill(args, kwargs):
@@ -217,7 +264,7 @@ def _masked_fill(args, kwargs):
     cmp = comparison(mask) if isinstance(mask, torch.fx.Node) else None
     if cmp is None or len(mask.users) != 1:
         return None  # a bool mask from elsewhere, or one read twice: PyTorch's masked_fill
-    return f"where_{cmp}", [mask.args[0], mask.args[1], value, args[0]], {}
+    return ElementwiseCall(where_op(cmp), [mask.args[0], mask.args[1], value, args[0]], {})
 
 
 def folded_condition(node):
@@ -243,12 +290,12 @@ def _binary(name, reversed_operands=False):
             if key not in _PLAIN_BINARY_KEYWORDS or (key != "other" and value != _PLAIN_BINARY_KEYWORDS[key]):
                 return None
         # torch.rsub(a, b) is b - a
-        return name, ([other, args[0]] if reversed_operands else [args[0], other]), {}
+        return ElementwiseCall(name, [other, args[0]] if reversed_operands else [args[0], other], {})
     return make
 
 
 def _rbinary(name):
-    return lambda args, kwargs: (name, [args[0], args[1]], {})
+    return lambda args, kwargs: ElementwiseCall(name, [args[0], args[1]], {})
 
 
 def _min_max(name):
@@ -256,7 +303,7 @@ def _min_max(name):
         # torch.min(a, b) / torch.max(a, b) with two tensors (or a tensor constant) is element-wise;
         # with a dim it is a reduction (see reductions in plan.py).
         if len(args) == 2 and not isinstance(args[1], int) and "dim" not in kwargs:
-            return name, [args[0], args[1]], {}
+            return ElementwiseCall(name, [args[0], args[1]], {})
         return None
     return make
 
@@ -266,11 +313,10 @@ FUNCTIONS = {
     torch.sigmoid: _unary("sigmoid"), F.sigmoid: _unary("sigmoid"),
     torch.tanh: _unary("tanh"), F.tanh: _unary("tanh"),
     F.gelu: _gelu, F.silu: _unary("silu"), F.hardswish: _unary("hardswish"), F.hardsigmoid: _unary("hardsigmoid"),
-    F.hardtanh: _hardtanh, F.relu6: lambda a, k: ("hardtanh", [a[0]], {"lo": 0.0, "hi": 6.0}),
+    F.hardtanh: _hardtanh, F.relu6: lambda a, k: ElementwiseCall("hardtanh", [a[0]], {"lo": 0.0, "hi": 6.0}),
     F.leaky_relu: _leaky, F.mish: _unary("mish"), F.softplus: _softplus,
     torch.clamp: _clamp, torch.clip: _clamp,
-    torch.clamp_min: lambda a, k: ("clamp", [a[0]], {"lo": k.get("min", a[1] if len(a) > 1 else None), "hi": INF}),
-    torch.clamp_max: lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
+    torch.clamp_min: _clamp_min, torch.clamp_max: _clamp_max,
     torch.exp: _unary("exp"), torch.log: _unary("log"), torch.abs: _unary("abs"), torch.sqrt: _unary("sqrt"),
     torch.square: _unary("square"), torch.neg: _unary("neg"),
     torch.add: _binary("add"), torch.sub: _binary("sub"), torch.mul: _binary("mul"), torch.div: _binary("div"),
@@ -298,8 +344,7 @@ METHODS = {
     "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
     "log": _unary("log"), "abs": _unary("abs"), "sqrt": _unary("sqrt"), "square": _unary("square"),
     "neg": _unary("neg"), "clamp": _clamp, "clip": _clamp,
-    "clamp_min": lambda a, k: ("clamp", [a[0]], {"lo": k.get("min", a[1] if len(a) > 1 else None), "hi": INF}),
-    "clamp_max": lambda a, k: ("clamp", [a[0]], {"lo": -INF, "hi": k.get("max", a[1] if len(a) > 1 else None)}),
+    "clamp_min": _clamp_min, "clamp_max": _clamp_max,
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),
     "subtract": _binary("sub"), "multiply": _binary("mul"), "divide": _binary("div"), "true_divide": _binary("div"),
     "negative": _unary("neg"), "absolute": _unary("abs"), "masked_fill": _masked_fill,
@@ -361,13 +406,15 @@ MODULE_CONSTANT_ATTRS = {"slope": "negative_slope", "lo": "min_val", "hi": "max_
                          "threshold": "threshold", "alpha": "alpha", "value": "value", "lambd": "lambd"}
 
 
-def recognise(node, module: nn.Module | None = None):
-    """(op name, operands (fx nodes or Python scalars), constants) for an element-wise node, else None."""
+def recognise(node, module: nn.Module | None = None) -> ElementwiseCall | None:
+    """The ElementwiseCall an element-wise node makes (operands: fx nodes or Python scalars; constants: floats, a
+    module's as the module holds them), else None."""
     if node.op == "call_module" and module is not None:
         found = _module_op(module)
         if found is None or len(node.args) != 1 or node.kwargs:
             return None
-        return found[0], [node.args[0]], dict(found[1])
+        op, consts = found
+        return ElementwiseCall(op, [node.args[0]], dict(consts))
     if node.op == "call_function" and node.target in FUNCTIONS:
         made = FUNCTIONS[node.target](list(node.args), dict(node.kwargs))
     elif node.op == "call_method" and node.target in METHODS:
@@ -376,14 +423,14 @@ def recognise(node, module: nn.Module | None = None):
         return None
     if made is None:
         return None
-    name, operands, consts = made
     if "inplace" in node.kwargs and node.kwargs["inplace"]:
         return None
-    for key, value in consts.items():
+    consts = {}
+    for key, value in made.consts.items():
         if _scalar(value) is None:
             return None  # a tensor-valued clamp bound, say: not a constant
         consts[key] = float(value)
-    return name, operands, consts
+    return replace(made, consts=consts)
 
 
 def cuda_float(value: float) -> str:

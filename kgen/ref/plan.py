@@ -6,13 +6,15 @@ plan_pointwise.py (element-wise kernels outside regions, library steps).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
-from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
+from kgen.ref.ir import BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
                              op_text, param_view_root, self_attr)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
@@ -39,6 +41,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         self.modules = dict(ref.gm.named_modules())
         self.prelu_weights = prelu_weights(ref.graph)   # (C,) tensors that apply to dim 1, not the last dim
         self.claimed: dict[str, object] = {}     # node name -> the step that computes it
+        self.bias_takers: dict[str, object] = {}   # conv / linear node name -> the step that takes over its bias
         self.steps: list = []
 
     # ---------------------------------------------------------------- helpers
@@ -100,23 +103,24 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             return None
         return param
 
-    def pw_node(self, node, op, operands, consts) -> PwNode:
-        folded = ops.folded_condition(node).name if op.startswith("where_") else ""
-        return PwNode(node.name, op, operands, consts, self.ref.forward_lines.get(node.name, ""),
+    def pw_node(self, node, call: ops.ElementwiseCall, operands: list) -> PwNode:
+        """The PwNode of `node`, which makes `call`, over its converted `operands` (Planner.operands)."""
+        folded = ops.folded_condition(node).name if call.op in ops.WHERE_OPS else ""
+        return PwNode(node.name, call.op, operands, call.consts, self.ref.forward_lines.get(node.name, ""),
                       module=node.target if node.op == "call_module" else "", folded=folded)
 
     # ---------------------------------------------------------------- element-wise recognition
-    def elementwise(self, node, full: list):
-        """(op, operands, consts) of an element-wise node producing `full`'s shape, or None."""
+    def elementwise(self, node, full: list) -> ops.ElementwiseCall | None:
+        """The element-wise call of a node producing `full`'s shape (its operands made like a number read as that
+        number, like_as_number), or None."""
         if tensor_shape(node) != full:
             return None
         found = ops.recognise(node, self.module(node))
-        if found is None or not self.float32(node, found[1]):
+        if found is None or not self.float32(node, found.operands):
             return None
-        name, operands, consts = found
-        if ops.OPS[name].arity != len(operands):
+        if ops.OPS[found.op].arity != len(found.operands):
             return None
-        return name, [self.like_as_number(o, operands) for o in operands], consts
+        return replace(found, operands=[self.like_as_number(o, found.operands) for o in found.operands])
 
     def like_as_number(self, operand, operands):
         """`torch.zeros_like(t)`, `torch.ones_like(t)`, `torch.full_like(t, v)` (float32, no other argument) read
@@ -204,7 +208,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             params.insert(0, bias_param)
             _shift_params(prologue + epilogue, 1)
             biased = PwNode(name=f"{x.name}_biased", op="add",
-                            operands=[Operand("value", x.name), Operand("param", 0)], consts={},
+                            operands=[Operand.of_value(x.name), Operand.of_param(0)], consts={},
                             line=f"{peel.target} bias, added by the region")
             _rename_value(prologue + epilogue, x.name, biased.name)
             prologue.insert(0, biased)
@@ -221,7 +225,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if reduce is not None and reduce.defined.name != output_node.name:
             self.claimed[reduce.defined.name] = step
         if peel is not None:
-            self.claimed.setdefault(f"peel:{peel.name}", step)
+            self.bias_takers.setdefault(peel.name, step)
         self.steps.append(step)
 
     def gn_arguments(self, gn):
@@ -280,13 +284,12 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if not inside:
                 leaves.add(node.name)
                 return
-            name, operands, consts = found
-            converted = self.operands(node, operands, full, params)
+            converted = self.operands(node, found.operands, full, params)
             if converted is None:
                 leaves.add(node.name)
                 return
-            members[node.name] = self.pw_node(node, name, converted, consts)
-            for operand in operands:
+            members[node.name] = self.pw_node(node, found, converted)
+            for operand in found.operands:
                 if isinstance(operand, torch.fx.Node) and tensor_shape(operand) == full and \
                         self.param_of(operand, full) is None:
                     visit(operand)
@@ -310,11 +313,11 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         converted = []
         for operand in operands:
             if inputs and isinstance(operand, torch.fx.Node) and operand.name in inputs:
-                converted.append(Operand("value", operand.name))
+                converted.append(Operand.of_value(operand.name))
                 continue
             scalar = self.scalar_of(operand)
             if scalar is not None:
-                converted.append(Operand("scalar", scalar))
+                converted.append(Operand.of_scalar(scalar))
                 continue
             param = self.param_of(operand, full)
             if param is not None:
@@ -322,10 +325,10 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 if index is None:
                     params.append(param)
                     index = len(params) - 1
-                converted.append(Operand("param", index))
+                converted.append(Operand.of_param(index))
                 continue
             if isinstance(operand, torch.fx.Node) and tensor_shape(operand) == full:
-                converted.append(Operand("value", operand.name))
+                converted.append(Operand.of_value(operand.name))
                 continue
             return None
         return converted
@@ -340,17 +343,16 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             found = self.elementwise(node, full)
             if found is None:
                 continue
-            name, operands, consts = found
-            tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+            tensors = [o for o in found.operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                        and self.param_of(o, full) is None]
             if not tensors or any(t.name not in values for t in tensors):
                 continue
             trial = list(params)
-            converted = self.operands(node, operands, full, trial)
+            converted = self.operands(node, found.operands, full, trial)
             if converted is None:
                 continue
             params[:] = trial
-            taken.append(self.pw_node(node, name, converted, consts))
+            taken.append(self.pw_node(node, found, converted))
             values |= names_of(taken[-1:])
         return taken
 
@@ -418,12 +420,12 @@ def _epilogue_params(prologue, epilogue) -> int:
 
 def _shift_params(nodes, by: int) -> None:
     for node in nodes:
-        node.operands = [Operand("param", o.ref + by) if o.kind == "param" else o for o in node.operands]
+        node.operands = [Operand.of_param(o.ref + by) if o.is_param else o for o in node.operands]
 
 
 def _rename_value(nodes, old: str, new: str) -> None:
     for node in nodes:
-        node.operands = [Operand("value", new) if o.kind == "value" and o.ref == old else o for o in node.operands]
+        node.operands = [Operand.of_value(new) if o.is_value and o.ref == old else o for o in node.operands]
 
 
 def _step_anchor(step) -> str:
@@ -436,7 +438,7 @@ def _step_anchor(step) -> str:
     return step.output   # after every input it reads (a member may come before another member's input)
 
 
-def make_plan(ref: Reference, conv: str = "exact") -> Plan:
-    """The reference's plan; `conv` "fast" runs the 2-D and 3-D convolutions that feed a region
-    channels-last (plan_layout.py)."""
+def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT) -> Plan:
+    """The reference's plan; `conv` FAST (or the command line's "fast") runs the 2-D and 3-D convolutions that feed a
+    region channels-last (plan_layout.py)."""
     return apply_conv_mode(Planner(ref).plan(), conv)

@@ -9,7 +9,9 @@ from kgen.ref.graph import PEELABLE, is_metadata, names_of
 from kgen.ref.ir import BatchNormStep, Operand, Param, ReduceKind
 from kgen.ref.trace import tensor_shape
 
-BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+# Each batch norm module kgen plans, with the input ranks it accepts (the emitted step checks them at run time).
+BATCH_NORM_RANKS = {nn.BatchNorm1d: (2, 3), nn.BatchNorm2d: (4,), nn.BatchNorm3d: (5,)}
+BATCH_NORMS = tuple(BATCH_NORM_RANKS)
 
 
 class BatchNormPlanning:
@@ -50,7 +52,8 @@ class BatchNormPlanning:
                 all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
         output = pool.defined if pool is not None else last
         step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
-                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__, nodes=chain,
+                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__,
+                             ranks=BATCH_NORM_RANKS[type(module)], nodes=chain,
                              params=params, shape=full, conv_bias=f"{self.attr(x.target)}.bias" if peel else "",
                              output=output.name, out_shape=tensor_shape(output) or [])
         if pool is not None:
@@ -58,14 +61,14 @@ class BatchNormPlanning:
         for name in {bn.name, output.name} | names_of(chain):
             self.claimed[name] = step
         if peel:
-            self.claimed[f"peel:{x.name}"] = step
+            self.bias_takers[x.name] = step
         self.steps.append(step)
 
 
 def used_params(nodes, params: list) -> list:
     """The parameters a (trimmed) DAG still reads, renumbered in order."""
-    used = sorted({o.ref for n in nodes for o in n.operands if o.kind == "param"})
+    used = sorted({o.ref for n in nodes for o in n.operands if o.is_param})
     renumber = {old: new for new, old in enumerate(used)}
     for node in nodes:
-        node.operands = [Operand("param", renumber[o.ref]) if o.kind == "param" else o for o in node.operands]
+        node.operands = [Operand.of_param(renumber[o.ref]) if o.is_param else o for o in node.operands]
     return [params[k] for k in used]

@@ -18,18 +18,18 @@ from __future__ import annotations
 
 import torch.nn as nn
 
-from kgen.ref.ir import LibraryStep, Plan, ReduceKind, RegionStep
+from kgen.ref.ir import ConvMode, LibraryStep, Plan, ReduceKind, RegionStep
 
-CONV_MODES = ("exact", "fast")
+# The words `--conv` takes on the command line (kgen/cli.py), one per ConvMode.
+CONV_MODES = tuple(mode.value for mode in ConvMode)
 CHANNELS_LAST_CONVS = (nn.Conv2d, nn.ConvTranspose2d, nn.Conv3d, nn.ConvTranspose3d)
 
 
-def apply_conv_mode(plan: Plan, conv: str) -> Plan:
-    """Marks the regions (and the convolutions before them) that run channels-last under `conv`."""
-    if conv not in CONV_MODES:
-        raise ValueError(f"conv mode must be one of {', '.join(CONV_MODES)}, got {conv!r}")
-    plan.conv = conv
-    if conv == "exact":
+def apply_conv_mode(plan: Plan, conv: ConvMode | str) -> Plan:
+    """Marks the regions (and the convolutions before them) that run channels-last under `conv` (a ConvMode, or the
+    command line's word for one)."""
+    plan.conv = ConvMode.of(conv)
+    if plan.conv is ConvMode.EXACT:
         return plan
     library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
     modules = dict(plan.ref.gm.named_modules())
@@ -37,10 +37,12 @@ def apply_conv_mode(plan: Plan, conv: str) -> Plan:
         if not isinstance(step, RegionStep):
             continue
         conv_step = library.get(step.input)
-        reason = _why_not_channels_last(step, conv_step, modules)
+        module = _conv_module(conv_step, modules)
+        if module is None:
+            continue  # a GEMM or an input before the region is not worth a note
+        reason = _why_not_channels_last(step, module)
         if reason:
-            if reason != _NOT_A_CONV:  # a GEMM or an input before the region is not worth a note
-                plan.notes.append(f"--conv fast: region {step.index} reads its input in NCHW: {reason}")
+            plan.notes.append(f"--conv fast: region {step.index} reads its input in NCHW: {reason}")
             continue
         step.channels_last = True
         conv_step.channels_last = True
@@ -55,17 +57,21 @@ def apply_conv_mode(plan: Plan, conv: str) -> Plan:
     return plan
 
 
-_NOT_A_CONV = "its input is not a convolution's output"
 _OTHER_CONVS = (nn.Conv1d, nn.ConvTranspose1d)
 
 
-def _why_not_channels_last(step: RegionStep, conv_step: LibraryStep | None, modules: dict) -> str:
+def _conv_module(conv_step: LibraryStep | None, modules: dict):
+    """The convolution module (of any rank) a library step calls, or None."""
     module = modules.get(conv_step.node.target) if conv_step is not None and conv_step.node.op == "call_module" \
         else None
+    return module if isinstance(module, CHANNELS_LAST_CONVS + _OTHER_CONVS) else None
+
+
+def _why_not_channels_last(step: RegionStep, module) -> str:
+    """Why a region that reads the output of the convolution `module` stays NCHW, or "" where it runs
+    channels-last."""
     if isinstance(module, _OTHER_CONVS):
         return f"`{step.input}` comes from an nn.{type(module).__name__}; --conv fast takes 2-D and 3-D convolutions only"
-    if not isinstance(module, CHANNELS_LAST_CONVS):
-        return _NOT_A_CONV
     if len(step.shape) not in (4, 5):
         return f"its input has rank {len(step.shape)}, not (N, C, H, W) or (N, C, D, H, W)"
     if step.reduce_kind is not ReduceKind.NONE:

@@ -5,6 +5,7 @@ plan."""
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -65,11 +66,21 @@ LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contig
                    "repeat", "unflatten", "narrow", "log_softmax", "double", "half", "bfloat16"}
 
 
+@dataclass(frozen=True)
+class PendingElementwise:
+    """An element-wise node no region or batch norm took, waiting to join an element-wise kernel (pointwise_steps):
+    the node, the call it makes, and the tensors it reads (fx nodes that are neither numbers nor parameters; the
+    parameters themselves for an op on parameters alone)."""
+    node: object
+    call: ops.ElementwiseCall
+    tensors: list
+
+
 class PointwisePlanning:
     """Planner methods for the element-wise kernels outside regions and for library steps."""
 
     def pointwise_and_library(self) -> None:
-        pending: list = []
+        pending: list[PendingElementwise] = []
         conditions: list = []
         for node in self.nodes:
             if node.op in ("placeholder", "output") or node.name in self.claimed:
@@ -80,19 +91,18 @@ class PointwisePlanning:
             full = tensor_shape(node)
             found = self.elementwise(node, full) if full is not None else None
             recognised = ops.recognise(node, self.module(node)) if full is not None else None
-            if found is None and recognised is not None and not self.float32(node, recognised[1]):
+            if found is None and recognised is not None and not self.float32(node, recognised.operands):
                 self.library(node, fallback="an element-wise op on a tensor that is not float32")
                 continue
             if found is not None:
-                name, operands, consts = found
-                tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
+                tensors = [o for o in found.operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
                            and self.param_of(o, full) is None]
                 if not tensors:
                     # an op on parameters alone (torch.sigmoid(self.gate) of a (1, C, 1, 1) gate): they are the
                     # kernel's input tensors, of the output's shape
-                    tensors = [o for o in operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None]
+                    tensors = [o for o in found.operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None]
                 if tensors:
-                    pending.append((node, name, operands, consts, tensors))
+                    pending.append(PendingElementwise(node, found, tensors))
                     continue
             if node.op == "call_function" and node.target is torch.where:
                 self.library(node, fallback="a where whose condition is no comparison read by it alone (a bool "
@@ -125,9 +135,9 @@ class PointwisePlanning:
         its output (the latest node not yet taken) over the nodes of the same shape whose every reader is
         already inside, reading at most MAX_POINTWISE_INPUTS tensors (a region's output, a library op's, the
         model's input, each maybe broadcast) and at most kMaxParams per-channel parameters."""
-        by_name = {p[0].name: p for p in pending}
+        by_name = {p.node.name: p for p in pending}
         taken: set[str] = set()
-        for node, *_ in reversed(pending):
+        for node in [p.node for p in reversed(pending)]:
             if node.name in taken:
                 continue
             full = tensor_shape(node)
@@ -137,11 +147,11 @@ class PointwisePlanning:
             params: list[Param] = []
             chain = []
             for member in nodes:
-                _, cname, cops, cconsts, _ = by_name[member.name]
-                converted = self.operands(member, cops, full, params, inputs={i.name for i in inputs})
+                call = by_name[member.name].call
+                converted = self.operands(member, call.operands, full, params, inputs={i.name for i in inputs})
                 if converted is None:
                     break
-                chain.append(self.pw_node(member, cname, converted, cconsts))
+                chain.append(self.pw_node(member, call, converted))
             readable = all(_broadcasts(tensor_shape(i), full) for i in inputs) and len(full) <= 5
             if len(chain) != len(nodes) or not readable or len(params) > MAX_POINTWISE_PARAMS:
                 why = (f"more than {MAX_POINTWISE_PARAMS} per-channel parameters" if readable and
@@ -174,10 +184,10 @@ class PointwisePlanning:
         grown = True
         while grown:
             grown = False
-            covered = members | {ops.folded_condition(by_name[m][0]).name for m in members
-                                 if by_name[m][1].startswith("where_")}
+            covered = members | {ops.folded_condition(by_name[m].node).name for m in members
+                                 if by_name[m].call.op in ops.WHERE_OPS}
             for member in [n for n in self.nodes if n.name in members]:
-                for tensor in by_name[member.name][4]:
+                for tensor in by_name[member.name].tensors:
                     if tensor.name in members or tensor.name in taken or tensor.name not in by_name or \
                             tensor_shape(tensor) != full or not all(u.name in covered for u in tensor.users):
                         continue
@@ -194,12 +204,12 @@ class PointwisePlanning:
 
     def pointwise_params(self, members: set, by_name, full) -> set:
         """The per-channel (or one-value) parameters the members read."""
-        return {o.name for m in members for o in by_name[m][2]
+        return {o.name for m in members for o in by_name[m].call.operands
                 if isinstance(o, torch.fx.Node) and self.param_of(o, full) is not None}
 
     def pointwise_inputs(self, members: set, by_name) -> list:
         """The tensors the members read from outside them, in graph order."""
-        outside = {t.name for m in members for t in by_name[m][4] if t.name not in members}
+        outside = {t.name for m in members for t in by_name[m].tensors if t.name not in members}
         return [n for n in self.nodes if n.name in outside]
 
     def size_arithmetic(self, node) -> bool:
@@ -220,7 +230,7 @@ class PointwisePlanning:
                            "call; write it with ops kgen knows, or, where PyTorch may run it between kgen's kernels "
                            "as it is, add it to LIBRARY_FUNCTIONS, LIBRARY_METHODS or LIBRARY_MODULES in "
                            "kgen/ref/plan_pointwise.py")
-        taker = self.claimed.get(f"peel:{node.name}")
+        taker = self.bias_takers.get(node.name)
         step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step

@@ -51,6 +51,16 @@ class FoundReduction:
     through: object = None        # the flattening view or permute it reads the result through (fx node), or None
 
 
+@dataclass(frozen=True)
+class ReductionCall:
+    """A reduction call over given dims as written (torch.mean(x, (2, 3)), x.amax(1, keepdim=True), torch.max(x, 1)'s
+    values), before the planner decides which ReduceKind its dims are of the region's value."""
+    op: ReduceOp
+    dims: list                    # the reduced dims, sorted, each in [0, rank)
+    keepdim: bool
+    defined: object               # the fx node defining the reduced value (a max / min's `[0]` / `.values`)
+
+
 def is_values_output(node) -> bool:
     """Whether `node` takes the values of a torch.max / torch.min (x, dim) result: `[0]` or `.values`."""
     return node.op == "call_function" and (
@@ -95,19 +105,17 @@ class ReductionPlanning:
         adaptive = self.global_pool(node, module, source, rank)
         if adaptive is not None:
             return adaptive
-        parsed = self.reduction_call(node, source, rank)
-        if parsed is None:
+        call = self.reduction_call(node, source, rank)
+        if call is None:
             return None
-        op_name, dims, keepdim, defined = parsed
-        kind = _reduce_kind(dims, rank)
+        kind = _reduce_kind(call.dims, rank)
         if kind is None:
             return None
-        return FoundReduction(defined, kind, REDUCTION_OPS[op_name], keepdim)
+        return FoundReduction(call.defined, kind, call.op, call.keepdim)
 
-    def reduction_call(self, node, source, rank):
-        """(op name, sorted dims, keepdim, node defining the reduced value) of a torch.mean / sum / amax / amin /
-        max / min / logsumexp of `source` over given dims (the values of a max / min with one dim, its indices
-        unread), else None."""
+    def reduction_call(self, node, source, rank) -> ReductionCall | None:
+        """The ReductionCall of a torch.mean / sum / amax / amin / max / min / logsumexp of `source` over given dims
+        (the values of a max / min with one dim, its indices unread), else None."""
         op_name = None
         args, kw = list(node.args), dict(node.kwargs)
         if node.op == "call_method" and node.target in REDUCTION_OPS:
@@ -131,7 +139,7 @@ class ReductionPlanning:
             if len(users) != 1 or not is_values_output(users[0]):
                 return None  # the indices are used: keep PyTorch's max/min
             defined = users[0]
-        return op_name, dims, keepdim, defined
+        return ReductionCall(REDUCTION_OPS[op_name], dims, keepdim, defined)
 
     def permuted_reduction(self, node, source, full) -> FoundReduction | None:
         """A reduction over dims of a permute / transpose of the region's result (x.permute(0, 2, 3, 1).amax(-1)),
@@ -140,15 +148,14 @@ class ReductionPlanning:
         order = _permutation(node, len(full))
         if order is None or len(node.users) != 1:
             return None
-        parsed = self.reduction_call(next(iter(node.users)), node, len(full))
-        if parsed is None:
+        call = self.reduction_call(next(iter(node.users)), node, len(full))
+        if call is None:
             return None
-        op_name, dims, keepdim, defined = parsed
-        kept = [order[d] for d in range(len(full)) if d not in dims]
-        kind = _reduce_kind(sorted(order[d] for d in dims), len(full))
-        if keepdim or kept != sorted(kept) or kind is None:
+        kept = [order[d] for d in range(len(full)) if d not in call.dims]
+        kind = _reduce_kind(sorted(order[d] for d in call.dims), len(full))
+        if call.keepdim or kept != sorted(kept) or kind is None:
             return None
-        return FoundReduction(defined, kind, REDUCTION_OPS[op_name], False, through=node)
+        return FoundReduction(call.defined, kind, call.op, False, through=node)
 
     def flattened_reduction(self, node, source, full) -> FoundReduction | None:
         """A reduction over all but the batch written through a flattening view: x.view(x.size(0), -1).mean(1),
@@ -234,25 +241,24 @@ class ReductionPlanning:
                 return output_node
             user = readers[0]
             found = self.elementwise(user, out_shape)
-            if found is None or found[0] not in COMMUTE_WITH_EXTREMES:
+            if found is None or found.op not in COMMUTE_WITH_EXTREMES:
                 return output_node
-            name, operands, consts = found
             converted = []
-            for operand in operands:
+            for operand in found.operands:
                 scalar = self.scalar_of(operand)
                 if operand is output_node:
-                    converted.append(Operand("value", step.result))
+                    converted.append(Operand.of_value(step.result))
                 elif scalar is not None:
-                    converted.append(Operand("scalar", scalar))
+                    converted.append(Operand.of_scalar(scalar))
                 else:
                     return output_node
-            moved = self.pw_node(user, name, converted, consts)
+            moved = self.pw_node(user, found, converted)
             moved.name = f"{user.name}_before_{output_node.name}"
             if moved.name in self.order:
                 return output_node
             step.epilogue.append(moved)
             step.result = moved.name
-            what = name if user.name == name else f"{name} ({user.name})"
+            what = found.op if user.name == found.op else f"{found.op} ({user.name})"
             step.notes.append(f"{what} moved before the {step.reduce_op.word}, which it commutes with")
             self.claimed[user.name] = step
             output_node = user

@@ -171,11 +171,11 @@ def _module_of(node, gm):
 def _number_operands_op(node, source, gm) -> bool:
     """Whether `node` is an element-wise op of `source` and numbers only, keeping `source`'s dtype."""
     found = ops.recognise(node, _module_of(node, gm))
-    if found is None or ops.OPS[found[0]].arity != len(found[1]) or _dtype_of(node) != _dtype_of(source):
+    if found is None or ops.OPS[found.op].arity != len(found.operands) or _dtype_of(node) != _dtype_of(source):
         return False
     read = []
     torch.fx.node.map_arg((node.args, node.kwargs), read.append)
-    numbers = [o for o in found[1] if o is not source]
+    numbers = [o for o in found.operands if o is not source]
     return bool(read) and all(n is source for n in read) and \
         all(isinstance(o, (int, float)) and not isinstance(o, bool) for o in numbers)
 

@@ -13,7 +13,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.fx.interpreter import Interpreter
 
-from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from kgen.ref.trace import TrainingFlag
 
 _COMPARE = {"gt": torch.gt, "lt": torch.lt, "ge": torch.ge, "le": torch.le, "eq": torch.eq, "ne": torch.ne}
@@ -55,7 +55,7 @@ for _cmp, _fn in _COMPARE.items():
 def run_dag(nodes, env: dict, params: list) -> None:
     """Evaluates PwNodes in order into env (node name -> tensor)."""
     for node in nodes:
-        operands = [env[o.ref] if o.kind == "value" else torch.tensor(o.ref) if o.kind == "scalar" else params[o.ref]
+        operands = [env[o.ref] if o.is_value else torch.tensor(o.ref) if o.is_scalar else params[o.ref]
                     for o in node.operands]
         env[node.name] = VALUES[node.op](operands, node.consts)
 
@@ -74,21 +74,22 @@ def _pointwise_param(param, tensor):
 
 def _reduced(step: RegionStep, value):
     rank = len(step.shape)
-    if step.reduce_kind == "kNone":
+    if step.reduce_kind is ReduceKind.NONE:
         return value
-    if step.reduce_kind == "kWindow":
-        pool = {"kMax": (F.max_pool1d, F.max_pool2d, F.max_pool3d),
-                "kMean": (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.reduce_op][rank - 3]
+    if step.reduce_kind is ReduceKind.WINDOW:
+        pool = {ReduceOp.MAX: (F.max_pool1d, F.max_pool2d, F.max_pool3d),
+                ReduceOp.MEAN: (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.reduce_op][rank - 3]
         return pool(value, tuple(step.window))
     if step.reduce_rank == 2:   # through an (N, C * spatial) view
         value, dims = value.reshape(value.shape[0], -1), (1,)
     elif step.reduce_rank == 3:   # through an (N, C, spatial) view
         value = value.reshape(value.shape[0], value.shape[1], -1)
-        dims = {"kPlane": (2,), "kSample": (1, 2)}[step.reduce_kind]
+        dims = {ReduceKind.PLANE: (2,), ReduceKind.SAMPLE: (1, 2)}[step.reduce_kind]
     else:
-        dims = {"kChannel": (1,), "kPlane": tuple(range(2, rank)), "kSample": tuple(range(1, rank))}[step.reduce_kind]
-    reduce = {"kSum": torch.sum, "kMean": torch.mean, "kMax": torch.amax, "kMin": torch.amin,
-              "kLogSumExp": torch.logsumexp}[step.reduce_op]
+        dims = {ReduceKind.CHANNEL: (1,), ReduceKind.PLANE: tuple(range(2, rank)),
+                ReduceKind.SAMPLE: tuple(range(1, rank))}[step.reduce_kind]
+    reduce = {ReduceOp.SUM: torch.sum, ReduceOp.MEAN: torch.mean, ReduceOp.MAX: torch.amax, ReduceOp.MIN: torch.amin,
+              ReduceOp.LOGSUMEXP: torch.logsumexp}[step.reduce_op]
     return reduce(value, dims, keepdim=step.keepdim)
 
 

@@ -96,7 +96,7 @@ def test_two_groupnorms_two_regions_and_residual_through_z():
     assert [n.op for n in first.epilogue] == ["mul", "add", "silu"]
     # the residual reads the GroupNorm's input, which is the prologue's result
     residual = first.epilogue[1]
-    assert {o.ref for o in residual.operands if o.kind == "value"} == {first.epilogue[0].name,
+    assert {o.ref for o in residual.operands if o.is_value} == {first.epilogue[0].name,
                                                                        first.prologue[-1].name}
     assert not second.epilogue[0].consts and second.epilogue[0].op == "tanh"
 
@@ -125,7 +125,7 @@ def test_inplace_ops_are_planned_by_value():
     (region,) = regions(make_plan(load_reference(HERE / "references" / "inplace_ops_alias.py")))
     assert [n.op for n in region.epilogue] == ["relu", "add", "add", "mul"]
     relu, add = region.epilogue[0], region.epilogue[1]
-    assert [o.ref for o in add.operands if o.kind == "value"] == [relu.name, relu.name]
+    assert [o.ref for o in add.operands if o.is_value] == [relu.name, relu.name]
 
 
 def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
@@ -137,7 +137,7 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     assert [n.op for n in region.prologue] == ["add", "gelu_tanh"]
     assert [n.op for n in region.epilogue] == ["mul", "add"]
     residual = region.epilogue[1]
-    assert {o.ref for o in residual.operands if o.kind == "value"} == {region.epilogue[0].name,
+    assert {o.ref for o in residual.operands if o.is_value} == {region.epilogue[0].name,
                                                                        region.prologue[-1].name}
     text = (HERE / "references" / "linear_gelu_tanh_gn_short_slices.py").read_text()
     other = tmp_path / "z_read_by_a_linear.py"
@@ -592,18 +592,18 @@ def test_max_pooling_after_non_decreasing_ops_takes_f_of_the_max():
     def chain(*specs):
         nodes, last = [], "bn"
         for i, (op, extra, consts) in enumerate(specs):
-            nodes.append(PwNode(f"n{i}", op, [Operand("value", last)] + extra, consts))
+            nodes.append(PwNode(f"n{i}", op, [Operand.of_value(last)] + extra, consts))
             last = f"n{i}"
         return nodes
 
     assert non_decreasing(chain(("tanh", [], {})))
-    assert non_decreasing(chain(("relu", [], {}), ("mul", [Operand("scalar", 2.0)], {}), ("sigmoid", [], {})))
-    assert non_decreasing(chain(("leaky_relu", [], {"slope": 0.1}), ("sub", [Operand("scalar", 1.0)], {})))
-    assert not non_decreasing(chain(("mul", [Operand("scalar", -2.0)], {})))
-    assert not non_decreasing(chain(("mul", [Operand("param", 0)], {})))
+    assert non_decreasing(chain(("relu", [], {}), ("mul", [Operand.of_scalar(2.0)], {}), ("sigmoid", [], {})))
+    assert non_decreasing(chain(("leaky_relu", [], {"slope": 0.1}), ("sub", [Operand.of_scalar(1.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand.of_scalar(-2.0)], {})))
+    assert not non_decreasing(chain(("mul", [Operand.of_param(0)], {})))
     assert not non_decreasing(chain(("gelu_erf", [], {})))
-    assert not non_decreasing([PwNode("s", "sigmoid", [Operand("value", "bn")], {}),
-                               PwNode("m", "mul", [Operand("value", "bn"), Operand("value", "s")], {})])
+    assert not non_decreasing([PwNode("s", "sigmoid", [Operand.of_value("bn")], {}),
+                               PwNode("m", "mul", [Operand.of_value("bn"), Operand.of_value("s")], {})])
     (bn,) = batch_norms(make_plan(load_reference(HERE / "references" / "convt_bn_tanh_maxpool_gn_odd.py")))
     assert non_decreasing(bn.nodes)
 
@@ -618,8 +618,8 @@ def test_epilogue_says_whether_a_zero_gradient_gives_exact_zeros():
     def flag(*ops):
         nodes, last = [], "y"
         for i, op in enumerate(ops):
-            extra = [Operand("scalar", 2.0)] if op in ("mul", "div", "add") else []
-            nodes.append(PwNode(f"n{i}", op, [Operand("value", last)] + extra, {}))
+            extra = [Operand.of_scalar(2.0)] if op in ("mul", "div", "add") else []
+            nodes.append(PwNode(f"n{i}", op, [Operand.of_value(last)] + extra, {}))
             last = f"n{i}"
         text, _ = epilogue_functor("E", [], nodes, "x", None, "y", last, [])
         (line,) = [ln for ln in text.splitlines() if "kZeroGradExact" in ln]
@@ -707,7 +707,7 @@ def test_a_parameter_only_a_dropped_epilogue_node_read_leaves_the_region(tmp_pat
     plan = make_plan(load_reference(path))
     (region,) = regions(plan)
     assert [p.label for p in region.params] == ["p.0", "p.1", "p.2", "p.3"]
-    assert sorted(o.ref for n in region.epilogue for o in n.operands if o.kind == "param") == [0, 1, 2, 3]
+    assert sorted(o.ref for n in region.epilogue for o in n.operands if o.is_param) == [0, 1, 2, 3]
     (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
     assert [p.label for p in pointwise.params] == ["p.4"]
     assert "self.p[3], self.p[4])" not in emit_reference(str(path))[0]

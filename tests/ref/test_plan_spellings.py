@@ -304,7 +304,7 @@ def test_a_tensor_filled_like_another_is_its_number(tmp_path, tail, op, fill):
     plan = plan_of(tmp_path, tail)
     (region,) = regions(plan)
     assert [n.op for n in region.epilogue] == [op]
-    assert [o.ref for o in region.epilogue[0].operands if o.kind == "scalar"][-1] == fill
+    assert [o.ref for o in region.epilogue[0].operands if o.is_scalar][-1] == fill
     text = emit_reference(str(tmp_path / "spelling.py"))[0]
     assert "_like(" not in forward_source(text)
 

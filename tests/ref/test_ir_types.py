@@ -1,0 +1,86 @@
+"""The typed pieces of kgen/ref's IR (issue 45): operand kinds, the conv mode, the element-wise call `recognise` makes,
+the op table's templates, and forward's statements, whose liveness decides what forward writes (CPU only)."""
+import string
+from pathlib import Path
+
+import pytest
+import torch
+import torch.fx
+import torch.nn.functional as F
+
+from kgen.ref import ops
+from kgen.ref.codegen import Statement, live_statements
+from kgen.ref.functors import DagWriter
+from kgen.ref.ir import ConvMode, Operand, OperandKind, PwNode, RegionStep
+from kgen.ref.plan import make_plan
+from kgen.ref.trace import load_reference
+
+HERE = Path(__file__).parent
+
+
+def test_operands_are_built_and_tested_by_kind():
+    value, param, scalar = Operand.of_value("x"), Operand.of_param(2), Operand.of_scalar(0.5)
+    assert (value.kind, param.kind, scalar.kind) == (OperandKind.VALUE, OperandKind.PARAM, OperandKind.SCALAR)
+    assert value.is_value and not value.is_param and not value.is_scalar
+    assert param.is_param and param.ref == 2 and scalar.is_scalar and scalar.ref == 0.5
+    assert [kind.value for kind in OperandKind] == ["value", "param", "scalar"]   # the words plan dumps use
+
+
+def test_conv_mode_takes_the_command_line_word_or_a_member():
+    assert ConvMode.of("fast") is ConvMode.FAST and ConvMode.of(ConvMode.EXACT) is ConvMode.EXACT
+    with pytest.raises(ValueError, match="conv mode must be one of exact, fast, got 'fused'"):
+        ConvMode.of("fused")
+    ref = load_reference(HERE / "references" / "conv2d_gn_param_views.py")
+    assert make_plan(ref).conv is ConvMode.EXACT
+    by_word, by_member = make_plan(ref, "fast"), make_plan(ref, ConvMode.FAST)
+    assert by_word.conv is by_member.conv is ConvMode.FAST
+    assert [s.channels_last for s in by_word.steps if isinstance(s, RegionStep)] == \
+        [s.channels_last for s in by_member.steps if isinstance(s, RegionStep)]
+
+
+def _node(function, *args, **kwargs):
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    return graph.call_function(function, (x,) + args, kwargs), x
+
+
+def test_recognise_gives_an_elementwise_call():
+    node, x = _node(F.leaky_relu, 0.2)
+    call = ops.recognise(node)
+    assert call == ops.ElementwiseCall("leaky_relu", (x,), {"slope": 0.2})
+    assert isinstance(call.operands, tuple) and isinstance(call.consts["slope"], float)
+    node, x = _node(torch.clamp_min, 1)
+    assert ops.recognise(node) == ops.ElementwiseCall("clamp", (x,), {"lo": 1.0, "hi": ops.INF})
+    node, _ = _node(torch.clamp, torch.fx.Graph().placeholder("lo"))   # a tensor bound: no constant
+    assert ops.recognise(node) is None
+
+
+def test_every_op_template_names_its_operands_result_and_constants_only():
+    """Each value and derivative template of the op table fills in as a format string: operands {a}..{d} within the
+    op's arity, {r}, and named constants (what the quoted PyTorch formula names)."""
+    for op in ops.OPS.values():
+        constants = {f for _, f, _, _ in string.Formatter().parse(op.torch) if f}
+        operands = set("abcd"[:op.arity])
+        for template in (op.value,) + op.grads:
+            fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+            assert fields <= operands | {"r"} | constants, (op.name, template)
+        assert {f for _, f, _, _ in string.Formatter().parse(op.value) if f} >= operands, op.name
+
+
+def test_dag_writer_fills_a_where_template():
+    node = PwNode("w", ops.where_op("gt"), [Operand.of_value("y"), Operand.of_scalar(0.0), Operand.of_value("y"),
+                                              Operand.of_param(1)], {})
+    writer = DagWriter([node], {"y": "y"}, {1: 0})
+    assert writer.expression(ops.OPS[node.op].value, node) == "(y > 0.0f ? y : p0)"
+    assert ops.where_op("gt") in ops.WHERE_OPS and "add" not in ops.WHERE_OPS
+
+
+def test_forward_writes_only_the_statements_the_return_needs():
+    statements = [Statement("d", frozenset({"x"}), "d = x.device"),              # read by nothing
+                  Statement("s", frozenset({"x"}), "s = x.size(0)"),             # read by v, which is dead
+                  Statement("v", frozenset({"s"}), "v = s * 2"),
+                  Statement("y", frozenset({"x"}), "y = self.conv(x)"),
+                  Statement("z", frozenset({"y"}), "z = _Region0.apply(y)"),
+                  Statement(None, frozenset({"z", "y"}), "return z, y")]
+    assert [s.text for s in live_statements(statements)] == ["y = self.conv(x)", "z = _Region0.apply(y)",
+                                                             "return z, y"]
