@@ -344,6 +344,194 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
+// ---- core/sweeps.cuh: what every kernel family's memory sweeps share ----
+//
+// Packs of 1 or 4 floats (16-byte loads through the read-only path, 16-byte stores), the unrolled
+// block-strided sweep that keeps several loads per thread in flight, moments merged in double in a
+// fixed order (MomentsD, warp_merge), column sums of a (rows, C) partial in double and a fixed order
+// (the per-channel parameter gradients), and the host's compile-time dispatch helpers. Needs
+// core/common.cuh before it.
+namespace kgen {
+
+template <int W>
+struct Pack {
+  static constexpr int kWidth = W;
+  float v[W];
+};
+
+template <int W>
+__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
+  if constexpr (W == 4) {
+    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
+    return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else {
+    return Pack<1>{{__ldg(p + i)}};
+  }
+}
+
+template <int W>
+__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
+  if constexpr (W == 4) {
+    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
+  } else {
+    p[i] = v.v[0];
+  }
+}
+
+// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
+// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
+// loads per thread are in flight at once.
+template <int kBlock, int W, int kInputs, class Body>
+__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
+  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll][kInputs];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+#pragma unroll
+      for (int k = 0; k < kInputs; ++k) {
+        if (i < packs) v[u][k] = load_pack<W>(in[k], i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) body(i, v[u]);
+    }
+  }
+}
+
+// Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
+struct MomentsD {
+  double n, mu, m2;
+
+  __device__ __forceinline__ void merge(double nb, double mb, double qb) {
+    const double total = n + nb;
+    if (total > 0.0) {
+      const double delta = mb - mu;
+      mu += delta * nb / total;
+      m2 += qb + delta * delta * n * nb / total;
+      n = total;
+    }
+  }
+};
+
+// Merges `count` partial moments (`partial(s)` returns the s-th) across one warp in a fixed order:
+// lane-strided folds, then a fixed shuffle tree. Bitwise reproducible; the result is valid in every lane.
+// Each lane issues kBatch loads before its first merge: the partials sit in L2, and one round trip
+// per batch rather than per partial keeps a merge of hundreds of partials to a few microseconds.
+template <class Partial>
+__device__ __forceinline__ MomentsD warp_merge(int count, Partial&& partial) {
+  constexpr int kBatch = 8;
+  MomentsD m{0.0, 0.0, 0.0};
+  for (int base = threadIdx.x % kWarpSize; base < count; base += kWarpSize * kBatch) {
+    Moments p[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int s = base + u * kWarpSize;
+      p[u] = s < count ? partial(s) : Moments{0.f, 0.f, 0.f};
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      if (p[u].count > 0.f) m.merge(p[u].count, p[u].mean, p[u].m2);
+    }
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const double nb = __shfl_xor_sync(0xffffffffu, m.n, offset);
+    const double mb = __shfl_xor_sync(0xffffffffu, m.mu, offset);
+    const double qb = __shfl_xor_sync(0xffffffffu, m.m2, offset);
+    m.merge(nb, mb, qb);
+  }
+  return m;
+}
+
+
+// ---------------------------------------------------------------- conv bias gradient
+
+// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
+// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
+// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
+// one double per (run, column), and column_sum_finalize adds the runs in run order.
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock)
+column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
+                          int64_t rows_per_run, double* __restrict__ run_sums) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ double per_warp[kWarps][kWarpSize];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t run = blockIdx.x / col_tiles;
+  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
+  const int64_t end = min(rows, (run + 1) * rows_per_run);
+  double sum = 0.0;
+  if (c < cols) {
+    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
+  }
+  per_warp[warp][lane] = sum;
+  __syncthreads();
+  if (warp == 0 && c < cols) {
+    double total = 0.0;
+    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
+    run_sums[run * cols + c] = total;
+  }
+}
+
+__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
+                                           float* __restrict__ out) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  double total = 0.0;
+  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
+  out[c] = static_cast<float>(total);
+}
+
+// ---------------------------------------------------------------- host side
+
+// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
+// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
+template <int kSpecialisedGroups, class F>
+inline void dispatch_groups(int64_t groups, F&& f) {
+  if (groups == kSpecialisedGroups) {
+    f(std::integral_constant<int, kSpecialisedGroups>{});
+  } else {
+    f(std::integral_constant<int, 0>{});
+  }
+}
+
+template <class F>
+inline void dispatch_vec(bool vec, F&& f) {
+  if (vec) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
+
+// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
+// at most, each warp lane adding a few dozen rows.
+template <int kBlock>
+void column_sums(const at::Tensor& partial, at::Tensor& out) {
+  constexpr int64_t kWarps = kBlock / kWarpSize;
+  const int64_t rows = partial.size(0), cols = partial.size(1);
+  const int64_t col_tiles = blocks_for(cols, kWarpSize);
+  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
+  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
+  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
+  const int64_t runs = blocks_for(rows, rows_per_run);
+  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
+      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
+                                                                       out.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace kgen
+
 // ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
 // Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
 // fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
@@ -423,94 +611,17 @@ __device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, 
 
 }  // namespace kgen
 
-// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
+// ---- groupnorm/statistics.cuh: the GroupNorm arithmetic every GroupNorm kernel family shares ----
 //
-// Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
-// D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
-// `Op` is applied to x on the fly (Identity for plain GroupNorm, GELU for a fused GELU->GroupNorm):
-// its result z = op(x) is never stored, every kernel recomputes it from x.
-//
-// Forward, 2 reads + 1 write of x:
-//   moments_partial   Welford moments of z over chunks of each slice, many blocks per slice
-//   moments_finalize  exact (double) combine of the chunks -> mean, rstd per (sample, group)
-// The moments are taken of z - K, K the slice's first value, and the mean is kept as a float pair
-// (hi, lo) with hi + lo = the double mean: with data like 1e4 + 1e-2 randn, a float mean alone would
-// be off by a sizeable fraction of the spread, and z - mean is formed as (z - hi) - lo, exactly.
-//   normalize         y = (z - mean) * (rstd * gamma[c]) + beta[c], 16-byte loads and stores
-// Backward, 2 reads, then 2 reads + 1 write:
-//   backward_partial  per (sample, channel) plane: sum dy and sum dy * (z - mean)
-//   backward_group    per (sample, group): the two coefficients of dz (below); plane sums kept
-//   param_grad        dgamma[c] = sum_n rstd * sum dy (z - mean),  dbeta[c] = sum_n sum dy
-//   backward_apply    dx = op'(x) * (rstd gamma[c] dy + B (z - mean) + C)
-// with, over a group of D values, B = -rstd^3 / D * sum gamma dy (z - mean) and
-// C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
-// in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
-//
-// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
-// u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
-// rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
-// writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
-// and column_sums adds those block sums per channel, in double and in a fixed order. Without the flag
-// the kernels are exactly the plain GroupNorm ones.
+// A slice's mean is kept as a float pair (hi, lo) with hi + lo the double mean, and z - mean is formed
+// as (z - hi) - lo: with data like 1e4 + 1e-2 randn, a float mean alone would be off by a sizeable
+// fraction of the spread. The backward's per-(sample, group) coefficients of dz, over a group of D values:
+//   dz = rstd gamma[c] dy + B (z - mean) + C,  B = -rstd^3 / D * sum gamma dy (z - mean),
+//   C = -rstd / D * sum gamma dy,
+// and the parameter gradients dgamma[c] = sum_n rstd * sum dy (z - mean), dbeta[c] = sum_n sum dy, from
+// the per-(sample, channel) plane sums, in double and in a fixed order: bitwise reproducible. Needs
+// core/common.cuh and core/sweeps.cuh before it.
 namespace kgen {
-
-template <int W>
-struct Pack {
-  static constexpr int kWidth = W;
-  float v[W];
-};
-
-template <int W>
-__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
-  if constexpr (W == 4) {
-    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
-    return Pack<4>{{f.x, f.y, f.z, f.w}};
-  } else {
-    return Pack<1>{{__ldg(p + i)}};
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
-  if constexpr (W == 4) {
-    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
-  } else {
-    p[i] = v.v[0];
-  }
-}
-
-// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
-// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
-// loads per thread are in flight at once.
-template <int kBlock, int W, int kInputs, class Body>
-__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll][kInputs];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-#pragma unroll
-      for (int k = 0; k < kInputs; ++k) {
-        if (i < packs) v[u][k] = load_pack<W>(in[k], i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < packs) body(i, v[u]);
-    }
-  }
-}
-
-template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op, float shift) {
-  accumulate4(acc, op(x.v[0]) - shift, op(x.v[1]) - shift, op(x.v[2]) - shift, op(x.v[3]) - shift);
-}
-
-template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op, float shift) {
-  accumulate1(acc, op(x.v[0]) - shift);
-}
 
 // z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
@@ -540,162 +651,6 @@ struct GroupShape {
     return n * group_count<kGroups>() + c / channels_per_group();
   }
 };
-
-// ---------------------------------------------------------------- forward kernels
-
-// kChannelBias: each "slice" is a (sample, channel) plane (slice_elems = H W) whose values get that
-// channel's bias. All planes of a group share the group's pilot op(first value + its bias); the blocks
-// of the group's first plane write that biased first value to `pilots` (one per (sample, group)), for
-// moments_finalize. A group's chunks stay contiguous in `partial`: (row C/G + k) splits + split.
-template <class Op, int kBlock, bool kVec, bool kChannelBias = false>
-__global__ void __launch_bounds__(kBlock)
-moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPlan plan,
-                       Moments* __restrict__ partial, Op op, const float* __restrict__ channel_bias = nullptr,
-                       GroupShape shape = GroupShape{}, float* __restrict__ pilots = nullptr) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t slice = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, slice_elems - begin);
-  const int64_t c = kChannelBias ? slice % shape.channels : 0;
-  float pilot;
-  if constexpr (kChannelBias) {
-    const int64_t k = c % shape.channels_per_group();  // channel within the group
-    const float first = __fadd_rn(x[(slice - k) * slice_elems], __ldg(channel_bias + (c - k)));
-    pilot = op(first);
-    if (k == 0 && begin == 0 && threadIdx.x == 0) pilots[slice / shape.channels_per_group()] = first;
-  } else {
-    pilot = op(x[slice * slice_elems]);
-  }
-  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
-  const float* in[1] = {x + slice * slice_elems + begin};
-  Moments acc{0.f, 0.f, 0.f};
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], f, pilot); });
-  acc = block_combine<kBlock>(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
-// Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
-struct MomentsD {
-  double n, mu, m2;
-
-  __device__ __forceinline__ void merge(double nb, double mb, double qb) {
-    const double total = n + nb;
-    if (total > 0.0) {
-      const double delta = mb - mu;
-      mu += delta * nb / total;
-      m2 += qb + delta * delta * n * nb / total;
-      n = total;
-    }
-  }
-};
-
-// Merges `count` partial moments (`partial(s)` returns the s-th) across one warp in a fixed order:
-// lane-strided folds, then a fixed shuffle tree. Bitwise reproducible; the result is valid in every lane.
-// Each lane issues kBatch loads before its first merge: the partials sit in L2, and one round trip
-// per batch rather than per partial keeps a merge of hundreds of partials to a few microseconds.
-template <class Partial>
-__device__ __forceinline__ MomentsD warp_merge(int count, Partial&& partial) {
-  constexpr int kBatch = 8;
-  MomentsD m{0.0, 0.0, 0.0};
-  for (int base = threadIdx.x % kWarpSize; base < count; base += kWarpSize * kBatch) {
-    Moments p[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int s = base + u * kWarpSize;
-      p[u] = s < count ? partial(s) : Moments{0.f, 0.f, 0.f};
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (p[u].count > 0.f) m.merge(p[u].count, p[u].mean, p[u].m2);
-    }
-  }
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const double nb = __shfl_xor_sync(0xffffffffu, m.n, offset);
-    const double mb = __shfl_xor_sync(0xffffffffu, m.mu, offset);
-    const double qb = __shfl_xor_sync(0xffffffffu, m.m2, offset);
-    m.merge(nb, mb, qb);
-  }
-  return m;
-}
-
-// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
-__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
-                                                  float& rstd) {
-  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-  const double full_mean = pilot + m.mu;
-  const float hi = static_cast<float>(full_mean);
-  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
-  rstd = static_cast<float>(1.0 / sqrt(var + eps));
-}
-
-// One warp per (sample, group): combines that slice's chunk moments in double.
-template <class Op, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
-                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
-                        Op op) {
-  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
-  if (row >= rows) return;  // warp-uniform
-  const MomentsD m = warp_merge(splits, [&](int s) { return partial[row * splits + s]; });
-  if (threadIdx.x % kWarpSize == 0) {
-    // the partial kernel's pilot back
-    finish_statistics(m, double(op(x[row * slice_elems])), eps, mean[row], rstd[row]);
-  }
-}
-
-template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kBlock)
-normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
-                 const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
-                 GroupShape shape, SplitPlan plan, Op op, const float* __restrict__ channel_bias) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const int64_t c = plane % shape.channels;
-  const int64_t row = shape.row_of_plane<kGroups>(plane);
-  const float2 mu = mean[row];
-  const float scale = rstd[row] * gamma[c];
-  const float shift = beta[c];
-  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
-  const int64_t offset = plane * shape.plane_elems + begin;
-  const float* in[1] = {x + offset};
-  float* out = y + offset;
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
-    Pack<W> r;
-#pragma unroll
-    for (int j = 0; j < W; ++j) r.v[j] = centered(f(v[0].v[j]), mu) * scale + shift;
-    store_pack<W>(out, i, r);
-  });
-}
-
-// ---------------------------------------------------------------- backward kernels
-
-template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kBlock)
-backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
-                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op,
-                        const float* __restrict__ channel_bias) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const float2 mu = mean[shape.row_of_plane<kGroups>(plane)];
-  const auto f = channel_op<kChannelBias>(op, channel_bias, kChannelBias ? plane % shape.channels : 0);
-  const int64_t offset = plane * shape.plane_elems + begin;
-  const float* in[2] = {dy + offset, x + offset};
-  float2 sums = make_float2(0.f, 0.f);
-  sweep<kBlock, W, 2>(in, count / W, [&](int64_t, const Pack<W>(&v)[2]) {
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      sums.x += v[0].v[j];
-      sums.y += v[0].v[j] * centered(f(v[1].v[j]), mu);
-    }
-  });
-  sums = block_sum<kBlock>(sums);
-  if (threadIdx.x == 0) partial[blockIdx.x] = sums;
-}
 
 // One warp per (sample, group): plane sums of its channels (kept for the parameter gradients) and
 // the group's two coefficients B, C of dz.
@@ -770,6 +725,304 @@ param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restric
   }
 }
 
+// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
+__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
+                                                  float& rstd) {
+  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
+  const double full_mean = pilot + m.mu;
+  const float hi = static_cast<float>(full_mean);
+  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
+  rstd = static_cast<float>(1.0 / sqrt(var + eps));
+}
+
+}  // namespace kgen
+
+// ---- groupnorm/region.cuh: what every fused GroupNorm region kernel shares (kgen emit --ref) ----
+//
+// A region is   x --prologue--> z --GroupNorm--> y --epilogue--> v --reduction--> out
+// for x a (N, C, *spatial) contiguous float tensor (the output of a library op such as a convolution
+// or a Linear, whose bias may have been peeled off into the prologue). The prologue and epilogue are
+// element-wise functors generated by kgen from the reference's graph (one struct each, see below); the
+// reduction is one of a few fixed kinds. Nothing between x and out is ever stored: every kernel reads x
+// and recomputes z, y and v on the fly, forward and backward.
+//
+// Functor concept (generated code provides it; `RegionParams` below holds their parameters):
+//
+//   struct Prologue {
+//     static constexpr int kParams;                 // per-channel parameters it reads (0..kMaxParams)
+//     __device__ static Prologue at(const RegionParams& p, int64_t c);   // loads channel c's values
+//     __device__ float value(float x) const;                            // z
+//     // dz: gradient of z. Returns dx; adds dz * dz/dparam_k into dparam[k] (+=, k < kParams).
+//     __device__ float backward(float x, float dz, float (&dparam)[kMaxParams]) const;
+//   };
+//   struct Epilogue {
+//     static constexpr int kParams;
+//     __device__ static Epilogue at(const RegionParams& p, int64_t c);
+//     __device__ float value(float y, float z, float x) const;          // v (before the reduction)
+//     // dv: gradient of v. Sets dy; ADDS the direct gradients of z and x (a residual of z or x), and
+//     // dv * dv/dparam_k into dparam[k].
+//     __device__ void backward(float y, float z, float x, float dv, float& dy, float& dz, float& dx,
+//                              float (&dparam)[kMaxParams]) const;
+//     // Optional: true when dv = 0 gives exact zeros from backward at every finite input (no derivative of its
+//     // ops can be infinite there); a window max/min's first backward pass then reads the extremes only.
+//     static constexpr bool kZeroGradExact;
+//     // Optional: false when backward never adds to dz or dx (no residual of z or x); a window max/min's second
+//     // backward pass then reads each window's dy, which its first pass wrote, instead of calling backward.
+//     static constexpr bool kDirectGrads;
+//   };
+//
+// Per-channel parameters: parameter k of a functor reads ptr[k][c * stride[k]] (stride 0: one value
+// shared by every channel, e.g. a scalar nn.Parameter). Their gradients come back per channel as a
+// (kParams, C) float tensor; the caller sums a stride-0 parameter's row itself.
+namespace kgen {
+
+constexpr int kMaxParams = 4;
+
+struct ParamTable {
+  const float* ptr[kMaxParams];
+  int64_t stride[kMaxParams];
+
+  __device__ __forceinline__ float at(int k, int64_t c) const { return __ldg(ptr[k] + c * stride[k]); }
+};
+
+struct RegionParams {
+  ParamTable prologue;
+  ParamTable epilogue;
+};
+
+// The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):
+//   kNone     (N, C, *spatial)       v itself
+//   kChannel  (N, *spatial)          over dim 1                   (the caller reshapes for keepdim)
+//   kPlane    (N, C)                 over every spatial dim, per (sample, channel)
+//   kSample   (N)                    over every dim but the batch
+//   kWindow   (N, C, *pooled)        non-overlapping windows: kernel == stride, no padding, no dilation,
+//                                    floor mode (trailing rows/columns that fill no window are dropped)
+enum class ReduceKind : int { kNone = 0, kChannel = 1, kPlane = 2, kSample = 3, kWindow = 4 };
+// Max and Min record, per output, the position of the FIRST extreme value in the reduction's
+// natural order (channel index; flat offset within the plane, slice or window) as int32 in `aux`,
+// as PyTorch's max/min with dim and MaxPool do; backward sends the whole gradient there. LogSumExp's
+// backward uses out itself: dv = dout * exp(v - out).
+enum class ReduceOp : int { kSum = 0, kMean = 1, kMax = 2, kMin = 3, kLogSumExp = 4 };
+
+// Up to 3 spatial dimensions, innermost last; a (N, C) input has dims == 0 and plane == 1.
+struct RegionShape {
+  int64_t batch;
+  int64_t channels;
+  int64_t groups;
+  int64_t plane;           // prod(spatial)
+  int dims;                // number of spatial dims (0..3)
+  int64_t size[3];         // spatial sizes
+  int64_t window[3];       // kWindow: kernel (== stride) per spatial dim
+  int64_t pooled[3];       // kWindow: size[d] / window[d]
+
+  __host__ __device__ __forceinline__ int64_t channels_per_group() const { return channels / groups; }
+  __host__ __device__ __forceinline__ int64_t slice_elems() const { return channels_per_group() * plane; }
+  __host__ __device__ __forceinline__ int64_t pooled_plane() const {
+    int64_t p = 1;
+    for (int d = 0; d < dims; ++d) p *= pooled[d];
+    return p;
+  }
+  __host__ __device__ __forceinline__ int64_t window_elems() const {
+    int64_t p = 1;
+    for (int d = 0; d < dims; ++d) p *= window[d];
+    return p;
+  }
+};
+
+// Functors of a region without a prologue or an epilogue.
+struct NoPrologue {
+  static constexpr int kParams = 0;
+  __device__ static NoPrologue at(const RegionParams&, int64_t) { return {}; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+  __device__ __forceinline__ float backward(float, float dz, float (&)[kMaxParams]) const { return dz; }
+};
+
+struct NoEpilogue {
+  static constexpr int kParams = 0;
+  static constexpr bool kZeroGradExact = true;  // dy = dv (groupnorm/twopass/window_backward.cuh)
+  static constexpr bool kDirectGrads = false;
+  __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
+  __device__ __forceinline__ float value(float y, float, float) const { return y; }
+  __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
+                                           float (&)[kMaxParams]) const {
+    dy = dv;
+  }
+};
+
+// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
+// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
+template <class Epi, class = void>
+struct DirectGrads : std::true_type {};
+template <class Epi>
+struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
+
+// Host side: a functor's parameters from the tensors Python passes (each a float32 CUDA tensor with
+// either 1 element, shared by all channels, or C elements, one per channel, in any broadcastable
+// shape such as (C,), (C, 1, 1) or (1, C, 1, 1)).
+inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t channels, const at::Device& device,
+                              const char* what) {
+  TORCH_CHECK(params.size() <= size_t(kMaxParams), "kgen: at most ", str(int64_t(kMaxParams)), " ", what, " parameters");
+  ParamTable t{};
+  for (size_t k = 0; k < params.size(); ++k) {
+    const at::Tensor& p = params[k];
+    check_float_cuda(p, what);
+    TORCH_CHECK(p.device() == device, "kgen: a ", what, " parameter is on ", p.device().str(),
+                " but the input is on ", device.str());
+    TORCH_CHECK(p.is_contiguous(), "kgen: ", what, " parameters must be contiguous");
+    TORCH_CHECK(p.numel() == 1 || p.numel() == channels, "kgen: a ", what, " parameter has ", str(p.numel()),
+                " values; expected 1 or ", str(channels));
+    t.ptr[k] = p.data_ptr<float>();
+    t.stride[k] = p.numel() == 1 ? 0 : 1;
+  }
+  return t;
+}
+
+}  // namespace kgen
+
+// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
+//
+// Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
+// D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
+// `Op` is applied to x on the fly (Identity for plain GroupNorm, GELU for a fused GELU->GroupNorm):
+// its result z = op(x) is never stored, every kernel recomputes it from x.
+//
+// Forward, 2 reads + 1 write of x:
+//   moments_partial   Welford moments of z over chunks of each slice, many blocks per slice
+//   moments_finalize  exact (double) combine of the chunks -> mean, rstd per (sample, group)
+// The moments are taken of z - K, K the slice's first value, and the mean is kept as a float pair
+// (hi, lo) with hi + lo = the double mean: with data like 1e4 + 1e-2 randn, a float mean alone would
+// be off by a sizeable fraction of the spread, and z - mean is formed as (z - hi) - lo, exactly.
+//   normalize         y = (z - mean) * (rstd * gamma[c]) + beta[c], 16-byte loads and stores
+// Backward, 2 reads, then 2 reads + 1 write:
+//   backward_partial  per (sample, channel) plane: sum dy and sum dy * (z - mean)
+//   backward_group    per (sample, group): the two coefficients of dz (below); plane sums kept
+//   param_grad        dgamma[c] = sum_n rstd * sum dy (z - mean),  dbeta[c] = sum_n sum dy
+//   backward_apply    dx = op'(x) * (rstd gamma[c] dy + B (z - mean) + C)
+// with, over a group of D values, B = -rstd^3 / D * sum gamma dy (z - mean) and
+// C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
+// in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
+//
+// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
+// u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
+// rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
+// writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
+// and column_sums adds those block sums per channel, in double and in a fixed order. Without the flag
+// the kernels are exactly the plain GroupNorm ones.
+//
+// Needs core/common.cuh, core/sweeps.cuh, core/unary_ops.cuh and groupnorm/statistics.cuh before it.
+namespace kgen {
+
+template <class Op>
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op, float shift) {
+  accumulate4(acc, op(x.v[0]) - shift, op(x.v[1]) - shift, op(x.v[2]) - shift, op(x.v[3]) - shift);
+}
+
+template <class Op>
+__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op, float shift) {
+  accumulate1(acc, op(x.v[0]) - shift);
+}
+
+// ---------------------------------------------------------------- forward kernels
+
+// kChannelBias: each "slice" is a (sample, channel) plane (slice_elems = H W) whose values get that
+// channel's bias. All planes of a group share the group's pilot op(first value + its bias); the blocks
+// of the group's first plane write that biased first value to `pilots` (one per (sample, group)), for
+// moments_finalize. A group's chunks stay contiguous in `partial`: (row C/G + k) splits + split.
+template <class Op, int kBlock, bool kVec, bool kChannelBias = false>
+__global__ void __launch_bounds__(kBlock)
+moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPlan plan,
+                       Moments* __restrict__ partial, Op op, const float* __restrict__ channel_bias = nullptr,
+                       GroupShape shape = GroupShape{}, float* __restrict__ pilots = nullptr) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t slice = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, slice_elems - begin);
+  const int64_t c = kChannelBias ? slice % shape.channels : 0;
+  float pilot;
+  if constexpr (kChannelBias) {
+    const int64_t k = c % shape.channels_per_group();  // channel within the group
+    const float first = __fadd_rn(x[(slice - k) * slice_elems], __ldg(channel_bias + (c - k)));
+    pilot = op(first);
+    if (k == 0 && begin == 0 && threadIdx.x == 0) pilots[slice / shape.channels_per_group()] = first;
+  } else {
+    pilot = op(x[slice * slice_elems]);
+  }
+  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
+  const float* in[1] = {x + slice * slice_elems + begin};
+  Moments acc{0.f, 0.f, 0.f};
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], f, pilot); });
+  acc = block_combine<kBlock>(acc);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// One warp per (sample, group): combines that slice's chunk moments in double.
+template <class Op, int kBlock>
+__global__ void __launch_bounds__(kBlock)
+moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
+                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
+                        Op op) {
+  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
+  if (row >= rows) return;  // warp-uniform
+  const MomentsD m = warp_merge(splits, [&](int s) { return partial[row * splits + s]; });
+  if (threadIdx.x % kWarpSize == 0) {
+    // the partial kernel's pilot back
+    finish_statistics(m, double(op(x[row * slice_elems])), eps, mean[row], rstd[row]);
+  }
+}
+
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
+__global__ void __launch_bounds__(kBlock)
+normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
+                 const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
+                 GroupShape shape, SplitPlan plan, Op op, const float* __restrict__ channel_bias) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t plane = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
+  const int64_t c = plane % shape.channels;
+  const int64_t row = shape.row_of_plane<kGroups>(plane);
+  const float2 mu = mean[row];
+  const float scale = rstd[row] * gamma[c];
+  const float shift = beta[c];
+  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
+  const int64_t offset = plane * shape.plane_elems + begin;
+  const float* in[1] = {x + offset};
+  float* out = y + offset;
+  sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
+    Pack<W> r;
+#pragma unroll
+    for (int j = 0; j < W; ++j) r.v[j] = centered(f(v[0].v[j]), mu) * scale + shift;
+    store_pack<W>(out, i, r);
+  });
+}
+
+// ---------------------------------------------------------------- backward kernels
+
+template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
+__global__ void __launch_bounds__(kBlock)
+backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
+                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op,
+                        const float* __restrict__ channel_bias) {
+  constexpr int W = kVec ? 4 : 1;
+  const int64_t plane = blockIdx.x / plan.splits;
+  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
+  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
+  const float2 mu = mean[shape.row_of_plane<kGroups>(plane)];
+  const auto f = channel_op<kChannelBias>(op, channel_bias, kChannelBias ? plane % shape.channels : 0);
+  const int64_t offset = plane * shape.plane_elems + begin;
+  const float* in[2] = {dy + offset, x + offset};
+  float2 sums = make_float2(0.f, 0.f);
+  sweep<kBlock, W, 2>(in, count / W, [&](int64_t, const Pack<W>(&v)[2]) {
+#pragma unroll
+    for (int j = 0; j < W; ++j) {
+      sums.x += v[0].v[j];
+      sums.y += v[0].v[j] * centered(f(v[1].v[j]), mu);
+    }
+  });
+  sums = block_sum<kBlock>(sums);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sums;
+}
+
 // kChannelBias: the block also sums the dx it writes, into bias_partial[(n splits + split) C + c]
 // (one row of C values per (sample, split), as column_sums reads them).
 template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
@@ -811,68 +1064,6 @@ backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
   }
 }
 
-// ---------------------------------------------------------------- conv bias gradient
-
-// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
-// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
-// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
-// one double per (run, column), and column_sum_finalize adds the runs in run order.
-template <int kBlock>
-__global__ void __launch_bounds__(kBlock)
-column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
-                          int64_t rows_per_run, double* __restrict__ run_sums) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  __shared__ double per_warp[kWarps][kWarpSize];
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t run = blockIdx.x / col_tiles;
-  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
-  const int64_t end = min(rows, (run + 1) * rows_per_run);
-  double sum = 0.0;
-  if (c < cols) {
-    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
-  }
-  per_warp[warp][lane] = sum;
-  __syncthreads();
-  if (warp == 0 && c < cols) {
-    double total = 0.0;
-    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
-    run_sums[run * cols + c] = total;
-  }
-}
-
-__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
-                                           float* __restrict__ out) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  double total = 0.0;
-  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
-  out[c] = static_cast<float>(total);
-}
-
-// ---------------------------------------------------------------- host side
-
-// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
-// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
-template <int kSpecialisedGroups, class F>
-inline void dispatch_groups(int64_t groups, F&& f) {
-  if (groups == kSpecialisedGroups) {
-    f(std::integral_constant<int, kSpecialisedGroups>{});
-  } else {
-    f(std::integral_constant<int, 0>{});
-  }
-}
-
-template <class F>
-inline void dispatch_vec(bool vec, F&& f) {
-  if (vec) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
-  }
-}
-
-inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
-
 inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
                                         const at::Tensor& beta, int64_t groups) {
   check_float_cuda(x, "input");
@@ -898,27 +1089,6 @@ inline void check_channel_bias(const at::Tensor& bias, int64_t channels, const a
               "), got ", str(bias.sizes()));
   TORCH_CHECK(bias.device() == device, "kgen: convolution bias is on ", bias.device().str(), " but the input is on ",
               device.str());
-}
-
-// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
-// at most, each warp lane adding a few dozen rows.
-template <int kBlock>
-void column_sums(const at::Tensor& partial, at::Tensor& out) {
-  constexpr int64_t kWarps = kBlock / kWarpSize;
-  const int64_t rows = partial.size(0), cols = partial.size(1);
-  const int64_t col_tiles = blocks_for(cols, kWarpSize);
-  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
-  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
-  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
-  const int64_t runs = blocks_for(rows, rows_per_run);
-  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
-      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
-                                                                       out.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // A bias tensor's data for the kernels: nullptr without kChannelBias (the kernels never read it then).
@@ -998,11 +1168,21 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
-template <class Op, int kThreads, bool kChannelBias>
+// One pass per slice when it fits on chip (groupnorm/onepass/onepass.cuh); false, launching nothing, if not.
+template <class Pro, class Epi, int kThreads>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
-                               const float* channel_bias, int blocks_per_sm);
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps,
+                               RegionParams params, int blocks_per_sm);
+
+// op(x + bias[c]) as a region prologue (groupnorm/region.cuh), for the one-pass forward: the bias is its one
+// parameter.
+template <class Op, bool kChannelBias>
+struct OpPrologue {
+  static constexpr int kParams = kChannelBias ? 1 : 0;
+  float bias;
+  __device__ static OpPrologue at(const RegionParams& p, int64_t c) { return {kChannelBias ? p.prologue.at(0, c) : 0.f}; }
+  __device__ __forceinline__ float value(float x) const { return Op{}(kChannelBias ? x + bias : x); }
+};
 
 // Forward of op -> GroupNorm: returns {y, mean, rstd}. kChannelBias: of op(x + channel_bias[c]).
 // kOnePassThreads > 0: the one-pass kernel, that many threads per block and `onepass_blocks_per_sm` blocks
@@ -1026,8 +1206,11 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   if constexpr (kOnePassThreads > 0) {
     auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
     auto rstd = at::empty({shape.batch, shape.groups}, x.options());
-    if (groupnorm_forward_onepass<Op, kOnePassThreads, kChannelBias>(x, gamma, beta, y, mean, rstd, shape, eps, op,
-                                                                      bias, onepass_blocks_per_sm)) {
+    RegionParams params{};
+    params.prologue.ptr[0] = bias;
+    params.prologue.stride[0] = 1;
+    if (groupnorm_forward_onepass<OpPrologue<Op, kChannelBias>, NoEpilogue, kOnePassThreads>(
+            x, gamma, beta, y, mean, rstd, shape, eps, params, onepass_blocks_per_sm)) {
       return {y, mean, rstd};
     }
   }
@@ -1221,11 +1404,11 @@ batched_transpose_kernel(const float* __restrict__ in, float* __restrict__ out, 
 }
 
 // A side of at most kNarrow (a convolution's input of 3 channels): the 32 x 64 tile above would be mostly
-// empty (L2-83's 3-channel input went at 0.26 TB/s). One thread per position along the long side moves the whole
+// empty (it moves L2-83's 3-channel input at 0.26 TB/s). One thread per position along the long side moves the whole
 // short side instead: across a warp its accesses along the long side are coalesced, and its values on the short
 // side are contiguous for it. The other side's accesses are strided by the short side, so this only pays while
-// that side is tiny: on the H100 it took L2-83's 3-channel copy from 772 to 71 us, but L2-21's 8-channel one
-// from 319 (the tile) to 501 us; sides of 5 to 8 keep the tile.
+// that side is tiny: on the H100 L2-83's 3-channel copy takes 71 us against the tile's 772, but L2-21's
+// 8-channel one 501 us against the tile's 319; sides of 5 to 8 take the tile.
 constexpr int kNarrow = 4;
 
 __global__ void __launch_bounds__(kTransposeThreads)
@@ -1339,10 +1522,9 @@ constexpr int kClTileC = 32;
 constexpr int kClTileP = 64;
 constexpr int kClThreads = 256;
 constexpr int64_t kClTilesPerSpan = 8;
-// Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep
-// (benchmarks/convt_fused/h100_v3/s24/run3_parts.log): 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM),
-// 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus
-// core/layout.cuh's copy took 5.17.
+// Tiles a thread loads before the block's barrier. H100, L2-19's shape, the GroupNorm backward with this sweep:
+// 1 tile 4.30 ms, 2 tiles 3.90 (126 registers, 2 blocks an SM), 4 tiles at 2 blocks an SM 4.02; capping 2 tiles at
+// 80 registers (3 blocks) spills, 5.03. The NCHW sweep plus core/layout.cuh's copy take 5.17.
 constexpr int kClStep = 2;
 
 template <class Op, int kGroups, bool kVec, bool kChannelBias>
@@ -1586,7 +1768,7 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 
 // ---- conv/convt_wgmma.cuh: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading the
 // NCHW input as it is, with the bias, an element-wise op and the GroupNorm moments of op(output) in its epilogue
-// (L2-19 `--conv fused`, issue 13; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
+// (L2-19 `--conv fused`; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
 //
 // The conv as a GEMM per sample: D[co, f] = sum over (ci, tap) of W[co, (ci, tap)] * X[(ci, tap), f], where f is an
 // output pixel. wgmma wants both operands K-major in shared memory (K = input channels, 4 of them per 16 bytes),
@@ -1615,7 +1797,7 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 //   tf32_nearest) and hands the stage over. The weights, laid out and rounded once per call by
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
-//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk, v4:
+//   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk:
 //   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): the fused forward and
 //   convt_wgmma_infer do (the input gradient keeps the copies).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
@@ -1629,21 +1811,20 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, cons
 // - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (88 where the bulk path
 //   is compiled in: its pass holds 8 positions' 32 values, and at 72 ptxas spilled its per-tile state; else 56, it
 //   holds no data) to the consumers (208, or 224: the 128 accumulators and the epilogue's values in flight; no spills
-//   at 208, and the conv measured no slower there: session 35 run8, 3.44 ms against 3.47-3.53 at 72 / 216). ptxas
+//   at 208, and the conv is no slower there: 3.44 ms against 3.47-3.53 at 72 / 216, H100, L2-19). ptxas
 //   allocates each branch of the role split within its own count; 128 x 88 + 256 x 208 (64512) and 128 x 56 + 256 x
 //   224 (65536) both fit the launch's 384 x 168.
 //
-// (Measured on the H100 at L2-19, benchmarks/convt_fused/README.md, v3: v3.1, every thread staging through
-// registers between its wgmma, 9.4 ms; v3.4, a producer warpgroup and the epilogue unrolled in registers, 5.75 ms
-// with GELU erf, its epilogue waiting on instruction fetch; v3.5, the staged epilogue, 4.47 ms; v3.6-v3.9, the
-// register split and a cheaper erfc, 3.75-3.98 ms. The main loop takes 2.7-2.9 ms against 2.0 for its wgmma alone,
-// bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts, the rounding: 0.6 ms of it,
-// session 26); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this kernel, so that
-// z is read back from L2, was measured slower in every form, session 26. The epilogue's moments are most of it (the
+// (Measured on the H100 at L2-19, GELU erf. Every thread staging through registers between its wgmma: 9.4 ms; a
+// producer warpgroup with the epilogue unrolled in registers: 5.75 ms, its epilogue waiting on instruction fetch; the
+// staged epilogue: 4.47 ms; with the register split and the erfc below: 3.75-3.98 ms. The main loop takes 2.7-2.9 ms
+// against 2.0 for its wgmma alone, bound by the shared-memory port (operand reads, the 4-byte copies' bank conflicts,
+// the rounding: 0.6 ms of it); the epilogue, which nothing overlaps, is the rest. Chaining the normalise into this
+// kernel, so that z is read back from L2, is slower in every form tried. The epilogue's moments are most of it (the
 // kernel 4.05 ms, storing z alone 3.57, main loop 3.06), yet taken out of it (into the consumers' main loop, a warp
-// of the producer; a fourth warpgroup does not compile) they cost more, session 27. The ring's fourth stage is worth
-// 0.6 ms of the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward
-// runs this conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh, session 28.)
+// of the producer; a fourth warpgroup does not compile) they cost more. The ring's fourth stage is worth 0.6 ms of
+// the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward runs this
+// conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh.)
 namespace kgen {
 namespace convt {
 
@@ -1672,7 +1853,7 @@ struct WgmmaGeometry {
   bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
-                      // measured no faster (session 24: 3.80-3.86 ms, 5.19 either way before ConvOnly): off by default
+                      // no faster: 3.80-3.86 ms with or without (H100, L2-19); the kernels emitted leave it off
   int raw_slots;      // > 0: the NCHW input arrives by bulk copies into this many raw slots (wgmma_produce_bulk)
   int raw_pitch;      // floats a channel row of a raw slot: >= P + 3, a multiple of 4
   int64_t raw_offset; // floats from the start of shared memory to the first raw slot
@@ -1682,7 +1863,7 @@ struct WgmmaGeometry {
 };
 
 // float32 -> TF32 (19 bits), to nearest with ties to even, as cuDNN's TF32 kernels round both operands at L2-19's
-// shape (benchmarks/convt_rounding_probe.py: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
+// shape (H100: cuDNN is 2.5e-6 from a float64 conv of operands so rounded, 4.6e-5
 // from ties-away ones, 8e-4 from truncated ones; KernelBench compares at 1e-4). In integer arithmetic: add half a
 // TF32 ulp less one, plus the kept last bit, to the magnitude, then drop the 13 low bits (cvt.rna, ties away, is
 // itself ~6 instructions in SASS): tf32_nearest_bits. Exact for every finite value and infinity; a NaN whose payload
@@ -2097,7 +2278,7 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
   while (in_flight > 0) retire_oldest();
 }
 
-// The bulk input path (v4, sessions 34-35), for an NCHW input rounded to TF32 whose planes are whole 16-byte units
+// The bulk input path, for an NCHW input rounded to TF32 whose planes are whole 16-byte units
 // (H_in W_in % 4 == 0) and a frame of at most 4096 positions a tile. The positions [f0, f0 + P) a tile stages are,
 // where they are not padding, one contiguous run of each input plane (frame rows are input rows plus padding
 // columns): tile_input_run finds it. One producer thread (the issuer) copies the runs of a half chunk (4 channels:
@@ -2109,10 +2290,10 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 // positions zeroed from another. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel
 // 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, the copies in flight are the
 // raw slots', so the K-major ring keeps 3 stages (2 where 3 do not fit beside 2 slots).
-// Measured (H100, L2-19, benchmarks/convt_fused/README.md): session 34's pass (quads of 16-byte loads transposed in
-// registers, stores rotated against bank conflicts, a division a quad: ~930 instructions a chunk a warp) kept the
-// main loop at 3.49-3.67 ms against the 4-byte copies' 2.94-3.00; session 35's (~20 instructions a position and half
-// chunk, 8 in flight) 2.63, against 2.08 without the pass and 2.77 by the copies: conv + moments 3.46 against 3.72.
+// Measured (H100, L2-19): with this pass (~20 instructions a position and half chunk, 8 in flight) the main loop
+// takes 2.63 ms, against 2.08 without the pass and 2.77 by the 4-byte copies: conv + moments 3.46 against 3.72. A pass
+// of quads (16-byte loads transposed in registers, stores rotated against bank conflicts, a division a quad: ~930
+// instructions a chunk a warp) holds the main loop at 3.49-3.67 ms against the copies' 2.94-3.00.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -2233,8 +2414,8 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         // The pass, a position at a time, kPassBatch positions a thread in flight: 4 loads of 4 bytes (one a
         // channel row; a warp reads 32 consecutive floats of each, conflict-free), rounded to TF32 (one F2FP each),
         // one 16-byte store of the position's unit (a warp's 32 units are consecutive: conflict-free). Padding
-        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for session
-        // 34's quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
+        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for a pass
+        // of quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
         // conflicts, a division a quad).
         const uint32_t raw_addr = smem_base + 4u * static_cast<uint32_t>(raw - smem);
         auto stage_half = [&](auto all_channels) {
@@ -2302,7 +2483,7 @@ __device__ __forceinline__ float mufu_ex2(float v) {
 }
 // GELU(v) = v Phi(v) = max(v, 0) - |v| erfc(|v| / sqrt 2) / 2 for either sign, with the erfc's p / sqrt 2 and its
 // halved coefficients folded into the constants: 11 instructions a value, 2 of them the multi-function unit's (the
-// select form, v - h or h with h = v q / 2, took 15; session 27).
+// select form, v - h or h with h = v q / 2, takes 15).
 __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   const float a = fabsf(v);
   const float t = mufu_rcp(fmaf(0.231641888f, a, 1.f));  // 1 / (1 + p |v| / sqrt 2): the denominator is >= 1
@@ -2320,7 +2501,7 @@ constexpr bool kEpilogueMoments = !std::is_same<Op, ConvOnly>::value;
 
 // The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
 // in pieces of 64 channels x 32 pixels, so that the code that adds the bias, stores z and folds op(z) into the
-// moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (the v3.4
+// moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (an unrolled
 // epilogue: 21.9 K SASS instructions a kernel, 59 % of its stall samples waiting for instructions to be fetched).
 constexpr int kEpiPixels = 32;                          // a piece's pixels
 constexpr int kEpiPieces = kWgPixels / kEpiPixels;      // 8 pieces a tile
@@ -2346,7 +2527,7 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // a thread keeps the two channels its fragment holds (16 w + c and that + 8, c = l / 4 taken in the order 0 4 1 5
 // 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
 // 4 (l % 4) and 16 + 4 (l % 4) of each piece. A warp thus reads back only the rows it wrote, and syncs with itself
-// alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, session 27).
+// alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, H100).
 // 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias (a separately rounded add, as
 // PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
 // combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
@@ -2736,7 +2917,7 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
 // bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies' (the default, which the
-// input gradient takes). Since session 35's transposing pass the bulk path is the faster (H100, L2-19: conv + moments
+// input gradient takes). With its transposing pass the bulk path is the faster (H100, L2-19: conv + moments
 // 3.56-3.64 ms against 3.69-3.70): the fused forward asks for it. bulk_stages: its K-major ring (for comparisons).
 template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
@@ -2793,7 +2974,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
 // (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
 // nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
 // 3.1 ms truncated, 4.2 rounded (the pass is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9
-// plus 1.5 for turning its channels-last result back to NCHW (benchmarks/convt_fused/README.md, sessions 24, 26).
+// plus 1.5 for turning its channels-last result back to NCHW.
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   std::string why = float_cuda_on_one_device({&grad_z, &weight});
@@ -2867,13 +3048,13 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 
 // ---- conv/convt_wgmma_infer.cuh: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
 // convt_wgmma's conv, bias, op and GroupNorm moments on most multiprocessors, the GroupNorm normalise on the rest,
-// sample by sample as the conv completes them (issue 13) ----
+// sample by sample as the conv completes them ----
 //
 // Why. The two-kernel forward writes z (2.18 GB at L2-19) and a normalise sweep reads it back from DRAM and writes y
 // after the conv's last tile: 1.5 ms on top of the conv kernel's 3.7-3.9. A sample's output is 17 MB and the H100's
 // L2 holds 50 MB, so the normalise can read a sample back from L2 soon after the conv has written it, and write y in
-// place: DRAM then sees x in and y out. Session 26 ran that normalise inside the conv blocks, between or beside their
-// wgmma, and every form lengthened the main loop by about the normalise's own time: the main loop is bound by the
+// place: DRAM then sees x in and y out. Run inside the conv blocks, between or beside their wgmma, that normalise
+// lengthens the main loop by about its own time in every form tried (H100, L2-19): the main loop is bound by the
 // shared-memory/L1 data path of its multiprocessor, and any load or store there takes from it. So here the normalise
 // runs on multiprocessors of its own, whose data paths the conv never uses:
 // - Roles by ticket. Each block (one a multiprocessor: the ring's shared memory allows no second) takes a ticket
@@ -2885,7 +3066,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 //   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
 //   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
 //   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's bulk copies take
-//   no L2 hint (with evict-first the conv blocks ended 0.2-0.3 ms later, session 35: neighbouring tiles share their
+//   no L2 hint (with evict-first the conv blocks end 0.2-0.3 ms later, H100, L2-19: neighbouring tiles share their
 //   halo rows through L2); the 4-byte copies, where the bulk path does not apply, ask L2 to evict first.
 // - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
 //   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
@@ -2895,7 +3076,7 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
 //   evict-first. Planes of odd sizes (no 16-byte chunks) take a register path: items of whole planes by ticket.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
-// Measured (H100, L2-19, benchmarks/convt_fused/README.md, session 28): a normaliser moves ~56 GB/s (read and written
+// Measured (H100, L2-19): a normaliser moves ~56 GB/s (read and written
 // together) even alone and from L2: its multiprocessor's link to L2, not latency, bounds it (8 x 24 KB in flight did
 // not beat 48 KB). So the normalise costs ~0.6 ms of the GPU against the sweep's 1.5, and the conv beside its traffic
 // runs 5-10 % longer: the one launch is 0.1-0.4 ms faster than the two kernels in the same call (5.06 against 5.27 at
@@ -3179,11 +3360,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
 // (or its DRAM bytes, x and z, at 2.8 TB/s, if more), the normalise D ~ its bytes (z read, y written) at ~44 GB/s a
 // multiprocessor: one multiprocessor's L2 link moves ~32 bytes a cycle both ways together (56 GB/s with nothing
 // beside it), less with the conv beside it and its waits for each sample. Both end together at a share D / (A + D).
-// (H100, L2-19, by the bulk path: 24 of 132; session 35's sweep, one process: 22 4.570 ms, 23 4.444, 24 4.482 and
-// 4.384 (the default), 25 4.408, 26 4.412; its trace, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33
-// ms and the normalisers at 4.39, at 20 4.16-4.24 and 4.80. Session 28, by the copies: 20, 5.06-5.13 ms against
-// 5.76-5.92 with 16 and 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.
-// benchmarks/convt_fused/README.md.)
+// (H100, L2-19, by the bulk path: 24 of 132; a sweep in one process: 22 4.570 ms, 23 4.444, 24 4.482 and 4.384
+// (the default), 25 4.408, 26 4.412; traced, the conv 4 % slower: at 23 the conv blocks end at 4.27-4.33 ms and the
+// normalisers at 4.39, at 20 4.16-4.24 and 4.80. By the copies: 20, 5.06-5.13 ms against 5.76-5.92 with 16 and
+// 5.23-5.26 with 24. Too few let the normalisers fall behind and read z from DRAM.)
 inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_input) {
   const double outputs = double(s.batch) * s.out_channels * s.out_plane();
   const double flops = 2.0 * outputs * s.in_channels * s.taps();
@@ -3333,7 +3513,7 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
 
 // ---- conv/convt_wgrad.cuh: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma,
 // sm_90a), from x in NCHW and grad_z channels-last, as the forward and the GroupNorm backward leave them (L2-19
-// `--conv fused`, issue 13) ----
+// `--conv fused`) ----
 //
 // The GEMM. With y[n, co, r, c] = sum x[n, ci, h, w] W[ci, co, kh, kw] over r = h - pad + kh, c = w - pad + kw:
 //   dW[ci, co, kh, kw] = sum over (n, h, w) of gz[n, co, h - pad + kh, w - pad + kw] * x[n, ci, h, w]
@@ -3354,7 +3534,7 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
 //   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
-//   round_x asks for an in-place rounding pass. Measured (H100, benchmarks/convt_wgrad_accuracy.py, 8x64x256x256):
+//   round_x asks for an in-place rounding pass. Measured (H100, 8x64x256x256):
 //   the pass costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
 //   weight gradient, which truncates both operands (a mean signed error of -7.4e-4), is 6.7e-4 from float64.
 // - K is split over the grid: each block takes a contiguous run of (sample, strip, grad_z row) steps of one channel
@@ -3775,7 +3955,7 @@ void launch_convt_wgrad(const at::Tensor& x, const at::Tensor& gz, float* partia
 // The weight gradient of conv_transpose2d(x, weight, padding) at stride 1 for grad_z: (C_in, C_out, kH, kW), TF32
 // operands (grad_z rounded to nearest; x truncated, or rounded to nearest with round_x), float32 sums. x is read as
 // NCHW and grad_z channels-last (each copied so if it is not). H100, L2-19's shape: 2.4 ms (2.99 with round_x)
-// against 6.7 for cuDNN's on channels-last tensors (benchmarks/convt_fused/README.md, session 25).
+// against 6.7 for cuDNN's on channels-last tensors.
 template <int kPart = 0>
 at::Tensor convt_wgmma_weight_grad(const at::Tensor& grad_z, const at::Tensor& x, const at::Tensor& weight,
                                    std::vector<int64_t> padding, bool round_x = false) {

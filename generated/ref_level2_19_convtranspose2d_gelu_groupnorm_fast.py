@@ -335,114 +335,13 @@ __device__ __forceinline__ void copies_wait() {
 
 }  // namespace kgen
 
-// ---- core/unary_ops.cuh: the element-wise op a GroupNorm kernel applies to its input on the fly ----
-// Each op gives its value and, for backward, its derivative. Kernels are templated on the op, so a
-// fused "op then GroupNorm" never stores the op's result: statistics, normalise and backward all
-// recompute it from the input they read anyway.
-namespace kgen {
-
-struct Identity {
-  __device__ __forceinline__ float operator()(float x) const { return x; }
-  __device__ __forceinline__ void value_and_derivative(float x, float& value, float& derivative) const {
-    value = x;
-    derivative = 1.f;
-  }
-};
-
-// F.gelu(x): 0.5 x (1 + erf(x / sqrt 2)), the formulas of PyTorch's own GELU kernels.
-struct GeluErf {
-  __device__ __forceinline__ float operator()(float x) const {
-    return 0.5f * x * (1.f + erff(x * static_cast<float>(M_SQRT1_2)));
-  }
-  __device__ __forceinline__ void value_and_derivative(float x, float& value, float& derivative) const {
-    constexpr float kBeta = static_cast<float>(M_2_SQRTPI * M_SQRT1_2 * 0.5);  // 1 / sqrt(2 pi)
-    const float cdf = 0.5f * (1.f + erff(x * static_cast<float>(M_SQRT1_2)));
-    value = x * cdf;
-    derivative = cdf + x * (kBeta * expf(-0.5f * x * x));
-  }
-};
-
-// F.gelu(x, approximate='tanh'): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-struct GeluTanh {
-  static constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);  // sqrt(2 / pi)
-  static constexpr float kKappa = 0.044715f;
-  __device__ __forceinline__ float operator()(float x) const {
-    const float inner = kBeta * (x + kKappa * x * x * x);
-    return 0.5f * x * (1.f + tanhf(inner));
-  }
-  __device__ __forceinline__ void value_and_derivative(float x, float& value, float& derivative) const {
-    const float x_sq = x * x;
-    const float inner = kBeta * (x + kKappa * x_sq * x);
-    const float t = tanhf(inner);
-    value = 0.5f * x * (1.f + t);
-    derivative = 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kBeta * (1.f + 3.f * kKappa * x_sq);
-  }
-};
-
-// op(v + bias) for one channel: a convolution's bias, fused into the kernels that read its output (the
-// conv then runs without its bias, and the separate full-size sweep in which PyTorch adds it disappears).
-// __fadd_rn keeps the add a separately rounded float add, never contracted into an FMA with a nearby
-// multiply: it is the very add PyTorch's bias sweep does, so u = v + bias is bitwise the reference's
-// conv output. Without kChannelBias it is op(v), the same instructions as calling op directly.
-template <class Op, bool kChannelBias>
-struct ChannelOp {
-  Op op;
-  float bias;
-  __device__ __forceinline__ float input(float v) const {
-    if constexpr (kChannelBias) {
-      return __fadd_rn(v, bias);
-    } else {
-      return v;
-    }
-  }
-  __device__ __forceinline__ float operator()(float v) const { return op(input(v)); }
-  __device__ __forceinline__ void value_and_derivative(float v, float& value, float& derivative) const {
-    op.value_and_derivative(input(v), value, derivative);
-  }
-};
-
-// The op of channel c; `bias` (C values) is read only when kChannelBias.
-template <bool kChannelBias, class Op>
-__device__ __forceinline__ ChannelOp<Op, kChannelBias> channel_op(const Op& op, const float* __restrict__ bias,
-                                                                   int64_t c) {
-  if constexpr (kChannelBias) {
-    return ChannelOp<Op, true>{op, __ldg(bias + c)};
-  } else {
-    return ChannelOp<Op, false>{op, 0.f};
-  }
-}
-
-}  // namespace kgen
-
-// ---- groupnorm/op/twopass.cuh: forward and backward kernels, side by side, templated on an input op ----
+// ---- core/sweeps.cuh: what every kernel family's memory sweeps share ----
 //
-// Layout: x is (N, C, *) contiguous, so one (sample, group) slice is ONE contiguous run of
-// D = (C / G) * HW values, and one (sample, channel) plane is a contiguous run of HW values.
-// `Op` is applied to x on the fly (Identity for plain GroupNorm, GELU for a fused GELU->GroupNorm):
-// its result z = op(x) is never stored, every kernel recomputes it from x.
-//
-// Forward, 2 reads + 1 write of x:
-//   moments_partial   Welford moments of z over chunks of each slice, many blocks per slice
-//   moments_finalize  exact (double) combine of the chunks -> mean, rstd per (sample, group)
-// The moments are taken of z - K, K the slice's first value, and the mean is kept as a float pair
-// (hi, lo) with hi + lo = the double mean: with data like 1e4 + 1e-2 randn, a float mean alone would
-// be off by a sizeable fraction of the spread, and z - mean is formed as (z - hi) - lo, exactly.
-//   normalize         y = (z - mean) * (rstd * gamma[c]) + beta[c], 16-byte loads and stores
-// Backward, 2 reads, then 2 reads + 1 write:
-//   backward_partial  per (sample, channel) plane: sum dy and sum dy * (z - mean)
-//   backward_group    per (sample, group): the two coefficients of dz (below); plane sums kept
-//   param_grad        dgamma[c] = sum_n rstd * sum dy (z - mean),  dbeta[c] = sum_n sum dy
-//   backward_apply    dx = op'(x) * (rstd gamma[c] dy + B (z - mean) + C)
-// with, over a group of D values, B = -rstd^3 / D * sum gamma dy (z - mean) and
-// C = -rstd / D * sum gamma dy. Summing dy (z - mean) rather than dy z keeps a large common offset
-// in the data from cancelling. Every reduction is a fixed tree: results are bitwise reproducible.
-//
-// kChannelBias (a convolution's bias fused in, see ChannelOp in core/unary_ops.cuh): every kernel reads
-// u = x + bias[c] instead of x, so z = op(u). moments_partial then takes (sample, channel) planes
-// rather than whole slices, one channel and one bias per block; backward_apply also sums the dx it
-// writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
-// and column_sums adds those block sums per channel, in double and in a fixed order. Without the flag
-// the kernels are exactly the plain GroupNorm ones.
+// Packs of 1 or 4 floats (16-byte loads through the read-only path, 16-byte stores), the unrolled
+// block-strided sweep that keeps several loads per thread in flight, moments merged in double in a
+// fixed order (MomentsD, warp_merge), column sums of a (rows, C) partial in double and a fixed order
+// (the per-channel parameter gradients), and the host's compile-time dispatch helpers. Needs
+// core/common.cuh before it.
 namespace kgen {
 
 template <int W>
@@ -493,78 +392,6 @@ __device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t
   }
 }
 
-template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op, float shift) {
-  accumulate4(acc, op(x.v[0]) - shift, op(x.v[1]) - shift, op(x.v[2]) - shift, op(x.v[3]) - shift);
-}
-
-template <class Op>
-__device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op, float shift) {
-  accumulate1(acc, op(x.v[0]) - shift);
-}
-
-// z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
-__device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
-
-// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
-__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
-  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
-}
-
-// Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
-struct GroupShape {
-  int64_t batch;
-  int64_t channels;
-  int64_t groups;
-  int64_t plane_elems;  // HW: product of the dimensions after the channel
-
-  template <int kGroups>
-  __host__ __device__ __forceinline__ int64_t group_count() const { return kGroups > 0 ? kGroups : groups; }
-  __host__ __device__ __forceinline__ int64_t channels_per_group() const { return channels / groups; }
-  __host__ __device__ __forceinline__ int64_t slice_elems() const { return channels_per_group() * plane_elems; }
-  // (sample, group) row of the statistics for a (sample, channel) plane.
-  template <int kGroups>
-  __device__ __forceinline__ int64_t row_of_plane(int64_t plane) const {
-    const int64_t n = plane / channels;
-    const int64_t c = plane - n * channels;
-    return n * group_count<kGroups>() + c / channels_per_group();
-  }
-};
-
-// ---------------------------------------------------------------- forward kernels
-
-// kChannelBias: each "slice" is a (sample, channel) plane (slice_elems = H W) whose values get that
-// channel's bias. All planes of a group share the group's pilot op(first value + its bias); the blocks
-// of the group's first plane write that biased first value to `pilots` (one per (sample, group)), for
-// moments_finalize. A group's chunks stay contiguous in `partial`: (row C/G + k) splits + split.
-template <class Op, int kBlock, bool kVec, bool kChannelBias = false>
-__global__ void __launch_bounds__(kBlock)
-moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPlan plan,
-                       Moments* __restrict__ partial, Op op, const float* __restrict__ channel_bias = nullptr,
-                       GroupShape shape = GroupShape{}, float* __restrict__ pilots = nullptr) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t slice = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, slice_elems - begin);
-  const int64_t c = kChannelBias ? slice % shape.channels : 0;
-  float pilot;
-  if constexpr (kChannelBias) {
-    const int64_t k = c % shape.channels_per_group();  // channel within the group
-    const float first = __fadd_rn(x[(slice - k) * slice_elems], __ldg(channel_bias + (c - k)));
-    pilot = op(first);
-    if (k == 0 && begin == 0 && threadIdx.x == 0) pilots[slice / shape.channels_per_group()] = first;
-  } else {
-    pilot = op(x[slice * slice_elems]);
-  }
-  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
-  const float* in[1] = {x + slice * slice_elems + begin};
-  Moments acc{0.f, 0.f, 0.f};
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], f, pilot); });
-  acc = block_combine<kBlock>(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
 // Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
 struct MomentsD {
   double n, mu, m2;
@@ -610,83 +437,132 @@ __device__ __forceinline__ MomentsD warp_merge(int count, Partial&& partial) {
   return m;
 }
 
-// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
-__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
-                                                  float& rstd) {
-  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-  const double full_mean = pilot + m.mu;
-  const float hi = static_cast<float>(full_mean);
-  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
-  rstd = static_cast<float>(1.0 / sqrt(var + eps));
-}
 
-// One warp per (sample, group): combines that slice's chunk moments in double.
-template <class Op, int kBlock>
+// ---------------------------------------------------------------- conv bias gradient
+
+// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
+// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
+// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
+// one double per (run, column), and column_sum_finalize adds the runs in run order.
+template <int kBlock>
 __global__ void __launch_bounds__(kBlock)
-moments_finalize_kernel(const float* __restrict__ x, int64_t slice_elems, const Moments* __restrict__ partial,
-                        int splits, int64_t rows, double eps, float2* __restrict__ mean, float* __restrict__ rstd,
-                        Op op) {
-  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
-  if (row >= rows) return;  // warp-uniform
-  const MomentsD m = warp_merge(splits, [&](int s) { return partial[row * splits + s]; });
-  if (threadIdx.x % kWarpSize == 0) {
-    // the partial kernel's pilot back
-    finish_statistics(m, double(op(x[row * slice_elems])), eps, mean[row], rstd[row]);
+column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
+                          int64_t rows_per_run, double* __restrict__ run_sums) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ double per_warp[kWarps][kWarpSize];
+  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const int64_t run = blockIdx.x / col_tiles;
+  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
+  const int64_t end = min(rows, (run + 1) * rows_per_run);
+  double sum = 0.0;
+  if (c < cols) {
+    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
+  }
+  per_warp[warp][lane] = sum;
+  __syncthreads();
+  if (warp == 0 && c < cols) {
+    double total = 0.0;
+    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
+    run_sums[run * cols + c] = total;
   }
 }
 
-template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kBlock)
-normalize_kernel(const float* __restrict__ x, const float2* __restrict__ mean, const float* __restrict__ rstd,
-                 const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ y,
-                 GroupShape shape, SplitPlan plan, Op op, const float* __restrict__ channel_bias) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const int64_t c = plane % shape.channels;
-  const int64_t row = shape.row_of_plane<kGroups>(plane);
-  const float2 mu = mean[row];
-  const float scale = rstd[row] * gamma[c];
-  const float shift = beta[c];
-  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
-  const int64_t offset = plane * shape.plane_elems + begin;
-  const float* in[1] = {x + offset};
-  float* out = y + offset;
-  sweep<kBlock, W, 1>(in, count / W, [&](int64_t i, const Pack<W>(&v)[1]) {
-    Pack<W> r;
-#pragma unroll
-    for (int j = 0; j < W; ++j) r.v[j] = centered(f(v[0].v[j]), mu) * scale + shift;
-    store_pack<W>(out, i, r);
-  });
+__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
+                                           float* __restrict__ out) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= cols) return;
+  double total = 0.0;
+  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
+  out[c] = static_cast<float>(total);
 }
 
-// ---------------------------------------------------------------- backward kernels
+// ---------------------------------------------------------------- host side
 
-template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kBlock)
-backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
-                        GroupShape shape, SplitPlan plan, float2* __restrict__ partial, Op op,
-                        const float* __restrict__ channel_bias) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t begin = (blockIdx.x % plan.splits) * plan.chunk;
-  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const float2 mu = mean[shape.row_of_plane<kGroups>(plane)];
-  const auto f = channel_op<kChannelBias>(op, channel_bias, kChannelBias ? plane % shape.channels : 0);
-  const int64_t offset = plane * shape.plane_elems + begin;
-  const float* in[2] = {dy + offset, x + offset};
-  float2 sums = make_float2(0.f, 0.f);
-  sweep<kBlock, W, 2>(in, count / W, [&](int64_t, const Pack<W>(&v)[2]) {
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      sums.x += v[0].v[j];
-      sums.y += v[0].v[j] * centered(f(v[1].v[j]), mu);
-    }
-  });
-  sums = block_sum<kBlock>(sums);
-  if (threadIdx.x == 0) partial[blockIdx.x] = sums;
+// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
+// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
+template <int kSpecialisedGroups, class F>
+inline void dispatch_groups(int64_t groups, F&& f) {
+  if (groups == kSpecialisedGroups) {
+    f(std::integral_constant<int, kSpecialisedGroups>{});
+  } else {
+    f(std::integral_constant<int, 0>{});
+  }
 }
+
+template <class F>
+inline void dispatch_vec(bool vec, F&& f) {
+  if (vec) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
+inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
+
+// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
+// at most, each warp lane adding a few dozen rows.
+template <int kBlock>
+void column_sums(const at::Tensor& partial, at::Tensor& out) {
+  constexpr int64_t kWarps = kBlock / kWarpSize;
+  const int64_t rows = partial.size(0), cols = partial.size(1);
+  const int64_t col_tiles = blocks_for(cols, kWarpSize);
+  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
+  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
+  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
+  const int64_t runs = blocks_for(rows, rows_per_run);
+  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
+      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
+                                                                       out.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace kgen
+
+// ---- groupnorm/statistics.cuh: the GroupNorm arithmetic every GroupNorm kernel family shares ----
+//
+// A slice's mean is kept as a float pair (hi, lo) with hi + lo the double mean, and z - mean is formed
+// as (z - hi) - lo: with data like 1e4 + 1e-2 randn, a float mean alone would be off by a sizeable
+// fraction of the spread. The backward's per-(sample, group) coefficients of dz, over a group of D values:
+//   dz = rstd gamma[c] dy + B (z - mean) + C,  B = -rstd^3 / D * sum gamma dy (z - mean),
+//   C = -rstd / D * sum gamma dy,
+// and the parameter gradients dgamma[c] = sum_n rstd * sum dy (z - mean), dbeta[c] = sum_n sum dy, from
+// the per-(sample, channel) plane sums, in double and in a fixed order: bitwise reproducible. Needs
+// core/common.cuh and core/sweeps.cuh before it.
+namespace kgen {
+
+// z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
+__device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
+
+// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
+// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
+__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
+  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
+}
+
+// Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
+struct GroupShape {
+  int64_t batch;
+  int64_t channels;
+  int64_t groups;
+  int64_t plane_elems;  // HW: product of the dimensions after the channel
+
+  template <int kGroups>
+  __host__ __device__ __forceinline__ int64_t group_count() const { return kGroups > 0 ? kGroups : groups; }
+  __host__ __device__ __forceinline__ int64_t channels_per_group() const { return channels / groups; }
+  __host__ __device__ __forceinline__ int64_t slice_elems() const { return channels_per_group() * plane_elems; }
+  // (sample, group) row of the statistics for a (sample, channel) plane.
+  template <int kGroups>
+  __device__ __forceinline__ int64_t row_of_plane(int64_t plane) const {
+    const int64_t n = plane / channels;
+    const int64_t c = plane - n * channels;
+    return n * group_count<kGroups>() + c / channels_per_group();
+  }
+};
 
 // One warp per (sample, group): plane sums of its channels (kept for the parameter gradients) and
 // the group's two coefficients B, C of dz.
@@ -761,387 +637,14 @@ param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restric
   }
 }
 
-// kChannelBias: the block also sums the dx it writes, into bias_partial[(n splits + split) C + c]
-// (one row of C values per (sample, split), as column_sums reads them).
-template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
-__global__ void __launch_bounds__(kBlock)
-backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x, const float2* __restrict__ mean,
-                      const float* __restrict__ rstd, const float* __restrict__ gamma,
-                      const float2* __restrict__ coef, float* __restrict__ dx, GroupShape shape, SplitPlan plan,
-                      Op op, const float* __restrict__ channel_bias, float* __restrict__ bias_partial) {
-  constexpr int W = kVec ? 4 : 1;
-  const int64_t plane = blockIdx.x / plan.splits;
-  const int64_t split = blockIdx.x % plan.splits;
-  const int64_t begin = split * plan.chunk;
-  const int64_t count = min(plan.chunk, shape.plane_elems - begin);
-  const int64_t row = shape.row_of_plane<kGroups>(plane);
-  const int64_t c = plane % shape.channels;
-  const float2 mu = mean[row];
-  const float a = rstd[row] * gamma[c];
-  const float2 bc = coef[row];
-  const auto f = channel_op<kChannelBias>(op, channel_bias, c);
-  const int64_t offset = plane * shape.plane_elems + begin;
-  const float* in[2] = {dy + offset, x + offset};
-  float* out = dx + offset;
-  float dx_sum = 0.f;
-  sweep<kBlock, W, 2>(in, count / W, [&](int64_t i, const Pack<W>(&v)[2]) {
-    Pack<W> r;
-#pragma unroll
-    for (int j = 0; j < W; ++j) {
-      float z, dz_dx;
-      f.value_and_derivative(v[1].v[j], z, dz_dx);
-      r.v[j] = groupnorm_dx(dz_dx, a, v[0].v[j], bc, z, mu);
-      if constexpr (kChannelBias) dx_sum += r.v[j];
-    }
-    store_pack<W>(out, i, r);
-  });
-  if constexpr (kChannelBias) {
-    dx_sum = block_sum<kBlock>(dx_sum);
-    const int64_t n = plane / shape.channels;
-    if (threadIdx.x == 0) bias_partial[(n * plan.splits + split) * shape.channels + c] = dx_sum;
-  }
-}
-
-// ---------------------------------------------------------------- conv bias gradient
-
-// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
-// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
-// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
-// one double per (run, column), and column_sum_finalize adds the runs in run order.
-template <int kBlock>
-__global__ void __launch_bounds__(kBlock)
-column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
-                          int64_t rows_per_run, double* __restrict__ run_sums) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  __shared__ double per_warp[kWarps][kWarpSize];
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t run = blockIdx.x / col_tiles;
-  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
-  const int64_t end = min(rows, (run + 1) * rows_per_run);
-  double sum = 0.0;
-  if (c < cols) {
-    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
-  }
-  per_warp[warp][lane] = sum;
-  __syncthreads();
-  if (warp == 0 && c < cols) {
-    double total = 0.0;
-    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
-    run_sums[run * cols + c] = total;
-  }
-}
-
-__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
-                                           float* __restrict__ out) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  double total = 0.0;
-  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
-  out[c] = static_cast<float>(total);
-}
-
-// ---------------------------------------------------------------- host side
-
-// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
-// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
-template <int kSpecialisedGroups, class F>
-inline void dispatch_groups(int64_t groups, F&& f) {
-  if (groups == kSpecialisedGroups) {
-    f(std::integral_constant<int, kSpecialisedGroups>{});
-  } else {
-    f(std::integral_constant<int, 0>{});
-  }
-}
-
-template <class F>
-inline void dispatch_vec(bool vec, F&& f) {
-  if (vec) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
-  }
-}
-
-inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
-
-inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
-                                        const at::Tensor& beta, int64_t groups) {
-  check_float_cuda(x, "input");
-  TORCH_CHECK(x.dim() >= 2, "kgen: GroupNorm input must have shape (N, C, *), got ", str(x.sizes()));
-  const int64_t channels = x.size(1);
-  TORCH_CHECK(groups > 0 && channels % groups == 0, "kgen: ", str(channels),
-              " channels are not divisible into ", str(groups), " groups");
-  for (const auto* t : {&gamma, &beta}) {
-    check_float_cuda(*t, "GroupNorm weight/bias");
-    TORCH_CHECK(t->dim() == 1 && t->size(0) == channels, "kgen: GroupNorm weight/bias must have shape (",
-                str(channels), "), got ", str(t->sizes()));
-    TORCH_CHECK(t->device() == x.device(), "kgen: GroupNorm weight/bias are on ", t->device(),
-                " but the input is on ", x.device());
-  }
-  const int64_t plane_elems = x.dim() > 2 ? x.numel() / (x.size(0) * channels) : 1;
-  return GroupShape{x.size(0), channels, groups, plane_elems};
-}
-
-// The fused conv bias: C float32 values on the input's device.
-inline void check_channel_bias(const at::Tensor& bias, int64_t channels, const at::Device& device) {
-  check_float_cuda(bias, "convolution bias");
-  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == channels, "kgen: convolution bias must have shape (", str(channels),
-              "), got ", str(bias.sizes()));
-  TORCH_CHECK(bias.device() == device, "kgen: convolution bias is on ", bias.device().str(), " but the input is on ",
-              device.str());
-}
-
-// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
-// at most, each warp lane adding a few dozen rows.
-template <int kBlock>
-void column_sums(const at::Tensor& partial, at::Tensor& out) {
-  constexpr int64_t kWarps = kBlock / kWarpSize;
-  const int64_t rows = partial.size(0), cols = partial.size(1);
-  const int64_t col_tiles = blocks_for(cols, kWarpSize);
-  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
-  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
-  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
-  const int64_t runs = blocks_for(rows, rows_per_run);
-  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
-      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
-                                                                       out.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// A bias tensor's data for the kernels: nullptr without kChannelBias (the kernels never read it then).
-template <bool kChannelBias>
-inline const float* channel_bias_data(const at::Tensor& bias) {
-  if constexpr (kChannelBias) {
-    return bias.data_ptr<float>();
-  } else {
-    return nullptr;
-  }
-}
-
-// {dx, dgamma, dbeta}, and with kChannelBias the conv bias gradient after them.
-template <bool kChannelBias>
-inline std::vector<at::Tensor> backward_result(const at::Tensor& dx, const at::Tensor& dgamma,
-                                               const at::Tensor& dbeta, const at::Tensor& dchannel_bias) {
-  if constexpr (kChannelBias) {
-    return {dx, dgamma, dbeta, dchannel_bias};
-  } else {
-    return {dx, dgamma, dbeta};
-  }
-}
-
-// Statistics of op(x) per (sample, group): returns {mean (N, G, 2) as (hi, lo) pairs, rstd (N, G)}.
-// kChannelBias: of op(x + channel_bias[c]); the chunks are cut per (sample, channel) plane, the rows of
-// moments_finalize are still (sample, group), over C/G times as many chunks.
-template <class Op, int kBlock, bool kChannelBias = false>
-std::vector<at::Tensor> groupnorm_moments(const at::Tensor& x, const GroupShape& shape, double eps, Op op,
-                                          const float* channel_bias = nullptr) {
-  auto stats_options = x.options().dtype(at::kFloat);
-  const int64_t rows = shape.batch * shape.groups;
-  auto mean = at::empty({shape.batch, shape.groups, 2}, stats_options);
-  auto rstd = at::empty({shape.batch, shape.groups}, stats_options);
-  const int64_t slice = kChannelBias ? shape.plane_elems : shape.slice_elems();
-  const int64_t slices = kChannelBias ? shape.batch * shape.channels : rows;
-  const SplitPlan plan = plan_split<kBlock>(slice);
-  const int64_t chunks_per_row = plan.splits * (kChannelBias ? shape.channels_per_group() : 1);
-  auto partial = at::empty({slices * plan.splits * int64_t(sizeof(Moments) / sizeof(float))}, stats_options);
-  auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-  auto pilots = kChannelBias ? at::empty({rows}, stats_options) : at::Tensor();
-  float* pilots_ptr = kChannelBias ? pilots.data_ptr<float>() : nullptr;
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  const bool vec = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>());
-  dispatch_vec(vec, [&](auto kv) {
-    moments_partial_kernel<Op, kBlock, decltype(kv)::value, kChannelBias><<<slices * plan.splits, kBlock, 0, stream>>>(
-        x.data_ptr<float>(), slice, plan, partial_ptr, op, channel_bias, shape, pilots_ptr);
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  // With kChannelBias the pilots array stands in for x, one value per row: moments_finalize reads op(pilots[row]).
-  const float* pilot_source = kChannelBias ? pilots_ptr : x.data_ptr<float>();
-  moments_finalize_kernel<Op, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      pilot_source, kChannelBias ? 1 : slice, partial_ptr, static_cast<int>(chunks_per_row), rows, eps,
-      as_float2(mean), rstd.data_ptr<float>(), op);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {mean, rstd};
-}
-
-// y = (op(x [+ channel_bias]) - mean) * rstd * gamma + beta, written into `y` (same shape as x, contiguous).
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
-void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::Tensor& rstd,
-                         const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                         const GroupShape& shape, Op op, const float* channel_bias = nullptr) {
-  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
-  const int64_t planes = shape.batch * shape.channels;
-  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
-                   is_16_byte_aligned(y.data_ptr<float>());
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
-    dispatch_vec(vec, [&](auto kv) {
-      normalize_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value, kChannelBias>
-          <<<planes * plan.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), as_float2(mean),
-                                                       rstd.data_ptr<float>(), gamma.data_ptr<float>(),
-                                                       beta.data_ptr<float>(), y.data_ptr<float>(), shape, plan, op,
-                                                       channel_bias);
-    });
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
-template <class Op, int kThreads, bool kChannelBias>
-bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
-                               const float* channel_bias, int blocks_per_sm);
-
-// Forward of op -> GroupNorm: returns {y, mean, rstd}. kChannelBias: of op(x + channel_bias[c]).
-// kOnePassThreads > 0: the one-pass kernel, that many threads per block and `onepass_blocks_per_sm` blocks
-// per SM, wherever the planner finds that a slice fits on chip; the two-pass kernels elsewhere.
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false, int kOnePassThreads = 0>
-std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Tensor& gamma_in,
-                                             const at::Tensor& beta_in, int64_t groups, double eps, Op op,
-                                             const at::Tensor& channel_bias_in = at::Tensor(),
-                                             int onepass_blocks_per_sm = 1) {
-  const GroupShape shape = check_groupnorm_input(input, gamma_in, beta_in, groups);
-  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto x = input.contiguous();
-  const auto gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
-  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
-  auto y = at::empty_like(x, at::MemoryFormat::Contiguous);
-  if (x.numel() == 0) {
-    return {y, at::zeros({shape.batch, shape.groups, 2}, x.options()), at::zeros({shape.batch, shape.groups}, x.options())};
-  }
-  const float* bias = channel_bias_data<kChannelBias>(channel_bias);
-  if constexpr (kOnePassThreads > 0) {
-    auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
-    auto rstd = at::empty({shape.batch, shape.groups}, x.options());
-    if (groupnorm_forward_onepass<Op, kOnePassThreads, kChannelBias>(x, gamma, beta, y, mean, rstd, shape, eps, op,
-                                                                      bias, onepass_blocks_per_sm)) {
-      return {y, mean, rstd};
-    }
-  }
-  auto stats = groupnorm_moments<Op, kBlock, kChannelBias>(x, shape, eps, op, bias);
-  groupnorm_normalize<Op, kBlock, kSpecialisedGroups, kChannelBias>(x, stats[0], stats[1], gamma, beta, y, shape, op,
-                                                                    bias);
-  return {y, stats[0], stats[1]};
-}
-
-// The checks of a backward call's arguments (the forward's saved statistics among them); returns the shape.
-inline GroupShape check_groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input, const at::Tensor& gamma,
-                                           const at::Tensor& mean, const at::Tensor& rstd, int64_t groups) {
-  const GroupShape shape = check_groupnorm_input(input, gamma, gamma, groups);
-  check_float_cuda(grad_out, "gradient of the output");
-  TORCH_CHECK(grad_out.sizes() == input.sizes(), "kgen: output gradient has shape ", str(grad_out.sizes()),
-              ", expected ", str(input.sizes()));
-  const int64_t rows = shape.batch * shape.groups;
-  for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
-  TORCH_CHECK(mean.is_contiguous() && mean.numel() == rows * 2 && rstd.is_contiguous() && rstd.numel() == rows,
-              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
-  return shape;
-}
-
-// Backward's sums sweep and what follows from it, for contiguous dy and x: the coefficients B, C of dx per (sample,
-// group) into coef (N * G float2), and the parameter gradients into dgamma and dbeta.
-template <class Op, int kGroups, int kBlock, bool kChannelBias>
-void groupnorm_backward_sums(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& mean,
-                             const at::Tensor& rstd, const GroupShape& shape, Op op, const float* channel_bias,
-                             float2* coef, at::Tensor& dgamma, at::Tensor& dbeta) {
-  const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
-  const int64_t planes = shape.batch * shape.channels;
-  const int64_t rows = shape.batch * shape.groups;
-  auto partial = at::empty({planes * plan.splits, 2}, x.options());
-  auto plane_sums = at::empty({planes, 2}, x.options().dtype(at::kDouble));
-  auto* partial_ptr = as_float2(partial);
-  auto* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
-  const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
-                   is_16_byte_aligned(dy.data_ptr<float>());
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  dispatch_vec(vec, [&](auto kv) {
-    backward_partial_kernel<Op, kGroups, kBlock, decltype(kv)::value, kChannelBias>
-        <<<planes * plan.splits, kBlock, 0, stream>>>(dy.data_ptr<float>(), x.data_ptr<float>(), as_float2(mean),
-                                                     shape, plan, partial_ptr, op, channel_bias);
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  backward_group_kernel<kGroups, kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      partial_ptr, plan.splits, gamma.data_ptr<float>(), rstd.data_ptr<float>(), shape, plane_sums_ptr, coef);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  param_grad_kernel<kGroups><<<shape.channels, kParamGradThreads, 0, stream>>>(
-      plane_sums_ptr, rstd.data_ptr<float>(), shape, dgamma.data_ptr<float>(), dbeta.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// One backward call's contiguous operands and its dx (allocated in the entry's memory format), for an apply sweep.
-struct BackwardOperands {
-  GroupShape shape;
-  at::Tensor dy, x, gamma, coef, dx;
-  const float* channel_bias;  // nullptr without kChannelBias
-};
-
-// What every backward entry shares around its apply sweep: the checks, contiguous operands, the outputs (dx in
-// `dx_format`), the sums sweep and its coefficients, and the bias gradient summed per channel. apply(kg, operands)
-// launches the entry's apply sweep (kg: the group count, a compile-time constant as dispatch_groups gives it) and
-// returns its (rows, C) bias-gradient partials with kChannelBias (else an undefined tensor). Returns {dx, dgamma,
-// dbeta}, and with kChannelBias (op(x + channel_bias[c])) the bias gradient, sum over n, h, w of dx, fourth.
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias, class Apply>
-std::vector<at::Tensor> groupnorm_backward_with(const at::Tensor& grad_out, const at::Tensor& input,
-                                                const at::Tensor& gamma_in, const at::Tensor& mean,
-                                                const at::Tensor& rstd, int64_t groups, Op op,
-                                                const at::Tensor& channel_bias_in, at::MemoryFormat dx_format,
-                                                Apply&& apply) {
-  const GroupShape shape = check_groupnorm_backward(grad_out, input, gamma_in, mean, rstd, groups);
-  if constexpr (kChannelBias) check_channel_bias(channel_bias_in, shape.channels, input.device());
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const auto dy = grad_out.contiguous();
-  const auto x = input.contiguous();
-  const auto gamma = gamma_in.contiguous();
-  const auto channel_bias = kChannelBias ? channel_bias_in.contiguous() : at::Tensor();
-  auto dx = at::empty_like(x, dx_format);
-  auto dgamma = at::zeros_like(gamma);
-  auto dbeta = at::zeros_like(gamma);
-  auto dchannel_bias = kChannelBias ? at::zeros_like(channel_bias) : at::Tensor();
-  if (x.numel() == 0) return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
-
-  auto coef = at::empty({shape.batch * shape.groups, 2}, x.options());
-  const BackwardOperands operands{shape, dy, x, gamma, coef, dx, channel_bias_data<kChannelBias>(channel_bias)};
-  at::Tensor bias_partial;
-  dispatch_groups<kSpecialisedGroups>(shape.groups, [&](auto kg) {
-    groupnorm_backward_sums<Op, decltype(kg)::value, kBlock, kChannelBias>(
-        dy, x, gamma, mean, rstd, shape, op, operands.channel_bias, as_float2(coef), dgamma, dbeta);
-    bias_partial = apply(kg, operands);
-  });
-  if constexpr (kChannelBias) column_sums<kBlock>(bias_partial, dchannel_bias);
-  return backward_result<kChannelBias>(dx, dgamma, dbeta, dchannel_bias);
-}
-
-// Backward of op -> GroupNorm, dx NCHW-contiguous (groupnorm_backward_with says what it returns).
-template <class Op, int kBlock, int kSpecialisedGroups, bool kChannelBias = false>
-std::vector<at::Tensor> groupnorm_backward(const at::Tensor& grad_out, const at::Tensor& input,
-                                              const at::Tensor& gamma_in, const at::Tensor& mean,
-                                              const at::Tensor& rstd, int64_t groups, Op op,
-                                              const at::Tensor& channel_bias_in = at::Tensor()) {
-  auto apply = [&](auto kg, const BackwardOperands& o) {
-    const GroupShape& shape = o.shape;
-    const SplitPlan plan = plan_split<kBlock>(shape.plane_elems);
-    const int64_t planes = shape.batch * shape.channels;
-    auto bias_partial =
-        kChannelBias ? at::empty({shape.batch * plan.splits, shape.channels}, o.x.options()) : at::Tensor();
-    float* bias_partial_ptr = kChannelBias ? bias_partial.data_ptr<float>() : nullptr;
-    const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(o.x.data_ptr<float>()) &&
-                     is_16_byte_aligned(o.dy.data_ptr<float>()) && is_16_byte_aligned(o.dx.data_ptr<float>());
-    dispatch_vec(vec, [&](auto kv) {
-      backward_apply_kernel<Op, decltype(kg)::value, kBlock, decltype(kv)::value, kChannelBias>
-          <<<planes * plan.splits, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-              o.dy.data_ptr<float>(), o.x.data_ptr<float>(), as_float2(mean), rstd.data_ptr<float>(),
-              o.gamma.data_ptr<float>(), as_float2(o.coef), o.dx.data_ptr<float>(), shape, plan, op, o.channel_bias,
-              bias_partial_ptr);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return bias_partial;
-  };
-  return groupnorm_backward_with<Op, kBlock, kSpecialisedGroups, kChannelBias>(
-      grad_out, input, gamma_in, mean, rstd, groups, op, channel_bias_in, at::MemoryFormat::Contiguous, apply);
+// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
+__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
+                                                  float& rstd) {
+  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
+  const double full_mean = pilot + m.mu;
+  const float hi = static_cast<float>(full_mean);
+  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
+  rstd = static_cast<float>(1.0 / sqrt(var + eps));
 }
 
 }  // namespace kgen
@@ -1257,6 +760,13 @@ struct NoEpilogue {
     dy = dv;
   }
 };
+
+// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
+// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
+template <class Epi, class = void>
+struct DirectGrads : std::true_type {};
+template <class Epi>
+struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
 
 // Host side: a functor's parameters from the tensors Python passes (each a float32 CUDA tensor with
 // either 1 element, shared by all channels, or C elements, one per channel, in any broadcastable
@@ -1454,7 +964,7 @@ __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a
 // sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
 // reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result
 // is 0 where IEEE gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one
-// process: L2-21 1462 -> 1324 us, L2-60 1810 -> 1702; benchmarks/h100/s17/run4.)
+// process: L2-21 1324 us against 1462 with the IEEE division, L2-60 1702 against 1810.)
 __device__ __forceinline__ float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
 __device__ __forceinline__ float siluf(float a) { return __fdividef(a, 1.f + expf(-a)); }
 __device__ __forceinline__ float silu_grad(float a) {
@@ -1481,8 +991,7 @@ __device__ __forceinline__ float gelu_tanh_grad(float a) {
 // instructions and two branches where this is 4): q = a * RN(1/3) is within an ulp, the remainder a - 3 q is exact
 // in one fma, and one correction step rounds correctly (Markstein; nvcc's own fast path of a / 3.f, which it takes
 // after checking the operands' range). The sign is a's: the correction turns -0 into +0. tests/gpu/test_region_ops.py
-// compares it with a / 3.f for every float in [-3, 3], bit for bit (H100, session 19: only -0 differed before the
-// copysign).
+// compares it with a / 3.f for every float in [-3, 3], bit for bit (H100; without the copysign only -0 differs).
 __device__ __forceinline__ float div3(float a) {
   constexpr float kThird = 1.f / 3.f;
   const float q = a * kThird;
@@ -1525,7 +1034,7 @@ __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || 
 // more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
 // holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
 // its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
-// IEEE divisions, 50.6 with __fdividef; benchmarks/h100/s17/run2.) Past a = 20 the tanh is 1.0f in both (and
+// IEEE divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f in both (and
 // e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
 __device__ __forceinline__ float mishf(float a) {
   if (a > 20.f) return a;
@@ -2247,7 +1756,7 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
 // same whatever the lane's share (two butterflies of log2(L) double shuffles, a double rsqrt, the group's
 // index), so fewer lanes spread that cost over more values; more packs a lane and in flight cost registers,
 // and with them warps. Measured at L2-37 (64-value slices, an expf and a division a value in the prologue;
-// H100, benchmarks/h100/rows_v3): 16 lanes x 1 pack, 8 in flight (the first version) 676 us, ncu ~100
+// H100): 16 lanes x 1 pack, 8 in flight 676 us, ncu ~100
 // instructions a value and 16 warps an SM; 4 x 4 packs, 8 in flight 505 us; 8 x 2, 4 in flight 446 us;
 // 8 x 2, 2 in flight (one slice a team at a time, the loads of the next in flight) 420 us, 2.55 TB/s.
 //
@@ -2444,7 +1953,7 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 // folds the v it computes into its partial (groupnorm/reducers.cuh: the sum, the first extreme and its
 // channel, or (max, sum exp)), and at the sample's end the warp's partials merge by butterfly and the
 // sub-block's warps in warp order, through shared memory: a fixed order, bitwise reproducible. (The resident
-// tiles did this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
+// tiles do this through a 32 KB shared-memory tile and 512 per-slice team reductions in double: H100, L2-75,
 // 75 us for 33 MB.) Statistics are as the rows forward's; aux is the winning channel, as the resident
 // backward reads it.
 struct RowsReducePlan {
@@ -2886,7 +2395,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 // D = C / G values held by a TEAM of L lanes, kPacks 16-byte packs a lane (the plan takes one:
 // rows_backward_lanes); a team of up to a block, its warps' sums met in shared memory past 32 lanes. The
 // resident backward's tiles (copy x and dout to shared memory, barrier, per-channel sweep, barrier, per-slice
-// sums, barrier, dx sweep) keep too few bytes moving here (H100, session 13's kernel_rates: L2-37 1.78 ms for
+// sums, barrier, dx sweep) keep too few bytes moving here (H100: L2-37 1.78 ms for
 // 1.61 GB, 0.90 TB/s; the 1024 x 8192 problems 86-200 us for 0.10 GB, plus 45-55 us summing per-sample
 // parameter rows as large as x).
 //
@@ -2901,10 +2410,10 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 // count is the same for every thread, so whole warps reach each shuffle and the whole block each barrier.
 //
 // Measured (H100, L2-37's (32768, 4096) Swish + bias region, 64-value slices, teams of 16 lanes; kernel time
-// in one run each, benchmarks/h100/s15): 860 us with the functors reloaded per value and pass 2 recomputing
-// the sigmoid; 718 us with them in registers (one sigmoid a value); 707 us with float lane sums; 625 us with
-// those and registers capped for 24 warps an SM (80, no spill; the 94 uncapped leave 16). Loads 2-3 steps
-// ahead, or 32 warps (spills), were slower.
+// in one run each): 625 us as written (the functors in registers, one sigmoid a value, float lane sums, registers
+// capped for 24 warps an SM: 80, no spill; the 94 uncapped leave 16); 707 us uncapped; 718 us with double lane
+// sums; 860 us with the functors reloaded per value and pass 2 recomputing the sigmoid. Loads 2-3 steps ahead, or
+// 32 warps (spills), are slower.
 namespace kgen {
 
 struct RowsBackwardPlan {
@@ -3474,10 +2983,9 @@ bool rows_backward_applies(int64_t slice, int lanes, int width) {
 // The rows backward's team width where the rows forward applies, else 0: a pack a lane, up to a block of
 // `block` lanes (its running sums, K x 4 a pack, take registers that a second pack would take from the warps
 // an SM holds: H100, L2-37's 64-value slices at 8 lanes x 2 packs, 160 registers, one block an SM; 16 x 1,
-// 100 and two, session 14; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three,
-// session 15). Teams past 32 lanes meet in shared memory (session 17: L2-30's 512-value slices, 128 lanes;
-// before, the resident tiles with a parameter row per sample). Slices of more packs than the block has lanes
-// keep the resident tiles.
+// 100 and two; 16 x 1 with the functors held and the cap of kRowsBackwardWarps, 80 and three). Teams past
+// 32 lanes meet in shared memory (L2-30's 512-value slices: 128 lanes, where the resident tiles would hold a
+// parameter row per sample). Slices of more packs than the block has lanes take the resident tiles.
 inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups, int block) {
   if (rows_lanes(channels, plane, groups) == 0) return 0;
   const int64_t packs = channels / groups / 4;
@@ -3830,13 +3338,6 @@ template <class Epi, ReduceKind R, ReduceOp O>
 constexpr bool saves_extreme_x() {
   return R == ReduceKind::kWindow && window_sums_sparse<Epi, O>();
 }
-
-// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
-// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
-template <class Epi, class = void>
-struct DirectGrads : std::true_type {};
-template <class Epi>
-struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
 
 // A window max / min whose first backward pass reads only the extremes (window_sums_sparse) and whose epilogue has no
 // direct gradients: that pass also writes each window's dy (the extreme's; every other value's is 0), and the second
@@ -4465,8 +3966,8 @@ __device__ __forceinline__ void write_block_sums(float (&sums)[kSums > 0 ? kSums
 }
 
 // Warps an SM the backward sweeps' registers are capped for: at 256 threads, 80 registers. (H100, both sweeps
-// in one run each, benchmarks/h100/s15/run3: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped,
-// 962 -> 782 us; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
+// in one run each: L2-92's log-sum-exp over channels, 91 and 86 registers uncapped, 782 us capped against 962
+// uncapped; L2-85 (68-72) and L2-83 (63-72) unchanged. A cap for 32 warps, 64 registers: L2-85 998 us, but
 // L2-92 spills, 1196 us.)
 constexpr int kSweepBackwardWarps = 24;
 
@@ -4536,7 +4037,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
 
 // out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):
 // thread t sums the (n, split) pairs t, t + kParamSumThreads, ... in double, then a fixed tree (warps, then the
-// warps' sums in order). (One warp per (k, c) took 36 us for L2-19's 64 channels of 2176 pairs each on the H100:
+// warps' sums in order). (One warp per (k, c) takes 36 us for L2-19's 64 channels of 2176 pairs each on the H100:
 // too few loads in flight.)
 constexpr int kParamSumThreads = 256;
 
@@ -4570,7 +4071,7 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 // groupnorm/twopass/twopass.cuh) ----
 //
 // The backward sweeps (groupnorm/twopass/backward.cuh) find each element's window from its flat position:
-// five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which made them
+// five divisions and a gather of dout (and aux) per element, some 80 instructions a value, which makes them
 // issue-bound at 3x their DRAM time (H100, L2-85's 126 x 126 planes and 4 x 4 windows: 558 + 496 us against a
 // same-size copy's 400). These kernels cut that work two ways:
 //   - window_sweep_kernel walks whole rows (a row: the W values along the last dim): a block takes `rows`
@@ -4586,10 +4087,10 @@ param_sums_kernel(const float* __restrict__ partial, int64_t blocks, int splits,
 //     second pass reads that in dout's place: a value's dx is then the prologue's backward of
 //     rstd gamma dy + B (z - mean) + C, without y or the epilogue's backward at every value.
 // Both keep the sweeps' outputs and their layout (per-block partials of dy, dy (z - mean) and the parameter
-// gradients, merged in a fixed order): deterministic, and the same group kernel follows. (L2-85, one A/B run:
-// 1057 -> 590 us for the backward's kernels, 434 us of it the second sweep, at 72 % of DRAM, 36 us of that the
-// gathers of dout and aux: benchmarks/h100/s18/README.md. The first pass, 148 us while it gathered x at the
-// positions, 40 us reading the saved x: benchmarks/h100/s19/README.md.)
+// gradients, merged in a fixed order): deterministic, and the same group kernel follows. (H100, L2-85, one A/B
+// run: the backward's kernels 590 us against the sweeps' 1057, 434 us of it the second sweep, at 72 % of DRAM, 36 us
+// of that the gathers of dout and aux. The first pass takes 40 us reading the saved x, against 148 us gathering x
+// at the extremes' positions.)
 namespace kgen {
 namespace region_twopass {
 
@@ -4614,8 +4115,8 @@ inline WindowPlan window_plan(const Geometry& geo) {
   return WindowPlan{static_cast<int>(splits), static_cast<int>(rows)};
 }
 
-// Values a thread has in flight, each with its window's saved values. (H100, L2-85, session 18: 4 at 24 warps beat
-// 8 at 24 and 16 at 16 warps, and 2- or 4-value accesses did not help: benchmarks/h100/s18/README.md.)
+// Values a thread has in flight, each with its window's saved values. (H100, L2-85: 4 at 24 warps beat 8 at 24 and
+// 16 at 16 warps, and 2- or 4-value accesses do not help.)
 constexpr int kWindowValuesInFlight = 4;
 
 // The plane of block blockIdx.x of a grid of `splits` blocks a plane: its split, channel and (sample, group) row.
@@ -4822,12 +4323,11 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
 //            partials in double in a fixed order (finish_slice) before its next item, writes plane_sums and
 //            coef[row], and releases ready[row]
 //   pass B   issues its first loads, then thread 0 acquires ready[row] and reads coef[row] through L2
-// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, was
-// slower: every pass B item of the slice then waits for the merge. H100, L2-19: 3.44 against 3.06-3.12 ms;
-// benchmarks/h100/s16/README.md.)
+// (Merging in the slice's first pass B item instead, so that no pass A block waits for its add's result, is
+// slower: every pass B item of the slice then waits for the merge. H100, L2-19: 3.44 against 3.06-3.12 ms.)
 // One barrier per item besides the block sums' and pass B's hand-over of the coefficients: thread 0 passes the
 // next ticket and the slice to merge on through double-buffered shared slots (ncu at L2-61 with three barriers:
-// 39% of the warps' stall cycles at barriers; removing two of them bought 0-1%, run5).
+// 39% of the warps' stall cycles at barriers; one barrier instead of three gains 0-1%, H100).
 // Deadlock-free without co-residency: tickets are taken by running blocks, pass A never waits, and a pass B
 // waits only for pass A items of lower tickets (lag >= a slice's items), so the lowest unfinished ticket can
 // always finish. A block takes its next ticket while an item's loads are in flight and reads it at the item's
@@ -4879,11 +4379,11 @@ struct PipelineArgs {
 };
 
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
-// (H100, L2-19: 3.12 against 3.49 ms without the hints, run1; 3.44 against 3.81, run2.)
+// (H100, L2-19, two runs: 3.12 against 3.49 ms without the hints, 3.44 against 3.81.)
 constexpr bool kPipelineL2Hints = true;
 
 // Threads of a block of the pipelined backward (an item is kPipelineThreads x kUnroll packs of each stream).
-// (H100, run5: 128 / 512 threads 3.20 / 4.23 ms against 3.10 at L2-19; 128 within 1% elsewhere or slower.)
+// (H100: 128 / 512 threads 3.20 / 4.23 ms against 3.10 at L2-19; 128 within 1% elsewhere or slower.)
 constexpr int kPipelineThreads = 256;
 
 // Whether the backward of a region takes this kernel where its plan applies (pipeline_backward), or always
@@ -5189,8 +4689,7 @@ backward_pipeline_kernel(PipelineArgs args, PipelinePlan pipe, PipelineSync sync
 // no K fits (slices of more than 16 x 64 KB), on GPUs older than sm_90, where the kernel was not built for
 // sm_90, and for planes shorter than kClusterMinPlane (a block tree per piece would dominate).
 // region_backward_twopass (groupnorm/twopass/forward_host.cuh) tries it first, after the same checks.
-// benchmarks/h100/s14/README.md has the variants measured. No float atomics anywhere: every result is
-// bitwise reproducible.
+// No float atomics anywhere: every result is bitwise reproducible.
 namespace kgen {
 namespace region_cluster {
 
@@ -5203,7 +4702,7 @@ constexpr int64_t kClusterMinPlane = 512;
 constexpr int kClusterThreads = 256;               // threads of a block (the solution's kBlock is not used)
 
 // The reductions the cluster backward takes: those whose dv is one number per plane or sample, so that a
-// block holds x alone. Measured against the two-pass sweeps on the H100 (benchmarks/h100/s14/README.md):
+// block holds x alone. Measured against the two-pass sweeps on the H100:
 //   kNone     x and dout held, 8 bytes a value: L2-83 0.80-0.82 ms against 0.74-0.76, not taken
 //   kWindow   a gather and divisions per element: L2-85 1.21 against 1.00 ms, not taken
 //   kChannel  an exp of the epilogue's value and two loads at (n, s) per element: L2-92 0.97-1.18 against
@@ -5594,7 +5093,7 @@ ClusterPlan cluster_plan(const RegionShape& shape, const at::Tensor& x, bool cop
 }
 
 // Shared memory a block of the cluster forward may hold (three blocks an H100 SM: 3 x 72 KB of its 228), and its
-// largest cluster: the portable 8. (H100, benchmarks/h100/s32/README.md: L2-83's 430 KB slices on 8 blocks of
+// largest cluster: the portable 8. (H100: L2-83's 430 KB slices on 8 blocks of
 // 54 KB 338.6 us against the sweeps' 467.5; L2-21's 1.03 MB slices on 16 blocks of 65 KB 1200.9 against 1120.6.)
 constexpr int64_t kClusterForwardBlockBytes = 72 * 1024;
 constexpr int kClusterForwardMaxCluster = 8;
@@ -6105,8 +5604,8 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
 
 // 16-byte loads and stores when every stream read or written at the element's position allows them. Odd planes
 // (S % 4 != 0) too, with scalar ends per chunk (ChunkSpan), where those streams share x's offset: all but
-// kChannel's (dout, out, aux at (n, s)). (H100, L2-60's 31 x 63 x 63 planes: backward 1.88 -> 1.72 ms with the
-// sigmoid change; benchmarks/h100/s17/README.md.)
+// kChannel's (dout, out, aux at (n, s)). (H100, L2-60's 31 x 63 x 63 planes: the backward's sweeps 1.74 ms against
+// 1.88 by scalar accesses.)
 template <ReduceKind R>
 bool backward_vec(const BackwardInputs& in, const at::Tensor& dx) {
   bool vec = (in.shape.plane % 4 == 0 || R != ReduceKind::kChannel) && aligned(in.x) && aligned(dx);
@@ -6173,15 +5672,15 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
 // take; how far pass B trails pass A beyond a slice, in resident blocks: as far as that share allows, up to
 // kPipelineMaxExtraLag, and at least kPipelineMinExtraLag (else the two sweep kernels run: their second pass
 // reads DRAM, the pipelined one's would too, and waits on top).
-// (H100, benchmarks/h100/s16/README.md: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms, run2; L1-35,
-// whose slice alone is 16 MB of x and dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the
-// sweeps 12.31, run3. Two rounds an item: 3.52 against 3.44 ms at L2-19, run2.)
+// (H100: L2-19 at 0.75 / 1 / 1.5 resident blocks 3.70 / 3.44 / 3.56 ms; L1-35, whose slice alone is 16 MB of x and
+// dout, with the lag 50 / 60 / 70 % of L2 allows 10.22 / 10.22 / 10.94 ms, the sweeps 12.31. Two rounds an item:
+// 3.52 against 3.44 ms at L2-19.)
 constexpr int kPipelineRounds = 1;
 constexpr double kPipelineL2Share = 0.6;
 constexpr double kPipelineMaxExtraLag = 1.0;
 constexpr double kPipelineMinExtraLag = 0.2;
 
-// The reductions the pipelined backward takes: kNone. (H100, runs 1-2: L2-92's log-sum-exp over channels 962
+// The reductions the pipelined backward takes: kNone. (H100: L2-92's log-sum-exp over channels 962
 // against 787 us and L2-85's window max 1521 against 1052 us for the sweeps: issue-bound kernels that saving a
 // DRAM read does not help, and that the persistent kernel's extra work slows.) And only on 16-byte packs (odd
 // planes with scalar ends too): a scalar plane's items are 4x as many, each too short (L2-60 as scalars: 3.96
@@ -6219,9 +5718,8 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the sweeps were
-  // faster in session 17, 1736 against 1810 us; once hardswish's gradient lost its division, the pipelined kernel
-  // 1416 against 1687 us: benchmarks/h100/s19/README.md.)
+  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
+  // kernel 1416 us against the sweeps' 1687.)
   const bool planned = pipeline_takes<R>() && vec;
   if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
   const RegionShape& shape = in.shape;
@@ -6472,1203 +5970,6 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 
 }  // namespace kgen
 
-// ---- pointwise/pointwise.cuh: an element-wise DAG over 1 to 4 tensors, outside any GroupNorm region ----
-// v = F(x[0], ..., x[K-1]) for an output v of shape (N, C, *) (contiguous), F a generated functor (kInputs,
-// value, backward: codegen's pointwise_functor) with per-channel parameters. Forward: one read of each input,
-// one write. Backward: one read of each input and of dv, one write of each input's gradient that autograd asks
-// for.
-//
-// Each input has v's shape but any strides: a non-contiguous view is read where it lies, and a broadcast
-// input (L2-75: a min over channels (N, 1) plus a (1, C, 1, 1) bias gives (1, C, N, 1); x - x.mean(1,
-// keepdim=True)) arrives as its expanded view, stride 0 along the dims it repeats over; the caller sums its
-// gradient back to its shape. A contiguous input of v's shape is read at v's own offset (16-byte loads).
-//
-// Two block layouts. FLAT (the forward, and a backward without parameters): a grid-stride loop over packs of
-// 4 values of v in memory order, each thread carrying its (sample, channel, position) forward by a fixed step
-// without dividing, so any shape streams at full width, a (N, C) Linear output of 1-value planes included.
-// PER PLANE (a backward with parameters): blocks cut as groupnorm/op/twopass.cuh's sweeps, (plane, chunk of
-// plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
-// per channel in double and in a fixed order (column_sums): bitwise reproducible.
-namespace kgen {
-
-enum : int { kMaxPointwiseInputs = 4 };  // tensors an element-wise kernel reads (plan.py: MAX_POINTWISE_INPUTS)
-
-// Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
-// over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,
-// padded in front with size 1). Needs planes below 2^31 values (FastDiv).
-struct StridedInput {
-  int64_t stride_n, stride_c;
-  int64_t stride[3];   // outer, middle, inner plane dims
-  int size[3];
-  resident_detail::FastDiv div_inner, div_middle;
-
-  __device__ __forceinline__ int64_t offset(int64_t n, int64_t c, int64_t i) const {
-    const int q = div_inner.div(static_cast<int>(i));
-    const int inner = static_cast<int>(i) - q * size[2];
-    const int outer = div_middle.div(q);
-    const int middle = q - outer * size[1];
-    return n * stride_n + c * stride_c + outer * stride[0] + middle * stride[1] + inner * stride[2];
-  }
-};
-
-inline StridedInput strided_input(const at::Tensor& x) {
-  StridedInput in{};
-  in.stride_n = x.stride(0);
-  in.stride_c = x.stride(1);
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (size, stride), outer first
-  for (int64_t k = 2; k < x.dim(); ++k) {
-    if (x.size(k) == 1) continue;
-    if (!dims.empty() && dims.back().second == x.stride(k) * x.size(k)) {
-      dims.back() = {dims.back().first * x.size(k), x.stride(k)};  // contiguous in x: one dim
-    } else {
-      dims.emplace_back(x.size(k), x.stride(k));
-    }
-  }
-  TORCH_CHECK(dims.size() <= 3, "kgen: element-wise input with more than 3 spatial dims");
-  const size_t pad = 3 - dims.size();
-  for (size_t k = 0; k < 3; ++k) {
-    in.size[k] = k < pad ? 1 : static_cast<int>(dims[k - pad].first);
-    in.stride[k] = k < pad ? 0 : dims[k - pad].second;
-  }
-  in.div_inner = resident_detail::FastDiv(in.size[2]);
-  in.div_middle = resident_detail::FastDiv(in.size[1]);
-  return in;
-}
-
-// The kernels' K input tensors: each either dense (contiguous, v's shape: read at v's flat offset) or read
-// through its StridedInput.
-template <int K>
-struct PointwiseInputs {
-  const float* data[K];
-  bool dense[K];
-  StridedInput layout[K];
-};
-
-// The W values of every input at output positions f .. f + W - 1, which are (n, c, i .. i + W - 1) (W = 4:
-// within one plane and one run of each strided input's innermost dim, or all inputs dense, as pointwise_width
-// guarantees).
-template <int K, int W>
-__device__ __forceinline__ void load_inputs(const PointwiseInputs<K>& in, int64_t f, int64_t n, int64_t c,
-                                            int64_t i, float (&xv)[K][W]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (in.dense[k]) {
-      if constexpr (W == 4) {
-        resident_detail::split4(__ldg(reinterpret_cast<const float4*>(in.data[k] + f)), xv[k]);
-      } else {
-        xv[k][0] = __ldg(in.data[k] + f);
-      }
-    } else {
-      const int64_t at = in.layout[k].offset(n, c, i);
-#pragma unroll
-      for (int e = 0; e < W; ++e) xv[k][e] = __ldg(in.data[k] + at + e * in.layout[k].stride[2]);
-    }
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void load_values(const float* __restrict__ p, float (&v)[W]) {
-  if constexpr (W == 4) {
-    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(p)), v);
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void store_values(float* __restrict__ p, const float (&v)[W]) {
-  if constexpr (W == 4) {
-    reinterpret_cast<float4*>(p)[0] = resident_detail::join4(v);
-  } else {
-    p[0] = v[0];
-  }
-}
-
-// One value of F and its input gradients at element e of a pack.
-template <class F, int W>
-__device__ __forceinline__ float value_at(const F& f, const float (&xv)[F::kInputs][W], int e) {
-  float x[F::kInputs];
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
-  return f.value(x);
-}
-
-template <class F, int W>
-__device__ __forceinline__ void backward_at(const F& f, const float (&xv)[F::kInputs][W], float g, int e,
-                                            float (&dx)[F::kInputs][W], float (&dparam)[kMaxParams]) {
-  float x[F::kInputs], d[F::kInputs];
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
-  f.backward(x, g, d, dparam);
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) dx[k][e] = d[k];
-}
-
-// The gradients the backward writes: dx[k] is null where autograd does not ask for input k's.
-template <int K>
-struct PointwiseGrads {
-  float* data[K];
-};
-
-template <int K, int W>
-__device__ __forceinline__ void store_grads(const PointwiseGrads<K>& out, int64_t f, const float (&dx)[K][W]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (out.data[k] != nullptr) store_values<W>(out.data[k] + f, dx[k]);
-  }
-}
-
-// (n, c, i) of the flat output position f, carried forward by a fixed step (itself split the same way) with
-// one carry per level instead of two 64-bit divisions per pack.
-struct PointwiseCursor {
-  int64_t f, n, c, i;
-
-  __device__ __forceinline__ PointwiseCursor(int64_t flat, int64_t channels, int64_t plane) : f(flat) {
-    n = flat / (channels * plane);
-    const int64_t rest = flat - n * channels * plane;
-    c = rest / plane;
-    i = rest - c * plane;
-  }
-
-  __device__ __forceinline__ void advance(const PointwiseCursor& step, int64_t channels, int64_t plane) {
-    f += step.f;
-    i += step.i;
-    c += step.c;
-    n += step.n;
-    if (i >= plane) i -= plane, c += 1;
-    if (c >= channels) c -= channels, n += 1;
-  }
-};
-
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_forward_kernel(PointwiseInputs<F::kInputs> in, float* __restrict__ v, int64_t numel, int64_t channels,
-                         int64_t plane, RegionParams params) {
-  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
-  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
-       at.f < numel; at.advance(step, channels, plane)) {
-    float xv[F::kInputs][W], out[W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
-    const F f = F::at(params, at.c);
-#pragma unroll
-    for (int e = 0; e < W; ++e) out[e] = value_at<F, W>(f, xv, e);
-    store_values<W>(v + at.f, out);
-  }
-}
-
-// The backward of an F without parameters: the forward's flat loop.
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_backward_flat_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                               PointwiseGrads<F::kInputs> dx, int64_t numel, int64_t channels, int64_t plane,
-                               RegionParams params) {
-  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
-  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
-       at.f < numel; at.advance(step, channels, plane)) {
-    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
-    load_values<W>(dv + at.f, g);
-    const F f = F::at(params, at.c);
-#pragma unroll
-    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, unused);
-    store_grads<F::kInputs, W>(dx, at.f, d);
-  }
-}
-
-// The (plane, chunk) a block of the per-plane backward takes.
-struct PointwiseChunk {
-  int64_t p, n, c, begin, end;
-  __device__ __forceinline__ PointwiseChunk(int64_t channels, int64_t plane, const SplitPlan& plan) {
-    p = blockIdx.x / plan.splits;
-    begin = (blockIdx.x % plan.splits) * plan.chunk;
-    end = min(begin + plan.chunk, plane);
-    n = p / channels;
-    c = p - n * channels;
-  }
-};
-
-// The backward of an F with parameters: one channel per block, so its parameter gradients sum per block.
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                          PointwiseGrads<F::kInputs> dx, int64_t channels, int64_t plane, SplitPlan plan,
-                          RegionParams params, float* __restrict__ param_partial) {
-  const PointwiseChunk b(channels, plane, plan);
-  const F f = F::at(params, b.c);
-  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
-    const int64_t at = b.p * plane + i;
-    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at, b.n, b.c, i, xv);
-    load_values<W>(dv + at, g);
-#pragma unroll
-    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, dparam);
-    store_grads<F::kInputs, W>(dx, at, d);
-  }
-  // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
-  const int64_t rows = gridDim.x / channels;
-  const int split = blockIdx.x % plan.splits;
-#pragma unroll
-  for (int k = 0; k < F::kParams; ++k) {
-    const float total = block_sum<kBlock>(dparam[k]);
-    if (threadIdx.x == 0) param_partial[(k * rows + b.n * plan.splits + split) * channels + b.c] = total;
-    __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
-  }
-}
-
-// ---- host side
-
-// The inputs as the kernels read them, checked: K float32 tensors of one shape (N, C, *) on one device (the
-// caller expands broadcast ones); each read where it lies when contiguous or a strided view the kernels can
-// index (rank <= 5, planes below 2^31 values), else from a contiguous copy kept alive in `held`.
-template <int K>
-PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& held) {
-  static_assert(K >= 1 && K <= kMaxPointwiseInputs, "kgen: an element-wise kernel reads 1 to 4 tensors");
-  TORCH_CHECK(inputs.size() == size_t(K), "kgen: this element-wise kernel reads ", str(int64_t(K)),
-              " tensors, got ", str(int64_t(inputs.size())));
-  PointwiseInputs<K> in{};
-  for (int k = 0; k < K; ++k) {
-    const at::Tensor& x = inputs[k];
-    check_float_cuda(x, "element-wise input");
-    TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
-    TORCH_CHECK(x.sizes() == inputs[0].sizes(), "kgen: element-wise inputs of shapes ", str(inputs[0].sizes()),
-                " and ", str(x.sizes()), " (expected one shape)");
-    TORCH_CHECK(x.device() == inputs[0].device(), "kgen: element-wise inputs on ", inputs[0].device().str(),
-                " and ", x.device().str());
-    const int64_t plane = x.numel() == 0 ? 0 : x.numel() / (x.size(0) * x.size(1));
-    const bool strided = !x.is_contiguous() && x.dim() <= 5 && plane < (int64_t(1) << 31);
-    held.push_back(strided || x.is_contiguous() ? x : x.contiguous());
-    in.data[k] = held.back().data_ptr<float>();
-    in.dense[k] = !strided;
-    if (strided) in.layout[k] = strided_input(held.back());
-  }
-  return in;
-}
-
-// 4 values a thread where the streams are 16-byte aligned and either the plane is whole packs and every
-// strided input's packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no
-// parameters, every input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.
-template <int K>
-int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, int64_t numel, bool has_params,
-                    const std::vector<const float*>& streams) {
-  for (const float* p : streams) {
-    if (p != nullptr && !is_16_byte_aligned(p)) return 1;
-  }
-  bool all_dense = true;
-  for (int k = 0; k < K; ++k) {
-    if (in.dense[k] && !is_16_byte_aligned(in.data[k])) return 1;
-    if (!in.dense[k]) {
-      all_dense = false;
-      if (in.layout[k].size[2] % 4 != 0) return 1;
-    }
-  }
-  if (plane % 4 == 0) return 4;
-  return !has_params && all_dense && numel % 4 == 0 ? 4 : 1;
-}
-
-// Blocks of the flat loop: enough to fill the GPU a few times over, each thread then striding.
-template <int kBlock>
-int64_t flat_blocks(int64_t numel, int width) {
-  const int64_t packs = (numel + width - 1) / width;
-  const int64_t wanted = (packs + kBlock - 1) / kBlock;
-  const int64_t resident = int64_t(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * (2048 / kBlock);
-  return std::max<int64_t>(1, std::min<int64_t>(wanted, 4 * resident));
-}
-
-template <class F, int kBlock>
-at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params) {
-  TORCH_CHECK(!inputs.empty(), "kgen: element-wise kernel without inputs");
-  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  auto v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  if (x.numel() == 0) return v;
-  const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
-  const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-  dispatch_vec(width == 4, [&](auto kv) {
-    pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-        <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, v.data_ptr<float>(), x.numel(), channels, plane,
-                                                                  table);
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return v;
-}
-
-// Returns {dx[0], ..., dx[K-1] (the output's shape, contiguous; empty where `needed` is false), dparams
-// (kParams, C)}.
-template <class F, int kBlock>
-std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::vector<at::Tensor>& inputs,
-                                           const std::vector<bool>& needed, const std::vector<at::Tensor>& params) {
-  TORCH_CHECK(!inputs.empty() && needed.size() == inputs.size(), "kgen: element-wise backward needs one flag per input");
-  check_float_cuda(grad, "gradient of the output");
-  TORCH_CHECK(grad.sizes() == inputs[0].sizes(), "kgen: output gradient has shape ", str(grad.sizes()),
-              ", expected ", str(inputs[0].sizes()));
-  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  const auto dv = grad.contiguous();
-  std::vector<at::Tensor> result;
-  PointwiseGrads<F::kInputs> dx{};
-  for (int k = 0; k < F::kInputs; ++k) {
-    result.push_back(needed[k] ? at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous))
-                               : at::empty({0}, x.options()));
-    dx.data[k] = needed[k] ? result.back().data_ptr<float>() : nullptr;
-  }
-  const int64_t channels = x.size(1);
-  at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
-  result.push_back(dparams);
-  if (x.numel() == 0) return result;
-  const int64_t plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  std::vector<const float*> streams = {dv.data_ptr<float>()};
-  for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, streams);
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  if constexpr (F::kParams == 0) {
-    const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1><<<blocks, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {
-    const SplitPlan plan = plan_split<kBlock>(plane);
-    const int64_t rows = x.size(0) * plan.splits;
-    at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-          <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(dv.data_ptr<float>(), in, dx, channels, plane,
-                                                                       plan, table, partial.data_ptr<float>());
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    for (int k = 0; k < F::kParams; ++k) {
-      auto row = dparams.select(0, k);
-      column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
-    }
-  }
-  return result;
-}
-
-}  // namespace kgen
-
-// ---- batchnorm/train.cuh: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
-// out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
-// (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
-//
-// Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
-// where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
-// units of a channel are numbered sample-major (unit q = sample q / P, unit q % P of its plane), so
-// consecutive threads read consecutive addresses and a block's per-channel constants (scale, shift,
-// F's parameters) are loaded once.
-//
-//   forward, batch statistics:  bn_moments_kernel (Welford moments of x per (channel, split), around the
-//                               channel's first value) -> bn_finalize_kernel (one warp per channel merges
-//                               the splits in double, fixed order; updates running_mean / running_var)
-//   forward:                    bn_apply_kernel: y = x * a_c + b_c, v = F(y), pooled -> out; a max pooling
-//                               whose backward follows (grad mode on) also writes each window's winning x
-//                               (`extremes`, out's shape)
-//   backward:                   bn_grad_sums_kernel: sums per channel gy = dL/dy and gy * xhat (and F's
-//                               parameter gradients), recomputing y, v and the pooling's routing of dout; a
-//                               max pooling's reads only dout and the extremes (the other values' gy is 0);
-//                               bn_grad_totals_kernel adds the splits in double, fixed order;
-//                               bn_grad_apply_kernel: dx = a_c (gy - mean(gy) - xhat mean(gy xhat))
-//                               (running statistics: dx = a_c gy), recomputing gy and the winners.
-// Nothing but the output, the per-channel statistics and a max pooling's extremes is stored between forward and
-// backward; the reductions are fixed-order trees, so results are bitwise reproducible.
-//
-// Why the extremes: PyTorch's max pooling routes a window's gradient to its first maximum of F(y), and finding
-// it takes F of every value (for a monotone F, the largest y can tie in F with an earlier one after rounding).
-// The backward's sums did that, four tanh a 2x2 window, and were bound by that work (H100, L2-11: 72 % of issue
-// slots, half of DRAM's rate). A forward with a backward to follow now keeps the winner's x, so the sums read two
-// streams the size of out: L2-11's sums 185 -> 72 us, that forward's apply 152 -> 207 us (F of every value, and
-// the extremes written), in one A/B run (benchmarks/h100/s19/README.md). Without a backward (no_grad, as
-// KernelBench times), the forward stays at F of the window's largest y for a monotone F.
-namespace kgen {
-
-// Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
-// IntDivider): for numerators below 2^31. The window index of a pooled output splits into (od, oh, ow)
-// with two of these instead of 64-bit divisions, which cost more than the element's arithmetic.
-struct FastDiv {
-  uint32_t d, m, s;
-  static FastDiv make(int64_t divisor) {
-    const uint32_t d = uint32_t(divisor);
-    uint32_t s = 0;
-    while ((uint64_t(1) << s) < d) ++s;
-    const uint64_t m = ((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1;
-    return FastDiv{d, uint32_t(m), s};
-  }
-  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
-};
-
-// The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
-// ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
-struct BnShape {
-  int64_t n, c, d, h, w;        // input
-  int kd, kh, kw;               // window
-  int64_t od, oh, ow;           // output (floor(d / kd) ...)
-  FastDiv by_ow, by_oh;
-  __host__ __device__ int64_t plane() const { return d * h * w; }
-  __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
-  __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
-};
-
-// How a channel's units are split between blocks: `splits` blocks per channel, `chunk` units each.
-struct BnSplit {
-  int64_t units_per_plane;
-  int64_t units;                // n * units_per_plane
-  int64_t chunk;
-  int splits;
-};
-
-// A block's walk over its channel's units, q = begin + threadIdx.x, begin + threadIdx.x + kBlock, ...: the
-// (sample, unit in the plane) pair advanced by adding, one division at the start only.
-struct UnitCursor {
-  int64_t n, j, per_plane, step_n, step_j;
-  __device__ __forceinline__ UnitCursor(int64_t q, int64_t units_per_plane, int64_t stride)
-      : n(q / units_per_plane), j(q - n * units_per_plane), per_plane(units_per_plane),
-        step_n(stride / units_per_plane), step_j(stride - step_n * units_per_plane) {}
-  __device__ __forceinline__ void advance() {
-    j += step_j;
-    n += step_n;
-    if (j >= per_plane) {
-      j -= per_plane;
-      ++n;
-    }
-  }
-};
-
-template <int kBlock>
-inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t channels, int device) {
-  const int64_t units = units_per_plane * samples;
-  // About eight blocks per SM in all (a full SM at 256 threads), never fewer than 8 units per thread.
-  const int64_t wanted = std::max<int64_t>(1, (8 * int64_t(multiprocessors(device)) + channels - 1) / channels);
-  const int64_t by_work = std::max<int64_t>(1, units / (8 * kBlock));
-  const int splits = int(std::min<int64_t>({wanted, by_work, 1024}));
-  const int64_t chunk = blocks_for(units, splits);
-  return BnSplit{units_per_plane, units, chunk, int(blocks_for(units, chunk))};
-}
-
-// Per-channel scale and shift of the normalisation, y = x a + b, from the channel's statistics.
-__device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
-                                            const float* __restrict__ weight, const float* __restrict__ bias,
-                                            int64_t c) {
-  const float a = rstd[c] * (weight ? __ldg(weight + c) : 1.f);
-  const float b = (bias ? __ldg(bias + c) : 0.f) - mean[c] * a;
-  return make_float2(a, b);
-}
-
-// ---------------------------------------------------------------- forward
-
-template <int kBlock, bool kVec>
-__global__ void __launch_bounds__(kBlock)
-bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Moments* __restrict__ partial) {
-  const int64_t c = blockIdx.x / split.splits;
-  const int s = blockIdx.x % split.splits;
-  const int64_t plane = shape.plane();
-  const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  Moments acc{0.f, 0.f, 0.f};
-  // kUnroll units' loads in flight per thread before the first is folded in.
-  constexpr int W = kVec ? 4 : 1;
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
-    float v[kUnroll][W];
-#pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
-      if (q + r * kBlock < end) {
-        const float* p = x + (u.n * shape.c + c) * plane;
-        if constexpr (kVec) {
-          const float4 t = __ldg(reinterpret_cast<const float4*>(p) + u.j);
-          v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
-        } else {
-          v[r][0] = __ldg(p + u.j);
-        }
-      }
-      u.advance();
-    }
-#pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
-      if (q + r * kBlock < end) {
-        if constexpr (kVec) {
-          accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
-        } else {
-          accumulate1(acc, v[r][0] - pilot);
-        }
-      }
-    }
-  }
-  acc = block_combine<kBlock>(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
-// One warp per channel. With running statistics given (factor > 0 or a cumulative average), updates them
-// as nn.BatchNorm does: running_mean <- (1 - f) running_mean + f mean (the peeled convolution bias added
-// back, as the reference's batch mean includes it), running_var <- (1 - f) running_var + f var * M/(M-1).
-__global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, const Moments* __restrict__ partial,
-                                   int splits, double eps, double factor, const float* __restrict__ conv_bias,
-                                   float* __restrict__ running_mean, float* __restrict__ running_var,
-                                   float* __restrict__ mean, float* __restrict__ rstd) {
-  const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
-  if (c >= shape.c) return;  // warp-uniform
-  const MomentsD m = warp_merge(splits, [&](int s) { return partial[c * splits + s]; });
-  if (threadIdx.x % kWarpSize != 0) return;
-  const double mu = double(x[c * shape.plane()]) + m.mu;
-  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased: the normalisation's
-  mean[c] = float(mu);
-  rstd[c] = float(1.0 / sqrt(var + eps));
-  if (running_mean != nullptr) {
-    const double true_mean = mu + (conv_bias ? double(__ldg(conv_bias + c)) : 0.0);
-    running_mean[c] = float((1.0 - factor) * double(running_mean[c]) + factor * true_mean);
-    const double unbiased = m.n > 1.0 ? m.m2 / (m.n - 1.0) : 0.0;
-    running_var[c] = float((1.0 - factor) * double(running_var[c]) + factor * unbiased);
-  }
-}
-
-// One pooling window of a (sample, channel) plane: its first element and the walk over its elements.
-// A window whose size the emitted file knows (kWin, up to this many elements: 2x2, 2x2x2, 1D up to 8) is
-// held in registers, its loops unrolled without predicates; any other window is walked element by element.
-constexpr int kWindowRegs = 8;
-
-// The plane offsets of a window's elements from its first one, in (kd, kh, kw) order: the same for every
-// window, so each thread computes them once (an unrolled walk: the array stays in registers).
-struct WindowOffsets {
-  int off[kWindowRegs];
-  int size;
-};
-
-__device__ __forceinline__ WindowOffsets window_offsets(const BnShape& s) {
-  WindowOffsets w;
-  w.size = s.kd * s.kh * s.kw;
-  int a = 0, b = 0, e = 0;
-#pragma unroll
-  for (int k = 0; k < kWindowRegs; ++k) {
-    w.off[k] = (a * int(s.h) + b) * int(s.w) + e;
-    if (++e == s.kw) {
-      e = 0;
-      if (++b == s.kh) {
-        b = 0;
-        ++a;
-      }
-    }
-  }
-  return w;
-}
-
-// One pooling window of a (sample, channel) plane (planes hold fewer than 2^31 values: 32-bit offsets).
-struct BnWindow {
-  const BnShape& s;
-  int base;         // plane offset of the window's first element
-  __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
-    const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
-    const int ow = int(j) - int(t) * int(s.ow), oh = int(t) - int(od) * int(s.oh);
-    base = (int(od) * s.kd * int(s.h) + oh * s.kh) * int(s.w) + ow * s.kw;
-  }
-  // body(k, offset) for the window's elements in (kd, kh, kw) order, k counting from 0.
-  template <class Body>
-  __device__ __forceinline__ void each(Body&& body) const {
-    int k = 0;
-    for (int a = 0; a < s.kd; ++a) {
-      for (int b = 0; b < s.kh; ++b) {
-        const int row = base + (a * int(s.h) + b) * int(s.w);
-        for (int e = 0; e < s.kw; ++e) body(k++, row + e);
-      }
-    }
-  }
-  __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
-  // The kWin elements of a window of exactly that size and their plane offsets, every load issued before any
-  // is used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
-  template <int kWin>
-  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
-                                         int (&at)[kWin]) const {
-#pragma unroll
-    for (int k = 0; k < kWin; ++k) {
-      at[k] = base + w.off[k];
-      v[k] = __ldg(xp + at[k]);
-    }
-  }
-};
-
-// Max pooling picks the first maximum in window order, and a NaN over any number (as PyTorch's kernel).
-template <ReduceOp kOp>
-__device__ __forceinline__ bool pool_takes(float v, float best) {
-  return v > best || isnan(v);
-}
-
-// The units of this block's share of channel c (split s), kUnroll a thread at a time: load(r, p, j) for each
-// of them first (its loads issued), then finish(r, p, j) for each, so a thread keeps kUnroll units' loads in
-// flight, not one. p = n C + c is the unit's (sample, channel) plane, j the unit within it.
-template <int kBlock, int kUnits, class Load, class Finish>
-__device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, const BnSplit& split, int64_t c,
-                                                         int s, Load&& load, Finish&& finish) {
-  const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
-  UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
-    int64_t p[kUnits], j[kUnits];
-#pragma unroll
-    for (int r = 0; r < kUnits; ++r) {
-      p[r] = u.n * shape.c + c;
-      j[r] = u.j;
-      if (q + r * kBlock < end) load(r, p[r], j[r]);
-      u.advance();
-    }
-#pragma unroll
-    for (int r = 0; r < kUnits; ++r) {
-      if (q + r * kBlock < end) finish(r, p[r], j[r]);
-    }
-  }
-}
-
-// Whether a step's forward can keep its windows' winners for the backward: max pooling (the header says why).
-template <bool kPool, ReduceOp kOp>
-constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
-
-// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time took
-// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
-// registers: benchmarks/h100/rows_v3.) kSaveExtremes (a max pooling whose backward follows): each window's
-// winning x -> extremes.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
-                const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
-                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
-  static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
-  const int64_t c = blockIdx.x / split.splits;
-  const int s = blockIdx.x % split.splits;
-  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
-  const F f = F::at(params, c);
-  const WindowOffsets wo = window_offsets(shape);
-  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
-  // element by element (kPool, kWin == 0) loads as it goes, in finish.
-  constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kUnroll][kHeld];
-  const auto load = [&](int r, int64_t p, int64_t j) {
-    const float* xp = x + p * plane;
-    if constexpr (kPool) {
-      if constexpr (kWin > 0) {
-        int at[kWin];
-        BnWindow(shape, j).gather(xp, wo, v[r], at);
-      }
-    } else if constexpr (kVec) {
-      const float4 t = __ldg(reinterpret_cast<const float4*>(xp) + j);
-      v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
-    } else {
-      v[r][0] = __ldg(xp + j);
-    }
-  };
-  const auto finish = [&](int r, int64_t p, int64_t j) {
-    if constexpr (kPool) {
-      float acc = kOp == ReduceOp::kMax ? -INFINITY : 0.f;
-      // kMonotone: F never decreases (tanh, sigmoid, relu, clamps... planned so), so the window's max of F(y)
-      // is F of its max y: one F per window instead of one per element, where no backward needs the winner
-      // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
-      constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
-      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
-      // -inf).
-      float winner = 0.f;
-      const auto take = [&](int k, float xv) {
-        const float y = fmaf(xv, ab.x, ab.y);
-        if constexpr (kMaxOfY) {
-          if (pool_takes<kOp>(y, acc)) acc = y;
-        } else if constexpr (kOp == ReduceOp::kMax) {
-          const float fv = f.value(y);
-          const bool takes = pool_takes<kOp>(fv, acc);
-          if constexpr (kSaveExtremes) winner = k == 0 || takes ? xv : winner;
-          acc = takes ? fv : acc;
-        } else {
-          acc += f.value(y);
-        }
-      };
-      if constexpr (kWin > 0) {
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
-      } else {
-        const float* xp = x + p * plane;
-        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
-      }
-      const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
-      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
-    } else if constexpr (kVec) {
-      reinterpret_cast<float4*>(out + p * out_plane)[j] =
-          make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
-                      f.value(fmaf(v[r][2], ab.x, ab.y)), f.value(fmaf(v[r][3], ab.x, ab.y)));
-    } else {
-      out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
-    }
-  };
-  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
-}
-
-// ---------------------------------------------------------------- backward
-
-// Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
-// run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
-// window's 16 bytes a unit, 280 / 300 / 332 / 296 us: benchmarks/h100/s15.)
-constexpr int kBnGradSumsUnits = 4;
-constexpr int kBnGradApplyUnits = 1;
-
-// One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
-// load() issues the unit's loads (x of a window of known size or of a pack, dout), finish() calls
-// body(offset in the plane, gy, xhat) for each element, with gy (dL/dy) through F and the pooling (a max
-// pooling's winner found as the forward found it: reading the saved winner instead measured slower, its 4 bytes
-// a window costing more than the F they save). A window of any other size is walked element by element in
-// finish().
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
-struct BnUnitGradient {
-  static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kHeld];               // x of the held elements
-  float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
-  int base;                     // kPool: the window's first element
-
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
-                                       const BnShape& shape, const WindowOffsets& wo) {
-    if constexpr (kPool) {
-      const BnWindow win(shape, j);
-      base = win.base;
-      g[0] = __ldg(dp + j);
-      if constexpr (kWin > 0) {
-        int at[kWin];
-        win.gather(xp, wo, v, at);
-      }
-    } else if constexpr (kVec) {
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
-    } else {
-      v[0] = __ldg(xp + j);
-      g[0] = __ldg(dp + j);
-    }
-  }
-
-  template <class Body>
-  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
-                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
-                                         float (&dparam)[kMaxParams], Body&& body) const {
-    if constexpr (kPool && kWin > 0) {
-      if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) {
-          const float value = f.value(fmaf(v[k], ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        }
-        // Only the winner's y goes through F's derivative: its value picked out, one backward call.
-        float y_arg = 0.f;
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) y_arg = k == arg ? v[k] : y_arg;
-        const float gy_arg = f.backward(fmaf(y_arg, ab.x, ab.y), g[0], dparam);
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) body(base + wo.off[k], k == arg ? gy_arg : 0.f, (v[k] - mean_c) * rstd_c);
-      } else {
-        const float share = g[0] / float(kWin);
-#pragma unroll
-        for (int k = 0; k < kWin; ++k) {
-          body(base + wo.off[k], f.backward(fmaf(v[k], ab.x, ab.y), share, dparam), (v[k] - mean_c) * rstd_c);
-        }
-      }
-    } else if constexpr (kPool) {
-      const BnWindow win(shape, j);
-      if constexpr (kOp == ReduceOp::kMax) {
-        float best = -INFINITY;
-        int arg = 0;
-        win.each([&](int k, int at) {
-          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
-          if (pool_takes<kOp>(value, best)) {
-            best = value;
-            arg = k;
-          }
-        });
-        win.each([&](int k, int at) {
-          const float xi = __ldg(xp + at);
-          const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
-          body(at, gy, (xi - mean_c) * rstd_c);
-        });
-      } else {
-        const float share = g[0] / float(win.size());
-        win.each([&](int, int at) {
-          const float xi = __ldg(xp + at);
-          body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
-        });
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kHeld; ++i) {
-        body(j * kHeld + i, f.backward(fmaf(v[i], ab.x, ab.y), g[i], dparam), (v[i] - mean_c) * rstd_c);
-      }
-    }
-  }
-};
-
-// partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
-// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
-                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
-                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
-                    float* __restrict__ partial) {
-  const int64_t c = blockIdx.x / split.splits;
-  const int s = blockIdx.x % split.splits;
-  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
-  const float mean_c = mean[c], rstd_c = rstd[c];
-  const F f = F::at(params, c);
-  const WindowOffsets wo = window_offsets(shape);
-  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  float sum_gy = 0.f, sum_gy_xhat = 0.f;
-  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  if constexpr (kSavesExtremes<kPool, kOp>) {
-    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
-        shape, split, c, s,
-        [&](int r, int64_t p, int64_t j) {
-          g[r] = __ldg(dout + p * out_plane + j);
-          winner[r] = __ldg(extremes + p * out_plane + j);
-        },
-        [&](int r, int64_t, int64_t) {
-          const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
-          sum_gy += gy;
-          sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
-        });
-  } else {
-    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
-        shape, split, c, s,
-        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
-        [&](int r, int64_t p, int64_t j) {
-          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
-                         [&](int64_t, float gy, float xhat) {
-                           sum_gy += gy;
-                           sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
-                         });
-        });
-  }
-  const int64_t stride = shape.c * split.splits, at = c * split.splits + s;
-  // block_sum's shared scratch is reused by each sum: a barrier between them.
-  const float t0 = block_sum<kBlock>(sum_gy);
-  if (threadIdx.x == 0) partial[at] = t0;
-  __syncthreads();
-  const float t1 = block_sum<kBlock>(sum_gy_xhat);
-  if (threadIdx.x == 0) partial[stride + at] = t1;
-#pragma unroll
-  for (int k = 0; k < F::kParams; ++k) {
-    __syncthreads();
-    const float t = block_sum<kBlock>(dparam[k]);
-    if (threadIdx.x == 0) partial[(2 + k) * stride + at] = t;
-  }
-}
-
-// One thread per (row, channel): the splits' sums in double, in order. totals is (2 + kParams, C).
-__global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t rows, int64_t channels, int splits,
-                                      float* __restrict__ totals) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= rows * channels) return;
-  double t = 0.0;
-  for (int s = 0; s < splits; ++s) t += double(partial[i * splits + s]);
-  totals[i] = float(t);
-}
-
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
-                     const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
-                     const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
-                     RegionParams params, float* __restrict__ dx) {
-  const int64_t c = blockIdx.x / split.splits;
-  const int s = blockIdx.x % split.splits;
-  const float2 ab = bn_affine(mean, rstd, weight, bias, c);
-  const float mean_c = mean[c], rstd_c = rstd[c];
-  const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
-  const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
-  const F f = F::at(params, c);
-  const WindowOffsets wo = window_offsets(shape);
-  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
-  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
-      shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
-      [&](int r, int64_t p, int64_t j) {
-        float* dxp = dx + p * plane;
-        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
-          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
-        });
-      });
-  if constexpr (kPool && kBatchStats) {
-    // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
-    // but the batch statistics still carry one to them.
-    if (!shape.covers_input()) {
-      const int64_t per_channel = shape.n * plane, share = (per_channel + split.splits - 1) / split.splits;
-      for (int64_t q = s * share + threadIdx.x; q < min((s + 1) * share, per_channel); q += kBlock) {
-        const int64_t n = q / plane, i = q - n * plane;
-        const int64_t iw = i % shape.w, t = i / shape.w, ih = t % shape.h, id = t / shape.h;
-        if (id < shape.od * shape.kd && ih < shape.oh * shape.kh && iw < shape.ow * shape.kw) continue;
-        const int64_t p = n * shape.c + c;
-        const float xhat = (__ldg(x + p * plane + i) - mean_c) * rstd_c;
-        dx[p * plane + i] = ab.x * (-mean_gy - xhat * mean_gy_xhat);
-      }
-    }
-  }
-}
-
-}  // namespace kgen
-
-// ---- batchnorm/host.cuh: the batch norm step's host side (kernels in batchnorm/train.cuh) ----
-// Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
-// the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
-// window size the file was emitted for), and the forward / backward sequences of launches.
-namespace kgen {
-
-struct BnTensors {
-  at::Tensor weight, bias, running_mean, running_var, conv_bias;  // each may be undefined
-};
-
-inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
-inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
-inline float* mutable_data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
-
-inline void check_channel_vector(const at::Tensor& t, int64_t channels, const at::Device& device, const char* what) {
-  if (!t.defined()) return;
-  check_float_cuda(t, what);
-  TORCH_CHECK(t.numel() == channels && t.is_contiguous(), "kgen: batch norm ", what, " must have ", str(channels),
-              " contiguous values, got shape ", str(t.sizes()));
-  TORCH_CHECK(t.device() == device, "kgen: batch norm ", what, " is on ", t.device().str(), " but the input is on ",
-              device.str());
-}
-
-inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
-  check_float_cuda(x, "input");
-  TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: batch norm input must have shape (N, C, *) of rank 2 to 5, got ",
-              str(x.sizes()));
-  int64_t dims[3] = {1, 1, 1};
-  for (int64_t k = 2; k < x.dim(); ++k) dims[3 - (x.dim() - k)] = x.size(k);
-  int win[3] = {1, 1, 1};
-  const int64_t given = int64_t(window.size());
-  TORCH_CHECK(given == 0 || given == x.dim() - 2, "kgen: pooling window of ", str(given), " dims for an input of rank ",
-              str(x.dim()));
-  for (int64_t k = 0; k < given; ++k) {
-    TORCH_CHECK(window[k] >= 1, "kgen: pooling window sizes must be positive");
-    win[3 - given + k] = int(window[k]);
-  }
-  for (int k = 0; k < 3; ++k) {
-    TORCH_CHECK(dims[k] >= win[k], "kgen: input of shape ", str(x.sizes()), " is smaller than the pooling window");
-  }
-  BnShape s{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
-            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], FastDiv{}, FastDiv{}};
-  TORCH_CHECK(s.plane() < (int64_t(1) << 31), "kgen: batch norm plane of ", str(s.plane()),
-              " values: at most 2^31 - 1");
-  s.by_ow = FastDiv::make(s.ow);
-  s.by_oh = FastDiv::make(s.oh);
-  return s;
-}
-
-inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, bool pool) {
-  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
-  if (pool) {
-    const int64_t out[3] = {s.od, s.oh, s.ow};
-    for (int64_t k = 2; k < x.dim(); ++k) sizes[k] = out[3 - (x.dim() - k)];
-  }
-  return sizes;
-}
-
-// The units a channel's blocks walk: windows with pooling, else 4-value packs where the planes allow.
-inline bool bn_vec(const at::Tensor& x, const BnShape& s, bool pool) {
-  return !pool && s.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
-}
-
-template <int kBlock>
-inline BnSplit bn_split(const at::Tensor& x, const BnShape& s, bool pool, bool vec) {
-  const int64_t units = pool ? s.out_plane() : (vec ? s.plane() / 4 : s.plane());
-  TORCH_CHECK(units * s.n < (int64_t(1) << 40), "kgen: batch norm channel too large");
-  return plan_bn_split<kBlock>(units, s.n, s.c, x.get_device());
-}
-
-// Calls fn(vec, win) with compile-time values: without pooling, 4-value packs where `vec` allows; with
-// pooling, the window size the file was emitted for (kWin) where the window has it, else 0 (the walk).
-template <bool kPool, int kWin, class Fn>
-inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
-  using NoWin = std::integral_constant<int, 0>;
-  if constexpr (kPool) {
-    if constexpr (kWin > 0 && kWin <= kWindowRegs) {
-      if (s.kd * s.kh * s.kw == kWin) {
-        fn(std::false_type{}, std::integral_constant<int, kWin>{});
-        return;
-      }
-    }
-    fn(std::false_type{}, NoWin{});
-  } else if (vec) {
-    fn(std::true_type{}, NoWin{});
-  } else {
-    fn(std::false_type{}, NoWin{});
-  }
-}
-
-// Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
-// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined).
-template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
-std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
-                                   double eps, const std::vector<int64_t>& window, bool for_backward,
-                                   const std::vector<at::Tensor>& params) {
-  const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const int64_t C = shape.c;
-  for (const auto& [v, what] : {std::pair{&t.weight, "weight"}, {&t.bias, "bias"}, {&t.running_mean, "running_mean"},
-                                {&t.running_var, "running_var"}, {&t.conv_bias, "convolution bias"}}) {
-    check_channel_vector(*v, C, input.device(), what);
-  }
-  TORCH_CHECK(t.running_mean.defined() == t.running_var.defined(), "kgen: batch norm needs both running statistics or neither");
-  TORCH_CHECK(batch_stats || t.running_mean.defined(), "kgen: batch norm without batch statistics needs running ones");
-  const int64_t count = shape.n * shape.plane();
-  TORCH_CHECK(!batch_stats || count > 1, "kgen: expected more than 1 value per channel when training, got input size ",
-              str(input.sizes()));
-  const at::Tensor x = input.contiguous();
-  at::Tensor out = at::empty(bn_out_sizes(x, shape, kPool), x.options());
-  const bool save_extremes = kSavesExtremes<kPool, kOp> && for_backward;
-  at::Tensor extremes = save_extremes ? at::empty_like(out) : at::Tensor();
-  at::Tensor mean, rstd;
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  if (batch_stats) {
-    mean = at::empty({C}, x.options());
-    rstd = at::empty({C}, x.options());
-    if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_(), extremes};
-    const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
-    const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
-    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
-    auto* moments = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-    dispatch_vec(vec, [&](auto v) {
-      constexpr bool kVec = decltype(v)::value;
-      bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), shape,
-                                                                                          split, moments);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
-        x.data_ptr<float>(), shape, moments, split.splits, eps, factor, data_or_null(t.conv_bias),
-        mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
-        rstd.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {
-    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
-    mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
-    rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
-    if (x.numel() == 0) return {out, mean, rstd, extremes};
-  }
-  if (out.numel() == 0) return {out, mean, rstd, extremes};
-  const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
-  const bool vec = bn_vec(x, shape, kPool);
-  const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
-  dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-    constexpr bool kV = decltype(v)::value;
-    constexpr int kW = decltype(w)::value;
-    const auto launch = [&](auto kernel) {
-      kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
-                                                      rstd.data_ptr<float>(), data_or_null(t.weight),
-                                                      data_or_null(t.bias), shape, split, table, out.data_ptr<float>(),
-                                                      mutable_data_or_null(extremes));
-    };
-    if constexpr (kSavesExtremes<kPool, kOp>) {
-      if (save_extremes) {
-        launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock>);
-        return;
-      }
-    }
-    launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock>);
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {out, mean, rstd, extremes};
-}
-
-// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
-template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
-std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
-                                    const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd,
-                                    const at::Tensor& extremes_in, bool batch_stats, const std::vector<int64_t>& window,
-                                    const std::vector<at::Tensor>& params) {
-  const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
-  const c10::cuda::CUDAGuard device_guard(input.device());
-  const int64_t C = shape.c;
-  check_channel_vector(weight, C, input.device(), "weight");
-  check_channel_vector(bias, C, input.device(), "bias");
-  const at::Tensor x = input.contiguous();
-  check_float_cuda(grad, "gradient of the output");
-  const std::vector<int64_t> out_sizes = bn_out_sizes(x, shape, kPool);
-  TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
-              ", expected ", str(c10::IntArrayRef(out_sizes)));
-  const at::Tensor dout = grad.contiguous();
-  at::Tensor extremes;
-  if constexpr (kSavesExtremes<kPool, kOp>) {
-    TORCH_CHECK(extremes_in.defined(), "kgen: a max pooling's backward needs the forward's extremes");
-    check_float_cuda(extremes_in, "saved extremes");
-    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.sizes() == c10::IntArrayRef(out_sizes),
-                "kgen: the saved extremes must be the forward's, of shape ", str(c10::IntArrayRef(out_sizes)), ", got ",
-                str(extremes_in.sizes()));
-    extremes = extremes_in.contiguous();
-  }
-  at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-  const int64_t rows = 2 + F::kParams;
-  at::Tensor totals = at::zeros({rows, C}, x.options());
-  if (x.numel() > 0) {
-    const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
-    const bool vec = bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
-    const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
-    const auto stream = at::cuda::getCurrentCUDAStream();
-    at::Tensor partial = at::empty({rows * C * split.splits}, x.options());
-    if (!kPool || shape.out_plane() > 0) {
-      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-        constexpr bool kV = decltype(v)::value;
-        constexpr int kW = decltype(w)::value;
-        bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-            dout.data_ptr<float>(), x.data_ptr<float>(), data_or_null(extremes), mean.data_ptr<float>(),
-            rstd.data_ptr<float>(),
-            data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
-      });
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      bn_grad_totals_kernel<<<blocks_for(rows * C, 128), 128, 0, stream>>>(partial.data_ptr<float>(), rows, C,
-                                                                          split.splits, totals.data_ptr<float>());
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    if (kPool && !shape.covers_input()) dx.zero_();  // the elements no window covers, where batch stats don't reach
-    const double inv_count = 1.0 / double(shape.n * shape.plane());
-    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-      constexpr bool kV = decltype(v)::value;
-      constexpr int kW = decltype(w)::value;
-      const auto launch = [&](auto kernel) {
-        kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                                        data_or_null(weight), data_or_null(bias),
-                                                        totals.data_ptr<float>(), inv_count,
-                                                        shape, split, table, dx.data_ptr<float>());
-      };
-      if (batch_stats) {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock>);
-      } else {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock>);
-      }
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {
-    dx.zero_();
-  }
-  at::Tensor dgamma = totals.select(0, 1).clone();  // sum gy xhat
-  at::Tensor dbeta = totals.select(0, 0).clone();   // sum gy
-  // The peeled convolution bias: with batch statistics the normalisation removes any per-channel shift, so
-  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
-  // sums and scale): NaN where a NaN or Inf reached the channel, as PyTorch's sum over dx is.
-  at::Tensor a = weight.defined() ? rstd * weight : rstd;
-  at::Tensor dconv_bias = batch_stats ? (dgamma + dbeta + a) * 0 : a * dbeta;
-  at::Tensor dparams = totals.narrow(0, 2, F::kParams).clone();
-  return {dx, dgamma, dbeta, dconv_bias, dparams};
-}
-
-}  // namespace kgen
-
 // ---- core/layout.cuh: NCHW <-> channels-last copies at full bandwidth ----
 //
 // cuDNN's fast ConvTranspose2d kernels want a channels-last input. PyTorch's own layout copy
@@ -7735,11 +6036,11 @@ batched_transpose_kernel(const float* __restrict__ in, float* __restrict__ out, 
 }
 
 // A side of at most kNarrow (a convolution's input of 3 channels): the 32 x 64 tile above would be mostly
-// empty (L2-83's 3-channel input went at 0.26 TB/s). One thread per position along the long side moves the whole
+// empty (it moves L2-83's 3-channel input at 0.26 TB/s). One thread per position along the long side moves the whole
 // short side instead: across a warp its accesses along the long side are coalesced, and its values on the short
 // side are contiguous for it. The other side's accesses are strided by the short side, so this only pays while
-// that side is tiny: on the H100 it took L2-83's 3-channel copy from 772 to 71 us, but L2-21's 8-channel one
-// from 319 (the tile) to 501 us; sides of 5 to 8 keep the tile.
+// that side is tiny: on the H100 L2-83's 3-channel copy takes 71 us against the tile's 772, but L2-21's
+// 8-channel one 501 us against the tile's 319; sides of 5 to 8 take the tile.
 constexpr int kNarrow = 4;
 
 __global__ void __launch_bounds__(kTransposeThreads)
@@ -7966,10 +6267,10 @@ struct SplitBlock {
 // Statistics need no transpose: a thread's row vectors always hold the same W channels (c0 + row_lane W ..
 // + W - 1) of pixels row_pixel, row_pixel + kPixelsPerStep, ..., so it keeps W running Moments and the Pro
 // parameters of those channels in registers and folds its rows straight in, with no shared tile and no barrier
-// per tile (the first version went through the shared tile as apply does: 2.2 TB/s at L2-19's shape, 1.7 at
-// L2-21's). A thread issues its kRowSteps loads of a tile before it folds the first; the latency is hidden by
+// per tile (through the shared tile, as apply goes, the statistics move 2.2 TB/s at L2-19's shape, 1.7 at
+// L2-21's; H100). A thread issues its kRowSteps loads of a tile before it folds the first; the latency is hidden by
 // many resident warps (few registers), as in region_twopass's statistics, not by a register prefetch of the
-// next tile (which doubled the registers: 96, two blocks per SM). At the end, threads
+// next tile (which doubles the registers: 96, two blocks per SM). At the end, threads
 // holding the same channels combine: across a warp by shuffles (the lanes kLanesPerPixel apart), across
 // warps through shared memory, in a fixed order.
 template <class Pro, int kBlock, bool kVec, int kC>
@@ -8092,7 +6393,7 @@ apply_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape
 // direct dz, dx = Pro::backward(dz) + direct dx, written as rows; Pro's parameter gradients -> param_partial.
 // The tile's per-channel constants sit in shared memory, not in registers, and dx goes through a second
 // shared tile: a thread keeps only its prefetched rows, its sums and its parameter gradients, so that
-// several blocks share an SM (a first version that kept everything in registers used 128-158 of them).
+// several blocks share an SM (everything kept in registers takes 128-158 of them).
 template <class Pro, class Epi, int kBlock, bool kVec, int kC, bool kApply>
 __global__ void __launch_bounds__(kBlock)
 backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, RegionParams params, RegionShape shape,

@@ -122,10 +122,16 @@ def emit_command(spec_name, output, reference, explain, **given):
     if explain:
         raise click.UsageError("--explain needs --ref FILE")
     _check_output_folder(output)
+    from kgen.announce import StageAnnouncer
+    from kgen.ref.trace import RefError
+
     try:
-        text, notes = emit(spec_name, given)
+        with StageAnnouncer(sys.stderr) as stage:
+            text, notes = emit(spec_name, given, output=output, stage=stage)
     except (UnknownSpec, ParamError) as error:
         raise click.UsageError(str(error)) from None
+    except RefError as error:
+        raise CommandError(str(error)) from None
     for note in notes:
         click.echo(f"kgen: warning: {note}", err=True)
     _deliver(text, output)
@@ -140,9 +146,9 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
 
     if spec_given:
         raise click.UsageError("give either a SPEC or --ref FILE, not both")
-    unknown = [name for name in given if name not in ("block_size", "conv")]
+    unknown = [name for name in given if name not in ("block_size", "conv", "forward")]
     if unknown:
-        raise click.UsageError(f"--ref takes --block-size and --conv only, not "
+        raise click.UsageError(f"--ref takes --block-size, --conv and --forward only, not "
                                f"{', '.join('--' + n.replace('_', '-') for n in unknown)} (the rest comes from the "
                                "reference)")
     conv = given.get("conv", "exact")
@@ -160,7 +166,7 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
                 plan = make_plan(ref, conv)
             else:
                 text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
-                                                stage=stage)
+                                                stage=stage, forward=given.get("forward", "two-pass"))
     except RefError as error:
         raise CommandError(str(error)) from None
     if explain:

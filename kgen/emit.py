@@ -1,9 +1,11 @@
-"""Spec + parameters -> one self-contained solution file.
+"""Preset + parameters -> one self-contained solution file.
 
-The CUDA of a solution is assembled from plain building blocks (kgen/templates/cuda/*.cuh, pure CUDA,
-shared by every spec) followed by the spec's bindings template, which instantiates those blocks for the
-parameters (block size, group count, GELU variant...). The Python around it is a Jinja template that
-extends kgen/templates/solution.py.j2. Rendering is deterministic: same arguments, same bytes.
+A preset (kgen/specs/) is a bundled reference plus default options: `kgen emit groupnorm --groups 8` is the
+planner (kgen/ref/) on kgen/specs/references/level1_35_groupnorm.py, Model built with 8 groups. The one option
+the planner does not take yet, L2-19's `--conv fused` (kgen's wgmma ConvTranspose2d), renders the preset's own
+templates: its CUDA is assembled from building blocks (kgen/templates/cuda/) followed by the preset's bindings
+template, the Python around it a Jinja template extending kgen/templates/solution.py.j2. Rendering is
+deterministic: same arguments, same bytes.
 """
 from __future__ import annotations
 
@@ -92,9 +94,26 @@ def _check_static_rules(text: str) -> None:
                             f"pass): {line}")
 
 
-def emit(spec_name: str, given: dict | None = None) -> tuple[str, list[str]]:
-    """Resolves and checks the parameters, renders the file. Returns (text, notes for stderr).
-    Raises UnknownSpec or ParamError (one-line messages) before anything is rendered."""
+def emit(spec_name: str, given: dict | None = None, output=None, stage=None) -> tuple[str, list[str]]:
+    """Resolves and checks the parameters, renders the file. Returns (text, notes for stderr). `output`: the file
+    the text is for (None: stdout), which the header names the bundled reference relative to.
+    Raises UnknownSpec or ParamError (one-line messages) before anything is rendered, RefError from the planner."""
     spec = get_spec(spec_name)
     params = resolve_params(spec, given or {})
-    return render(spec, params), spec.notes(params)
+    if not spec.planned(params):
+        return render(spec, params), spec.notes(params)
+    return emit_preset(spec, params, output, stage)
+
+
+def emit_preset(spec: Spec, params: dict, output=None, stage=None) -> tuple[str, list[str]]:
+    """The planner on the preset's bundled reference (the one this parameter set computes exactly), with the
+    preset's options. Returns (text, notes): the preset's own notes, then the plan's."""
+    from kgen.ref.emit import PresetCall, emit_reference
+
+    reference = spec.matching_reference_path(params)
+    call = PresetCall(name=spec.name, title=spec.title, params=params, command=emit_command(spec, params),
+                      init_args=spec.init_args_for(params))
+    text, plan_notes, _ = emit_reference(str(reference), params["block_size"], conv=params.get("conv", "exact"),
+                                         forward=params.get("forward", "two-pass"), output=output, stage=stage,
+                                         display=f"kgen/specs/references/{reference.name}", preset=call)
+    return text, spec.notes(params) + plan_notes

@@ -23,7 +23,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # file name -> a reference (relative to the repository), emitted with `kgen emit --ref` (one per kernel
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
-# the batch norm step with its element-wise ops and pooling; with GOLDEN_REF_OPTIONS, the channels-last region)
+# the batch norm step with its element-wise ops and pooling; with GOLDEN_REF_OPTIONS, the channels-last region and
+# the one-pass forward)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -34,17 +35,20 @@ GOLDEN_REF: dict[str, str] = {
         "kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
+    "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py":
+        "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
 }
 # file name -> options of `kgen emit --ref` beyond the defaults
 GOLDEN_REF_OPTIONS: dict[str, dict] = {
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py": {"conv": "fast"},
+    "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py": {"forward": "one-pass"},
 }
 
 
 def render_all() -> dict[str, str]:
     from kgen.ref.emit import emit_reference
 
-    texts = {name: emit(spec, dict(params))[0] for name, (spec, params) in GOLDEN.items()}
+    texts = {name: emit(spec, dict(params), output=GENERATED / name)[0] for name, (spec, params) in GOLDEN.items()}
     root = GENERATED.parent
     for name, reference in GOLDEN_REF.items():
         # what `kgen emit --ref REFERENCE -o generated/NAME` writes from the repository's root, on any machine: the

@@ -294,7 +294,7 @@ def test_a_long_first_stage_is_announced_while_it_runs(tmp_path, monkeypatch, ca
     real = kgen.ref.emit.load_reference
     seen_while_tracing = []
 
-    def slow_trace(path):
+    def slow_trace(path, **options):
         deadline = time.monotonic() + 10
         while "kgen: tracing" not in sys.stderr.getvalue() and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -430,7 +430,8 @@ def test_carried_get_inputs_that_cannot_run_alone_is_an_error(tmp_path):
 @pytest.mark.parametrize("name", ["groupnorm.py", "convt_gelu_groupnorm.py", "convt_gelu_groupnorm_fused.py",
                                   "conv_gn_tanh_hardswish_res_lse.py"])
 def test_a_spec_files_get_inputs_draws_what_its_reference_does(name, monkeypatch):
-    """The spec templates write get_inputs from the spec's shapes: it must draw as the bundled reference does."""
+    """A preset file's get_inputs (the bundled reference's, carried, or the fused template's from its shapes) draws as
+    the bundled reference does."""
     import ast
 
     import torch
@@ -440,8 +441,10 @@ def test_a_spec_files_get_inputs_draws_what_its_reference_does(name, monkeypatch
 
     spec, params = GOLDEN[name]
     text = (GENERATED / name).read_text()
-    function = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
+    body = ast.parse(text).body
+    function = next(n for n in body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
+    constants = [n for n in body if isinstance(n, ast.Assign) and isinstance(n.value, (ast.Constant, ast.Tuple))]
     namespace = {"torch": torch}
-    exec(compile(ast.Module(body=[function], type_ignores=[]), name, "exec"), namespace)
+    exec(compile(ast.Module(body=constants + [function], type_ignores=[]), name, "exec"), namespace)
     reference = reference_module(get_spec(spec).reference_path(params))
     assert drawn(namespace["get_inputs"], monkeypatch) == drawn(reference.get_inputs, monkeypatch)

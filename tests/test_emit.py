@@ -37,8 +37,28 @@ def test_emit_is_deterministic():
 def test_parameters_change_the_kernels():
     text = emit("groupnorm", {"groups": 16, "block_size": 128})[0]
     assert "constexpr int kBlock = 128;" in text
-    assert "constexpr int kSpecialisedGroups = 16;" in text
+    assert "constexpr int kRegion0Groups = 16;" in text
     assert "return [64, 16]" in text  # get_init_inputs follows --groups
+
+
+def test_a_preset_is_the_planner_on_its_bundled_reference():
+    """A preset's kernels are what `kgen emit --ref` emits for the bundled reference with the same options; the
+    header names the preset (its command, title, kgen-spec and kgen-params)."""
+    from kgen.ref.emit import emit_reference
+    from kgen.specs.base import REFERENCES
+
+    cases = [("groupnorm", {}, "level1_35_groupnorm.py", {"forward": "one-pass"}),
+             ("convt-gelu-groupnorm", {"conv": "fast"}, "level2_19_convtranspose2d_gelu_groupnorm.py", {"conv": "fast"}),
+             ("convt-gelu-groupnorm", {"gelu": "tanh"}, "level2_19_convtranspose2d_gelu_tanh_groupnorm.py", {}),
+             ("conv-gn-tanh-hardswish-res-lse", {}, "level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py",
+              {})]
+    for spec, given, reference, options in cases:
+        preset = emit(spec, given)[0]
+        planned = emit_reference(str(REFERENCES / reference), display=f"kgen/specs/references/{reference}",
+                                 **options)[0]
+        kernels = lambda text: text[text.index('CUDA_SOURCE = r"""'):text.index("def _build_extension")]
+        assert kernels(preset) == kernels(planned), spec
+        assert f"# kgen-spec: {spec}" in preset
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN) + sorted(GOLDEN_REF))
@@ -124,9 +144,14 @@ def test_unknown_spec_lists_known_ones():
 
 
 def test_emit_to_file_equals_stdout(tmp_path):
+    """The same file either way, but for how the header names the bundled reference: relative to the file's folder
+    with -o, by its absolute path on stdout."""
     out = tmp_path / "gn.py"
     assert run_cli("emit", "groupnorm", "-o", str(out)).exit_code == 0
-    assert out.read_text() == run_cli("emit", "groupnorm").output
+    shown = run_cli("emit", "groupnorm").output
+    drop = lambda text: [line for line in text.splitlines() if not line.startswith("# kgen-reference")]
+    assert drop(out.read_text()) == drop(shown)
+    assert "# kgen-reference-abspath: " in shown and "# kgen-reference-abspath" not in out.read_text()
 
 
 def test_console_script_runs():
@@ -136,25 +161,20 @@ def test_console_script_runs():
 
 @pytest.mark.parametrize("conv", ["exact", "fast"])
 def test_l2_19_fuses_the_conv_bias(conv):
-    """The conv runs without its bias (every other argument from the module), the kernels take the bias,
-    are instantiated with the bias flag, and the docstring says so."""
+    """The conv runs without its bias (every other argument from the module) and the region adds it: its prologue
+    reads it as a per-channel parameter and its backward returns its gradient."""
     text = emit("convt-gelu-groupnorm", {"conv": conv})[0]
-    assert "nn.functional.conv_transpose2d(x, conv.weight, None, conv.stride, conv.padding, conv.output_padding," in text
-    assert "conv.groups, conv.dilation)" in text
-    assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
+    assert "self.conv_transpose.weight, None, self.conv_transpose.stride" in text
     assert "self.conv_transpose(" not in text
-    bindings = text[text.index("// ---- bindings:"):text.index('CPP_SOURCE = r"""')]
-    assert bindings.count("kSpecialisedGroups, true>") + bindings.count("kSpecialisedGroups, true, kOnePassThreads>") == 2
-    assert "return grad_x, grad_conv_bias, grad_weight, grad_bias, None, None" in text
-    assert "WITHOUT its bias" in ast.get_docstring(ast.parse(text))
+    assert "self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)" in text
+    assert "__fadd_rn(x, p0);  // conv_transpose bias, added by the region" in text
 
 
-def test_groupnorm_bindings_have_no_channel_bias():
-    """L1-35 instantiates the plain kernels only (the bias flag is a compile-time option)."""
+def test_groupnorm_region_has_no_prologue():
+    """L1-35: GroupNorm alone, a region with neither prologue nor epilogue parameters."""
     text = emit("groupnorm", {})[0]
-    bindings = text[text.index("// ---- bindings:"):]
-    assert "conv_bias" not in bindings and ", true>" not in bindings
-    assert "_ext.groupnorm_forward(x, weight, bias, num_groups, eps)" in text
+    assert "using Region0Prologue = kgen::NoPrologue;" in text
+    assert "using Region0Epilogue = kgen::NoEpilogue;" in text
 
 
 def test_forward_defaults_one_pass_for_l1_35_and_two_pass_for_l2_19():
@@ -167,16 +187,28 @@ def test_forward_one_pass_includes_the_one_pass_kernel_and_two_pass_does_not(spe
     auto = emit(spec, {"forward": "one-pass"})[0]
     two = emit(spec, {"forward": "two-pass"})[0]
     assert "groupnorm_onepass_kernel" in auto and "constexpr int kOnePassThreads = " in auto
+    assert "region_forward_onepass<Region0Prologue, Region0Epilogue" in auto
     assert "groupnorm_onepass_kernel" not in two and "constexpr int kOnePassThreads" not in two
-    doc = ast.get_docstring(ast.parse(auto))
-    assert "shared memory" in doc and "planner" in doc
 
 
-def test_fast_conv_uses_the_layout_kernels_and_two_pass_forward():
-    text = emit("convt-gelu-groupnorm", {"conv": "fast"})[0]
-    assert "x = ChannelsLastCopy.apply(x)" in text and "_ext.to_contiguous_nchw(grad)" in text
-    assert '"to_channels_last", "to_contiguous_nchw"' in text
-    assert "groupnorm_onepass_kernel" not in text
+def test_one_pass_applies_to_regions_without_a_reduction_only():
+    """A region that reduces after its epilogue (L2-92's LogSumExp over channels) keeps the two-pass forward under
+    --forward one-pass, and the file carries no one-pass kernel."""
+    from kgen.ref.emit import emit_reference
+    from kgen.specs.base import REFERENCES
+
+    text = emit_reference(str(REFERENCES / "level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py"),
+                          forward="one-pass")[0]
+    assert "groupnorm_onepass_kernel" not in text and "--forward one-pass" in text
+
+
+def test_a_file_carries_the_families_its_plan_uses():
+    """Batch norm and element-wise kernels, the channels-last region and the one-pass forward only where planned."""
+    plain = emit("groupnorm", {"forward": "two-pass"})[0]
+    for absent in ("bn_forward", "pointwise_forward", "region_forward_nhwc", "to_channels_last", "onepass"):
+        assert absent not in plain, absent
+    fast = emit("convt-gelu-groupnorm", {"conv": "fast"})[0]
+    assert "region_forward_nhwc" in fast and '"to_channels_last", "to_contiguous_nchw"' in fast
 
 
 def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():

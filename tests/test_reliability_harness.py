@@ -401,7 +401,7 @@ def _family_rows(library_probe_where="library: at::native::copy_kernel x4", pyto
             row("family:nhwc", "initcheck-library-probe", "REPORTED", 9, 10, library_probe_where, probe_script,
                 ours=int("OURS" in library_probe_where)),
             row("family:onepass", "initcheck", "REPORTED", 9, 23608, onepass_where, ours=int("OURS" in onepass_where)),
-            row("family:groupnorm-twopass", "initcheck", counterpart),
+            row("family:groupnorm-declined", "initcheck", counterpart),
             row("family:onepass", "bulk-store-probe", "REPORTED", bulk_probe_exit, None),
             row("family:batchnorm", "initcheck", "REPORTED", 9, 7992, batchnorm_where,
                 ours=int("OURS" in batchnorm_where)),

@@ -98,8 +98,6 @@ SOURCES = {s.key: s for s in (
     # preset specs
     Source("convt_fused", REF + "level2_19_convtranspose2d_gelu_groupnorm.py", spec="convt-gelu-groupnorm",
            params={"conv": "fused"}),
-    Source("conv_lse", REF + "level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py",
-           spec="conv-gn-tanh-hardswish-res-lse"),
     Source("groupnorm", REF + "level1_35_groupnorm.py", spec="groupnorm"),
 )}
 
@@ -193,23 +191,18 @@ FAMILIES = (
            why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; a 3 x 3 kernel, rows of "
                "16 and 64 output channels (multiples of 4): kgen's weight gradient too; under no_grad, 64 input "
                "channels x 9 taps make the normalise's share of the one launch < 0.3 (default_infer_normalisers)"),
-    Family("tail-lse", "GroupNorm tail with channel log-sum-exp (conv-gn-tanh-hardswish-res-lse)", "conv_lse",
-           init=(4, 32, 3, 16), inputs=((2, 4, 18, 18),),
-           kernels=("kgen::biased_group_moments_kernel", "kgen::tail_lse_forward_kernel",
-                    "kgen::tail_backward_partial_kernel", "kgen::tail_backward_apply_kernel",
-                    "kgen::channel_grads_kernel"),
-           templates=("groupnorm/op/tail_lse.cuh",),
-           why="every shape (the spec's one kernel set)"),
-    Family("onepass", "one-pass GroupNorm forward (bulk copies, co-resident teams)", "groupnorm",
-           init=(64, 8), inputs=((2, 64, 16, 16),), probes=("bulk-store",), counterpart="groupnorm-twopass",
-           kernels=("kgen::groupnorm_onepass_kernel", "kgen::backward_apply_kernel"),
+    Family("onepass", "one-pass region forward (bulk copies, co-resident teams), GroupNorm alone", "groupnorm",
+           init=(64, 8), inputs=((2, 64, 64, 64),), probes=("bulk-store",), counterpart="groupnorm-declined",
+           kernels=("kgen::groupnorm_onepass_kernel",),
            templates=("groupnorm/onepass/onepass.cuh",),
-           why="planes of whole 16-byte packs on sm_90: the one-pass planner takes 2048-value slices (plan_onepass)"),
-    Family("groupnorm-twopass", "two-pass GroupNorm forward (the one-pass file where it declines)", "groupnorm",
-           init=(64, 8), inputs=((2, 64, 15, 15),),
-           kernels=("kgen::moments_partial_kernel", "kgen::normalize_kernel", "kgen::backward_apply_kernel"),
-           templates=("groupnorm/op/twopass.cuh",),
-           why="planes of 225 values (not whole 16-byte packs): the one-pass planner declines"),
+           why="2 x 32768-value slices of whole 16-byte packs on sm_90: past the resident path, the one-pass planner "
+               "takes them (plan_onepass)"),
+    Family("groupnorm-declined", "the one-pass file where its planner declines: the cluster forward", "groupnorm",
+           init=(64, 8), inputs=((2, 64, 63, 63),),
+           kernels=("kgen::region_cluster::cluster_forward_kernel",),
+           templates=("groupnorm/cluster/cluster.cuh",),
+           why="planes of 3969 values (not whole 16-byte packs): the one-pass planner declines; 31.8 k-value slices "
+               "on a cluster (cluster_forward_plan)"),
 )
 
 BY_NAME = {f.name: f for f in FAMILIES}

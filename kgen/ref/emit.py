@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 import operator
 import os
 from pathlib import Path
@@ -16,13 +17,14 @@ from kgen.emit import TEMPLATES, _environment, static_rule_violation
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
 from kgen.ref.graph import is_metadata, param_view_root
-from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
 
-# The building blocks of an emitted --ref file, in order (kgen/templates/cuda/); the test harnesses of the two
-# region kernel families build from the same lists.
-REGION_BASE_PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/region.cuh",
+# The building blocks of an emitted --ref file, in order (kgen/templates/cuda/): every region, element-wise and batch
+# norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
+# kernels share their index helpers); the test harnesses of the two region kernel families build from the same lists.
+REGION_BASE_PARTS = ("core/common.cuh", "core/sweeps.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh",
                      "groupnorm/reducers.cuh")
 RESIDENT_PARTS = ("groupnorm/resident/resident.cuh", "groupnorm/resident/forward.cuh", "groupnorm/rows/forward.cuh",
                   "groupnorm/resident/backward.cuh", "groupnorm/rows/backward.cuh", "groupnorm/resident/plan.cuh",
@@ -31,10 +33,24 @@ TWOPASS_PARTS = ("groupnorm/twopass/twopass.cuh", "groupnorm/twopass/forward.cuh
                  "groupnorm/twopass/window_backward.cuh", "groupnorm/twopass/backward_pipeline.cuh",
                  "groupnorm/cluster/cluster.cuh", "groupnorm/twopass/forward_host.cuh",
                  "groupnorm/twopass/backward_host.cuh")
-CUDA_PARTS = (REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS +
-              ("pointwise/pointwise.cuh", "batchnorm/train.cuh", "batchnorm/host.cuh"))
-# Only in a file with a channels-last region (--conv fast): the layout copy and the region's NHWC kernels.
+CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS
+# Only in a file whose plan uses them: a region's one-pass forward (--forward one-pass), a channels-last region
+# (--conv fast: the layout copy and the region's NHWC kernels), element-wise kernels, batch norms.
+ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 CHANNELS_LAST_PARTS = ("core/layout.cuh", "groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
+POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
+BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
+# The one-pass forward's block shape, chosen on an H100 (L1-35: 7.20 ms against 7.55 for two passes; docs/kernels.md).
+ONEPASS_THREADS = 512
+ONEPASS_BLOCKS_PER_SM = 1
+FORWARDS = ("two-pass", "one-pass")
+
+
+def cuda_parts(context: dict) -> tuple:
+    """The CUDA building blocks a file carries: the base, and each optional family only where its plan uses it."""
+    return (CUDA_PARTS + (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) +
+            (CHANNELS_LAST_PARTS if context["channels_last"] else ()) +
+            (POINTWISE_PARTS if context["pointwise"] else ()) + (BATCHNORM_PARTS if context["batchnorms"] else ()))
 
 
 def check_block_size(block_size: int) -> None:
@@ -89,17 +105,35 @@ def _batchnorm_parameters(step: BatchNormStep, plan: Plan) -> list[str]:
     return own + peeled + [p.label for p in step.params]
 
 
+@dataclass(frozen=True)
+class PresetCall:
+    """What a preset (kgen/specs/) adds to a plan of its bundled reference: its name and title for the header, the
+    parameters it was emitted with (the header's kgen-params, the command line that re-emits it) and the arguments
+    Model is built with (--groups)."""
+    name: str
+    title: str
+    params: dict
+    command: str
+    init_args: list
+
+
 def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
-                   output: str | Path | None = None, stage=None) -> tuple[str, list[str], list[str]]:
+                   output: str | Path | None = None, stage=None, forward: str = "two-pass",
+                   preset: PresetCall | None = None) -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D and
-    3-D convolutions feeding a region run channels-last, plan_layout.py); `output`: the file the text is for (None:
+    3-D convolutions feeding a region run channels-last, plan_layout.py); `forward`: "two-pass" or "one-pass" (a
+    region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
+    chip, on sm_90 and newer; its backward is unchanged); `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
-    description as it starts (kgen.announce)."""
+    description as it starts (kgen.announce); `preset`: the file is a preset's (kgen emit SPEC), planned from its
+    bundled reference."""
     stage = stage or (lambda text: None)
     check_block_size(block_size)
+    if forward not in FORWARDS:
+        raise RefError(f"--forward must be one of {', '.join(FORWARDS)}, got {forward!r}")
     stage(f"tracing {display or path}")
-    ref = load_reference(path)
+    ref = load_reference(path, init_args=preset.init_args if preset else None)
     for shape, value in zip(ref.input_shapes, ref.input_values):
         if shape is None and (type(value) not in (int, float, bool) or not math.isfinite(value)):
             raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen plans tensors and "
@@ -108,6 +142,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     plan, context = _planned(ref, conv)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
+        region["onepass"] = forward == "one-pass" and onepass_applies(step)
     stage("rendering")
     env = _environment()
     params = {"block_size": block_size}
@@ -115,8 +150,15 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if conv != "exact":
         params["conv"] = conv
         options += f" --conv {conv}"
+    if forward != "two-pass":
+        params["forward"] = forward
+        options += f" --forward {forward}"
     shown = display or str(path)
-    recorded, abspath = reference_fields(path, output, display)
+    # a preset's header names its bundled reference where this machine has it (display names it in comments only)
+    recorded, abspath = reference_fields(path, output, display if preset is None else None)
+    spec_name, header_params, command = "ref", params, f"kgen emit --ref {shown} {options}"
+    if preset is not None:
+        spec_name, header_params, command = preset.name, preset.params, preset.command
     functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
     for r in context["regions"]:
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
@@ -124,17 +166,18 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         functions += [f"pointwise{p['index']}_forward", f"pointwise{p['index']}_backward"]
     for b in context["batchnorms"]:
         functions += [f"batchnorm{b['index']}_forward", f"batchnorm{b['index']}_backward"]
-    names = CUDA_PARTS + (CHANNELS_LAST_PARTS if context["channels_last"] else ())
-    parts = [(TEMPLATES / "cuda" / name).read_text() for name in names]
-    parts.append(env.get_template("ref/bindings.cu.j2").render(block_size=block_size, **context))
+    parts = [(TEMPLATES / "cuda" / name).read_text() for name in cuda_parts(context)]
+    parts.append(env.get_template("ref/bindings.cu.j2").render(
+        block_size=block_size, onepass_threads=ONEPASS_THREADS, onepass_blocks_per_sm=ONEPASS_BLOCKS_PER_SM,
+        **context))
     plan_lines = explain(plan)
     notes: list[str] = list(plan.notes)
     text = env.get_template("ref/solution.py.j2").render(
-        version=__version__, command=f"kgen emit --ref {shown} {options}", reference=shown,
+        version=__version__, command=command, reference=shown, preset=preset,
         reference_name=Path(path).name, plan_lines=plan_lines, explain_options=f" --conv {conv}" if conv != "exact" else "",
-        params_line=", ".join(f"{k}={v}" for k, v in params.items()),
+        params_line=", ".join(f"{k}={v}" for k, v in header_params.items()),
         notes=notes,
-        header_fields=render_header_fields("ref", params, __version__, reference=recorded,
+        header_fields=render_header_fields(spec_name, header_params, __version__, reference=recorded,
                                            reference_sha256=ref.sha256, reference_abspath=abspath),
         cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
     _check_carried_code(text, path)
@@ -176,6 +219,13 @@ def _planned(ref, conv: str):
         first = (str(error).strip().splitlines() or [""])[0]
         raise RefError(f"{ref.path}: kgen could not plan this reference (an internal error, please report it): "
                        f"{type(error).__name__}: {first}") from error
+
+
+def onepass_applies(step: RegionStep) -> bool:
+    """Whether a region can take the one-pass forward: no reduction after it, its input channels-first (the
+    kernel's bulk copies read each slice as one contiguous run). Its epilogue must read y alone, which the kernel
+    checks at compile time (DirectGrads): an epilogue with a residual keeps the two-pass forward."""
+    return step.reduce_kind is ReduceKind.NONE and not step.channels_last
 
 
 def _groups_of(ref, step: RegionStep) -> int:

@@ -60,8 +60,11 @@ def _short(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def load_reference(path: str | Path) -> Reference:
+def load_reference(path: str | Path, init_args: list | None = None) -> Reference:
+    """The reference traced and shape-propagated. `init_args`: the arguments Model is built with instead of
+    get_init_inputs()'s (a preset's --groups); the emitted file's get_init_inputs then returns them."""
     path = Path(path)
+    given_init = init_args is not None
     if not path.is_file():
         raise RefError(f"{path}: no such file")
     text = path.read_text()
@@ -81,7 +84,7 @@ def load_reference(path: str | Path) -> Reference:
         raise RefError(f"{path}: executing the reference failed: {type(error).__name__}: {_short(error)}") from None
     ns = module.__dict__
     try:
-        init_args = list(ns["get_init_inputs"]())
+        init_args = list(ns["get_init_inputs"]()) if init_args is None else list(init_args)
         torch.manual_seed(0)
         model = ns["Model"](*init_args)
     except Exception as error:
@@ -128,6 +131,8 @@ def load_reference(path: str | Path) -> Reference:
     resolve_inplace(gm, path, augmented=True)   # `y += 1` where the shapes show y is a tensor
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
     functions = _input_functions(tree)
+    if given_init:
+        functions = [f for f in functions if f.name != "get_init_inputs"] + [_returning("get_init_inputs", init_args)]
     prelude = _prelude(tree, set().union(*(_free_names(f) for f in functions)))
     input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
     _check_carried_inputs(prelude, input_source, inputs, path)
@@ -443,6 +448,11 @@ def _free_names(statement: ast.stmt) -> set:
             names |= _free_names(member)
         return names
     return _loads(statement)
+
+
+def _returning(name: str, values: list) -> ast.FunctionDef:
+    """`def name(): return [values]`: a preset's get_init_inputs, with the values it was emitted for."""
+    return ast.parse(f"def {name}():\n    return {values!r}\n").body[0]
 
 
 def _input_functions(tree: ast.Module) -> list:

@@ -49,7 +49,7 @@ def block_size_param(default: int) -> Param:
 
 BLOCK_SIZE = block_size_param(256)
 
-# The one-pass forward's block shape (groupnorm/op/onepass.cuh), chosen on an H100:
+# The one-pass forward's block shape (groupnorm/onepass/onepass.cuh), chosen on an H100:
 # benchmarks/h100/onepass_pipeline/README.md.
 ONEPASS_THREADS = 512
 ONEPASS_BLOCKS_PER_SM = 1
@@ -99,6 +99,11 @@ class Spec:
     summary: str = ""
     context: dict = field(default_factory=dict)  # constant template values, see template_context()
 
+    def planned(self, params: dict) -> bool:
+        """Whether the planner renders this parameter set (kgen emit --ref on the bundled reference): every option
+        but the ones only the preset's own templates have (L2-19's --conv fused)."""
+        return params.get("conv") != "fused"
+
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
 
@@ -119,7 +124,7 @@ class Spec:
 
     def cuda_parts_for(self, params: dict) -> tuple:
         """The CUDA building blocks this parameter set needs (a spec may add a layout variant)."""
-        return self.cuda_parts + (("groupnorm/op/onepass.cuh",) if onepass_wanted(params) else ())
+        return self.cuda_parts + (("groupnorm/onepass/onepass.cuh",) if onepass_wanted(params) else ())
 
     def functions_for(self, params: dict) -> tuple:
         """The host functions the bindings export for this parameter set."""

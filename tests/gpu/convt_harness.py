@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "conv/convt_common.cuh", "conv/convt_igemm.cuh")
+PARTS = ("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "conv/convt_common.cuh", "conv/convt_igemm.cuh")
 
 BINDINGS = r"""
 namespace {

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+PARTS = ("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
          "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 

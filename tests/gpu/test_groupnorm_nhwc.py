@@ -26,7 +26,7 @@ from tests.gpu.timing import median_ms  # noqa: E402
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/nhwc.cuh")
+PARTS = ("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/nhwc.cuh")
 BLOCK, SPECIALISED_GROUPS = 256, 8
 EPS = 1e-5
 

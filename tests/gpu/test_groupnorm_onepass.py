@@ -21,7 +21,7 @@ import torch.nn.functional as F
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("core/common.cuh", "core/unary_ops.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/onepass.cuh")
+PARTS = ("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "groupnorm/onepass/onepass.cuh")
 EPS = 1e-5
 
 BINDINGS = r"""
@@ -46,9 +46,9 @@ std::vector<at::Tensor> forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_
 std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64_t plane, int64_t threads, int64_t bps) {
   const kgen::GroupShape shape{batch, channels, groups, plane};
   const bool vec = plane % 4 == 0;
-  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::Identity, 1024, false>(shape, vec, bps)
-                            : threads == 512  ? kgen::plan_onepass<kgen::Identity, 512, false>(shape, vec, bps)
-                                              : kgen::plan_onepass<kgen::Identity, 256, false>(shape, vec, bps);
+  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 1024>(shape, vec, bps)
+                            : threads == 512  ? kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 512>(shape, vec, bps)
+                                              : kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 256>(shape, vec, bps);
   return {p.feasible ? 1 : 0, p.team_size, p.teams, p.chunk};
 }
 """

@@ -520,7 +520,7 @@ def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
 
 def test_ref_and_spec_options_do_not_mix(tmp_path):
     result = run_emit("--ref", str(HERE / "references" / "two_groupnorms.py"), "--groups", "4")
-    assert result.returncode == 2 and "--block-size and --conv only" in result.stderr
+    assert result.returncode == 2 and "--block-size, --conv and --forward only" in result.stderr
     result = run_emit("--explain")
     assert result.returncode == 2 and "--explain needs --ref" in result.stderr
 

@@ -110,6 +110,13 @@ struct NoEpilogue {
   }
 };
 
+// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
+// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
+template <class Epi, class = void>
+struct DirectGrads : std::true_type {};
+template <class Epi>
+struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
+
 // Host side: a functor's parameters from the tensors Python passes (each a float32 CUDA tensor with
 // either 1 element, shared by all channels, or C elements, one per channel, in any broadcastable
 // shape such as (C,), (C, 1, 1) or (1, C, 1, 1)).

@@ -1,6 +1,10 @@
-// ---- groupnorm/op/twopass.cuh one-pass forward: each (sample, group) slice is read from DRAM once ----
+// ---- groupnorm/onepass/onepass.cuh: a region's forward with each (sample, group) slice read from DRAM once ----
 //
-// The two-pass forward (groupnorm/op/twopass.cuh) reads x twice: once for the statistics, once to normalise.
+// For a region without a reduction whose epilogue reads y alone (no residual of z or x): prologue, GroupNorm
+// and epilogue in one pass, with the two-pass family's statistics (the backward is that family's). Needs
+// core/common.cuh, core/sweeps.cuh, groupnorm/statistics.cuh and groupnorm/region.cuh before it.
+//
+// The two-pass forward (groupnorm/twopass/forward.cuh) reads x twice: once for the statistics, once to normalise.
 // Here a TEAM of co-resident blocks holds a slice in shared memory: each block brings its chunk in,
 // folds it into Welford moments and publishes them; the team's last block to arrive merges the team's
 // moments (double, fixed order: see warp_merge) into the slice's mean and rstd; then every block
@@ -160,18 +164,17 @@ __device__ __forceinline__ void workers_barrier() {
   asm volatile("bar.sync 1, %0;" ::"n"(kCount) : "memory");
 }
 
-// kChannelBias: of op(x + channel_bias[c]) (a conv bias fused in, see ChannelOp).
-// Warp roles: all but the last three warps are WORKERS (fold and normalise the chunks); then the
+// z = Pro(x) (channel c's prologue parameters), y = GroupNorm(z) (gamma, beta: null without an affine), out =
+// Epi(y). Warp roles: all but the last three warps are WORKERS (fold and normalise the chunks); then the
 // PUBLISHER (sends the block's moments of each slice to the team, merges as the team's last block), the
 // FETCHER (waits for each slice's statistics and hands them to the workers), and the PRODUCER (its first
 // thread issues the bulk loads of x and bulk stores of y). They meet only at mbarriers in shared memory:
 // no role waits on another's trips to L2.
-template <class Op, int kThreads, bool kChannelBias>
+template <class Pro, class Epi, int kThreads>
 __global__ void __launch_bounds__(kThreads, 1)
 groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
                          const float* __restrict__ beta, float* __restrict__ y, float2* mean_out, float* rstd_out,
-                         OnePassSync sync, GroupShape shape, OnePassPlan plan, double eps, Op op,
-                         const float* __restrict__ channel_bias) {
+                         OnePassSync sync, GroupShape shape, OnePassPlan plan, double eps, RegionParams params) {
 #ifdef KGEN_BULK_COPY
   constexpr int kWorkers = kThreads - 3 * kWarpSize;
   constexpr int kWorkerWarps = kWorkers / kWarpSize;
@@ -211,7 +214,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
   // The moments are of z - pilot, pilot the slice's first z: see groupnorm/op/twopass.cuh.
   const auto pilot_of = [&](int64_t k) {
     const int64_t row = row_of(k);
-    return channel_op<kChannelBias>(op, channel_bias, first_channel(row))(__ldg(x + row * slice_elems));
+    return Pro::at(params, first_channel(row)).value(__ldg(x + row * slice_elems));
   };
 
   if (threadIdx.x == 0) {
@@ -287,15 +290,13 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       mbarrier_wait(&loaded[slot(k)], use(k));
       Moments acc{0.f, 0.f, 0.f};
       ChannelCursor cursor(first_channel(row), plane);
-      ChannelOp<Op, kChannelBias> op_c{op, 0.f};
+      Pro pro{};
       for (int i = threadIdx.x; i < packs; i += kWorkers) {
-        if (cursor.advance(begin + 4 * i)) op_c = channel_op<kChannelBias>(op, channel_bias, cursor.channel);
+        if (cursor.advance(begin + 4 * i)) pro = Pro::at(params, cursor.channel);
         const float4 v = held[i];
-        const Pack<4> z{{op_c(v.x), op_c(v.y), op_c(v.z), op_c(v.w)}};
-        accumulate(acc, z, Identity{}, pilot);
-        if constexpr (kChannelBias || !std::is_same<Op, Identity>::value) {
-          held[i] = make_float4(z.v[0], z.v[1], z.v[2], z.v[3]);
-        }
+        const float4 z = make_float4(pro.value(v.x), pro.value(v.y), pro.value(v.z), pro.value(v.w));
+        accumulate4(acc, z.x - pilot, z.y - pilot, z.z - pilot, z.w - pilot);
+        if constexpr (!std::is_same<Pro, NoPrologue>::value) held[i] = z;
       }
       // The workers' tree combine (as block_combine), handed to the publisher.
       acc = warp_combine(acc);
@@ -319,14 +320,17 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       const float2 mu = make_float2(stats.x, stats.y);
       ChannelCursor cursor(first_channel(row), plane);
       float scale = 0.f, shift = 0.f;
+      Epi epi{};
+      // v of one value: the epilogue reads y alone (see the header), so z and x are passed as 0.
+      const auto out = [&](float z) { return epi.value(centered(z, mu) * scale + shift, 0.f, 0.f); };
       for (int i = threadIdx.x; i < packs; i += kWorkers) {
         if (cursor.advance(begin + 4 * i)) {
-          scale = stats.z * __ldg(gamma + cursor.channel);
-          shift = __ldg(beta + cursor.channel);
+          scale = gamma ? stats.z * __ldg(gamma + cursor.channel) : stats.z;
+          shift = beta ? __ldg(beta + cursor.channel) : 0.f;
+          epi = Epi::at(params, cursor.channel);
         }
         const float4 z = held[i];
-        held[i] = make_float4(centered(z.x, mu) * scale + shift, centered(z.y, mu) * scale + shift,
-                              centered(z.z, mu) * scale + shift, centered(z.w, mu) * scale + shift);
+        held[i] = make_float4(out(z.x), out(z.y), out(z.z), out(z.w));
       }
       fence_to_async_proxy();  // the producer's bulk store reads these values
       __syncwarp();
@@ -351,7 +355,7 @@ struct OnePassDeviceFacts {
   std::vector<std::pair<size_t, int>> occupancy;  // (dynamic smem bytes, blocks per SM), few entries
 };
 
-template <class Op, int kThreads, bool kChannelBias>
+template <class Pro, class Epi, int kThreads>
 struct OnePassDeviceCache {
   static std::mutex& lock() {
     static std::mutex m;
@@ -362,7 +366,7 @@ struct OnePassDeviceCache {
     return f;
   }
   static const void* kernel() {
-    return reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
+    return reinterpret_cast<const void*>(groupnorm_onepass_kernel<Pro, Epi, kThreads>);
   }
 
   // The facts of `device`, queried on first use. Call with lock() held.
@@ -405,7 +409,7 @@ struct OnePassDeviceCache {
 
 // Team sizes for one slice on this device, or feasible = false. blocks_per_sm blocks share each SM's
 // shared memory: with more than one, one block's waits overlap another's copies and stores.
-template <class Op, int kThreads, bool kChannelBias>
+template <class Pro, class Epi, int kThreads>
 inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_per_sm) {
   OnePassPlan plan{false, kThreads, 0, 0, 0, 0};
   const int64_t rows = shape.batch * shape.groups;
@@ -414,7 +418,7 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   if (!vec || rows == 0 || slice == 0 || slice % 4 || slice >= (int64_t(1) << 31) || blocks_per_sm < 1) {
     return plan;
   }
-  using Cache = OnePassDeviceCache<Op, kThreads, kChannelBias>;
+  using Cache = OnePassDeviceCache<Pro, Epi, kThreads>;
   int device = 0;
   C10_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard<std::mutex> guard(Cache::lock());
@@ -447,15 +451,17 @@ inline OnePassPlan plan_onepass(const GroupShape& shape, bool vec, int blocks_pe
   return OnePassPlan{true, kThreads, int(team_size), int(fitting_teams), chunk, smem};
 }
 
-// One-pass forward of op -> GroupNorm into y (contiguous, same shape as x); mean and rstd as the
-// two-pass forward leaves them. Returns false, having launched nothing, where the planner declines.
-template <class Op, int kThreads, bool kChannelBias>
+// One-pass forward of Pro -> GroupNorm -> Epi into y (contiguous, same shape as x); mean and rstd as the
+// two-pass forward leaves them. gamma, beta: undefined without an affine. Returns false, having launched
+// nothing, where the planner declines.
+template <class Pro, class Epi, int kThreads>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
-                               const float* channel_bias, int blocks_per_sm) {
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps,
+                               RegionParams params, int blocks_per_sm) {
+  static_assert(!DirectGrads<Epi>::value, "this forward takes epilogues of y alone");
   const bool vec = shape.plane_elems % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) &&
                    is_16_byte_aligned(y.data_ptr<float>());
-  const OnePassPlan plan = plan_onepass<Op, kThreads, kChannelBias>(shape, vec, blocks_per_sm);
+  const OnePassPlan plan = plan_onepass<Pro, Epi, kThreads>(shape, vec, blocks_per_sm);
   if (!plan.feasible) return false;
   const int64_t rows = shape.batch * shape.groups;
   const int64_t moment_words = rows * int64_t(plan.team_size) * int64_t(sizeof(Moments) / sizeof(float));
@@ -464,14 +470,14 @@ bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, con
   auto* flag_ptr = reinterpret_cast<unsigned*>(flags.data_ptr<int>());
   OnePassSync sync{reinterpret_cast<Moments*>(published.data_ptr<float>()), flag_ptr, flag_ptr + rows};
   const float* x_ptr = x.data_ptr<float>();
-  const float* gamma_ptr = gamma.data_ptr<float>();
-  const float* beta_ptr = beta.data_ptr<float>();
+  const float* gamma_ptr = gamma.defined() ? gamma.data_ptr<float>() : nullptr;
+  const float* beta_ptr = beta.defined() ? beta.data_ptr<float>() : nullptr;
   float* y_ptr = y.data_ptr<float>();
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   void* args[] = {&x_ptr, &gamma_ptr, &beta_ptr, &y_ptr, &mean_ptr, &rstd_ptr, &sync,
-                  const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &op, &channel_bias};
-  const void* kernel = reinterpret_cast<const void*>(groupnorm_onepass_kernel<Op, kThreads, kChannelBias>);
+                  const_cast<GroupShape*>(&shape), const_cast<OnePassPlan*>(&plan), &eps, &params};
+  const void* kernel = reinterpret_cast<const void*>(groupnorm_onepass_kernel<Pro, Epi, kThreads>);
   C10_CUDA_CHECK(cudaLaunchCooperativeKernel(kernel, dim3(plan.teams * plan.team_size), dim3(kThreads), args,
                                              plan.smem_bytes, at::cuda::getCurrentCUDAStream()));
   return true;

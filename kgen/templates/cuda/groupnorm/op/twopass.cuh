@@ -27,55 +27,9 @@
 // writes per block (dx is the conv output's gradient, so its sum over n, h, w is the bias gradient),
 // and column_sums adds those block sums per channel, in double and in a fixed order. Without the flag
 // the kernels are exactly the plain GroupNorm ones.
+//
+// Needs core/common.cuh, core/sweeps.cuh, core/unary_ops.cuh and groupnorm/statistics.cuh before it.
 namespace kgen {
-
-template <int W>
-struct Pack {
-  static constexpr int kWidth = W;
-  float v[W];
-};
-
-template <int W>
-__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
-  if constexpr (W == 4) {
-    const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
-    return Pack<4>{{f.x, f.y, f.z, f.w}};
-  } else {
-    return Pack<1>{{__ldg(p + i)}};
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
-  if constexpr (W == 4) {
-    reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
-  } else {
-    p[i] = v.v[0];
-  }
-}
-
-// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
-// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
-// loads per thread are in flight at once.
-template <int kBlock, int W, int kInputs, class Body>
-__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
-    Pack<W> v[kUnroll][kInputs];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-#pragma unroll
-      for (int k = 0; k < kInputs; ++k) {
-        if (i < packs) v[u][k] = load_pack<W>(in[k], i);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
-      if (i < packs) body(i, v[u]);
-    }
-  }
-}
 
 template <class Op>
 __device__ __forceinline__ void accumulate(Moments& acc, const Pack<4>& x, const Op& op, float shift) {
@@ -86,35 +40,6 @@ template <class Op>
 __device__ __forceinline__ void accumulate(Moments& acc, const Pack<1>& x, const Op& op, float shift) {
   accumulate1(acc, op(x.v[0]) - shift);
 }
-
-// z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
-__device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
-
-// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
-__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
-  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
-}
-
-// Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
-struct GroupShape {
-  int64_t batch;
-  int64_t channels;
-  int64_t groups;
-  int64_t plane_elems;  // HW: product of the dimensions after the channel
-
-  template <int kGroups>
-  __host__ __device__ __forceinline__ int64_t group_count() const { return kGroups > 0 ? kGroups : groups; }
-  __host__ __device__ __forceinline__ int64_t channels_per_group() const { return channels / groups; }
-  __host__ __device__ __forceinline__ int64_t slice_elems() const { return channels_per_group() * plane_elems; }
-  // (sample, group) row of the statistics for a (sample, channel) plane.
-  template <int kGroups>
-  __device__ __forceinline__ int64_t row_of_plane(int64_t plane) const {
-    const int64_t n = plane / channels;
-    const int64_t c = plane - n * channels;
-    return n * group_count<kGroups>() + c / channels_per_group();
-  }
-};
 
 // ---------------------------------------------------------------- forward kernels
 
@@ -147,61 +72,6 @@ moments_partial_kernel(const float* __restrict__ x, int64_t slice_elems, SplitPl
   sweep<kBlock, W, 1>(in, count / W, [&](int64_t, const Pack<W>(&v)[1]) { accumulate(acc, v[0], f, pilot); });
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
-}
-
-// Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
-struct MomentsD {
-  double n, mu, m2;
-
-  __device__ __forceinline__ void merge(double nb, double mb, double qb) {
-    const double total = n + nb;
-    if (total > 0.0) {
-      const double delta = mb - mu;
-      mu += delta * nb / total;
-      m2 += qb + delta * delta * n * nb / total;
-      n = total;
-    }
-  }
-};
-
-// Merges `count` partial moments (`partial(s)` returns the s-th) across one warp in a fixed order:
-// lane-strided folds, then a fixed shuffle tree. Bitwise reproducible; the result is valid in every lane.
-// Each lane issues kBatch loads before its first merge: the partials sit in L2, and one round trip
-// per batch rather than per partial keeps a merge of hundreds of partials to a few microseconds.
-template <class Partial>
-__device__ __forceinline__ MomentsD warp_merge(int count, Partial&& partial) {
-  constexpr int kBatch = 8;
-  MomentsD m{0.0, 0.0, 0.0};
-  for (int base = threadIdx.x % kWarpSize; base < count; base += kWarpSize * kBatch) {
-    Moments p[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      const int s = base + u * kWarpSize;
-      p[u] = s < count ? partial(s) : Moments{0.f, 0.f, 0.f};
-    }
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
-      if (p[u].count > 0.f) m.merge(p[u].count, p[u].mean, p[u].m2);
-    }
-  }
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const double nb = __shfl_xor_sync(0xffffffffu, m.n, offset);
-    const double mb = __shfl_xor_sync(0xffffffffu, m.mu, offset);
-    const double qb = __shfl_xor_sync(0xffffffffu, m.m2, offset);
-    m.merge(nb, mb, qb);
-  }
-  return m;
-}
-
-// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
-__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
-                                                  float& rstd) {
-  const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
-  const double full_mean = pilot + m.mu;
-  const float hi = static_cast<float>(full_mean);
-  mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
-  rstd = static_cast<float>(1.0 / sqrt(var + eps));
 }
 
 // One warp per (sample, group): combines that slice's chunk moments in double.
@@ -272,79 +142,6 @@ backward_partial_kernel(const float* __restrict__ dy, const float* __restrict__ 
   if (threadIdx.x == 0) partial[blockIdx.x] = sums;
 }
 
-// One warp per (sample, group): plane sums of its channels (kept for the parameter gradients) and
-// the group's two coefficients B, C of dz.
-template <int kGroups, int kBlock>
-__global__ void __launch_bounds__(kBlock)
-backward_group_kernel(const float2* __restrict__ partial, int splits, const float* __restrict__ gamma,
-                      const float* __restrict__ rstd, GroupShape shape, double2* __restrict__ plane_sums,
-                      float2* __restrict__ coef) {
-  const int64_t groups = shape.group_count<kGroups>();
-  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  if (row >= shape.batch * groups) return;  // warp-uniform
-  const int64_t n = row / groups, g = row - n * groups;
-  const int64_t cpg = shape.channels_per_group();
-  double sum_gamma_dy = 0.0, sum_gamma_dy_centered = 0.0;
-  for (int64_t k = lane; k < cpg; k += kWarpSize) {
-    const int64_t c = g * cpg + k;
-    const int64_t plane = n * shape.channels + c;
-    double s0 = 0.0, s1 = 0.0;
-    for (int s = 0; s < splits; ++s) {
-      const float2 p = partial[plane * splits + s];
-      s0 += p.x;
-      s1 += p.y;
-    }
-    plane_sums[plane] = make_double2(s0, s1);
-    sum_gamma_dy += double(gamma[c]) * s0;
-    sum_gamma_dy_centered += double(gamma[c]) * s1;
-  }
-  sum_gamma_dy = warp_sum(sum_gamma_dy);
-  sum_gamma_dy_centered = warp_sum(sum_gamma_dy_centered);
-  if (lane == 0) {
-    const double r = rstd[row];
-    const double d = double(cpg) * double(shape.plane_elems);
-    coef[row] = make_float2(static_cast<float>(-r * r * r / d * sum_gamma_dy_centered),
-                            static_cast<float>(-r / d * sum_gamma_dy));
-  }
-}
-
-// A block of kParamGradThreads per channel: thread t sums its contiguous run of the batch in double, in
-// order, and the runs' sums meet in a fixed tree: deterministic. (One thread a channel looping over the whole
-// batch was latency-bound: H100, L2-27's 16 channels x 1024 samples took 303 us, 128-sample problems 40-50.)
-constexpr int kParamGradThreads = 128;
-
-template <int kGroups>
-__global__ void __launch_bounds__(kParamGradThreads)
-param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restrict__ rstd, GroupShape shape,
-                  float* __restrict__ dgamma, float* __restrict__ dbeta) {
-  __shared__ double2 runs[kParamGradThreads];
-  const int64_t c = blockIdx.x;
-  const int64_t per = (shape.batch + kParamGradThreads - 1) / kParamGradThreads;
-  const int64_t first = threadIdx.x * per;
-  const int64_t last = min(first + per, shape.batch);
-  double dg = 0.0, db = 0.0;
-  for (int64_t n = first; n < last; ++n) {
-    const int64_t plane = n * shape.channels + c;
-    const double2 s = plane_sums[plane];
-    dg += double(rstd[shape.row_of_plane<kGroups>(plane)]) * s.y;
-    db += s.x;
-  }
-  runs[threadIdx.x] = make_double2(dg, db);
-  __syncthreads();
-  for (int stride = kParamGradThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      runs[threadIdx.x].x += runs[threadIdx.x + stride].x;
-      runs[threadIdx.x].y += runs[threadIdx.x + stride].y;
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    dgamma[c] = static_cast<float>(runs[0].x);
-    dbeta[c] = static_cast<float>(runs[0].y);
-  }
-}
-
 // kChannelBias: the block also sums the dx it writes, into bias_partial[(n splits + split) C + c]
 // (one row of C values per (sample, split), as column_sums reads them).
 template <class Op, int kGroups, int kBlock, bool kVec, bool kChannelBias>
@@ -386,68 +183,6 @@ backward_apply_kernel(const float* __restrict__ dy, const float* __restrict__ x,
   }
 }
 
-// ---------------------------------------------------------------- conv bias gradient
-
-// out[c] = sum over r of partial[r][c] for a (rows, cols) row-major partial, in double and in a fixed
-// order. A block takes 32 adjacent columns (a warp reads 32 adjacent floats) and a run of rows; its
-// warps stride the run, each lane keeping one column's sum; the warps' sums are added in warp order,
-// one double per (run, column), and column_sum_finalize adds the runs in run order.
-template <int kBlock>
-__global__ void __launch_bounds__(kBlock)
-column_sum_partial_kernel(const float* __restrict__ partial, int64_t rows, int64_t cols, int64_t col_tiles,
-                          int64_t rows_per_run, double* __restrict__ run_sums) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  __shared__ double per_warp[kWarps][kWarpSize];
-  const int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-  const int64_t run = blockIdx.x / col_tiles;
-  const int64_t c = (blockIdx.x % col_tiles) * kWarpSize + lane;
-  const int64_t end = min(rows, (run + 1) * rows_per_run);
-  double sum = 0.0;
-  if (c < cols) {
-    for (int64_t r = run * rows_per_run + warp; r < end; r += kWarps) sum += __ldg(partial + r * cols + c);
-  }
-  per_warp[warp][lane] = sum;
-  __syncthreads();
-  if (warp == 0 && c < cols) {
-    double total = 0.0;
-    for (int w = 0; w < kWarps; ++w) total += per_warp[w][lane];
-    run_sums[run * cols + c] = total;
-  }
-}
-
-__global__ void column_sum_finalize_kernel(const double* __restrict__ run_sums, int64_t runs, int64_t cols,
-                                           float* __restrict__ out) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= cols) return;
-  double total = 0.0;
-  for (int64_t r = 0; r < runs; ++r) total += run_sums[r * cols + c];
-  out[c] = static_cast<float>(total);
-}
-
-// ---------------------------------------------------------------- host side
-
-// Calls f with the group count as a compile-time constant when it is the specialised one, else 0
-// (the generic kernels, which read it at run time): an unspecialised shape is slower, never wrong.
-template <int kSpecialisedGroups, class F>
-inline void dispatch_groups(int64_t groups, F&& f) {
-  if (groups == kSpecialisedGroups) {
-    f(std::integral_constant<int, kSpecialisedGroups>{});
-  } else {
-    f(std::integral_constant<int, 0>{});
-  }
-}
-
-template <class F>
-inline void dispatch_vec(bool vec, F&& f) {
-  if (vec) {
-    f(std::true_type{});
-  } else {
-    f(std::false_type{});
-  }
-}
-
-inline float2* as_float2(const at::Tensor& t) { return reinterpret_cast<float2*>(t.data_ptr<float>()); }
-
 inline GroupShape check_groupnorm_input(const at::Tensor& x, const at::Tensor& gamma,
                                         const at::Tensor& beta, int64_t groups) {
   check_float_cuda(x, "input");
@@ -473,27 +208,6 @@ inline void check_channel_bias(const at::Tensor& bias, int64_t channels, const a
               "), got ", str(bias.sizes()));
   TORCH_CHECK(bias.device() == device, "kgen: convolution bias is on ", bias.device().str(), " but the input is on ",
               device.str());
-}
-
-// out (C) = the column sums of partial (rows, C), see column_sum_partial_kernel: about a thousand blocks
-// at most, each warp lane adding a few dozen rows.
-template <int kBlock>
-void column_sums(const at::Tensor& partial, at::Tensor& out) {
-  constexpr int64_t kWarps = kBlock / kWarpSize;
-  const int64_t rows = partial.size(0), cols = partial.size(1);
-  const int64_t col_tiles = blocks_for(cols, kWarpSize);
-  const int64_t max_runs = std::max<int64_t>(1, 1024 / col_tiles);
-  const int64_t runs_wanted = std::min(max_runs, std::max<int64_t>(1, blocks_for(rows, kWarps * 16)));
-  const int64_t rows_per_run = blocks_for(rows, runs_wanted);
-  const int64_t runs = blocks_for(rows, rows_per_run);
-  auto run_sums = at::empty({runs, cols}, partial.options().dtype(at::kDouble));
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  column_sum_partial_kernel<kBlock><<<runs * col_tiles, kBlock, 0, stream>>>(
-      partial.data_ptr<float>(), rows, cols, col_tiles, rows_per_run, run_sums.data_ptr<double>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  column_sum_finalize_kernel<<<blocks_for(cols, 128), 128, 0, stream>>>(run_sums.data_ptr<double>(), runs, cols,
-                                                                       out.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // A bias tensor's data for the kernels: nullptr without kChannelBias (the kernels never read it then).
@@ -573,11 +287,21 @@ void groupnorm_normalize(const at::Tensor& x, const at::Tensor& mean, const at::
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// One pass per slice when it fits on chip (groupnorm/op/onepass.cuh); false, launching nothing, if not.
-template <class Op, int kThreads, bool kChannelBias>
+// One pass per slice when it fits on chip (groupnorm/onepass/onepass.cuh); false, launching nothing, if not.
+template <class Pro, class Epi, int kThreads>
 bool groupnorm_forward_onepass(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, at::Tensor& y,
-                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps, Op op,
-                               const float* channel_bias, int blocks_per_sm);
+                               at::Tensor& mean, at::Tensor& rstd, const GroupShape& shape, double eps,
+                               RegionParams params, int blocks_per_sm);
+
+// op(x + bias[c]) as a region prologue (groupnorm/region.cuh), for the one-pass forward: the bias is its one
+// parameter.
+template <class Op, bool kChannelBias>
+struct OpPrologue {
+  static constexpr int kParams = kChannelBias ? 1 : 0;
+  float bias;
+  __device__ static OpPrologue at(const RegionParams& p, int64_t c) { return {kChannelBias ? p.prologue.at(0, c) : 0.f}; }
+  __device__ __forceinline__ float value(float x) const { return Op{}(kChannelBias ? x + bias : x); }
+};
 
 // Forward of op -> GroupNorm: returns {y, mean, rstd}. kChannelBias: of op(x + channel_bias[c]).
 // kOnePassThreads > 0: the one-pass kernel, that many threads per block and `onepass_blocks_per_sm` blocks
@@ -601,8 +325,11 @@ std::vector<at::Tensor> groupnorm_forward(const at::Tensor& input, const at::Ten
   if constexpr (kOnePassThreads > 0) {
     auto mean = at::empty({shape.batch, shape.groups, 2}, x.options());
     auto rstd = at::empty({shape.batch, shape.groups}, x.options());
-    if (groupnorm_forward_onepass<Op, kOnePassThreads, kChannelBias>(x, gamma, beta, y, mean, rstd, shape, eps, op,
-                                                                      bias, onepass_blocks_per_sm)) {
+    RegionParams params{};
+    params.prologue.ptr[0] = bias;
+    params.prologue.stride[0] = 1;
+    if (groupnorm_forward_onepass<OpPrologue<Op, kChannelBias>, NoEpilogue, kOnePassThreads>(
+            x, gamma, beta, y, mean, rstd, shape, eps, params, onepass_blocks_per_sm)) {
       return {y, mean, rstd};
     }
   }

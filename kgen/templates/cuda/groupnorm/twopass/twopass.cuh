@@ -86,13 +86,6 @@ constexpr bool saves_extreme_x() {
   return R == ReduceKind::kWindow && window_sums_sparse<Epi, O>();
 }
 
-// Whether the epilogue's backward adds direct gradients of z or x (a residual of either: dz, dx), besides dy. A
-// generated epilogue says (kDirectGrads); a functor that does not say is taken to add them.
-template <class Epi, class = void>
-struct DirectGrads : std::true_type {};
-template <class Epi>
-struct DirectGrads<Epi, std::void_t<decltype(Epi::kDirectGrads)>> : std::bool_constant<Epi::kDirectGrads> {};
-
 // A window max / min whose first backward pass reads only the extremes (window_sums_sparse) and whose epilogue has no
 // direct gradients: that pass also writes each window's dy (the extreme's; every other value's is 0), and the second
 // pass reads it in dout's place instead of running the epilogue's backward at every value (groupnorm/twopass/window_backward.cuh).
