@@ -874,8 +874,8 @@ struct Reducer<ReduceOp::kLogSumExp> {
   using T = LsePartial;
   static constexpr bool kSumLike = false;
   __device__ static T empty() { return LsePartial{-INFINITY, 0.f}; }
-  // exp(-|v - max|) rescales the sum when v is the new maximum and is the new term otherwise (as
-  // groupnorm/op/tail_lse.cuh's lse_push); v == max (also +inf == +inf) adds exp(0).
+  // exp(-|v - max|) rescales the sum when v is the new maximum and is the new term otherwise: one exp a value;
+  // v == max (also +inf == +inf) adds exp(0).
   __device__ __forceinline__ static void push(T& a, float v, int) {
     if (v == -INFINITY) return;
     const float d = v == a.max ? 0.f : v - a.max;

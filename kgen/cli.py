@@ -93,11 +93,11 @@ def main():
 
 @main.command("list")
 def list_specs():
-    """Every spec, with the parameters its templates take."""
+    """Every preset: its bundled reference and the options it takes."""
     for spec in REGISTRY.values():
         marker = " (default)" if spec.name == DEFAULT_SPEC else ""
         click.echo(f"{spec.name}{marker}: {spec.title}")
-        click.echo(f"    {spec.summary}")
+        click.echo(f"    planned from kgen/specs/references/{spec.reference_file}")
         for p in spec.params:
             allowed = f" one of {', '.join(map(str, p.choices))}" if p.choices else ""
             click.echo(f"    {p.flag:<14} default {p.default!s:<6}{allowed}  {p.help}")

@@ -1,6 +1,7 @@
-"""Declarative problem descriptions (one `Spec` per supported problem), in the manner of CUTLASS's
-operation descriptions: a spec names its reference, its default init arguments and input shapes, the
-template that renders it, and the parameters that template is specialised by."""
+"""Presets (one `Spec` per bundled problem), in the manner of CUTLASS's operation descriptions: a preset names its
+bundled reference, its default init arguments and input shapes, and the options it takes with their defaults. The
+planner renders it (kgen/emit.py: emit_preset); a preset with templates of its own (L2-19's --conv fused) names them
+too, for the options only they implement."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -87,22 +88,23 @@ class Spec:
     name: str
     title: str                      # e.g. "KernelBench L1-35: GroupNorm"
     reference_file: str             # a file in kgen/specs/references/, KernelBench format
-    template: str                   # the solution's Python template, a path under kgen/templates/
-    bindings: str                   # the CUDA template that instantiates the kernels for the parameters
-    cuda_parts: tuple               # plain CUDA building blocks (kgen/templates/cuda/), in include order
-    functions: tuple                # the host functions the bindings export to Python
     init_args: dict                 # the reference's get_init_inputs(), by __init__ argument name, in order
     input_shapes: tuple             # the reference's get_inputs() shapes
     channels_arg: str               # which init argument is the GroupNorm channel count
     groups_arg: str                 # which init argument is the GroupNorm group count
     params: tuple = field(default_factory=tuple)
+    # Only a preset with templates of its own (rendered where planned() is False):
+    template: str | None = None     # the solution's Python template, a path under kgen/templates/
+    bindings: str | None = None     # the CUDA template that instantiates the kernels for the parameters
+    cuda_parts: tuple = ()          # plain CUDA building blocks (kgen/templates/cuda/), in include order
+    functions: tuple = ()           # the host functions the bindings export to Python
     summary: str = ""
     context: dict = field(default_factory=dict)  # constant template values, see template_context()
 
     def planned(self, params: dict) -> bool:
         """Whether the planner renders this parameter set (kgen emit --ref on the bundled reference): every option
         but the ones only the preset's own templates have (L2-19's --conv fused)."""
-        return params.get("conv") != "fused"
+        return self.template is None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)

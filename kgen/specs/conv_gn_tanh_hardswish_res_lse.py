@@ -5,15 +5,9 @@ SPEC = Spec(
     name="conv-gn-tanh-hardswish-res-lse",
     title="KernelBench L2-92: Conv2d -> GroupNorm -> Tanh -> HardSwish -> residual add -> LogSumExp",
     reference_file="level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py",
-    template="conv_gn_lse/solution.py.j2",
-    bindings="conv_gn_lse/bindings.cu.j2",
-    cuda_parts=("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "groupnorm/op/tail_lse.cuh"),
-    functions=("conv_gn_lse_forward", "conv_gn_lse_backward"),
     init_args={"in_channels": 8, "out_channels": 64, "kernel_size": 3, "groups": 16},
     input_shapes=((128, 8, 128, 128),),
     channels_arg="out_channels",
     groups_arg="groups",
     params=(groups_param(16), BLOCK_SIZE),
-    summary="cuDNN Conv2d (bias fused into the tail), GroupNorm statistics, then one fused "
-            "GN/Tanh/HardSwish/residual/LogSumExp sweep; backward recomputes everything from the conv output",
 )

@@ -23,39 +23,34 @@ FUSED_NOTE = (
 
 
 class ConvTransposeGeluGroupNorm(Spec):
+    """The planner renders every option but --conv fused, which the preset's own templates render: kgen's wgmma conv
+    and its gradients, the Op-templated GroupNorm kernels where it does not apply, the layout copies around cuDNN's
+    conv backward where kgen's gradients do not apply."""
+
+    def planned(self, params):
+        return params["conv"] != "fused"
+
     def cuda_parts_for(self, params):
-        if params["conv"] == "fast":   # channels-last kernels (two passes) and the layout copies around the conv
-            return self.cuda_parts + ("groupnorm/op/nhwc.cuh", "core/layout.cuh")
-        if params["conv"] == "fused":  # kgen's wgmma conv and its gradients; the exact mode's kernels where it does
-            # not apply; the layout copies around cuDNN's conv backward where kgen's gradients do not apply
-            return super().cuda_parts_for(params) + ("core/layout.cuh", "groupnorm/op/backward_channels_last.cuh", "conv/convt_common.cuh",
-                                                      "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
-                                                      "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
-        return super().cuda_parts_for(params)
+        return super().cuda_parts_for(params) + (
+            "core/layout.cuh", "groupnorm/op/backward_channels_last.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh",
+            "conv/convt_wgmma_host.cuh", "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
 
     def functions_for(self, params):
-        extra = {"fast": ("to_channels_last", "to_contiguous_nchw"),
-                 "fused": ("convt_fused_unsupported", "convt_fused_forward", "convt_fused_inference",
-                           "groupnorm_backward_channels_last", "convt_fused_conv_backward")}
-        return self.functions + extra.get(params["conv"], ())
+        return self.functions + ("convt_fused_unsupported", "convt_fused_forward", "convt_fused_inference",
+                                 "groupnorm_backward_channels_last", "convt_fused_conv_backward")
 
     def template_context(self, params):
         # channel_bias: the conv runs without its bias, which the GroupNorm kernels add (and differentiate).
-        layout = "nhwc" if params["conv"] == "fast" else "nchw"
-        onepass = onepass_context(params) if layout == "nchw" else onepass_context({})
-        fused = params["conv"] == "fused"
-        return {"op": GELU_OPS[params["gelu"]], "layout": layout, "channel_bias": True, "conv_fused": fused,
-                "layout_copies": layout == "nhwc", **onepass}
+        return {"op": GELU_OPS[params["gelu"]], "layout": "nchw", "channel_bias": True, "conv_fused": True,
+                "layout_copies": False, **onepass_context(params)}
 
     def matching_reference_path(self, params):
         return REFERENCES / TANH_REFERENCE if params["gelu"] == "tanh" else self.reference_path(params)
 
     def summary_for(self, params):
-        if params["conv"] == "fused":
-            return ("kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its "
-                    "epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input and weight "
-                    "gradients")
-        return super().summary_for(params)
+        return ("kgen's wgmma ConvTranspose2d (TF32, sm_90a) with bias, GELU and the GroupNorm moments in its "
+                "epilogue, then the normalise sweep; backward: GroupNorm kernels, kgen's wgmma input and weight "
+                "gradients")
 
     def notes(self, params):
         notes = []
@@ -74,7 +69,8 @@ SPEC = ConvTransposeGeluGroupNorm(
     reference_file="level2_19_convtranspose2d_gelu_groupnorm.py",
     template="convt_gelu_groupnorm/solution.py.j2",
     bindings="groupnorm/bindings.cu.j2",
-    cuda_parts=("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh"),
+    cuda_parts=("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh",
+                "groupnorm/region.cuh", "groupnorm/op/twopass.cuh"),
     functions=("groupnorm_forward", "groupnorm_backward"),
     init_args={"in_channels": 64, "out_channels": 64, "kernel_size": 3, "stride": 1, "groups": 8, "num_groups": 8},
     input_shapes=((128, 64, 256, 256),),
@@ -85,12 +81,11 @@ SPEC = ConvTransposeGeluGroupNorm(
         BLOCK_SIZE,
         Param("gelu", str, "erf", "GELU variant: erf (exact, the reference's) or tanh (approximation)",
               choices=("erf", "tanh")),
-        Param("conv", str, "exact", "exact: the reference's NCHW cuDNN call (bit-identical conv output); "
-              "fast: channels-last cuDNN (TF32 rounding differs); with --ref, every 2-D or 3-D convolution a region "
-              "reads runs channels-last; fused (this spec only): kgen's own wgmma ConvTranspose2d (sm_90a, TF32) with "
-              "bias, GELU and the GroupNorm moments in its epilogue", choices=("exact", "fast", "fused")),
+        Param("conv", str, "exact", "exact: every convolution as the reference calls it (bit-identical output); "
+              "fast: every 2-D or 3-D convolution a region reads runs channels-last (cuDNN's NHWC kernels; TF32 "
+              "rounding may differ); fused (this preset only, not yet --ref): kgen's own wgmma ConvTranspose2d "
+              "(sm_90a, TF32) with bias, GELU and the GroupNorm moments in its epilogue",
+              choices=("exact", "fast", "fused")),
         FORWARD,
     ),
-    summary="cuDNN ConvTranspose2d without its bias, then bias + GELU fused into GroupNorm's statistics, normalise "
-            "and backward sweeps",
 )
