@@ -20,6 +20,7 @@ from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
+from kgen.specs.base import ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/): every region, element-wise and batch
 # norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
@@ -40,9 +41,6 @@ ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 CHANNELS_LAST_PARTS = ("core/layout.cuh", "groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
 BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
-# The one-pass forward's block shape, chosen on an H100 (L1-35: 7.20 ms against 7.55 for two passes; docs/kernels.md).
-ONEPASS_THREADS = 512
-ONEPASS_BLOCKS_PER_SM = 1
 FORWARDS = ("two-pass", "one-pass")
 
 

@@ -50,8 +50,9 @@ def block_size_param(default: int) -> Param:
 
 BLOCK_SIZE = block_size_param(256)
 
-# The one-pass forward's block shape (groupnorm/onepass/onepass.cuh), chosen on an H100:
-# benchmarks/h100/onepass_pipeline/README.md.
+# The one-pass forward's block shape (groupnorm/onepass/onepass.cuh), for the planner and the fused preset alike:
+# 512 threads, one block an SM, the fastest of the shapes measured at L1-35 on an H100 (7.20 ms, against 7.55 for
+# two passes; `git show 9668871:benchmarks/h100/onepass_pipeline/README.md` has every shape tried).
 ONEPASS_THREADS = 512
 ONEPASS_BLOCKS_PER_SM = 1
 

@@ -83,7 +83,7 @@ SPEC = ConvTransposeGeluGroupNorm(
               choices=("erf", "tanh")),
         Param("conv", str, "exact", "exact: every convolution as the reference calls it (bit-identical output); "
               "fast: every 2-D or 3-D convolution a region reads runs channels-last (cuDNN's NHWC kernels; TF32 "
-              "rounding may differ); fused (this preset only, not yet --ref): kgen's own wgmma ConvTranspose2d "
+              "rounding may differ); fused (this preset only; --ref refuses it): kgen's own wgmma ConvTranspose2d "
               "(sm_90a, TF32) with bias, GELU and the GroupNorm moments in its epilogue",
               choices=("exact", "fast", "fused")),
         FORWARD,

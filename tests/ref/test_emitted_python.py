@@ -16,8 +16,8 @@ from kgen.ref.trace import RefError
 
 HERE = Path(__file__).parent
 OWN = sorted((HERE / "references").glob("*.py"))
-# References written to probe the planner (session 20): each emitted and validated on an H100
-# (benchmarks/h100/s20/run5, run6).
+# References written to probe the planner: each emitted and validated on an H100
+# (`git show fc1f713:benchmarks/h100/s20/`).
 PROBE = sorted((HERE / "probe").glob("*.py"))
 
 
