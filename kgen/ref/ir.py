@@ -76,6 +76,10 @@ class Operand:
     kind: OperandKind
     ref: object
 
+    def __post_init__(self):
+        if not isinstance(self.kind, OperandKind):   # a bare word would make every is_* test false
+            raise TypeError(f"Operand kind must be an OperandKind, got {self.kind!r}")
+
     @classmethod
     def of_value(cls, name: str) -> Operand:
         return cls(OperandKind.VALUE, name)
@@ -103,6 +107,8 @@ class Operand:
 
 @dataclass
 class PwNode:
+    """One element-wise op of a DAG: the fx node it computes (`name`), its op (a key of ops.OPS, the open table a new
+    op joins as one row, so a name rather than an enum), its operands and its named constants (floats)."""
     name: str
     op: str
     operands: list

@@ -84,3 +84,49 @@ def test_forward_writes_only_the_statements_the_return_needs():
                   Statement(None, frozenset({"z", "y"}), "return z, y")]
     assert [s.text for s in live_statements(statements)] == ["y = self.conv(x)", "z = _Region0.apply(y)",
                                                              "return z, y"]
+
+
+SLICE_BOUND = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.gn = nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        y = torch.relu(self.gn(self.conv(x)))
+        d = y.device
+        n = y.size(1) // 2
+        return y[:, :n] * 2.0
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 10, 10)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_size_read_as_a_slice_bound_is_written_and_an_unread_value_is_not(tmp_path):
+    """forward keeps `floordiv`, read only as a slice's bound, and the size it is computed from; `y.device`, read by
+    nothing, is never written."""
+    from kgen.ref.codegen import solution_context
+
+    path = tmp_path / "slice_bound.py"
+    path.write_text(SLICE_BOUND)
+    lines = solution_context(make_plan(load_reference(path)))["forward_lines"]
+    assert lines[2:] == ["size = relu.size(1)", "floordiv = size // 2",
+                         "getitem = relu[(slice(None, None, None), slice(None, floordiv, None))]",
+                         "mul = _Pointwise0.apply(getitem)", "return mul"]
+    assert not any(".device" in line for line in lines)
+
+
+def test_an_operand_kind_is_never_a_bare_word():
+    with pytest.raises(TypeError, match="OperandKind"):
+        Operand("value", "x")
