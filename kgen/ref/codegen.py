@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-import re
 from dataclasses import dataclass
 
 import torch
@@ -345,12 +344,27 @@ def _read_as_constant(name: str, value: float, nodes) -> bool:
     """Whether an int attribute of the model is what a node's baked constant came from: the node's source line reads
     `self.<name>` and the node uses that value (`y * self.k`). An int equal to a constant by chance (in_channels = 3
     beside hardswish's 3) is not checked: unlike a float, an int often is."""
-    pattern = re.compile(rf"\bself\.{re.escape(name)}\b")
     for node in nodes:
         used = {float(v) for v in node.consts.values()} | {float(o.ref) for o in node.operands if o.is_scalar}
-        if value in used and pattern.search(node.line or ""):
+        if value in used and reads_attribute(node.line or "", name):
             return True
     return False
+
+
+def reads_attribute(line: str, name: str) -> bool:
+    """Whether a source line reads `self.<name>` as a whole word (`self.k`, not `self.k2` nor `myself.k`)."""
+    text = f"self.{name}"
+    start = line.find(text)
+    while start >= 0:
+        end = start + len(text)
+        if not _word_character(line[start - 1:start]) and not _word_character(line[end:end + 1]):
+            return True
+        start = line.find(text, start + 1)
+    return False
+
+
+def _word_character(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def init_extra(plan: Plan) -> list[str]:

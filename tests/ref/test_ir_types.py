@@ -130,3 +130,11 @@ def test_a_size_read_as_a_slice_bound_is_written_and_an_unread_value_is_not(tmp_
 def test_an_operand_kind_is_never_a_bare_word():
     with pytest.raises(TypeError, match="OperandKind"):
         Operand("value", "x")
+
+
+def test_an_attribute_is_read_as_a_whole_word():
+    from kgen.ref.codegen import reads_attribute
+
+    assert reads_attribute("y = x * self.k", "k") and reads_attribute("self.k", "k")
+    assert not reads_attribute("y = x * self.k2", "k") and not reads_attribute("y = myself.k", "k")
+    assert reads_attribute("y = myself.k + self.k", "k") and not reads_attribute("", "k")
