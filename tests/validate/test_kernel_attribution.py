@@ -42,7 +42,7 @@ def test_source_kernel_names_of_a_hand_written_and_a_generated_file():
         "scale_kernel", "atomic_bin_sum_kernel"}
     text = (GENERATED / "convt_gelu_groupnorm.py").read_text()
     names = source_kernel_names(text)
-    assert {"moments_partial_kernel", "normalize_kernel", "param_grad_kernel", "column_sum_finalize_kernel"} <= names
+    assert {"stats_partial_kernel", "plane_forward_kernel", "param_grad_kernel", "column_sum_finalize_kernel"} <= names
     assert len(names) >= 8 and "void" not in names and "__launch_bounds__" not in names
 
 
