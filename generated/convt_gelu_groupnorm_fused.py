@@ -4059,7 +4059,7 @@ std::vector<at::Tensor> convt_fused_conv_backward(at::Tensor grad_z, at::Tensor 
 std::vector<at::Tensor> convt_fused_forward(at::Tensor x, at::Tensor weight, at::Tensor conv_bias, at::Tensor gamma,
                                             at::Tensor beta, int64_t groups, double eps, std::vector<int64_t> padding) {
   // The conv's input by the bulk path where it applies (H100, L2-19: conv + moments 3.56-3.64 ms against the
-  // 4-byte copies' 3.69-3.70, session 35).
+  // 4-byte copies' 3.69-3.70).
   auto zs = kgen::convt::convt_wgmma_moments<InputOp>(x, weight, conv_bias, groups, eps, padding, InputOp{},
                                                       /*z_with_bias=*/false, /*chunks_in_flight=*/2,
                                                       /*l2_prefetch=*/false, /*pitch_align=*/4, /*bulk_input=*/true);
