@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 import operator
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from kgen import __version__
@@ -20,7 +20,7 @@ from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
-from kgen.specs.base import ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
+from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/): every region, element-wise and batch
 # norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
@@ -41,7 +41,6 @@ ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 CHANNELS_LAST_PARTS = ("core/layout.cuh", "groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
 BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
-FORWARDS = ("two-pass", "one-pass")
 
 
 def cuda_parts(context: dict) -> tuple:

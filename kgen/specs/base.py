@@ -56,12 +56,16 @@ BLOCK_SIZE = block_size_param(256)
 ONEPASS_THREADS = 512
 ONEPASS_BLOCKS_PER_SM = 1
 
+# The forward's modes, for the presets' --forward and kgen emit --ref's alike.
+FORWARDS = ("two-pass", "one-pass")
+
+
 def forward_param(default: str) -> Param:
     return Param("forward", str, default,
                  "one-pass: each (sample, group) slice held in the shared memory of a team of blocks where the "
                  "planner finds it fits this GPU (Hopper bulk copies: sm_90 and newer; two passes elsewhere); "
                  "two-pass: statistics sweep, then normalise sweep. Channels-last input (--conv fast) always "
-                 "takes two passes", choices=("two-pass", "one-pass"))
+                 "takes two passes", choices=FORWARDS)
 
 
 # L2-19 keeps two passes by default: its one-pass forward is validated but was not timed.
