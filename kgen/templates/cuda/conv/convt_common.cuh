@@ -1,5 +1,6 @@
-// ---- conv/convt_common.cuh: what kgen's ConvTranspose2d kernels share (conv/convt_igemm.cuh: mma.sync, every stride;
-// conv/convt_wgmma.cuh: wgmma, stride 1): the checked shape, and the merge of their per-tile GroupNorm moments ----
+// ---- conv/convt_common.cuh: what kgen's ConvTranspose2d kernels share (conv/convt_wgmma.cuh: the conv at stride 1,
+// wgmma; conv/convt_wgrad.cuh: its weight gradient): the checked shape, and the merge of the conv's per-tile GroupNorm
+// moments ----
 namespace kgen {
 namespace convt {
 
@@ -56,17 +57,15 @@ inline int64_t transposed_size(int64_t in, int64_t kernel, int64_t stride, int64
   return (in - 1) * stride - 2 * pad + kernel + out_pad;
 }
 
-inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t groups,
-                             std::vector<int64_t> stride, std::vector<int64_t> padding,
-                             std::vector<int64_t> output_padding) {
+// The shape of conv_transpose2d(x, weight) (its bias, if any, belongs to the caller's region prologue), with the
+// GroupNorm's groups over its C_out = weight.size(1) output channels; a clear error where the arguments are not one.
+inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, int64_t groups, std::vector<int64_t> stride,
+                             std::vector<int64_t> padding, std::vector<int64_t> output_padding) {
   check_float_cuda(x, "input");
   check_float_cuda(weight, "ConvTranspose2d weight");
-  check_float_cuda(bias, "ConvTranspose2d bias");
   TORCH_CHECK(x.dim() == 4, "kgen: ConvTranspose2d input must be (N, C, H, W), got ", str(x.sizes()));
   TORCH_CHECK(weight.dim() == 4 && weight.size(0) == x.size(1), "kgen: ConvTranspose2d weight must be (",
               str(x.size(1)), ", C_out, kH, kW) for this input, got ", str(weight.sizes()));
-  TORCH_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(1), "kgen: ConvTranspose2d bias must have shape (",
-              str(weight.size(1)), "), got ", str(bias.sizes()));
   TORCH_CHECK(stride.size() == 2 && padding.size() == 2 && output_padding.size() == 2,
               "kgen: stride, padding and output_padding take two values each");
   TORCH_CHECK(groups > 0 && weight.size(1) % groups == 0, "kgen: ", str(weight.size(1)),

@@ -1,6 +1,8 @@
-// ---- conv/convt_wgmma.cuh: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading the
-// NCHW input as it is, with the bias, an element-wise op and the GroupNorm moments of op(output) in its epilogue
-// (L2-19 `--conv fused`; conv/convt_igemm.cuh is the portable mma.sync path for every stride) ----
+// ---- conv/convt_wgmma.cuh: ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma, sm_90a), reading
+// the NCHW input as it is, with the GroupNorm moments of a region prologue's values of its output in its epilogue
+// (groupnorm/region.cuh: the prologue maps the conv's output, the region's x, to the GroupNorm's input; the conv's bias
+// is one of its parameters). The conv itself, without its bias, is what it stores (z below): every later sweep and the
+// backward recompute the prologue from it, as the region kernels do from any library op's output ----
 //
 // The conv as a GEMM per sample: D[co, f] = sum over (ci, tap) of W[co, (ci, tap)] * X[(ci, tap), f], where f is an
 // output pixel. wgmma wants both operands K-major in shared memory (K = input channels, 4 of them per 16 bytes),
@@ -30,18 +32,18 @@
 //   convt_wgmma_weights_kernel, arrive as one bulk (TMA) copy. Stages change hands by mbarriers: `full`
 //   (128 producer arrivals and the copy's bytes), `empty` (each consumer warp, once its wgmma have read the stage).
 //   Where the caller asks and the shape allows, the input takes the bulk path instead (wgmma_produce_bulk:
-//   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding pass): the fused forward and
+//   bulk copies of raw NCHW runs into raw slots, then a transposing, rounding sweep): the fused forward and
 //   convt_wgmma_infer do (the input gradient keeps the copies).
 // - Two consumer warpgroups multiply: 256 pixels each (N of m64n256k8) by 64 output channels (M; more channels
 //   take more tiles), every tap of a chunk as one wgmma group.
 // - Their epilogue turns the accumulators around through a staging tile in shared memory, 64 channels x 32 pixels
-//   at a time, in one rolled loop: z = acc + bias (a separately rounded add, as PyTorch's) stored as 16-byte runs,
-//   op(z) folded into per-thread moments shifted by op(bias), combined over the lanes of a channel, then over the
-//   two warpgroups and the channels of each group in a fixed order: one partial per (sample, group, pixel tile,
-//   channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics. Meanwhile the
-//   producer loads the next tile's first chunks.
+//   at a time, in one rolled loop: the accumulators stored as 16-byte runs, the prologue's values of them folded
+//   into per-thread moments shifted by its value at 0 (op(bias) for a prologue op(x + bias)), combined over the
+//   lanes of a channel, then over the two warpgroups and the channels of each group in a fixed order: one partial
+//   per (sample, group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic,
+//   no atomics. Meanwhile the producer loads the next tile's first chunks.
 // - Registers: 168 a thread at launch (65536 / 384); setmaxnreg moves them from the producer (88 where the bulk path
-//   is compiled in: its pass holds 8 positions' 32 values, and at 72 ptxas spilled its per-tile state; else 56, it
+//   is compiled in: its sweep holds 8 positions' 32 values, and at 72 ptxas spilled its per-tile state; else 56, it
 //   holds no data) to the consumers (208, or 224: the 128 accumulators and the epilogue's values in flight; no spills
 //   at 208, and the conv is no slower there: 3.44 ms against 3.47-3.53 at 72 / 216, H100, L2-19). ptxas
 //   allocates each branch of the role split within its own count; 128 x 88 + 256 x 208 (64512) and 128 x 56 + 256 x
@@ -69,7 +71,7 @@ constexpr int kWgChunk = 8;                               // K of one wgmma: inp
 constexpr int kWgMinStages = 2, kWgMaxStages = 4;         // the ring: as many as shared memory holds
 constexpr int kWgMinRawSlots = 2, kWgMaxRawSlots = 6;     // the bulk input path's raw slots (wgmma_produce_bulk)
 constexpr int kRawChannels = 4;                           // a raw slot: half a chunk, one 16-byte unit's channels
-constexpr int kPassBatch = 8;                             // the bulk path's pass: positions a thread has in flight
+constexpr int kPassBatch = 8;                             // the bulk path's sweep: positions a thread has in flight
 constexpr int kWgThreads = 128 * (kWgProducers + kWgConsumers);  // the producers first
 
 // Where a problem's frame and tiles fall; planned on the host.
@@ -82,7 +84,6 @@ struct WgmmaGeometry {
   int chunks;         // K chunks: ceil(C_in / 8)
   int channel_tiles;  // ceil(C_out / 64)
   int stages;         // the ring's length
-  bool z_with_bias;   // z = conv + bias (else the conv alone; the moments are of op(conv + bias) either way)
   int chunks_in_flight;  // a producer thread's chunks of copies in flight as it issues the next: 2 or 3
   bool l2_prefetch;   // channels-last input: each copy asks L2 for the position's 256 bytes (the later chunks');
                       // no faster: 3.80-3.86 ms with or without (H100, L2-19); the kernels emitted leave it off
@@ -303,7 +304,7 @@ struct WgmmaTile {
 // kPart: 0 the whole kernel. For timing only: 1 the main loop alone (no epilogue); 2 the epilogue alone (on zero
 // accumulators, nothing loaded); the main loop with the producer filling each stage once, then loading only:
 // 4 nothing (the wgmma alone), 5 the weights, 6 the input; 7 the whole kernel but the epilogue's stores of z;
-// 8 and 9, the bulk input path's main loop with each stage's weights copied once, and without its transposing pass.
+// 8 and 9, the bulk input path's main loop with each stage's weights copied once, and without its transposing sweep.
 
 // 4 bytes from shared memory at a 32-bit shared address.
 __device__ __forceinline__ float load_shared(uint32_t address) {
@@ -386,8 +387,8 @@ __device__ __forceinline__ void copy_async_wait() {
 // 16-byte copy a unit (C_in % 4 == 0), unit u = 2 p + half of the chunk a thread's if u = tid mod 128: a warp reads
 // 32 contiguous bytes a position. (A quarter-warp filling 128 contiguous bytes of one half instead measured slower:
 // H100, the input gradient at L2-19's shape, main loop 3.72 ms against 3.34.)
-// kRoundInput false: no rounding pass, the tensor cores truncate the input (the input gradient's grad_z).
-// kEvictFirst: the NCHW input's copies ask L2 to evict their lines first (convt_wgmma_infer keeps z there).
+// kRoundInput false: no rounding sweep, the tensor cores truncate the input (the input gradient's grad_z).
+// kEvictFirst: the NCHW input's copies ask L2 to evict their lines first (convt_wgmma_infer keeps its values there).
 // The block takes tiles first, first + step, ... (the persistent schedule: blockIdx.x and gridDim.x, or the conv
 // blocks' own numbering in convt_wgmma_infer_kernel).
 template <int kPart, bool kInputCL, bool kRoundInput, bool kEvictFirst = false>
@@ -520,12 +521,12 @@ __device__ __forceinline__ void wgmma_produce(const float* __restrict__ x, const
 // thread in flight: 4 loads of 4 bytes, 4 roundings (one F2FP each), one 16-byte store; a thread's positions are
 // tid + 128 k, their raw offsets stepped by constants with a per-tile bit mask of the steps that wrap a row, padding
 // positions zeroed from another. Against wgmma_produce's 4-byte copies, which land a warp's 32 positions of a channel
-// 16 bytes apart (4-way bank conflicts), and its read-round-write pass over every unit, the copies in flight are the
+// 16 bytes apart (4-way bank conflicts), and its read-round-write sweep over every unit, the copies in flight are the
 // raw slots', so the K-major ring keeps 3 stages (2 where 3 do not fit beside 2 slots).
-// Measured (H100, L2-19): with this pass (~20 instructions a position and half chunk, 8 in flight) the main loop
-// takes 2.63 ms, against 2.08 without the pass and 2.77 by the 4-byte copies: conv + moments 3.46 against 3.72. A pass
-// of quads (16-byte loads transposed in registers, stores rotated against bank conflicts, a division a quad: ~930
-// instructions a chunk a warp) holds the main loop at 3.49-3.67 ms against the copies' 2.94-3.00.
+// Measured (H100, L2-19): with this sweep (~20 instructions a position and half chunk, 8 in flight) the main loop
+// takes 2.63 ms, against 2.08 without the sweep and 2.77 by the 4-byte copies: conv + moments 3.46 against 3.72. A
+// sweep of quads (16-byte loads transposed in registers, stores rotated against bank conflicts, a division a quad:
+// ~930 instructions a chunk a warp) holds the main loop at 3.49-3.67 ms against the copies' 2.94-3.00.
 // The run of input positions (plane offsets) [lo, hi) a tile's frame positions read; empty where hi <= lo.
 __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const ConvShape& s, const WgmmaGeometry& g,
                                                int& lo, int& hi) {
@@ -540,7 +541,7 @@ __device__ __forceinline__ void tile_input_run(const WgmmaTile& tile, const Conv
 }
 
 // kPart as wgmma_produce's (0, 1, 7), and for timing only: 8 the main loop with each stage's weights copied once;
-// 9 the main loop without the transposing pass (the raw slots still copied and waited for).
+// 9 the main loop without the transposing sweep (the raw slots still copied and waited for).
 template <int kPart>
 __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, const float* __restrict__ wprep,
                                                    const ConvShape& s, const WgmmaGeometry& g, float* smem,
@@ -602,7 +603,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     // This thread's frame positions are tid + 128 k, k < `mine` (<= 32: P <= 4096 on this path). Each one's raw-slot
     // offset (input row x W_in + input column - the run's first unit) follows from the previous one's by o_step, or
     // by o_step + wrap_step where the frame column passes the pitch: bit k of `wraps`, tabulated once a tile with
-    // `skip` (the padding among them, whose units are zeroed instead, and the bits from `mine` on), so that the pass
+    // `skip` (the padding among them, whose units are zeroed instead, and the bits from `mine` on), so that the sweep
     // steps without a division or a comparison.
     const int at_first = tile.f0 + tid;
     const int row_first = at_first / g.pitch, col_first = at_first - row_first * g.pitch;
@@ -643,10 +644,10 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
         const float* raw = smem + g.raw_offset + raw_slot * slot_floats;
         const int channels = min(kRawChannels, s.in_channels - c * kWgChunk - half * kRawChannels);
         float4* unit = xs + half * g.positions;
-        // The pass, a position at a time, kPassBatch positions a thread in flight: 4 loads of 4 bytes (one a
+        // The sweep, a position at a time, kPassBatch positions a thread in flight: 4 loads of 4 bytes (one a
         // channel row; a warp reads 32 consecutive floats of each, conflict-free), rounded to TF32 (one F2FP each),
         // one 16-byte store of the position's unit (a warp's 32 units are consecutive: conflict-free). Padding
-        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for a pass
+        // positions are skipped (zeroed above). ~20 instructions a position and half chunk, against ~57 for a sweep
         // of quads (16-byte loads, a transpose in registers, a per-lane rotation of the stores against bank
         // conflicts, a division a quad).
         const uint32_t raw_addr = smem_base + 4u * static_cast<uint32_t>(raw - smem);
@@ -676,7 +677,7 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
             }
           }
         };
-        if constexpr (kPart != 9) {  // timing only: 9 skips the pass
+        if constexpr (kPart != 9) {  // timing only: 9 skips the sweep
           if (channels == kRawChannels) {
             stage_half(std::true_type{});
           } else {
@@ -694,14 +695,24 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
   }
 }
 
-// op(v) as the epilogue's moments take it: the op itself, but for GELU (erf), whose libdevice erff costs about 30
-// instructions; there a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, without the range fix-ups
-// of __fdividef and __expf) moves each GELU value by at most 1e-7 |v|. The moments only steer the normalisation; z
-// and the normalised output take the op itself.
-template <class Op>
-__device__ __forceinline__ float moments_value(const Op& op, float v) {
-  return op(v);
+// The prologue's value as the epilogue's moments take it: Pro::moments_value where the prologue has one, else
+// Pro::value. A generated prologue has one where a GELU (erf) is among its ops: libdevice's erff costs about 30
+// instructions a value, and the moments, which only steer the normalisation, take gelu_erf_moments (below) instead;
+// z, the normalise and the backward take the prologue's value itself.
+template <class Pro, class = void>
+struct HasMomentsValue : std::false_type {};
+template <class Pro>
+struct HasMomentsValue<Pro, std::void_t<decltype(std::declval<const Pro&>().moments_value(0.f))>> : std::true_type {};
+
+template <class Pro>
+__device__ __forceinline__ float moments_value(const Pro& pro, float x) {
+  if constexpr (HasMomentsValue<Pro>::value) {
+    return pro.moments_value(x);
+  } else {
+    return pro.value(x);
+  }
 }
+
 // The multi-function unit's reciprocal and 2^x as they are (flushing denormals): no range fix-ups around them.
 __device__ __forceinline__ float mufu_rcp(float v) {
   float r;
@@ -713,10 +724,12 @@ __device__ __forceinline__ float mufu_ex2(float v) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
   return r;
 }
+// GELU (erf) as the epilogue's moments take it: a branch-free erfc (Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7,
+// without the range fix-ups of __fdividef and __expf) moves each GELU value by at most 1e-7 |v|.
 // GELU(v) = v Phi(v) = max(v, 0) - |v| erfc(|v| / sqrt 2) / 2 for either sign, with the erfc's p / sqrt 2 and its
 // halved coefficients folded into the constants: 11 instructions a value, 2 of them the multi-function unit's (the
 // select form, v - h or h with h = v q / 2, takes 15).
-__device__ __forceinline__ float moments_value(const GeluErf&, float v) {
+__device__ __forceinline__ float gelu_erf_moments(float v) {
   const float a = fabsf(v);
   const float t = mufu_rcp(fmaf(0.231641888f, a, 1.f));  // 1 / (1 + p |v| / sqrt 2): the denominator is >= 1
   const float half_poly = t * fmaf(t, fmaf(t, fmaf(t, fmaf(t, 0.5f * 1.061405429f, 0.5f * -1.453152027f),
@@ -725,14 +738,18 @@ __device__ __forceinline__ float moments_value(const GeluErf&, float v) {
   return fmaf(-a, half_erfc, fmaxf(v, 0.f));
 }
 
-// The conv alone, without GroupNorm moments (the input gradient): the epilogue stores and skips every moments step,
-// and convt_wgmma_moments returns mean and rstd unset.
-struct ConvOnly : Identity {};
-template <class Op>
-constexpr bool kEpilogueMoments = !std::is_same<Op, ConvOnly>::value;
+// The conv alone, without GroupNorm moments (the input gradient): a prologue of no parameters whose value is its
+// input; the epilogue stores and skips every moments step, and convt_wgmma_moments returns mean and rstd unset.
+struct ConvOnly {
+  static constexpr int kParams = 0;
+  __device__ static ConvOnly at(const RegionParams&, int64_t) { return {}; }
+  __device__ __forceinline__ float value(float x) const { return x; }
+};
+template <class Pro>
+constexpr bool kEpilogueMoments = !std::is_same<Pro, ConvOnly>::value;
 
 // The epilogue's staging tile: a consumer warpgroup turns its 64 x 256 accumulators around through shared memory
-// in pieces of 64 channels x 32 pixels, so that the code that adds the bias, stores z and folds op(z) into the
+// in pieces of 64 channels x 32 pixels, so that the code that stores z and folds the prologue's values into the
 // moments is one rolled loop over the pieces (a few hundred instructions) instead of 256 unrolled values (an unrolled
 // epilogue: 21.9 K SASS instructions a kernel, 59 % of its stall samples waiting for instructions to be fetched).
 constexpr int kEpiPixels = 32;                          // a piece's pixels
@@ -760,17 +777,19 @@ __device__ __forceinline__ void epilogue_stage(const float (&acc)[128], float* t
 // 2 6 3 7, so that the 8 lanes of a quarter-warp read rows 4 apart: other banks) and takes 4 consecutive pixels at
 // 4 (l % 4) and 16 + 4 (l % 4) of each piece. A warp thus reads back only the rows it wrote, and syncs with itself
 // alone (__syncwarp; two warpgroup barriers a piece kept its 4 warps in step: 0.07 ms more at L2-19, H100).
-// 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores; z = acc + bias (a separately rounded add, as
-// PyTorch's), and op(z) folds into per-thread sums shifted by op(bias) of the channel. Then the 4 lanes of a channel
-// combine (Chan), then both warpgroups and the channels of each group in a fixed order: one partial per (sample,
-// group, pixel tile, channel tile), merged in double by convt_moments_finalize_kernel. Deterministic, no atomics.
-// kInfer (convt_wgmma_infer): what is stored is op(z) itself, the moments' value (moments_value), with an L2
-// evict-last hint (the tile is counted done later: wgmma_count_tile_done).
-template <class Op, bool kStore, bool kInfer = false>
+// 4 lanes store 64 contiguous bytes of a channel, as 16-byte stores of the accumulators (the conv without its bias),
+// and the prologue's value of each, moments_value(pro, acc), folds into per-thread sums shifted by its value at 0. A
+// prologue adds the conv's bias as PyTorch does (one separately rounded add, __fadd_rn), so its value is that of
+// the reference's biased conv output. Then the 4 lanes of a channel combine (Chan), then both warpgroups and the
+// channels of each group in a fixed order: one partial per (sample, group, pixel tile, channel tile), merged in
+// double by convt_moments_finalize_kernel. Deterministic, no atomics.
+// kInfer (convt_wgmma_infer): what is stored is the moments' value itself (moments_value), with an L2 evict-last hint
+// (the tile is counted done later: wgmma_count_tile_done).
+template <class Pro, bool kStore, bool kInfer = false>
 __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const WgmmaTile& tile, int consumer,
-                                               const float* __restrict__ bias, float* __restrict__ z,
+                                               const RegionParams& params, float* __restrict__ z,
                                                Moments* __restrict__ partial, const ConvShape& s,
-                                               const WgmmaGeometry& g, Op op,
+                                               const WgmmaGeometry& g,
                                                Moments (&channel_moments)[kWgConsumers][kWgChannels], float* staging) {
   const int warp = (threadIdx.x / kWarpSize) % 4, lane = threadIdx.x % kWarpSize;
   const int64_t out_plane = s.out_plane();
@@ -778,13 +797,14 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const int row = 16 * warp + (lane / 8) + 4 * ((lane / 4) % 2);  // this thread's first channel in the tile; + 8
   const int col = 4 * (lane % 4);                                   // its first pixel of a piece; + 16
   bool live[2];
-  float b[2], shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
+  Pro pro[2];  // the prologue of each of the thread's two channels (a dead row takes the last channel's)
+  float shift[2], s1[2] = {0.f, 0.f}, s2[2] = {0.f, 0.f};
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const int co = tile.ctile * kWgChannels + row + 8 * j;
     live[j] = co < s.out_channels;
-    b[j] = live[j] ? __ldg(bias + co) : 0.f;
-    shift[j] = moments_value(op, b[j]);
+    pro[j] = Pro::at(params, min(co, s.out_channels - 1));
+    shift[j] = moments_value(pro[j], 0.f);
   }
   // This thread's first channel plane of z; the second is 8 planes on (both exist where live).
   float* const zc = z + (int64_t(tile.n) * s.out_channels + min(tile.ctile * kWgChannels + row, s.out_channels - 1)) *
@@ -796,7 +816,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   const bool dense = s.out_w == g.pitch && fbase + kWgPixels <= s.out_h * s.out_w && out_plane % 4 == 0;
   const bool quads = g.pitch % 4 == 0 && s.out_w % 4 == 0;  // 4 pixels a store: all in the output or all out
   const int frow = 16 * warp + lane / 4, fcol = 2 * (lane % 4);  // where the fragment puts its first value
-  const uint64_t evict_last = kInfer ? l2_policy_evict_last() : 0;  // op(z) stays in L2 for the normalise
+  const uint64_t evict_last = kInfer ? l2_policy_evict_last() : 0;  // the stored values stay in L2 for the normalise
 #pragma unroll 1
   for (int k = 0; k < kEpiPieces; ++k) {
     switch (k) {
@@ -821,20 +841,19 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
           const float4 a = *reinterpret_cast<const float4*>(mine + (row + 8 * j) * kEpiPitch + col + 16 * q);
-          const float4 v = make_float4(__fadd_rn(a.x, b[j]), __fadd_rn(a.y, b[j]), __fadd_rn(a.z, b[j]),
-                                       __fadd_rn(a.w, b[j]));
-          // op(v) as the moments take it; kInfer stores it as well (kept in L2 for the normalise), else z is stored
-          float4 o = v;
-          if constexpr (kEpilogueMoments<Op>) {
-            o = make_float4(moments_value(op, v.x), moments_value(op, v.y), moments_value(op, v.z),
-                            moments_value(op, v.w));
+          // the prologue's values as the moments take them; kInfer stores them (kept in L2 for the normalise), else
+          // the accumulators are stored
+          float4 o = a;
+          if constexpr (kEpilogueMoments<Pro>) {
+            o = make_float4(moments_value(pro[j], a.x), moments_value(pro[j], a.y), moments_value(pro[j], a.z),
+                            moments_value(pro[j], a.w));
           }
           if (kInfer && live[j]) {
             store16_policy(zc + 8 * j * out_plane + at, o, evict_last);
           } else if (kStore && live[j]) {
-            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = g.z_with_bias ? v : a;
+            *reinterpret_cast<float4*>(zc + 8 * j * out_plane + at) = a;
           }
-          if constexpr (kEpilogueMoments<Op>) {
+          if constexpr (kEpilogueMoments<Pro>) {
             const float u0 = o.x - shift[j], u1 = o.y - shift[j], u2 = o.z - shift[j], u3 = o.w - shift[j];
             s1[j] += (u0 + u1) + (u2 + u3);
             s2[j] = fmaf(u3, u3, fmaf(u2, u2, fmaf(u1, u1, fmaf(u0, u0, s2[j]))));
@@ -850,10 +869,10 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
           count += 1.f;
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
-            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e], v = __fadd_rn(a, b[j]);
-            const float o = kEpilogueMoments<Op> ? moments_value(op, v) : v;  // op(v) as the moments take it
-            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = kInfer ? o : (g.z_with_bias ? v : a);
-            if constexpr (kEpilogueMoments<Op>) {
+            const float a = mine[(row + 8 * j) * kEpiPitch + col + 16 * q + e];
+            const float o = kEpilogueMoments<Pro> ? moments_value(pro[j], a) : a;  // as the moments take it
+            if (kStore && live[j]) zc[8 * j * out_plane + oh * s.out_w + ow] = kInfer ? o : a;
+            if constexpr (kEpilogueMoments<Pro>) {
               const float u = o - shift[j];
               s1[j] += u, s2[j] += u * u;
             }
@@ -863,7 +882,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
     }
     __syncwarp();  // the piece is read: the next may overwrite it
   }
-  if constexpr (!kEpilogueMoments<Op>) return;
+  if constexpr (!kEpilogueMoments<Pro>) return;
   // Each channel's moments: the thread's pixels, then the 4 lanes that share the channel (Chan's combine), then
   // both warpgroups and the channels of a group, in order.
 #pragma unroll
@@ -896,7 +915,7 @@ __device__ __forceinline__ void wgmma_epilogue(const float (&acc)[128], const Wg
   }
 }
 
-// kInfer: counts a tile of sample n done, once every consumer thread's stores of it (op(z), partials) have been
+// kInfer: counts a tile of sample n done, once every consumer thread's stores of it (values, partials) have been
 // made: a barrier of the consumers, then one thread's fence (cumulative over what the barrier ordered before it) and
 // atomic. The consumers call it for each tile at the next tile's epilogue, so that the fence, which waits for the
 // thread's own stores in flight, finds them long landed instead of stalling its warpgroup (the last tile's at the end).
@@ -911,10 +930,10 @@ __device__ __forceinline__ void wgmma_count_tile_done(int* __restrict__ done, in
 // A consumer warpgroup: for each of the block's tiles (first, first + step, ...), every chunk's taps as one wgmma
 // group as soon as the stage is full, releasing the stage of the chunk before once its group has completed; then
 // the epilogue (kInfer: wgmma_epilogue's).
-template <class Op, int kPart, bool kInfer = false>
-__device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, float* __restrict__ z,
+template <class Pro, int kPart, bool kInfer = false>
+__device__ __forceinline__ void wgmma_consume(const RegionParams& params, float* __restrict__ z,
                                               Moments* __restrict__ partial, const ConvShape& s,
-                                              const WgmmaGeometry& g, Op op, const float* smem,
+                                              const WgmmaGeometry& g, const float* smem,
                                               Moments (&channel_moments)[2][kWgConsumers][kWgChannels],
                                               float* staging, uint32_t full, uint32_t empty, int64_t first,
                                               int64_t step, int* done = nullptr) {
@@ -961,8 +980,8 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
         if (uncounted >= 0) wgmma_count_tile_done(done, uncounted);
         uncounted = tile.n;
       }
-      wgmma_epilogue<Op, kPart != 7, kInfer>(acc, tile, consumer, bias, z, partial, s, g, op,
-                                             channel_moments[parity_buffer], staging);
+      wgmma_epilogue<Pro, kPart != 7, kInfer>(acc, tile, consumer, params, z, partial, s, g,
+                                              channel_moments[parity_buffer], staging);
       parity_buffer ^= 1;  // the other buffer next tile: this one may still be read by the group threads
     }
   }
@@ -971,11 +990,12 @@ __device__ __forceinline__ void wgmma_consume(const float* __restrict__ bias, fl
   }
 }
 
-// kRoundInput: the producer rounds the input to TF32 to nearest (else the tensor cores truncate it).
-template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
+// Pro: the region prologue whose values the GroupNorm moments are of (ConvOnly: none). kRoundInput: the producer
+// rounds the input to TF32 to nearest (else the tensor cores truncate it).
+template <class Pro, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
 __global__ void __launch_bounds__(kWgThreads, 1)
-convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                   float* __restrict__ z, Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op) {
+convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep, float* __restrict__ z,
+                   Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, RegionParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -1017,11 +1037,11 @@ convt_wgmma_kernel(const float* __restrict__ x, const float* __restrict__ wprep,
     } else {
       asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n" ::: "memory");
     }
-    wgmma_consume<Op, kPart>(bias, z, partial, s, g, op, smem, channel_moments, staging, full, empty, blockIdx.x,
-                             gridDim.x);
+    wgmma_consume<Pro, kPart>(params, z, partial, s, g, smem, channel_moments, staging, full, empty, blockIdx.x,
+                              gridDim.x);
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)z, (void)partial, (void)s, (void)g, (void)op;
+  (void)x, (void)wprep, (void)z, (void)partial, (void)s, (void)g, (void)params;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
 }

@@ -1,6 +1,6 @@
-// ---- conv/convt_wgmma_host.cuh: the host side of conv/convt_wgmma.cuh: whether the GPU runs its sm_90a build, the frame, tiles
-// and ring of a shape, and the calls that launch the kernel (the conv with its GroupNorm moments, the input
-// gradient) or say why they would not ----
+// ---- conv/convt_wgmma_host.cuh: the host side of conv/convt_wgmma.cuh: whether the GPU runs its sm_90a build, the
+// frame, tiles and ring of a shape, and the calls that launch the kernel (the conv with the GroupNorm moments of a
+// region prologue's values, the input gradient) or say why they would not ----
 namespace kgen {
 namespace convt {
 
@@ -110,29 +110,30 @@ inline at::Tensor wgmma_moment_partials(const ConvShape& s, const WgmmaGeometry&
   return at::zeros({int64_t(s.batch) * s.groups * per_row * int64_t(sizeof(Moments) / sizeof(float))}, options);
 }
 
-// conv_transpose2d(x, weight, bias) at stride 1 -> z, and the GroupNorm statistics of op(z):
-// {z, mean (N, G, 2), rstd (N, G)}; z_with_bias false: z is the conv without its bias (the statistics are still of
-// op(conv + bias)), for a normalise sweep and a backward that add the bias themselves. A clear error where the GPU
-// or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
+// conv_transpose2d(x, weight) at stride 1 -> z, the conv without its bias, and the GroupNorm statistics of the
+// region prologue's values Pro::value(z) (the prologue adds the bias, as a parameter in params.prologue): {z (NCHW),
+// mean (N, G, 2), rstd (N, G)}, for a normalise sweep and a backward that recompute the prologue from z. A clear error
+// where the GPU or the shape is not this kernel's (convt_wgmma_unsupported says which, without raising).
 // kInputCL: the input is read channels-last (copied so if it is not; C_in % 4 == 0). kRoundInput false: the input is
 // truncated to TF32 by the tensor cores instead of rounded to nearest. l2_prefetch (WgmmaGeometry) and pitch_align
 // (the frame's comment; 1: W_in + PW as it is) are for comparisons.
 // bulk_input: the bulk input path where it applies (convt_wgmma_plan), else the 4-byte copies' (the default, which the
-// input gradient takes). With its transposing pass the bulk path is the faster (H100, L2-19: conv + moments
+// input gradient takes). With its transposing sweep the bulk path is the faster (H100, L2-19: conv + moments
 // 3.56-3.64 ms against 3.69-3.70): the fused forward asks for it. bulk_stages: its K-major ring (for comparisons).
-template <class Op, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
-std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                            int64_t groups, double eps, std::vector<int64_t> padding, Op op,
-                                            bool z_with_bias = true, int chunks_in_flight = 2, bool l2_prefetch = false,
-                                            int pitch_align = 4, bool bulk_input = false, int bulk_stages = 3) {
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+template <class Pro, int kPart = 0, bool kInputCL = false, bool kRoundInput = true>
+std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::Tensor& weight,
+                                            const RegionParams& params, int64_t groups, double eps,
+                                            std::vector<int64_t> padding, int chunks_in_flight = 2,
+                                            bool l2_prefetch = false, int pitch_align = 4, bool bulk_input = false,
+                                            int bulk_stages = 3) {
+  const ConvShape s = check_convt(input, weight, groups, {1, 1}, padding, {0, 0});
   TORCH_CHECK(!kInputCL || s.in_channels % 4 == 0, "kgen: the channels-last wgmma input path takes C_in % 4 == 0, not ",
               str(s.in_channels));
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
   TORCH_CHECK(convt_wgmma_available(device), "kgen: the wgmma ConvTranspose2d needs an sm_90 GPU (H100/H200) and a "
               "build for sm_90a");
-  const auto kernel = convt_wgmma_kernel<Op, kPart, kInputCL, kRoundInput>;
+  const auto kernel = convt_wgmma_kernel<Pro, kPart, kInputCL, kRoundInput>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   const auto x = input.contiguous(kInputCL ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
@@ -143,7 +144,6 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   const std::string why = convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes),
                                            pitch_align, bulk, bulk_stages);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
-  g.z_with_bias = z_with_bias;
   g.l2_prefetch = l2_prefetch;
   TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
   g.chunks_in_flight = chunks_in_flight;
@@ -160,22 +160,21 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
   // Persistent: one block a multiprocessor (the ring and the registers allow no second), tiles round-robin.
   const int64_t blocks = std::min<int64_t>(g.work, multiprocessors(device));
   kernel<<<static_cast<unsigned>(blocks), kWgThreads, g.smem_bytes, stream>>>(
-      x.data_ptr<float>(), wprep.data_ptr<float>(), bias.contiguous().data_ptr<float>(), z.data_ptr<float>(),
-      partial_ptr, s, g, op);
+      x.data_ptr<float>(), wprep.data_ptr<float>(), z.data_ptr<float>(), partial_ptr, s, g, params);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if constexpr (kEpilogueMoments<Op>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
+  if constexpr (kEpilogueMoments<Pro>) finalize_moments(partial_ptr, per_row, s, eps, mean, rstd, stream);
   return {z, mean, rstd};
 }
 
 // The input gradient of conv_transpose2d(x, weight, padding) at stride 1 (any bias), grad_x = conv2d(grad_z, weight,
 // padding) in NCHW, by this kernel: that direct conv is itself a transposed one of grad_z, with the weight's two
 // channel roles swapped and its taps flipped, and padding kernel - 1 - pad (the frame then holds no padding at all).
-// grad_z is read channels-last, as the GroupNorm backward writes it (groupnorm/op/backward_channels_last.cuh), by 16-byte copies;
-// the epilogue runs with a zero bias (adding +0 leaves every value but -0 as it is) and no GroupNorm moments
-// (ConvOnly). TF32: the weights rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to
-// nearest by the producer's pass, as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape:
-// 3.1 ms truncated, 4.2 rounded (the pass is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9
-// plus 1.5 for turning its channels-last result back to NCHW.
+// grad_z is read channels-last, as the region backward writes it (groupnorm/twopass/backward_channels_last.cuh), by
+// 16-byte copies; the epilogue stores the accumulators without GroupNorm moments (ConvOnly). TF32: the weights
+// rounded to nearest; grad_z truncated by the tensor cores (kRoundGradZ: rounded to nearest by the producer's sweep,
+// as cuDNN's own input gradient does, 4e-6 from it at L2-19). H100, L2-19's shape: 3.1 ms truncated, 4.2 rounded (the
+// sweep is most of the main loop's excess: 2.5 against 3.5), against cuDNN's 2.9 plus 1.5 for turning its
+// channels-last result back to NCHW.
 inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, const at::Tensor& weight,
                                                       std::vector<int64_t> padding) {
   std::string why = float_cuda_on_one_device({&grad_z, &weight});
@@ -195,7 +194,7 @@ inline std::string convt_wgmma_input_grad_unsupported(const at::Tensor& grad_z, 
   // The frame and ring of the transposed conv it runs (the shape only: the weight's roles swapped as a view).
   const c10::cuda::CUDAGuard device_guard(grad_z.device());
   const auto swapped = weight.transpose(0, 1);
-  const ConvShape s = check_convt(grad_z, swapped, at::empty({weight.size(0)}, weight.options()), 1, {1, 1},
+  const ConvShape s = check_convt(grad_z, swapped, 1, {1, 1},
                                   {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]}, {0, 0});
   const auto kernel = convt_wgmma_kernel<ConvOnly, 0, true, false>;  // the one convt_wgmma_input_grad launches
   cudaFuncAttributes attributes{};
@@ -210,24 +209,24 @@ at::Tensor convt_wgmma_input_grad(const at::Tensor& grad_z, const at::Tensor& we
   const std::string why = convt_wgmma_input_grad_unsupported(grad_z, weight, padding);
   TORCH_CHECK(why.empty(), "kgen: the wgmma input gradient does not take this call: ", why);
   const auto flipped = weight.transpose(0, 1).flip({2, 3}).contiguous();  // (C_out, C_in, kH, kW), taps reversed
-  const auto zero_bias = at::zeros({weight.size(0)}, weight.options());
   const std::vector<int64_t> frame_padding = {weight.size(2) - 1 - padding[0], weight.size(3) - 1 - padding[1]};
-  return convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>(grad_z, flipped, zero_bias, 1, 1e-5, frame_padding,
-                                                                  ConvOnly{}, true, 2, l2_prefetch, pitch_align)[0];
+  return convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>(grad_z, flipped, RegionParams{}, 1, 1e-5,
+                                                                  frame_padding, 2, l2_prefetch, pitch_align)[0];
 }
 
-// Why convt_wgmma_moments<Op> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
+// Why convt_wgmma_moments<Pro> would not take this ConvTranspose2d call ("" where it would): the GPU (an sm_90 device
 // running the sm_90a build), the arguments (float32 CUDA tensors; stride 1, dilation 1, one conv group, output
-// padding 0, padding <= kernel - 1), the shared memory. For a caller that falls back to another path instead.
-template <class Op>
-std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                    int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding,
+// padding 0, padding <= kernel - 1; groups dividing C_out = weight.size(1)), the shared memory. For a caller that
+// falls back to another path instead.
+template <class Pro>
+std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weight, int64_t groups,
+                                    std::vector<int64_t> stride, std::vector<int64_t> padding,
                                     std::vector<int64_t> output_padding, std::vector<int64_t> dilation,
                                     int64_t conv_groups) {
-  const std::string why = float_cuda_on_one_device({&x, &weight, &bias});
+  const std::string why = float_cuda_on_one_device({&x, &weight});
   if (!why.empty()) return why;
-  if (x.dim() != 4 || weight.dim() != 4 || bias.dim() != 1 || weight.size(0) != x.size(1) ||
-      bias.size(0) != weight.size(1) || groups <= 0 || weight.size(1) % groups != 0) {
+  if (x.dim() != 4 || weight.dim() != 4 || weight.size(0) != x.size(1) || groups <= 0 ||
+      weight.size(1) % groups != 0) {
     return "the shapes are not a ConvTranspose2d's";
   }
   if (stride != std::vector<int64_t>{1, 1} || dilation != std::vector<int64_t>{1, 1} || conv_groups != 1 ||
@@ -236,10 +235,10 @@ std::string convt_wgmma_unsupported(const at::Tensor& x, const at::Tensor& weigh
   }
   if (x.numel() == 0 || x.size(0) > 65535) return "it takes 1 to 65535 samples";
   if (!convt_wgmma_available(x.get_device())) return "it needs an sm_90 GPU (H100/H200) running its sm_90a build";
-  const ConvShape s = check_convt(x, weight, bias, groups, stride, padding, output_padding);
+  const ConvShape s = check_convt(x, weight, groups, stride, padding, output_padding);
   const c10::cuda::CUDAGuard device_guard(x.device());
   cudaFuncAttributes attributes{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Op, 0>)));
+  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_kernel<Pro, 0>)));
   WgmmaGeometry g{};
   return convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
 }

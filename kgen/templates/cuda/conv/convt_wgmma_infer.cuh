@@ -1,6 +1,6 @@
-// ---- conv/convt_wgmma_infer.cuh: the forward without autograd (no_grad, or nothing requires a gradient) in ONE kernel:
-// convt_wgmma's conv, bias, op and GroupNorm moments on most multiprocessors, the GroupNorm normalise on the rest,
-// sample by sample as the conv completes them ----
+// ---- conv/convt_wgmma_infer.cuh: the forward without autograd (no_grad, or nothing requires a gradient) in ONE
+// kernel: convt_wgmma's conv, region prologue and GroupNorm moments on most multiprocessors, the GroupNorm normalise
+// and the region epilogue (of y alone) on the rest, sample by sample as the conv completes them ----
 //
 // Why. The two-kernel forward writes z (2.18 GB at L2-19) and a normalise sweep reads it back from DRAM and writes y
 // after the conv's last tile: 1.5 ms on top of the conv kernel's 3.7-3.9. A sample's output is 17 MB and the H100's
@@ -14,8 +14,8 @@
 //   conv_blocks, ... (consecutive tiles: neighbouring pixel tiles of a sample, so samples complete in order), the
 //   rest normalise. Tickets go to blocks in the order they start, so every conv role belongs to a running block and
 //   the normalisers, which only ever wait for conv work, cannot hold it up (no co-residency assumed).
-// - Counting. The epilogue stores op(z + bias) itself (moments_value: for GELU erf an erfc 1.5e-7 from the true one,
-//   so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its GroupNorm partials
+// - Counting. The epilogue stores the prologue's value itself (moments_value: for GELU erf an erfc 1.5e-7 from the
+//   true one, so the stored value is within ~1e-7 |z| of GELU's) with an L2 evict-last hint and writes its partials
 //   as the two-kernel path does; at the next tile's epilogue (its stores long landed) the consumers count it done
 //   for its sample: a barrier, one thread's fence and atomic (wgmma_count_tile_done). The input's bulk copies take
 //   no L2 hint (with evict-first the conv blocks end 0.2-0.3 ms later, H100, L2-19: neighbouring tiles share their
@@ -23,9 +23,10 @@
 // - Normalising. Normaliser r of k takes chunks r, r + k, ... (24 KB of one channel plane each) of every sample in
 //   turn, by bulk copies into a ring of up to 8 in shared memory, running on into the next sample as soon as it is
 //   complete. On a sample's first chunk it merges the sample's partials in double in convt_moments_finalize_kernel's
-//   fixed order (the same mean and rstd, bit for bit: deterministic) and tabulates each channel's scale rstd gamma,
-//   shift beta and mean (hi, lo), as normalize_kernel forms them. Then y = (u - mean) scale + shift, stored in place,
-//   evict-first. Planes of odd sizes (no 16-byte chunks) take a register path: items of whole planes by ticket.
+//   fixed order (the same mean and rstd, bit for bit: deterministic) and tabulates each channel's scale rstd gamma
+//   (rstd without an affine GroupNorm), shift beta (0) and mean (hi, lo), as the two-kernel normalise forms them.
+//   Then y = (u - mean) scale + shift, and the region epilogue's value of y, stored in place, evict-first. Planes of
+//   odd sizes (no 16-byte chunks) take a register path: items of whole planes by ticket.
 // The output is the two-kernel forward's but for GELU's value (above), and mean/rstd are not kept: autograd takes the
 // two-kernel path, whose backward needs z.
 // Measured (H100, L2-19): a normaliser moves ~56 GB/s (read and written
@@ -37,9 +38,9 @@ namespace kgen {
 namespace convt {
 
 struct InferArgs {
-  const float* gamma;
-  const float* beta;
-  float* y;              // op(z + bias) from the epilogue, normalised in place
+  const float* gamma;    // nullptr: GroupNorm(affine=False), scale rstd
+  const float* beta;     // nullptr: shift 0
+  float* y;              // the prologue's values from the conv's epilogue, normalised in place
   int* counters;         // [batch] tiles done a sample, then the role ticket, then the normalise item ticket (zeroed)
   double eps;
   int conv_blocks;       // tickets below run the conv; the rest normalise
@@ -83,13 +84,19 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 #endif
 }
 
-// y = (u - mean) scale + shift, as normalize_kernel forms it (`coef`: scale, shift, mean hi, mean lo).
+// y = (u - mean) scale + shift, as the two-kernel normalise forms it (`coef`: scale, shift, mean hi, mean lo).
 __device__ __forceinline__ float infer_value(float u, float4 coef) {
   return centered(u, make_float2(coef.z, coef.w)) * coef.x + coef.y;
 }
+// The region epilogue's value of that y: an epilogue of y alone (the kernel runs none that reads z or x).
+template <class Epi>
+__device__ __forceinline__ float infer_output(float u, float4 coef, const Epi& epi) {
+  return epi.value(infer_value(u, coef), 0.f, 0.f);
+}
 
 // Sample n's channel table: waits for its tiles (one thread, acquire), merges its partials in double in
-// convt_moments_finalize_kernel's order (warp w: groups w, w + warps, ...), then scale, shift and mean a channel.
+// convt_moments_finalize_kernel's order (warp w: groups w, w + warps, ...), then scale, shift and mean a channel
+// (gamma and beta where the GroupNorm has them).
 __device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ partial, const ConvShape& s,
                                                    const WgmmaGeometry& g, const InferArgs& a, int n, float4* table,
                                                    float2* group_mean, float* group_rstd) {
@@ -110,20 +117,23 @@ __device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ p
   __syncthreads();
   for (int c = threadIdx.x; c < s.out_channels; c += blockDim.x) {
     const int grp = c / cpg;
-    table[c] = make_float4(group_rstd[grp] * __ldg(a.gamma + c), __ldg(a.beta + c), group_mean[grp].x,
-                           group_mean[grp].y);
+    const float scale = a.gamma ? group_rstd[grp] * __ldg(a.gamma + c) : group_rstd[grp];
+    table[c] = make_float4(scale, a.beta ? __ldg(a.beta + c) : 0.f, group_mean[grp].x, group_mean[grp].y);
   }
   __syncthreads();
 }
 
 // The bulk path (planes of whole 16-byte units): normaliser r of k takes chunks r, r + k, ... of each sample in
 // turn (a chunk: up to kInferChunkFloats of one channel plane), each brought into a ring of `stages` shared-memory
-// buffers by one bulk copy, then normalised from there by every thread and stored, evict-first. Thread 0 keeps the
-// ring full (up to 8 x 24 KB in flight), running on into the next sample's chunks as soon as that sample is complete
-// (a check that does not wait), so the ring drains only where the normalisers have caught up with the conv.
+// buffers by one bulk copy, then normalised from there by every thread (the channel's Epi loaded once a chunk) and
+// stored, evict-first. Thread 0 keeps the ring full (up to 8 x 24 KB in flight), running on into the next sample's
+// chunks as soon as that sample is complete (a check that does not wait), so the ring drains only where the
+// normalisers have caught up with the conv.
+template <class Epi>
 __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__ partial, const ConvShape& s,
-                                                     const WgmmaGeometry& g, const InferArgs& a, float* smem,
-                                                     uint32_t bars, int r, int k) {
+                                                     const WgmmaGeometry& g, const InferArgs& a,
+                                                     const RegionParams& params, float* smem, uint32_t bars, int r,
+                                                     int k) {
   float4* table = reinterpret_cast<float4*>(smem);
   float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
   float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
@@ -183,12 +193,13 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
       int64_t lo;
       locate(i, c, lo, len);
       const float4 coef = table[c];
+      const Epi epi = Epi::at(params, c);
       const float4* in = ring + stage * (a.chunk_floats / 4);
       float* out = a.y + (int64_t(n) * s.out_channels + c) * out_plane + lo;
       for (int u = threadIdx.x; u < len / 4; u += blockDim.x) {
         const float4 v = in[u];
-        const float4 o = make_float4(infer_value(v.x, coef), infer_value(v.y, coef), infer_value(v.z, coef),
-                                     infer_value(v.w, coef));
+        const float4 o = make_float4(infer_output(v.x, coef, epi), infer_output(v.y, coef, epi),
+                                     infer_output(v.z, coef, epi), infer_output(v.w, coef, epi));
         if (a.store_mode == 0) store16_policy(out + 4 * u, o, evict_first);
         if (a.store_mode == 2 && o.x == 1234.5f) out[0] = o.y;  // timing only: keeps the arithmetic
       }
@@ -201,9 +212,11 @@ __device__ __forceinline__ void infer_normalise_bulk(const Moments* __restrict__
 }
 
 // The register path (planes of odd sizes, whose chunks a bulk copy cannot take): items (a few channel planes of a
-// sample, or a piece of one) by ticket, in order; 8 loads in flight a thread.
-__device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane, int64_t lo, int64_t hi,
-                                                      float4 coef) {
+// sample, or a piece of one) by ticket, in order; 8 loads in flight a thread. A range lies in one channel plane, whose
+// Epi the caller loads once.
+template <class Epi>
+__device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane, int64_t lo, int64_t hi, float4 coef,
+                                                      const Epi& epi) {
   for (int64_t base = lo + threadIdx.x; base < hi; base += int64_t(kInferBatch) * blockDim.x) {
     float v[kInferBatch];
 #pragma unroll
@@ -214,13 +227,15 @@ __device__ __forceinline__ void infer_normalise_range(float* __restrict__ plane,
 #pragma unroll
     for (int k = 0; k < kInferBatch; ++k) {
       const int64_t i = base + int64_t(k) * blockDim.x;
-      if (i < hi) plane[i] = infer_value(v[k], coef);
+      if (i < hi) plane[i] = infer_output(v[k], coef, epi);
     }
   }
 }
 
+template <class Epi>
 __device__ __forceinline__ void infer_normalise_items(const Moments* __restrict__ partial, const ConvShape& s,
-                                                      const WgmmaGeometry& g, const InferArgs& a, float* smem) {
+                                                      const WgmmaGeometry& g, const InferArgs& a,
+                                                      const RegionParams& params, float* smem) {
   float4* table = reinterpret_cast<float4*>(smem);
   float2* group_mean = reinterpret_cast<float2*>(table + s.out_channels);
   float* group_rstd = reinterpret_cast<float*>(group_mean + s.groups);
@@ -239,21 +254,25 @@ __device__ __forceinline__ void infer_normalise_items(const Moments* __restrict_
       const int c = k / a.pieces, piece = k - c * a.pieces;
       const int64_t per_piece = (out_plane + a.pieces - 1) / a.pieces;
       infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, min(out_plane, per_piece * piece),
-                            min(out_plane, per_piece * (piece + 1)), table[c]);
+                            min(out_plane, per_piece * (piece + 1)), table[c], Epi::at(params, c));
     } else {
       const int c_end = min(s.out_channels, (k + 1) * a.planes_per_item);
       for (int c = k * a.planes_per_item; c < c_end; ++c) {
-        infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, 0, out_plane, table[c]);
+        infer_normalise_range(a.y + (int64_t(n) * s.out_channels + c) * out_plane, 0, out_plane, table[c],
+                              Epi::at(params, c));
       }
     }
     __syncthreads();  // every thread has read item_shared before thread 0 takes the next
   }
 }
 
-template <class Op>
+// Pro: the region prologue (conv/convt_wgmma.cuh's epilogue), Epi: the region epilogue, of y alone.
+template <class Pro, class Epi>
 __global__ void __launch_bounds__(kWgThreads, 1)
-convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ wprep, const float* __restrict__ bias,
-                         Moments* __restrict__ partial, ConvShape s, WgmmaGeometry g, Op op, InferArgs a) {
+convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ wprep, Moments* __restrict__ partial,
+                         ConvShape s, WgmmaGeometry g, RegionParams params, InferArgs a) {
+  static_assert(!DirectGrads<Epi>::value,
+                "kgen: the one-launch forward runs region epilogues of y alone: z and x are not at hand");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -281,9 +300,10 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
   if (a.trace && threadIdx.x == 0) a.trace[2 * ticket] = global_ns();
   if (ticket >= a.conv_blocks) {
     if (a.stages > 0) {
-      infer_normalise_bulk(partial, s, g, a, smem, full, ticket - a.conv_blocks, gridDim.x - a.conv_blocks);
+      infer_normalise_bulk<Epi>(partial, s, g, a, params, smem, full, ticket - a.conv_blocks,
+                                gridDim.x - a.conv_blocks);
     } else {
-      infer_normalise_items(partial, s, g, a, smem);
+      infer_normalise_items<Epi>(partial, s, g, a, params, smem);
     }
   } else if (threadIdx.x < 128 * kWgProducers) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 88;\n" ::: "memory");
@@ -294,14 +314,14 @@ convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ 
     }
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 208;\n" ::: "memory");
-    wgmma_consume<Op, 0, true>(bias, a.y, partial, s, g, op, smem, channel_moments, staging, full, empty, ticket,
-                               a.conv_blocks, a.counters);
+    wgmma_consume<Pro, 0, true>(params, a.y, partial, s, g, smem, channel_moments, staging, full, empty, ticket,
+                                a.conv_blocks, a.counters);
   }
   if (a.trace && threadIdx.x == (ticket >= a.conv_blocks ? 0 : 128 * kWgProducers)) {
     a.trace[2 * ticket + 1] = global_ns();  // a conv block: its first consumer thread's end
   }
 #else
-  (void)x, (void)wprep, (void)bias, (void)partial, (void)s, (void)g, (void)op, (void)a;
+  (void)x, (void)wprep, (void)partial, (void)s, (void)g, (void)params, (void)a;
   __trap();  // never launched: convt_wgmma_available() is false where this was not built for sm_90a
 #endif
 }
@@ -327,22 +347,26 @@ inline int default_infer_normalisers(const ConvShape& s, int sms, bool bulk_inpu
   return std::min(sms - 1, std::max(1, static_cast<int>(std::lround(share * sms))));
 }
 
-// Why convt_wgmma_infer would not take this call ("" where it would), without raising: convt_wgmma_unsupported's
-// reasons, gamma and beta, the shared memory of the normalise's channel table, the size of a sample.
-template <class Op>
-std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                          const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
-                                          std::vector<int64_t> padding) {
-  std::string why = convt_wgmma_unsupported<Op>(x, weight, bias, groups, {1, 1}, padding, {0, 0}, {1, 1}, 1);
+// Why convt_wgmma_infer<Pro, Epi> would not take this call ("" where it would), without raising:
+// convt_wgmma_unsupported's reasons, gamma and beta (each undefined, or C_out float32 values on x's device), the
+// shared memory of the normalise's channel table, the size of a sample.
+template <class Pro, class Epi>
+std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gamma,
+                                          const at::Tensor& beta, int64_t groups, std::vector<int64_t> padding) {
+  std::string why = convt_wgmma_unsupported<Pro>(x, weight, groups, {1, 1}, padding, {0, 0}, {1, 1}, 1);
   if (!why.empty()) return why;
-  why = float_cuda_on_one_device({&x, &gamma, &beta});
-  if (!why.empty()) return why;
-  if (gamma.numel() != weight.size(1) || beta.numel() != weight.size(1)) return "gamma or beta is not C_out long";
+  for (const at::Tensor* affine : {&gamma, &beta}) {
+    if (!affine->defined()) continue;
+    why = float_cuda_on_one_device({&x, affine});
+    if (!why.empty()) return why;
+    if (affine->numel() != weight.size(1)) return "gamma or beta is not C_out long";
+  }
   if (multiprocessors(x.get_device()) < 2) return "it needs 2 multiprocessors or more";
-  const ConvShape s = check_convt(x, weight, bias, groups, {1, 1}, padding, {0, 0});
+  const ConvShape s = check_convt(x, weight, groups, {1, 1}, padding, {0, 0});
   const c10::cuda::CUDAGuard device_guard(x.device());
   cudaFuncAttributes attributes{};
-  C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_infer_kernel<Op>)));
+  C10_CUDA_CHECK(
+      cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convt_wgmma_infer_kernel<Pro, Epi>)));
   WgmmaGeometry g{};
   why = convt_wgmma_plan(s, g, max_block_smem(x.get_device()), int64_t(attributes.sharedSizeBytes));
   if (!why.empty()) return why;
@@ -356,19 +380,22 @@ std::string convt_wgmma_infer_unsupported(const at::Tensor& x, const at::Tensor&
   return "";
 }
 
+// A float tensor's data, or nullptr where it is undefined (GroupNorm(affine=False)'s gamma and beta).
+inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+inline at::Tensor contiguous_if_defined(const at::Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
 // The launch itself, for a call convt_wgmma_infer_unsupported has passed (see convt_wgmma_infer).
-template <class Op>
-at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+template <class Pro, class Epi>
+at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& weight, const RegionParams& params,
                                      const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
-                                     std::vector<int64_t> padding, Op op, int normalisers, int mode,
-                                     at::Tensor* trace) {
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+                                     std::vector<int64_t> padding, int normalisers, int mode, at::Tensor* trace) {
+  const ConvShape s = check_convt(input, weight, groups, {1, 1}, padding, {0, 0});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int device = input.get_device();
-  const auto kernel = convt_wgmma_infer_kernel<Op>;
+  const auto kernel = convt_wgmma_infer_kernel<Pro, Epi>;
   cudaFuncAttributes attributes{};
   C10_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
-  const auto x = input.contiguous(), b = bias.contiguous(), gam = gamma.contiguous(), bet = beta.contiguous();
+  const auto x = input.contiguous(), gam = contiguous_if_defined(gamma), bet = contiguous_if_defined(beta);
   WgmmaGeometry g{};  // the conv's bulk input path where it applies (mode 7: its 4-byte copies, for comparisons)
   convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes), 4,
                    mode != 7 && is_16_byte_aligned(x.data_ptr<float>()));
@@ -376,7 +403,6 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
     // the normalisers' channel table did not fit the bulk path's shared memory: the copies' ring (as checked)
     convt_wgmma_plan(s, g, max_block_smem(device), int64_t(attributes.sharedSizeBytes));
   }
-  g.z_with_bias = true;
   g.l2_prefetch = false;
   g.chunks_in_flight = 2;
   const int sms = multiprocessors(device);
@@ -392,8 +418,8 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   auto partial = wgmma_moment_partials(s, g, x.options());
   auto counters = at::zeros({int64_t(s.batch) + 2}, x.options().dtype(at::kInt));
   InferArgs a{};
-  a.gamma = gam.data_ptr<float>();
-  a.beta = bet.data_ptr<float>();
+  a.gamma = data_or_null(gam);
+  a.beta = data_or_null(bet);
   a.y = y.data_ptr<float>();
   a.counters = counters.data_ptr<int>();
   a.eps = eps;
@@ -424,40 +450,42 @@ at::Tensor convt_wgmma_infer_checked(const at::Tensor& input, const at::Tensor& 
   if (mode >= 4 && mode <= 6) a.conv_blocks = 0, a.tiles_per_sample = 0;  // timing only: the normalise alone
   allow_smem(reinterpret_cast<const void*>(kernel), g.smem_bytes);
   kernel<<<static_cast<unsigned>(a.conv_blocks + normalisers), kWgThreads, g.smem_bytes, stream>>>(
-      x.data_ptr<float>(), wprep.data_ptr<float>(), b.data_ptr<float>(),
-      reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g, op, a);
+      x.data_ptr<float>(), wprep.data_ptr<float>(), reinterpret_cast<Moments*>(partial.data_ptr<float>()), s, g,
+      params, a);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return y;
 }
 
-// y = GroupNorm(op(conv_transpose2d(x, weight, padding) + bias)) in one launch (above), for a forward without
-// autograd; a clear error where convt_wgmma_infer_unsupported says why not. normalisers: multiprocessors given to
-// the normalise (-1: default_infer_normalisers, at least 1). mode, for comparisons: 0 the default; 2 the bulk path
-// without stores, 3 the register path everywhere; timing only, the normalise alone on `normalisers` blocks (no conv:
-// y's values as they are, statistics of empty partials): 4 the bulk path, 5 with chunks of 48 KB, 6 the register
-// path; 7 the conv's input by 4-byte copies where its bulk input path applies. trace: InferArgs::trace, for
-// measurements.
-template <class Op>
-at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+// y = Epi(GroupNorm(Pro(conv_transpose2d(x, weight, padding)))) in one launch (above), for a forward without
+// autograd: Pro and Epi a region's prologue and epilogue (groupnorm/region.cuh; Epi of y alone), their parameters in
+// params; gamma and beta undefined for GroupNorm(affine=False). A clear error where convt_wgmma_infer_unsupported
+// says why not. normalisers: multiprocessors given to the normalise (-1: default_infer_normalisers, at least 1).
+// mode, for comparisons: 0 the default; 2 the bulk path without stores, 3 the register path everywhere; timing only,
+// the normalise alone on `normalisers` blocks (no conv: y's values as they are, statistics of empty partials): 4 the
+// bulk path, 5 with chunks of 48 KB, 6 the register path; 7 the conv's input by 4-byte copies where its bulk input
+// path applies. trace: InferArgs::trace, for measurements.
+template <class Pro, class Epi>
+at::Tensor convt_wgmma_infer(const at::Tensor& input, const at::Tensor& weight, const RegionParams& params,
                              const at::Tensor& gamma, const at::Tensor& beta, int64_t groups, double eps,
-                             std::vector<int64_t> padding, Op op, int normalisers = -1, int mode = 0,
+                             std::vector<int64_t> padding, int normalisers = -1, int mode = 0,
                              at::Tensor* trace = nullptr) {
-  const std::string why = convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding);
+  const std::string why = convt_wgmma_infer_unsupported<Pro, Epi>(input, weight, gamma, beta, groups, padding);
   TORCH_CHECK(why.empty(), "kgen: the one-launch wgmma forward does not take this call: ", why);
-  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, normalisers, mode,
-                                   trace);
+  return convt_wgmma_infer_checked<Pro, Epi>(input, weight, params, gamma, beta, groups, eps, padding, normalisers,
+                                             mode, trace);
 }
 
 // The same where it takes the call and default_infer_normalisers predicts a gain; else an undefined tensor (the
 // caller runs the two-kernel forward). Each check once.
-template <class Op>
-at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                                           const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
-                                           double eps, std::vector<int64_t> padding, Op op) {
-  if (!convt_wgmma_infer_unsupported<Op>(input, weight, bias, gamma, beta, groups, padding).empty()) return {};
-  const ConvShape s = check_convt(input, weight, bias, groups, {1, 1}, padding, {0, 0});
+template <class Pro, class Epi>
+at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Tensor& weight,
+                                           const RegionParams& params, const at::Tensor& gamma,
+                                           const at::Tensor& beta, int64_t groups, double eps,
+                                           std::vector<int64_t> padding) {
+  if (!convt_wgmma_infer_unsupported<Pro, Epi>(input, weight, gamma, beta, groups, padding).empty()) return {};
+  const ConvShape s = check_convt(input, weight, groups, {1, 1}, padding, {0, 0});
   if (default_infer_normalisers(s, multiprocessors(input.get_device()), true) == 0) return {};
-  return convt_wgmma_infer_checked(input, weight, bias, gamma, beta, groups, eps, padding, op, -1, 0, nullptr);
+  return convt_wgmma_infer_checked<Pro, Epi>(input, weight, params, gamma, beta, groups, eps, padding, -1, 0, nullptr);
 }
 
 }  // namespace convt

@@ -1,6 +1,7 @@
-// ---- conv/convt_wgrad.cuh: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores (wgmma,
-// sm_90a), from x in NCHW and grad_z channels-last, as the forward and the GroupNorm backward leave them (L2-19
-// `--conv fused`) ----
+// ---- conv/convt_wgrad.cuh: the weight gradient of ConvTranspose2d at stride 1 on Hopper's warpgroup tensor cores
+// (wgmma, sm_90a), from x in NCHW and grad_z channels-last, as the forward and the region backward leave them; and
+// the conv's whole backward (convt_wgmma_conv_backward: this kernel, conv/convt_wgmma_host.cuh's input gradient, or
+// cuDNN where they decline) ----
 //
 // The GEMM. With y[n, co, r, c] = sum x[n, ci, h, w] W[ci, co, kh, kw] over r = h - pad + kh, c = w - pad + kw:
 //   dW[ci, co, kh, kw] = sum over (n, h, w) of gz[n, co, h - pad + kh, w - pad + kw] * x[n, ci, h, w]
@@ -21,8 +22,8 @@
 //   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
-//   round_x asks for an in-place rounding pass. Measured (H100, 8x64x256x256):
-//   the pass costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
+//   round_x asks for an in-place rounding sweep. Measured (H100, 8x64x256x256):
+//   the sweep costs 0.63 ms of 2.99 and moves the largest error from 3.5e-4 to 2.5e-4 of max |dW|; cuDNN's own TF32
 //   weight gradient, which truncates both operands (a mean signed error of -7.4e-4), is 6.7e-4 from float64.
 // - K is split over the grid: each block takes a contiguous run of (sample, strip, grad_z row) steps of one channel
 //   tile pair and writes its own partial dW; convt_wgrad_reduce_kernel adds the partials in block order
@@ -468,6 +469,34 @@ at::Tensor convt_wgmma_weight_grad(const at::Tensor& grad_z, const at::Tensor& x
                               stream>>>(partial.data_ptr<float>(), grad_weight.data_ptr<float>(), s, g);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return grad_weight;
+}
+
+// The conv's gradients in a fused region's backward, from grad_z written channels-last (the region backward of
+// groupnorm/twopass/backward_channels_last.cuh), each by kgen's wgmma kernels wherever they take the call, else by
+// cuDNN's NHWC kernels on channels-last tensors (x copied by core/layout.cuh; for NCHW tensors cuDNN makes its own
+// slower copies to the same kernels). H100, L2-19's shape: grad x (NCHW) by convt_wgmma_input_grad (TF32 with grad_z
+// truncated, 4.9e-4 of max |grad_x| from float64, cuDNN's TF32 3.0e-4) 3.0-3.3 ms, against 2.9 for cuDNN's plus 1.5
+// to turn its channels-last result back; grad weight by convt_wgmma_weight_grad (x read NCHW as saved; TF32 with x
+// truncated, 2.5e-4 to 3.5e-4 of max |dW| from float64, cuDNN's TF32 6.7e-4) 2.4 ms, against 6.7 for cuDNN's plus
+// 1.5 for the x copy. The bias's gradient is the prologue's (its parameter), not this function's.
+// Returns {grad x, grad weight}, each undefined (None) where not asked for.
+inline std::vector<at::Tensor> convt_wgmma_conv_backward(const at::Tensor& grad_z, const at::Tensor& x,
+                                                         const at::Tensor& weight, std::vector<int64_t> padding,
+                                                         bool input_grad, bool weight_grad) {
+  at::Tensor grad_x, grad_weight;
+  const bool own_input_grad = input_grad && convt_wgmma_input_grad_unsupported(grad_z, weight, padding).empty();
+  if (own_input_grad) grad_x = convt_wgmma_input_grad(grad_z, weight, padding);
+  const bool own_weight_grad = weight_grad && convt_wgmma_weight_grad_unsupported(grad_z, x, weight, padding).empty();
+  if (own_weight_grad) grad_weight = convt_wgmma_weight_grad(grad_z, x, weight, padding);
+  const bool cudnn_input_grad = input_grad && !own_input_grad, cudnn_weight_grad = weight_grad && !own_weight_grad;
+  if (cudnn_input_grad || cudnn_weight_grad) {
+    auto grads = at::convolution_backward(grad_z, kgen::to_channels_last(x), weight, std::nullopt, {1, 1}, padding,
+                                          {1, 1}, /*transposed=*/true, {0, 0}, 1,
+                                          {cudnn_input_grad, cudnn_weight_grad, false});
+    if (cudnn_input_grad) grad_x = kgen::to_contiguous_nchw(std::get<0>(grads));
+    if (cudnn_weight_grad) grad_weight = std::get<1>(grads);
+  }
+  return {grad_x, grad_weight};
 }
 
 }  // namespace convt
