@@ -153,8 +153,7 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
                                "reference)")
     conv = given.get("conv", "exact")
     if conv not in CONV_MODES:
-        raise click.UsageError(f"--ref plans --conv {' or '.join(CONV_MODES)}; --conv {conv} is the "
-                               "convt-gelu-groupnorm spec's own (kgen emit convt-gelu-groupnorm --conv fused)")
+        raise click.UsageError(f"--conv takes {', '.join(CONV_MODES)}, not {conv!r}")
     if not explain:
         _check_output_folder(output)
     try:

@@ -184,10 +184,11 @@ FAMILIES = (
            judge="tf32",
            kernels=("kgen::convt::convt_wgmma_kernel", "kgen::convt::convt_wgmma_weights_kernel",
                     "kgen::convt::convt_moments_finalize_kernel", "kgen::convt::convt_wgrad_kernel",
-                    "kgen::convt::convt_wgrad_reduce_kernel", "kgen::backward_apply_channels_last_kernel",
+                    "kgen::convt::convt_wgrad_reduce_kernel",
+                    "kgen::region_convt::backward_apply_channels_last_kernel",
                     "kgen::convt::convt_wgmma_infer_kernel"),
            templates=("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh", "conv/convt_wgrad.cuh",
-                      "groupnorm/op/backward_channels_last.cuh", "conv/convt_wgmma_infer.cuh"),
+                      "groupnorm/convt/backward_channels_last.cuh", "conv/convt_wgmma_infer.cuh"),
            why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; a 3 x 3 kernel, rows of "
                "16 and 64 output channels (multiples of 4): kgen's weight gradient too; under no_grad, 64 input "
                "channels x 9 taps make the normalise's share of the one launch < 0.3 (default_infer_normalisers)"),

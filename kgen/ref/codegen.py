@@ -159,6 +159,12 @@ class ForwardWriter:
                 self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
         params = ", ".join(p.expr for p in step.params)
         gn = step.gn_args
+        if step.conv_fused:
+            # kgen's wgmma conv and the region (--conv fused), from the conv's input; the conv's own statement is
+            # left unread, so it is not written.
+            return (f"{var(step.output)} = _region{step.index}_convt({self.attr(step.conv_fused)}, "
+                    f"{self.value_of(step.conv_input)}, {gn['weight']}, {gn['bias']}, {gn['groups']}, {gn['eps']}, "
+                    f"torch.is_grad_enabled(){', ' if params else ''}{params})")
         window = step.window_expr or "()"
         return (f"{var(step.output)} = _Region{step.index}.apply({self.read(var(step.input))}, {gn['weight']}, "
                 f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
@@ -206,7 +212,8 @@ def region_context(step: RegionStep) -> dict:
     labels = [p.label for p in step.params]
     x = step.input
     z = step.prologue[-1].name if step.prologue else None
-    prologue, pro_slots = functors.prologue_functor(f"Region{step.index}Prologue", step.prologue, x, z, labels)
+    prologue, pro_slots = functors.prologue_functor(f"Region{step.index}Prologue", step.prologue, x, z, labels,
+                                                    moments=bool(step.conv_fused))
     epilogue, epi_slots = functors.epilogue_functor(f"Region{step.index}Epilogue", step.prologue, step.epilogue,
                                                     x, z, step.gn, step.result, labels)
     return {
@@ -214,6 +221,7 @@ def region_context(step: RegionStep) -> dict:
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
+        "conv_fused": step.conv_fused,
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
@@ -421,5 +429,6 @@ def solution_context(plan: Plan) -> dict:
         "input_source": ref.input_source,
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
+        "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
     }
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgen import __version__
-from kgen.emit import TEMPLATES, _environment, static_rule_violation
+from kgen.emit import TEMPLATES, environment, static_rule_violation
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
 from kgen.ref.graph import is_metadata, param_view_root
@@ -36,17 +36,25 @@ TWOPASS_PARTS = ("groupnorm/twopass/twopass.cuh", "groupnorm/twopass/forward.cuh
                  "groupnorm/twopass/backward_host.cuh")
 CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS
 # Only in a file whose plan uses them: a region's one-pass forward (--forward one-pass), a channels-last region
-# (--conv fast: the layout copy and the region's NHWC kernels), element-wise kernels, batch norms.
+# (--conv fast: the layout copy and the region's NHWC kernels), element-wise kernels, batch norms, kgen's conv.
 ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
-CHANNELS_LAST_PARTS = ("core/layout.cuh", "groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
+LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
+CHANNELS_LAST_PARTS = ("groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
 BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
+# A region fed by kgen's wgmma ConvTranspose2d (--conv fused): the conv and its gradients (with the layout copies,
+# for the cuDNN gradients it falls back to), the region's channels-last backward.
+CONV_FUSED_PARTS = ("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+                    "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh", "groupnorm/convt/backward_channels_last.cuh",
+                    "groupnorm/convt/host.cuh")
 
 
 def cuda_parts(context: dict) -> tuple:
     """The CUDA building blocks a file carries: the base, and each optional family only where its plan uses it."""
-    return (CUDA_PARTS + (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) +
+    layout = LAYOUT_PARTS if context["channels_last"] or context["conv_fused"] else ()
+    return (CUDA_PARTS + (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) + layout +
             (CHANNELS_LAST_PARTS if context["channels_last"] else ()) +
+            (CONV_FUSED_PARTS if context["conv_fused"] else ()) +
             (POINTWISE_PARTS if context["pointwise"] else ()) + (BATCHNORM_PARTS if context["batchnorms"] else ()))
 
 
@@ -84,6 +92,10 @@ def explain(plan: Plan) -> list[str]:
                     (node.op == "call_function" and getattr(node.target, "__name__", "") in ("getattr", "tensor")):
                 continue
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
+            if step.fused_into is not None:
+                lines.append(f"kgen wgmma ConvTranspose2d: {what} (TF32), its epilogue folding region "
+                             f"{step.fused_into}'s GroupNorm moments (--conv fused)")
+                continue
             notes = (["channels-last"] if step.channels_last else []) + \
                 ([f"bias taken by {step.bias_to}"] if step.drop_bias else [])
             tail = f" ({'; '.join(notes)})" if notes else ""
@@ -118,8 +130,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
                    output: str | Path | None = None, stage=None, forward: str = "two-pass",
                    preset: PresetCall | None = None) -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
-    (default: `path` as given); `conv`: "exact" (every library op as the reference calls it) or "fast" (2-D and
-    3-D convolutions feeding a region run channels-last, plan_layout.py); `forward`: "two-pass" or "one-pass" (a
+    (default: `path` as given); `conv`: "exact" (every library op as the reference calls it), "fast" (2-D and
+    3-D convolutions feeding a region run channels-last) or "fused" (a ConvTranspose2d feeding a region is kgen's
+    wgmma conv), plan_layout.py; `forward`: "two-pass" or "one-pass" (a
     region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
     chip, on sm_90 and newer; its backward is unchanged); `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
@@ -141,7 +154,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         region["groups"] = _groups_of(ref, step)
         region["onepass"] = forward == "one-pass" and onepass_applies(step)
     stage("rendering")
-    env = _environment()
+    env = environment()
     params = {"block_size": block_size}
     options = f"--block-size {block_size}"
     if conv != "exact":
@@ -159,6 +172,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
     for r in context["regions"]:
         functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
+        if r["conv_fused"]:
+            functions += [f"region{r['index']}_convt_{f}" for f in ("unsupported", "forward", "inference", "backward")]
     for p in context["pointwise"]:
         functions += [f"pointwise{p['index']}_forward", f"pointwise{p['index']}_backward"]
     for b in context["batchnorms"]:

@@ -51,13 +51,15 @@ class DagWriter:
                     for k, letter in enumerate("abcd")}
         return template.format(**consts, **operands, r=result or "")
 
-    def forward(self, indent: str) -> list[str]:
+    def forward(self, indent: str, moments: bool = False) -> list[str]:
+        """One statement per node; `moments`: each op's value as the conv epilogue's moments take it (OpDef)."""
         lines = []
         for node in self.nodes:
             op = ops.OPS[node.op]
             formula = op.torch.format(**{k: repr(v) for k, v in node.consts.items()})
             comment = f"  // {node.line}" if node.line else f"  // {formula}"
-            lines.append(f"{indent}const float {_var(node.name)} = {self.expression(op.value, node)};{comment}")
+            value = op.moments if moments and op.moments else op.value
+            lines.append(f"{indent}const float {_var(node.name)} = {self.expression(value, node)};{comment}")
         return lines
 
     def backward(self, indent: str, seed: str, seed_value: str, leaf_adjoints: dict[str, str]) -> list[str]:
@@ -117,8 +119,11 @@ def _params_block(name: str, table: str, slots: dict[int, int], labels: list[str
     return lines
 
 
-def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None, labels: list[str]) -> tuple:
-    """z = P(x). Returns (C++ struct, slots) — slots map region parameter indices to the functor's."""
+def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None, labels: list[str],
+                     moments: bool = False) -> tuple:
+    """z = P(x). Returns (C++ struct, slots) — slots map region parameter indices to the functor's. `moments`: the
+    region is fed by kgen's conv, whose epilogue takes the GroupNorm moments of `moments_value` where an op has a
+    cheaper form for them (OpDef.moments)."""
     if result is None or not nodes:
         return f"using {name} = kgen::NoPrologue;\n", {}
     body = needed(nodes, result)
@@ -127,6 +132,10 @@ def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None,
     lines = [f"struct {name} {{"] + _params_block(name, "prologue", slots, labels)
     lines += ["  __device__ __forceinline__ float value(float x) const {"] + writer.forward("    ")
     lines += [f"    return {_var(result)};", "  }"]
+    if moments and any(ops.OPS[n.op].moments for n in body):
+        lines += ["  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma.cuh: moments_value)",
+                  "  __device__ __forceinline__ float moments_value(float x) const {"]
+        lines += writer.forward("    ", moments=True) + [f"    return {_var(result)};", "  }"]
     lines += ["  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {"]
     lines += writer.forward("    ") + ["    float dx = 0.f;"]
     lines += writer.backward("    ", result, "dz", {"x": "dx"})

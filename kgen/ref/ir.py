@@ -134,6 +134,7 @@ class LibraryStep:
     channels_last: bool = False   # a 2-D/3-D convolution fed a channels-last input (--conv fast): its output is too
     elementwise_fallback: str = ""   # why an element-wise op is left to PyTorch (empty: a library op)
     bias_to: str = ""             # with drop_bias: which kgen step takes the bias
+    fused_into: int | None = None   # --conv fused: the region whose kernels run this conv (kgen's wgmma conv)
 
 
 @dataclass
@@ -159,6 +160,8 @@ class RegionStep:
     out_shape: list = field(default_factory=list)   # the output's shape
     notes: list = field(default_factory=list)       # what --explain says about the region (an op moved...)
     channels_last: bool = False   # its input comes channels-last (--conv fast): the groupnorm/nhwc/nhwc.cuh kernels
+    conv_fused: str = ""          # --conv fused: the nn.ConvTranspose2d (attribute path) that kgen's wgmma conv runs
+    conv_input: str = ""          # ... and the fx node name of that conv's input
     gn_params: list = field(default_factory=list)   # the GroupNorm's own weight and bias (affine), as the model
                                                     # names them (`gn.weight`): --explain lists them
 
@@ -209,6 +212,7 @@ class ConvMode(str, Enum):
     Enum: a member equals the word the command line takes."""
     EXACT = "exact"   # every library op as the reference calls it
     FAST = "fast"     # 2-D/3-D convolutions feeding a region without a reduction run channels-last
+    FUSED = "fused"   # a ConvTranspose2d feeding a region without a reduction is kgen's wgmma conv (TF32, sm_90a)
 
     @classmethod
     def of(cls, mode: ConvMode | str) -> ConvMode:
@@ -223,5 +227,5 @@ class Plan:
     ref: Reference
     steps: list
     outputs: object               # the fx output node's argument
-    conv: ConvMode = ConvMode.EXACT   # FAST: 2-D/3-D convolutions feeding a region run channels-last (plan_layout.py)
+    conv: ConvMode = ConvMode.EXACT   # how the convolutions feeding a region run (plan_layout.py)
     notes: list = field(default_factory=list)   # what the user should know about the plan (emit prints them)

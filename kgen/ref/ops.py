@@ -30,6 +30,9 @@ class OpDef:
     value: str
     grads: tuple           # local derivative per operand
     torch: str             # the PyTorch formula it follows, quoted in the generated comment
+    # The value as the GroupNorm moments in kgen's conv epilogue take it (conv/convt_wgmma.cuh), where a cheaper form
+    # than `value` is close enough to steer the normalisation ("": `value` itself).
+    moments: str = ""
 
 
 OPS = {o.name: o for o in [
@@ -47,7 +50,8 @@ OPS = {o.name: o for o in [
           "leaky_relu(a, {slope})"),
     OpDef("sigmoid", 1, "kgen::sigmoidf({a})", ("(1.f - {r}) * {r}",), "sigmoid(a)"),
     OpDef("tanh", 1, "tanhf({a})", ("1.f - {r} * {r}",), "tanh(a)"),
-    OpDef("gelu_erf", 1, "kgen::gelu_erf({a})", ("kgen::gelu_erf_grad({a})",), "gelu(a)"),
+    OpDef("gelu_erf", 1, "kgen::gelu_erf({a})", ("kgen::gelu_erf_grad({a})",), "gelu(a)",
+          moments="kgen::convt::gelu_erf_moments({a})"),
     OpDef("gelu_tanh", 1, "kgen::gelu_tanh({a})", ("kgen::gelu_tanh_grad({a})",), "gelu(a, approximate='tanh')"),
     OpDef("silu", 1, "kgen::siluf({a})", ("kgen::silu_grad({a})",), "silu(a)"),
     OpDef("hardswish", 1, "kgen::hardswishf({a})", ("kgen::hardswish_grad({a})",), "hardswish(a)"),

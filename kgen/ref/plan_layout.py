@@ -13,11 +13,19 @@ the reference's in TF32 rounding (kgen validate arbitrates against float64).
 A region takes its input channels-last when that input is the output of an nn.Conv2d, nn.ConvTranspose2d,
 nn.Conv3d or nn.ConvTranspose3d (channels_last_3d memory, NDHWC) and the region ends without a reduction (its channels-last kernels write the full tensor); any other region of
 the plan stays NCHW, and the plan's notes say why.
+
+With --conv fused, an nn.ConvTranspose2d whose output only a region without a reduction reads runs as kgen's own
+(conv/convt_wgmma.cuh, Hopper's wgmma tensor cores, TF32): its epilogue folds the GroupNorm moments of the region's
+prologue values, so the region's forward reads the conv output once, and its backward writes the conv output's
+gradient channels-last for kgen's wgmma input and weight gradients (groupnorm/convt/host.cuh). At run time the file
+runs the reference's conv and the region where the kernel does not take the call (another GPU, a stride, dilation,
+output padding or conv groups it does not take, torch.backends.cudnn.allow_tf32 off).
 """
 from __future__ import annotations
 
 import torch.nn as nn
 
+from kgen.ref.graph import is_metadata
 from kgen.ref.ir import ConvMode, LibraryStep, Plan, ReduceKind, RegionStep
 
 # The words `--conv` takes on the command line (kgen/cli.py), one per ConvMode.
@@ -31,6 +39,8 @@ def apply_conv_mode(plan: Plan, conv: ConvMode | str) -> Plan:
     plan.conv = ConvMode.of(conv)
     if plan.conv is ConvMode.EXACT:
         return plan
+    if plan.conv is ConvMode.FUSED:
+        return fuse_transposed_convs(plan)
     library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
     modules = dict(plan.ref.gm.named_modules())
     for step in plan.steps:
@@ -76,4 +86,58 @@ def _why_not_channels_last(step: RegionStep, module) -> str:
         return f"its input has rank {len(step.shape)}, not (N, C, H, W) or (N, C, D, H, W)"
     if step.reduce_kind is not ReduceKind.NONE:
         return "it ends in a reduction (the channels-last kernels write the full-size output only)"
+    return ""
+
+
+FUSED_NOTE = ("--conv fused: kgen's ConvTranspose2d runs on Hopper's warpgroup tensor cores (sm_90a: H100/H200) in TF32, "
+              "as cuDNN's default does (operands rounded to nearest, float32 accumulation); where cuDNN picks a float32 "
+              "algorithm (small shapes) the two differ by ~1e-3, and parameter gradients, sums over the batch, by up to "
+              "~2%: compare at 1e-2. Without TF32 (torch.backends.cudnn.allow_tf32 off, kgen validate --no-tf32), on "
+              "another GPU, or at a stride, dilation, output padding or conv groups the kernel does not take, the file "
+              "runs the reference's conv and the region's kernels")
+
+
+def fuse_transposed_convs(plan: Plan) -> Plan:
+    """--conv fused: marks each region fed by an nn.ConvTranspose2d that kgen's wgmma conv can run (and that conv's
+    step); a note says why any other transposed convolution before a region stays the library's."""
+    library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
+    modules = dict(plan.ref.gm.named_modules())
+    fused = 0
+    for step in plan.steps:
+        if not isinstance(step, RegionStep):
+            continue
+        conv_step = library.get(step.input)
+        module = _conv_module(conv_step, modules)
+        if not isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+            continue
+        reason = _why_not_fused(step, conv_step, module)
+        if reason:
+            plan.notes.append(f"--conv fused: region {step.index} reads the library's {conv_step.node.target}: {reason}")
+            continue
+        step.conv_fused = str(conv_step.node.target)
+        step.conv_input = conv_step.node.args[0].name
+        conv_step.fused_into = step.index
+        fused += 1
+    if not fused:
+        plan.notes.append("--conv fused: no region reads an nn.ConvTranspose2d's output alone, so every convolution "
+                          "stays the library's (the file is the one --conv exact gives)")
+    else:
+        plan.notes.append(FUSED_NOTE)
+    return plan
+
+
+def _why_not_fused(step: RegionStep, conv_step: LibraryStep, module) -> str:
+    """Why kgen's wgmma conv does not run the transposed convolution `module` that region `step` reads, or ""."""
+    node = conv_step.node
+    if not isinstance(module, nn.ConvTranspose2d):
+        return f"it is an nn.{type(module).__name__}; kgen's conv is a ConvTranspose2d"
+    if len(node.args) != 1 or node.kwargs:
+        return "it is called with more than its input (output_size...)"
+    if step.reduce_kind is not ReduceKind.NONE:
+        return "the region ends in a reduction (the fused backward takes full-size outputs only)"
+    if module.bias is not None and not conv_step.drop_bias:
+        return "its bias cannot move into the region (its output is read elsewhere, or the region has no slot left)"
+    region_values = {n.name for n in step.prologue} | {step.gn}
+    if any(u.op == "output" or (u.name not in region_values and not is_metadata(u)) for u in node.users):
+        return "its output is read outside the region"
     return ""

@@ -1,5 +1,5 @@
 """The spec registry. Every module in this package that defines `SPEC` is registered, in file-name order:
-adding a problem means adding a spec module and its templates, nothing else."""
+adding a preset means adding a spec module and its bundled reference, nothing else."""
 from __future__ import annotations
 
 import importlib

@@ -1,7 +1,6 @@
 """Presets (one `Spec` per bundled problem), in the manner of CUTLASS's operation descriptions: a preset names its
 bundled reference, its default init arguments and input shapes, and the options it takes with their defaults. The
-planner renders it (kgen/emit.py: emit_preset); a preset with templates of its own (L2-19's --conv fused) names them
-too, for the options only they implement."""
+planner renders it (kgen/emit.py: emit_preset)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -72,17 +71,6 @@ def forward_param(default: str) -> Param:
 FORWARD = forward_param("two-pass")
 
 
-def onepass_wanted(params: dict) -> bool:
-    return params.get("forward") == "one-pass"
-
-
-def onepass_context(params: dict) -> dict:
-    """Template values of the one-pass forward: 0 threads means the two-pass kernels only."""
-    wanted = onepass_wanted(params)
-    return {"onepass_threads": ONEPASS_THREADS if wanted else 0,
-            "onepass_blocks_per_sm": ONEPASS_BLOCKS_PER_SM if wanted else 0}
-
-
 def groups_param(default: int) -> Param:
     return Param("groups", int, default, "GroupNorm group count the kernels are specialised for",
                  check=groups_divide_channels)
@@ -98,18 +86,6 @@ class Spec:
     channels_arg: str               # which init argument is the GroupNorm channel count
     groups_arg: str                 # which init argument is the GroupNorm group count
     params: tuple = field(default_factory=tuple)
-    # Only a preset with templates of its own (rendered where planned() is False):
-    template: str | None = None     # the solution's Python template, a path under kgen/templates/
-    bindings: str | None = None     # the CUDA template that instantiates the kernels for the parameters
-    cuda_parts: tuple = ()          # plain CUDA building blocks (kgen/templates/cuda/), in include order
-    functions: tuple = ()           # the host functions the bindings export to Python
-    summary: str = ""
-    context: dict = field(default_factory=dict)  # constant template values, see template_context()
-
-    def planned(self, params: dict) -> bool:
-        """Whether the planner renders this parameter set (kgen emit --ref on the bundled reference): every option
-        but the ones only the preset's own templates have (L2-19's --conv fused)."""
-        return self.template is None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -128,22 +104,6 @@ class Spec:
         args = dict(self.init_args)
         args[self.groups_arg] = params["groups"]
         return list(args.values())
-
-    def cuda_parts_for(self, params: dict) -> tuple:
-        """The CUDA building blocks this parameter set needs (a spec may add a layout variant)."""
-        return self.cuda_parts + (("groupnorm/onepass/onepass.cuh",) if onepass_wanted(params) else ())
-
-    def functions_for(self, params: dict) -> tuple:
-        """The host functions the bindings export for this parameter set."""
-        return self.functions
-
-    def template_context(self, params: dict) -> dict:
-        """Values the templates need beyond the parameters themselves (e.g. the C++ type of an op)."""
-        return {**self.context, **onepass_context(params)}
-
-    def summary_for(self, params: dict) -> str:
-        """The header's one-line summary of what the file does (a spec may describe a variant of its own)."""
-        return self.summary
 
     def notes(self, params: dict) -> list[str]:
         """Warnings `emit` prints on stderr and writes into the header (e.g. a non-equivalent variant)."""

@@ -13,12 +13,6 @@ namespace kgen {
 // z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
-// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
-__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
-  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
-}
-
 // Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
 struct GroupShape {
   int64_t batch;

@@ -12,7 +12,7 @@
 // Two block layouts. FLAT (the forward, and a backward without parameters): a grid-stride loop over packs of
 // 4 values of v in memory order, each thread carrying its (sample, channel, position) forward by a fixed step
 // without dividing, so any shape streams at full width, a (N, C) Linear output of 1-value planes included.
-// PER PLANE (a backward with parameters): blocks cut as groupnorm/op/twopass.cuh's sweeps, (plane, chunk of
+// PER PLANE (a backward with parameters): blocks cut as the region's two-pass sweeps, (plane, chunk of
 // plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
 // per channel in double and in a fixed order (column_sums): bitwise reproducible.
 namespace kgen {

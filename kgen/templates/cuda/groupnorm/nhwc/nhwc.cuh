@@ -25,7 +25,7 @@
 // Backward, 2 reads of x and dout, 1 write of dx (channels-last, what cuDNN's channels-last backward takes):
 //   backward_partial  per (sample, channel tile, split): sums of dy and dy (z - mean) and Epi's parameter
 //                     gradients per (n, c, split), region_twopass's layouts
-//   backward_group, param_grad (groupnorm/op/twopass.cuh) and param_sums (region_twopass), as in the two-pass backward
+//   backward_group, param_grad (groupnorm/statistics.cuh) and param_sums (region_twopass), as in the two-pass backward
 //   backward_apply    per (sample, channel tile, split): dx computed on the column side, turned back into
 //                     rows through the shared tile, stored as rows; Pro's parameter gradients per (n, c, split)
 // The split kernels prefetch the next tile's rows into registers while the current one is worked on. No float

@@ -211,7 +211,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
   const auto slot = [&](int64_t k) { return static_cast<int>(k % kOnePassStages); };
   const auto use = [&](int64_t k) { return static_cast<unsigned>((k / kOnePassStages) & 1); };
   const auto stage = [&](int64_t k) { return stages + slot(k) * chunk_packs; };
-  // The moments are of z - pilot, pilot the slice's first z: see groupnorm/op/twopass.cuh.
+  // The moments are of z - pilot, pilot the slice's first z: see groupnorm/twopass/forward.cuh's stats_partial_kernel.
   const auto pilot_of = [&](int64_t k) {
     const int64_t row = row_of(k);
     return Pro::at(params, first_channel(row)).value(__ldg(x + row * slice_elems));

@@ -20,7 +20,7 @@
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
-//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/op/twopass.cuh
+//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/statistics.cuh
 //   apply     per channel: y = (z - mean) rstd gamma + beta, v = Epi(y, z, x); kNone writes v out, the
 //             other kinds write v back in place and then reduce it (a team of tpo threads per output,
 //             natural order inside a thread, a fixed shuffle tree across threads: the FIRST extreme wins
@@ -37,7 +37,7 @@
 //             direct dz; dx = Pro::backward(x, dz) + the epilogue's direct dx; the prologue's parameter
 //             gradients per channel
 // Per-(sample, channel) gradients of gamma, beta and every parameter go to a (N, K, C) buffer, K = 2 + Kp
-// + Ke, summed over the batch by column_sums (groupnorm/op/twopass.cuh): a fixed order, no atomics anywhere, so
+// + Ke, summed over the batch by column_sums (core/sweeps.cuh): a fixed order, no atomics anywhere, so
 // every result is bitwise reproducible. For Linear outputs that buffer is K times the input; where it would
 // pass 256 MB the backward runs in SLABS instead (ResidentPlan::parts, slab_plan): each block keeps one
 // channel slab and walks its samples, adding their gradients in shared memory in sample order, and writes

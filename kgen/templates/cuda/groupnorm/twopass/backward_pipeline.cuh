@@ -176,7 +176,7 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
 
 // The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
-// coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel), and releases the slice.
+// coefficients B, C (groupnorm/statistics.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,

@@ -163,7 +163,7 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
-// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/op/twopass.cuh's param_grad_kernel);
+// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
                          at::Tensor& dgamma, at::Tensor& dbeta) {
@@ -174,7 +174,7 @@ inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, cons
 }
 
 // Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
-// gn_partial, the per (sample, group) coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel) and, affine,
+// gn_partial, the per (sample, group) coefficients B, C (groupnorm/statistics.cuh's backward_group_kernel) and, affine,
 // dgamma and dbeta.
 template <int kBlock>
 void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& gamma_or_ones, const at::Tensor& rstd,
@@ -235,6 +235,68 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
     if (done) C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return done;
+}
+
+// The sweep after the statistics: the normalised, epilogued values and their reduction into out (and aux), from
+// the saved mean and rstd. `plan`: the sweeps' split of a plane (plan_split<kBlock>).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+void forward_apply(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, const SplitPlan& plan,
+                   const float2* mean_ptr, const float* rstd_ptr, const float* gamma_ptr, const float* beta_ptr,
+                   at::Tensor& out, at::Tensor& aux, bool for_backward) {
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto options = x.options();
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t blocks = planes * plan.splits;
+  const float* x_ptr = x.data_ptr<float>();
+  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+    using T = typename Reducer<O>::T;
+    at::Tensor partial;
+    T* partial_ptr = nullptr;
+    if constexpr (R != ReduceKind::kNone) {
+      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
+      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
+    }
+    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
+    const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
+    dispatch_vec(vec, [&](auto kv) {
+      plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if constexpr (R != ReduceKind::kNone) {
+      const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
+      const int64_t per_out = R == ReduceKind::kPlane ? plan.splits : shape.channels * plan.splits;
+      reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
+          partial_ptr, per_out, outs, reduce_count(shape, R), out.data_ptr<float>(),
+          kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  } else if constexpr (R == ReduceKind::kChannel) {
+    const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
+    int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+    dispatch_vec(vec, [&](auto kv) {
+      constexpr int W = decltype(kv)::value ? 4 : 1;
+      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
+      check_grid(shape.batch * blocks_per_sample, "channel reduction");
+      channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
+          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          blocks_per_sample);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {  // kWindow
+    const int64_t outs = out.numel();
+    if (outs > 0) {
+      TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
+      const Geometry geo = geometry(shape);
+      int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+      float* extreme_x =
+          saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
+      window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          extreme_x, outs);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  }
 }
 
 }  // namespace region_twopass
@@ -311,56 +373,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 
-  // The normalised, epilogued values and their reduction.
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    using T = typename rt::Reducer<O>::T;
-    at::Tensor partial;
-    T* partial_ptr = nullptr;
-    if constexpr (R != ReduceKind::kNone) {
-      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
-      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
-    }
-    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
-    const bool vec = rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));  // odd planes too
-    dispatch_vec(vec, [&](auto kv) {
-      rt::plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if constexpr (R != ReduceKind::kNone) {
-      const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
-      const int64_t per_out = R == ReduceKind::kPlane ? plan.splits : shape.channels * plan.splits;
-      rt::reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
-          partial_ptr, per_out, outs, rt::reduce_count(shape, R), out.data_ptr<float>(),
-          rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  } else if constexpr (R == ReduceKind::kChannel) {
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x) && rt::aligned(out) && rt::aligned(aux);
-    int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-    dispatch_vec(vec, [&](auto kv) {
-      constexpr int W = decltype(kv)::value ? 4 : 1;
-      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
-      rt::check_grid(shape.batch * blocks_per_sample, "channel reduction");
-      rt::channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
-          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          blocks_per_sample);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {  // kWindow
-    const int64_t outs = out.numel();
-    if (outs > 0) {
-      TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
-      const rt::Geometry geo = rt::geometry(shape);
-      int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-      float* extreme_x =
-          rt::saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
-      rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          extreme_x, outs);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  }
+  rt::forward_apply<Pro, Epi, R, O, kBlock>(x, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out, aux,
+                                            for_backward);
   return {out, mean, rstd, aux};
 }
 

@@ -5,8 +5,8 @@
 // Pro and Epi are the generated functors of groupnorm/region.cuh; the reduction is one of its
 // ReduceKind x ReduceOp. Nothing between x and out is stored: every kernel reads x and recomputes
 // z, y, v on the fly, forward and backward. x is (N, C, *spatial) contiguous: a (sample, channel)
-// plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
-// groupnorm/op/twopass.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
+// plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
+// blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
@@ -32,10 +32,10 @@
 //                     order, 4 loads in flight
 // Backward, given the saved (mean, rstd, out, aux), everything element-local:
 //   backward_sweep<partial>   per (plane, chunk): dv from dout (the reduction's backward), Epi::backward
-//                             -> dy; block sums of dy, dy (z - mean) (groupnorm/op/twopass.cuh's layout) and of the
+//                             -> dy; block sums of dy, dy (z - mean) (groupnorm/statistics.cuh's layout) and of the
 //                             epilogue's parameter gradients
-//   backward_group_kernel     (groupnorm/op/twopass.cuh) per (sample, group): plane sums and the coefficients B, C
-//   param_grad_kernel         (groupnorm/op/twopass.cuh, affine only) dgamma, dbeta
+//   backward_group_kernel     (groupnorm/statistics.cuh) per (sample, group): plane sums and the coefficients B, C
+//   param_grad_kernel         (groupnorm/statistics.cuh, affine only) dgamma, dbeta
 //   backward_sweep<apply>     dz = rstd gamma dy + B (z - mean) + C + direct dz; dx = Pro::backward(dz)
 //                             + direct dx, written; block sums of the prologue's parameter gradients
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
