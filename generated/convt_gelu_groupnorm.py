@@ -529,12 +529,6 @@ namespace kgen {
 // z - mean for a mean held as (hi, lo): z - hi is exact when z is near the mean.
 __device__ __forceinline__ float centered(float z, float2 mean) { return (z - mean.x) - mean.y; }
 
-// dx of one value, dz/dx * (a dy + B (z - mean) + C), in explicitly rounded operations: every kernel computing it
-// (the NCHW apply sweep here, the channels-last one of groupnorm/op/backward_channels_last.cuh) gives the same bits.
-__device__ __forceinline__ float groupnorm_dx(float dz_dx, float a, float dy, float2 bc, float z, float2 mean) {
-  return __fmul_rn(dz_dx, __fmaf_rn(a, dy, __fmaf_rn(bc.x, centered(z, mean), bc.y)));
-}
-
 // Sizes of one GroupNorm problem; kGroups > 0 makes the group count a compile-time constant.
 struct GroupShape {
   int64_t batch;
@@ -1103,7 +1097,7 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
-//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/op/twopass.cuh
+//             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/statistics.cuh
 //   apply     per channel: y = (z - mean) rstd gamma + beta, v = Epi(y, z, x); kNone writes v out, the
 //             other kinds write v back in place and then reduce it (a team of tpo threads per output,
 //             natural order inside a thread, a fixed shuffle tree across threads: the FIRST extreme wins
@@ -1120,7 +1114,7 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 //             direct dz; dx = Pro::backward(x, dz) + the epilogue's direct dx; the prologue's parameter
 //             gradients per channel
 // Per-(sample, channel) gradients of gamma, beta and every parameter go to a (N, K, C) buffer, K = 2 + Kp
-// + Ke, summed over the batch by column_sums (groupnorm/op/twopass.cuh): a fixed order, no atomics anywhere, so
+// + Ke, summed over the batch by column_sums (core/sweeps.cuh): a fixed order, no atomics anywhere, so
 // every result is bitwise reproducible. For Linear outputs that buffer is K times the input; where it would
 // pass 256 MB the backward runs in SLABS instead (ResidentPlan::parts, slab_plan): each block keeps one
 // channel slab and walks its samples, adding their gradients in shared memory in sample order, and writes
@@ -3249,8 +3243,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 // Pro and Epi are the generated functors of groupnorm/region.cuh; the reduction is one of its
 // ReduceKind x ReduceOp. Nothing between x and out is stored: every kernel reads x and recomputes
 // z, y, v on the fly, forward and backward. x is (N, C, *spatial) contiguous: a (sample, channel)
-// plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut like
-// groupnorm/op/twopass.cuh's, into blocks of (plane, chunk of plan_split(S)), so the channel (hence the functors'
+// plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
+// blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
@@ -3276,10 +3270,10 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 //                     order, 4 loads in flight
 // Backward, given the saved (mean, rstd, out, aux), everything element-local:
 //   backward_sweep<partial>   per (plane, chunk): dv from dout (the reduction's backward), Epi::backward
-//                             -> dy; block sums of dy, dy (z - mean) (groupnorm/op/twopass.cuh's layout) and of the
+//                             -> dy; block sums of dy, dy (z - mean) (groupnorm/statistics.cuh's layout) and of the
 //                             epilogue's parameter gradients
-//   backward_group_kernel     (groupnorm/op/twopass.cuh) per (sample, group): plane sums and the coefficients B, C
-//   param_grad_kernel         (groupnorm/op/twopass.cuh, affine only) dgamma, dbeta
+//   backward_group_kernel     (groupnorm/statistics.cuh) per (sample, group): plane sums and the coefficients B, C
+//   param_grad_kernel         (groupnorm/statistics.cuh, affine only) dgamma, dbeta
 //   backward_sweep<apply>     dz = rstd gamma dy + B (z - mean) + C + direct dz; dx = Pro::backward(dz)
 //                             + direct dx, written; block sums of the prologue's parameter gradients
 //   param_sums                one warp per (parameter, channel): its block sums over (n, chunk), double,
@@ -4467,7 +4461,7 @@ __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], cons
 
 // The slice's last pass A block: merges the slice's partials (per plane: its splits in double, lanes then a
 // fixed butterfly; the planes gamma-weighted, per warp then in warp order), writes plane_sums and the
-// coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel), and releases the slice.
+// coefficients B, C (groupnorm/statistics.cuh's backward_group_kernel), and releases the slice.
 template <int kBlock>
 __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, int64_t cpg, int64_t first_plane,
                                           int64_t first_channel, int64_t plane_elems, const float* gamma, float rstd,
@@ -5334,7 +5328,7 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
-// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/op/twopass.cuh's param_grad_kernel);
+// dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
                          at::Tensor& dgamma, at::Tensor& dbeta) {
@@ -5345,7 +5339,7 @@ inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, cons
 }
 
 // Between a backward's two sweeps: from the per (sample, channel, split) sums of dy and dy (z - mean) in
-// gn_partial, the per (sample, group) coefficients B, C (groupnorm/op/twopass.cuh's backward_group_kernel) and, affine,
+// gn_partial, the per (sample, group) coefficients B, C (groupnorm/statistics.cuh's backward_group_kernel) and, affine,
 // dgamma and dbeta.
 template <int kBlock>
 void group_backward(const at::Tensor& gn_partial, int splits, const at::Tensor& gamma_or_ones, const at::Tensor& rstd,
@@ -5406,6 +5400,68 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
     if (done) C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
   return done;
+}
+
+// The sweep after the statistics: the normalised, epilogued values and their reduction into out (and aux), from
+// the saved mean and rstd. `plan`: the sweeps' split of a plane (plan_split<kBlock>).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+void forward_apply(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, const SplitPlan& plan,
+                   const float2* mean_ptr, const float* rstd_ptr, const float* gamma_ptr, const float* beta_ptr,
+                   at::Tensor& out, at::Tensor& aux, bool for_backward) {
+  const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto options = x.options();
+  const int64_t planes = shape.batch * shape.channels;
+  const int64_t blocks = planes * plan.splits;
+  const float* x_ptr = x.data_ptr<float>();
+  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
+    using T = typename Reducer<O>::T;
+    at::Tensor partial;
+    T* partial_ptr = nullptr;
+    if constexpr (R != ReduceKind::kNone) {
+      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
+      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
+    }
+    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
+    const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
+    dispatch_vec(vec, [&](auto kv) {
+      plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if constexpr (R != ReduceKind::kNone) {
+      const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
+      const int64_t per_out = R == ReduceKind::kPlane ? plan.splits : shape.channels * plan.splits;
+      reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
+          partial_ptr, per_out, outs, reduce_count(shape, R), out.data_ptr<float>(),
+          kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  } else if constexpr (R == ReduceKind::kChannel) {
+    const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
+    int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+    dispatch_vec(vec, [&](auto kv) {
+      constexpr int W = decltype(kv)::value ? 4 : 1;
+      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
+      check_grid(shape.batch * blocks_per_sample, "channel reduction");
+      channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
+          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          blocks_per_sample);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {  // kWindow
+    const int64_t outs = out.numel();
+    if (outs > 0) {
+      TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
+      const Geometry geo = geometry(shape);
+      int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
+      float* extreme_x =
+          saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
+      window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
+          extreme_x, outs);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+  }
 }
 
 }  // namespace region_twopass
@@ -5482,56 +5538,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 
-  // The normalised, epilogued values and their reduction.
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    using T = typename rt::Reducer<O>::T;
-    at::Tensor partial;
-    T* partial_ptr = nullptr;
-    if constexpr (R != ReduceKind::kNone) {
-      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
-      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
-    }
-    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
-    const bool vec = rt::aligned(x) && (R != ReduceKind::kNone || rt::aligned(out));  // odd planes too
-    dispatch_vec(vec, [&](auto kv) {
-      rt::plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    if constexpr (R != ReduceKind::kNone) {
-      const int64_t outs = R == ReduceKind::kPlane ? planes : shape.batch;
-      const int64_t per_out = R == ReduceKind::kPlane ? plan.splits : shape.channels * plan.splits;
-      rt::reduce_finish_kernel<O, kBlock><<<blocks_for(outs * kWarpSize, kBlock), kBlock, 0, stream>>>(
-          partial_ptr, per_out, outs, rt::reduce_count(shape, R), out.data_ptr<float>(),
-          rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  } else if constexpr (R == ReduceKind::kChannel) {
-    const bool vec = shape.plane % 4 == 0 && rt::aligned(x) && rt::aligned(out) && rt::aligned(aux);
-    int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-    dispatch_vec(vec, [&](auto kv) {
-      constexpr int W = decltype(kv)::value ? 4 : 1;
-      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
-      rt::check_grid(shape.batch * blocks_per_sample, "channel reduction");
-      rt::channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
-          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          blocks_per_sample);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {  // kWindow
-    const int64_t outs = out.numel();
-    if (outs > 0) {
-      TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
-      const rt::Geometry geo = rt::geometry(shape);
-      int* aux_ptr = rt::kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-      float* extreme_x =
-          rt::saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
-      rt::window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          extreme_x, outs);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-  }
+  rt::forward_apply<Pro, Epi, R, O, kBlock>(x, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out, aux,
+                                            for_backward);
   return {out, mean, rstd, aux};
 }
 

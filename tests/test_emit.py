@@ -212,37 +212,34 @@ def test_a_file_carries_the_families_its_plan_uses():
 
 
 def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
-    """--conv fused: kgen's wgmma conv (sm_90a, z stored without its bias) then the normalise sweep, the exact
-    mode's path where the kernel does not apply, a build for sm_90a, and a header that says it is TF32."""
+    """--conv fused: kgen's wgmma conv (sm_90a, z stored without its bias: the prologue adds it) then the region's
+    sweep, the library conv and the region where the kernel does not apply, a build for sm_90a, a header that says
+    it is TF32."""
     text, notes = emit("convt-gelu-groupnorm", {"conv": "fused"})
-    assert "convt_wgmma_kernel" in text and "convt_wgmma_moments<InputOp>" in text
-    assert "/*z_with_bias=*/false" in text
-    assert "FusedConvTransposeGeluGroupNorm.apply(x, conv.weight, conv.bias" in text
-    assert "GeluGroupNormFunction.apply(x, conv.bias, gn.weight, gn.bias, gn.num_groups, gn.eps)" in text
-    # backward: grad_z written channels-last; grad_x by the wgmma kernel (cuDNN where it declines), grad_weight by
-    # cuDNN's NHWC kernels on channels-last tensors
-    assert "_ext.groupnorm_backward_channels_last(" in text and "_ext.convt_fused_conv_backward(grad_z, x" in text
-    assert "grad_x = kgen::convt::convt_wgmma_input_grad(grad_z, weight, padding)" in text
-    assert "convt_wgmma_moments<ConvOnly, kPart, true, kRoundGradZ>" in text
-    assert "template <int kPart = 0, bool kRoundGradZ = false>" in text  # grad_z truncated by the tensor cores
-    assert "at::convolution_backward(grad_z, kgen::to_channels_last(x), weight" in text
-    assert 'extra_cuda_cflags=["-O3", *_cuda_arch_flags()]' in text and "compute_90a,code=sm_90a" in text
-    assert len(notes) == 1 and "TF32" in notes[0] and "1e-2" in notes[0]
+    assert "convt_wgmma_kernel" in text and "kgen::region_convt::forward<Region0Prologue, Region0Epilogue, kBlock>" in text
+    assert "kgen::convt::gelu_erf_moments(v_conv_transpose_biased)" in text  # the moments' GELU in the prologue
+    assert "group_norm = _region0_convt(self.conv_transpose, x, " in text
+    assert "_Region0ConvT.apply(x, conv.weight, weight, bias" in text
+    assert "return _Region0.apply(z, weight, bias, groups, eps, (), grad_enabled, *params)" in text
+    # backward: grad_z written channels-last, then the conv's gradients (kgen's wgmma kernels, cuDNN where they decline)
+    assert "region_backward_channels_last<Pro, Epi, kBlock>" in text and "convt_wgmma_conv_backward(" in text
+    assert "_cuda_arch_flags()" in text and "compute_90a,code=sm_90a" in text
+    assert any("TF32" in n and "1e-2" in n for n in notes)
     assert "# NOTE: --conv fused" in text
-    assert "mma.sync.aligned" not in text  # the portable mma.sync kernel (conv/convt_igemm.cuh) is not part of it
     assert "_cuda_arch_flags" not in emit("convt-gelu-groupnorm", {"conv": "exact"})[0]
 
 
-def test_ref_rejects_the_spec_only_fused_conv(tmp_path):
-    from click.testing import CliRunner
+def test_conv_fused_takes_only_a_transposed_conv_2d_feeding_a_region():
+    """--conv fused on a reference whose region reads a Conv2d: nothing is fused, a note says so, the file is
+    --conv exact's."""
+    from kgen.ref.emit import emit_reference
 
-    from kgen.cli import main
-
-    reference = "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py"
-    out = tmp_path / "solution.py"
-    result = CliRunner().invoke(main, ["emit", "--ref", reference, "--conv", "fused", "-o", str(out)])
-    assert result.exit_code == 2 and "--conv fused is the convt-gelu-groupnorm spec's own" in result.output
-    assert not out.exists()
+    reference = "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py"
+    fused, notes, _ = emit_reference(reference, conv="fused", display="ref.py")
+    exact, _, _ = emit_reference(reference, conv="exact", display="ref.py")
+    assert any("no region reads an nn.ConvTranspose2d" in n for n in notes)
+    body = lambda text: text[text.index('"""Fused CUDA kernels'):]  # noqa: E731  (after the header)
+    assert body(fused) == body(exact)
 
 
 def test_emit_into_a_missing_folder_is_a_clear_error(tmp_path):

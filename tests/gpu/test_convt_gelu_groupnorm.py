@@ -169,70 +169,38 @@ def test_deterministic(solutions, deterministic_cudnn, mode, init, shape):
         assert torch.equal(first[2][name], second[2][name]), name
 
 
-FUSED_SHAPES = [((3, 48, 40, 40), 6), ((4, 96, 17, 23), 12), ((3, 64, 33, 17), 8), ((2, 36, 9, 11), 4),
-                ((3, 6, 5, 7), 3)]
-
-
-@pytest.mark.parametrize("mode", ["fused", "fused-tanh"])
-@pytest.mark.parametrize("shape, groups", FUSED_SHAPES)
-def test_fused_bias_gelu_groupnorm_against_float64(solutions, mode, shape, groups):
-    """The --conv fused file's GroupNorm part alone (the Op-templated kernels it runs where its conv does not
-    apply), on a given conv output z (without bias): bias, GELU and GroupNorm, values and derivatives, the conv
-    bias's included."""
-    gelu = "tanh" if mode == "fused-tanh" else "erf"
-    function = solutions[mode].GeluGroupNormFunction
-    torch.manual_seed(9)
-    channels = shape[1]
-    z = torch.randn(shape, device="cuda") * 3
-    z.requires_grad_()
-    conv_bias = (torch.randn(channels, device="cuda") * 2).requires_grad_()
-    weight = torch.randn(channels, device="cuda").requires_grad_()
-    bias = torch.randn(channels, device="cuda").requires_grad_()
-    y = function.apply(z, conv_bias, weight, bias, groups, 1e-5)
-    dy = torch.randn_like(y)
-    y.backward(dy)
-    z64, cb64, w64, b64 = (t.detach().double().requires_grad_() for t in (z, conv_bias, weight, bias))
-    approximate = "none" if gelu == "erf" else "tanh"
-    y64 = F.group_norm(F.gelu(z64 + cb64.view(1, -1, 1, 1), approximate=approximate), groups, w64, b64, 1e-5)
-    y64.backward(dy.double())
-    torch.testing.assert_close(y.double(), y64, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(z.grad.double(), z64.grad, atol=1e-4, rtol=1e-4)
-    for got, want in ((conv_bias.grad, cb64.grad), (weight.grad, w64.grad), (bias.grad, b64.grad)):
-        scale = want.abs().max().item()
-        torch.testing.assert_close(got.double(), want, atol=1e-4 * max(1.0, scale), rtol=1e-4)
-
-
 CHANNELS_LAST_BACKWARD_SHAPES = [((3, 48, 40, 40), 6), ((4, 96, 17, 23), 12), ((2, 64, 66, 66), 8),
                                  ((3, 6, 5, 7), 3), ((1, 36, 9, 150), 4)]
 
 
 @pytest.mark.parametrize("shape, groups", CHANNELS_LAST_BACKWARD_SHAPES)
-def test_groupnorm_backward_channels_last(solutions, shape, groups):
-    """--conv fused's GroupNorm backward writes grad z channels-last (groupnorm/op/backward_channels_last.cuh): the same values,
-    bit for bit, as the NCHW kernels' (one formula a value); the same parameter gradients (the same sums kernels);
-    the conv bias gradient summed in another order, so within float rounding of it and of float64. Shapes: several
-    spans of tiles a block (66x66), channels not a multiple of 4 and odd planes (the scalar path), the specialised
-    group count (8) and others, a plane not a multiple of the 64-position tile."""
+def test_region_backward_channels_last(solutions, shape, groups):
+    """--conv fused's region backward, which writes the conv output's gradient channels-last
+    (groupnorm/convt/backward_channels_last.cuh): the same GroupNorm parameter gradients, bit for bit, as the NCHW
+    backward's (the same sums kernels), the prologue's (the conv bias) summed in another order, so within float
+    rounding of it and of float64. Shapes: several spans of tiles a block (66x66), channels not a multiple of 4 and
+    odd planes (the scalar path), a plane not a multiple of the 64-position tile. The gradient itself is checked end
+    to end against float64 by test_fused_conv_against_float64."""
     ext = solutions["fused"]._ext
     torch.manual_seed(23)
     channels = shape[1]
     z = torch.randn(shape, device="cuda") * 3
     conv_bias, gamma, beta = (torch.randn(channels, device="cuda") for _ in range(3))
-    _, mean, rstd = ext.groupnorm_forward(z, conv_bias, gamma, beta, groups, 1e-5)
+    _, mean, rstd, _ = ext.region0_forward(z, gamma, beta, [conv_bias], [], groups, 1e-5, [], True)
     dy = torch.randn(shape[0], shape[2], shape[3], channels, device="cuda").permute(0, 3, 1, 2)  # not contiguous
-    dz_cl, dgamma_cl, dbeta_cl, dbias_cl = ext.groupnorm_backward_channels_last(dy, z, conv_bias, gamma, mean, rstd,
-                                                                               groups)
-    dz, dgamma, dbeta, dbias = ext.groupnorm_backward(dy.contiguous(), z, conv_bias, gamma, mean, rstd, groups)
-    assert dz_cl.is_contiguous(memory_format=torch.channels_last) and dz_cl.shape == z.shape
-    assert torch.equal(dz_cl, dz)
+    conv_weight = torch.randn(channels, channels, 3, 3, device="cuda")  # unread: no conv gradient is asked for
+    dx_none, dw_none, dgamma_cl, dbeta_cl, dbias_cl, _ = ext.region0_convt_backward(
+        dy, z, conv_weight, z, gamma, beta, [conv_bias], [], mean, rstd, groups, [0, 0], False, False)
+    assert dx_none is None and dw_none is None
+    _, dgamma, dbeta, dbias, _ = ext.region0_backward(dy.contiguous(), z, gamma, beta, [conv_bias], [], mean, rstd,
+                                                      torch.empty(0, device="cuda"), None, groups, [])
     assert torch.equal(dgamma_cl, dgamma) and torch.equal(dbeta_cl, dbeta)
     z64, cb64, g64, b64 = (t.double().requires_grad_() for t in (z, conv_bias, gamma, beta))
     y64 = F.group_norm(F.gelu(z64 + cb64.view(1, -1, 1, 1)), groups, g64, b64, 1e-5)
     y64.backward(dy.double())
     scale = cb64.grad.abs().max().item()
-    torch.testing.assert_close(dbias_cl.double(), cb64.grad, atol=1e-4 * max(1.0, scale), rtol=1e-4)
+    torch.testing.assert_close(dbias_cl[0].double(), cb64.grad, atol=1e-4 * max(1.0, scale), rtol=1e-4)
     torch.testing.assert_close(dbias_cl, dbias, atol=1e-5 * max(1.0, scale), rtol=1e-5)
-    torch.testing.assert_close(dz_cl.double(), z64.grad, atol=1e-4, rtol=1e-4)
 
 
 def test_groups_argument_is_accepted_and_ignored(solutions):
@@ -282,7 +250,7 @@ FUSED_CASES = [
     ((48, 96, 4, 1, 8, 12), (2, 48, 7, 8), True),       # kernel 4, two channel tiles, 12 groups (generic kernels)
     ((16, 24, 5, 1, 8, 4), (1, 16, 10, 7), True),       # kernel 5
     ((32, 48, 2, 1, 8, 8), (2, 32, 12, 16), True),      # kernel 2 on rows of 16: kgen's weight gradient too
-    ((16, 32, 3, 2, 8, 8), (2, 16, 10, 10), False),     # stride 2: the exact mode's path
+    ((16, 32, 3, 2, 8, 8), (2, 16, 10, 10), False),     # stride 2: the library conv and the region
     ((8, 24, 4, 3, 8, 6), (2, 8, 7, 9), False),         # stride 3: likewise
 ]
 
@@ -293,16 +261,19 @@ def test_fused_conv_against_float64(solutions, monkeypatch, init, shape, wgmma, 
     """--conv fused: output and every gradient against the reference run in float64. Where kgen's wgmma conv runs
     (an H100/H200, stride 1, TF32 allowed) its TF32 convolution holds the output and input gradient within 1e-2
     and the parameter gradients, sums over the batch, within 3e-2 of their scale; with TF32 off, or where the
-    kernel does not apply, the file takes the exact mode's path (1e-4 without TF32)."""
+    kernel does not apply, the file takes the library conv and the region (1e-4 without TF32)."""
     solution = solutions["fused"]
     ref, new = make_models(load_reference("erf"), solution, init, 31)
     x = torch.rand(shape, device="cuda")
     on_hopper = torch.cuda.get_device_capability() == (9, 0)
-    reason = new.fused_conv_unsupported(x)
+    conv = new.conv_transpose
+    reason = solution._ext.region0_convt_unsupported(x, conv.weight, new.group_norm.num_groups, list(conv.stride),
+                                                     list(conv.padding), list(conv.output_padding),
+                                                     list(conv.dilation), conv.groups)
     assert (reason == "") == (wgmma and on_hopper), reason
     calls = []
-    fused_apply = solution.FusedConvTransposeGeluGroupNorm.apply
-    monkeypatch.setattr(solution.FusedConvTransposeGeluGroupNorm, "apply", lambda *a: calls.append(1) or fused_apply(*a))
+    fused_apply = solution._Region0ConvT.apply
+    monkeypatch.setattr(solution._Region0ConvT, "apply", lambda *a: calls.append(1) or fused_apply(*a))
     dy = torch.randn(ref(x).shape, device="cuda")
     want = float64_grads(ref, x, dy)
     torch.backends.cudnn.allow_tf32 = tf32  # the module's fixture restores it

@@ -1,7 +1,7 @@
 """One-pass GroupNorm forward (kgen/templates/cuda/groupnorm/onepass/onepass.cuh), built from the .cuh building blocks
 into a small test extension: against float64 PyTorch, against the two-pass kernels, bitwise run to run, with
-the statistics it saves for backward equal to the two-pass ones, and its planner's fallback where a slice does
-not fit on chip.
+the statistics it saves for backward equal to the two-pass family's (region_forward_onepass and
+region_forward_twopass, with a parameterless prologue), and its planner's fallback where a slice does not fit on chip.
 
 Shapes: one block per slice and teams of several blocks, more slices than teams (many rounds of the pipeline),
 fewer slices than pipeline stages, the specialised and a generic group count, a large common offset; and where the
@@ -18,37 +18,62 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from kgen.ref.emit import ONEPASS_PARTS, REGION_BASE_PARTS, TWOPASS_PARTS
+
 pytestmark = pytest.mark.gpu
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
-PARTS = ("core/common.cuh", "core/sweeps.cuh", "core/unary_ops.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "groupnorm/op/twopass.cuh", "groupnorm/onepass/onepass.cuh")
+PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + TWOPASS_PARTS + ONEPASS_PARTS
 EPS = 1e-5
 
 BINDINGS = r"""
 constexpr int kBlock = 256;
-constexpr int kSpecialisedGroups = 8;
 
-template <class Op>
+// GELU (erf) as a region prologue without parameters.
+struct GeluPrologue {
+  static constexpr int kParams = 0;
+  __device__ static GeluPrologue at(const kgen::RegionParams&, int64_t) { return {}; }
+  __device__ __forceinline__ float value(float x) const { return kgen::gelu_erf(x); }
+  __device__ __forceinline__ float backward(float x, float dz, float (&)[kgen::kMaxParams]) const {
+    return dz * kgen::gelu_erf_grad(x);
+  }
+};
+
+template <class Pro, int kThreads>
+std::vector<at::Tensor> onepass(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, int64_t groups,
+                                int64_t bps) {
+  return kgen::region_forward_onepass<Pro, kgen::NoEpilogue, kgen::ReduceKind::kNone, kThreads>(
+      x, w, b, {}, {}, groups, 1e-5, static_cast<int>(bps));
+}
+
+template <class Pro>
 std::vector<at::Tensor> run(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads, int64_t bps) {
-  if (threads == 1024) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 1024>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
-  if (threads == 512) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 512>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
-  if (threads == 256) return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups, false, 256>(x, w, b, groups, 1e-5, Op{}, at::Tensor(), bps);
-  return kgen::groupnorm_forward<Op, kBlock, kSpecialisedGroups>(x, w, b, groups, 1e-5, Op{});
+  std::vector<at::Tensor> r;
+  if (threads == 1024) r = onepass<Pro, 1024>(x, w, b, groups, bps);
+  if (threads == 512) r = onepass<Pro, 512>(x, w, b, groups, bps);
+  if (threads == 256) r = onepass<Pro, 256>(x, w, b, groups, bps);
+  if (r.empty()) {  // declined, or two passes asked for
+    r = kgen::region_forward_twopass<Pro, kgen::NoEpilogue, kgen::ReduceKind::kNone, kgen::ReduceOp::kSum, kBlock, 0>(
+        x, w, b, {}, {}, groups, 1e-5, {}, true);
+  }
+  return {r[0], r[1], r[2]};
 }
 
 // threads: 1024, 512 or 256 = one-pass where it fits (bps blocks per SM), 0 = two-pass.
 std::vector<at::Tensor> forward(at::Tensor x, at::Tensor w, at::Tensor b, int64_t groups, int64_t threads, int64_t bps,
                                 bool gelu) {
-  return gelu ? run<kgen::GeluErf>(x, w, b, groups, threads, bps) : run<kgen::Identity>(x, w, b, groups, threads, bps);
+  return gelu ? run<GeluPrologue>(x, w, b, groups, threads, bps) : run<kgen::NoPrologue>(x, w, b, groups, threads, bps);
 }
 
 // {feasible, team_size, teams, chunk} of the planner for a contiguous float32 shape.
 std::vector<int64_t> plan(int64_t batch, int64_t channels, int64_t groups, int64_t plane, int64_t threads, int64_t bps) {
   const kgen::GroupShape shape{batch, channels, groups, plane};
   const bool vec = plane % 4 == 0;
-  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 1024>(shape, vec, bps)
-                            : threads == 512  ? kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 512>(shape, vec, bps)
-                                              : kgen::plan_onepass<kgen::OpPrologue<kgen::Identity, false>, kgen::NoEpilogue, 256>(shape, vec, bps);
+  using P = kgen::NoPrologue;
+  using E = kgen::NoEpilogue;
+  const kgen::OnePassPlan p = threads == 1024 ? kgen::plan_onepass<P, E, 1024>(shape, vec, bps)
+                            : threads == 512  ? kgen::plan_onepass<P, E, 512>(shape, vec, bps)
+                                              : kgen::plan_onepass<P, E, 256>(shape, vec, bps);
   return {p.feasible ? 1 : 0, p.team_size, p.teams, p.chunk};
 }
 """
