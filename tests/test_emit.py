@@ -251,3 +251,43 @@ def test_emit_into_a_missing_folder_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(main, ["emit", "groupnorm", "-o", str(target)])
     assert result.exit_code == 2 and "the folder" in result.output and "does not exist" in result.output
     assert not target.parent.exists()
+
+
+FUSED_METADATA_REFERENCE = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(8, 16, 3)
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        h = F.silu(self.up(x))
+        y = self.gn(h)
+        return y + torch.full_like(y, 1.0).to(h.device)
+
+
+def get_inputs():
+    return [torch.rand(2, 8, 10, 12)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_conv_fused_reads_metadata_from_the_conv_input(tmp_path):
+    """A prologue value's device read outside the region (`h.device`) reads the conv's input under --conv fused:
+    ModelNew.forward never runs the library conv beside kgen's."""
+    from kgen.ref.emit import emit_reference
+
+    reference = tmp_path / "ref.py"
+    reference.write_text(FUSED_METADATA_REFERENCE)
+    text, _, _ = emit_reference(str(reference), conv="fused", display="ref.py")
+    forward = text[text.index("    def forward(self, x):"):text.index("# ---- from the reference: its own get_inputs")]
+    assert "_region0_convt(self.up, x, " in forward and "= x.device" in forward
+    assert "conv_transpose2d" not in forward and "self.up(" not in forward

@@ -154,9 +154,12 @@ class ForwardWriter:
         return self.statement(var(step.output), lambda: self.pointwise(step))
 
     def region(self, step: RegionStep) -> str:
+        # Only x.device / x.dtype read these outside; with --conv fused the conv's input stands for them (the conv's
+        # output is never computed in Python).
+        stand_in = var(step.conv_input if step.conv_fused else step.input)
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
-                self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
+                self.alias[name] = stand_in
         params = ", ".join(p.expr for p in step.params)
         gn = step.gn_args
         if step.conv_fused:
