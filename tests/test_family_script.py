@@ -133,3 +133,32 @@ def test_rate_leaves_the_channels_last_copy_of_the_conv_input_out():
     nbytes = 4 * (2 * 512 + 512)   # two reads of the region's input, one write
     assert rate == f"0.003 ms, {nbytes / 1e9:.2f} GB (two-pass), {nbytes / 3.0 / 1e6:.2f} TB/s; " \
                    "+ 1.000 ms copying the conv input channels-last"
+
+
+@needs_problems
+def test_each_precision_is_checked_and_timed_from_one_file(monkeypatch, tmp_path):
+    """--precisions fp32,bf16: one emit a problem, then kgen validate, KernelBench and the timing at each precision
+    (--precision on the validator and the timing script at bf16, none at fp32; KernelBench's always); a row each."""
+    calls = []
+    monkeypatch.setattr(family, "run", fake_runner(calls))
+    monkeypatch.setattr(sys, "argv", ["family.py", str(PROBLEMS), str(PROBLEMS.parent), str(tmp_path), "--only",
+                                      "35", "--bench", "--precisions", "fp32,bf16"])
+    family.main()
+    rows = json.loads((tmp_path / "family.json").read_text())
+    assert [(r["problem"], r["precision"]) for r in rows] == [("L1-35", "fp32"), ("L1-35", "bf16")]
+    assert sum("--ref" in c and "--explain" not in c for c in calls) == 1
+    validates = [c for c in calls if "kgen.cli validate" in c]
+    assert len(validates) == 2 and "--precision bf16" in validates[1] and "--precision" not in validates[0]
+    assert [c.split("--precision ")[1].split()[0] for c in calls if "kb_eval" in c] == ["fp32", "bf16"]
+    benches = [c for c in calls if "--copy-bytes" in c]
+    assert "--precision bf16" in benches[1] and "--precision" not in benches[0]
+    fp32_bytes, bf16_bytes = (int(c.split("--copy-bytes ")[1].split()[0]) for c in benches)
+    assert bf16_bytes * 2 == fp32_bytes   # the traffic of 2-byte elements
+    table = (tmp_path / "FAMILY.md").read_text()
+    assert "| L1-35 |" in table and "| L1-35 bf16 |" in table
+
+
+def test_precisions_are_checked():
+    assert family.precisions("fp32, bf16,bf16") == ["fp32", "bf16"]
+    with pytest.raises(ValueError, match="fp32, fp16 and bf16"):
+        family.precisions("fp8")

@@ -5,7 +5,12 @@ forward+backward timed in one process per problem (kgen.bench.timing). Writes on
 
     python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8]
                                  [--workers 4] [--skip-checks] [--budget S] [--resume]
-                                 [--emit-args "--conv fast"]
+                                 [--emit-args "--conv fast"] [--precisions fp32,bf16,fp16]
+
+--precisions runs each problem's checks and timings at each of those precisions, as KernelBench's --precision
+does (the model and the inputs moved to that dtype; fp16 and bf16 compared at atol = rtol = 1e-2): `kgen validate
+--precision P`, `kb_eval.py --precision P`, kgen / eager / torch.compile timed at P; the table has a row per
+problem and precision, from one emitted file.
 
 Three phases, to fit a short lease: the builds in parallel (kgen.bench.prebuild); the correctness runs,
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
@@ -47,6 +52,45 @@ def problem_id(path: Path) -> str:
     return f"L{m.group(1)}-{m.group(2)}" if m else path.stem
 
 
+# The precisions a problem is checked and timed at, as KernelBench's --precision names them, with the bytes an
+# element of that dtype takes (the traffic of kgen's kernels scales with it).
+ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def precisions(text: str) -> list[str]:
+    """--precisions: a comma-separated list of fp32, fp16, bf16 (argparse turns a ValueError into a usage error)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ITEMSIZE]
+    if unknown or not names:
+        raise ValueError(f"precisions are fp32, fp16 and bf16, not {text!r}")
+    return list(dict.fromkeys(names))
+
+
+def row_key(row: dict) -> tuple:
+    """A row's identity: its problem, its emit options and the precision it was checked and timed at."""
+    return row["problem"], row.get("emit_args", ""), row.get("precision", "fp32")
+
+
+def row_name(row: dict) -> str:
+    """The problem, and its precision where that is not fp32 (the table's first column, the progress lines)."""
+    precision = row.get("precision", "fp32")
+    return row["problem"] if precision == "fp32" else f"{row['problem']} {precision}"
+
+
+def log_name(row: dict) -> str:
+    return row_name(row).replace(" ", "_")
+
+
+def precision_args(row: dict) -> list[str]:
+    """`--precision P` for the validator and the timing script, nothing at fp32 (their default)."""
+    precision = row.get("precision", "fp32")
+    return [] if precision == "fp32" else ["--precision", precision]
+
+
+def itemsize(row: dict) -> int:
+    return ITEMSIZE[row.get("precision", "fp32")]
+
+
 def run(cmd, timeout, env=None) -> tuple[int, str, float]:
     start = time.time()
     try:
@@ -76,6 +120,8 @@ def main() -> None:
                         help="seconds: start no new stage after this (a lease's call ends cleanly, table saved)")
     parser.add_argument("--emit-args", default="",
                         help="more options of `kgen emit --ref`, e.g. \"--conv fast\": the table's rows name them")
+    parser.add_argument("--precisions", default="fp32", type=precisions,
+                        help="comma-separated precisions to check and time each problem at: fp32, fp16, bf16")
     parser.add_argument("--resume", action="store_true",
                         help="keep what OUT/family.json already holds (checks, KernelBench, timings) and do the rest: "
                              "a second device call on the warm machine finishes what the first had no time for")
@@ -93,28 +139,33 @@ def main() -> None:
         problems = [p for p in problems if problem_id(p).split("-")[1] in wanted]
     earlier = {}
     if args.resume and (out / "family.json").is_file():
-        earlier = {row["problem"]: row for row in json.loads((out / "family.json").read_text())}
+        earlier = {row_key(row): row for row in json.loads((out / "family.json").read_text())}
         print(f"resume: {len(earlier)} problems in {out / 'family.json'}", flush=True)
     from concurrent.futures import ThreadPoolExecutor
 
-    def emit(ref: Path) -> dict:
+    def emit(ref: Path) -> list[dict]:
         pid = problem_id(ref)
         sol = emitted / f"{pid}.py"
         code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "-o", str(sol)],
                             120)
         plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "--explain"], 120)[1]
-        row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
-               "plan": [l for l in plan.splitlines() if l and "Warn" not in l and not l.startswith("kgen: ")],
-               "emit_args": args.emit_args}
-        before = earlier.get(pid, {})
-        if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
-            row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})
-        return row
+        rows = []
+        for precision in args.precisions:   # one file, checked and timed at each precision
+            row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
+                   "plan": [l for l in plan.splitlines() if l and "Warn" not in l and not l.startswith("kgen: ")],
+                   "emit_args": args.emit_args, "precision": precision}
+            before = earlier.get(row_key(row), {})
+            if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
+                row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})
+            rows.append(row)
+        return rows
 
     t0 = time.time()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:   # each emit is a CPU-bound trace: in parallel
-        rows = list(pool.map(emit, problems))
-    files = [str(emitted / f"{row['problem']}.py") for row in rows if row["emit"] == 0]
+        emitted_rows = list(pool.map(emit, problems))
+    rows = [row for per_problem in emitted_rows for row in per_problem]
+    references = [ref for ref, per_problem in zip(problems, emitted_rows) for _ in per_problem]
+    files = sorted({str(emitted / f"{row['problem']}.py") for row in rows if row["emit"] == 0})
     print(f"emit: {len(files)} of {len(rows)} files in {time.time() - t0:.0f} s", flush=True)
     t0 = time.time()
     build = run([*PREBUILD, "-j", str(args.jobs), *files],
@@ -129,21 +180,21 @@ def main() -> None:
     def judge(row, ref):
         sol = emitted / f"{row['problem']}.py"
         if "validate" not in row:
-            vjson = out / f"validate_{row['problem']}.json"
+            vjson = out / f"validate_{log_name(row)}.json"
             cmd = [sys.executable, "-m", "kgen.cli", "validate", str(sol), "--trials", str(args.trials), "--json",
-                   str(vjson), "--timeout", str(args.timeout)]
+                   str(vjson), "--timeout", str(args.timeout), *precision_args(row)]
             code, text, secs = run(cmd, left(args.timeout + 60))
             if code == 124 and time.time() >= deadline:
                 return   # cut by the budget, not by the problem: left for a resumed run
             if crowded(row, text):
                 return
             row["validate"] = {"exit": code, "seconds": round(secs, 1), "tail": text.strip().splitlines()[-40:]}
-            (out / f"validate_{row['problem']}.log").write_text(text)
+            (out / f"validate_{log_name(row)}.log").write_text(text)
             if vjson.is_file():
                 row["validate"]["json"] = json.loads(vjson.read_text())
         if "kernelbench" not in row and time.time() < deadline:
             code, text, secs = run([sys.executable, str(Path(args.kb) / "kb_eval.py"), str(sol), str(ref),
-                                    "--trials", "5"], left(args.timeout))
+                                    "--trials", "5", "--precision", row["precision"]], left(args.timeout))
             if code == 124 and time.time() >= deadline:
                 return
             if crowded(row, text):
@@ -153,7 +204,7 @@ def main() -> None:
             row["kernelbench"] = {"exit": code, "correctness": record.get("correctness"),
                                   "runtime": record.get("runtime"), "ref_runtime": record.get("ref_runtime"),
                                   "metadata": record.get("metadata"), "tail": text.strip().splitlines()[-5:]}
-            print(f"{row['problem']}: validate exit {row['validate']['exit']} ({row['validate']['seconds']} s), "
+            print(f"{row_name(row)}: validate exit {row['validate']['exit']} ({row['validate']['seconds']} s), "
                   f"KernelBench correct={record.get('correctness')} {record.get('runtime')} vs "
                   f"{record.get('ref_runtime')} ms (timed {'beside other runs: not a speed figure' if parallel[0] else 'alone'})",
                   flush=True)
@@ -167,13 +218,13 @@ def main() -> None:
         if not parallel[0] or "OutOfMemoryError" not in text:
             return False
         with lock:
-            alone.append(row["problem"])
-        print(f"{row['problem']}: out of GPU memory beside other runs; judged again alone", flush=True)
+            alone.append(row_key(row))
+        print(f"{row_name(row)}: out of GPU memory beside other runs; judged again alone", flush=True)
         return True
 
     def warm(row, ref):
         code, _, _ = run([*BENCH, str(emitted / f"{row['problem']}.py"), str(ref),
-                          "--warm-compile"], left(args.timeout))
+                          "--warm-compile", *precision_args(row)], left(args.timeout))
         if code == 0:
             row["warmed"] = True
 
@@ -195,27 +246,28 @@ def main() -> None:
         save()
 
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        list(pool.map(check_and_save, list(zip(rows, problems))))
+        list(pool.map(check_and_save, list(zip(rows, references))))
     parallel[0] = False
-    for row, ref in zip(rows, problems):
-        if row["problem"] in alone:
+    for row, ref in zip(rows, references):
+        if row_key(row) in alone:
             check_and_save((row, ref))
     if args.bench:   # alone on the GPU, one problem at a time
-        for row, ref in zip(rows, problems):
+        for row, ref in zip(rows, references):
             if row["emit"] != 0 or ("bench" in row and "error" not in row["bench"]):
                 continue
             if time.time() >= deadline:
-                print(f"{row['problem']}: bench not run (budget spent)", flush=True)
+                print(f"{row_name(row)}: bench not run (budget spent)", flush=True)
                 continue
-            bjson = out / f"bench_{row['problem']}.json"
+            bjson = out / f"bench_{log_name(row)}.json"
             code, text, secs = run([*BENCH, str(emitted / f"{row['problem']}.py"), str(ref),
                                     "--json", str(bjson), "--min-run-time", str(args.min_run_time),
-                                    "--copy-bytes", str(traffic_bytes(row["plan"], False))], left(args.timeout))
+                                    "--copy-bytes", str(traffic_bytes(row["plan"], False, itemsize(row))),
+                                    *precision_args(row)], left(args.timeout))
             if code == 124 and time.time() >= deadline:
-                print(f"{row['problem']}: bench cut by the budget", flush=True)
+                print(f"{row_name(row)}: bench cut by the budget", flush=True)
                 continue
             row["bench"] = json.loads(bjson.read_text()) if bjson.is_file() and code == 0 else {"error": text[-600:]}
-            print(f"{row['problem']}: bench exit {code} ({secs:.0f} s) {text.strip().splitlines()[-2:]}", flush=True)
+            print(f"{row_name(row)}: bench exit {code} ({secs:.0f} s) {text.strip().splitlines()[-2:]}", flush=True)
             save()
     save()
     print(table(rows))
@@ -252,8 +304,9 @@ def _step_tensors(line: str) -> tuple[list[int], list[int]] | None:
     return (reads, writes) if reads else None
 
 
-def traffic_bytes(plan: list[str], two_pass: bool) -> int:
-    """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints, float32: each kernel's
+def traffic_bytes(plan: list[str], two_pass: bool, itemsize: int = 4) -> int:
+    """Bytes kgen's forward kernels move at least, from the shapes `--explain` prints, `itemsize` bytes an element
+    (float32: 4): each kernel's
     inputs read once (x twice for a two-pass region and a batch norm step: their statistics sweep and their
     apply sweep) and its output written once."""
     total = 0
@@ -264,19 +317,19 @@ def traffic_bytes(plan: list[str], two_pass: bool) -> int:
         reads, writes = tensors
         # a batch norm step reads x twice (statistics, then apply); a two-pass region too
         again = (two_pass and line.startswith("kgen region")) or line.startswith("kgen batch norm")
-        total += 4 * (sum(reads) + (reads[0] if again else 0) + sum(writes))
+        total += itemsize * (sum(reads) + (reads[0] if again else 0) + sum(writes))
     return total
 
 
-def backward_traffic_bytes(plan: list[str]) -> int:
-    """Bytes kgen's backward kernels move at least, float32: each kernel reads its inputs and its output's
-    gradient, and writes its inputs' gradients."""
+def backward_traffic_bytes(plan: list[str], itemsize: int = 4) -> int:
+    """Bytes kgen's backward kernels move at least, `itemsize` bytes an element: each kernel reads its inputs and
+    its output's gradient, and writes its inputs' gradients."""
     total = 0
     for line in plan:
         tensors = _step_tensors(line)
         if tensors is not None:
             reads, writes = tensors
-            total += 4 * (2 * sum(reads) + sum(writes))
+            total += itemsize * (2 * sum(reads) + sum(writes))
     return total
 
 
@@ -308,7 +361,7 @@ def _bandwidth(row) -> str:
         kernels = (((row.get("validate") or {}).get("json") or {}).get("kernels") or {}).get("forward") or {}
         us = kernels.get("solution_us")
         two_pass = any("twopass" in name or "region_nhwc" in name for name in kernels.get("solution_kernels", []))
-    nbytes = traffic_bytes(row["plan"], two_pass)
+    nbytes = traffic_bytes(row["plan"], two_pass, itemsize(row))
     if not us or not nbytes:
         return "-"
     rate = f"{us / 1e3:.3f} ms, {nbytes / 1e9:.2f} GB{' (two-pass)' if two_pass else ''}, {nbytes / us / 1e6:.2f} TB/s"
@@ -323,7 +376,7 @@ def _backward_bandwidth(row) -> str:
     at least (backward_traffic_bytes) over their time, against the same-size copy's rate of that run."""
     bench = row.get("bench") or {}
     own = own_kernels(bench.get("backward_kernels") or [])
-    nbytes = backward_traffic_bytes(row["plan"])
+    nbytes = backward_traffic_bytes(row["plan"], itemsize(row))
     if not own or not nbytes:
         return "-"
     us = sum(k["us"] for k in own)
@@ -335,7 +388,7 @@ def _backward_bandwidth(row) -> str:
 
 
 def table(rows) -> str:
-    lines = ["| problem | plan (kgen kernels; PyTorch library ops) | kgen validate | KernelBench fp32 (5 trials) | "
+    lines = ["| problem | plan (kgen kernels; PyTorch library ops) | kgen validate | KernelBench (5 trials) | "
              "fwd kgen / eager / compile ms | fwd+bwd kgen / eager / compile ms | kgen's kernels, forward: time, "
              "bytes they must move, rate | kgen's kernels, backward: time, bytes, rate |",
              "|---|---|---|---|---|---|---|---|"]
@@ -347,7 +400,7 @@ def table(rows) -> str:
         kb = row.get("kernelbench") or {}
         kb_text = (f"{'correct' if kb.get('correctness') else 'INCORRECT'}, {kb.get('runtime')} vs "
                    f"{kb.get('ref_runtime')} ms" if kb else "-")
-        name = f"{row['problem']} ({row['emit_args']})" if row.get("emit_args") else row["problem"]
+        name = f"{row_name(row)} ({row['emit_args']})" if row.get("emit_args") else row_name(row)
         lines.append(f"| {name} | {plan} | {verdict} | {kb_text} | {_bench(row, 'forward')} | "
                      f"{_bench(row, 'forward_backward')} | {_bandwidth(row)} | {_backward_bandwidth(row)} |")
     return "\n".join(lines) + "\n" + behind_compile(rows)
@@ -378,7 +431,7 @@ def behind_compile(rows) -> str:
         fwd, traces = bench.get("forward") or {}, bench.get("forward_kernels") or {}
         if not traces or not isinstance(fwd.get("compile_ms"), (int, float)) or fwd["compile_ms"] >= fwd.get("new_ms", 0):
             continue
-        lines += ["", f"### {row['problem']}: torch.compile's forward is faster ({fwd['compile_ms']:.3f} vs "
+        lines += ["", f"### {row_name(row)}: torch.compile's forward is faster ({fwd['compile_ms']:.3f} vs "
                       f"{fwd['new_ms']:.3f} ms); kernels of one forward, longest first", "",
                   "| contender | kernel | us |", "|---|---|---|"]
         for name in ("kgen", "eager", "compile"):
@@ -414,7 +467,7 @@ def merge(runs: list[Path]) -> list[dict]:
     checked: dict[tuple, dict] = {}   # the last row of each problem with `kgen validate`'s verdict
     for run in runs:
         for row in load_run(run):
-            key = (row["problem"], row.get("emit_args", ""))
+            key = row_key(row)
             before = rows.get(key)
             if before is None or timed(row) or not timed(before):
                 rows[key] = dict(row, run=run.name)

@@ -3,7 +3,10 @@ one process: the figures `kgen validate --bench` reports (kgen.validate.bench.ru
 validator's checks. For benchmarks/family.py, whose correctness pass has run `kgen validate` already.
 
     python3 benchmarks/bench_problem.py SOLUTION REFERENCE [--json PATH] [--min-run-time S] [--warm-compile]
-                                        [--copy-bytes N]
+                                        [--copy-bytes N] [--precision fp32|fp16|bf16]
+
+--precision times all three contenders with the models and the floating-point inputs moved to that dtype, as
+KernelBench's --precision runs them.
 
 The JSON also lists the kernels one forward of each contender launches, longest first (`forward_kernels`):
 where torch.compile wins by running a library op in another layout or algorithm, it shows there; and the
@@ -28,6 +31,7 @@ from kgen.validate.bench import run_bench
 from kgen.validate.context import import_file
 
 SEED = 42
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def copy_rate(megabytes: float, repeats: int = 50) -> dict:
@@ -53,18 +57,21 @@ def copy_rate(megabytes: float, repeats: int = 50) -> dict:
             "tb_per_s": round(moved / ms / 1e9, 3)}
 
 
-def load(solution: str, reference: str, device: torch.device):
+def load(solution: str, reference: str, device: torch.device, dtype: torch.dtype = torch.float32):
+    """Both models from the same seed on `device`, moved to `dtype`, and the reference's inputs (floating-point ones
+    in `dtype`)."""
     ref_mod = import_file(reference, "bench_reference")
     new_mod = import_file(solution, "bench_solution")
     init = list(ref_mod.get_init_inputs())
     torch.manual_seed(SEED)
-    ref_model = ref_mod.Model(*init).to(device)
+    ref_model = ref_mod.Model(*init).to(device=device, dtype=dtype)
     torch.manual_seed(SEED)
-    new_model = new_mod.ModelNew(*init).to(device)
+    new_model = new_mod.ModelNew(*init).to(device=device, dtype=dtype)
 
     def make_inputs() -> list:
         torch.manual_seed(SEED + 1)
-        return [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+        return [x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
+                if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
     return ref_model, new_model, make_inputs
 
 
@@ -128,6 +135,8 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--min-run-time", type=float, default=1.0)
     parser.add_argument("--warm-compile", action="store_true")
+    parser.add_argument("--precision", choices=sorted(DTYPES), default="fp32",
+                        help="the dtype the models and the floating-point inputs are moved to")
     parser.add_argument("--copy-bytes", type=int, default=0,
                         help="also time a device copy moving this many bytes (read + write): the DRAM rate a kernel "
                              "moving them can reach at that size (copy_rate)")
@@ -136,7 +145,7 @@ def main() -> int:
         print("bench_problem: no CUDA device", file=sys.stderr)
         return 3
     device = torch.device("cuda")
-    ref_model, new_model, make_inputs = load(args.solution, args.reference, device)
+    ref_model, new_model, make_inputs = load(args.solution, args.reference, device, DTYPES[args.precision])
     if args.warm_compile:
         warm_compile(ref_model, make_inputs())
         print("warm-compile: done")
@@ -155,6 +164,7 @@ def main() -> int:
         result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
     result["gpu"] = torch.cuda.get_device_name(device)
     result["torch"] = torch.__version__
+    result["precision"] = args.precision
     text = json.dumps(result, indent=1, default=str)
     if args.json:
         Path(args.json).write_text(text)
