@@ -137,7 +137,7 @@ def _why_not_fused(step: RegionStep, conv_step: LibraryStep, module) -> str:
         return "the region ends in a reduction (the fused backward takes full-size outputs only)"
     if module.bias is not None and not conv_step.drop_bias:
         return "its bias cannot move into the region (its output is read elsewhere, or the region has no slot left)"
-    region_values = {n.name for n in step.prologue} | {step.gn}
+    region_values = {n.name for n in step.prologue + step.epilogue} | {step.gn}
     if any(u.op == "output" or (u.name not in region_values and not is_metadata(u)) for u in node.users):
         return "its output is read outside the region"
     return ""

@@ -123,3 +123,68 @@ def test_elementwise_kernels_read_strided_inputs_and_skip_unasked_gradients(tmp_
         assert torch.allclose(dw1, dw0, atol=1e-3, rtol=1e-3)
         if wants_grad:
             assert torch.allclose(dx1, dx0, atol=1e-4, rtol=1e-4)
+
+
+# --conv fused on our own references: (reference, whether kgen's conv takes the call at the reference's shape).
+CONV_FUSED = [("convt2d_nobias_gn_silu_scale", True),       # no conv bias; an epilogue with a parameter; odd planes
+              ("convt2d_gelu_gn_residual", True),           # a residual of the region's input (direct gradients)
+              ("convt2d_gn_noaffine_tanh_residual", False)]  # stride 2: the library conv and the region run
+
+
+@pytest.mark.parametrize("name, fused", CONV_FUSED)
+def test_conv_fused_against_float64(tmp_path, name, fused):
+    """`kgen emit --ref --conv fused`: kgen's TF32 conv where it takes the call (output and input gradient within
+    1e-2 of the reference run in float64, parameter gradients, sums over the batch, within 3e-2 of their scale;
+    the same where cuDNN's conv runs with TF32 allowed), the library conv and the region with TF32 off (1e-4); the
+    forward without autograd within 1e-4 of the autograd forward's output."""
+    import copy
+
+    import torch
+
+    from tests.solution_loader import import_file
+
+    reference = ROOT / "tests" / "ref" / "references" / f"{name}.py"
+    solution = tmp_path / f"{name}_fused.py"
+    result = subprocess.run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(reference), "--conv", "fused",
+                             "-o", str(solution)], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    sol, ref = import_file(solution), import_file(reference)
+    assert "_region0_convt(" in solution.read_text()
+    saved = torch.backends.cudnn.allow_tf32
+    try:
+        for tf32 in (True, False):
+            torch.backends.cudnn.allow_tf32 = tf32
+            torch.manual_seed(5)
+            model = ref.Model(*ref.get_init_inputs()).cuda()
+            torch.manual_seed(5)
+            new = sol.ModelNew(*ref.get_init_inputs()).cuda()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.add_(torch.randn_like(p) * 0.3)
+                new.load_state_dict(model.state_dict())
+            calls = []
+            fused_apply = sol._Region0ConvT.apply
+            sol._Region0ConvT.apply = lambda *a: calls.append(1) or fused_apply(*a)
+            x = torch.rand(ref.get_inputs()[0].shape, device="cuda")
+            with torch.no_grad():
+                dy = torch.randn_like(model(x))
+            x_new = x.clone().requires_grad_()
+            y = new(x_new)
+            y.backward(dy)
+            sol._Region0ConvT.apply = fused_apply
+            assert len(calls) == int(fused and tf32)
+            double = copy.deepcopy(model).double()
+            x64 = x.double().requires_grad_()
+            y64 = double(x64)
+            y64.backward(dy.double())
+            tol, param_tol = (1e-2, 3e-2) if tf32 else (1e-4, 1e-4)   # TF32: kgen's conv or cuDNN's
+            torch.testing.assert_close(y.double(), y64, atol=tol, rtol=tol)
+            torch.testing.assert_close(x_new.grad.double(), x64.grad, atol=tol, rtol=tol)
+            for (pname, p), p64 in zip(new.named_parameters(), double.parameters()):
+                scale = max(1.0, p64.grad.abs().max().item())
+                torch.testing.assert_close(p.grad.double(), p64.grad, atol=param_tol * scale, rtol=param_tol,
+                                           msg=pname)
+            with torch.no_grad():
+                torch.testing.assert_close(new(x), y.detach(), atol=1e-4, rtol=1e-4)
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
