@@ -226,8 +226,10 @@ def _umask() -> int:
 @click.option("--ref", type=click.Path(exists=True, dir_okay=False), default=None,
               help="reference file (KernelBench format); default: the one named by the kgen header")
 @click.option("--trials", type=click.IntRange(1), default=3, show_default=True)
-@click.option("--atol", type=click.FloatRange(min=0), default=1e-4, show_default=True)
-@click.option("--rtol", type=click.FloatRange(min=0), default=1e-4, show_default=True)
+@click.option("--atol", type=click.FloatRange(min=0), default=None,
+              help="absolute tolerance; default KernelBench's for the run's dtype: 1e-4 at fp32, 1e-2 at fp16/bf16")
+@click.option("--rtol", type=click.FloatRange(min=0), default=None,
+              help="relative tolerance; default as --atol's")
 @click.option("--no-backward", is_flag=True, help="skip the gradient checks")
 @click.option("--bench", is_flag=True, help="time forward and forward+backward against eager and torch.compile")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="also write the report as JSON")
@@ -239,9 +241,15 @@ def _umask() -> int:
 @click.option("--no-tf32", is_flag=True,
               help="library ops (cuDNN convolutions, matmuls) in full float32 for reference, solution and timings "
                    "alike; PyTorch's default lets cuDNN use TF32, in an algorithm that can differ by memory layout")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default=None,
+              help="move the reference, the solution and the floating inputs to this dtype for every check and the "
+                   "timings, as KernelBench's --precision does  [default: fp32]")
+@click.option("--autocast", type=click.Choice(["fp16", "bf16"]), default=None,
+              help="keep them float32 and run every forward of both under torch.autocast at this dtype (backward "
+                   "outside it, as in training); not with --precision")
 @click.option("--quiet", is_flag=True, help="no progress lines on stderr")
 def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes,
-                     no_tf32, quiet):
+                     no_tf32, precision, autocast, quiet):
     """Prove FILE equal to its reference (outputs, gradients, its own kernels at work) and, with --bench,
     time it. The report (stdout) also says what KernelBench alone would conclude; progress goes to stderr.
 
@@ -252,6 +260,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
     from kgen.validate import arguments
 
     try:
+        arguments.run_precision(precision, autocast)
         parsed_init = arguments.init_args(init_args)
         shapes = [arguments.input_shape(text) for text in input_shapes]
         arguments.check_output_folder(json_path)
@@ -262,7 +271,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
     code = validate(
         file, ref=ref, trials=trials, atol=atol, rtol=rtol, backward=not no_backward, bench=bench,
         json_path=json_path, timeout=timeout, init_args=parsed_init, input_shapes=shapes or None, tf32=not no_tf32,
-        progress=None if quiet else sys.stderr,
+        precision=precision, autocast=autocast, progress=None if quiet else sys.stderr,
     )
     sys.exit(code)
 

@@ -8,7 +8,12 @@
     runtime.py, process.py, progress.py                 spawning that child safely (timeout, process group),
                                                         following its progress on stderr
     report.py, verdicts.py                              the report; KernelBench's verdict beside kgen's
-    numerics.py, bench.py, checks.py                    comparisons, timing, the Check record
+    numerics.py, bench.py, checks.py                    comparisons and the noise model of each dtype, timing, the
+                                                        Check record
+    arguments.py                                        the command line's arguments, --precision and --autocast
+
+Every runtime check and the timings run at the run's precision: float32 by default, the models and floating
+inputs moved to float16 or bfloat16 (precision=), or every forward under torch.autocast (autocast=).
 """
 from kgen.validate.checks import (EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, NOT_RUN_NO_CUDA, Check)
 from kgen.validate.core import validate

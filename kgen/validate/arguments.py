@@ -6,6 +6,8 @@ followed by a crash.
     input_shape(text)                --input-shape: a JSON list of non-negative ints
     check_input_shapes(...)          as many shapes as the reference's tensor inputs, each of the same rank
     check_output_folder(path)        --json: its folder exists (the report is written after the whole run)
+    run_precision(precision, autocast)   --precision and --autocast: one of the two at most
+    default_tolerance(precision, autocast)   KernelBench's tolerance for the run's dtype (--atol, --rtol unset)
 """
 from __future__ import annotations
 
@@ -15,6 +17,11 @@ from pathlib import Path
 
 # The name the reference is imported under to read its input shapes (removed from sys.modules afterwards).
 _PROBE_MODULE = "kgen_validate_arguments_reference"
+
+PRECISIONS = ("fp32", "fp16", "bf16")    # --precision: the dtype the models and floating inputs are moved to
+AUTOCAST_DTYPES = ("fp16", "bf16")       # --autocast: the dtype every forward autocasts to
+# kernelbench/eval.py get_tolerance_for_precision: atol = rtol, by the dtype the run computes in
+KERNELBENCH_TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 
 
 class ArgumentError(ValueError):
@@ -57,6 +64,26 @@ def check_output_folder(path: str | None, option: str = "--json") -> None:
         raise ArgumentError(f"{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise ArgumentError(f"{option} {path}: the folder {folder} is not writable")
+
+
+def run_precision(precision: str | None, autocast: str | None) -> tuple[str, str | None]:
+    """(--precision, --autocast) as the run takes them: (the precision, fp32 where not given; the autocast dtype
+    or None). The two together are refused: --precision moves the model and its inputs to the dtype, --autocast
+    keeps them float32 and casts inside each forward."""
+    if precision is not None and autocast is not None:
+        raise ArgumentError(f"--precision {precision} and --autocast {autocast} together: --precision moves the model "
+                            "and its inputs to that dtype, --autocast keeps them float32 and runs each forward under "
+                            "torch.autocast; give one")
+    if precision is not None and precision not in PRECISIONS:
+        raise ArgumentError(f"--precision {precision!r}: give one of {', '.join(PRECISIONS)}")
+    if autocast is not None and autocast not in AUTOCAST_DTYPES:
+        raise ArgumentError(f"--autocast {autocast!r}: give one of {', '.join(AUTOCAST_DTYPES)}")
+    return precision or "fp32", autocast
+
+
+def default_tolerance(precision: str, autocast: str | None) -> float:
+    """atol = rtol where --atol / --rtol are not given: KernelBench's for the dtype the run computes in."""
+    return KERNELBENCH_TOLERANCE[autocast or precision]
 
 
 def check_input_shapes(shapes: list[list[int]], reference_shapes: list | None) -> None:

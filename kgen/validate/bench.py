@@ -6,11 +6,15 @@ device around each block) after a warm-up; the figure is the median in milliseco
   forward+backward  one leaf input and a fixed, precomputed upstream gradient; the input's and every
                     parameter's .grad set to None between iterations, so no accumulation is timed.
 A torch.compile that fails is reported as unavailable, not as a failure of the solution.
+At --precision fp16|bf16 the models and inputs it is given are in that dtype already (so are the timings);
+under --autocast `forward_context` is the run's torch.autocast, entered around every forward of every
+contender, torch.compile's included, the backward outside it, as in training.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
-from typing import Callable
+from typing import Callable, ContextManager
 
 import torch
 from torch.utils import benchmark
@@ -43,14 +47,18 @@ def median_ms(fn: Callable[[], None], device: torch.device, min_run_time: float,
             "runs": len(measurement.times), "per_run": measurement.number_per_run}
 
 
-def forward_step(model, inputs: list) -> Callable[[], None]:
+Forward = Callable[[], ContextManager]   # what every forward runs under (the run's autocast, or nothing)
+
+
+def forward_step(model, inputs: list, forward_context: Forward = contextlib.nullcontext) -> Callable[[], None]:
     def step() -> None:
-        with torch.no_grad():
+        with torch.no_grad(), forward_context():
             model(*inputs)
     return step
 
 
-def forward_backward_step(model, inputs: list, upstream: list) -> Callable[[], None]:
+def forward_backward_step(model, inputs: list, upstream: list,
+                          forward_context: Forward = contextlib.nullcontext) -> Callable[[], None]:
     leaves = [x for x in inputs if isinstance(x, torch.Tensor) and x.requires_grad]
     params = list(model.parameters())
 
@@ -59,7 +67,8 @@ def forward_backward_step(model, inputs: list, upstream: list) -> Callable[[], N
             x.grad = None
         for p in params:
             p.grad = None
-        outs = _outputs(model(*inputs))
+        with forward_context():
+            outs = _outputs(model(*inputs))
         torch.autograd.backward(outs, upstream)
     return step
 
@@ -74,19 +83,20 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"[:300]
 
 
-def time_contender(model, inputs: list, upstream: list | None, device, min_run_time: float) -> dict:
+def time_contender(model, inputs: list, upstream: list | None, device, min_run_time: float,
+                   forward_context: Forward = contextlib.nullcontext) -> dict:
     """{"forward": {...} or {"error": ...}, "forward_backward": ...} for one model."""
     result = {}
     try:
-        result["forward"] = median_ms(forward_step(model, inputs), device, min_run_time)
+        result["forward"] = median_ms(forward_step(model, inputs, forward_context), device, min_run_time)
     except Exception as error:
         result["forward"] = {"error": _first_line(error)}
     _free(device)
     if upstream is not None:
         leaves = _leaf_inputs(inputs)
         try:
-            result["forward_backward"] = median_ms(forward_backward_step(model, leaves, upstream), device,
-                                                   min_run_time)
+            result["forward_backward"] = median_ms(forward_backward_step(model, leaves, upstream, forward_context),
+                                                   device, min_run_time)
         except Exception as error:
             result["forward_backward"] = {"error": _first_line(error)}
         for p in model.parameters():
@@ -110,22 +120,23 @@ def _speedups(times: dict, mode: str) -> dict:
 
 
 def run_bench(ref_model, new_model, make_inputs: Callable[[], list], backward: bool, device: torch.device,
-              min_run_time: float = 1.0, log: Callable[[str], None] = print) -> dict:
+              min_run_time: float = 1.0, log: Callable[[str], None] = print,
+              forward_context: Forward = contextlib.nullcontext) -> dict:
     """Time ModelNew, the reference eager, and torch.compile(reference); speedups are eager/new and
-    compile/new (above 1: the solution is faster)."""
+    compile/new (above 1: the solution is faster). Every forward under `forward_context()`."""
     inputs = make_inputs()
     upstream = None
     if backward:
-        with torch.no_grad():
+        with torch.no_grad(), forward_context():
             upstream = [torch.randn_like(o) for o in _outputs(ref_model(*inputs))]
     times = {}
     for name in ("new", "eager", "compile"):
         log(f"[kgen-bench] {name}")
         if name == "compile":
-            times[name] = time_compiled(ref_model, inputs, upstream, device, min_run_time)
+            times[name] = time_compiled(ref_model, inputs, upstream, device, min_run_time, forward_context)
         else:
             model = new_model if name == "new" else ref_model
-            times[name] = time_contender(model, inputs, upstream, device, min_run_time)
+            times[name] = time_contender(model, inputs, upstream, device, min_run_time, forward_context)
         log(f"[kgen-bench] {name}: {times[name]}")
         _free(device)
     result = {"method": METHOD, "contenders": times, "forward": _speedups(times, "forward")}
@@ -134,14 +145,15 @@ def run_bench(ref_model, new_model, make_inputs: Callable[[], list], backward: b
     return result
 
 
-def time_compiled(ref_model, inputs: list, upstream: list | None, device, min_run_time: float) -> dict:
+def time_compiled(ref_model, inputs: list, upstream: list | None, device, min_run_time: float,
+                  forward_context: Forward = contextlib.nullcontext) -> dict:
     try:
         compiled = torch.compile(ref_model)
     except Exception as error:
         message = {"error": "torch.compile unavailable: " + _first_line(error)}
         return {"forward": message, "forward_backward": message}
     try:
-        return time_contender(compiled, inputs, upstream, device, min_run_time)
+        return time_contender(compiled, inputs, upstream, device, min_run_time, forward_context)
     finally:
         del compiled
         torch._dynamo.reset()

@@ -2,12 +2,16 @@
 context object passed from stage to stage, and the drawing of inputs.
 
     Results     the child's result JSON, rewritten after every check (a crash leaves what was found)
-    Context     config, device, tolerances, the two imported modules and the two constructed models
+    Context     config, device, tolerances, the run's dtypes, the two imported modules and the two constructed
+                models
+    run_dtypes  --precision and --autocast as dtypes: what the models and floating inputs are moved to, and
+                what every forward of both models autocasts to (the float64 truth runs without autocast)
     InputSpec   one positional input of forward (shape and dtype, or a plain value); make_inputs draws them
     StageError  a problem that ends the run with a kind the report shows ("usage", "no-cuda", ...)
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib.machinery
 import importlib.util
@@ -26,6 +30,8 @@ PROGRESS_PREFIX = "[kgen-progress] "   # a line of the child's log that the pare
 
 # The random state every model call starts from: the run's seed plus this.
 CALL_SEED_OFFSET = 7919
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}   # --precision, --autocast
 
 
 class StageError(Exception):
@@ -132,9 +138,10 @@ def sliced(specs: list[InputSpec], batch: int, k: int) -> list[InputSpec]:
 
 
 def make_inputs(specs: list[InputSpec], kind: str, seed: int, device: torch.device,
-                materialize: Callable[[], list] | None = None) -> list:
-    """Fresh inputs: floating tensors drawn with `kind`; other tensors taken from the reference's
-    get_inputs() (called under the same seed); non-tensors passed as they are."""
+                materialize: Callable[[], list] | None = None, cast: torch.dtype | None = None) -> list:
+    """Fresh inputs: floating tensors drawn with `kind` in their own dtype, then moved to `cast` where given
+    (--precision: the same draws, rounded); other tensors taken from the reference's get_inputs() (called under
+    the same seed); non-tensors passed as they are."""
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     real = None
@@ -143,7 +150,8 @@ def make_inputs(specs: list[InputSpec], kind: str, seed: int, device: torch.devi
         if not spec.is_tensor:
             inputs.append(spec.value)
         elif spec.dtype.is_floating_point:
-            inputs.append(draw(spec.shape, spec.dtype, kind, generator, device))
+            x = draw(spec.shape, spec.dtype, kind, generator, device)
+            inputs.append(x if cast is None else x.to(cast))
         else:
             if real is None:
                 torch.manual_seed(seed)
@@ -193,6 +201,23 @@ def same_value(a, b) -> bool:
         return repr(a) == repr(b)
 
 
+# ---- the run's dtypes ----------------------------------------------------------------------------------
+
+def run_dtypes(config: dict) -> tuple[torch.dtype | None, torch.dtype | None]:
+    """(what the models and floating inputs are moved to: None at --precision fp32, the default, where they stay
+    as the reference makes them; what every forward autocasts to, or None)."""
+    precision, autocast = config.get("precision") or "fp32", config.get("autocast")
+    if precision not in DTYPES or (autocast is not None and autocast not in DTYPES):
+        raise StageError("usage", f"precision {precision!r}, autocast {autocast!r}: give fp32, fp16 or bf16")
+    if precision != "fp32" and autocast is not None:
+        raise StageError("usage", f"precision {precision} and autocast {autocast} together: give one")
+    return (None if precision == "fp32" else DTYPES[precision]), (None if autocast is None else DTYPES[autocast])
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return next(name for name, d in DTYPES.items() if d == dtype)
+
+
 # ---- context shared by the stages ----------------------------------------------------------------------
 
 @dataclass
@@ -203,6 +228,8 @@ class Context:
     atol: float
     rtol: float
     seed: int
+    cast: torch.dtype | None = None       # --precision fp16|bf16: models and floating inputs moved to it
+    autocast: torch.dtype | None = None   # --autocast: every forward under torch.autocast(device type, this)
     ref_mod: object = None
     new_mod: object = None
     init: list = field(default_factory=list)
@@ -225,26 +252,40 @@ class Context:
     def add(self, check: Check) -> None:
         self.results.add(check)
 
+    @property
+    def arithmetic(self) -> torch.dtype:
+        """The narrowest dtype the run computes in: the noise model's (numerics.rounding_excess)."""
+        return self.cast or self.autocast or torch.float32
+
+    def autocasting(self, enabled: bool = True):
+        """torch.autocast for the run's device type and --autocast dtype; nothing without --autocast."""
+        if self.autocast is None or not enabled:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast)
+
     def inputs(self, kind: str, seed: int, specs: list | None = None) -> list:
         return make_inputs(self.specs if specs is None else specs, kind, seed, self.device,
-                           materialize=self.ref_mod.get_inputs)
+                           materialize=self.ref_mod.get_inputs, cast=self.cast)
 
-    def run(self, model, inputs, same_draws: bool = False) -> list:
+    def run(self, model, inputs, same_draws: bool = False, autocast: bool = True) -> list:
         """Call a model and wait for the device, so an asynchronous CUDA error surfaces here. same_draws: start
         from a fixed random state, so that a reference that draws (dropout in training mode) and a solution
         making the same PyTorch calls draw the same numbers (the calls whose results are compared; the
         determinism checks' repeated calls are not reseeded, so a solution whose output follows the random
-        state still shows as nondeterministic)."""
+        state still shows as nondeterministic). Under --autocast unless `autocast` is False (the float64 truth)."""
         if same_draws:
             torch.manual_seed(self.seed + CALL_SEED_OFFSET)
-        out = outputs_of(model(*inputs))
+        with self.autocasting(autocast):
+            out = outputs_of(model(*inputs))
         self.sync()
         return out
 
     def construct(self, cls, seed: int | None = None, init: list | None = None):
-        """cls(*init) right after torch.manual_seed(seed) (the evaluator's same-seed construction), on the device."""
+        """cls(*init) right after torch.manual_seed(seed) (the evaluator's same-seed construction), on the device,
+        then moved to --precision's dtype where given (as KernelBench's `.to(device, dtype)`)."""
         torch.manual_seed(self.seed if seed is None else seed)
-        return cls(*(self.init if init is None else init)).to(self.device)
+        model = cls(*(self.init if init is None else init)).to(self.device)
+        return model if self.cast is None else model.to(self.cast)
 
 
 def import_file(path: str | Path, name: str):

@@ -160,17 +160,27 @@ def run_validation(report: Report, path: Path, ref, settings: dict, timeout: flo
     report.kernels = result.kernels
 
 
-def validate(path, ref=None, trials=3, atol=1e-4, rtol=1e-4, backward=True, bench=False, json_path=None,
-             timeout=900.0, init_args=None, input_shapes=None, tf32=True, out=sys.stdout, progress=None) -> int:
+def validate(path, ref=None, trials=3, atol=None, rtol=None, backward=True, bench=False, json_path=None,
+             timeout=900.0, init_args=None, input_shapes=None, tf32=True, precision=None, autocast=None,
+             out=sys.stdout, progress=None) -> int:
     """Validate one solution file against its reference; print the report on `out`, write it as JSON to
     `json_path` if given, and return the exit code (0 pass, 1 fail, 2 broken, 3 runtime not run).
     `progress`: a text stream (the CLI gives stderr) on which the stages are shown as they start.
     `tf32=False`: the child turns TF32 off for cuDNN and matmuls before anything runs (reference, solution,
-    KernelBench's protocol and the timings alike)."""
-    settings = {"trials": int(trials), "atol": float(atol), "rtol": float(rtol), "backward": bool(backward),
+    KernelBench's protocol and the timings alike).
+    `precision` "fp16" | "bf16": every check (and the timings) with both models and the floating inputs moved to
+    that dtype; `autocast` "fp16" | "bf16": float32 models and inputs, every forward under torch.autocast; one of
+    the two at most (arguments.ArgumentError). `atol`, `rtol` None: KernelBench's tolerance for the dtype the run
+    computes in (1e-4 at fp32, 1e-2 at fp16 and bf16)."""
+    from kgen.validate.arguments import default_tolerance, run_precision
+
+    precision, autocast = run_precision(precision, autocast)
+    tol = default_tolerance(precision, autocast)
+    settings = {"trials": int(trials), "atol": float(tol if atol is None else atol),
+                "rtol": float(tol if rtol is None else rtol), "backward": bool(backward),
                 "bench": bool(bench), "init_args": None if init_args is None else list(init_args),
                 "input_shapes": None if input_shapes is None else [list(s) for s in input_shapes],
-                "tf32": bool(tf32)}
+                "tf32": bool(tf32), "precision": precision, "autocast": autocast}
     report = Report(file=str(path), settings={**settings, "timeout": float(timeout)},
                     info={"torch_version": _torch_version()})
     run_validation(report, Path(path), ref, settings, float(timeout), out, progress)

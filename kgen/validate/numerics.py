@@ -5,6 +5,16 @@ few hundred MB of scratch memory. Device-agnostic: the CPU tests exercise exactl
 (|new - ref| <= atol + rtol * |ref| everywhere; NaN only where the other side is NaN too) and also reports
 max |Δ|, the max relative error (over elements whose |ref| >= atol, where a relative error means
 something), and the worst "excess" max(|Δ| - atol - rtol * |ref|), which is <= 0 exactly when it passes.
+It computes in the wider of the two dtypes and in float32 at the least, so comparing two float16 or bfloat16
+tensors adds no rounding of its own.
+
+The rounding noise of a dtype (`unit_roundoff`, `rounding_excess`): the validator's rules were calibrated on
+float32 results, so their constants (the arbiters' bounds, the separability test, the jitter of
+stages/sensitivity.py) hold float32's rounding. A run at float16 or bfloat16 (--precision, --autocast) rounds each
+stored result by its dtype's unit roundoff u = 2^-p (p significant bits: float32 2^-24, float16 2^-11, bfloat16
+2^-8) instead. What a rule allows for rounding grows by the excess u(dtype) - u(float32) per rounding it allows,
+times the size of the values: zero at float32 and wider, so a float32 run is judged exactly by its constants, and
+one noise model serves every dtype.
 """
 from __future__ import annotations
 
@@ -63,8 +73,7 @@ def compare(new: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, chun
     if new.shape != ref.shape:
         raise ValueError(f"shapes differ: {tuple(new.shape)} vs {tuple(ref.shape)}")
     dtype = torch.promote_types(new.dtype, ref.dtype)
-    if not dtype.is_floating_point:
-        dtype = torch.float64
+    dtype = torch.promote_types(dtype, torch.float32) if dtype.is_floating_point else torch.float64
     n_flat, r_flat = _flat(new), _flat(ref)
     numel = n_flat.numel()
     dev = new.device
@@ -102,6 +111,34 @@ def compare(new: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float, chun
                       max_excess=float(excesses[best_chunk]), outside=int(outside),
                       nan_mismatch=int(nan_mismatch), worst_index=index,
                       worst_new=float(n_flat[index]), worst_ref=float(r_flat[index]), atol=atol, rtol=rtol)
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    """u = 2^-p of a floating dtype with p significant bits (half of torch.finfo's eps): the largest relative
+    error of one rounding to it. float32 2^-24, float16 2^-11, bfloat16 2^-8, float64 2^-53."""
+    return torch.finfo(dtype).eps / 2
+
+
+def rounding_excess(dtype: torch.dtype) -> float:
+    """How much more one rounding to `dtype` may move a value, relative to its size, than a rounding to float32:
+    u(dtype) - u(float32); 0 for float32 and wider dtypes."""
+    return max(0.0, unit_roundoff(dtype) - unit_roundoff(torch.float32))
+
+
+def rounding_allowance(dtype: torch.dtype, magnitude: float, roundings: float) -> float:
+    """What a float32-calibrated bound adds for `roundings` roundings to `dtype` of values up to `magnitude`."""
+    return roundings * rounding_excess(dtype) * magnitude
+
+
+def max_magnitude(t: torch.Tensor, chunk: int = CHUNK) -> float:
+    """The largest |element| that is a finite number (0.0 where there is none)."""
+    flat = _flat(t)
+    largest = 0.0
+    for start in range(0, flat.numel(), chunk):
+        part = flat[start:start + chunk].abs()
+        largest = max(largest, float(torch.where(part.isfinite(), part, torch.zeros((), dtype=part.dtype,
+                                                                                   device=part.device)).max()))
+    return largest
 
 
 def squared_difference(new: torch.Tensor, ref: torch.Tensor, chunk: int = CHUNK) -> tuple[float, int]:

@@ -1,5 +1,5 @@
-"""The validation report: what was checked, against what, on what; rendered as a table for people and as
-JSON for machines (the same data)."""
+"""The validation report: what was checked, against what, on what, at which precision; rendered as a table
+for people and as JSON for machines (the same data)."""
 from __future__ import annotations
 
 import json
@@ -29,11 +29,12 @@ class Report:
 
     def verdicts(self) -> dict:
         return {"kernelbench": kernelbench_verdict(self.checks, self.kernelbench, self.runtime_ran),
-                "kgen": kgen_verdict(self.checks, self.exit_code)}
+                "kgen": {**kgen_verdict(self.checks, self.exit_code), "precision": precision_text(self.settings)}}
 
     def to_json(self) -> dict:
         return {"file": self.file, "reference": self.reference, "spec": self.spec, "params": self.params,
-                "settings": self.settings, "torch_version": self.info.get("torch_version"),
+                "settings": self.settings, "precision": self.settings.get("precision", "fp32"),
+                "autocast": self.settings.get("autocast"), "torch_version": self.info.get("torch_version"),
                 "gpu": self.info.get("gpu"), "info": self.info, "runtime_ran": self.runtime_ran,
                 "exit_code": self.exit_code, "result": result_word(self.exit_code),
                 "verdicts": self.verdicts(), "checks": [c.to_dict() for c in self.checks], "bench": self.bench,
@@ -41,6 +42,14 @@ class Report:
 
     def write_json(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_json(), indent=2, default=repr) + "\n")
+
+
+def precision_text(settings: dict) -> str:
+    """Which precision the run checked at, in words."""
+    precision, autocast = settings.get("precision") or "fp32", settings.get("autocast")
+    if autocast:
+        return f"autocast {autocast} (float32 model and inputs, every forward under torch.autocast)"
+    return "fp32" if precision == "fp32" else f"{precision} (model and inputs moved to {precision})"
 
 
 def result_word(code: int | None) -> str | None:
@@ -70,7 +79,8 @@ def render_details(checks: list[Check]) -> str:
 
 
 def render_bench(bench: dict) -> str:
-    lines = ["benchmark (" + bench.get("method", "") + ")"]
+    at = precision_text(bench) + "; " if "precision" in bench else ""
+    lines = ["benchmark (" + at + bench.get("method", "") + ")"]
     for mode in ("forward", "forward_backward"):
         row = bench.get(mode)
         if not row:
@@ -140,6 +150,7 @@ def render(report: Report) -> str:
                 f"rtol={report.settings.get('rtol')} trials={report.settings.get('trials')} "
                 f"backward={report.settings.get('backward')}"
                 + ("" if report.settings.get("tf32", True) else "; TF32 off (cuDNN, matmul)"))
+    head.append(f"precision:     {precision_text(report.settings)}")
     parts = ["\n".join(head), render_table(report.checks)]
     details = render_details(report.checks)
     if details:

@@ -13,6 +13,10 @@ It runs the stages of `stages(config)` in order, one module each under kgen/vali
     kernels (torch.profiler: the solution's kernels' share of the GPU time)          kernels.py
     bench (--bench)                                                                  kgen/validate/bench.py
 
+Every stage runs at the config's "precision" (the models and floating inputs moved to fp16 or bf16) or under
+its "autocast" (each forward under torch.autocast for the device's type), context.run_dtypes; atol and rtol
+not given are KernelBench's for that dtype.
+
 Results go to the JSON file named in the config (kgen.validate.context.Results), rewritten after every
 check, so a crash or a hang leaves what was found before it. Each stage's name, and finer progress, is
 printed on stdout, which the parent follows to show progress. An exception raised while the solution
@@ -33,8 +37,9 @@ from typing import Callable
 
 import torch
 
+from kgen.validate.arguments import default_tolerance
 from kgen.validate.context import (Context, InputSpec, Results, StageError, describe_inputs,  # noqa: F401
-                                   import_file, make_inputs, progress)
+                                   import_file, make_inputs, progress, run_dtypes)
 from kgen.validate.stages.calls import trial_label
 from kgen.validate.stages.dependence import stage_dependence
 from kgen.validate.stages.fp64 import stage_fp64
@@ -52,8 +57,10 @@ def stage_bench(ctx: Context) -> None:
 
     bench = run_bench(ctx.ref_model, ctx.new_model, lambda: ctx.inputs("rand", ctx.seed + 7),
                       backward=ctx.config.get("backward", True), device=ctx.device,
-                      min_run_time=ctx.config.get("bench_min_run_time", 1.0), log=print)
-    ctx.results.put("bench", bench)
+                      min_run_time=ctx.config.get("bench_min_run_time", 1.0), log=print,
+                      forward_context=ctx.autocasting)
+    ctx.results.put("bench", {**bench, "precision": ctx.config.get("precision") or "fp32",
+                              "autocast": ctx.config.get("autocast")})
 
 
 def stages(config: dict) -> list[tuple[str, Callable[[Context], None]]]:
@@ -120,8 +127,15 @@ def run(config: dict) -> int:
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
     results = Results(config["result"])
+    try:
+        cast, autocast = run_dtypes(config)
+    except StageError as error:
+        results.error(error.kind, str(error), str(error))
+        return 2
+    tol = default_tolerance(config.get("precision") or "fp32", config.get("autocast"))
     ctx = Context(config=config, results=results, device=torch.device(config.get("device", "cuda")),
-                  atol=config.get("atol", 1e-4), rtol=config.get("rtol", 1e-4), seed=config.get("seed", 42))
+                  atol=_given(config, "atol", tol), rtol=_given(config, "rtol", tol), seed=config.get("seed", 42),
+                  cast=cast, autocast=autocast)
     for name, stage in stages(config):
         results.stage(name)
         try:
@@ -134,6 +148,11 @@ def run(config: dict) -> int:
         ctx.free()
     results.done()
     return 0
+
+
+def _given(config: dict, key: str, default: float) -> float:
+    value = config.get(key)
+    return default if value is None else value
 
 
 def main(argv: list[str]) -> int:

@@ -1,8 +1,9 @@
 """Two verdicts on one file, side by side:
 
   KernelBench  what KernelBench alone would conclude: its correctness protocol (forward only, atol=rtol=1e-4
-               at fp32; run by stages/kernelbench.py) and its static checker's strict rules (reproduced
-               by kgen.validate.static). Information only: it never changes the exit code.
+               at fp32, 1e-2 at --precision fp16|bf16, at fp32 under --autocast, which KernelBench lacks; run
+               by stages/kernelbench.py) and its static checker's strict rules (reproduced by
+               kgen.validate.static). Information only: it never changes the exit code.
   kgen         kgen's exit code, with its failed checks grouped by what they are about (static rules,
                state_dict, forward, inputs, determinism, gradients, float64, kernels, broken).
 """
@@ -75,7 +76,7 @@ def floor_text(floor: dict, tol: float) -> str:
     if "unavailable" in floor:
         return f"no floor measured (the reference fails under rounding jitter: {floor['unavailable']})"
     moved, out = floor["reference_jitter_max_abs"], floor["reference_jitter_outside"]
-    jitter = f"±{floor.get('jitter_ulps', 4)}-ulp jitter of its arithmetic"
+    jitter = floor.get("jitter") or f"±{floor.get('jitter_ulps', 4)}-ulp jitter of its arithmetic"
     if not out:
         return (f"measured floor: under {jitter} the reference stays within {tolerance_text(tol)} of itself "
                 f"(max|Δ| {moved:.3g}), so the mismatch is the solution's")
@@ -83,6 +84,14 @@ def floor_text(floor: dict, tol: float) -> str:
             f"{tolerance_text(tol)}, so no re-implementation that rounds differently meets this tolerance here; "
             + ("the solution is within that noise" if floor["solution_within_noise"] else
                "the solution is beyond that noise"))
+
+
+def precision_words(kernelbench: dict) -> str:
+    """KernelBench's --precision where it is not its default fp32, and why it is fp32 under --autocast."""
+    precision = kernelbench.get("precision", "fp32")
+    if kernelbench.get("note"):
+        return f"{precision} ({kernelbench['note']}), "
+    return "" if precision == "fp32" else f"--precision {precision}, "
 
 
 def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_ran: bool) -> dict:
@@ -96,7 +105,8 @@ def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_r
         n = kernelbench.get("num_correct_trials", len(trials))
         good = sum(1 for t in trials if t.get("ok"))
         correct = bool(kernelbench.get("correct"))
-        what = (f"forward only, atol=rtol={tolerance_text(kernelbench.get('tolerance', 1e-4))}: {good} of {n} "
+        what = (f"forward only, {precision_words(kernelbench)}atol=rtol="
+                f"{tolerance_text(kernelbench.get('tolerance', 1e-4))}: {good} of {n} "
                 f"trials correct on the {kernelbench.get('inputs', 'inputs')}")
         if not correct:
             problem = next((t.get("problem") for t in trials if not t.get("ok")), None) or "incomplete"

@@ -2,7 +2,8 @@
 
     setup.py        environment, importing the reference and the solution (its build), init arguments and
                     input shapes, the parameters (same-seed construction, state_dict)
-    kernelbench.py  KernelBench's own protocol (forward only, atol=rtol=1e-4, the reference's get_inputs())
+    kernelbench.py  KernelBench's own protocol (forward only, atol=rtol=1e-4, 1e-2 at --precision fp16|bf16, the
+                    reference's get_inputs())
     trials.py       forward and backward trials on fresh inputs (allclose, layout, input mutation, aliasing)
     determinism.py  two calls on one input, bitwise; library nondeterminism told apart from the solution's
     fp64.py         float64 arbitration of gradients and the float64 cross-check

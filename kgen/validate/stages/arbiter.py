@@ -24,6 +24,20 @@ and it fits. The rules:
              half matters where the reference is itself far from float64 (TF32): an output 1e-3 off before
              the convolution stays inside twice the reference's largest error, yet moves every element, not
              a few hundred, and its root-mean-square error grows.
+
+At float16 and bfloat16 the rules are the same, the truth being the float64 reference run on the very values
+the run compares (--precision: the half-precision parameters and inputs, exactly widened), and every allowance
+for rounding grows with the dtype's unit roundoff by numerics.py's noise model: the bound on the largest error
+gains one rounding of the largest exact value beyond float32's (2 (u - u32) max|exact|, nothing at float32:
+the solution's own result is rounded to the dtype too), the separability test's 1e-2 gains 16 of them, and
+the rounding-sensitivity arbiter jitters each result by its own dtype's rounding (sensitivity.py).
+
+Under --autocast the thing to match is the reference's own autocast run: the solution, its forwards under
+the same autocast, is as accurate as that run when its distance to the float64 truth -- the float32
+reference's parameters and inputs in float64, WITHOUT autocast, what the autocast run approximates -- is
+within the bounds above of the reference's autocast run's own distance, the noise model at the autocast dtype
+(what the run rounds to). A solution that keeps more in float32 than autocast does is closer to the truth and
+passes; one that rounds more, or wrongly, is further and fails.
 """
 from __future__ import annotations
 
@@ -35,21 +49,32 @@ import torch
 
 from kgen.validate.checks import Check
 from kgen.validate.context import Context, outputs_of, tensors_of
-from kgen.validate.numerics import compare, squared_difference
-from kgen.validate.stages.fp64 import fp64_samples
+from kgen.validate.numerics import compare, max_magnitude, rounding_allowance, rounding_excess, squared_difference
+from kgen.validate.stages.fp64 import BOUND_ROUNDINGS, bound_words, fp64_samples
 from kgen.validate.stages.sensitivity import judge_by_sensitivity, model_outputs, rounding_sensitivity
+
+SEPARABLE_TOL = 1e-2       # atol = rtol of "a chunk's float64 output is the reference's slice" at float32 (TF32)
+SEPARABLE_ROUNDINGS = 16   # roundings to the run's dtype beyond float32's that the separability test also allows
+
+
+def separable_tolerance(dtype: torch.dtype) -> float:
+    """The separability test's atol = rtol at the run's arithmetic dtype: SEPARABLE_TOL at float32."""
+    return SEPARABLE_TOL + SEPARABLE_ROUNDINGS * rounding_excess(dtype)
+
 
 @dataclass
 class Distance:
-    """How far one float32 tensor is from the float64 one, accumulated over batch chunks."""
+    """How far one tensor (of the run's dtype) is from the float64 one, accumulated over batch chunks."""
     max_abs: float = 0.0
     allclose: bool = True
     nan_mismatch: int = 0
     sum_sq: float = 0.0   # squared differences where both sides are numbers
     count: int = 0
+    magnitude: float = 0.0   # the largest |float64 value|
 
     def add(self, new: torch.Tensor, exact: torch.Tensor, atol: float, rtol: float) -> None:
         cmp = compare(new, exact, atol, rtol)
+        self.magnitude = max(self.magnitude, max_magnitude(exact))
         self.max_abs = max(self.max_abs, cmp.max_abs)
         self.allclose = self.allclose and cmp.allclose
         self.nan_mismatch += cmp.nan_mismatch
@@ -83,10 +108,11 @@ def float64_reference(ctx: Context):
 
 
 def float64_chunks(ref64, inputs: list, leaves: list[int], full_out: list, chunk: int,
-                   grad_leaves: frozenset = frozenset()) -> Iterator[tuple[int, int, list, list]]:
+                   grad_leaves: frozenset = frozenset(), tol: float = SEPARABLE_TOL
+                   ) -> Iterator[tuple[int, int, list, list]]:
     """(start, stop, float64 inputs, float64 outputs) of `ref64` over chunks of the batch; the inputs in
-    `grad_leaves` require grad. Raises NotSeparable as soon as a chunk's output is not the slice of the float32
-    reference's `full_out`."""
+    `grad_leaves` require grad. Raises NotSeparable as soon as a chunk's output is not, within atol = rtol = `tol`
+    (separable_tolerance), the slice of the reference's `full_out` (float32, or the run's dtype)."""
     batch = inputs[leaves[0]].shape[0]
     for start, stop in chunk_bounds(batch, chunk):
         part = [x[start:stop].double().requires_grad_(i in grad_leaves) if i in leaves else x
@@ -100,7 +126,7 @@ def float64_chunks(ref64, inputs: list, leaves: list[int], full_out: list, chunk
             if f.dim() == 0 and not whole:   # one number of the whole batch (a full sum): no slice of it
                 raise NotSeparable
             part_of_f = f if whole else f[start:stop]   # all of f when the chunk is the batch (whatever its dims)
-            if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=1e-2, rtol=1e-2):
+            if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=tol, rtol=tol):
                 raise NotSeparable
         yield start, stop, part, outs
 
@@ -151,7 +177,7 @@ def _gradient_distances(ctx: Context, inputs: list, leaves: list[int], full_out:
     sums = {k: torch.zeros_like(params[k]) for k in param_keys}
     distances = {k: (Distance(), Distance()) for k in keys}
     for start, stop, part, outs in float64_chunks(ref64, inputs, leaves, full_out, chunk,
-                                                  frozenset(input_keys.values())):
+                                                  frozenset(input_keys.values()), separable_tolerance(ctx.arithmetic)):
         whole = (start, stop) == (0, batch)
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
         upstream64 = [(g if whole else g[start:stop]).double() for g in grads_out]
@@ -170,22 +196,23 @@ def _gradient_distances(ctx: Context, inputs: list, leaves: list[int], full_out:
     return distances
 
 
-def within_bound(new: Distance, ref: Distance, atol: float) -> tuple[bool, float]:
+def within_bound(new: Distance, ref: Distance, atol: float, dtype: torch.dtype = torch.float32) -> tuple[bool, float]:
     """The bound every disputed tensor must meet: within tolerance of float64, or its largest error no more
-    than twice the reference's plus atol."""
-    bound = 2 * ref.max_abs + atol
+    than twice the reference's plus atol, plus one rounding of the largest value to `dtype` (the run's
+    arithmetic dtype) beyond float32's."""
+    bound = 2 * ref.max_abs + atol + rounding_allowance(dtype, ref.magnitude, BOUND_ROUNDINGS)
     return new.nan_mismatch == 0 and (new.allclose or new.max_abs <= bound), bound
 
 
-def arbitrate(check: Check, key: str, distances: dict | None, atol: float) -> Check:
-    """A disputed gradient judged by the float64 bound."""
+def arbitrate(check: Check, key: str, distances: dict | None, atol: float, dtype: torch.dtype = torch.float32) -> Check:
+    """A disputed gradient judged by the float64 bound (the noise model at `dtype`, the run's arithmetic)."""
     if distances is None:
         check.detail += "; no float64 arbiter (the batch is not separable and does not fit whole)"
         return check
     new, ref = distances[key]
-    ok, bound = within_bound(new, ref, atol)
+    ok, bound = within_bound(new, ref, atol, dtype)
     detail = (f"{check.detail}; float64 arbiter (whole batch): solution max|Δ| {new.max_abs:.3g}, "
-              f"reference {ref.max_abs:.3g}, bound 2×ref+atol {bound:.3g} -> "
+              f"reference {ref.max_abs:.3g}, bound {bound_words(dtype)} {bound:.3g} -> "
               + ("as accurate as the reference" if ok else "less accurate than the reference"))
     return Check(check.name, ok, detail, {**check.data, "arbiter": _arbiter_data(new, ref, bound)})
 
@@ -207,7 +234,8 @@ def output_distances(ctx: Context, inputs: list, indices: list[int], new_outs: l
     def work(leaves: list[int], chunk: int) -> dict:
         distances = {i: (Distance(), Distance()) for i in indices}
         with torch.no_grad():
-            for start, stop, part, outs in float64_chunks(float64_reference(ctx), inputs, leaves, full_out, chunk):
+            for start, stop, part, outs in float64_chunks(float64_reference(ctx), inputs, leaves, full_out, chunk,
+                                                          tol=separable_tolerance(ctx.arithmetic)):
                 whole = (start, stop) == (0, inputs[leaves[0]].shape[0])
                 for i in indices:
                     exact = outs[positions.index(i)]
@@ -230,9 +258,10 @@ def arbitrate_outputs(ctx: Context, inputs: list, checks: dict[int, Check], new_
             noisy.append(i)
             continue
         new, ref = distances[i]
-        ok, bound = within_bound(new, ref, ctx.atol)
+        ok, bound = within_bound(new, ref, ctx.atol, ctx.arithmetic)
         detail = (f"{check.detail}; float64 arbiter (whole batch): solution max|Δ| {new.max_abs:.3g} rms "
-                  f"{new.rms:.3g}, reference {ref.max_abs:.3g} rms {ref.rms:.3g}, bound 2×ref+atol {bound:.3g}")
+                  f"{new.rms:.3g}, reference {ref.max_abs:.3g} rms {ref.rms:.3g}, bound {bound_words(ctx.arithmetic)} "
+                  f"{bound:.3g}")
         data = {**check.data, "arbiter": _arbiter_data(new, ref, bound)}
         if not ok:
             judged[i] = Check(check.name, False, detail + " -> less accurate than the reference", data)
@@ -246,5 +275,5 @@ def arbitrate_outputs(ctx: Context, inputs: list, checks: dict[int, Check], new_
         noise = rounding_sensitivity(ctx, model_outputs(ctx, ctx.ref_model, inputs), noisy, plain)
         for i in noisy:
             judged[i] = judge_by_sensitivity(checks[i], new_outs[i], ref_outs[i], noise[i], ctx.atol, ctx.rtol,
-                                             what="output")
+                                             what="output", dtype=ctx.arithmetic)
     return judged

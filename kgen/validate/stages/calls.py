@@ -34,15 +34,25 @@ def upstream_for(ctx: Context, seed: int, draw_dtype: torch.dtype | None = None)
     return upstream
 
 
-def forward_backward(ctx: Context, model, inputs: list, upstream: Callable, want_grads: bool):
+def upstream_like(upstream: Callable[[list], list], outs: list) -> Callable[[list], list]:
+    """The upstream gradients `upstream` gives for `outs` (the reference's outputs, in their dtypes), cast to
+    whatever outputs they are asked for (the float64 reference's): the same values, rounded as the reference's
+    were."""
+    drawn = upstream(outs)
+    return lambda others: [g.to(o.dtype) for g, o in zip(drawn, others)]
+
+
+def forward_backward(ctx: Context, model, inputs: list, upstream: Callable, want_grads: bool, autocast: bool = True):
     """Outputs (detached) and, if asked, {name: gradient} for the floating inputs and every trainable
-    parameter; gradients are None if the outputs do not require grad at all."""
+    parameter (each in its parameter's or input's dtype); gradients are None if the outputs do not require grad
+    at all. The forward runs under --autocast (unless `autocast` is False: the float64 truth), the backward
+    outside it, as in training."""
     leaves = [x for x in tensors_of(inputs) if x.is_floating_point()]
     for x in leaves:
         x.requires_grad_(want_grads)
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     with torch.set_grad_enabled(want_grads):
-        outs = ctx.run(model, inputs, same_draws=True)
+        outs = ctx.run(model, inputs, same_draws=True, autocast=autocast)
     if not want_grads:
         return outs, None
     touts = tensors_of(outs)

@@ -19,6 +19,12 @@ one whose change between the two inputs is within 100 times its own rounding noi
 first input moves under a few ulps of jitter, sensitivity.py): L2-23's output, the mean of a GroupNorm's
 output, is its bias's mean whatever the input, and what moves it is rounding alone, of any size next to a
 mean near zero; a correct solution's own rounding is of that size, so its "miss" says nothing.
+
+The factor 100 holds at float32, where the jitter is a few float32 ulps and an output that follows its input
+moves by a million times that. At float16 and bfloat16 (--precision, --autocast) the jitter is one ulp of the
+dtype per operation (sensitivity.py) and an output that follows its input moves by only tens of times that, so
+the factor falls as the jitter grows (noise_factor), to no less than 10: a correct solution's miss is about its
+rounding, one or two jitters, over the change, so a change of ten jitters leaves it well under MISS_MAX.
 """
 from __future__ import annotations
 
@@ -28,14 +34,22 @@ import torch
 
 from kgen.validate.checks import Check, failed, note, passed
 from kgen.validate.context import Context, tensors_of
-from kgen.validate.stages.sensitivity import RoundingJitter
+from kgen.validate.stages.sensitivity import RoundingJitter, jitter_amplitude
 
 SAMPLE = 1 << 20        # elements compared per output
 RESPONSE_MIN = 0.05     # the reference's output must move by this share of its size for the miss to be judged
 MISS_MAX = 0.5          # the largest miss allowed
 CONSTANT_RESPONSE = 1e-4  # above this response, an output bit-for-bit unchanged is degenerate
 NOISE_FACTOR = 100      # the reference's change must exceed its rounding noise this many times to be judged
+NOISE_FACTOR_MIN = 10   # ... at float32; at a coarser dtype proportionally fewer, never fewer than this
 DRAWS = (("rand", 31), ("3+2*randn", 37))   # input kind and seed offset of the two inputs
+
+
+def noise_factor(dtype: torch.dtype) -> float:
+    """How many times its rounding noise the reference's change must exceed to be judged, at the run's dtype:
+    NOISE_FACTOR at float32, smaller in proportion to how much larger the dtype's jitter is, NOISE_FACTOR_MIN
+    at the least."""
+    return max(NOISE_FACTOR_MIN, NOISE_FACTOR * jitter_amplitude(torch.float32) / jitter_amplitude(dtype))
 
 
 def sample(t: torch.Tensor) -> torch.Tensor:
@@ -62,7 +76,7 @@ def stage_dependence(ctx: Context) -> None:
     for i in range(min(len(ref_a), len(new_a))):
         suffix = f" output[{i}]" if len(ref_a) > 1 else ""
         ctx.add(judge_dependence(f"output follows its input{suffix}", ref_a[i], ref_b[i], new_a[i], new_b[i],
-                                 noise[i] if i < len(noise) else None))
+                                 noise[i] if i < len(noise) else None, noise_factor(ctx.arithmetic)))
 
 
 def rounding_noise(ctx: Context, inputs: list, ref: list) -> list:
@@ -77,7 +91,7 @@ def rounding_noise(ctx: Context, inputs: list, ref: list) -> list:
 
 
 def judge_dependence(name: str, ref_a: torch.Tensor, ref_b: torch.Tensor, new_a: torch.Tensor | None,
-                     new_b: torch.Tensor | None, noise: float | None = None) -> Check:
+                     new_b: torch.Tensor | None, noise: float | None = None, factor: float = NOISE_FACTOR) -> Check:
     if new_a is None or new_b is None:
         return note(name, "not judged: the output's shape differs from the reference's (see the trials)")
     d_ref = ref_a - ref_b
@@ -90,9 +104,9 @@ def judge_dependence(name: str, ref_a: torch.Tensor, ref_b: torch.Tensor, new_a:
     miss = float((new_a - new_b - d_ref).norm()) / change if change else math.inf
     data = {"response": response, "miss": miss if math.isfinite(miss) else None, "constant": constant,
             "elements": int(ref_a.numel()), "reference_noise": noise}
-    if noise is not None and change <= NOISE_FACTOR * noise:
+    if noise is not None and change <= factor * noise:
         return note(name, f"not judged: between two inputs the reference's output moves by {change:.3g}, within "
-                          f"{NOISE_FACTOR} times its own rounding noise ({noise:.3g}): it does not depend on its input "
+                          f"{factor:g} times its own rounding noise ({noise:.3g}): it does not depend on its input "
                           "beyond rounding", **data)
     between = (f"between two inputs the reference's output moves by {response:.3g} of its size; the solution's "
                f"change differs from it by {miss:.3g} of it")

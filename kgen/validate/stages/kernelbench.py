@@ -2,18 +2,26 @@
 (kernelbench/eval.py, eval_kernel_against_ref and run_and_check_correctness):
 
   - init inputs: the reference's get_init_inputs() called after set_seed(seed) (or --init-args)
-  - Model(*init) and ModelNew(*init), each constructed right after set_seed(seed), seed 42
+  - Model(*init) and ModelNew(*init), each constructed right after set_seed(seed), seed 42, then moved to
+    the precision's dtype (`.to(device, dtype)`; at fp32 left as constructed)
   - num_correct_trials seeds drawn with torch.randint after torch.manual_seed(seed)
-  - per trial: set_seed(trial_seed); inputs = the reference's get_inputs(), every tensor cast to float32
-    and put on the device; under no_grad the reference's output, then the solution's
+  - per trial: set_seed(trial_seed); inputs = the reference's get_inputs(), every tensor cast to the
+    precision's dtype (float32, or --precision's float16 / bfloat16) and put on the device; under no_grad the
+    reference's output, then the solution's
   - correct iff every trial has the same shape and torch.allclose(output, output_new, atol=tol, rtol=tol)
-    (tol = 1e-4 at fp32; NaN anywhere is a mismatch, as allclose's equal_nan=False)
+    (tol = get_tolerance_for_precision: 1e-4 at fp32, 1e-2 at fp16 and bf16; NaN anywhere is a mismatch, as
+    allclose's equal_nan=False)
+
+KernelBench has no autocast: under --autocast its protocol runs as it would, at fp32 without autocast, and the
+result says so.
 
 Two differences, neither changing what is compared: get_inputs() runs with the device as the default
 device (KernelBench draws on the CPU and copies, which for L1-35's 7.5 GB input takes seconds), so the
 values differ but not their distribution; with --input-shape the floating inputs are torch.rand of the
-given shapes. Forward only: KernelBench checks no gradient, no state_dict, no determinism. The result
-goes to the "kernelbench" section of the results; it never changes kgen's exit code.
+given shapes. One more at fp16 and bf16: the allclose is evaluated in float32 (torch.allclose on two
+half-precision tensors evaluates it in their dtype), so the verdicts can differ only for a value within one
+rounding of the tolerance. Forward only: KernelBench checks no gradient, no state_dict, no determinism. The
+result goes to the "kernelbench" section of the results; it never changes kgen's exit code.
 
 Where a trial fails on values (same shape, no NaN), the reason is measured, not guessed: the reference runs
 again on that trial's inputs with its arithmetic jittered by a few ulps (sensitivity.py), and the floor is
@@ -26,14 +34,21 @@ from __future__ import annotations
 
 import torch
 
-from kgen.validate.context import Context, outputs_of, progress, reference_error, same_value
+from kgen.validate.arguments import KERNELBENCH_TOLERANCE
+from kgen.validate.context import DTYPES, Context, dtype_name, outputs_of, progress, reference_error, same_value
 from kgen.validate.numerics import compare, count_nan
-from kgen.validate.stages.sensitivity import DRAWS, JITTER_ULPS, model_outputs, rounding_sensitivity
+from kgen.validate.stages.sensitivity import DRAWS, JITTER_ULPS, jitter_words, model_outputs, rounding_sensitivity
 
-TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}   # get_tolerance_for_precision
+TOLERANCE = {DTYPES[name]: tol for name, tol in KERNELBENCH_TOLERANCE.items()}   # get_tolerance_for_precision
 DEFAULT_TRIALS = 5     # kb_eval.py's --trials (eval_kernel_against_ref's own default is 1)
 PROTOCOL = ("KernelBench eval_kernel_against_ref: same seed before constructing each model, reference's "
-            "get_inputs() per trial seed, forward under no_grad, torch.allclose(atol=rtol={tol:g}) at fp32")
+            "get_inputs() per trial seed, forward under no_grad, torch.allclose(atol=rtol={tol:g}) at {precision}")
+NO_AUTOCAST = "KernelBench has no autocast: its protocol ran at fp32, without autocast"
+
+
+def protocol_dtype(ctx: Context) -> torch.dtype:
+    """The dtype KernelBench's --precision gives this run: --precision's, else float32 (also under --autocast)."""
+    return ctx.cast or torch.float32
 
 
 def set_seed(seed: int) -> None:
@@ -57,7 +72,8 @@ def kernelbench_inputs(ctx: Context, trial_seed: int) -> list:
             inputs = list(ctx.ref_mod.get_inputs())
     else:
         inputs = list(ctx.ref_mod.get_inputs())
-    return [x.to(dtype=torch.float32).to(ctx.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    dtype = protocol_dtype(ctx)
+    return [x.to(dtype=dtype).to(ctx.device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def compare_trial(output, output_new, tol: float) -> dict:
@@ -90,12 +106,16 @@ def reference_floor(ctx: Context, ref_model, seed: int, output, trial: dict, tol
     within = trial["max_abs"] <= 2 * noise.max_abs + tol and (
         noise.outside == 0 or trial["outside"] <= 2 * noise.outside)
     return {"reference_jitter_max_abs": noise.max_abs, "reference_jitter_outside": noise.outside,
-            "jitter_ulps": JITTER_ULPS, "draws": DRAWS, "solution_within_noise": within}
+            "jitter_ulps": JITTER_ULPS, "jitter": jitter_words(protocol_dtype(ctx)), "draws": DRAWS,
+            "solution_within_noise": within}
 
 
 def stage_kernelbench(ctx: Context) -> None:
     trials = int(ctx.config.get("kernelbench_trials", DEFAULT_TRIALS))
-    tol = TOLERANCE[torch.float32]
+    dtype = protocol_dtype(ctx)
+    tol = TOLERANCE[dtype]
+    about = {"precision": dtype_name(dtype), "protocol": PROTOCOL.format(tol=tol, precision=dtype_name(dtype)),
+             **({"note": NO_AUTOCAST} if ctx.autocast is not None else {})}
     given = ctx.config.get("init_args")
     if given is not None:
         init = list(given)
@@ -118,12 +138,11 @@ def stage_kernelbench(ctx: Context) -> None:
                 fails = None if len(output) == 1 else (
                     f"the reference returns {len(output)} outputs, where KernelBench compares one tensor")
             except RuntimeError as error:
-                fails = f"it casts every input tensor to float32 ({reference_error(error)})"
+                fails = f"it casts every input tensor to {str(dtype).replace('torch.', '')} ({reference_error(error)})"
             if fails is not None:   # KernelBench would fail the reference itself: no verdict on the solution
                 ctx.results.put("kernelbench", {"correct": None, "reference_fails": fails,
                                                 "tolerance": tol, "trials": [], "num_correct_trials": trials,
-                                                "init_args": init, "seed": ctx.seed,
-                                                "protocol": PROTOCOL.format(tol=tol)})
+                                                "init_args": init, "seed": ctx.seed, **about})
                 return
             ctx.sync()
             output_new = outputs_of(new_model(*inputs))
@@ -143,5 +162,4 @@ def stage_kernelbench(ctx: Context) -> None:
         "correct": all(t["ok"] for t in results) and len(results) == trials, "tolerance": tol,
         "trials": results, "num_correct_trials": trials, "init_args": init, "seed": ctx.seed,
         "inputs": "torch.rand inputs of the given shapes" if ctx.config.get("input_shapes")
-        else "reference's get_inputs()",
-        "protocol": PROTOCOL.format(tol=tol)})
+        else "reference's get_inputs()", **about})

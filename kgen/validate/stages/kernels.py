@@ -291,13 +291,14 @@ def stage_kernels(ctx: Context) -> None:
 
 def profile_phases(ctx: Context, attribution: Attribution) -> dict:
     """Warm up, then profile the reference's forward, the solution's forward (no_grad) and its backward
-    (the forward that builds the graph runs outside the profiler)."""
+    (the forward that builds the graph runs outside the profiler); the forwards under --autocast, the
+    inputs and models at --precision's dtype, as every other stage runs them."""
     inputs = ctx.inputs("rand", ctx.seed + 5)
     upstream = upstream_for(ctx, ctx.seed + 6)
     backward = ctx.config.get("backward", True)
 
     def forward(model):
-        with torch.no_grad():
+        with torch.no_grad(), ctx.autocasting():
             model(*inputs)
 
     def graph(model):

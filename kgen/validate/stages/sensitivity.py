@@ -1,5 +1,6 @@
 """Rounding sensitivity: how far the reference's own output or gradient moves when its arithmetic is disturbed
-at the level of float32 rounding, the last arbiter of an output or gradient that misses the reference.
+at the level of its rounding (float32's, or the run's float16 or bfloat16), the last arbiter of an output or
+gradient that misses the reference.
 
 Three kinds of result cannot be matched by a correct solution that merely rounds differently:
   * kinks crossed by rounding: clamp/Hardtanh bounds, ReLU at 0, the winner of a max/min or of a MaxPool
@@ -12,16 +13,21 @@ Three kinds of result cannot be matched by a correct solution that merely rounds
   * sums with cancellation whose float64 gradient cannot be had by batch chunks (L2-75: its output's first
     dim is not the batch) or does not fit.
 The measure is Monte Carlo arithmetic: the reference runs again (forward, or forward and backward) under a
-dispatch mode that multiplies every fresh floating result of every ATen operation by (1 + u * 4 eps), u
-uniform in [-1, 1] and eps the dtype's (2^-23 for float32: a few ulps, the size of the differences between
-two correct float32 implementations after a few operations), on the same inputs with the same upstream
-gradient. The sensitivity of a tensor is the largest |Δ| between the jittered and the plain reference over a
-few independent draws, and the most elements one draw moved out of tolerance. A disputed tensor passes when
-the solution is no further from the reference than twice that |Δ| plus atol, with no more than twice as many
-elements out: it differs from the reference no more than the reference differs from itself under rounding
-noise. A wrong result (a missing term, a wrong scale, a forgotten window, a threshold off by a little, an
-offset of 1e-3 before a convolution) differs systematically, by more or in more places, and still fails; the
-report shows the numbers.
+dispatch mode that multiplies every fresh floating result of every ATen operation by (1 + u * a), u uniform in
+[-1, 1], on the same inputs with the same upstream gradient. The amplitude a is the noise model of
+numerics.py: 4 ulps of the arithmetic the result was computed in (4 eps = 2^-21 for float32: the size of the
+differences between two correct float32 implementations after a few operations; float16 and bfloat16 results
+are computed in float32, as PyTorch's and kgen's kernels accumulate them, so float32's), plus one rounding to
+the result's dtype beyond float32's (2 * (u(dtype) - u(float32)): one ulp of bfloat16 or float16, where two
+correct implementations may round a value either way; nothing for float32 and float64). So a --precision
+bf16 reference jitters by about one bfloat16 ulp per operation, and under --autocast each result by its own
+dtype's: the bfloat16 convolution by bfloat16's, the float32 GroupNorm by float32's. The sensitivity of a
+tensor is the largest |Δ| between the jittered and the plain reference over a few independent draws, and the
+most elements one draw moved out of tolerance. A disputed tensor passes when the solution is no further from
+the reference than twice that |Δ| plus atol, with no more than twice as many elements out: it differs from the
+reference no more than the reference differs from itself under rounding noise. A wrong result (a missing term,
+a wrong scale, a forgotten window, a threshold off by a little, an offset of 1e-3 before a convolution) differs
+systematically, by more or in more places, and still fails; the report shows the numbers.
 """
 from __future__ import annotations
 
@@ -34,16 +40,32 @@ from torch.utils._pytree import tree_flatten
 
 from kgen.validate.checks import Check
 from kgen.validate.context import Context
-from kgen.validate.numerics import CHUNK, compare, shares_memory
+from kgen.validate.numerics import CHUNK, compare, rounding_excess, shares_memory, unit_roundoff
 from kgen.validate.stages.calls import forward_backward
 
-JITTER_ULPS = 4   # each fresh floating result times (1 + u * JITTER_ULPS * eps), u uniform in [-1, 1]
+JITTER_ULPS = 4   # ulps of the arithmetic in each fresh floating result's jitter (jitter_amplitude)
 DRAWS = 3
 
 
+def jitter_amplitude(dtype: torch.dtype, ulps: float = JITTER_ULPS) -> float:
+    """The relative amplitude of a `dtype` result's jitter: `ulps` ulps (2 u each) of its arithmetic -- its own
+    dtype, float32 at the coarsest -- plus one rounding to its dtype beyond float32's. ulps * eps for float32 and
+    float64; about one ulp of bfloat16 or float16."""
+    arithmetic = min(unit_roundoff(dtype), unit_roundoff(torch.float32))
+    return 2 * (ulps * arithmetic + rounding_excess(dtype))
+
+
+def jitter_words(dtype: torch.dtype = torch.float32) -> str:
+    """The jitter of a run at `dtype` (its arithmetic), as a report says it."""
+    extra = f" and one ulp of each {str(dtype).replace('torch.', '')} result" if rounding_excess(dtype) else ""
+    return f"±{JITTER_ULPS}-ulp jitter of its arithmetic{extra}"
+
+
 class RoundingJitter(TorchDispatchMode):
-    """Multiplies the fresh floating outputs of every ATen op by (1 + u * ulps * eps). Outputs that alias an
-    input (views, in-place and out= ops) are left alone: their values were made, and jittered, elsewhere."""
+    """Multiplies the fresh floating outputs of every ATen op by (1 + u * jitter_amplitude(dtype)), the noise
+    drawn in float32 at the least (a float16 or bfloat16 result is jittered as a continuous value, then rounded
+    to its dtype once). Outputs that alias an input (views, in-place and out= ops) are left alone: their values
+    were made, and jittered, elsewhere."""
 
     def __init__(self, seed: int, ulps: float = JITTER_ULPS):
         super().__init__()
@@ -61,15 +83,16 @@ class RoundingJitter(TorchDispatchMode):
 
     def _jitter(self, t: torch.Tensor) -> None:
         generator = self._generator(t.device)
-        rel = self.ulps * torch.finfo(t.dtype).eps
+        rel = jitter_amplitude(t.dtype, self.ulps)
+        noise_dtype = torch.promote_types(t.dtype, torch.float32)
         flat = t.view(-1) if t.is_contiguous() else None
         if flat is None:   # rare: a non-contiguous fresh result; one noise tensor of its size
-            noise = torch.rand(t.shape, generator=generator, device=t.device, dtype=t.dtype)
+            noise = torch.rand(t.shape, generator=generator, device=t.device, dtype=noise_dtype)
             t.mul_(noise.mul_(2 * rel).add_(1 - rel))
         else:              # chunked, so a 7.5 GB activation needs only a 128 MB scratch
             for start in range(0, flat.numel(), CHUNK):
                 part = flat[start:start + CHUNK]
-                noise = torch.rand(part.shape, generator=generator, device=t.device, dtype=t.dtype)
+                noise = torch.rand(part.shape, generator=generator, device=t.device, dtype=noise_dtype)
                 part.mul_(noise.mul_(2 * rel).add_(1 - rel))
         self.jittered += 1
 
@@ -143,7 +166,7 @@ def model_outputs(ctx: Context, model, inputs: list) -> Callable[[], dict]:
 
 
 def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sensitivity: Sensitivity | str,
-                         atol: float, rtol: float, what: str = "gradient") -> Check:
+                         atol: float, rtol: float, what: str = "gradient", dtype: torch.dtype = torch.float32) -> Check:
     """The disputed gradient (or output: `what`) re-judged against the reference's rounding noise: |solution - reference| at most
     2 * sensitivity + atol, and (where the jitter moved elements out of tolerance at all) no more than twice
     as many elements out of tolerance as one jittered draw had. The count keeps a kink handled wrongly over
@@ -156,7 +179,7 @@ def judge_by_sensitivity(check: Check, new: torch.Tensor, ref: torch.Tensor, sen
     within = distance.max_abs <= bound
     few = sensitivity.outside == 0 or distance.outside <= 2 * sensitivity.outside
     ok = distance.nan_mismatch == 0 and within and few
-    detail = (f"{check.detail}; rounding-sensitivity arbiter: under ±{JITTER_ULPS}-ulp jitter of its arithmetic "
+    detail = (f"{check.detail}; rounding-sensitivity arbiter: under {jitter_words(dtype)} "
               f"({DRAWS} draws) the reference's own {what} moves by up to {sensitivity.max_abs:.3g} with up to "
               f"{sensitivity.outside} elements out of tolerance; the solution is {distance.max_abs:.3g} from it "
               f"(bound 2×sensitivity+atol {bound:.3g}) with {distance.outside} out -> "
@@ -177,5 +200,6 @@ def rejudge_failing(ctx: Context, inputs: list, upstream: Callable, checks: dict
     if not failing:
         return checks
     sensitivity = rounding_sensitivity(ctx, reference_gradients(ctx, inputs, upstream), failing, ref_grads)
-    return {key: judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol)
+    return {key: judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol,
+                                      dtype=ctx.arithmetic)
             if key in failing else check for key, check in checks.items()}

@@ -1,5 +1,7 @@
 """The first stages: where the run happens, importing the two files (building the solution's kernels), the
-init arguments and input shapes, and the parameters (same-seed construction, the state_dict round trip)."""
+init arguments and input shapes, and the parameters (same-seed construction, the state_dict round trip; at
+--precision fp16|bf16 both models are moved to that dtype after construction, so keys, dtypes and values are
+compared as the run uses them)."""
 from __future__ import annotations
 
 import platform
@@ -16,7 +18,8 @@ from kgen.validate.stages.kernels import loaded_libraries, solution_libraries
 def stage_environment(ctx: Context) -> None:
     info = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda, "python": platform.python_version(),
             "device": str(ctx.device), "gpu": None, "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32}
+            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "precision": ctx.config.get("precision") or "fp32", "autocast": ctx.config.get("autocast")}
     if ctx.device.type == "cuda":
         if not torch.cuda.is_available():
             raise StageError("no-cuda", "no CUDA device in the child process")

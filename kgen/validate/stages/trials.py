@@ -2,7 +2,13 @@
 scaled one), each run forward (outputs allclose, layout, inputs untouched, no aliasing, determinism) and,
 unless --no-backward, backward (the gradient of every floating input and trainable parameter). An output or
 gradient that misses the reference is arbitrated by float64 over the whole batch and the reference's own
-rounding sensitivity (arbiter.py, sensitivity.py): a solution as accurate as the reference passes."""
+rounding sensitivity (arbiter.py, sensitivity.py): a solution as accurate as the reference passes.
+
+At --precision fp16|bf16 the models and the floating inputs are in that dtype, and so are the outputs and the
+gradients compared (each gradient in its parameter's or input's dtype, which the solution's must match); under
+--autocast each forward of both models runs under torch.autocast and the solution must return the dtypes the
+reference's autocast run returns. The comparisons take the run's atol and rtol (KernelBench's for that dtype
+unless given)."""
 from __future__ import annotations
 
 import torch
@@ -158,7 +164,7 @@ def stage_backward(ctx: Context, trial: int) -> None:
         del inputs
         inputs = ctx.inputs(trial_kind(trial), trial_seed(ctx, trial))
         distances = fp64_arbiter(ctx, inputs, upstream, disputed, new_grads, ref_grads)
-        arbitrated = {key: arbitrate(checks[key], key, distances, ctx.atol) for key in disputed}
+        arbitrated = {key: arbitrate(checks[key], key, distances, ctx.atol, ctx.arithmetic) for key in disputed}
         checks.update(rejudge_failing(ctx, inputs, upstream, arbitrated, new_grads, ref_grads))
     del inputs
     for check in checks.values():
