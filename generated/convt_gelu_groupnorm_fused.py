@@ -8535,7 +8535,7 @@ inline std::vector<at::Tensor> convt_wgmma_conv_backward(const at::Tensor& grad_
 // gradient, straight in that layout, instead of the NCHW sweep followed by core/layout.cuh's copy: one read and one
 // write of the whole tensor less (L2-19: 2.2 GB each way). The sums sweep before it, the group coefficients and the
 // parameter sums are the two-pass backward's (groupnorm/twopass/backward.cuh); so is each value's arithmetic
-// (value_dx): the dx written here are bit for bit the NCHW sweep's. A region without a reduction (kNone).
+// (value_dx), from the same coefficients. A region without a reduction (kNone).
 //
 // A block takes one sample, kClTileC channels and a span of kClTileP-position tiles. For each tile it reads dout
 // and x along positions (16-byte loads where the plane allows: contiguous in NCHW), computes dx, and turns it through
