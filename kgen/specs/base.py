@@ -67,7 +67,8 @@ def forward_param(default: str) -> Param:
                  "takes two passes", choices=FORWARDS)
 
 
-# L2-19 keeps two passes by default: its one-pass forward is validated but was not timed.
+# L2-19 keeps two passes by default: one pass is slower there (H200: 7.310 against 7.082 ms,
+# benchmarks/results/h200/presets/README.md).
 FORWARD = forward_param("two-pass")
 
 
