@@ -39,6 +39,8 @@ CUDA_SOURCE = r"""
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -210,6 +212,34 @@ inline void check_float_cuda(const at::Tensor& t, const char* what) {
               " must be float32 (these kernels are specialised for float32), got ", t.scalar_type());
 }
 
+// ---- storage types: what a kgen file takes at its entry points, and the float32 its kernels compute in
+
+// The dtypes a model and its inputs may be moved to (`.to(torch.bfloat16)`, autocast's half convolutions): the
+// entry points take any of them; float64 and integer tensors are an error.
+inline bool is_storage_type(at::ScalarType t) { return t == at::kFloat || t == at::kHalf || t == at::kBFloat16; }
+
+inline void check_storage(const at::Tensor& t, const char* what) {
+  if (!t.defined()) return;
+  TORCH_CHECK(t.is_cuda(), "kgen: ", what, " must be a CUDA tensor, got a tensor on ", t.device());
+  TORCH_CHECK(is_storage_type(t.scalar_type()), "kgen: ", what, " must be float32, float16 or bfloat16, got ",
+              t.scalar_type());
+}
+
+// t in float32 (t itself where it is already, or undefined): kernels that compute in float32 take a half tensor so.
+inline at::Tensor as_float(const at::Tensor& t, const char* what) {
+  check_storage(t, what);
+  return t.defined() && t.scalar_type() != at::kFloat ? t.to(at::kFloat) : t;
+}
+
+inline std::vector<at::Tensor> as_float(const std::vector<at::Tensor>& ts, const char* what) {
+  std::vector<at::Tensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(as_float(t, what));
+  return out;
+}
+
+inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
+
 inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }
 
 // A device attribute, asked of the driver once per device (every forward call plans on it).
@@ -341,30 +371,85 @@ struct Pack {
   float v[W];
 };
 
-template <int W>
-__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
-  if constexpr (W == 4) {
+// ---- storage types. Tensors are float, __half or __nv_bfloat16 in memory; every value is a float in registers.
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return v;
+  }
+}
+
+// One value through the read-only path, as a float.
+template <class T>
+__device__ __forceinline__ float load1(const T* __restrict__ p) {
+  return to_float(__ldg(p));
+}
+
+template <class T>
+__device__ __forceinline__ void store1(T* __restrict__ p, float v) {
+  *p = from_float<T>(v);
+}
+
+// Two halves (or bfloat16s) in one 32-bit word, as floats, and back.
+template <class T>
+__device__ __forceinline__ float2 unpack2(uint32_t word) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&word));
+  } else {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  uint32_t word;
+  if constexpr (std::is_same_v<T, __half>) {
+    *reinterpret_cast<__half2*>(&word) = __floats2half2_rn(a, b);
+  } else {
+    *reinterpret_cast<__nv_bfloat162*>(&word) = __floats2bfloat162_rn(a, b);
+  }
+  return word;
+}
+
+// Pack i of W consecutive values: W = 4 is one 16-byte load of floats, one 8-byte load of a 2-byte type.
+template <int W, class T>
+__device__ __forceinline__ Pack<W> load_pack(const T* __restrict__ p, int64_t i) {
+  if constexpr (W == 4 && std::is_same_v<T, float>) {
     const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
     return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else if constexpr (W == 4) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(p) + i);
+    const float2 a = unpack2<T>(u.x), b = unpack2<T>(u.y);
+    return Pack<4>{{a.x, a.y, b.x, b.y}};
   } else {
-    return Pack<1>{{__ldg(p + i)}};
+    return Pack<1>{{load1(p + i)}};
   }
 }
 
-template <int W>
-__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
-  if constexpr (W == 4) {
+template <int W, class T>
+__device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const Pack<W>& v) {
+  if constexpr (W == 4 && std::is_same_v<T, float>) {
     reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
+  } else if constexpr (W == 4) {
+    reinterpret_cast<uint2*>(p)[i] = make_uint2(pack2<T>(v.v[0], v.v[1]), pack2<T>(v.v[2], v.v[3]));
   } else {
-    p[i] = v.v[0];
+    store1(p + i, v.v[0]);
   }
 }
 
-// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
-// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
-// loads per thread are in flight at once.
-template <int kBlock, int W, int kInputs, class Body>
-__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
+// Visits `packs` packs of W consecutive values from each of kInputs arrays (of one storage type T), block-strided.
+// Each thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte loads per
+// thread are in flight at once.
+template <int kBlock, int W, int kInputs, class Body, class T>
+__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body) {
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll][kInputs];
 #pragma unroll
@@ -478,6 +563,29 @@ inline void dispatch_groups(int64_t groups, F&& f) {
   } else {
     f(std::integral_constant<int, 0>{});
   }
+}
+
+// Calls f with StorageTag<T> for a tensor of dtype `type`: T = float, __half or __nv_bfloat16.
+template <class T>
+struct StorageTag {
+  using type = T;
+};
+
+template <class F>
+inline void dispatch_storage(at::ScalarType type, F&& f) {
+  if (type == at::kHalf) {
+    f(StorageTag<__half>{});
+  } else if (type == at::kBFloat16) {
+    f(StorageTag<__nv_bfloat16>{});
+  } else {
+    TORCH_CHECK(type == at::kFloat, "kgen: expected float32, float16 or bfloat16, got ", type);
+    f(StorageTag<float>{});
+  }
+}
+
+template <class T>
+inline T* data_as(const at::Tensor& t) {
+  return reinterpret_cast<T*>(t.data_ptr());
 }
 
 template <class F>
@@ -3463,22 +3571,22 @@ namespace region_twopass {
 
 // The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
 // for every block of the group; the block of the group's first chunk stores it for stats_finalize).
-// Full rounds fold four values at once (accumulate4), also on the scalar path.
-template <class Pro, int kBlock, bool kVec>
+// Full rounds fold four values at once (accumulate4), also on the scalar path. T: x's storage type.
+template <class Pro, int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
                      Moments* __restrict__ partial, float* __restrict__ pilots) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
   constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const int64_t cpg = shape.channels_per_group();
   const int64_t k = b.c % cpg;  // channel within the group
-  const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
+  const float pilot = Pro::at(params, b.c - k).value(load1(x + (b.plane - k) * shape.plane));
   if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
-  const float* in = x + offset + span.head;
+  const T* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
@@ -3514,7 +3622,7 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     }
   }
   for (int k = threadIdx.x; k < span.ends(); k += kBlock)
-    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
+    accumulate1(acc, pro.value(load1(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -3533,21 +3641,21 @@ stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t 
 
 // ---------------------------------------------------------------- forward: apply
 
-// kNone: v, written. kPlane / kSample: one reduction partial per block.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
+// kNone: v, written. kPlane / kSample: one reduction partial per block. T: x's and v's storage type.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+plane_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
                      const float2* __restrict__ mean, const float* __restrict__ rstd,
-                     const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ v_out,
+                     const float* __restrict__ gamma, const float* __restrict__ beta, T* __restrict__ v_out,
                      typename Reducer<O>::T* __restrict__ partial) {
   constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
-  const float* in[1] = {x + offset + span.head};
+  const T* in[1] = {x + offset + span.head};
   if constexpr (R == ReduceKind::kNone) {
-    float* out = v_out + offset + span.head;
+    T* out = v_out + offset + span.head;
     sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
       Pack<W> r;
 #pragma unroll
@@ -3556,7 +3664,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     });
     for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = offset + span.end_at(k);
-      v_out[e] = ch.value(__ldg(x + e));
+      store1(v_out + e, ch.value(load1(x + e)));
     }
   } else {
     using Red = Reducer<O>;
@@ -3570,7 +3678,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     });
     for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = span.end_at(k);
-      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+      Red::push(acc, ch.value(load1(x + offset + e)), pos0 + static_cast<int>(e));
     }
     acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;
@@ -3775,19 +3883,20 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
 // and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
-// or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh).
-template <ReduceKind R, ReduceOp O>
+// or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh). T: dout's storage
+// type (float16 and bfloat16 for the reductions sweeps_take_half names).
+template <ReduceKind R, ReduceOp O, class T = float>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
   int arg = 0, base = 0;     // ... the saved extreme's position; the plane's first position in the output's order
   int64_t out_plane = 0;     // kWindow: the plane's first pooled output
 
   __device__ __forceinline__ Upstream(const RegionShape& shape, const Geometry& geo, int64_t plane, int64_t n,
-                                      int64_t c, const float* __restrict__ dout, const float* __restrict__ out,
+                                      int64_t c, const T* __restrict__ dout, const float* __restrict__ out,
                                       const int* __restrict__ aux) {
     if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
       const int64_t o = R == ReduceKind::kPlane ? plane : n;
-      g = dout[o];
+      g = to_float(dout[o]);
       if constexpr (O == ReduceOp::kMean) {
         g = g / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
       }
@@ -3801,7 +3910,7 @@ struct Upstream {
   template <class Ch>
   __device__ __forceinline__ float dv(const Ch& ch, float xv, float z, float y, uint32_t s, float s1, float s2,
                                      int64_t c, const RegionShape& shape, const Geometry& geo,
-                                     const float* __restrict__ dout, const float* __restrict__ out,
+                                     const T* __restrict__ dout, const float* __restrict__ out,
                                      const int* __restrict__ aux) const {
     float dv = 0.f;
     if constexpr (R == ReduceKind::kNone) {
@@ -3834,7 +3943,7 @@ struct Upstream {
           ref = out[o];
           v = ch.epi.value(y, z, xv);
         }
-        dv = window_dv<O>(dout[o], within, a, ref, v, geo.window_elems);
+        dv = window_dv<O>(to_float(dout[o]), within, a, ref, v, geo.window_elems);
       }
     }
     return dv;
@@ -3879,14 +3988,14 @@ __device__ __forceinline__ float value_dx(const Channel<Pro, Epi>& ch, float xv,
 // One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
 // epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
 // (groupnorm/twopass/backward_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, class T = float>
 struct ValueBackward {
   const Channel<Pro, Epi>& ch;
-  const Upstream<R, O>& up;
+  const Upstream<R, O, T>& up;
   const RegionShape& shape;
   const Geometry& geo;
   int64_t c;
-  const float* __restrict__ dout;
+  const T* __restrict__ dout;
   const float* __restrict__ out;
   const int* __restrict__ aux;
 
@@ -3915,15 +4024,17 @@ struct ValueBackward {
   }
 };
 
-// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more).
-template <ReduceKind R, ReduceOp O, int kStreams>
-__device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStreams], const float* __restrict__ x,
-                                                      const float* __restrict__ dout, const float* __restrict__ out,
+// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more), all of x's storage
+// type T (kChannel's, whose out or aux stream is float32 or int32, read float32 x).
+template <ReduceKind R, ReduceOp O, int kStreams, class T>
+__device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], const T* __restrict__ x,
+                                                      const T* __restrict__ dout, const float* __restrict__ out,
                                                       const int* __restrict__ aux, const RegionShape& shape,
                                                       const PlaneChunk& b) {
   in[0] = x + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kChannel) {
+    static_assert(std::is_same_v<T, float>, "kChannel's backward streams are float32");
     const int64_t at = b.n * shape.plane + b.begin;
     in[1] = dout + at;
     if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
@@ -3960,13 +4071,14 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
+// T: the storage type of x, dout and dx.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
-                      const float2* __restrict__ coef, float* __restrict__ dx, float2* __restrict__ gn_partial,
+                      const float2* __restrict__ coef, T* __restrict__ dx, float2* __restrict__ gn_partial,
                       float* __restrict__ param_partial) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
@@ -3975,13 +4087,13 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-  const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
-  const float* in[kStreams];
+  const Upstream<R, O, T> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
+  const ValueBackward<Pro, Epi, R, O, T> value{ch, up, shape, geo, b.c, dout, out, aux};
+  const T* in[kStreams];
   backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
   // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
-  const float* body[kStreams];
+  const T* body[kStreams];
 #pragma unroll
   for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
 
@@ -3989,7 +4101,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
 #pragma unroll
   for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
-  float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
+  T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
   sweep<kBlock, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
@@ -4008,10 +4120,10 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
 #pragma unroll
-    for (int t = 0; t < kStreams; ++t) v[t].v[0] = __ldg(in[t] + e);
+    for (int t = 0; t < kStreams; ++t) v[t].v[0] = load1(in[t] + e);
     const uint32_t s = static_cast<uint32_t>(b.begin + e);
     if constexpr (kApply) {
-      dst[e] = value.dx(v, 0, s, bc, dparam);
+      store1(dst + e, value.dx(v, 0, s, bc, dparam));
     } else {
       value.sums(v, 0, s, sums[0], sums[1], dparam);
     }
@@ -5172,9 +5284,29 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
+// The reductions whose two-pass sweeps read and write x in its own storage type (float16 and bfloat16 as well as
+// float32: 8-byte packs of 4 values, float arithmetic); the others' kernels take float32.
+template <ReduceKind R>
+constexpr bool sweeps_take_half() {
+  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
+}
+
+// Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
+// take it, and (kNone, whose output the sweeps write in x's dtype) an output of that dtype (float_out: float32).
+template <ReduceKind R>
+inline bool half_sweeps(const at::Tensor& x, bool float_out) {
+  const auto type = x.scalar_type();
+  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() &&
+         (R != ReduceKind::kNone || !float_out);
+}
+
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
-                                ReduceKind kind, const std::vector<int64_t>& window) {
-  check_float_cuda(x, "input");
+                                ReduceKind kind, const std::vector<int64_t>& window, bool half_ok = false) {
+  if (half_ok) {
+    check_storage(x, "input");
+  } else {
+    check_float_cuda(x, "input");
+  }
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: the region input must have shape (N, C, *spatial) with 0 to 3 ",
               "spatial dims, got ", str(x.sizes()));
   RegionShape shape{};
@@ -5412,20 +5544,22 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
   const auto options = x.options();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * plan.splits;
-  const float* x_ptr = x.data_ptr<float>();
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    using T = typename Reducer<O>::T;
+  if constexpr (sweeps_take_half<R>()) {
+    using P = typename Reducer<O>::T;
     at::Tensor partial;
-    T* partial_ptr = nullptr;
+    P* partial_ptr = nullptr;
     if constexpr (R != ReduceKind::kNone) {
-      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
-      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
+      partial = at::empty({blocks * int64_t(sizeof(P))}, options.dtype(at::kByte));
+      partial_ptr = reinterpret_cast<P*>(partial.data_ptr());
     }
-    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
     const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
-    dispatch_vec(vec, [&](auto kv) {
-      plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      T* v_ptr = R == ReduceKind::kNone ? data_as<T>(out) : nullptr;
+      dispatch_vec(vec, [&](auto kv) {
+        plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if constexpr (R != ReduceKind::kNone) {
@@ -5437,6 +5571,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   } else if constexpr (R == ReduceKind::kChannel) {
+    const float* x_ptr = x.data_ptr<float>();
     const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
     int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
     dispatch_vec(vec, [&](auto kv) {
@@ -5453,6 +5588,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const Geometry geo = geometry(shape);
+      const float* x_ptr = x.data_ptr<float>();
       int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
       float* extreme_x =
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
@@ -5468,7 +5604,9 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
-// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
+// bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
+// are sums in double, rounded once by the caller).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
@@ -5479,15 +5617,15 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window);
+  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
                                                           input.device());
   const auto x = input.contiguous();
   const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
-  const auto options = x.options();
-  auto out = at::empty(rt::out_sizes(x, shape, R), options);
+  const auto options = x.options().dtype(at::kFloat);
+  auto out = at::empty(rt::out_sizes(x, shape, R), R == ReduceKind::kNone ? x.options() : options);
   at::Tensor aux = rt::kRegionHasAux<R, O>
                        ? at::empty(rt::aux_sizes<Epi, R, O>(out.sizes()), options.dtype(at::kInt))
                        : at::Tensor();
@@ -5506,13 +5644,13 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t rows = shape.batch * shape.groups;
-  const float* x_ptr = x.data_ptr<float>();
   const float* gamma_ptr = rt::data_or_null(gamma);
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   if constexpr (R == ReduceKind::kNone) {
-    if (rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
+    if (x.scalar_type() == at::kFloat &&
+        rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
       return {out, mean, rstd, aux};
     }
   }
@@ -5526,9 +5664,14 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
     const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
-    dispatch_vec(vec, [&](auto kv) {
-      rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+        dispatch_vec(vec, [&](auto kv) {
+          rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+        });
+      }
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t per_row = shape.channels_per_group() * plan.splits;
@@ -5568,10 +5711,12 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
-  in.shape = check_region(input, gamma_in, beta_in, groups, R, window);
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
   in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
   const auto expected = out_sizes(input, in.shape, R);
-  check_float_cuda(dout_in, "gradient of the output");
+  check_storage(dout_in, "gradient of the output");
+  TORCH_CHECK(dout_in.scalar_type() == input.scalar_type(), "kgen: the output gradient is ", dout_in.scalar_type(),
+              " but the input is ", input.scalar_type());
   TORCH_CHECK(dout_in.device() == input.device(), "kgen: the output gradient is on ", dout_in.device().str(),
               " but the input is on ", input.device().str());
   TORCH_CHECK(dout_in.sizes().equals(expected), "kgen: the output gradient has shape ", str(dout_in.sizes()),
@@ -5623,6 +5768,7 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   namespace rc = region_cluster;
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
+  if (in.x.scalar_type() != at::kFloat) return false;
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
   const bool vec = backward_vec<R>(in, dx) && shape.plane % 4 == 0;
   const bool copy16 = aligned(in.x);
@@ -5720,7 +5866,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
   // kernel 1416 us against the sweeps' 1687.)
   const bool planned = pipeline_takes<R>() && vec;
-  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
@@ -5793,7 +5939,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
 struct SweepScratch {
   at::Tensor gamma_or_ones, gn_partial, epi_partial, pro_partial, plane_sums, coef;
   SweepScratch(const BackwardInputs& in, int64_t first, int64_t second, int epi_params, int pro_params) {
-    const auto options = in.x.options();
+    const auto options = in.x.options().dtype(at::kFloat);
     const RegionShape& shape = in.shape;
     gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
     gn_partial = at::empty({first, 2}, options);
@@ -5893,7 +6039,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
     if (in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, grads)) return grads;
   }
   const RegionShape& shape = in.shape;
-  const auto options = in.x.options();
+  const auto options = in.x.options().dtype(at::kFloat);
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
   auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
   auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
@@ -5919,8 +6065,6 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const rt::Geometry geo = rt::geometry(shape);
   rt::SweepScratch t(in, blocks, blocks, Epi::kParams, Pro::kParams);
 
-  const float* x_ptr = in.x.data_ptr<float>();
-  const float* dout_ptr = in.dout.data_ptr<float>();
   const float* out_ptr = rt::data_or_null(in.out);
   const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
   const float* gamma_ptr = rt::data_or_null(in.gamma);
@@ -5928,20 +6072,28 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
 
-  dispatch_vec(vec, [&](auto kv) {
-    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
+  // The two sweeps in x's storage type (float16 and bfloat16 where sweeps_take_half: check_region refused others).
+  dispatch_storage(in.x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+      const T* x_ptr = data_as<const T>(in.x);
+      const T* dout_ptr = data_as<const T>(in.dout);
+      dispatch_vec(vec, [&](auto kv) {
+        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
+            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+            nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef,
+                                 dgamma, dbeta);
+      dispatch_vec(vec, [&](auto kv) {
+        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
+            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+            as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
   });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
-                                dbeta);
-  dispatch_vec(vec, [&](auto kv) {
-    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::param_sums(t.epi_partial, Epi::kParams, t.pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};
@@ -6010,9 +6162,20 @@ constexpr auto kRegion0Op = kgen::ReduceOp::kSum;
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
-                                         std::vector<int64_t> window, bool for_backward) {
-  const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
-  const at::Tensor b = bias.has_value() ? *bias : at::Tensor();
+                                         std::vector<int64_t> window, bool for_backward, bool float_out) {
+  // Parameters of any storage dtype are read as float32 (small). A float16 / bfloat16 x whose region keeps its
+  // dtype (float_out false: not autocast's float32 GroupNorm) runs the two-pass sweeps in that dtype where they take
+  // it; anywhere else x is read as float32 and out comes back float32, which the caller rounds to the output's dtype.
+  const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
+  const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
+  prologue = kgen::as_float(prologue, "prologue parameter");
+  epilogue = kgen::as_float(epilogue, "epilogue parameter");
+  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, float_out)) {
+    return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
+                                        kRegion0Op, kBlock, kRegion0Groups>(
+        x, w, b, prologue, epilogue, groups, eps, window, for_backward);
+  }
+  x = kgen::as_float(x, "region input");
   if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
     return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                          kRegion0Op, kBlock, kRegion0Groups>(
@@ -6029,9 +6192,23 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window) {
-  const at::Tensor w = weight.has_value() ? *weight : at::Tensor();
-  const at::Tensor b = bias.has_value() ? *bias : at::Tensor();
-  const at::Tensor a = aux.has_value() ? *aux : at::Tensor();
+  const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
+  const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
+  prologue = kgen::as_float(prologue, "prologue parameter");
+  epilogue = kgen::as_float(epilogue, "epilogue parameter");
+  const at::Tensor a = kgen::or_undefined(aux);
+  // The family the forward ran: the two-pass sweeps in x's dtype (in float32 where dout has another), else float32.
+  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, out.scalar_type() != x.scalar_type())) {
+    if (dout.scalar_type() != x.scalar_type()) {
+      x = kgen::as_float(x, "region input");
+      dout = kgen::as_float(dout, "gradient of the region output");
+    }
+    return kgen::region_backward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
+                                         kRegion0Op, kBlock, kRegion0Groups>(
+        dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
+  }
+  dout = kgen::as_float(dout, "gradient of the region output");
+  x = kgen::as_float(x, "region input");
   if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
     return kgen::region_backward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                           kRegion0Op, kBlock, kRegion0Groups>(
@@ -6044,7 +6221,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 CPP_SOURCE = r"""
-std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward);
+std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, bool float_out);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window);
 """
 
@@ -6086,6 +6263,20 @@ def _param_grad(row, param):
     return row.reshape(param.shape)
 
 
+def _out_dtype(x, tensors, float32_under_autocast):
+    """The dtype the reference's ops give a step's output. Its kernels compute in float32 whatever they read
+    (float32, float16, bfloat16) and the output is rounded once to this: float32 under CUDA autocast where the step
+    applies an op autocast runs in float32 (GroupNorm, exp, log...); else x's dtype promoted with each tensor's, as
+    PyTorch's type promotion does (a 0-dim one does not widen a floating x)."""
+    if float32_under_autocast and torch.is_autocast_enabled(x.device.type):
+        return torch.float32
+    dtype = x.dtype
+    for t in tensors:
+        if t.dtype != dtype and t.dim() > 0:
+            dtype = torch.promote_types(dtype, t.dtype)
+    return dtype
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6122,11 +6313,12 @@ class _Region0(torch.autograd.Function):
         # what only the backward reads (a window max's x at each extreme).
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
+        dtype = _out_dtype(x, params, True)
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
-                                                         list(window), for_backward)
+                                                         list(window), for_backward, dtype == torch.float32)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window = groups, list(window)
-        return out
+        return out.to(dtype)
 
     @staticmethod
     def backward(ctx, dout):

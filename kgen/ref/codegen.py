@@ -240,6 +240,7 @@ def pointwise_context(step: PointwiseStep) -> dict:
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "param_ranks": [p.read_rank for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
+            "autocast_float32": ops.autocast_float32(step.nodes),
             "summary": describe_pointwise(step)}
 
 
@@ -267,6 +268,7 @@ def batchnorm_context(step: BatchNormStep) -> dict:
             "ranks": list(step.ranks),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
+            "autocast_float32": ops.autocast_float32(step.nodes),
             "summary": describe_batchnorm(step)}
 
 

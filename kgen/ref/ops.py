@@ -35,6 +35,16 @@ class OpDef:
     moments: str = ""
 
 
+# Ops CUDA autocast runs in float32 whatever their input (its float32 list: exp, log, pow, softplus... and a scalar
+# divided by a tensor, __rtruediv__): under autocast a step that applies one gives a float32 output.
+AUTOCAST_FLOAT32 = frozenset({"exp", "expm1", "log", "log1p", "pow", "reciprocal", "rsqrt", "softplus"})
+
+
+def autocast_float32(nodes) -> bool:
+    """Whether CUDA autocast runs one of these element-wise nodes in float32 (AUTOCAST_FLOAT32)."""
+    return any(n.op in AUTOCAST_FLOAT32 or (n.op == "div" and n.operands and n.operands[0].is_scalar) for n in nodes)
+
+
 OPS = {o.name: o for o in [
     # add/sub/mul/div as separately rounded float ops (never contracted into an FMA with a neighbour):
     # PyTorch runs each in its own kernel, so this is the reference's rounding.

@@ -25,6 +25,8 @@ from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
 # The fill value of a tensor made like another (Planner.like_as_number), from the call's positional arguments.
+# The dtypes kgen's kernels read and write (they compute in float32); None: a value whose dtype the trace did not see.
+KERNEL_DTYPES = (None, torch.float32, torch.float16, torch.bfloat16)
 LIKE_FILLS = {torch.zeros_like: lambda args: 0.0 if len(args) == 1 else None,
               torch.ones_like: lambda args: 1.0 if len(args) == 1 else None,
               torch.full_like: lambda args: args[1] if len(args) == 2 else None}
@@ -116,7 +118,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if tensor_shape(node) != full:
             return None
         found = ops.recognise(node, self.module(node))
-        if found is None or not self.float32(node, found.operands):
+        if found is None or not self.kernel_dtypes(node, found.operands):
             return None
         if ops.OPS[found.op].arity != len(found.operands):
             return None
@@ -137,11 +139,11 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         number = isinstance(fill, (int, float)) and not isinstance(fill, bool)
         return float(fill) if beside and number else operand
 
-    def float32(self, node, operands) -> bool:
-        """Whether an element-wise node and its tensor operands are float32, the only dtype kgen's kernels
-        read (a bool mask, a float64 parameter, an integer tensor stay PyTorch's)."""
+    def kernel_dtypes(self, node, operands) -> bool:
+        """Whether an element-wise node and its tensor operands are of the dtypes kgen's kernels read (float32,
+        float16, bfloat16; a bool mask, a float64 parameter, an integer tensor stay PyTorch's)."""
         tensors = [node] + [o for o in operands if isinstance(o, torch.fx.Node)]
-        return all(tensor_dtype(t) in (None, torch.float32) for t in tensors)
+        return all(tensor_dtype(t) in KERNEL_DTYPES for t in tensors)
 
     # ---------------------------------------------------------------- regions
     def plan(self) -> Plan:
@@ -150,15 +152,15 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward (nn.GroupNorm or F.group_norm): kgen "
                            "emit --ref plans GroupNorm-family references only")
         for gn in gns:
-            if tensor_dtype(gn) not in (None, torch.float32):
-                # kgen's region kernels read and write float32: PyTorch's own GroupNorm runs this one
-                self.library(gn, fallback="a GroupNorm of a tensor that is not float32")
+            if tensor_dtype(gn) not in KERNEL_DTYPES:
+                # kgen's region kernels read float32, float16 and bfloat16: PyTorch's own GroupNorm runs this one
+                self.library(gn, fallback="a GroupNorm of a tensor that is not float32, float16 or bfloat16")
             elif gn.name not in self.claimed:
                 self.region(gn)
         if not any(isinstance(s, RegionStep) for s in self.steps):
-            raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32 tensor in Model.forward (this one is "
-                           f"{tensor_dtype(gns[0])}): kgen's kernels are float32; build the model in float32 and have "
-                           "get_inputs() return float32 tensors")
+            raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32, float16 or bfloat16 tensor in "
+                           f"Model.forward (this one is {tensor_dtype(gns[0])}): kgen's kernels read those three; build "
+                           "the model in one of them and have get_inputs() return tensors of it")
         for node in self.nodes:
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)

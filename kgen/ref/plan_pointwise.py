@@ -91,8 +91,8 @@ class PointwisePlanning:
             full = tensor_shape(node)
             found = self.elementwise(node, full) if full is not None else None
             recognised = ops.recognise(node, self.module(node)) if full is not None else None
-            if found is None and recognised is not None and not self.float32(node, recognised.operands):
-                self.library(node, fallback="an element-wise op on a tensor that is not float32")
+            if found is None and recognised is not None and not self.kernel_dtypes(node, recognised.operands):
+                self.library(node, fallback="an element-wise op on a tensor that is not float32, float16 or bfloat16")
                 continue
             if found is not None:
                 tensors = [o for o in found.operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None

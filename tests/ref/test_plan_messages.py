@@ -120,8 +120,9 @@ def test_parameters_of_another_dtype_than_the_input_are_refused(tmp_path, init, 
 
 
 def test_float32_parameters_beside_a_half_input_are_mixed_precision_not_refused(tmp_path):
-    """A GroupNorm of a float16 tensor with float32 weights runs in PyTorch (mixed precision): it stays PyTorch's
-    own, and a float32 GroupNorm beside it is planned as usual."""
+    """A GroupNorm of a float16 tensor with float32 weights runs in PyTorch (mixed precision, a float16 output): it
+    is not refused, and is planned as a region as the float32 GroupNorm beside it (the kernels read float16 x and
+    float32 parameters; the emitted file rounds the output to x's dtype, tests/ref/test_emitted_dtypes.py)."""
     path = tmp_path / "model.py"
     path.write_text(REFERENCE.format(init="        self.gn2 = nn.GroupNorm(2, 8)",
                                      body="return y + self.gn2(x.half()).float()"))

@@ -332,9 +332,9 @@ def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
 
 
 def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
-    """kgen's region kernels read float32 (data_ptr<float>): a GroupNorm of a float64 tensor was planned as a region
-    and the emitted file failed at its first call. It is now PyTorch's module call beside a float32 region, and a
-    reference with no float32 GroupNorm is a one-line error."""
+    """kgen's region kernels read float32, float16 and bfloat16: a GroupNorm of a float64 tensor was planned as a
+    region and the emitted file failed at its first call. It is PyTorch's module call beside a float32 region, and a
+    reference with no GroupNorm kgen's kernels read is a one-line error."""
     source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
                                "        self.gn64 = nn.GroupNorm(2, 16).double()")
     path = tmp_path / "float64.py"
@@ -347,7 +347,7 @@ def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
     only = tmp_path / "only_float64.py"
     only.write_text(FLATTENED.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(4, 16).double()").format(
         tail="x").replace("x = self.gn(self.conv(x))", "x = self.gn(self.conv(x).double())"))
-    with pytest.raises(RefError, match="no GroupNorm of a float32 tensor"):
+    with pytest.raises(RefError, match="no GroupNorm of a float32, float16 or bfloat16 tensor"):
         make_plan(load_reference(only))
 
 

@@ -8,7 +8,6 @@ struct BnTensors {
   at::Tensor weight, bias, running_mean, running_var, conv_bias;  // each may be undefined
 };
 
-inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 inline float* mutable_data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 

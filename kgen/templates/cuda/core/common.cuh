@@ -3,6 +3,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -173,6 +175,34 @@ inline void check_float_cuda(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.scalar_type() == at::kFloat, "kgen: ", what,
               " must be float32 (these kernels are specialised for float32), got ", t.scalar_type());
 }
+
+// ---- storage types: what a kgen file takes at its entry points, and the float32 its kernels compute in
+
+// The dtypes a model and its inputs may be moved to (`.to(torch.bfloat16)`, autocast's half convolutions): the
+// entry points take any of them; float64 and integer tensors are an error.
+inline bool is_storage_type(at::ScalarType t) { return t == at::kFloat || t == at::kHalf || t == at::kBFloat16; }
+
+inline void check_storage(const at::Tensor& t, const char* what) {
+  if (!t.defined()) return;
+  TORCH_CHECK(t.is_cuda(), "kgen: ", what, " must be a CUDA tensor, got a tensor on ", t.device());
+  TORCH_CHECK(is_storage_type(t.scalar_type()), "kgen: ", what, " must be float32, float16 or bfloat16, got ",
+              t.scalar_type());
+}
+
+// t in float32 (t itself where it is already, or undefined): kernels that compute in float32 take a half tensor so.
+inline at::Tensor as_float(const at::Tensor& t, const char* what) {
+  check_storage(t, what);
+  return t.defined() && t.scalar_type() != at::kFloat ? t.to(at::kFloat) : t;
+}
+
+inline std::vector<at::Tensor> as_float(const std::vector<at::Tensor>& ts, const char* what) {
+  std::vector<at::Tensor> out;
+  out.reserve(ts.size());
+  for (const auto& t : ts) out.push_back(as_float(t, what));
+  return out;
+}
+
+inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
 
 inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }
 

@@ -13,30 +13,85 @@ struct Pack {
   float v[W];
 };
 
-template <int W>
-__device__ __forceinline__ Pack<W> load_pack(const float* __restrict__ p, int64_t i) {
-  if constexpr (W == 4) {
+// ---- storage types. Tensors are float, __half or __nv_bfloat16 in memory; every value is a float in registers.
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <class T>
+__device__ __forceinline__ T from_float(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __float2half_rn(v);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(v);
+  } else {
+    return v;
+  }
+}
+
+// One value through the read-only path, as a float.
+template <class T>
+__device__ __forceinline__ float load1(const T* __restrict__ p) {
+  return to_float(__ldg(p));
+}
+
+template <class T>
+__device__ __forceinline__ void store1(T* __restrict__ p, float v) {
+  *p = from_float<T>(v);
+}
+
+// Two halves (or bfloat16s) in one 32-bit word, as floats, and back.
+template <class T>
+__device__ __forceinline__ float2 unpack2(uint32_t word) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&word));
+  } else {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&word));
+  }
+}
+
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float a, float b) {
+  uint32_t word;
+  if constexpr (std::is_same_v<T, __half>) {
+    *reinterpret_cast<__half2*>(&word) = __floats2half2_rn(a, b);
+  } else {
+    *reinterpret_cast<__nv_bfloat162*>(&word) = __floats2bfloat162_rn(a, b);
+  }
+  return word;
+}
+
+// Pack i of W consecutive values: W = 4 is one 16-byte load of floats, one 8-byte load of a 2-byte type.
+template <int W, class T>
+__device__ __forceinline__ Pack<W> load_pack(const T* __restrict__ p, int64_t i) {
+  if constexpr (W == 4 && std::is_same_v<T, float>) {
     const float4 f = __ldg(reinterpret_cast<const float4*>(p) + i);
     return Pack<4>{{f.x, f.y, f.z, f.w}};
+  } else if constexpr (W == 4) {
+    const uint2 u = __ldg(reinterpret_cast<const uint2*>(p) + i);
+    const float2 a = unpack2<T>(u.x), b = unpack2<T>(u.y);
+    return Pack<4>{{a.x, a.y, b.x, b.y}};
   } else {
-    return Pack<1>{{__ldg(p + i)}};
+    return Pack<1>{{load1(p + i)}};
   }
 }
 
-template <int W>
-__device__ __forceinline__ void store_pack(float* __restrict__ p, int64_t i, const Pack<W>& v) {
-  if constexpr (W == 4) {
+template <int W, class T>
+__device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const Pack<W>& v) {
+  if constexpr (W == 4 && std::is_same_v<T, float>) {
     reinterpret_cast<float4*>(p)[i] = make_float4(v.v[0], v.v[1], v.v[2], v.v[3]);
+  } else if constexpr (W == 4) {
+    reinterpret_cast<uint2*>(p)[i] = make_uint2(pack2<T>(v.v[0], v.v[1]), pack2<T>(v.v[2], v.v[3]));
   } else {
-    p[i] = v.v[0];
+    store1(p + i, v.v[0]);
   }
 }
 
-// Visits `packs` packs of W consecutive values from each of kInputs arrays, block-strided. Each
-// thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte
-// loads per thread are in flight at once.
-template <int kBlock, int W, int kInputs, class Body>
-__device__ __forceinline__ void sweep(const float* const (&in)[kInputs], int64_t packs, Body&& body) {
+// Visits `packs` packs of W consecutive values from each of kInputs arrays (of one storage type T), block-strided.
+// Each thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte loads per
+// thread are in flight at once.
+template <int kBlock, int W, int kInputs, class Body, class T>
+__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body) {
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll][kInputs];
 #pragma unroll
@@ -150,6 +205,29 @@ inline void dispatch_groups(int64_t groups, F&& f) {
   } else {
     f(std::integral_constant<int, 0>{});
   }
+}
+
+// Calls f with StorageTag<T> for a tensor of dtype `type`: T = float, __half or __nv_bfloat16.
+template <class T>
+struct StorageTag {
+  using type = T;
+};
+
+template <class F>
+inline void dispatch_storage(at::ScalarType type, F&& f) {
+  if (type == at::kHalf) {
+    f(StorageTag<__half>{});
+  } else if (type == at::kBFloat16) {
+    f(StorageTag<__nv_bfloat16>{});
+  } else {
+    TORCH_CHECK(type == at::kFloat, "kgen: expected float32, float16 or bfloat16, got ", type);
+    f(StorageTag<float>{});
+  }
+}
+
+template <class T>
+inline T* data_as(const at::Tensor& t) {
+  return reinterpret_cast<T*>(t.data_ptr());
 }
 
 template <class F>

@@ -12,8 +12,6 @@
 namespace kgen {
 namespace region_convt {
 
-inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
-
 // Why kgen's conv does not take this call ("" where it does): the GPU, the dtype, the conv's stride, dilation,
 // groups or output padding, the shared memory it would need. The caller then runs the library conv and the region.
 template <class Pro>

@@ -26,19 +26,20 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // The reduction's backward at one element: its v's gradient dv, element-local given the forward's saved out
 // and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
-// or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh).
-template <ReduceKind R, ReduceOp O>
+// or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh). T: dout's storage
+// type (float16 and bfloat16 for the reductions sweeps_take_half names).
+template <ReduceKind R, ReduceOp O, class T = float>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
   int arg = 0, base = 0;     // ... the saved extreme's position; the plane's first position in the output's order
   int64_t out_plane = 0;     // kWindow: the plane's first pooled output
 
   __device__ __forceinline__ Upstream(const RegionShape& shape, const Geometry& geo, int64_t plane, int64_t n,
-                                      int64_t c, const float* __restrict__ dout, const float* __restrict__ out,
+                                      int64_t c, const T* __restrict__ dout, const float* __restrict__ out,
                                       const int* __restrict__ aux) {
     if constexpr (R == ReduceKind::kPlane || R == ReduceKind::kSample) {
       const int64_t o = R == ReduceKind::kPlane ? plane : n;
-      g = dout[o];
+      g = to_float(dout[o]);
       if constexpr (O == ReduceOp::kMean) {
         g = g / static_cast<float>(R == ReduceKind::kPlane ? shape.plane : shape.channels * shape.plane);
       }
@@ -52,7 +53,7 @@ struct Upstream {
   template <class Ch>
   __device__ __forceinline__ float dv(const Ch& ch, float xv, float z, float y, uint32_t s, float s1, float s2,
                                      int64_t c, const RegionShape& shape, const Geometry& geo,
-                                     const float* __restrict__ dout, const float* __restrict__ out,
+                                     const T* __restrict__ dout, const float* __restrict__ out,
                                      const int* __restrict__ aux) const {
     float dv = 0.f;
     if constexpr (R == ReduceKind::kNone) {
@@ -85,7 +86,7 @@ struct Upstream {
           ref = out[o];
           v = ch.epi.value(y, z, xv);
         }
-        dv = window_dv<O>(dout[o], within, a, ref, v, geo.window_elems);
+        dv = window_dv<O>(to_float(dout[o]), within, a, ref, v, geo.window_elems);
       }
     }
     return dv;
@@ -130,14 +131,14 @@ __device__ __forceinline__ float value_dx(const Channel<Pro, Epi>& ch, float xv,
 // One value's backward, given everything but its own stream values: pass A's sums (dy, dy (z - mean) and the
 // epilogue's parameter gradients) and pass B's dx. Shared by the sweeps below and the pipelined backward
 // (groupnorm/twopass/backward_pipeline.cuh); v[k].v[j] is stream k's value j of one pack.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, class T = float>
 struct ValueBackward {
   const Channel<Pro, Epi>& ch;
-  const Upstream<R, O>& up;
+  const Upstream<R, O, T>& up;
   const RegionShape& shape;
   const Geometry& geo;
   int64_t c;
-  const float* __restrict__ dout;
+  const T* __restrict__ dout;
   const float* __restrict__ out;
   const int* __restrict__ aux;
 
@@ -166,15 +167,17 @@ struct ValueBackward {
   }
 };
 
-// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more).
-template <ReduceKind R, ReduceOp O, int kStreams>
-__device__ __forceinline__ void backward_stream_bases(const float* (&in)[kStreams], const float* __restrict__ x,
-                                                      const float* __restrict__ dout, const float* __restrict__ out,
+// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more), all of x's storage
+// type T (kChannel's, whose out or aux stream is float32 or int32, read float32 x).
+template <ReduceKind R, ReduceOp O, int kStreams, class T>
+__device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], const T* __restrict__ x,
+                                                      const T* __restrict__ dout, const float* __restrict__ out,
                                                       const int* __restrict__ aux, const RegionShape& shape,
                                                       const PlaneChunk& b) {
   in[0] = x + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kChannel) {
+    static_assert(std::is_same_v<T, float>, "kChannel's backward streams are float32");
     const int64_t at = b.n * shape.plane + b.begin;
     in[1] = dout + at;
     if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
@@ -211,13 +214,14 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
+// T: the storage type of x, dout and dx.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
-                      const float2* __restrict__ coef, float* __restrict__ dx, float2* __restrict__ gn_partial,
+                      const float2* __restrict__ coef, T* __restrict__ dx, float2* __restrict__ gn_partial,
                       float* __restrict__ param_partial) {
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
@@ -226,13 +230,13 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const Upstream<R, O> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-  const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, geo, b.c, dout, out, aux};
-  const float* in[kStreams];
+  const Upstream<R, O, T> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
+  const ValueBackward<Pro, Epi, R, O, T> value{ch, up, shape, geo, b.c, dout, out, aux};
+  const T* in[kStreams];
   backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
   // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
-  const float* body[kStreams];
+  const T* body[kStreams];
 #pragma unroll
   for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
 
@@ -240,7 +244,7 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
 #pragma unroll
   for (int k = 0; k < kSums; ++k) sums[k] = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
-  float* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
+  T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
   sweep<kBlock, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
@@ -259,10 +263,10 @@ backward_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dou
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
 #pragma unroll
-    for (int t = 0; t < kStreams; ++t) v[t].v[0] = __ldg(in[t] + e);
+    for (int t = 0; t < kStreams; ++t) v[t].v[0] = load1(in[t] + e);
     const uint32_t s = static_cast<uint32_t>(b.begin + e);
     if constexpr (kApply) {
-      dst[e] = value.dx(v, 0, s, bc, dparam);
+      store1(dst + e, value.dx(v, 0, s, bc, dparam));
     } else {
       value.sums(v, 0, s, sums[0], sums[1], dparam);
     }

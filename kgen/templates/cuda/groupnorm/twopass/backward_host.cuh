@@ -21,10 +21,12 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
-  in.shape = check_region(input, gamma_in, beta_in, groups, R, window);
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
   in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
   const auto expected = out_sizes(input, in.shape, R);
-  check_float_cuda(dout_in, "gradient of the output");
+  check_storage(dout_in, "gradient of the output");
+  TORCH_CHECK(dout_in.scalar_type() == input.scalar_type(), "kgen: the output gradient is ", dout_in.scalar_type(),
+              " but the input is ", input.scalar_type());
   TORCH_CHECK(dout_in.device() == input.device(), "kgen: the output gradient is on ", dout_in.device().str(),
               " but the input is on ", input.device().str());
   TORCH_CHECK(dout_in.sizes().equals(expected), "kgen: the output gradient has shape ", str(dout_in.sizes()),
@@ -76,6 +78,7 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
   namespace rc = region_cluster;
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
+  if (in.x.scalar_type() != at::kFloat) return false;
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
   const bool vec = backward_vec<R>(in, dx) && shape.plane % 4 == 0;
   const bool copy16 = aligned(in.x);
@@ -173,7 +176,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
   // kernel 1416 us against the sweeps' 1687.)
   const bool planned = pipeline_takes<R>() && vec;
-  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned)) return false;
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();
   const void* kernel =
@@ -246,7 +249,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
 struct SweepScratch {
   at::Tensor gamma_or_ones, gn_partial, epi_partial, pro_partial, plane_sums, coef;
   SweepScratch(const BackwardInputs& in, int64_t first, int64_t second, int epi_params, int pro_params) {
-    const auto options = in.x.options();
+    const auto options = in.x.options().dtype(at::kFloat);
     const RegionShape& shape = in.shape;
     gamma_or_ones = in.affine ? in.gamma : at::ones({shape.channels}, options);
     gn_partial = at::empty({first, 2}, options);
@@ -346,7 +349,7 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
     if (in.x.numel() > 0 && rt::cluster_backward<Pro, Epi, R, O>(in, mean, rstd, grads)) return grads;
   }
   const RegionShape& shape = in.shape;
-  const auto options = in.x.options();
+  const auto options = in.x.options().dtype(at::kFloat);
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
   auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
   auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
@@ -372,8 +375,6 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const rt::Geometry geo = rt::geometry(shape);
   rt::SweepScratch t(in, blocks, blocks, Epi::kParams, Pro::kParams);
 
-  const float* x_ptr = in.x.data_ptr<float>();
-  const float* dout_ptr = in.dout.data_ptr<float>();
   const float* out_ptr = rt::data_or_null(in.out);
   const int* aux_ptr = in.aux.defined() ? in.aux.data_ptr<int>() : nullptr;
   const float* gamma_ptr = rt::data_or_null(in.gamma);
@@ -381,20 +382,28 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
 
-  dispatch_vec(vec, [&](auto kv) {
-    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
+  // The two sweeps in x's storage type (float16 and bfloat16 where sweeps_take_half: check_region refused others).
+  dispatch_storage(in.x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+      const T* x_ptr = data_as<const T>(in.x);
+      const T* dout_ptr = data_as<const T>(in.dout);
+      dispatch_vec(vec, [&](auto kv) {
+        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
+            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+            nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef,
+                                 dgamma, dbeta);
+      dispatch_vec(vec, [&](auto kv) {
+        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
+            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+            as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
   });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
-                                dbeta);
-  dispatch_vec(vec, [&](auto kv) {
-    rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::param_sums(t.epi_partial, Epi::kParams, t.pro_partial, Pro::kParams, blocks, plan.splits, shape, depilogue,
                  dprologue);
   return {dx, dgamma, dbeta, dprologue, depilogue};

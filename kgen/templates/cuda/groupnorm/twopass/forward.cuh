@@ -6,22 +6,22 @@ namespace region_twopass {
 
 // The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
 // for every block of the group; the block of the group's first chunk stores it for stats_finalize).
-// Full rounds fold four values at once (accumulate4), also on the scalar path.
-template <class Pro, int kBlock, bool kVec>
+// Full rounds fold four values at once (accumulate4), also on the scalar path. T: x's storage type.
+template <class Pro, int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
                      Moments* __restrict__ partial, float* __restrict__ pilots) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
   constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const int64_t cpg = shape.channels_per_group();
   const int64_t k = b.c % cpg;  // channel within the group
-  const float pilot = Pro::at(params, b.c - k).value(__ldg(x + (b.plane - k) * shape.plane));
+  const float pilot = Pro::at(params, b.c - k).value(load1(x + (b.plane - k) * shape.plane));
   if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
-  const float* in = x + offset + span.head;
+  const T* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
   for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
@@ -57,7 +57,7 @@ stats_partial_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     }
   }
   for (int k = threadIdx.x; k < span.ends(); k += kBlock)
-    accumulate1(acc, pro.value(__ldg(x + offset + span.end_at(k))) - pilot);
+    accumulate1(acc, pro.value(load1(x + offset + span.end_at(k))) - pilot);
   acc = block_combine<kBlock>(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
@@ -76,21 +76,21 @@ stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t 
 
 // ---------------------------------------------------------------- forward: apply
 
-// kNone: v, written. kPlane / kSample: one reduction partial per block.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec>
+// kNone: v, written. kPlane / kSample: one reduction partial per block. T: x's and v's storage type.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
+plane_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
                      const float2* __restrict__ mean, const float* __restrict__ rstd,
-                     const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ v_out,
+                     const float* __restrict__ gamma, const float* __restrict__ beta, T* __restrict__ v_out,
                      typename Reducer<O>::T* __restrict__ partial) {
   constexpr int W = kVec ? 4 : 1;
   const PlaneChunk b(shape, plan);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
-  const float* in[1] = {x + offset + span.head};
+  const T* in[1] = {x + offset + span.head};
   if constexpr (R == ReduceKind::kNone) {
-    float* out = v_out + offset + span.head;
+    T* out = v_out + offset + span.head;
     sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
       Pack<W> r;
 #pragma unroll
@@ -99,7 +99,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     });
     for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = offset + span.end_at(k);
-      v_out[e] = ch.value(__ldg(x + e));
+      store1(v_out + e, ch.value(load1(x + e)));
     }
   } else {
     using Red = Reducer<O>;
@@ -113,7 +113,7 @@ plane_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSha
     });
     for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
       const int64_t e = span.end_at(k);
-      Red::push(acc, ch.value(__ldg(x + offset + e)), pos0 + static_cast<int>(e));
+      Red::push(acc, ch.value(load1(x + offset + e)), pos0 + static_cast<int>(e));
     }
     acc = block_reduce<kBlock, Red>(acc);
     if (threadIdx.x == 0) partial[blockIdx.x] = acc;

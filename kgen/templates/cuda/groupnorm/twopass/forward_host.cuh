@@ -7,9 +7,29 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
+// The reductions whose two-pass sweeps read and write x in its own storage type (float16 and bfloat16 as well as
+// float32: 8-byte packs of 4 values, float arithmetic); the others' kernels take float32.
+template <ReduceKind R>
+constexpr bool sweeps_take_half() {
+  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
+}
+
+// Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
+// take it, and (kNone, whose output the sweeps write in x's dtype) an output of that dtype (float_out: float32).
+template <ReduceKind R>
+inline bool half_sweeps(const at::Tensor& x, bool float_out) {
+  const auto type = x.scalar_type();
+  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() &&
+         (R != ReduceKind::kNone || !float_out);
+}
+
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
-                                ReduceKind kind, const std::vector<int64_t>& window) {
-  check_float_cuda(x, "input");
+                                ReduceKind kind, const std::vector<int64_t>& window, bool half_ok = false) {
+  if (half_ok) {
+    check_storage(x, "input");
+  } else {
+    check_float_cuda(x, "input");
+  }
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: the region input must have shape (N, C, *spatial) with 0 to 3 ",
               "spatial dims, got ", str(x.sizes()));
   RegionShape shape{};
@@ -247,20 +267,22 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
   const auto options = x.options();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * plan.splits;
-  const float* x_ptr = x.data_ptr<float>();
-  if constexpr (R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample) {
-    using T = typename Reducer<O>::T;
+  if constexpr (sweeps_take_half<R>()) {
+    using P = typename Reducer<O>::T;
     at::Tensor partial;
-    T* partial_ptr = nullptr;
+    P* partial_ptr = nullptr;
     if constexpr (R != ReduceKind::kNone) {
-      partial = at::empty({blocks * int64_t(sizeof(T))}, options.dtype(at::kByte));
-      partial_ptr = reinterpret_cast<T*>(partial.data_ptr());
+      partial = at::empty({blocks * int64_t(sizeof(P))}, options.dtype(at::kByte));
+      partial_ptr = reinterpret_cast<P*>(partial.data_ptr());
     }
-    float* v_ptr = R == ReduceKind::kNone ? out.data_ptr<float>() : nullptr;
     const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
-    dispatch_vec(vec, [&](auto kv) {
-      plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      T* v_ptr = R == ReduceKind::kNone ? data_as<T>(out) : nullptr;
+      dispatch_vec(vec, [&](auto kv) {
+        plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     if constexpr (R != ReduceKind::kNone) {
@@ -272,6 +294,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   } else if constexpr (R == ReduceKind::kChannel) {
+    const float* x_ptr = x.data_ptr<float>();
     const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
     int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
     dispatch_vec(vec, [&](auto kv) {
@@ -288,6 +311,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const Geometry geo = geometry(shape);
+      const float* x_ptr = x.data_ptr<float>();
       int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
       float* extreme_x =
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
@@ -303,7 +327,9 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
 
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
-// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False).
+// written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
+// bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
+// are sums in double, rounded once by the caller).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
@@ -314,15 +340,15 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window);
+  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
                                                           input.device());
   const auto x = input.contiguous();
   const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
-  const auto options = x.options();
-  auto out = at::empty(rt::out_sizes(x, shape, R), options);
+  const auto options = x.options().dtype(at::kFloat);
+  auto out = at::empty(rt::out_sizes(x, shape, R), R == ReduceKind::kNone ? x.options() : options);
   at::Tensor aux = rt::kRegionHasAux<R, O>
                        ? at::empty(rt::aux_sizes<Epi, R, O>(out.sizes()), options.dtype(at::kInt))
                        : at::Tensor();
@@ -341,13 +367,13 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const auto stream = at::cuda::getCurrentCUDAStream();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t rows = shape.batch * shape.groups;
-  const float* x_ptr = x.data_ptr<float>();
   const float* gamma_ptr = rt::data_or_null(gamma);
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   if constexpr (R == ReduceKind::kNone) {
-    if (rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
+    if (x.scalar_type() == at::kFloat &&
+        rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
       return {out, mean, rstd, aux};
     }
   }
@@ -361,9 +387,14 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
     const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
-    dispatch_vec(vec, [&](auto kv) {
-      rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-          x_ptr, params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+        dispatch_vec(vec, [&](auto kv) {
+          rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+        });
+      }
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t per_row = shape.channels_per_group() * plan.splits;

@@ -1,0 +1,103 @@
+"""One emitted file for every dtype: a reference that lives in float16 or bfloat16 emits, and the emitted module gives
+each step's output the dtype the reference's ops give it (the rule the kernels' float32 results are rounded to).
+The kernels themselves at each dtype are GPU tests (tests/gpu/test_region_dtypes.py)."""
+import textwrap
+import types
+
+import pytest
+import torch
+import torch.utils.cpp_extension
+
+from kgen.ref import ops
+from kgen.ref.emit import emit_reference
+from kgen.ref.ir import Operand, PwNode
+
+REFERENCE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 8, 3)
+            self.gn = nn.GroupNorm(2, 8)
+            self.scale = nn.Parameter(torch.rand(8, 1, 1) + 0.5)
+            self.to({dtype})
+
+        def forward(self, x):
+            return torch.relu(self.gn(self.conv(x))) * self.scale
+
+
+    def get_inputs():
+        return [torch.rand(2, 4, 10, 10, dtype={dtype})]
+
+
+    def get_init_inputs():
+        return []
+    """)
+
+
+def emitted_module(text: str, monkeypatch) -> types.ModuleType:
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: types.SimpleNamespace())
+    module = types.ModuleType("emitted_solution")
+    exec(compile(text, "emitted_solution.py", "exec"), module.__dict__)
+    return module
+
+
+@pytest.fixture(scope="module")
+def float32_text(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ref") / "model.py"
+    path.write_text(REFERENCE.format(dtype="torch.float32"))
+    return emit_reference(str(path))[0]
+
+
+@pytest.mark.parametrize("dtype", ["torch.bfloat16", "torch.float16"])
+def test_a_reference_living_in_half_precision_emits_a_region(tmp_path, dtype):
+    path = tmp_path / "model.py"
+    path.write_text(REFERENCE.format(dtype=dtype))
+    text = emit_reference(str(path))[0]
+    assert "_Region0.apply(" in text and "is not float32" not in text
+
+
+def test_output_dtype_keeps_the_inputs_dtype(float32_text, monkeypatch):
+    out_dtype = emitted_module(float32_text, monkeypatch)._out_dtype
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        x = torch.rand(2, 8, 3, dtype=dtype)
+        assert out_dtype(x, [torch.rand(8, 1, dtype=dtype)], True) == dtype
+
+
+def test_output_dtype_promotes_as_pytorch(float32_text, monkeypatch):
+    """A (C, 1) float32 parameter widens a bfloat16 x as `x * p` does; a 0-dim one does not; the rule agrees with
+    PyTorch's own result for each case."""
+    out_dtype = emitted_module(float32_text, monkeypatch)._out_dtype
+    x = torch.rand(2, 8, 3, dtype=torch.bfloat16)
+    for p in (torch.rand(8, 1), torch.rand(()), torch.rand(8, 1, dtype=torch.float16), torch.rand(1)):
+        assert out_dtype(x, [p], False) == (x * p).dtype, p.shape
+
+
+def test_output_dtype_under_autocast(float32_text, monkeypatch):
+    """Under autocast a step with an op autocast runs in float32 (GroupNorm, exp...) gives float32, as the reference's
+    op does; one without keeps x's dtype. (CPU autocast stands in for CUDA's: the rule asks x's device type.)"""
+    out_dtype = emitted_module(float32_text, monkeypatch)._out_dtype
+    x = torch.rand(2, 8, 3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert out_dtype(x, [], True) == torch.float32
+        assert out_dtype(x, [], False) == torch.bfloat16
+    assert out_dtype(x, [], True) == torch.bfloat16
+
+
+def test_regions_pass_whether_the_output_is_float32(float32_text):
+    assert "dtype == torch.float32)" in float32_text and "return out.to(dtype)" in float32_text
+
+
+def node(op, *operands):
+    return PwNode(name="n", op=op, operands=list(operands), consts={})
+
+
+def test_autocast_float32_ops_are_autocasts_list():
+    value, scalar = Operand.of_value("y"), Operand.of_scalar(2.0)
+    assert ops.autocast_float32([node("relu", value), node("exp", value)])
+    assert ops.autocast_float32([node("div", scalar, value)])       # 2 / y: __rtruediv__
+    assert not ops.autocast_float32([node("div", value, scalar)])   # y / 2
+    assert not ops.autocast_float32([node("tanh", value), node("mul", value, scalar)])
