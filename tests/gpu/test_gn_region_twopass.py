@@ -397,6 +397,47 @@ def test_empty_input(ext, name):
             ext.region_forward(i, e, None, None, [], [torch.ones(1, device="cuda")] * 2, 1, EPS, [])
 
 
+# float16 and bfloat16 x, dout and dx (kNone's output too) in the sweeps that take them (sweeps_take_half): loads and
+# stores in the storage type, float arithmetic. Against float64 from the same rounded x and dout, within a few units
+# of the storage type's roundoff (2^-9 bfloat16, 2^-12 float16: the output and dx are rounded once).
+HALF_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+HALF_CASES = [PLAIN_CASES[k] for k in (0, 1, 2, 3, 4, 5, 6, 8)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("variant, shape, groups, affine, scalar_pro", [
+    pytest.param(v, *case, id=f"{v.name}-{'x'.join(map(str, case[0]))}-g{case[1]}")
+    for v in H.VARIANTS if v.kind in ("none", "plane", "sample") for case in HALF_CASES])
+def test_half_storage_matches_float64(ext, dtype, variant, shape, groups, affine, scalar_pro):
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, affine, scalar_pro, 11)
+    x = x.to(dtype)
+    i = index_of(variant)
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, [])
+    assert out.dtype == (dtype if variant.kind == "none" else torch.float32)
+    want_shape = H.out_shape(x.shape, variant.kind, ())
+    dout = torch.randn(want_shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(5)).to(dtype)
+    xd = x.double().requires_grad_()
+    gd = gamma.double().requires_grad_() if affine else None
+    bd = beta.double().requires_grad_() if affine else None
+    prod = [p.double().requires_grad_() for p in pro]
+    epid = [p.double().requires_grad_() for p in epi]
+    choice = aux.reshape(-1).long() if variant.op in ("max", "min") else None
+    ref, _, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, (), choice)
+    tol = HALF_TOL[dtype]
+    close(out, ref, "out", tol=tol)
+    dx, dgamma, dbeta, dpro, depi = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,
+                                                        [])
+    assert dx.dtype == dtype and dx.shape == x.shape
+    leaves = [xd] + ([gd, bd] if affine else []) + prod + epid
+    grads = torch.autograd.grad(ref, leaves, dout.double(), allow_unused=True)
+    grads = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(grads, leaves)]
+    close(dx, grads[0], "dx", tol=tol)
+    got = ([dgamma, dbeta] if affine else []) + [dpro[j] if p.numel() > 1 else dpro[j].sum() for j, p in enumerate(pro)] \
+        + [depi[j] if p.numel() > 1 else depi[j].sum() for j, p in enumerate(epi)]
+    for k, (g, want) in enumerate(zip(got, grads[1:])):
+        close(g, want.reshape(g.shape), f"parameter gradient {k}", tol=tol)
+
+
 def test_clear_errors(ext):
     v = H.BY_NAME["none_sig_hs"]
     i = index_of(v)
