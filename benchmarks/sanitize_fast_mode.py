@@ -87,10 +87,10 @@ def kernels() -> None:
     x = ext.to_channels_last(x_nchw)                       # our layout copy, of a PyTorch-written tensor
     assert torch.equal(x, x_nchw)
     conv_bias, gamma, beta = (torch.randn(64, device="cuda", generator=gen) for _ in range(3))
-    y, mean, rstd, _ = ext.region0_forward(x, gamma, beta, [conv_bias], [], 8, 1e-5, [], True)
+    y, mean, rstd, _ = ext.region0_forward(x, gamma, beta, [conv_bias], [], 8, 1e-5, [], True, 0)
     dy = torch.randn(y.shape, device="cuda", generator=gen)
     dx, dgamma, dbeta, dconv_bias, _ = ext.region0_backward(dy, x, gamma, beta, [conv_bias], [], mean, rstd, y, None, 8,
-                                                            [])
+                                                            [], 0)
     back = ext.to_contiguous_nchw(dx)
     torch.cuda.synchronize()
     finite = all(bool(t.isfinite().all()) for t in (y, dx, dgamma, dbeta, dconv_bias, back))

@@ -238,6 +238,32 @@ inline std::vector<at::Tensor> as_float(const std::vector<at::Tensor>& ts, const
   return out;
 }
 
+// The reference's rounding points for one call of an entry point: kExact where its output is float32; kStoredBf16 /
+// kStoredFp16 where the reference computes in that type and stores every op's result in it. Set for the call by the
+// binding (RoundingScope) and carried into the kernels by param_table (groupnorm/region.cuh), whose functors read it.
+enum Rounding : int { kExact = 0, kStoredBf16 = 1, kStoredFp16 = 2 };
+
+inline int& call_rounding() {
+  thread_local int rounding = kExact;
+  return rounding;
+}
+
+struct RoundingScope {
+  int saved;
+  explicit RoundingScope(int64_t rounding) : saved(call_rounding()) {
+    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
+    call_rounding() = static_cast<int>(rounding);
+  }
+  ~RoundingScope() { call_rounding() = saved; }
+  RoundingScope(const RoundingScope&) = delete;
+  RoundingScope& operator=(const RoundingScope&) = delete;
+};
+
+// The storage type a rounding code stands for (at::kFloat for kExact).
+inline at::ScalarType rounding_type(int64_t rounding) {
+  return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
+}
+
 inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
 
 inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }
@@ -753,6 +779,11 @@ __device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilo
 //
 // Functor concept (generated code provides it; `RegionParams` below holds their parameters):
 //
+// A generated functor also holds `rounding` (ParamTable::rounding): where the reference computes in float16 or
+// bfloat16, its `value` rounds its inputs and each op's result to that type, as the reference's separate kernels
+// store them (kgen::stored, core/ops.cuh), so the fused output is the reference's up to the arithmetic's last bits;
+// backward differentiates the exact ops.
+//
 //   struct Prologue {
 //     static constexpr int kParams;                 // per-channel parameters it reads (0..kMaxParams)
 //     __device__ static Prologue at(const RegionParams& p, int64_t c);   // loads channel c's values
@@ -786,6 +817,7 @@ constexpr int kMaxParams = 4;
 struct ParamTable {
   const float* ptr[kMaxParams];
   int64_t stride[kMaxParams];
+  int rounding;  // the reference's rounding points (kExact, kStoredBf16, kStoredFp16: core/common.cuh), for `at`
 
   __device__ __forceinline__ float at(int k, int64_t c) const { return __ldg(ptr[k] + c * stride[k]); }
 };
@@ -879,6 +911,7 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
     t.ptr[k] = p.data_ptr<float>();
     t.stride[k] = p.numel() == 1 ? 0 : 1;
   }
+  t.rounding = call_rounding();
   return t;
 }
 
@@ -1052,6 +1085,14 @@ __device__ __forceinline__ T block_reduce(T v) {
 // and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
 // float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
+
+// v as the reference stores it (the Rounding codes of core/common.cuh): rounded to nearest bfloat16 (1) or float16
+// (2), itself (0).
+__device__ __forceinline__ float stored(float v, int rounding) {
+  if (rounding == 1) return __bfloat162float(__float2bfloat16_rn(v));
+  if (rounding == 2) return __half2float(__float2half_rn(v));
+  return v;
+}
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
 // sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
@@ -5292,12 +5333,11 @@ constexpr bool sweeps_take_half() {
 }
 
 // Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
-// take it, and (kNone, whose output the sweeps write in x's dtype) an output of that dtype (float_out: float32).
+// take it, and an output of x's dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype).
 template <ReduceKind R>
-inline bool half_sweeps(const at::Tensor& x, bool float_out) {
+inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
-  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() &&
-         (R != ReduceKind::kNone || !float_out);
+  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() && rounding_type(rounding) == type;
 }
 
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
@@ -6674,15 +6714,17 @@ constexpr auto kRegion0Op = kgen::ReduceOp::kSum;
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
-                                         std::vector<int64_t> window, bool for_backward, bool float_out) {
-  // Parameters of any storage dtype are read as float32 (small). A float16 / bfloat16 x whose region keeps its
-  // dtype (float_out false: not autocast's float32 GroupNorm) runs the two-pass sweeps in that dtype where they take
-  // it; anywhere else x is read as float32 and out comes back float32, which the caller rounds to the output's dtype.
+                                         std::vector<int64_t> window, bool for_backward, int64_t rounding) {
+  // rounding: the output's dtype as kgen::Rounding codes it (kExact: float32; autocast's GroupNorm is float32) and
+  // the reference's rounding points the functors reproduce. Parameters of any storage dtype are read as float32
+  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it;
+  // anywhere else x is read as float32 and out comes back float32, which the caller rounds to the output's dtype.
+  const kgen::RoundingScope scope(rounding);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
-  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, float_out)) {
+  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, rounding)) {
     return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                         kRegion0Op, kBlock, kRegion0Groups>(
         x, w, b, prologue, epilogue, groups, eps, window, for_backward);
@@ -6708,14 +6750,15 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
-                                          std::vector<int64_t> window) {
+                                          std::vector<int64_t> window, int64_t rounding) {
+  const kgen::RoundingScope scope(rounding);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
   // The family the forward ran: the two-pass sweeps in x's dtype (in float32 where dout has another), else float32.
-  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, out.scalar_type() != x.scalar_type())) {
+  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, rounding)) {
     if (dout.scalar_type() != x.scalar_type()) {
       x = kgen::as_float(x, "region input");
       dout = kgen::as_float(dout, "gradient of the region output");
@@ -6738,8 +6781,8 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 CPP_SOURCE = r"""
-std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, bool float_out);
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window);
+std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
+std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 """
 
 
@@ -6794,6 +6837,11 @@ def _out_dtype(x, tensors, float32_under_autocast):
     return dtype
 
 
+# The kernels' rounding codes (kgen::Rounding): an output of this dtype is computed with the reference's rounding points
+# at that dtype (each op's result rounded as the reference stores it), float32 exactly.
+_ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6831,10 +6879,11 @@ class _Region0(torch.autograd.Function):
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dtype = _out_dtype(x, params, True)
+        rounding = _ROUNDING.get(dtype, 0)
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
-                                                         list(window), for_backward, dtype == torch.float32)
+                                                         list(window), for_backward, rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
-        ctx.groups, ctx.window = groups, list(window)
+        ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
         return out.to(dtype)
 
     @staticmethod
@@ -6844,7 +6893,7 @@ class _Region0(torch.autograd.Function):
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
             dout.reshape(out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
-            ctx.window)
+            ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):
             _accumulate(grads, k, _param_grad(dprologue[slot], params[k]))

@@ -62,12 +62,13 @@ class FakeExtension:
             dz, x, conv_weight, None, [1, 1], padding, [1, 1], True, [0, 0], 1, [input_grad, weight_grad, False])
         return [dx if input_grad else None, dconv_weight if weight_grad else None, dgamma, dbeta, dprologue, depilogue]
 
-    def region0_forward(self, x, weight, bias, prologue, epilogue, groups, eps, window, for_backward):
+    def region0_forward(self, x, weight, bias, prologue, epilogue, groups, eps, window, for_backward, rounding):
         self.calls["region_forward"] += 1
         out, (mean, rstd) = self._region(x, prologue, weight, bias, groups, eps)
         return [out, mean, rstd, None]
 
-    def region0_backward(self, dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window):
+    def region0_backward(self, dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window,
+                         rounding):
         return list(self._region_grads(dout, x, weight, bias, prologue, groups))
 
 

@@ -1,6 +1,9 @@
 """Element-wise DAG -> a CUDA functor with its value and its reverse-mode derivative (part of codegen).
 
-Forward: one `const float` per DAG node, in topological order, its PyTorch formula quoted beside it.
+Forward: one `const float` per DAG node, in topological order, its PyTorch formula quoted beside it. Where the
+reference computes in float16 or bfloat16 (the functor's `rounding`, groupnorm/region.cuh), `value` takes its stored
+form instead: the inputs and every node's value rounded to that type (kgen::stored), as the reference's separate
+kernels store them.
 Backward: the forward recomputed (nothing is stored between forward and backward), then the adjoints of
 every node in reverse order, each operand's adjoint += the node's adjoint x the op's local derivative
 (ops.OPS). Parameters (per channel, read once per channel by `at`) collect `dparam[k] +=`.
@@ -51,16 +54,27 @@ class DagWriter:
                     for k, letter in enumerate("abcd")}
         return template.format(**consts, **operands, r=result or "")
 
-    def forward(self, indent: str, moments: bool = False) -> list[str]:
-        """One statement per node; `moments`: each op's value as the conv epilogue's moments take it (OpDef)."""
+    def forward(self, indent: str, moments: bool = False, stored: bool = False) -> list[str]:
+        """One statement per node; `moments`: each op's value as the conv epilogue's moments take it (OpDef);
+        `stored`: each value rounded as the reference stores it (kgen::stored, by the functor's `rounding`)."""
         lines = []
         for node in self.nodes:
             op = ops.OPS[node.op]
             formula = op.torch.format(**{k: repr(v) for k, v in node.consts.items()})
             comment = f"  // {node.line}" if node.line else f"  // {formula}"
-            value = op.moments if moments and op.moments else op.value
-            lines.append(f"{indent}const float {_var(node.name)} = {self.expression(value, node)};{comment}")
+            value = self.expression(op.moments if moments and op.moments else op.value, node)
+            if stored:
+                value = f"kgen::stored({value}, rounding)"
+            lines.append(f"{indent}const float {_var(node.name)} = {value};{comment}")
         return lines
+
+    def stored_leaves(self, indent: str) -> tuple:
+        """The leaves rounded as stored: (statements, a writer reading the rounded copies)."""
+        read = {self.leaves[o.ref] for n in self.nodes for o in n.operands if o.is_value and o.ref in self.leaves}
+        names = {expr: "s_" + _identifier(expr) for expr in dict.fromkeys(self.leaves.values()) if expr in read}
+        lines = [f"{indent}const float {names[e]} = kgen::stored({e}, rounding);" for e in names]
+        writer = DagWriter(self.nodes, {k: names[v] for k, v in self.leaves.items() if v in names}, self.table)
+        return lines, writer
 
     def backward(self, indent: str, seed: str, seed_value: str, leaf_adjoints: dict[str, str]) -> list[str]:
         """Adjoints from d(seed) = seed_value back to the leaves; leaf_adjoints maps a leaf expression
@@ -109,13 +123,27 @@ def param_slots(nodes: list[PwNode]) -> dict[int, int]:
 
 
 def _params_block(name: str, table: str, slots: dict[int, int], labels: list[str]) -> list[str]:
-    lines = [f"  static constexpr int kParams = {len(slots)};"]
+    lines = [f"  static constexpr int kParams = {len(slots)};",
+             "  int rounding;  // the reference's rounding points (kgen::Rounding): value() rounds as it stores"]
     for region_index, slot in sorted(slots.items(), key=lambda kv: kv[1]):
         lines.append(f"  float p{slot};  // {labels[region_index]}")
-    loads = ", ".join(f"p.{table}.at({slot}, c)" for slot in sorted(slots.values()))
+    loads = "".join(f", p.{table}.at({slot}, c)" for slot in sorted(slots.values()))
     lines.append(f"  __device__ static {name} at(const kgen::RegionParams& p, int64_t c) {{ "
-                 f"return {name}{{{loads}}}; }}" if slots else
-                 f"  __device__ static {name} at(const kgen::RegionParams&, int64_t) {{ return {name}{{}}; }}")
+                 f"return {name}{{p.{table}.rounding{loads}}}; }}" if slots else
+                 f"  __device__ static {name} at(const kgen::RegionParams& p, int64_t) {{ "
+                 f"return {name}{{p.{table}.rounding}}; }}")
+    return lines
+
+
+def _value_functions(writer: DagWriter, signature: str, call: str, result: str) -> list[str]:
+    """`value` (exact, or the stored form where `rounding` asks for it) and `value_stored`."""
+    lines = [f"  __device__ __forceinline__ float value({signature}) const {{",
+             f"    if (rounding != kgen::kExact) return value_stored({call});"]
+    lines += writer.forward("    ") + [f"    return {_var(result)};", "  }"]
+    leaves, stored = writer.stored_leaves("    ")
+    lines += ["  // value as the reference computes it in float16 / bfloat16: inputs and each op's result rounded to it",
+              f"  __device__ __forceinline__ float value_stored({signature}) const {{"]
+    lines += leaves + stored.forward("    ", stored=True) + [f"    return {_var(result)};", "  }"]
     return lines
 
 
@@ -130,8 +158,7 @@ def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None,
     slots = param_slots(body)
     writer = DagWriter(body, {x: "x"}, slots)
     lines = [f"struct {name} {{"] + _params_block(name, "prologue", slots, labels)
-    lines += ["  __device__ __forceinline__ float value(float x) const {"] + writer.forward("    ")
-    lines += [f"    return {_var(result)};", "  }"]
+    lines += _value_functions(writer, "float x", "x", result)
     if moments and any(ops.OPS[n.op].moments for n in body):
         lines += ["  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma.cuh: moments_value)",
                   "  __device__ __forceinline__ float moments_value(float x) const {"]
@@ -162,8 +189,7 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     direct = any(o.is_value and o.ref in leaves and leaves[o.ref] != "y" for n in nodes for o in n.operands)
     lines += [f"  static constexpr bool kDirectGrads = {'true' if direct else 'false'};  "
               "// true: backward adds to dz or dx (a residual of z or x)"]
-    lines += ["  __device__ __forceinline__ float value(float y, float z, float x) const {"]
-    lines += writer.forward("    ") + [f"    return {_var(result)};", "  }"]
+    lines += _value_functions(writer, "float y, float z, float x", "y, z, x", result)
     lines += ["  __device__ __forceinline__ void backward(float y, float z, float x, float dv, float& dy, float& dz,",
               "                                           float& dx, float (&dparam)[kgen::kMaxParams]) const {"]
     lines += writer.forward("    ") + ["    float gy = 0.f;"]
@@ -183,8 +209,7 @@ def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result:
     writer = DagWriter(body, leaves, slots)
     lines = [f"struct {name} {{", f"  static constexpr int kInputs = {len(inputs)};"]
     lines += _params_block(name, "prologue", slots, labels)
-    lines += ["  __device__ __forceinline__ float value(const float (&x)[kInputs]) const {"] + writer.forward("    ")
-    lines += [f"    return {_var(result)};", "  }"]
+    lines += _value_functions(writer, "const float (&x)[kInputs]", "x", result)
     lines += ["  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],",
               "                                           float (&dparam)[kgen::kMaxParams]) const {"]
     lines += writer.forward("    ")

@@ -186,14 +186,14 @@ def test_region_backward_channels_last(solutions, shape, groups):
     channels = shape[1]
     z = torch.randn(shape, device="cuda") * 3
     conv_bias, gamma, beta = (torch.randn(channels, device="cuda") for _ in range(3))
-    _, mean, rstd, _ = ext.region0_forward(z, gamma, beta, [conv_bias], [], groups, 1e-5, [], True)
+    _, mean, rstd, _ = ext.region0_forward(z, gamma, beta, [conv_bias], [], groups, 1e-5, [], True, 0)
     dy = torch.randn(shape[0], shape[2], shape[3], channels, device="cuda").permute(0, 3, 1, 2)  # not contiguous
     conv_weight = torch.randn(channels, channels, 3, 3, device="cuda")  # unread: no conv gradient is asked for
     dx_none, dw_none, dgamma_cl, dbeta_cl, dbias_cl, _ = ext.region0_convt_backward(
         dy, z, conv_weight, z, gamma, beta, [conv_bias], [], mean, rstd, groups, [0, 0], False, False)
     assert dx_none is None and dw_none is None
     _, dgamma, dbeta, dbias, _ = ext.region0_backward(dy.contiguous(), z, gamma, beta, [conv_bias], [], mean, rstd,
-                                                      torch.empty(0, device="cuda"), None, groups, [])
+                                                      torch.empty(0, device="cuda"), None, groups, [], 0)
     z64, cb64, g64, b64 = (t.double().requires_grad_() for t in (z, conv_bias, gamma, beta))
     y64 = F.group_norm(F.gelu(z64 + cb64.view(1, -1, 1, 1)), groups, g64, b64, 1e-5)
     y64.backward(dy.double())

@@ -87,8 +87,24 @@ def test_output_dtype_under_autocast(float32_text, monkeypatch):
     assert out_dtype(x, [], True) == torch.bfloat16
 
 
-def test_regions_pass_whether_the_output_is_float32(float32_text):
-    assert "dtype == torch.float32)" in float32_text and "return out.to(dtype)" in float32_text
+def test_regions_pass_the_outputs_rounding(float32_text, monkeypatch):
+    """The kernels learn the output's dtype as a rounding code (kgen::Rounding), forward and backward."""
+    module = emitted_module(float32_text, monkeypatch)
+    assert module._ROUNDING == {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
+    assert "list(window), for_backward, rounding)" in float32_text and "ctx.window, ctx.rounding)" in float32_text
+    assert "return out.to(dtype)" in float32_text
+
+
+def test_functors_round_as_the_reference_stores(float32_text):
+    """Each functor's value has a stored form: its inputs and every op's result rounded as the reference stores them
+    at its dtype; backward stays exact."""
+    cuda = float32_text[float32_text.index("struct Region0Epilogue"):]
+    cuda = cuda[:cuda.index("\n};")]
+    assert "if (rounding != kgen::kExact) return value_stored(y, z, x);" in cuda
+    stored = cuda[cuda.index("value_stored(float y"):cuda.index("void backward")]
+    assert "const float s_y = kgen::stored(y, rounding);" in stored
+    assert stored.count("kgen::stored(") == stored.count("const float ")
+    assert "kgen::stored" not in cuda[cuda.index("void backward"):]
 
 
 def node(op, *operands):

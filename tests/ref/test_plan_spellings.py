@@ -169,13 +169,14 @@ def test_an_element_wise_kernel_broadcasts_a_parameter_as_the_reference_reads_it
     solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
     seen = {}
 
-    def forward(inputs, params):
+    def forward(inputs, params, rounding):
         seen["inputs"], seen["params"] = [tuple(t.shape) for t in inputs], [tuple(p.shape) for p in params]
+        seen["rounding"] = rounding
         return torch.zeros(inputs[0].shape)
     solution._ext = types.SimpleNamespace(pointwise0_forward=forward)
     out = solution._Pointwise0.apply(torch.rand(4, 16, 5, 7), torch.rand(16), torch.rand(16))
     assert tuple(out.shape) == (4, 16, 5, 7)
-    assert seen == {"inputs": [(4, 16, 5, 7)], "params": [(16,), (16,)]}
+    assert seen == {"inputs": [(4, 16, 5, 7)], "params": [(16,), (16,)], "rounding": 0}
 
 
 PROBES = sorted((HERE / "probe").glob("*.py"))
@@ -196,7 +197,8 @@ def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
         pytest.skip("no element-wise kernel in this plan")
     solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
     model = plan.ref.model
-    stubs = {f"pointwise{s.index}_forward": (lambda inputs, params: torch.zeros(inputs[0].shape)) for s in steps}
+    stubs = {f"pointwise{s.index}_forward": (lambda inputs, params, rounding: torch.zeros(inputs[0].shape))
+             for s in steps}
     solution._ext = types.SimpleNamespace(**stubs)
     for step in steps:
         inputs = [torch.rand(shape) for shape in step.input_shapes]

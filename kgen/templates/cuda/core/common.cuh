@@ -202,6 +202,32 @@ inline std::vector<at::Tensor> as_float(const std::vector<at::Tensor>& ts, const
   return out;
 }
 
+// The reference's rounding points for one call of an entry point: kExact where its output is float32; kStoredBf16 /
+// kStoredFp16 where the reference computes in that type and stores every op's result in it. Set for the call by the
+// binding (RoundingScope) and carried into the kernels by param_table (groupnorm/region.cuh), whose functors read it.
+enum Rounding : int { kExact = 0, kStoredBf16 = 1, kStoredFp16 = 2 };
+
+inline int& call_rounding() {
+  thread_local int rounding = kExact;
+  return rounding;
+}
+
+struct RoundingScope {
+  int saved;
+  explicit RoundingScope(int64_t rounding) : saved(call_rounding()) {
+    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
+    call_rounding() = static_cast<int>(rounding);
+  }
+  ~RoundingScope() { call_rounding() = saved; }
+  RoundingScope(const RoundingScope&) = delete;
+  RoundingScope& operator=(const RoundingScope&) = delete;
+};
+
+// The storage type a rounding code stands for (at::kFloat for kExact).
+inline at::ScalarType rounding_type(int64_t rounding) {
+  return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
+}
+
 inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
 
 inline int64_t blocks_for(int64_t work, int64_t per_block) { return (work + per_block - 1) / per_block; }

@@ -9,6 +9,11 @@
 //
 // Functor concept (generated code provides it; `RegionParams` below holds their parameters):
 //
+// A generated functor also holds `rounding` (ParamTable::rounding): where the reference computes in float16 or
+// bfloat16, its `value` rounds its inputs and each op's result to that type, as the reference's separate kernels
+// store them (kgen::stored, core/ops.cuh), so the fused output is the reference's up to the arithmetic's last bits;
+// backward differentiates the exact ops.
+//
 //   struct Prologue {
 //     static constexpr int kParams;                 // per-channel parameters it reads (0..kMaxParams)
 //     __device__ static Prologue at(const RegionParams& p, int64_t c);   // loads channel c's values
@@ -42,6 +47,7 @@ constexpr int kMaxParams = 4;
 struct ParamTable {
   const float* ptr[kMaxParams];
   int64_t stride[kMaxParams];
+  int rounding;  // the reference's rounding points (kExact, kStoredBf16, kStoredFp16: core/common.cuh), for `at`
 
   __device__ __forceinline__ float at(int k, int64_t c) const { return __ldg(ptr[k] + c * stride[k]); }
 };
@@ -135,6 +141,7 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
     t.ptr[k] = p.data_ptr<float>();
     t.stride[k] = p.numel() == 1 ? 0 : 1;
   }
+  t.rounding = call_rounding();
   return t;
 }
 

@@ -15,12 +15,11 @@ constexpr bool sweeps_take_half() {
 }
 
 // Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
-// take it, and (kNone, whose output the sweeps write in x's dtype) an output of that dtype (float_out: float32).
+// take it, and an output of x's dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype).
 template <ReduceKind R>
-inline bool half_sweeps(const at::Tensor& x, bool float_out) {
+inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
-  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() &&
-         (R != ReduceKind::kNone || !float_out);
+  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() && rounding_type(rounding) == type;
 }
 
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
