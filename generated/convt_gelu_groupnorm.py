@@ -6208,20 +6208,29 @@ constexpr int kRegion0Groups = 8;
 constexpr auto kRegion0Reduce = kgen::ReduceKind::kNone;
 constexpr auto kRegion0Op = kgen::ReduceOp::kSum;
 
+// Whether a call runs the two-pass sweeps in x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
+// x read as float32: where the float32 dispatch below would take the two-pass sweeps too (a slice too large to keep
+// on chip; sweeps over small slices would launch a block per few values).
+inline bool region0_half_sweeps(const at::Tensor& x, int64_t groups, int64_t rounding) {
+  return kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, rounding) &&
+         !kgen::region_resident_pays<kRegion0Reduce>(x, groups);
+}
+
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
                                          std::vector<int64_t> window, bool for_backward, int64_t rounding) {
   // rounding: the output's dtype as kgen::Rounding codes it (kExact: float32; autocast's GroupNorm is float32) and
   // the reference's rounding points the functors reproduce. Parameters of any storage dtype are read as float32
-  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it;
-  // anywhere else x is read as float32 and out comes back float32, which the caller rounds to the output's dtype.
+  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
+  // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
+  // rounds to the output's dtype.
   const kgen::RoundingScope scope(rounding);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
-  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, rounding)) {
+  if (region0_half_sweeps(x, groups, rounding)) {
     return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                         kRegion0Op, kBlock, kRegion0Groups>(
         x, w, b, prologue, epilogue, groups, eps, window, for_backward);
@@ -6250,7 +6259,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
   // The family the forward ran: the two-pass sweeps in x's dtype (in float32 where dout has another), else float32.
-  if (kgen::region_twopass::half_sweeps<kRegion0Reduce>(x, rounding)) {
+  if (region0_half_sweeps(x, groups, rounding)) {
     if (dout.scalar_type() != x.scalar_type()) {
       x = kgen::as_float(x, "region input");
       dout = kgen::as_float(dout, "gradient of the region output");
@@ -6334,6 +6343,22 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+def _stores_half(x):
+    """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
+    return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
+
+
+def _library_bias(bias, x):
+    """The bias a conv / linear whose bias a kgen step adds keeps itself: None, but in float16 / bfloat16, where the
+    reference rounds the biased result once (so the step's input is the reference's, bit for bit)."""
+    return bias if bias is not None and _stores_half(x) else None
+
+
+def _peeled_bias(bias, x):
+    """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
+    return torch.zeros_like(bias) if _stores_half(x) else bias
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6404,8 +6429,8 @@ class ModelNew(nn.Module):
         self.group_norm = nn.GroupNorm(num_groups=num_groups, num_channels=out_channels)
 
     def forward(self, x):
-        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, None, self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        group_norm = _Region0.apply(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)
+        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, _library_bias(self.conv_transpose.bias, x), self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
+        group_norm = _Region0.apply(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.conv_transpose.bias, conv_transpose))
         return group_norm
 
 

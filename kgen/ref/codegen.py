@@ -115,17 +115,25 @@ class ForwardWriter:
         return f"{var(node.name)} = {name}({self.call_args(node)})"
 
     def _without_bias(self, node, module, channels_last: bool = False) -> str:
+        """The conv / linear call whose bias a kgen step adds; in float16 / bfloat16 the call keeps it
+        (_library_bias: the reference rounds the biased result once, and the step adds zeros)."""
         x = self.value(node.args[0])
+        m = self.attr(node.target)
+        bias = f"_library_bias({m}.bias, {x})"
         if channels_last:
             x = f"_ChannelsLastCopy.apply({x})"
-        m = self.attr(node.target)
         if isinstance(module, nn.Linear):
-            return f"F.linear({x}, {m}.weight, None)"
+            return f"F.linear({x}, {m}.weight, {bias})"
         if type(module) in CONV_FUNCTIONAL:
-            return f"{m}._conv_forward({x}, {m}.weight, None)"
+            return f"{m}._conv_forward({x}, {m}.weight, {bias})"
         fn = CONVT_FUNCTIONAL[type(module)]
-        return (f"F.{fn}({x}, {m}.weight, None, {m}.stride, {m}.padding, {m}.output_padding, {m}.groups, "
+        return (f"F.{fn}({x}, {m}.weight, {bias}, {m}.stride, {m}.padding, {m}.output_padding, {m}.groups, "
                 f"{m}.dilation)")
+
+    def peeled_biases(self) -> set:
+        """The expressions of the conv / linear biases a kgen step adds in the library op's place."""
+        return {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
+                if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"}
 
     def lines(self) -> list[str]:
         """forward's statements after the renamed arguments: one per step the return needs, then the return."""
@@ -160,7 +168,10 @@ class ForwardWriter:
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
                 self.alias[name] = stand_in
-        params = ", ".join(p.expr for p in step.params)
+        peeled = self.peeled_biases()
+        x = self.read(var(step.input)) if not step.conv_fused else ""
+        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in peeled and not step.conv_fused else p.expr
+                           for p in step.params)
         gn = step.gn_args
         if step.conv_fused:
             # kgen's wgmma conv and the region (--conv fused), from the conv's input; the conv's own statement is
@@ -169,7 +180,7 @@ class ForwardWriter:
                     f"{self.value_of(step.conv_input)}, {gn['weight']}, {gn['bias']}, {gn['groups']}, {gn['eps']}, "
                     f"torch.is_grad_enabled(){', ' if params else ''}{params})")
         window = step.window_expr or "()"
-        return (f"{var(step.output)} = _Region{step.index}.apply({self.read(var(step.input))}, {gn['weight']}, "
+        return (f"{var(step.output)} = _Region{step.index}.apply({x}, {gn['weight']}, "
                 f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
                 f"{', ' if params else ''}{params})")
 
@@ -179,8 +190,10 @@ class ForwardWriter:
                 self.alias[name] = var(step.input)  # only x.device / x.dtype read these outside
         m = self.attr(step.bn_module)
         tail = "".join(f", {p.expr}" for p in step.params)
-        return (f"{var(step.output)} = _BatchNorm{step.index}.apply({self.read(var(step.input))}, {m}.weight, "
-                f"{m}.bias, *_batch_norm_mode({m}), {step.conv_bias or 'None'}, {m}.eps, "
+        x = self.read(var(step.input))
+        conv_bias = f"_peeled_bias({step.conv_bias}, {x})" if step.conv_bias else "None"
+        return (f"{var(step.output)} = _BatchNorm{step.index}.apply({x}, {m}.weight, "
+                f"{m}.bias, *_batch_norm_mode({m}), {conv_bias}, {m}.eps, "
                 f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
 
     def pointwise(self, step: PointwiseStep) -> str:
@@ -435,5 +448,7 @@ def solution_context(plan: Plan) -> dict:
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
+        "peels_bias": bool(writer.peeled_biases()) or any(isinstance(s, BatchNormStep) and s.conv_bias
+                                                          for s in plan.steps),
     }
 
