@@ -417,6 +417,14 @@ __device__ __forceinline__ T from_float(float v) {
   }
 }
 
+// v as the reference stores it (the Rounding codes of core/common.cuh): rounded to nearest bfloat16 (kStoredBf16) or
+// float16 (kStoredFp16), itself (kExact).
+__device__ __forceinline__ float stored(float v, int rounding) {
+  if (rounding == kStoredBf16) return __bfloat162float(__float2bfloat16_rn(v));
+  if (rounding == kStoredFp16) return __half2float(__float2half_rn(v));
+  return v;
+}
+
 // One value through the read-only path, as a float.
 template <class T>
 __device__ __forceinline__ float load1(const T* __restrict__ p) {
@@ -882,8 +890,9 @@ struct NoEpilogue {
   static constexpr int kParams = 0;
   static constexpr bool kZeroGradExact = true;  // dy = dv (groupnorm/twopass/window_backward.cuh)
   static constexpr bool kDirectGrads = false;
-  __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
-  __device__ __forceinline__ float value(float y, float, float) const { return y; }
+  int rounding;  // y as the reference stores it before a reduction reads it (kgen::stored)
+  __device__ static NoEpilogue at(const RegionParams& p, int64_t) { return {p.epilogue.rounding}; }
+  __device__ __forceinline__ float value(float y, float, float) const { return stored(y, rounding); }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
                                            float (&)[kMaxParams]) const {
     dy = dv;
@@ -1089,14 +1098,6 @@ __device__ __forceinline__ T block_reduce(T v) {
 // and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
 // float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
-
-// v as the reference stores it (the Rounding codes of core/common.cuh): rounded to nearest bfloat16 (1) or float16
-// (2), itself (0).
-__device__ __forceinline__ float stored(float v, int rounding) {
-  if (rounding == 1) return __bfloat162float(__float2bfloat16_rn(v));
-  if (rounding == 2) return __half2float(__float2half_rn(v));
-  return v;
-}
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
 // sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a

@@ -5,14 +5,6 @@
 // float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
 namespace kgen {
 
-// v as the reference stores it (the Rounding codes of core/common.cuh): rounded to nearest bfloat16 (1) or float16
-// (2), itself (0).
-__device__ __forceinline__ float stored(float v, int rounding) {
-  if (rounding == 1) return __bfloat162float(__float2bfloat16_rn(v));
-  if (rounding == 2) return __half2float(__float2half_rn(v));
-  return v;
-}
-
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
 // sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
 // reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result

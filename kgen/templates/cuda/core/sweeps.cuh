@@ -29,6 +29,14 @@ __device__ __forceinline__ T from_float(float v) {
   }
 }
 
+// v as the reference stores it (the Rounding codes of core/common.cuh): rounded to nearest bfloat16 (kStoredBf16) or
+// float16 (kStoredFp16), itself (kExact).
+__device__ __forceinline__ float stored(float v, int rounding) {
+  if (rounding == kStoredBf16) return __bfloat162float(__float2bfloat16_rn(v));
+  if (rounding == kStoredFp16) return __half2float(__float2half_rn(v));
+  return v;
+}
+
 // One value through the read-only path, as a float.
 template <class T>
 __device__ __forceinline__ float load1(const T* __restrict__ p) {

@@ -108,8 +108,9 @@ struct NoEpilogue {
   static constexpr int kParams = 0;
   static constexpr bool kZeroGradExact = true;  // dy = dv (groupnorm/twopass/window_backward.cuh)
   static constexpr bool kDirectGrads = false;
-  __device__ static NoEpilogue at(const RegionParams&, int64_t) { return {}; }
-  __device__ __forceinline__ float value(float y, float, float) const { return y; }
+  int rounding;  // y as the reference stores it before a reduction reads it (kgen::stored)
+  __device__ static NoEpilogue at(const RegionParams& p, int64_t) { return {p.epilogue.rounding}; }
+  __device__ __forceinline__ float value(float y, float, float) const { return stored(y, rounding); }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
                                            float (&)[kMaxParams]) const {
     dy = dv;
