@@ -313,3 +313,17 @@ def test_kernelbench_verdict_says_its_precision():
     assert autocast.startswith("forward only, fp32 (KernelBench has no autocast), atol=rtol=1e-4")
     assert render_bench({"method": "m", "precision": "fp32", "autocast": "bf16"}).startswith(
         "benchmark (autocast bf16 (float32 model and inputs, every forward under torch.autocast); m)")
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_an_output_that_only_rounding_moves_is_not_judged_for_following_its_input(precision):
+    """L2-23's output (the mean of a GroupNorm's output: its bias's mean whatever the input) at float16: between
+    two inputs the reference's output moves by rounding alone, more than its jitter shows. A solution that rounds
+    once (as a fused kernel does) is correct; the float64 copy's change says the reference's is rounding, and the
+    guard takes no verdict from it."""
+    gn_mean = RUNTIME_FILES / "reference_gn_mean.py.txt"
+    result = run("gn_mean_rounds_once", reference=str(gn_mean), init_args=None, input_shapes=[[4, 8, 64, 64]],
+                 precision=precision)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS, failed(result)
+    dependence = check(result, "output follows its input")
+    assert dependence.ok is not False and "not judged" in dependence.detail, dependence.detail
