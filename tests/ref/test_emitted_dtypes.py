@@ -117,3 +117,17 @@ def test_autocast_float32_ops_are_autocasts_list():
     assert ops.autocast_float32([node("div", scalar, value)])       # 2 / y: __rtruediv__
     assert not ops.autocast_float32([node("div", value, scalar)])   # y / 2
     assert not ops.autocast_float32([node("tanh", value), node("mul", value, scalar)])
+
+
+def test_a_peeled_bias_stays_in_the_library_call_in_half_precision(float32_text, monkeypatch):
+    """In float32 the region adds the conv's bias (the conv runs without it); in float16 / bfloat16 the conv keeps it,
+    as the reference rounds the biased result once, and the region adds zeros; under autocast the region adds it."""
+    assert "_conv_forward(x, self.conv.weight, _library_bias(self.conv.bias, x))" in float32_text
+    assert "_peeled_bias(self.conv.bias, conv)" in float32_text
+    module = emitted_module(float32_text, monkeypatch)
+    bias = torch.rand(8)
+    x32, x16 = torch.rand(2, 4, 3, 3), torch.rand(2, 4, 3, 3, dtype=torch.bfloat16)
+    assert module._library_bias(bias, x32) is None and module._peeled_bias(bias, x32) is bias
+    assert module._library_bias(bias, x16) is bias and torch.equal(module._peeled_bias(bias, x16), torch.zeros(8))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert module._library_bias(bias, x16) is None and module._peeled_bias(bias, x16) is bias
