@@ -9,6 +9,7 @@ import pytest
 from kgen.validate import validate
 from kgen.validate.checks import EXIT_BROKEN, EXIT_FAIL, EXIT_PASS, exit_code
 from kgen.validate.runtime import run_child
+from kgen.validate.stages.sensitivity import ESCALATED_ULPS
 from tests.validate.helpers import REFERENCE, RUNTIME_FILES
 
 SMALL = {"device": "cpu", "trials": 2, "atol": 1e-4, "rtol": 1e-4, "backward": True, "bench": False,
@@ -199,6 +200,19 @@ def test_kink_crossed_by_rounding_passes_by_the_references_rounding_sensitivity(
     assert all("less accurate than the reference" in c.detail for c in grads)   # float64 alone would fail it
     assert all("within the reference's rounding noise" in c.detail for c in grads)
     assert all(c.data["sensitivity"]["solution_outside"] > 0 for c in grads)    # the kink really was crossed
+    assert exit_code(result.checks, result.ran) == EXIT_PASS
+
+
+def test_kink_beyond_the_first_jitter_passes_by_the_escalated_draws():
+    """L2-85 with `3+2*randn` inputs: the solution crosses a kink that the first three 4-ulp draws of the
+    reference's arithmetic do not reach. The disputed gradient gets more draws at a larger jitter, which do."""
+    result = run("clamp_crosses_near_bound", reference=str(RUNTIME_FILES / "reference_clamp_near_bound.py.txt"),
+                 init_args=[4096], input_shapes=[[64, 4096]])
+    grads = [c for c in result.checks if c.name.endswith("grad input[0]") and c.name.startswith("trial")]
+    assert grads and all(c.ok for c in grads), [c.detail for c in grads]
+    assert all("less accurate than the reference" in c.detail for c in grads)   # float64 alone would fail it
+    assert all(c.data["sensitivity"]["solution_outside"] > 0 for c in grads)    # the kink really was crossed
+    assert all(c.data["sensitivity"]["jitter_ulps"] == ESCALATED_ULPS for c in grads)   # the first draws missed it
     assert exit_code(result.checks, result.ran) == EXIT_PASS
 
 
