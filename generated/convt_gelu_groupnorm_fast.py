@@ -253,13 +253,24 @@ inline int& call_rounding() {
   return rounding;
 }
 
+// The rounding of a GroupNorm's mean and rstd for the call (region_params carries it into RegionParams::statistics).
+inline int& call_statistics_rounding() {
+  thread_local int rounding = kExact;
+  return rounding;
+}
+
 struct RoundingScope {
-  int saved;
-  explicit RoundingScope(int64_t rounding) : saved(call_rounding()) {
+  int saved, saved_statistics;
+  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact)
+      : saved(call_rounding()), saved_statistics(call_statistics_rounding()) {
     TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
     call_rounding() = static_cast<int>(rounding);
+    call_statistics_rounding() = static_cast<int>(statistics);
   }
-  ~RoundingScope() { call_rounding() = saved; }
+  ~RoundingScope() {
+    call_rounding() = saved;
+    call_statistics_rounding() = saved_statistics;
+  }
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;
 };
@@ -267,6 +278,13 @@ struct RoundingScope {
 // The storage type a rounding code stands for (at::kFloat for kExact).
 inline at::ScalarType rounding_type(int64_t rounding) {
   return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
+}
+
+// How a GroupNorm of the call's dtype keeps its mean and rstd: PyTorch's native_group_norm stores them in the input's
+// dtype and normalises with those where the weight is of that dtype too (or absent); a float32 weight (mixed
+// precision) keeps them float32, as does every float32 call. So `rounding` where the weight does not widen, else kExact.
+inline int64_t statistics_rounding(int64_t rounding, const at::Tensor& weight) {
+  return weight.defined() && weight.scalar_type() != rounding_type(rounding) ? int64_t(kExact) : rounding;
 }
 
 inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
@@ -769,14 +787,26 @@ param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restric
   }
 }
 
-// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`.
-__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, float2& mean,
-                                                  float& rstd) {
+// The mean and rstd a GroupNorm normalises with, as the reference keeps them (RegionParams::statistics): at float16 /
+// bfloat16 PyTorch's native_group_norm stores both in the input's dtype and forms a = rstd gamma, b = beta - a mean
+// in float32 from those (H200: its bfloat16 output equals that emulation bit for bit, 69 % of it differs from one
+// with float32 statistics: benchmarks/results/h200/precision/gn_rounding.txt). kExact: unchanged.
+__device__ __forceinline__ void round_statistics(int rounding, float2& mean, float& rstd) {
+  if (rounding == kExact) return;
+  mean = make_float2(stored(mean.x + mean.y, rounding), 0.f);
+  rstd = stored(rstd, rounding);
+}
+
+// Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`, rounded as the
+// reference keeps them (round_statistics).
+__device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilot, double eps, int rounding,
+                                                  float2& mean, float& rstd) {
   const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased, as nn.GroupNorm
   const double full_mean = pilot + m.mu;
   const float hi = static_cast<float>(full_mean);
   mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
   rstd = static_cast<float>(1.0 / sqrt(var + eps));
+  round_statistics(rounding, mean, rstd);
 }
 
 }  // namespace kgen
@@ -839,6 +869,7 @@ struct ParamTable {
 struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
+  int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
 };
 
 // The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):
@@ -1669,8 +1700,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       if (gl < slices && team.lane == 0) {
         const double var = fmax((s.b - s.a * s.a / double(D)) / double(D), 0.0);  // biased, as nn.GroupNorm
         const float hi = static_cast<float>(mu);
-        const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
-        const float rs = static_cast<float>(1.0 / sqrt(var + eps));
+        float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+        float rs = static_cast<float>(1.0 / sqrt(var + eps));
+        round_statistics(params.statistics, m2, rs);
         slice_mean2[gl] = m2;
         slice_rstd[gl] = rs;
         mean_out[origin.u0 + gl] = m2;
@@ -2004,6 +2036,14 @@ struct RowsSlice {
     }
     const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
     rstd = static_cast<float>(rsqrt(var + eps));
+    if (params.statistics != kExact) {  // the reference's rounded mean and rstd (round_statistics); d re-centred
+      round_statistics(params.statistics, mean, rstd);
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) d[k][e] = centered(z[k][e], mean);
+      }
+    }
   }
 
   // v = Epi(y, z, x) of pack k, channels c0 .. c0 + 3.
@@ -2998,7 +3038,7 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue_params
   TORCH_CHECK(int64_t(epilogue_params.size()) == Epi::kParams, "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue_params.size())));
   return RegionParams{param_table(prologue_params, x.size(1), x.device(), "prologue"),
-                      param_table(epilogue_params, x.size(1), x.device(), "epilogue")};
+                      param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding()};
 }
 
 inline const float* optional_data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
@@ -3681,12 +3721,12 @@ stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
 template <int kBlock>
 __global__ void __launch_bounds__(kBlock)
 stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t rows,
-                      const float* __restrict__ pilots, double eps, float2* __restrict__ mean,
+                      const float* __restrict__ pilots, double eps, int rounding, float2* __restrict__ mean,
                       float* __restrict__ rstd) {
   const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
   if (row >= rows) return;  // warp-uniform
   const MomentsD m = warp_merge(per_row, [&](int s) { return partial[row * per_row + s]; });
-  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, mean[row], rstd[row]);
+  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, rounding, mean[row], rstd[row]);
 }
 
 // ---------------------------------------------------------------- forward: apply
@@ -5172,7 +5212,7 @@ cluster_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
     }
     float2 mu;
     float rs;
-    finish_statistics(m, double(pilot), eps, mu, rs);
+    finish_statistics(m, double(pilot), eps, params.statistics, mu, rs);
     slice_mean = mu;
     slice_rstd = rs;
     if (rank == 0) {
@@ -5407,7 +5447,7 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
-                      param_table(epilogue, channels, device, "epilogue")};
+                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding()};
 }
 
 inline Geometry geometry(const RegionShape& shape) {
@@ -5726,7 +5766,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     const int64_t per_row = shape.channels_per_group() * plan.splits;
     TORCH_CHECK(per_row < (int64_t(1) << 31), "kgen: too many chunks per group");
     rt::stats_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, mean_ptr, rstd_ptr);
+        partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, params.statistics, mean_ptr,
+        rstd_ptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 
@@ -6816,7 +6857,8 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
   const int64_t per_row = shape.channels_per_group() * plan.splits;
   TORCH_CHECK(per_row < (int64_t(1) << 31), "kgen: too many chunks per group");
   rt::stats_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, mean_ptr, rstd.data_ptr<float>());
+      partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, params.statistics, mean_ptr,
+      rstd.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
     rn::apply_kernel<Pro, Epi, kBlock, decltype(kv)::value, decltype(kc)::value><<<tile_blocks, kBlock, 0, stream>>>(
@@ -6967,11 +7009,12 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
                                          std::vector<int64_t> window, bool for_backward, int64_t rounding) {
   // rounding: the output's dtype as kgen::Rounding codes it (kExact: float32; autocast's GroupNorm is float32) and
-  // the reference's rounding points the functors reproduce. Parameters of any storage dtype are read as float32
+  // the reference's rounding points the functors reproduce, and of the GroupNorm's mean and rstd where the reference
+  // keeps them in its dtype (statistics_rounding). Parameters of any storage dtype are read as float32
   // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
   // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
   // rounds to the output's dtype.
-  const kgen::RoundingScope scope(rounding);
+  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)));
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
@@ -7003,7 +7046,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
-  const kgen::RoundingScope scope(rounding);
+  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)));
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");

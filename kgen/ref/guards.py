@@ -128,7 +128,8 @@ def refusal(graph: torch.fx.Graph, tracer: GuardTracer) -> tuple:
 # ---- parameters of another dtype than their op's input ----------------------------------------------------
 # Ops that compute with the model's parameters in the dtype of their input: PyTorch refuses a parameter of another
 # floating dtype (element-wise ops promote instead, and normalisations take float32 parameters beside a float16 or
-# bfloat16 input: mixed precision).
+# bfloat16 input: mixed precision; GroupNorm only on the CPU, its CUDA kernel refuses the mix, and kgen's regions
+# compute it as the CPU kernel does: float32 statistics, an output of the input's dtype).
 PARAMETER_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
                        F.linear, F.bilinear, F.prelu, torch.prelu, torch.matmul, torch.mm, torch.bmm, torch.addmm,
                        operator.matmul}

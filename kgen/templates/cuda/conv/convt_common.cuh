@@ -22,7 +22,8 @@ __global__ void convt_moments_finalize_kernel(const Moments* __restrict__ partia
   const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
   if (row >= rows) return;  // warp-uniform
   const MomentsD m = warp_merge(per_row, [&](int i) { return partial[row * per_row + i]; });
-  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, eps, mean[row], rstd[row]);
+  // kExact: the fused conv runs at float32 only (its bindings decline half precision and autocast).
+  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, eps, kExact, mean[row], rstd[row]);
 }
 
 // mean and rstd of every (sample, group) from its per_row partials.

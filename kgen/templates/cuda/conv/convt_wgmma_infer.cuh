@@ -112,7 +112,7 @@ __device__ __forceinline__ void infer_sample_table(const Moments* __restrict__ p
       const Moments* p = partial + row * per_row + i;
       return Moments{__ldcg(&p->count), __ldcg(&p->mean), __ldcg(&p->m2)};
     });
-    if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, a.eps, group_mean[grp], group_rstd[grp]);
+    if (threadIdx.x % kWarpSize == 0) finish_statistics(m, 0.0, a.eps, kExact, group_mean[grp], group_rstd[grp]);
   }
   __syncthreads();
   for (int c = threadIdx.x; c < s.out_channels; c += blockDim.x) {

@@ -212,13 +212,24 @@ inline int& call_rounding() {
   return rounding;
 }
 
+// The rounding of a GroupNorm's mean and rstd for the call (region_params carries it into RegionParams::statistics).
+inline int& call_statistics_rounding() {
+  thread_local int rounding = kExact;
+  return rounding;
+}
+
 struct RoundingScope {
-  int saved;
-  explicit RoundingScope(int64_t rounding) : saved(call_rounding()) {
+  int saved, saved_statistics;
+  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact)
+      : saved(call_rounding()), saved_statistics(call_statistics_rounding()) {
     TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
     call_rounding() = static_cast<int>(rounding);
+    call_statistics_rounding() = static_cast<int>(statistics);
   }
-  ~RoundingScope() { call_rounding() = saved; }
+  ~RoundingScope() {
+    call_rounding() = saved;
+    call_statistics_rounding() = saved_statistics;
+  }
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;
 };
@@ -226,6 +237,13 @@ struct RoundingScope {
 // The storage type a rounding code stands for (at::kFloat for kExact).
 inline at::ScalarType rounding_type(int64_t rounding) {
   return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
+}
+
+// How a GroupNorm of the call's dtype keeps its mean and rstd: PyTorch's native_group_norm stores them in the input's
+// dtype and normalises with those where the weight is of that dtype too (or absent); a float32 weight (mixed
+// precision) keeps them float32, as does every float32 call. So `rounding` where the weight does not widen, else kExact.
+inline int64_t statistics_rounding(int64_t rounding, const at::Tensor& weight) {
+  return weight.defined() && weight.scalar_type() != rounding_type(rounding) ? int64_t(kExact) : rounding;
 }
 
 inline at::Tensor or_undefined(const c10::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }

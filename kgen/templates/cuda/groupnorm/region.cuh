@@ -56,6 +56,7 @@ struct ParamTable {
 struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
+  int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
 };
 
 // The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):

@@ -363,7 +363,7 @@ cluster_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
     }
     float2 mu;
     float rs;
-    finish_statistics(m, double(pilot), eps, mu, rs);
+    finish_statistics(m, double(pilot), eps, params.statistics, mu, rs);
     slice_mean = mu;
     slice_rstd = rs;
     if (rank == 0) {

@@ -114,7 +114,8 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
   const int64_t per_row = shape.channels_per_group() * plan.splits;
   TORCH_CHECK(per_row < (int64_t(1) << 31), "kgen: too many chunks per group");
   rt::stats_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-      partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, mean_ptr, rstd.data_ptr<float>());
+      partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, params.statistics, mean_ptr,
+      rstd.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rn::dispatch_tile<kBlock>(vec, tile_c, [&](auto kv, auto kc) {
     rn::apply_kernel<Pro, Epi, kBlock, decltype(kv)::value, decltype(kc)::value><<<tile_blocks, kBlock, 0, stream>>>(

@@ -145,7 +145,7 @@ struct OnePassSync {
 // rstd, and releases the slice's flag. Out of line, so that its double-precision registers do not
 // crowd the streaming loop.
 __device__ __noinline__ void merge_team_moments(const OnePassSync& sync, int64_t row, int team_size, float pilot,
-                                                double eps, float2* mean_out, float* rstd_out) {
+                                                double eps, int rounding, float2* mean_out, float* rstd_out) {
   __threadfence();
   const Moments* slots = sync.published + row * team_size;
   // __ldcg: through L2, the slots were written during this kernel
@@ -153,7 +153,7 @@ __device__ __noinline__ void merge_team_moments(const OnePassSync& sync, int64_t
     return Moments{__ldcg(&slots[s].count), __ldcg(&slots[s].mean), __ldcg(&slots[s].m2)};
   });
   if (threadIdx.x % kWarpSize == 0) {
-    finish_statistics(m, double(pilot), eps, mean_out[row], rstd_out[row]);
+    finish_statistics(m, double(pilot), eps, rounding, mean_out[row], rstd_out[row]);
     store_release(sync.ready + row, 1u);  // orders the two writes above before the flag
   }
 }
@@ -275,7 +275,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
         last = atomic_add_acq_rel(sync.arrivals + row, 1u) == unsigned(plan.team_size - 1);
       }
       if (__shfl_sync(0xffffffffu, last, 0)) {
-        merge_team_moments(sync, row, plan.team_size, pilot_of(k), eps, mean_out, rstd_out);
+        merge_team_moments(sync, row, plan.team_size, pilot_of(k), eps, params.statistics, mean_out, rstd_out);
       }
     }
     return;

@@ -82,8 +82,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       if (gl < slices && team.lane == 0) {
         const double var = fmax((s.b - s.a * s.a / double(D)) / double(D), 0.0);  // biased, as nn.GroupNorm
         const float hi = static_cast<float>(mu);
-        const float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
-        const float rs = static_cast<float>(1.0 / sqrt(var + eps));
+        float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
+        float rs = static_cast<float>(1.0 / sqrt(var + eps));
+        round_statistics(params.statistics, m2, rs);
         slice_mean2[gl] = m2;
         slice_rstd[gl] = rs;
         mean_out[origin.u0 + gl] = m2;

@@ -66,12 +66,12 @@ stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
 template <int kBlock>
 __global__ void __launch_bounds__(kBlock)
 stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t rows,
-                      const float* __restrict__ pilots, double eps, float2* __restrict__ mean,
+                      const float* __restrict__ pilots, double eps, int rounding, float2* __restrict__ mean,
                       float* __restrict__ rstd) {
   const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
   if (row >= rows) return;  // warp-uniform
   const MomentsD m = warp_merge(per_row, [&](int s) { return partial[row * per_row + s]; });
-  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, mean[row], rstd[row]);
+  if (threadIdx.x % kWarpSize == 0) finish_statistics(m, double(pilots[row]), eps, rounding, mean[row], rstd[row]);
 }
 
 // ---------------------------------------------------------------- forward: apply

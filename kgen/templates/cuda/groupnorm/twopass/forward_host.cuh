@@ -80,7 +80,7 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
-                      param_table(epilogue, channels, device, "epilogue")};
+                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding()};
 }
 
 inline Geometry geometry(const RegionShape& shape) {
@@ -399,7 +399,8 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     const int64_t per_row = shape.channels_per_group() * plan.splits;
     TORCH_CHECK(per_row < (int64_t(1) << 31), "kgen: too many chunks per group");
     rt::stats_finalize_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, mean_ptr, rstd_ptr);
+        partial_ptr, static_cast<int>(per_row), rows, pilots.data_ptr<float>(), eps, params.statistics, mean_ptr,
+        rstd_ptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
 
