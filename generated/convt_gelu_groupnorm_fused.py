@@ -9318,22 +9318,6 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
-def _stores_half(x):
-    """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
-    return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
-
-
-def _library_bias(bias, x):
-    """The bias a conv / linear whose bias a kgen step adds keeps itself: None, but in float16 / bfloat16, where the
-    reference rounds the biased result once (so the step's input is the reference's, bit for bit)."""
-    return bias if bias is not None and _stores_half(x) else None
-
-
-def _peeled_bias(bias, x):
-    """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
-    return torch.zeros_like(bias) if _stores_half(x) else bias
-
-
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -9439,10 +9423,8 @@ def _region0_convt(conv, x, weight, bias, groups, eps, grad_enabled, *params):
                 x, conv.weight, weight, bias, [params[k] for k in _Region0.PROLOGUE],
                 [params[k] for k in _Region0.EPILOGUE], groups, eps, list(conv.padding))
         return _Region0ConvT.apply(x, conv.weight, weight, bias, groups, eps, list(conv.padding), *params)
-    z = F.conv_transpose2d(x, conv.weight, _library_bias(conv.bias, x), conv.stride, conv.padding,
-                           conv.output_padding, conv.groups, conv.dilation)
-    if conv.bias is not None:   # the prologue's first parameter
-        params = (_peeled_bias(params[0], z),) + params[1:]
+    z = F.conv_transpose2d(x, conv.weight, None, conv.stride, conv.padding, conv.output_padding, conv.groups,
+                           conv.dilation)
     return _Region0.apply(z, weight, bias, groups, eps, (), grad_enabled, *params)
 
 

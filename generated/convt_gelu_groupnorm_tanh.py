@@ -6389,22 +6389,6 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
-def _stores_half(x):
-    """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
-    return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
-
-
-def _library_bias(bias, x):
-    """The bias a conv / linear whose bias a kgen step adds keeps itself: None, but in float16 / bfloat16, where the
-    reference rounds the biased result once (so the step's input is the reference's, bit for bit)."""
-    return bias if bias is not None and _stores_half(x) else None
-
-
-def _peeled_bias(bias, x):
-    """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
-    return torch.zeros_like(bias) if _stores_half(x) else bias
-
-
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6475,8 +6459,8 @@ class ModelNew(nn.Module):
         self.group_norm = nn.GroupNorm(num_groups=num_groups, num_channels=out_channels)
 
     def forward(self, x):
-        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, _library_bias(self.conv_transpose.bias, x), self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        group_norm = _Region0.apply(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.conv_transpose.bias, conv_transpose))
+        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, None, self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
+        group_norm = _Region0.apply(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)
         return group_norm
 
 

@@ -7266,8 +7266,9 @@ def _stores_half(x):
 
 
 def _library_bias(bias, x):
-    """The bias a conv / linear whose bias a kgen step adds keeps itself: None, but in float16 / bfloat16, where the
-    reference rounds the biased result once (so the step's input is the reference's, bit for bit)."""
+    """The bias of a linear (or of a conv before a batch norm) whose bias a kgen step adds: None, but in float16 /
+    bfloat16, where the call keeps it (cuBLAS rounds the biased result once: the step's input is the reference's, bit
+    for bit)."""
     return bias if bias is not None and _stores_half(x) else None
 
 

@@ -6422,22 +6422,6 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
-def _stores_half(x):
-    """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
-    return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
-
-
-def _library_bias(bias, x):
-    """The bias a conv / linear whose bias a kgen step adds keeps itself: None, but in float16 / bfloat16, where the
-    reference rounds the biased result once (so the step's input is the reference's, bit for bit)."""
-    return bias if bias is not None and _stores_half(x) else None
-
-
-def _peeled_bias(bias, x):
-    """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
-    return torch.zeros_like(bias) if _stores_half(x) else bias
-
-
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6513,8 +6497,8 @@ class ModelNew(nn.Module):
         _check_baked_constants(self, {'clamp_max': 1.0, 'clamp_min': 0.0})
 
     def forward(self, x):
-        conv = self.conv._conv_forward(x, self.conv.weight, _library_bias(self.conv.bias, x))
-        clamp = _Region0.apply(conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, _window(self.maxpool.kernel_size, 2), torch.is_grad_enabled(), _peeled_bias(self.conv.bias, conv), self.scale)
+        conv = self.conv._conv_forward(x, self.conv.weight, None)
+        clamp = _Region0.apply(conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, _window(self.maxpool.kernel_size, 2), torch.is_grad_enabled(), self.conv.bias, self.scale)
         return clamp
 
 

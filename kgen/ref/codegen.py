@@ -115,11 +115,11 @@ class ForwardWriter:
         return f"{var(node.name)} = {name}({self.call_args(node)})"
 
     def _without_bias(self, node, module, channels_last: bool = False) -> str:
-        """The conv / linear call whose bias a kgen step adds; in float16 / bfloat16 the call keeps it
-        (_library_bias: the reference rounds the biased result once, and the step adds zeros)."""
+        """The conv / linear call whose bias a kgen step adds. In float16 / bfloat16 the call keeps a bias the
+        reference's library op rounds with its result (_library_bias, half_kept_biases; the step adds zeros)."""
         x = self.value(node.args[0])
         m = self.attr(node.target)
-        bias = f"_library_bias({m}.bias, {x})"
+        bias = f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
         if channels_last:
             x = f"_ChannelsLastCopy.apply({x})"
         if isinstance(module, nn.Linear):
@@ -134,6 +134,17 @@ class ForwardWriter:
         """The expressions of the conv / linear biases a kgen step adds in the library op's place."""
         return {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
                 if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"}
+
+    def half_kept_biases(self) -> set:
+        """The peeled biases the library call keeps in float16 / bfloat16, so that the step reads the reference's
+        rounded values: a linear's (cuBLAS adds it in the GEMM: the biased result is rounded once) and a conv's before
+        a batch norm (whose kernels add it unrounded). A conv's bias before a region is the region's in every dtype:
+        cuDNN convolves without it and PyTorch adds it after (the conv's result rounded, then the sum), as the
+        region's prologue does at the reference's rounding points (value_stored)."""
+        linear = {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
+                  if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"
+                  and isinstance(self.modules[s.node.target], nn.Linear)}
+        return linear | {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
 
     def lines(self) -> list[str]:
         """forward's statements after the renamed arguments: one per step the return needs, then the return."""
@@ -168,9 +179,9 @@ class ForwardWriter:
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
                 self.alias[name] = stand_in
-        peeled = self.peeled_biases()
+        kept = self.half_kept_biases()
         x = self.read(var(step.input)) if not step.conv_fused else ""
-        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in peeled and not step.conv_fused else p.expr
+        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
         gn = step.gn_args
         if step.conv_fused:
@@ -448,7 +459,6 @@ def solution_context(plan: Plan) -> dict:
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
-        "peels_bias": bool(writer.peeled_biases()) or any(isinstance(s, BatchNormStep) and s.conv_bias
-                                                          for s in plan.steps),
+        "peels_bias": bool(writer.half_kept_biases()),
     }
 

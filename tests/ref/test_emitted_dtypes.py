@@ -119,15 +119,52 @@ def test_autocast_float32_ops_are_autocasts_list():
     assert not ops.autocast_float32([node("tanh", value), node("mul", value, scalar)])
 
 
-def test_a_peeled_bias_stays_in_the_library_call_in_half_precision(float32_text, monkeypatch):
-    """In float32 the region adds the conv's bias (the conv runs without it); in float16 / bfloat16 the conv keeps it,
-    as the reference rounds the biased result once, and the region adds zeros; under autocast the region adds it."""
-    assert "_conv_forward(x, self.conv.weight, _library_bias(self.conv.bias, x))" in float32_text
-    assert "_peeled_bias(self.conv.bias, conv)" in float32_text
-    module = emitted_module(float32_text, monkeypatch)
+def test_a_conv_bias_is_the_regions_in_every_dtype(float32_text):
+    """cuDNN convolves without the bias and PyTorch adds it after, rounding twice in half precision: the region's
+    prologue adds it at those rounding points (value_stored), so the conv runs without it at every dtype."""
+    assert "_conv_forward(x, self.conv.weight, None)" in float32_text
+    assert ", self.conv.bias, self.scale)" in float32_text
+    assert "_library_bias" not in float32_text and "_peeled_bias" not in float32_text
+
+
+LINEAR_REFERENCE = textwrap.dedent("""\
+    import torch
+    import torch.nn as nn
+
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 8)
+            self.gn = nn.GroupNorm(2, 8)
+
+        def forward(self, x):
+            return torch.relu(self.gn(self.fc(x)))
+
+
+    def get_inputs():
+        return [torch.rand(4, 16)]
+
+
+    def get_init_inputs():
+        return []
+    """)
+
+
+def test_a_linear_bias_stays_in_the_library_call_in_half_precision(tmp_path, monkeypatch):
+    """cuBLAS adds a linear's bias in the GEMM, rounding the biased result once: in float16 / bfloat16 the call keeps
+    it and the region adds zeros; in float32 and under autocast the region adds it."""
+    path = tmp_path / "model.py"
+    path.write_text(LINEAR_REFERENCE)
+    text = emit_reference(str(path))[0]
+    assert "F.linear(x, self.fc.weight, _library_bias(self.fc.bias, x))" in text
+    assert "_peeled_bias(self.fc.bias, fc)" in text
+    module = emitted_module(text, monkeypatch)
     bias = torch.rand(8)
-    x32, x16 = torch.rand(2, 4, 3, 3), torch.rand(2, 4, 3, 3, dtype=torch.bfloat16)
+    x32, x16 = torch.rand(4, 16), torch.rand(4, 16, dtype=torch.bfloat16)
     assert module._library_bias(bias, x32) is None and module._peeled_bias(bias, x32) is bias
     assert module._library_bias(bias, x16) is bias and torch.equal(module._peeled_bias(bias, x16), torch.zeros(8))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert module._library_bias(bias, x16) is None and module._peeled_bias(bias, x16) is bias
+
+
