@@ -783,13 +783,14 @@ param_grad_kernel(const double2* __restrict__ plane_sums, const float* __restric
 }
 
 // The mean and rstd a GroupNorm normalises with, as the reference keeps them (RegionParams::statistics): at float16 /
-// bfloat16 PyTorch's native_group_norm stores both in the input's dtype and forms a = rstd gamma, b = beta - a mean
-// in float32 from those (H200: its bfloat16 output equals that emulation bit for bit, 69 % of it differs from one
-// with float32 statistics: benchmarks/results/h200/precision/gn_rounding.txt). kExact: unchanged.
-__device__ __forceinline__ void round_statistics(int rounding, float2& mean, float& rstd) {
+// bfloat16 PyTorch's native_group_norm casts eps to the dtype, takes rstd = rsqrtf(var + eps) in float32 and stores
+// mean and rstd in the dtype, then forms a = rstd gamma, b = beta - a mean in float32 from those (H200: its bfloat16
+// output equals that emulation bit for bit, 69 % of it differs from one with float32 statistics:
+// benchmarks/results/h200/precision/gn_rounding.txt). `var`: the biased variance. kExact: mean and rstd unchanged.
+__device__ __forceinline__ void round_statistics(int rounding, double var, double eps, float2& mean, float& rstd) {
   if (rounding == kExact) return;
   mean = make_float2(stored(mean.x + mean.y, rounding), 0.f);
-  rstd = stored(rstd, rounding);
+  rstd = stored(rsqrtf(static_cast<float>(var) + stored(static_cast<float>(eps), rounding)), rounding);
 }
 
 // Mean (as a (hi, lo) float pair) and rstd of a slice from its merged moments, taken around `pilot`, rounded as the
@@ -801,7 +802,7 @@ __device__ __forceinline__ void finish_statistics(const MomentsD& m, double pilo
   const float hi = static_cast<float>(full_mean);
   mean = make_float2(hi, static_cast<float>(full_mean - double(hi)));
   rstd = static_cast<float>(1.0 / sqrt(var + eps));
-  round_statistics(rounding, mean, rstd);
+  round_statistics(rounding, var, eps, mean, rstd);
 }
 
 }  // namespace kgen
@@ -1697,7 +1698,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
         const float hi = static_cast<float>(mu);
         float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
         float rs = static_cast<float>(1.0 / sqrt(var + eps));
-        round_statistics(params.statistics, m2, rs);
+        round_statistics(params.statistics, var, eps, m2, rs);
         slice_mean2[gl] = m2;
         slice_rstd[gl] = rs;
         mean_out[origin.u0 + gl] = m2;
@@ -2032,7 +2033,7 @@ struct RowsSlice {
     const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
     rstd = static_cast<float>(rsqrt(var + eps));
     if (params.statistics != kExact) {  // the reference's rounded mean and rstd (round_statistics); d re-centred
-      round_statistics(params.statistics, mean, rstd);
+      round_statistics(params.statistics, var, eps, mean, rstd);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
 #pragma unroll

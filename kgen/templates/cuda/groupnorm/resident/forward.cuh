@@ -84,7 +84,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
         const float hi = static_cast<float>(mu);
         float2 m2 = make_float2(hi, static_cast<float>(mu - double(hi)));
         float rs = static_cast<float>(1.0 / sqrt(var + eps));
-        round_statistics(params.statistics, m2, rs);
+        round_statistics(params.statistics, var, eps, m2, rs);
         slice_mean2[gl] = m2;
         slice_rstd[gl] = rs;
         mean_out[origin.u0 + gl] = m2;

@@ -121,7 +121,7 @@ struct RowsSlice {
     const double var = fmax((db - da * da * inv_d) * inv_d, 0.0);  // biased, as nn.GroupNorm
     rstd = static_cast<float>(rsqrt(var + eps));
     if (params.statistics != kExact) {  // the reference's rounded mean and rstd (round_statistics); d re-centred
-      round_statistics(params.statistics, mean, rstd);
+      round_statistics(params.statistics, var, eps, mean, rstd);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
