@@ -23,7 +23,7 @@ CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
                     nn.ConvTranspose3d: "conv_transpose3d"}
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
-         operator.mod: "%", operator.pow: "**",
+         operator.mod: "%", operator.pow: "**", operator.matmul: "@",
          operator.gt: ">",
          operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!="}
 
@@ -111,7 +111,7 @@ class ForwardWriter:
         if node.target is getattr:
             return f"{var(node.name)} = {self.value(node.args[0])}.{node.args[1]}"
         name = torch.fx.node._get_qualified_name(node.target)
-        name = name.replace("torch.nn.functional.", "F.")
+        name = name.replace("torch.nn.functional.", "F.").removeprefix("builtins.")
         return f"{var(node.name)} = {name}({self.call_args(node)})"
 
     def _without_bias(self, node, module, channels_last: bool = False) -> str:

@@ -59,6 +59,10 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
+# Python's operators a library step writes as such (codegen.INFIX), whatever they read.
+PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+                    operator.pow, operator.matmul, operator.gt, operator.lt, operator.ge, operator.le, operator.eq,
+                    operator.ne}
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to", "std", "var", "norm", "prod", "argmax",
@@ -218,23 +222,36 @@ class PointwisePlanning:
             isinstance(a, torch.fx.Node) and tensor_shape(a) is not None for a in node.args)
 
     def library(self, node, fallback: str = "") -> None:
-        module = self.module(node)
-        known = (bool(fallback) or node.op == "get_attr" or
-                 (module is not None and isinstance(module, LIBRARY_MODULES)) or
-                 (node.op == "call_function" and node.target in LIBRARY_FUNCTIONS) or
-                 (node.op == "call_method" and node.target in LIBRARY_METHODS) or
-                 self.size_arithmetic(node))
-        if not known:
-            raise RefError(f"{self.where(node)}: kgen cannot plan {op_text(node, self.modules)}: it is neither an op "
-                           "kgen fuses (element-wise, GroupNorm, reduction) nor one it knows to keep as PyTorch's own "
-                           "call; write it with ops kgen knows, or, where PyTorch may run it between kgen's kernels "
-                           "as it is, add it to LIBRARY_FUNCTIONS, LIBRARY_METHODS or LIBRARY_MODULES in "
-                           "kgen/ref/plan_pointwise.py")
+        """`node` runs as the reference's own PyTorch call between kgen's kernels (a library step): every op kgen does
+        not fuse (attention, cumsum, topk, sort, interpolate, embedding...), as long as the emitted file can make the
+        same call (library_call)."""
+        why = library_call(node)
+        if why:
+            raise RefError(f"{self.where(node)}: kgen cannot plan {op_text(node, self.modules)}: {why}")
         taker = self.bias_takers.get(node.name)
         step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
                            bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
         self.claimed[node.name] = step
         self.steps.append(step)
+
+
+def library_call(node) -> str:
+    """Why the emitted file cannot make `node`'s call as the reference does, or "": a module of the model, a tensor
+    method, an attribute, or a function of torch, of Python's builtins or an operator it can; a function it does not
+    import (another library's, or the reference's own kept whole by torch.fx.wrap), not."""
+    if node.op in ("call_module", "call_method", "get_attr"):
+        return ""
+    if node.op != "call_function":
+        return f"kgen cannot replay a `{node.op}` step"
+    if node.target in (operator.getitem, getattr) or node.target in SIZE_OPERATORS or \
+            node.target in PYTHON_OPERATORS:
+        return ""
+    name = torch.fx.node._get_qualified_name(node.target)
+    if name.startswith("torch.") or name.startswith("builtins."):
+        return ""
+    return ("a function outside torch (another library's, or the reference's own kept whole by torch.fx.wrap) that "
+            "the emitted file, which imports torch alone, cannot call; write it with torch's functions, or let fx "
+            "trace through it")
 
 
 def _broadcasts(shape, full) -> bool:
