@@ -18,6 +18,7 @@ import torch.nn as nn
 from kgen.ref import functors, ops
 from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
+from kgen.ref.trace import own_function
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -25,7 +26,9 @@ CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
          operator.mod: "%", operator.pow: "**", operator.matmul: "@",
          operator.gt: ">",
-         operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!="}
+         operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!=",
+         operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>"}
+PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 
 
 def var(name: str) -> str:
@@ -106,10 +109,14 @@ class ForwardWriter:
             return f"{var(node.name)} = {self.value(node.args[0])}.{node.target}({', '.join(rest)})"
         if node.target is operator.getitem:
             return f"{var(node.name)} = {self.value(node.args[0])}[{self.value(node.args[1])}]"
+        if node.target in PREFIX:
+            return f"{var(node.name)} = {PREFIX[node.target]}{self.value(node.args[0])}"
         if node.target in INFIX:
             return f"{var(node.name)} = {self.value(node.args[0])} {INFIX[node.target]} {self.value(node.args[1])}"
         if node.target is getattr:
             return f"{var(node.name)} = {self.value(node.args[0])}.{node.args[1]}"
+        if own_function(node.target):   # the reference's own function, carried in the prelude
+            return f"{var(node.name)} = {node.target.__name__}({self.call_args(node)})"
         name = torch.fx.node._get_qualified_name(node.target)
         name = name.replace("torch.nn.functional.", "F.").removeprefix("builtins.")
         return f"{var(node.name)} = {name}({self.call_args(node)})"

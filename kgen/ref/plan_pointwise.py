@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
-from kgen.ref.trace import RefError, tensor_shape
+from kgen.ref.trace import RefError, own_function, tensor_shape
 
 # Element-wise ops kgen has no formula for (no kernel of its own): PyTorch runs them as the reference does, between
 # kgen's kernels, instead of a refusal. Most have a zero or undefined gradient, which PyTorch's autograd keeps.
@@ -59,10 +59,11 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
-# Python's operators a library step writes as such (codegen.INFIX), whatever they read.
+# Python's operators a library step writes as such (codegen.INFIX, codegen.PREFIX), whatever they read.
 PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                     operator.pow, operator.matmul, operator.gt, operator.lt, operator.ge, operator.le, operator.eq,
-                    operator.ne}
+                    operator.ne, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
+                    operator.neg, operator.pos, operator.invert}
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to", "std", "var", "norm", "prod", "argmax",
@@ -237,8 +238,8 @@ class PointwisePlanning:
 
 def library_call(node) -> str:
     """Why the emitted file cannot make `node`'s call as the reference does, or "": a module of the model, a tensor
-    method, an attribute, or a function of torch, of Python's builtins or an operator it can; a function it does not
-    import (another library's, or the reference's own kept whole by torch.fx.wrap), not."""
+    method, an attribute, a function of torch, of Python's builtins, an operator, or one of the reference's own file
+    (kept whole by torch.fx.wrap: the file carries it) it can; another library's function, not."""
     if node.op in ("call_module", "call_method", "get_attr"):
         return ""
     if node.op != "call_function":
@@ -246,12 +247,13 @@ def library_call(node) -> str:
     if node.target in (operator.getitem, getattr) or node.target in SIZE_OPERATORS or \
             node.target in PYTHON_OPERATORS:
         return ""
+    if own_function(node.target):   # the reference's own, kept whole by torch.fx.wrap: carried, called by name
+        return ""
     name = torch.fx.node._get_qualified_name(node.target)
     if name.startswith("torch.") or name.startswith("builtins."):
         return ""
-    return ("a function outside torch (another library's, or the reference's own kept whole by torch.fx.wrap) that "
-            "the emitted file, which imports torch alone, cannot call; write it with torch's functions, or let fx "
-            "trace through it")
+    return ("a function of another library, which the emitted file (it imports torch and the reference's own "
+            "definitions) cannot call; write it with torch's functions")
 
 
 def _broadcasts(shape, full) -> bool:

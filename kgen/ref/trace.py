@@ -76,7 +76,7 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if n not in names]
     if missing:
         raise RefError(f"{path}: not a KernelBench reference: missing {', '.join(missing)}")
-    module = types.ModuleType("kgen_reference")
+    module = types.ModuleType(REFERENCE_MODULE)
     module.__file__ = str(path)
     try:
         exec(compile(tree, str(path), "exec"), module.__dict__)
@@ -133,10 +133,11 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     functions = _input_functions(tree)
     if given_init:
         functions = [f for f in functions if f.name != "get_init_inputs"] + [_returning("get_init_inputs", init_args)]
-    prelude = _prelude(tree, set().union(*(_free_names(f) for f in functions)))
+    prelude = _prelude(tree, set().union(*(_free_names(f) for f in functions)) | _own_functions_called(gm))
     input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
     _check_carried_inputs(prelude, input_source, inputs, path)
     after_shapes(gm)   # after the flags: `training=self.training` is no constant False
+    _rename_shadowing(gm, set().union(*(_bound_names(s) for s in tree.body)))
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,
@@ -484,6 +485,29 @@ def _check_carried_inputs(prelude: str, input_source: str, inputs: list, path: P
 
 def _described(values: list) -> list:
     return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else (type(v).__name__,) for v in values]
+
+
+REFERENCE_MODULE = "kgen_reference"   # the module the reference file is loaded as
+
+
+def own_function(target) -> bool:
+    """Whether a traced call's target is a function of the reference's own file (kept whole by torch.fx.wrap), which
+    the emitted file carries and calls by name."""
+    return callable(target) and getattr(target, "__module__", None) == REFERENCE_MODULE and \
+        getattr(target, "__qualname__", "") == getattr(target, "__name__", None)
+
+
+def _rename_shadowing(gm: torch.fx.GraphModule, defined: set) -> None:
+    """Renames the nodes whose names the reference's file defines at the top level (a function forward calls whole
+    gives its node its name): as forward's local variables they would shadow what the emitted file carries."""
+    for node in gm.graph.nodes:
+        if node.name in defined:
+            node._rename(f"{node.name}_value")
+
+
+def _own_functions_called(gm: torch.fx.GraphModule) -> set:
+    """The names of the reference's own top-level functions that forward calls whole (torch.fx.wrap)."""
+    return {n.target.__name__ for n in gm.graph.nodes if n.op == "call_function" and own_function(n.target)}
 
 
 def _prelude(tree: ast.Module, also_needed: set = frozenset()) -> str:

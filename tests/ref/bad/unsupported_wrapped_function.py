@@ -2,12 +2,9 @@ import torch
 import torch.fx
 import torch.nn as nn
 
+from copy import copy as shallow
 
-def smooth(t):
-    return t - t.mean(dim=1, keepdim=True)
-
-
-torch.fx.wrap("smooth")
+torch.fx.wrap("shallow")
 
 
 class Model(nn.Module):
@@ -16,7 +13,7 @@ class Model(nn.Module):
         self.gn = nn.GroupNorm(g, c)
 
     def forward(self, x):
-        return smooth(self.gn(x))
+        return shallow(self.gn(x)) * 2
 
 
 def get_inputs():
