@@ -1,5 +1,5 @@
 """The validator's adversarial cases, as data shared by the GPU tests (test_runtime_gpu.py) and the
-reliability table (kgen/bench/reliability.py): every bad solution file under tests/validate/files, how it
+reliability table (kgen/bench/reliability/): every bad solution file under tests/validate/files, how it
 is run, and the verdict it must get.
 
 Modes:

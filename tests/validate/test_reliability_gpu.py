@@ -1,7 +1,7 @@
 """Reliability on a GPU: no memory growth over 1,000 forward+backward iterations of every emitted solution,
 and the extension built once per process (the same file twice reuses its build; two different emitted
 files get different extensions and both compute correct results). The logic lives in
-kgen/bench/runtime_checks.py, which the reliability table (kgen/bench/reliability.py) also runs."""
+kgen/bench/runtime_checks.py, which the reliability table (kgen/bench/reliability/) also runs."""
 import pytest
 
 from kgen.bench.prebuild import emit_to_file
