@@ -162,3 +162,21 @@ def test_precisions_are_checked():
     assert family.precisions("fp32, bf16,bf16") == ["fp32", "bf16"]
     with pytest.raises(ValueError, match="fp32, fp16 and bf16"):
         family.precisions("fp8")
+
+
+def test_glob_takes_a_corpus_of_references_and_only_names_their_stems(monkeypatch, tmp_path):
+    """--glob picks the references of a directory that is not KernelBench's (tests/corpus), leaving out packages'
+    and tests' own files; --only takes file stems there. (The fake runner answers every check PASS.)"""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("block_tiny.py", "block_large.py", "__init__.py", "test_corpus.py", "generate.py"):
+        (corpus / name).write_text("")
+    calls = []
+    monkeypatch.setattr(family, "run", fake_runner(calls))
+    monkeypatch.setattr(sys, "argv", ["family.py", str(corpus), str(tmp_path), str(tmp_path / "out"), "--glob",
+                                      "*_*.py", "--only", "block_tiny,block_large", "--skip-checks"])
+    family.main()
+    rows = json.loads((tmp_path / "out" / "family.json").read_text())
+    assert sorted(row["problem"] for row in rows) == ["block_large", "block_tiny"]
+    emitted = [c for c in calls if "kgen.cli emit" in c and "--explain" not in c]
+    assert len(emitted) == 2 and not any("__init__" in c or "test_corpus" in c for c in emitted)

@@ -3,7 +3,7 @@ reference alone (`kgen emit --ref`), then `kgen validate` (outputs, every gradie
 KernelBench's own evaluator (fp32, 5 trials), and with `--bench` kgen / eager / torch.compile forward and
 forward+backward timed in one process per problem (kgen.bench.timing). Writes one Markdown table and one JSON.
 
-    python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8]
+    python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8] [--glob "*_*.py"]
                                  [--workers 4] [--skip-checks] [--budget S] [--resume]
                                  [--emit-args "--conv fast"] [--precisions fp32,bf16,fp16]
 
@@ -107,7 +107,9 @@ def main() -> None:
     parser.add_argument("kb")
     parser.add_argument("out")
     parser.add_argument("--bench", action="store_true")
-    parser.add_argument("--only", default="")
+    parser.add_argument("--only", default="", help="comma-separated problem numbers (19,92) or file stems")
+    parser.add_argument("--glob", default="level*.py",
+                        help="which files of PROBLEMS_DIR are references (tests/corpus: \"*_*.py\")")
     parser.add_argument("--jobs", type=int, default=8)
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=400)
@@ -133,10 +135,10 @@ def main() -> None:
     emit_args = shlex.split(args.emit_args)
     emitted = ROOT / ".build" / ("family" + "".join(re.sub(r"\W+", "_", a) for a in emit_args))
     emitted.mkdir(parents=True, exist_ok=True)
-    problems = sorted(Path(args.problems).glob("level*.py"))
+    problems = sorted(p for p in Path(args.problems).glob(args.glob) if not p.name.startswith(("_", "test_")))
     if args.only:
         wanted = set(args.only.split(","))
-        problems = [p for p in problems if problem_id(p).split("-")[1] in wanted]
+        problems = [p for p in problems if problem_id(p).split("-")[-1] in wanted or p.stem in wanted]
     earlier = {}
     if args.resume and (out / "family.json").is_file():
         earlier = {row_key(row): row for row in json.loads((out / "family.json").read_text())}
