@@ -51,7 +51,7 @@ from kgen.validate.checks import Check
 from kgen.validate.context import Context, outputs_of, tensors_of
 from kgen.validate.numerics import compare, max_magnitude, rounding_allowance, rounding_excess, squared_difference
 from kgen.validate.stages.fp64 import BOUND_ROUNDINGS, bound_words, fp64_samples
-from kgen.validate.stages.sensitivity import disputed_by, judge_by_sensitivity, model_outputs, rounding_sensitivity
+from kgen.validate.stages.sensitivity import cleared_against, judge_by_sensitivity, model_outputs, rounding_sensitivity
 
 SEPARABLE_TOL = 1e-2       # atol = rtol of "a chunk's float64 output is the reference's slice" at float32 (TF32)
 SEPARABLE_ROUNDINGS = 16   # roundings to the run's dtype beyond float32's that the separability test also allows
@@ -273,7 +273,7 @@ def arbitrate_outputs(ctx: Context, inputs: list, checks: dict[int, Check], new_
     if noisy:
         plain = {i: ref_outs[i] for i in noisy}
         noise = rounding_sensitivity(ctx, model_outputs(ctx, ctx.ref_model, inputs), noisy, plain,
-                                     settled=disputed_by(new_outs, ref_outs, ctx.atol, ctx.rtol))
+                                     settled=cleared_against(new_outs, ref_outs, ctx.atol, ctx.rtol))
         for i in noisy:
             judged[i] = judge_by_sensitivity(checks[i], new_outs[i], ref_outs[i], noise[i], ctx.atol, ctx.rtol,
                                              what="output", dtype=ctx.arithmetic)

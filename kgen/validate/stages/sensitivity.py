@@ -208,9 +208,9 @@ def within_noise(distance, sensitivity: Sensitivity, atol: float) -> bool:
     return distance.nan_mismatch == 0 and within and few
 
 
-def disputed_by(new: dict, ref: dict, atol: float, rtol: float) -> Callable[[object, Sensitivity], bool]:
-    """rounding_sensitivity's `settled` for tensors new[key] against ref[key]: whether the noise measured so far
-    clears the solution."""
+def cleared_against(new: dict, ref: dict, atol: float, rtol: float) -> Callable[[object, Sensitivity], bool]:
+    """rounding_sensitivity's `settled` for the solution's tensors new[key] against the reference's ref[key]: whether
+    the noise measured so far clears the solution."""
     return lambda key, s: within_noise(compare(new[key], ref[key], atol, rtol), s, atol)
 
 
@@ -247,7 +247,7 @@ def rejudge_failing(ctx: Context, inputs: list, upstream: Callable, checks: dict
     if not failing:
         return checks
     sensitivity = rounding_sensitivity(ctx, reference_gradients(ctx, inputs, upstream), failing, ref_grads,
-                                       settled=disputed_by(new_grads, ref_grads, ctx.atol, ctx.rtol))
+                                       settled=cleared_against(new_grads, ref_grads, ctx.atol, ctx.rtol))
     return {key: judge_by_sensitivity(check, new_grads[key], ref_grads[key], sensitivity[key], ctx.atol, ctx.rtol,
                                       dtype=ctx.arithmetic)
             if key in failing else check for key, check in checks.items()}
