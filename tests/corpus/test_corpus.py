@@ -5,9 +5,7 @@ against eager and torch.compile) is `benchmarks/family.py tests/corpus ... --glo
 from pathlib import Path
 
 import pytest
-import torch
 
-from kgen.ref.ir import BatchNormStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import load_reference
 from tests.corpus import generate
@@ -32,15 +30,5 @@ def test_every_corpus_reference_plans(path):
 
 @pytest.mark.parametrize("path", [p for p in CORPUS if p.stem.endswith("_tiny")], ids=lambda p: p.stem)
 def test_the_tiny_plans_compute_the_references_value(path):
-    from tests.ref.plan_interpreter import run_plan
-    ref = load_reference(path)
-    plan = make_plan(ref)
-    if any(isinstance(s, BatchNormStep) for s in plan.steps):
-        pytest.skip("batch norm steps are not interpreted")
-    model = ref.model.eval()
-    torch.manual_seed(1)
-    inputs = list(ref.namespace["get_inputs"]())
-    with torch.no_grad():
-        want, have = model(*inputs), run_plan(plan, model, inputs)
-    assert want.shape == have.shape
-    torch.testing.assert_close(have, want, atol=1e-4, rtol=1e-4)
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)

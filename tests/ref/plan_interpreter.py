@@ -146,3 +146,26 @@ def run_plan(plan, model, inputs: list):
         elif isinstance(step, BatchNormStep):
             raise NotImplementedError("batch norm steps are not interpreted")
     return fetch(plan.outputs)
+
+
+def assert_plan_computes_the_references_value(path) -> None:
+    """The reference at `path` planned, its plan run step by step (run_plan) equal to the reference's forward in eval
+    mode on its own get_inputs() (skipped where the plan has a batch norm step, which is not interpreted)."""
+    import pytest
+
+    from kgen.ref.plan import make_plan
+    from kgen.ref.trace import load_reference
+    ref = load_reference(path)
+    plan = make_plan(ref)
+    if any(isinstance(s, BatchNormStep) for s in plan.steps):
+        pytest.skip("batch norm steps are not interpreted")
+    model = ref.model.eval()
+    torch.manual_seed(1)
+    inputs = list(ref.namespace["get_inputs"]())
+    with torch.no_grad():
+        expected, got = model(*inputs), run_plan(plan, model, inputs)
+    flat = lambda v: list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
+    for want, have in zip(flat(expected), flat(got)):
+        if isinstance(want, torch.Tensor):
+            assert want.shape == have.shape
+            torch.testing.assert_close(have, want, atol=1e-4, rtol=1e-4, equal_nan=True)
