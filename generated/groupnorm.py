@@ -38,6 +38,7 @@ CUDA_SOURCE = r"""
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/version.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -254,17 +255,27 @@ inline int& call_statistics_rounding() {
   return rounding;
 }
 
+// Whether the call's GroupNorm forward reproduces native_group_norm bit for bit (RegionParams::faithful): set by a
+// region whose output a library op that rounds float32 to TF32 reads (a convolution, a matmul), where a last-bit
+// difference would grow to ~1e-3 (groupnorm/statistics.cuh, torch_moments_kernel).
+inline int& call_faithful() {
+  thread_local int faithful = 0;
+  return faithful;
+}
+
 struct RoundingScope {
-  int saved, saved_statistics;
-  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact)
-      : saved(call_rounding()), saved_statistics(call_statistics_rounding()) {
+  int saved, saved_statistics, saved_faithful;
+  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact, bool faithful = false)
+      : saved(call_rounding()), saved_statistics(call_statistics_rounding()), saved_faithful(call_faithful()) {
     TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
     call_rounding() = static_cast<int>(rounding);
     call_statistics_rounding() = static_cast<int>(statistics);
+    call_faithful() = faithful ? 1 : 0;
   }
   ~RoundingScope() {
     call_rounding() = saved;
     call_statistics_rounding() = saved_statistics;
+    call_faithful() = saved_faithful;
   }
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;
@@ -275,10 +286,18 @@ inline at::ScalarType rounding_type(int64_t rounding) {
   return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
 }
 
-// How a GroupNorm of the call's dtype keeps its mean and rstd: PyTorch's native_group_norm stores them in the input's
-// dtype and normalises with those where the weight is of that dtype too (or absent); a float32 weight (mixed
-// precision) keeps them float32, as does every float32 call. So `rounding` where the weight does not widen, else kExact.
+// Whether the PyTorch this file builds against normalises a float16 / bfloat16 GroupNorm with its mean and rstd rounded
+// to the dtype: up to 2.12 native_group_norm does; from 2.13 on it normalises with float32 copies and rounds only the
+// statistics it returns (libtorch_cuda.so of 2.12.0 has RowwiseMomentsCUDAKernel<T>, that of 2.13.0
+// RowwiseMomentsCUDAKernel<T, T_ACC>, which also writes the float32 mean and rstd the forward reads). Both keep eps in
+// the dtype.
+constexpr bool kTorchRoundsHalfStatistics = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR <= 12;
+
+// How a GroupNorm of the call's dtype normalises: up to PyTorch 2.12 with its mean and rstd in the input's dtype where
+// the weight is of that dtype too (or absent), so `rounding` there; else (a float32 weight, a float32 call, PyTorch
+// 2.13 and newer) with float32 statistics, kExact.
 inline int64_t statistics_rounding(int64_t rounding, const at::Tensor& weight) {
+  if (!kTorchRoundsHalfStatistics) return kExact;
   return weight.defined() && weight.scalar_type() != rounding_type(rounding) ? int64_t(kExact) : rounding;
 }
 
@@ -866,7 +885,12 @@ struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
   int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
+  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_moments_kernel, Channel::value), for
+                   // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
+
+// RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
+enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 
 // The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):
 //   kNone     (N, C, *spatial)       v itself
@@ -955,6 +979,105 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
   }
   t.rounding = call_rounding();
   return t;
+}
+
+}  // namespace kgen
+
+// ---- groupnorm/statistics_torch.cuh: native_group_norm's mean and rstd, bit for bit (faithful regions) ----
+//
+// cuDNN rounds a float32 convolution's inputs to TF32 (10-bit mantissa) by default, so a norm output one ulp away from
+// the reference's flips some of those roundings and the conv after it moves by ~1e-3 of its terms: KernelBench's
+// float32 check (atol = rtol = 1e-4) then fails a correctly rounded GroupNorm as it fails torch.compile's
+// (benchmarks/results/h200/faithful/README.md). Where the planner sees such a reader, the region's forward takes
+// mean and rstd as native_group_norm's RowwiseMomentsCUDAKernel does - one block per (sample, group), 32 threads for
+// a slice under 512 values, else 512; thread t folds values t, t + blockDim, ... by Welford's update, then the
+// warp's shuffle tree (offsets 16 .. 1) and the block's tree over its warps - and normalises as its forward does
+// (Channel::value). The roundings are spelled out (_rn intrinsics) as nvcc contracts PyTorch's source: the updates
+// of m2 and mean fused, b = -a mean + beta not (H200: this emulation equals F.group_norm for every value,
+// tests/gpu/test_faithful.py). Needs core/sweeps.cuh and groupnorm/region.cuh before it.
+namespace kgen {
+
+struct TorchWelford {
+  float mean, m2, nf;  // running mean, sum of squared deviations, count (as a float, as PyTorch's combine keeps it)
+  int n;               // count within one thread's fold (PyTorch's index_t; a block's fold stays far below 2^31)
+};
+
+__device__ __forceinline__ TorchWelford torch_welford_add(TorchWelford a, float x) {
+  const int n = a.n + 1;
+  const float nf = static_cast<float>(n);
+  const float delta = __fsub_rn(x, a.mean);
+  const float mean = __fadd_rn(a.mean, __fdiv_rn(delta, nf));
+  return {mean, __fmaf_rn(delta, __fsub_rn(x, mean), a.m2), nf, n};
+}
+
+__device__ __forceinline__ TorchWelford torch_welford_combine(TorchWelford a, TorchWelford b) {
+  if (a.nf == 0.f) return b;
+  if (b.nf == 0.f) return a;
+  const float delta = __fsub_rn(b.mean, a.mean);
+  const float count = __fadd_rn(a.nf, b.nf);
+  const float b_share = __fdiv_rn(b.nf, count);
+  return {__fmaf_rn(delta, b_share, a.mean),
+          __fmaf_rn(__fmul_rn(__fmul_rn(delta, delta), a.nf), b_share, __fadd_rn(a.m2, b.m2)), count, -1};
+}
+
+__device__ __forceinline__ TorchWelford torch_welford_warp(TorchWelford v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
+    const TorchWelford other{__shfl_down_sync(0xffffffffu, v.mean, offset), __shfl_down_sync(0xffffffffu, v.m2, offset),
+                             __shfl_down_sync(0xffffffffu, v.nf, offset), __shfl_down_sync(0xffffffffu, v.n, offset)};
+    v = torch_welford_combine(v, other);
+  }
+  return v;
+}
+
+// PyTorch's block size for a slice of `slice` values.
+inline int torch_moments_threads(int64_t slice) { return slice < 512 ? kWarpSize : 512; }
+
+// One block (torch_moments_threads) per (sample, group) row: z = Pro(x) over the row's slice, mean and rstd as
+// native_group_norm normalises with them: eps in the call's dtype (ParamTable::rounding), mean and rstd rounded to it
+// where PyTorch keeps them there (RegionParams::statistics, kTorchRoundsHalfStatistics). mean.y = 0: one float here.
+template <class Pro, class T>
+__global__ void __launch_bounds__(512)
+torch_moments_kernel(const T* __restrict__ x, RegionParams params, int64_t groups, int64_t channels_per_group,
+                     int64_t plane, double eps, float2* __restrict__ mean, float* __restrict__ rstd) {
+  __shared__ TorchWelford per_warp[kWarpSize];
+  const int64_t row = blockIdx.x, slice = channels_per_group * plane;
+  const int64_t first_channel = (row % groups) * channels_per_group;
+  const T* in = x + row * slice;
+  TorchWelford v{0.f, 0.f, 0.f, 0};
+  // The value's channel within the group, its prologue reloaded where it changes (32-bit: the host keeps a faithful
+  // slice under 2^31 values).
+  const uint32_t plane32 = static_cast<uint32_t>(plane);
+  uint32_t k = threadIdx.x / plane32;
+  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  for (uint32_t j = threadIdx.x; j < slice; j += blockDim.x) {
+    if constexpr (Pro::kParams > 0) {
+      if (j / plane32 != k) {
+        k = j / plane32;
+        pro = Pro::at(params, first_channel + k);
+      }
+    }
+    v = torch_welford_add(v, pro.value(load1(in + j)));
+  }
+  v = torch_welford_warp(v);
+  if (blockDim.x > kWarpSize) {
+    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+    if (lane == 0) per_warp[warp] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / kWarpSize ? per_warp[lane] : TorchWelford{0.f, 0.f, 0.f, 0};
+    if (warp == 0) v = torch_welford_warp(v);
+  }
+  if (threadIdx.x == 0) {
+    const float var = __fdiv_rn(v.m2, v.nf);
+    float m = v.mean;
+    float r = rsqrtf(__fadd_rn(var, stored(static_cast<float>(eps), params.prologue.rounding)));
+    if (params.statistics != kExact) {
+      m = stored(m, params.statistics);
+      r = stored(r, params.statistics);
+    }
+    mean[row] = make_float2(m, 0.f);
+    rstd[row] = r;
+  }
 }
 
 }  // namespace kgen
@@ -1123,20 +1246,26 @@ __device__ __forceinline__ T block_reduce(T v) {
 
 // ---- core/ops.cuh: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op: its bits, but for sigmoid, SiLU
-// and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
-// float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
+// included where PyTorch propagates), so a fused op is the reference's op: its bits. A value must be: a library op
+// that rounds to TF32 after it (a convolution) turns a last-bit difference into ~1e-3 (ref/plan_faithful.py). The
+// derivatives of sigmoid, SiLU and mish take cheaper forms (below), which measured faster in issue-bound backward
+// kernels and stay within a few ulp of float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error
+// against float64).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
-// sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
-// reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result
-// is 0 where IEEE gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one
-// process: L2-21 1324 us against 1462 with the IEEE division, L2-60 1702 against 1810.)
-__device__ __forceinline__ float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
-__device__ __forceinline__ float siluf(float a) { return __fdividef(a, 1.f + expf(-a)); }
+// sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), IEEE divisions (H200: equal to torch.sigmoid
+// and F.silu for 2^24 values of 6 randn, benchmarks/results/h200/faithful/README.md).
+__device__ __forceinline__ float sigmoidf(float a) { return 1.f / (1.f + expf(-a)); }
+__device__ __forceinline__ float siluf(float a) { return a / (1.f + expf(-a)); }
+// As a backward recomputes them (OpDef.recompute), and SiLU's derivative: the division as __fdividef (a reciprocal
+// and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result is 0 where IEEE
+// gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one process: L2-21 1324 us
+// against 1462 with the IEEE division, L2-60 1702 against 1810.)
+__device__ __forceinline__ float sigmoid_fast(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
+__device__ __forceinline__ float silu_fast(float a) { return __fdividef(a, 1.f + expf(-a)); }
 __device__ __forceinline__ float silu_grad(float a) {
-  const float s = sigmoidf(a);
+  const float s = sigmoid_fast(a);
   return s * (1.f + a * (1.f - s));
 }
 __device__ __forceinline__ float gelu_erf(float a) { return 0.5f * a * (1.f + erff(a * float(M_SQRT1_2))); }
@@ -1145,9 +1274,11 @@ __device__ __forceinline__ float gelu_erf_grad(float a) {
   const float cdf = 0.5f * (1.f + erff(a * float(M_SQRT1_2)));
   return cdf + a * (kBeta * expf(-0.5f * a * a));
 }
+// The cube first, then the fused a + kappa cube, as PyTorch's kernel rounds it.
 __device__ __forceinline__ float gelu_tanh(float a) {
   constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
-  return 0.5f * a * (1.f + tanhf(kBeta * (a + kKappa * a * a * a)));
+  const float cube = a * a * a;
+  return 0.5f * a * (1.f + tanhf(kBeta * (a + kKappa * cube)));
 }
 __device__ __forceinline__ float gelu_tanh_grad(float a) {
   constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
@@ -1196,15 +1327,16 @@ __device__ __forceinline__ float clamp_grad(float a, float lo, float hi) {
 }
 __device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
-// F.mish: a * tanh(softplus(a)). PyTorch's kernel computes a * tanh(log1p(exp(a))); with e = exp(a),
-// tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation),
-// so one exp and a division give it, where PyTorch's value takes exp, log1p and tanh and its gradient two exps
-// more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
-// holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
-// its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
-// IEEE divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f in both (and
-// e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
-__device__ __forceinline__ float mishf(float a) {
+// F.mish: a * tanh(softplus(a)), as PyTorch's kernel computes it, a * tanh(log1p(exp(a))): its bits.
+__device__ __forceinline__ float mishf(float a) { return a * tanhf(log1pf(expf(a))); }
+// As a backward recomputes it and its derivative, from e = exp(a): tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1)
+// = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation), so one exp and a division give it, where PyTorch's formula takes exp, log1p
+// and tanh and two exps more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in
+// [2, 2^58) where it holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures
+// both). (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and IEEE
+// divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f (and e^2 would overflow past 44), so the
+// derivative is 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+__device__ __forceinline__ float mish_fast(float a) {
   if (a > 20.f) return a;
   const float e = expf(a);
   const float n = e * (e + 2.f);
@@ -3034,7 +3166,8 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue_params
   TORCH_CHECK(int64_t(epilogue_params.size()) == Epi::kParams, "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue_params.size())));
   return RegionParams{param_table(prologue_params, x.size(1), x.device(), "prologue"),
-                      param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding()};
+                      param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding(),
+                      call_faithful()};
 }
 
 inline const float* optional_data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
@@ -3581,18 +3714,37 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
   }
 }
 
+// How Channel::value forms y from z: kgen's own form around the (hi, lo) mean, or one of native_group_norm's where the
+// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source, groupnorm/statistics_torch.cuh):
+//   kCentred        (z - mean) scale + shift, the mean a float pair
+//   kTorchAffine    a z + b, a = rstd gamma = scale, b = -a mean + beta = torch  (a plane of more than one value, gamma
+//                   or beta)
+//   kTorchCentred   (z - mean) rstd + beta, one fma                             (no gamma and, over planes, no beta)
+//   kTorchRows      ((z - mean) rstd) gamma + beta, gamma = torch               (one value per plane, gamma)
+// The backward kernels read scale and shift as rstd gamma and beta in every form (dz = scale dy + ...).
+enum AffineForm : int { kCentred = 0, kTorchAffine = 1, kTorchCentred = 2, kTorchRows = 3 };
+
 // Everything one channel of one sample needs: its functors and its GroupNorm affine map.
 template <class Pro, class Epi>
 struct Channel {
   Pro pro;
   Epi epi;
-  float2 mean;  // (hi, lo) of the group
+  float2 mean;  // (hi, lo) of the group (lo = 0 where faithful)
   float scale;  // rstd * gamma[c]
   float shift;  // beta[c]
+  float rstd;   // the group's rstd (kTorchCentred, kTorchRows)
+  float torch;  // b (kTorchAffine), gamma[c] (kTorchRows)
+  int form;     // AffineForm
 
+  __device__ __forceinline__ float normalized(float z) const {
+    if (form == kCentred) return centered(z, mean) * scale + shift;
+    if (form == kTorchAffine) return __fmaf_rn(scale, z, torch);
+    if (form == kTorchCentred) return __fmaf_rn(__fsub_rn(z, mean.x), rstd, shift);
+    return __fmaf_rn(__fmul_rn(__fsub_rn(z, mean.x), rstd), torch, shift);
+  }
   __device__ __forceinline__ float value(float x) const {
     const float z = pro.value(x);
-    return epi.value(centered(z, mean) * scale + shift, z, x);
+    return epi.value(normalized(z), z, x);
   }
 };
 
@@ -3603,9 +3755,18 @@ __device__ __forceinline__ Channel<Pro, Epi> load_channel(const RegionParams& pa
                                                           const float* __restrict__ rstd,
                                                           const float* __restrict__ gamma,
                                                           const float* __restrict__ beta) {
-  return Channel<Pro, Epi>{Pro::at(params, c), Epi::at(params, c), mean[row],
-                           gamma != nullptr ? rstd[row] * __ldg(gamma + c) : rstd[row],
-                           beta != nullptr ? __ldg(beta + c) : 0.f};
+  const float r = rstd[row];
+  const float g = gamma != nullptr ? __ldg(gamma + c) : 1.f;
+  const float b = beta != nullptr ? __ldg(beta + c) : 0.f;
+  Channel<Pro, Epi> ch{Pro::at(params, c), Epi::at(params, c), mean[row], gamma != nullptr ? r * g : r, b, r, g,
+                       kCentred};
+  if (params.faithful == kFaithfulPlanes && (gamma != nullptr || beta != nullptr)) {
+    ch.form = kTorchAffine;
+    ch.torch = __fadd_rn(__fmul_rn(-ch.scale, ch.mean.x), b);
+  } else if (params.faithful != kNotFaithful) {
+    ch.form = params.faithful == kFaithfulRows && gamma != nullptr ? kTorchRows : kTorchCentred;
+  }
+  return ch;
 }
 
 // A chunk's values as a 16-byte body and scalar ends (W = 4). With S % 4 != 0 a plane starts at any 4-byte
@@ -5435,15 +5596,18 @@ inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, co
   return shape;
 }
 
+// `plane`: values per (sample, channel) plane, where known (a faithful region normalises one-value planes by
+// native_group_norm's other formula: RegionParams::faithful).
 template <class Pro, class Epi>
 inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const std::vector<at::Tensor>& epilogue,
-                                  int64_t channels, const at::Device& device) {
+                                  int64_t channels, const at::Device& device, int64_t plane = 0) {
   TORCH_CHECK(prologue.size() == size_t(Pro::kParams), "kgen: the prologue takes ", str(Pro::kParams),
               " parameters, got ", str(int64_t(prologue.size())));
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
-                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding()};
+                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding(),
+                      !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes};
 }
 
 inline Geometry geometry(const RegionShape& shape) {
@@ -5705,7 +5869,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          input.device());
+                                                          input.device(), shape.plane);
   const auto x = input.contiguous();
   const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
@@ -5733,8 +5897,10 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
+  // A faithful region's statistics are native_group_norm's (torch_moments_kernel), one block per (sample, group).
+  const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
-    if (x.scalar_type() == at::kFloat &&
+    if (x.scalar_type() == at::kFloat && !torch_moments &&
         rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
       return {out, mean, rstd, aux};
     }
@@ -5744,7 +5910,18 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   rt::check_grid(blocks, "sweep");
 
   // Statistics.
-  {
+  if (torch_moments) {
+    rt::check_grid(rows, "statistics");
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+        torch_moments_kernel<Pro><<<rows, torch_moments_threads(shape.slice_elems()), 0, stream>>>(
+            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, eps, mean_ptr,
+            rstd_ptr);
+      }
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
@@ -5798,7 +5975,8 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
   in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
-  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
+  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device(),
+                                      in.shape.plane);
   const auto expected = out_sizes(input, in.shape, R);
   check_storage(dout_in, "gradient of the output");
   TORCH_CHECK(dout_in.scalar_type() == input.scalar_type(), "kgen: the output gradient is ", dout_in.scalar_type(),
@@ -6756,6 +6934,7 @@ using Region0Epilogue = kgen::NoEpilogue;
 constexpr int kRegion0Groups = 8;
 constexpr auto kRegion0Reduce = kgen::ReduceKind::kNone;
 constexpr auto kRegion0Op = kgen::ReduceOp::kSum;
+constexpr bool kRegion0Faithful = false;
 
 // Whether a call runs the two-pass sweeps in x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
 // x read as float32: where the float32 dispatch below would take the two-pass sweeps too (a slice too large to keep
@@ -6775,7 +6954,8 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
   // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
   // rounds to the output's dtype.
-  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)));
+  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
+                                  kRegion0Faithful);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
@@ -6786,13 +6966,14 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
         x, w, b, prologue, epilogue, groups, eps, window, for_backward);
   }
   x = kgen::as_float(x, "region input");
-  if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
+  if (!kRegion0Faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
     return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                          kRegion0Op, kBlock, kRegion0Groups>(
         x, w, b, prologue, epilogue, groups, eps, window);
   }
   // One pass where a slice fits in the shared memory of a team of resident blocks (sm_90 and newer).
-  std::vector<at::Tensor> onepass = kgen::region_forward_onepass<Region0Prologue, Region0Epilogue,
+  std::vector<at::Tensor> onepass;
+  if (!kRegion0Faithful) onepass = kgen::region_forward_onepass<Region0Prologue, Region0Epilogue,
                                                                  kRegion0Reduce, kOnePassThreads>(
       x, w, b, prologue, epilogue, groups, eps, kOnePassBlocksPerSM);
   if (!onepass.empty()) return onepass;
@@ -6807,7 +6988,8 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
-  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)));
+  const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
+                                  kRegion0Faithful);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");

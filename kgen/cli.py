@@ -110,15 +110,22 @@ def list_specs():
 @click.option("--ref", "reference", type=click.Path(dir_okay=False), default=None,
               help="plan the solution from this KernelBench reference file alone (any GroupNorm-family model)")
 @click.option("--explain", is_flag=True, help="with --ref: print the plan (which ops run in which kernel) and stop")
+@click.option("--faithful", type=click.Choice(["auto", "all", "none"]), default=None,
+              help="with --ref: which GroupNorm regions reproduce PyTorch's forward bit for bit: auto (those a "
+                   "convolution or matmul reads, which round float32 to TF32; the default), all, or none (kgen's own "
+                   "statistics and fastest kernels everywhere)")
 @_param_options
-def emit_command(spec_name, output, reference, explain, **given):
+def emit_command(spec_name, output, reference, explain, faithful, **given):
     """Render SPEC's templates (or, with --ref, a plan of REFERENCE) into one self-contained solution file."""
     from kgen.emit import emit
 
     given = {name: value for name, value in given.items() if value is not None}
     if reference is not None:
-        _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC)
+        _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC,
+                        faithful=faithful or "auto")
         return
+    if faithful is not None:
+        raise click.UsageError("--faithful is --ref's (a preset's regions are its reference's plan)")
     if explain:
         raise click.UsageError("--explain needs --ref FILE")
     _check_output_folder(output)
@@ -137,7 +144,7 @@ def emit_command(spec_name, output, reference, explain, **given):
     _deliver(text, output)
 
 
-def _emit_reference(reference, output, explain, given, spec_given) -> None:
+def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto") -> None:
     from kgen.announce import StageAnnouncer
     from kgen.ref.emit import emit_reference, explain as explain_plan
     from kgen.ref.plan import make_plan
@@ -162,10 +169,11 @@ def _emit_reference(reference, output, explain, given, spec_given) -> None:
                 stage(f"tracing {reference}")
                 ref = load_reference(reference)
                 stage("planning")
-                plan = make_plan(ref, conv)
+                plan = make_plan(ref, conv, faithful)
             else:
                 text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
-                                                stage=stage, forward=given.get("forward", "two-pass"))
+                                                stage=stage, forward=given.get("forward", "two-pass"),
+                                                faithful=faithful)
     except RefError as error:
         raise CommandError(str(error)) from None
     if explain:

@@ -126,7 +126,8 @@ class ForwardWriter:
         reference's library op rounds with its result (_library_bias, half_kept_biases; the step adds zeros)."""
         x = self.value(node.args[0])
         m = self.attr(node.target)
-        bias = f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
+        bias = f"{m}.bias" if f"{m}.bias" in self.kept_biases() else \
+            f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
         if channels_last:
             x = f"_ChannelsLastCopy.apply({x})"
         if isinstance(module, nn.Linear):
@@ -151,7 +152,16 @@ class ForwardWriter:
         linear = {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
                   if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"
                   and isinstance(self.modules[s.node.target], nn.Linear)}
-        return linear | {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
+        return (linear - self.kept_biases()) | \
+            {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
+
+    def kept_biases(self) -> set:
+        """The peeled linear biases the library call keeps in every dtype: before a faithful region (plan_faithful.py),
+        whose input must be the reference's to the bit (the step adds zeros)."""
+        faithful = {s.input for s in self.plan.steps if isinstance(s, RegionStep) and s.faithful}
+        return {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
+                if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"
+                and isinstance(self.modules[s.node.target], nn.Linear) and s.node.name in faithful}
 
     def lines(self) -> list[str]:
         """forward's statements after the renamed arguments: one per step the return needs, then the return."""
@@ -186,9 +196,10 @@ class ForwardWriter:
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
                 self.alias[name] = stand_in
-        kept = self.half_kept_biases()
+        kept, always = self.half_kept_biases(), self.kept_biases()
         x = self.read(var(step.input)) if not step.conv_fused else ""
-        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
+        params = ", ".join(f"torch.zeros_like({p.expr})" if p.expr in always else
+                           f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
         gn = step.gn_args
         if step.conv_fused:
@@ -255,7 +266,7 @@ def region_context(step: RegionStep) -> dict:
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
-        "conv_fused": step.conv_fused,
+        "conv_fused": step.conv_fused, "faithful": step.faithful,
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],

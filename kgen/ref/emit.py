@@ -19,6 +19,7 @@ from kgen.ref.codegen import solution_context
 from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
+from kgen.ref.plan_faithful import FAITHFUL_MODES
 from kgen.ref.trace import RefError, load_reference
 from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
@@ -26,7 +27,7 @@ from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 # norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
 # kernels share their index helpers); the test harnesses of the two region kernel families build from the same lists.
 REGION_BASE_PARTS = ("core/common.cuh", "core/sweeps.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh",
-                     "groupnorm/reducers.cuh")
+                     "groupnorm/statistics_torch.cuh", "groupnorm/reducers.cuh")
 RESIDENT_PARTS = ("groupnorm/resident/resident.cuh", "groupnorm/resident/forward.cuh", "groupnorm/rows/forward.cuh",
                   "groupnorm/resident/backward.cuh", "groupnorm/rows/backward.cuh", "groupnorm/resident/plan.cuh",
                   "groupnorm/resident/host.cuh")
@@ -71,7 +72,9 @@ def explain(plan: Plan) -> list[str]:
             from kgen.ref.codegen import describe_region
             params = ", ".join(step.gn_params + [p.label for p in step.params]) or "none"
             layout = " (channels-last input)" if step.channels_last else ""
-            notes = f" ({'; '.join(step.notes)})" if step.notes else ""
+            faithful = [] if not step.faithful else [f"PyTorch's GroupNorm to the bit ({step.faithful})"] \
+                if step.faithful.startswith("--") else [f"PyTorch's GroupNorm to the bit: {step.faithful} reads it in TF32"]
+            notes = f" ({'; '.join(step.notes + faithful)})" if step.notes or faithful else ""
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}{notes}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, PointwiseStep):
@@ -128,13 +131,14 @@ class PresetCall:
 
 def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
                    output: str | Path | None = None, stage=None, forward: str = "two-pass",
-                   preset: PresetCall | None = None) -> tuple[str, list[str], list[str]]:
+                   preset: PresetCall | None = None, faithful: str = "auto") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it), "fast" (2-D and
     3-D convolutions feeding a region run channels-last) or "fused" (a ConvTranspose2d feeding a region is kgen's
     wgmma conv), plan_layout.py; `forward`: "two-pass" or "one-pass" (a
     region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
-    chip, on sm_90 and newer; its backward is unchanged); `output`: the file the text is for (None:
+    chip, on sm_90 and newer; its backward is unchanged); `faithful`: "auto", "all" or "none", which regions are
+    PyTorch's GroupNorm to the bit (plan_faithful.py); `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
     description as it starts (kgen.announce); `preset`: the file is a preset's (kgen emit SPEC), planned from its
     bundled reference."""
@@ -142,6 +146,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     check_block_size(block_size)
     if forward not in FORWARDS:
         raise RefError(f"--forward must be one of {', '.join(FORWARDS)}, got {forward!r}")
+    if faithful not in FAITHFUL_MODES:
+        raise RefError(f"--faithful must be one of {', '.join(FAITHFUL_MODES)}, got {faithful!r}")
     stage(f"tracing {display or path}")
     ref = load_reference(path, init_args=preset.init_args if preset else None)
     for shape, value in zip(ref.input_shapes, ref.input_values):
@@ -149,7 +155,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
             raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen plans tensors and "
                            "finite Python numbers among the inputs; pass anything else in get_init_inputs()")
     stage("planning")
-    plan, context = _planned(ref, conv)
+    plan, context = _planned(ref, conv, faithful)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
         region["onepass"] = forward == "one-pass" and onepass_applies(step)
@@ -163,6 +169,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if forward != "two-pass":
         params["forward"] = forward
         options += f" --forward {forward}"
+    if faithful != "auto":
+        params["faithful"] = faithful
+        options += f" --faithful {faithful}"
     shown = display or str(path)
     # a preset's header names its bundled reference where this machine has it (display names it in comments only)
     recorded, abspath = reference_fields(path, output, display if preset is None else None)
@@ -186,7 +195,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     notes: list[str] = list(plan.notes)
     text = env.get_template("ref/solution.py.j2").render(
         version=__version__, command=command, reference=shown, preset=preset,
-        reference_name=Path(path).name, plan_lines=plan_lines, explain_options=f" --conv {conv}" if conv != "exact" else "",
+        reference_name=Path(path).name, plan_lines=plan_lines,
+        explain_options=(f" --conv {conv}" if conv != "exact" else "") +
+        (f" --faithful {faithful}" if faithful != "auto" else ""),
         params_line=", ".join(f"{k}={v}" for k, v in header_params.items()),
         notes=notes,
         header_fields=render_header_fields(spec_name, header_params, __version__, reference=recorded,
@@ -219,11 +230,11 @@ def _check_carried_code(text: str, path) -> None:
                        "without it")
 
 
-def _planned(ref, conv: str):
+def _planned(ref, conv: str, faithful: str = "auto"):
     """The plan and its template context. A failure that is not a RefError is kgen's own bug: it still ends as
     one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
     try:
-        plan = make_plan(ref, conv)
+        plan = make_plan(ref, conv, faithful)
         return plan, solution_context(plan)
     except RefError:
         raise

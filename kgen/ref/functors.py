@@ -54,15 +54,18 @@ class DagWriter:
                     for k, letter in enumerate("abcd")}
         return template.format(**consts, **operands, r=result or "")
 
-    def forward(self, indent: str, moments: bool = False, stored: bool = False) -> list[str]:
+    def forward(self, indent: str, moments: bool = False, stored: bool = False, recompute: bool = False) -> list[str]:
         """One statement per node; `moments`: each op's value as the conv epilogue's moments take it (OpDef);
-        `stored`: each value rounded as the reference stores it (kgen::stored, by the functor's `rounding`)."""
+        `stored`: each value rounded as the reference stores it (kgen::stored, by the functor's `rounding`);
+        `recompute`: as a backward recomputes it (OpDef.recompute)."""
         lines = []
         for node in self.nodes:
             op = ops.OPS[node.op]
             formula = op.torch.format(**{k: repr(v) for k, v in node.consts.items()})
             comment = f"  // {node.line}" if node.line else f"  // {formula}"
-            value = self.expression(op.moments if moments and op.moments else op.value, node)
+            template = op.moments if moments and op.moments else op.recompute if recompute and op.recompute \
+                else op.value
+            value = self.expression(template, node)
             if stored:
                 value = f"kgen::stored({value}, rounding)"
             lines.append(f"{indent}const float {_var(node.name)} = {value};{comment}")
@@ -164,7 +167,7 @@ def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None,
                   "  __device__ __forceinline__ float moments_value(float x) const {"]
         lines += writer.forward("    ", moments=True) + [f"    return {_var(result)};", "  }"]
     lines += ["  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {"]
-    lines += writer.forward("    ") + ["    float dx = 0.f;"]
+    lines += writer.forward("    ", recompute=True) + ["    float dx = 0.f;"]
     lines += writer.backward("    ", result, "dz", {"x": "dx"})
     lines += ["    return dx;", "  }", "};"]
     return "\n".join(lines) + "\n", slots
@@ -192,7 +195,7 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     lines += _value_functions(writer, "float y, float z, float x", "y, z, x", result)
     lines += ["  __device__ __forceinline__ void backward(float y, float z, float x, float dv, float& dy, float& dz,",
               "                                           float& dx, float (&dparam)[kgen::kMaxParams]) const {"]
-    lines += writer.forward("    ") + ["    float gy = 0.f;"]
+    lines += writer.forward("    ", recompute=True) + ["    float gy = 0.f;"]
     lines += writer.backward("    ", result, "dv", {"y": "gy", "z": "dz", "x": "dx"})
     lines += ["    dy = gy;", "  }", "};"]
     text = "\n".join(lines) + "\n"
@@ -212,7 +215,7 @@ def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result:
     lines += _value_functions(writer, "const float (&x)[kInputs]", "x", result)
     lines += ["  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],",
               "                                           float (&dparam)[kgen::kMaxParams]) const {"]
-    lines += writer.forward("    ")
+    lines += writer.forward("    ", recompute=True)
     lines += [f"    dx[{k}] = 0.f;" for k in range(len(inputs))]
     lines += writer.backward("    ", result, "dv", {f"x[{k}]": f"dx[{k}]" for k in range(len(inputs))})
     lines += ["  }", "};"]

@@ -164,6 +164,8 @@ class RegionStep:
     conv_input: str = ""          # ... and the fx node name of that conv's input
     gn_params: list = field(default_factory=list)   # the GroupNorm's own weight and bias (affine), as the model
                                                     # names them (`gn.weight`): --explain lists them
+    faithful: str = ""            # the op after it that rounds float32 to TF32 (plan_faithful.py): the region's forward
+                                  # is then native_group_norm's bit for bit; "" where none reads it
 
 
 @dataclass

@@ -33,6 +33,9 @@ class OpDef:
     # The value as the GroupNorm moments in kgen's conv epilogue take it (conv/convt_wgmma.cuh), where a cheaper form
     # than `value` is close enough to steer the normalisation ("": `value` itself).
     moments: str = ""
+    # The value as a backward recomputes it for the derivatives, where a cheaper form within a few ulp of `value`
+    # serves ("": `value` itself): a forward's value is PyTorch's to the bit (core/ops.cuh), a backward's need not be.
+    recompute: str = ""
 
 
 # Ops CUDA autocast runs in float32 whatever their input (its float32 list: exp, log, pow, softplus... and a scalar
@@ -58,12 +61,13 @@ OPS = {o.name: o for o in [
     OpDef("relu", 1, "kgen::reluf({a})", ("{a} <= 0.f ? 0.f : 1.f",), "relu(a)"),
     OpDef("leaky_relu", 1, "{a} > 0.f ? {a} : {a} * {slope}", ("{a} > 0.f ? 1.f : {slope}",),
           "leaky_relu(a, {slope})"),
-    OpDef("sigmoid", 1, "kgen::sigmoidf({a})", ("(1.f - {r}) * {r}",), "sigmoid(a)"),
+    OpDef("sigmoid", 1, "kgen::sigmoidf({a})", ("(1.f - {r}) * {r}",), "sigmoid(a)",
+          recompute="kgen::sigmoid_fast({a})"),
     OpDef("tanh", 1, "tanhf({a})", ("1.f - {r} * {r}",), "tanh(a)"),
     OpDef("gelu_erf", 1, "kgen::gelu_erf({a})", ("kgen::gelu_erf_grad({a})",), "gelu(a)",
           moments="kgen::convt::gelu_erf_moments({a})"),
     OpDef("gelu_tanh", 1, "kgen::gelu_tanh({a})", ("kgen::gelu_tanh_grad({a})",), "gelu(a, approximate='tanh')"),
-    OpDef("silu", 1, "kgen::siluf({a})", ("kgen::silu_grad({a})",), "silu(a)"),
+    OpDef("silu", 1, "kgen::siluf({a})", ("kgen::silu_grad({a})",), "silu(a)", recompute="kgen::silu_fast({a})"),
     OpDef("hardswish", 1, "kgen::hardswishf({a})", ("kgen::hardswish_grad({a})",), "hardswish(a)"),
     OpDef("hardsigmoid", 1, "kgen::hardsigmoidf({a})", ("({a} > -3.f && {a} < 3.f) ? (1.f / 6.f) : 0.f",),
           "hardsigmoid(a)"),
@@ -77,7 +81,7 @@ OPS = {o.name: o for o in [
     OpDef("maximum", 2, "kgen::maximumf({a}, {b})",
           ("{a} > {b} ? 1.f : ({a} == {b} ? 0.5f : 0.f)", "{b} > {a} ? 1.f : ({a} == {b} ? 0.5f : 0.f)"),
           "maximum(a, b)"),
-    OpDef("mish", 1, "kgen::mishf({a})", ("kgen::mish_grad({a})",), "mish(a)"),
+    OpDef("mish", 1, "kgen::mishf({a})", ("kgen::mish_grad({a})",), "mish(a)", recompute="kgen::mish_fast({a})"),
     OpDef("softplus", 1, "kgen::softplusf({a}, {beta}, {threshold})",
           ("kgen::softplus_grad({a}, {beta}, {threshold})",), "softplus(a, {beta}, {threshold})"),
     OpDef("exp", 1, "expf({a})", ("{r}",), "exp(a)"),

@@ -18,6 +18,7 @@ from kgen.ref.ir import BatchNormStep, ConvMode, LibraryStep, Operand, Param, Pl
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
                              op_text, param_view_root, self_attr)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
+from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
 from kgen.ref.plan_reductions import FoundReduction, ReductionPlanning, is_values_output
@@ -440,7 +441,8 @@ def _step_anchor(step) -> str:
     return step.output   # after every input it reads (a member may come before another member's input)
 
 
-def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT) -> Plan:
+def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT, faithful: str = "auto") -> Plan:
     """The reference's plan; `conv` FAST (or the command line's "fast") runs the 2-D and 3-D convolutions that feed a
-    region channels-last (plan_layout.py)."""
-    return apply_conv_mode(Planner(ref).plan(), conv)
+    region channels-last (plan_layout.py); `faithful`: which regions are PyTorch's GroupNorm to the bit
+    (plan_faithful.py)."""
+    return apply_conv_mode(mark_faithful(Planner(ref).plan(), faithful), conv)

@@ -5,6 +5,7 @@ kernels, odd and 3-D planes, large slices). The model and its input are moved to
 --precision does; the output and every gradient are held to float64 run on the same half-precision values, no
 further from it than twice PyTorch's own half-precision run is (plus one rounding of the dtype at the result's
 magnitude). Needs a CUDA device."""
+import copy
 import textwrap
 
 import pytest
@@ -82,7 +83,7 @@ def run(model, x, dout_seed):
     dout = torch.randn(y.shape, device=y.device, generator=torch.Generator(device=y.device).manual_seed(dout_seed))
     y.backward(dout.to(y.dtype))
     grads = {"input": x.grad}
-    grads.update({name: p.grad for name, p in model.named_parameters()})
+    grads.update({name: p.grad.detach().clone() for name, p in model.named_parameters()})
     return y.detach(), grads
 
 
@@ -109,9 +110,10 @@ def test_region_at_half_precision_is_as_accurate_as_pytorch(solutions, kind, cas
     new_model = solution.ModelNew(shape[1], groups).cuda()
     new_model.load_state_dict(ref_model.state_dict())
     x = (torch.randn(shape, device="cuda") * 2 + 0.5).to(dtype)
+    # each run on its own copy: Module.to converts a parameter's .grad in place, which would alias the runs' gradients
     y_new, g_new = run(new_model.to(dtype), x, case)
-    y_half, g_half = run(ref_model.to(dtype), x, case)
-    y_exact, g_exact = run(ref_model.double(), x.double(), case)
+    y_half, g_half = run(copy.deepcopy(ref_model).to(dtype), x, case)
+    y_exact, g_exact = run(copy.deepcopy(ref_model).double(), x.double(), case)
     assert y_new.dtype == dtype and y_new.shape == y_half.shape
     within(y_new, y_half, y_exact, dtype, "output")
     for name in g_exact:

@@ -1,5 +1,7 @@
-"""Element-wise ops of core/ops.cuh whose formula is not PyTorch's (mish: one exp and a division for
-PyTorch's exp, log1p and tanh; sigmoid, SiLU: their divisions as __fdividef), against float64 over their
+"""Element-wise ops of core/ops.cuh whose formula is not PyTorch's, the forms a backward recomputes and
+differentiates with (mish_fast: one exp and a division for PyTorch's exp, log1p and tanh; sigmoid_fast, silu_fast:
+their divisions as __fdividef; the forward's values are PyTorch's formulas, tests/gpu/test_faithful.py), against
+float64 over their
 whole range: the kernel's error must stay within a few ulp and no larger than PyTorch's own float32
 formula's, and the special values (+-inf, NaN, the threshold past which mish is the identity) must come out
 as PyTorch's. hardswish's gradient divides by 3 without the IEEE division's slow path (div3): every float
@@ -21,10 +23,10 @@ KERNELS = r"""
 __global__ void ops_kernel(const float* __restrict__ a, float* __restrict__ out, int64_t n) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) {
-    out[i] = kgen::mishf(a[i]);
+    out[i] = kgen::mish_fast(a[i]);
     out[n + i] = kgen::mish_grad(a[i]);
-    out[2 * n + i] = kgen::sigmoidf(a[i]);
-    out[3 * n + i] = kgen::siluf(a[i]);
+    out[2 * n + i] = kgen::sigmoid_fast(a[i]);
+    out[3 * n + i] = kgen::silu_fast(a[i]);
     out[4 * n + i] = kgen::silu_grad(a[i]);
   }
 }

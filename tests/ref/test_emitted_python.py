@@ -132,7 +132,7 @@ def test_a_forward_that_branches_on_training_is_refused(tmp_path):
 def test_an_internal_planning_failure_is_one_line(monkeypatch):
     import kgen.ref.emit as emit_module
 
-    def broken(ref, conv):
+    def broken(ref, conv, faithful="auto"):
         raise IndexError("tuple index out of range")
 
     monkeypatch.setattr(emit_module, "make_plan", broken)

@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <torch/version.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -218,17 +219,27 @@ inline int& call_statistics_rounding() {
   return rounding;
 }
 
+// Whether the call's GroupNorm forward reproduces native_group_norm bit for bit (RegionParams::faithful): set by a
+// region whose output a library op that rounds float32 to TF32 reads (a convolution, a matmul), where a last-bit
+// difference would grow to ~1e-3 (groupnorm/statistics.cuh, torch_moments_kernel).
+inline int& call_faithful() {
+  thread_local int faithful = 0;
+  return faithful;
+}
+
 struct RoundingScope {
-  int saved, saved_statistics;
-  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact)
-      : saved(call_rounding()), saved_statistics(call_statistics_rounding()) {
+  int saved, saved_statistics, saved_faithful;
+  explicit RoundingScope(int64_t rounding, int64_t statistics = kExact, bool faithful = false)
+      : saved(call_rounding()), saved_statistics(call_statistics_rounding()), saved_faithful(call_faithful()) {
     TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
     call_rounding() = static_cast<int>(rounding);
     call_statistics_rounding() = static_cast<int>(statistics);
+    call_faithful() = faithful ? 1 : 0;
   }
   ~RoundingScope() {
     call_rounding() = saved;
     call_statistics_rounding() = saved_statistics;
+    call_faithful() = saved_faithful;
   }
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;
@@ -239,10 +250,18 @@ inline at::ScalarType rounding_type(int64_t rounding) {
   return rounding == kStoredBf16 ? at::kBFloat16 : rounding == kStoredFp16 ? at::kHalf : at::kFloat;
 }
 
-// How a GroupNorm of the call's dtype keeps its mean and rstd: PyTorch's native_group_norm stores them in the input's
-// dtype and normalises with those where the weight is of that dtype too (or absent); a float32 weight (mixed
-// precision) keeps them float32, as does every float32 call. So `rounding` where the weight does not widen, else kExact.
+// Whether the PyTorch this file builds against normalises a float16 / bfloat16 GroupNorm with its mean and rstd rounded
+// to the dtype: up to 2.12 native_group_norm does; from 2.13 on it normalises with float32 copies and rounds only the
+// statistics it returns (libtorch_cuda.so of 2.12.0 has RowwiseMomentsCUDAKernel<T>, that of 2.13.0
+// RowwiseMomentsCUDAKernel<T, T_ACC>, which also writes the float32 mean and rstd the forward reads). Both keep eps in
+// the dtype.
+constexpr bool kTorchRoundsHalfStatistics = TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR <= 12;
+
+// How a GroupNorm of the call's dtype normalises: up to PyTorch 2.12 with its mean and rstd in the input's dtype where
+// the weight is of that dtype too (or absent), so `rounding` there; else (a float32 weight, a float32 call, PyTorch
+// 2.13 and newer) with float32 statistics, kExact.
 inline int64_t statistics_rounding(int64_t rounding, const at::Tensor& weight) {
+  if (!kTorchRoundsHalfStatistics) return kExact;
   return weight.defined() && weight.scalar_type() != rounding_type(rounding) ? int64_t(kExact) : rounding;
 }
 

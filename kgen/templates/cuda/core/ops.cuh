@@ -1,19 +1,25 @@
 // ---- core/ops.cuh: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op: its bits, but for sigmoid, SiLU
-// and mish, whose cheaper forms (below) measured faster in issue-bound kernels and stay within a few ulp of
-// float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error against float64).
+// included where PyTorch propagates), so a fused op is the reference's op: its bits. A value must be: a library op
+// that rounds to TF32 after it (a convolution) turns a last-bit difference into ~1e-3 (ref/plan_faithful.py). The
+// derivatives of sigmoid, SiLU and mish take cheaper forms (below), which measured faster in issue-bound backward
+// kernels and stay within a few ulp of float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error
+// against float64).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }
-// sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), the division as __fdividef (a
-// reciprocal and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result
-// is 0 where IEEE gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one
-// process: L2-21 1324 us against 1462 with the IEEE division, L2-60 1702 against 1810.)
-__device__ __forceinline__ float sigmoidf(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
-__device__ __forceinline__ float siluf(float a) { return __fdividef(a, 1.f + expf(-a)); }
+// sigmoid and SiLU as PyTorch's 1 / (1 + exp(-a)) and a / (1 + exp(-a)), IEEE divisions (H200: equal to torch.sigmoid
+// and F.silu for 2^24 values of 6 randn, benchmarks/results/h200/faithful/README.md).
+__device__ __forceinline__ float sigmoidf(float a) { return 1.f / (1.f + expf(-a)); }
+__device__ __forceinline__ float siluf(float a) { return a / (1.f + expf(-a)); }
+// As a backward recomputes them (OpDef.recompute), and SiLU's derivative: the division as __fdividef (a reciprocal
+// and a product, 1-2 ulp, no slow path; past a = -87.3 the denominator passes 2^126 and the result is 0 where IEEE
+// gives one below 1.2e-38 (sigmoid) or 1.1e-36 (SiLU)). (H100, the pipelined backward, one process: L2-21 1324 us
+// against 1462 with the IEEE division, L2-60 1702 against 1810.)
+__device__ __forceinline__ float sigmoid_fast(float a) { return __fdividef(1.f, 1.f + expf(-a)); }
+__device__ __forceinline__ float silu_fast(float a) { return __fdividef(a, 1.f + expf(-a)); }
 __device__ __forceinline__ float silu_grad(float a) {
-  const float s = sigmoidf(a);
+  const float s = sigmoid_fast(a);
   return s * (1.f + a * (1.f - s));
 }
 __device__ __forceinline__ float gelu_erf(float a) { return 0.5f * a * (1.f + erff(a * float(M_SQRT1_2))); }
@@ -22,9 +28,11 @@ __device__ __forceinline__ float gelu_erf_grad(float a) {
   const float cdf = 0.5f * (1.f + erff(a * float(M_SQRT1_2)));
   return cdf + a * (kBeta * expf(-0.5f * a * a));
 }
+// The cube first, then the fused a + kappa cube, as PyTorch's kernel rounds it.
 __device__ __forceinline__ float gelu_tanh(float a) {
   constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
-  return 0.5f * a * (1.f + tanhf(kBeta * (a + kKappa * a * a * a)));
+  const float cube = a * a * a;
+  return 0.5f * a * (1.f + tanhf(kBeta * (a + kKappa * cube)));
 }
 __device__ __forceinline__ float gelu_tanh_grad(float a) {
   constexpr float kBeta = float(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = 0.044715f;
@@ -73,15 +81,16 @@ __device__ __forceinline__ float clamp_grad(float a, float lo, float hi) {
 }
 __device__ __forceinline__ float minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
 __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
-// F.mish: a * tanh(softplus(a)). PyTorch's kernel computes a * tanh(log1p(exp(a))); with e = exp(a),
-// tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1) = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation),
-// so one exp and a division give it, where PyTorch's value takes exp, log1p and tanh and its gradient two exps
-// more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in [2, 2^58) where it
-// holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures both); not
-// its bits. (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and
-// IEEE divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f in both (and
-// e^2 would overflow past 44), so mish is a and its derivative 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
-__device__ __forceinline__ float mishf(float a) {
+// F.mish: a * tanh(softplus(a)), as PyTorch's kernel computes it, a * tanh(log1p(exp(a))): its bits.
+__device__ __forceinline__ float mishf(float a) { return a * tanhf(log1pf(expf(a))); }
+// As a backward recomputes it and its derivative, from e = exp(a): tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1)
+// = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation), so one exp and a division give it, where PyTorch's formula takes exp, log1p
+// and tanh and two exps more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in
+// [2, 2^58) where it holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures
+// both). (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and IEEE
+// divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f (and e^2 would overflow past 44), so the
+// derivative is 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+__device__ __forceinline__ float mish_fast(float a) {
   if (a > 20.f) return a;
   const float e = expf(a);
   const float n = e * (e + 2.f);

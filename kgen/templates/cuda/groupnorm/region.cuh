@@ -57,7 +57,12 @@ struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
   int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
+  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_moments_kernel, Channel::value), for
+                   // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
+
+// RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
+enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 
 // The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):
 //   kNone     (N, C, *spatial)       v itself

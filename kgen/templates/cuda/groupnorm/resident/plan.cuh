@@ -253,7 +253,8 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue_params
   TORCH_CHECK(int64_t(epilogue_params.size()) == Epi::kParams, "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue_params.size())));
   return RegionParams{param_table(prologue_params, x.size(1), x.device(), "prologue"),
-                      param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding()};
+                      param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding(),
+                      call_faithful()};
 }
 
 inline const float* optional_data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }

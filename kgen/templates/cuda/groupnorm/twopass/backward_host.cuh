@@ -22,7 +22,8 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
   in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
-  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device());
+  in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device(),
+                                      in.shape.plane);
   const auto expected = out_sizes(input, in.shape, R);
   check_storage(dout_in, "gradient of the output");
   TORCH_CHECK(dout_in.scalar_type() == input.scalar_type(), "kgen: the output gradient is ", dout_in.scalar_type(),

@@ -72,15 +72,18 @@ inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, co
   return shape;
 }
 
+// `plane`: values per (sample, channel) plane, where known (a faithful region normalises one-value planes by
+// native_group_norm's other formula: RegionParams::faithful).
 template <class Pro, class Epi>
 inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const std::vector<at::Tensor>& epilogue,
-                                  int64_t channels, const at::Device& device) {
+                                  int64_t channels, const at::Device& device, int64_t plane = 0) {
   TORCH_CHECK(prologue.size() == size_t(Pro::kParams), "kgen: the prologue takes ", str(Pro::kParams),
               " parameters, got ", str(int64_t(prologue.size())));
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
-                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding()};
+                      param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding(),
+                      !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes};
 }
 
 inline Geometry geometry(const RegionShape& shape) {
@@ -342,7 +345,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          input.device());
+                                                          input.device(), shape.plane);
   const auto x = input.contiguous();
   const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
@@ -370,8 +373,10 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
+  // A faithful region's statistics are native_group_norm's (torch_moments_kernel), one block per (sample, group).
+  const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
-    if (x.scalar_type() == at::kFloat &&
+    if (x.scalar_type() == at::kFloat && !torch_moments &&
         rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
       return {out, mean, rstd, aux};
     }
@@ -381,7 +386,18 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   rt::check_grid(blocks, "sweep");
 
   // Statistics.
-  {
+  if (torch_moments) {
+    rt::check_grid(rows, "statistics");
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+        torch_moments_kernel<Pro><<<rows, torch_moments_threads(shape.slice_elems()), 0, stream>>>(
+            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, eps, mean_ptr,
+            rstd_ptr);
+      }
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());

@@ -1,0 +1,76 @@
+"""Which regions reproduce PyTorch's GroupNorm forward bit for bit (a pass over a finished Plan).
+
+cuDNN rounds a float32 convolution's inputs to TF32 by default (torch.backends.cudnn.allow_tf32), and a matmul does
+where torch.backends.cuda.matmul.allow_tf32 is on (torch.set_float32_matmul_precision("high")). A value one ulp
+away from the reference's then falls on the other side of a TF32 rounding now and then, and the op's output moves
+by ~1e-3 of a term: a correctly rounded GroupNorm before a convolution fails KernelBench's float32 check (atol = rtol
+= 1e-4), as torch.compile's does (H200: benchmarks/results/h200/faithful/README.md). So a region whose output
+reaches such an op through any chain of steps is marked faithful: its forward takes native_group_norm's statistics
+and formula (groupnorm/statistics_torch.cuh, Channel::value) and its element-wise ops are PyTorch's to the bit
+(core/ops.cuh), and the op reads the reference's values. Everywhere else the region keeps kgen's own statistics
+(a (hi, lo) mean in double, the fastest kernel family for the shape).
+
+`kgen emit --ref --faithful`: auto (the above), all (every region, so that a model ending in a region gives the
+reference's output bit for bit too) or none (kgen's own statistics and kernel choice everywhere: the fastest file,
+correct within float32 rounding, which KernelBench's float32 check can fail after a TF32 op).
+"""
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from kgen.ref.ir import Plan, RegionStep
+
+TF32_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
+                nn.Linear, nn.Bilinear, nn.MultiheadAttention)
+TF32_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.linear,
+                  F.bilinear, F.scaled_dot_product_attention, torch.matmul, torch.mm, torch.bmm, torch.addmm,
+                  torch.baddbmm, torch.einsum, torch.tensordot, torch.conv1d, torch.conv2d, torch.conv3d,
+                  operator.matmul}
+TF32_METHODS = {"matmul", "mm", "bmm", "__matmul__", "addmm", "baddbmm"}
+# The words `--faithful` takes (kgen/cli.py).
+FAITHFUL_MODES = ("auto", "all", "none")
+
+
+def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
+    """Sets each region's `faithful` to why its forward is PyTorch's to the bit (the first TF32 op its output reaches,
+    as --explain names it; under "all", the option itself), or "" where it is not."""
+    if mode not in FAITHFUL_MODES:
+        raise ValueError(f"--faithful takes {', '.join(FAITHFUL_MODES)}, not {mode!r}")
+    modules = dict(plan.ref.gm.named_modules())
+    nodes = {node.name: node for node in plan.ref.gm.graph.nodes}
+    for step in plan.steps:
+        if not isinstance(step, RegionStep) or mode == "none":
+            continue
+        reader = _first_tf32_reader(nodes[step.output], modules) if step.output in nodes else ""
+        step.faithful = reader or ("--faithful all" if mode == "all" else "")
+    return plan
+
+
+def _first_tf32_reader(start, modules: dict) -> str:
+    """The first op (breadth first from `start`'s users) that rounds float32 inputs to TF32, described, or ""."""
+    seen, frontier = {start}, list(start.users)
+    while frontier:
+        node = frontier.pop(0)
+        if node in seen:
+            continue
+        seen.add(node)
+        described = _tf32_op(node, modules)
+        if described:
+            return described
+        frontier.extend(node.users)
+    return ""
+
+
+def _tf32_op(node, modules: dict) -> str:
+    if node.op == "call_module":
+        module = modules.get(node.target)
+        return f"self.{node.target} ({type(module).__name__})" if isinstance(module, TF32_MODULES) else ""
+    if node.op == "call_function" and node.target in TF32_FUNCTIONS:
+        return f"{getattr(node.target, '__name__', str(node.target))}"
+    if node.op == "call_method" and node.target in TF32_METHODS:
+        return f".{node.target}()"
+    return ""

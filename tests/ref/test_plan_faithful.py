@@ -1,0 +1,133 @@
+"""ref/plan_faithful.py: which regions a TF32 library op reads (their forward is then PyTorch's GroupNorm to the bit),
+and what the emitted file and --explain say of it (CPU only)."""
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kgen.ref.emit import emit_reference
+from kgen.ref.ir import RegionStep
+from kgen.ref.plan import make_plan
+from kgen.ref.trace import load_reference
+
+CORPUS = Path(__file__).resolve().parent.parent / "corpus"
+KERNELBENCH = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "kernelbench" / "problems"
+
+MODEL = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 16)
+        self.conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.fc = nn.Linear(16, 8)
+
+    def forward(self, x):
+{body}
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def faithful(tmp_path, body: str) -> list[str]:
+    path = tmp_path / "reference.py"
+    path.write_text(MODEL.format(body=textwrap.indent(textwrap.dedent(body).strip(), " " * 8)))
+    plan = make_plan(load_reference(path))
+    return [s.faithful for s in plan.steps if isinstance(s, RegionStep)]
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("return self.conv(F.silu(self.gn(x)))", ["self.conv (Conv2d)"]),
+    # through other steps and library ops: a residual add, an average pool, then the conv
+    ("y = F.relu(self.gn(x)) + x\nreturn self.conv(F.avg_pool2d(y, 2))", ["self.conv (Conv2d)"]),
+    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", ["self.fc (Linear)"]),
+    ("return torch.matmul(self.gn(x), x)", ["matmul"]),
+    ("y = self.gn(x)\nreturn y @ y", ["matmul"]),
+    # nothing that rounds to TF32 reads it: kgen's own statistics and fastest family stay
+    ("return torch.tanh(self.gn(x))", [""]),
+    ("return self.gn(self.conv(x)).amax(dim=1)", [""]),
+])
+def test_a_region_is_faithful_where_a_tf32_op_reads_it(tmp_path, body, expected):
+    assert faithful(tmp_path, body) == expected
+
+
+def test_only_the_norms_a_convolution_reads_are_faithful():
+    plan = make_plan(load_reference(CORPUS / "resnet_gn_bottleneck_tiny.py"))
+    assert [s.faithful for s in plan.steps if isinstance(s, RegionStep)] == \
+        ["self.conv2 (Conv2d)", "self.conv3 (Conv2d)", ""]
+
+
+def test_the_file_and_explain_say_so(tmp_path):
+    path = CORPUS / "resnet_gn_bottleneck_tiny.py"
+    text, _, lines = emit_reference(str(path))
+    assert text.count("Faithful = true;") == 2 and text.count("Faithful = false;") == 1
+    assert "// Faithful: self.conv2 (Conv2d) reads this region's output" in text
+    assert [("PyTorch's GroupNorm to the bit" in line) for line in lines if line.startswith("kgen region")] == \
+        [True, True, False]
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="../shared/kernelbench/problems is not beside this checkout")
+@pytest.mark.parametrize("path", sorted(KERNELBENCH.glob("level*.py")), ids=lambda p: p.name[:20])
+def test_no_kernelbench_problem_is_faithful(path):
+    """Each of the 17 ends in its GroupNorm region (or a reduction of it): their kernels and timings stay as they were."""
+    plan = make_plan(load_reference(path))
+    assert all(not s.faithful for s in plan.steps if isinstance(s, RegionStep))
+
+
+@pytest.mark.parametrize("mode, expected", [("auto", [True, True, False]), ("all", [True, True, True]),
+                                            ("none", [False, False, False])])
+def test_the_faithful_option_chooses_the_regions(mode, expected):
+    path = CORPUS / "resnet_gn_bottleneck_tiny.py"
+    text, _, _ = emit_reference(str(path), faithful=mode)
+    marks = [line.endswith("true;") for line in text.splitlines() if line.startswith("constexpr bool kRegion") and "Faithful =" in line]
+    assert marks == expected
+    assert ("--faithful" in text.split("\n", 5)[2]) == (mode != "auto")   # the re-emit command names it
+
+
+def test_a_linear_before_a_faithful_region_keeps_its_bias(tmp_path):
+    """cuBLAS rounds the biased GEMM once; the bias peeled into the region would round twice. Under --faithful none
+    the bias is the region's but in half precision (the library keeps it there, _library_bias)."""
+    path = _linear_gn_linear(tmp_path)
+    kept = emit_reference(str(path))[0]
+    assert "F.linear(x, self.fc1.weight, self.fc1.bias)" in kept and "torch.zeros_like(self.fc1.bias)" in kept
+    peeled = emit_reference(str(path), faithful="none")[0]
+    assert "F.linear(x, self.fc1.weight, _library_bias(self.fc1.bias, x))" in peeled
+    assert "torch.zeros_like(self.fc1.bias)" not in peeled
+
+
+def _linear_gn_linear(tmp_path):
+    path = tmp_path / "linear_gn_linear.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1 = nn.Linear(32, 64)
+                self.gn = nn.GroupNorm(8, 64)
+                self.fc2 = nn.Linear(64, 16)
+
+            def forward(self, x):
+                return self.fc2(torch.relu(self.gn(self.fc1(x))))
+
+
+        def get_inputs():
+            return [torch.randn(8, 32)]
+
+
+        def get_init_inputs():
+            return []
+        """))
+    return path
