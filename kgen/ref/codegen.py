@@ -18,7 +18,7 @@ import torch.nn as nn
 from kgen.ref import functors, ops
 from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
-from kgen.ref.trace import own_function
+from kgen.ref.carried import own_function
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
