@@ -3199,21 +3199,24 @@ bool region_resident_fits(const at::Tensor& x, int64_t groups) {
          make_plan<R>(dims, groups, window, 256, 1, true, budget).feasible;
 }
 
-// True where the resident path is also the faster one: it fits, and its forward keeps copies in flight while
-// it works. A block copies its tile, then works on it from shared memory; the SM's DRAM traffic continues
-// only through the copies of its other blocks or the block's own second stage. With double-buffered tiles
-// (units up to 12 k values) or kMinResidentBlocks blocks per SM that holds; a unit that leaves one block per
-// SM does not (H100, L2-27: 43.7 k-value slices, 1 block per SM, 0.48 TB/s), and the two-pass path (each
-// sweep at 2.5-2.8 TB/s there, reading x twice) is faster.
+// True where the resident path is also the faster one for the direction: it fits, and it keeps copies in
+// flight while it works. A block copies its tile, then works on it from shared memory; the SM's DRAM traffic
+// continues only through the copies of its other blocks or the block's own second stage. With double-buffered
+// forward tiles (units up to 12 k values) or kMinResidentBlocks blocks per SM that holds; a unit that leaves
+// fewer does not (H100, L2-27: 43.7 k-value slices, 1 block per SM, 0.48 TB/s), and the two-pass path (each
+// sweep at 2.5-2.8 TB/s there, reading x twice) is faster. The backward's tile is single-buffered and, without
+// a reduction after the region, holds dout beside x: twice the forward's bytes, so a slice of 9 k to 19 k
+// values fits 3 forward blocks on an SM and only 2 backward ones (H200, one 12.8 k-value channel a group:
+// the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/).
 constexpr int kMinResidentBlocks = 3;
 
 template <ReduceKind R>
-bool region_resident_pays(const at::Tensor& x, int64_t groups) {
+bool region_resident_pays(const at::Tensor& x, int64_t groups, bool backward = false) {
   using namespace resident_detail;
   if (!region_resident_fits<R>(x, groups)) return false;
   if (x.numel() == 0) return true;
   std::vector<int64_t> window(x.dim() - 2, 1);
-  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, false, smem_budget(x));
+  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, backward, smem_budget(x));
   return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
 }
 
@@ -7293,7 +7296,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   }
   dout = kgen::as_float(dout, "gradient of the region output");
   x = kgen::as_float(x, "region input");
-  if (kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
+  if (kgen::region_resident_pays<kRegion0Reduce>(x, groups, /*backward=*/true)) {
     return kgen::region_backward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                           kRegion0Op, kBlock, kRegion0Groups>(
         dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);

@@ -1,0 +1,21 @@
+"""GroupNorm then GELU, (32, 64, 56,56), 16 groups: a resident-backward probe."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self, channels, groups):
+        super().__init__()
+        self.norm = nn.GroupNorm(groups, channels)
+
+    def forward(self, x):
+        return F.gelu(self.norm(x))
+
+
+def get_inputs():
+    return [torch.randn(32, 64, 56,56)]
+
+
+def get_init_inputs():
+    return [64, 16]
