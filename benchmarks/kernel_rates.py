@@ -1,7 +1,7 @@
 """kgen's own kernels against the DRAM copy rate, forward AND backward, for every problem of a directory: emit
 (`kgen emit --ref`), build in parallel, then one problem at a time on an otherwise idle GPU: the kgen kernels
 of one forward and of one backward (torch.profiler), the bytes they must move at least (from the plan's
-shapes, kgen.bench.family's traffic_bytes / backward_traffic_bytes), and a device copy of each byte count
+shapes, kgen.bench.family_table's traffic_bytes / backward_traffic_bytes), and a device copy of each byte count
 timed in the same process. No correctness checks and no eager / torch.compile timings: benchmarks/family.py
 does those; this is the short call that covers the whole family's kernel rates.
 
@@ -26,7 +26,8 @@ import sys
 from pathlib import Path
 
 from kgen.bench import ROOT
-from kgen.bench.family import backward_traffic_bytes, own_kernels, problem_id, traffic_bytes
+from kgen.bench.family import problem_id
+from kgen.bench.family_table import backward_traffic_bytes, own_kernels, traffic_bytes
 
 
 def measure(solution: str, reference: str, plan: list[str]) -> dict:

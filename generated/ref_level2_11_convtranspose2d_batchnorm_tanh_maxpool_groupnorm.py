@@ -1374,12 +1374,12 @@ __device__ __forceinline__ float maximumf(float a, float b) { return (a != a || 
 // F.mish: a * tanh(softplus(a)), as PyTorch's kernel computes it, a * tanh(log1p(exp(a))): its bits.
 __device__ __forceinline__ float mishf(float a) { return a * tanhf(log1pf(expf(a))); }
 // As a backward recomputes it and its derivative, from e = exp(a): tanh(log1p(e)) = ((1 + e)^2 - 1) / ((1 + e)^2 + 1)
-// = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation), so one exp and a division give it, where PyTorch's formula takes exp, log1p
-// and tanh and two exps more. The division is __fdividef (a reciprocal and a product, 2 ulp; d = n + 2 lies in
-// [2, 2^58) where it holds). Within a few ulp of float64, as PyTorch's formula (tests/gpu/test_region_ops.py measures
-// both). (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's formula, 58.3 with this one and IEEE
-// divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f (and e^2 would overflow past 44), so the
-// derivative is 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
+// = n / (n + 2) for n = e (e + 2) >= 0 (no cancellation), so one exp and a division give it, where PyTorch's formula
+// takes exp, log1p and tanh and two exps more. The division is __fdividef (a reciprocal and a product, 2 ulp;
+// d = n + 2 lies in [2, 2^58) where it holds). Within a few ulp of float64, as PyTorch's formula
+// (tests/gpu/test_region_ops.py measures both). (H100, L2-94's rows backward, one process: 72.9 us with PyTorch's
+// formula, 58.3 with this one and IEEE divisions, 50.6 with __fdividef.) Past a = 20 the tanh is 1.0f (and e^2 would
+// overflow past 44), so the derivative is 1 (NaN at +inf, as PyTorch's inf * 1 * 0).
 __device__ __forceinline__ float mish_fast(float a) {
   if (a > 20.f) return a;
   const float e = expf(a);
@@ -3759,7 +3759,8 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
 }
 
 // How Channel::value forms y from z: kgen's own form around the (hi, lo) mean, or one of native_group_norm's where the
-// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source, groupnorm/statistics_torch.cuh):
+// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source,
+// groupnorm/statistics_torch.cuh):
 //   kCentred        (z - mean) scale + shift, the mean a float pair
 //   kTorchAffine    a z + b, a = rstd gamma = scale, b = -a mean + beta = torch  (a plane of more than one value, gamma
 //                   or beta)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kgen.bench import ROOT
-from kgen.bench import family
+from kgen.bench import family, family_table
 
 PROBLEMS = ROOT.parent / "shared" / "kernelbench" / "problems"
 
@@ -91,8 +91,8 @@ def test_traffic_counts_each_kernels_input_and_output():
             "kgen element-wise 0: clamp  [maxpool [2, 4, 2, 2]]",
             "kgen region 1: GroupNorm -> mean over all but the batch  [x [2, 4, 8, 8] -> mean [2]; parameters: none]"]
     one_pass = 4 * ((512 + 512) + (32 + 32) + (512 + 2))
-    assert family.traffic_bytes(plan, two_pass=False) == one_pass
-    assert family.traffic_bytes(plan, two_pass=True) == one_pass + 4 * (512 + 512)   # each region reads x again
+    assert family_table.traffic_bytes(plan, two_pass=False) == one_pass
+    assert family_table.traffic_bytes(plan, two_pass=True) == one_pass + 4 * (512 + 512)   # each region reads x again
 
 
 def test_traffic_of_elementwise_kernels_of_several_tensors():
@@ -103,8 +103,8 @@ def test_traffic_of_elementwise_kernels_of_several_tensors():
             "[2, 4, 8, 8]; broadcast: sigmoid; parameters: none]",
             "kgen element-wise 2: tanh -> mul  [sum_1 [64] -> mul_1 [64]; parameters: none]",
             "kgen element-wise 0: add  [getitem [16, 1] -> add [1, 8, 16, 1], the input broadcast]"]
-    assert family.traffic_bytes(plan, two_pass=False) == 4 * ((512 + 512 + 8 + 512) + (64 + 64) + (16 + 128))
-    assert family.backward_traffic_bytes(plan) == 4 * ((2 * (512 + 512 + 8) + 512) + (2 * 64 + 64) + (2 * 16 + 128))
+    assert family_table.traffic_bytes(plan, two_pass=False) == 4 * ((512 + 512 + 8 + 512) + (64 + 64) + (16 + 128))
+    assert family_table.backward_traffic_bytes(plan) == 4 * ((2 * (512 + 512 + 8) + 512) + (2 * 64 + 64) + (2 * 16 + 128))
 
 
 def test_table_shows_the_kernels_where_compile_is_faster():
@@ -114,7 +114,7 @@ def test_table_shows_the_kernels_where_compile_is_faster():
               "bench": {"forward": {"new_ms": 8.6, "eager_ms": 12.3, "compile_ms": 8.5}, "forward_kernels": trace}}
     faster = dict(slower, problem="L2-92",
                   bench={"forward": {"new_ms": 1.2, "eager_ms": 4.3, "compile_ms": 1.5}, "forward_kernels": trace})
-    text = family.table([slower, faster])
+    text = family_table.table([slower, faster])
     assert "### L2-19: torch.compile's forward is faster" in text and "sm90_xmma_dgrad_nhwc" in text
     assert "### L2-92" not in text
 
@@ -129,7 +129,7 @@ def test_rate_leaves_the_channels_last_copy_of_the_conv_input_out():
            {"kernel": "kgen::narrow_transpose_kernel(float const*, float*, long, long, long)", "us": 10.0},
            {"kernel": "sm90_xmma_fprop_nhwc", "us": 5000.0}]
     row = {"problem": "L2-21", "plan": plan, "bench": {"forward_kernels": {"kgen": own}}}
-    rate = family._bandwidth(row)
+    rate = family_table._bandwidth(row)
     nbytes = 4 * (2 * 512 + 512)   # two reads of the region's input, one write
     assert rate == f"0.003 ms, {nbytes / 1e9:.2f} GB (two-pass), {nbytes / 3.0 / 1e6:.2f} TB/s; " \
                    "+ 1.000 ms copying the conv input channels-last"

@@ -1,8 +1,9 @@
 """kgen.bench: the measurements behind benchmarks/, as a package the scripts there and the tests import.
 
-    kgen.bench.family          the KernelBench GroupNorm family end to end (emit, validate, KernelBench's
-                               evaluator, timings), its table, the bytes each kernel must move, and the merge of
-                               several runs into one table
+    kgen.bench.family          the KernelBench GroupNorm family (or any folder of references) end to end (emit,
+                               validate, KernelBench's evaluator, timings), and the merge of several runs into one
+                               table
+    kgen.bench.family_table    its table: verdicts, times, the host's time a call, the bytes each kernel must move
     kgen.bench.timing          one solution timed against eager and torch.compile in one process, the kernels
                                each contender launches, and the DRAM copy rate at a given size
     kgen.bench.prebuild        solution files' CUDA extensions built in parallel, once

@@ -18,7 +18,7 @@ import torch.nn as nn
 from kgen.ref import functors, ops
 from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
-from kgen.ref.trace import own_function
+from kgen.ref.carried import own_function
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -149,19 +149,20 @@ class ForwardWriter:
         a batch norm (whose kernels add it unrounded). A conv's bias before a region is the region's in every dtype:
         cuDNN convolves without it and PyTorch adds it after (the conv's result rounded, then the sum), as the
         region's prologue does at the reference's rounding points (value_stored)."""
-        linear = {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
-                  if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"
-                  and isinstance(self.modules[s.node.target], nn.Linear)}
-        return (linear - self.kept_biases()) | \
+        return (set(self._peeled_linear_biases().values()) - self.kept_biases()) | \
             {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
 
     def kept_biases(self) -> set:
         """The peeled linear biases the library call keeps in every dtype: before a faithful region (plan_faithful.py),
         whose input must be the reference's to the bit (the step adds zeros)."""
         faithful = {s.input for s in self.plan.steps if isinstance(s, RegionStep) and s.faithful}
-        return {f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
+        return {bias for output, bias in self._peeled_linear_biases().items() if output in faithful}
+
+    def _peeled_linear_biases(self) -> dict:
+        """Output node name -> bias expression of each nn.Linear whose bias a kgen step adds."""
+        return {s.node.name: f"{self.attr(s.node.target)}.bias" for s in self.plan.steps
                 if isinstance(s, LibraryStep) and s.drop_bias and s.node.op == "call_module"
-                and isinstance(self.modules[s.node.target], nn.Linear) and s.node.name in faithful}
+                and isinstance(self.modules[s.node.target], nn.Linear)}
 
     def lines(self) -> list[str]:
         """forward's statements after the renamed arguments: one per step the return needs, then the return."""

@@ -40,10 +40,12 @@ def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
     as --explain names it; under "all", the option itself), or "" where it is not."""
     if mode not in FAITHFUL_MODES:
         raise ValueError(f"--faithful takes {', '.join(FAITHFUL_MODES)}, not {mode!r}")
+    if mode == "none":
+        return plan
     modules = dict(plan.ref.gm.named_modules())
     nodes = {node.name: node for node in plan.ref.gm.graph.nodes}
     for step in plan.steps:
-        if not isinstance(step, RegionStep) or mode == "none":
+        if not isinstance(step, RegionStep):
             continue
         reader = _first_tf32_reader(nodes[step.output], modules) if step.output in nodes else ""
         step.faithful = reader or ("--faithful all" if mode == "all" else "")

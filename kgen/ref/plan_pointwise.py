@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
-from kgen.ref.trace import RefError, own_function, tensor_shape
+from kgen.ref.carried import own_function
+from kgen.ref.trace import RefError, tensor_shape
 
 # Element-wise ops kgen has no formula for (no kernel of its own): PyTorch runs them as the reference does, between
 # kgen's kernels, instead of a refusal. Most have a zero or undefined gradient, which PyTorch's autograd keeps.

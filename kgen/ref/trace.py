@@ -22,18 +22,17 @@ from pathlib import Path
 
 import torch
 import torch.fx
-import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from kgen.ref import ops
+from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_inputs, free_names, init_source,
+                              input_functions, own_functions_called, prelude_source, rename_shadowing, returning)
+from kgen.ref.errors import RefError
+from kgen.ref.errors import first_line as _short
 from kgen.ref.graph import op_text
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
-
-
-class RefError(ValueError):
-    """A reference kgen cannot read or plan: a one-line, user-facing message."""
 
 
 @dataclass
@@ -54,10 +53,6 @@ class Reference:
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
     input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
     input_source: str = ""                 # get_inputs and get_init_inputs as the reference defines them
-
-
-def _short(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def load_reference(path: str | Path, init_args: list | None = None) -> Reference:
@@ -130,20 +125,20 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     refuse_dtype_mismatch(gm, meta_gm, path)
     resolve_inplace(gm, path, augmented=True)   # `y += 1` where the shapes show y is a tensor
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
-    functions = _input_functions(tree)
+    functions = input_functions(tree)
     if given_init:
-        functions = [f for f in functions if f.name != "get_init_inputs"] + [_returning("get_init_inputs", init_args)]
-    prelude = _prelude(tree, set().union(*(_free_names(f) for f in functions)) | _own_functions_called(gm))
+        functions = [f for f in functions if f.name != "get_init_inputs"] + [returning("get_init_inputs", init_args)]
+    prelude = prelude_source(tree, set().union(*(free_names(f) for f in functions)) | own_functions_called(gm))
     input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
-    _check_carried_inputs(prelude, input_source, inputs, path)
+    check_carried_inputs(prelude, input_source, inputs, path)
     after_shapes(gm)   # after the flags: `training=self.training` is no constant False
-    _rename_shadowing(gm, set().union(*(_bound_names(s) for s in tree.body)))
+    rename_shadowing(gm, set().union(*(bound_names(s) for s in tree.body)))
     return Reference(
         path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
         init_args=init_args,
         input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
         input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
-        graph=gm.graph, gm=gm, init_source=_init_source(tree, path),
+        graph=gm.graph, gm=gm, init_source=init_source(tree, path),
         forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
         prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
     )
@@ -390,161 +385,6 @@ def located(node: torch.fx.Node, path: Path, modules: dict | None = None) -> str
     if location is not None:
         return f"{path}:{location[0]}: `{location[1]}`"
     return f"{path}: {op_text(node, modules)} in Model.forward"
-
-
-def _init_source(tree: ast.Module, path: Path) -> str:
-    """Model.__init__ as ModelNew's: the same statements (same modules, same parameters, same RNG draws,
-    same attribute names), with `super(Model, self)` made `super(ModelNew, self)`."""
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
-    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-    if init is None:
-        raise RefError(f"{path}:{cls.lineno}: Model has no __init__")
-    init = copy.deepcopy(init)
-    for node in ast.walk(init):
-        if isinstance(node, ast.Name) and node.id == "Model":
-            node.id = "ModelNew"
-        if isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) \
-                and isinstance(node.value.value, str):
-            node.value.value = ""  # docstrings dropped below
-    init.body = [s for s in init.body
-                 if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value == "")]
-    return ast.unparse(init)
-
-
-def _bound_names(statement: ast.stmt) -> set:
-    if isinstance(statement, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in statement.names}
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {statement.name}
-    if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
-
-
-def _loads(*parts) -> set:
-    return {n.id for part in parts if part is not None for n in ast.walk(part)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _signature_names(fn: ast.FunctionDef) -> set:
-    """Names a function's signature reads where it is defined: defaults, annotations, decorators."""
-    a = fn.args
-    annotations = [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None]
-    return _loads(*a.defaults, *[d for d in a.kw_defaults if d is not None], *annotations, fn.returns,
-                  *fn.decorator_list)
-
-
-def _free_names(statement: ast.stmt) -> set:
-    """The module-level names a top-level statement (or a method) reads: a function's body less its arguments
-    and the names it assigns; a class's bases and every member."""
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = statement.args
-        arguments = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
-        stored = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-        return _signature_names(statement) | (_loads(*statement.body) - arguments - stored)
-    if isinstance(statement, ast.ClassDef):
-        names = _loads(*statement.bases, *statement.decorator_list)
-        for member in statement.body:
-            names |= _free_names(member)
-        return names
-    return _loads(statement)
-
-
-def _returning(name: str, values: list) -> ast.FunctionDef:
-    """`def name(): return [values]`: a preset's get_init_inputs, with the values it was emitted for."""
-    return ast.parse(f"def {name}():\n    return {values!r}\n").body[0]
-
-
-def _input_functions(tree: ast.Module) -> list:
-    """get_inputs and get_init_inputs as the reference defines them: the emitted file carries them as they are (same
-    distributions, dtypes and draws: `torch.randn` stays randn, an index tensor stays an index tensor), with the
-    top-level definitions they read (_prelude)."""
-    return [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in ("get_inputs", "get_init_inputs")]
-
-
-def _check_carried_inputs(prelude: str, input_source: str, inputs: list, path: Path) -> None:
-    """Runs the carried get_inputs (on the meta device) and get_init_inputs beside the carried prelude alone, as the
-    emitted file will: a name they read that kgen did not carry (one bound inside an `if` at the top level) or
-    another result is the reference's one-line error, not a file whose get_inputs fails."""
-    namespace = {"torch": torch, "nn": torch.nn, "F": F}
-    try:
-        exec(compile(f"{prelude}\n\n\n{input_source}\n", f"{path} (as carried by kgen)", "exec"), namespace)
-        with torch.device("meta"):
-            carried = list(namespace["get_inputs"]())
-        list(namespace["get_init_inputs"]())
-    except Exception as error:  # noqa: BLE001 (the reference's own code, run as the emitted file will run it)
-        raise RefError(f"{path}: get_inputs() or get_init_inputs(), carried into the emitted file with the top-level "
-                       f"definitions they read, fails there ({type(error).__name__}: {_short(error)}): bind what they "
-                       "read with a plain top-level assignment, import or def") from None
-    if _described(carried) != _described(inputs):
-        raise RefError(f"{path}: get_inputs(), carried into the emitted file, returns {_described(carried)} there "
-                       f"and {_described(inputs)} in the reference: bind what it reads with a plain top-level "
-                       "assignment, import or def")
-
-
-def _described(values: list) -> list:
-    return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else (type(v).__name__,) for v in values]
-
-
-REFERENCE_MODULE = "kgen_reference"   # the module the reference file is loaded as
-
-
-def own_function(target) -> bool:
-    """Whether a traced call's target is a function of the reference's own file (kept whole by torch.fx.wrap), which
-    the emitted file carries and calls by name."""
-    return callable(target) and getattr(target, "__module__", None) == REFERENCE_MODULE and \
-        getattr(target, "__qualname__", "") == getattr(target, "__name__", None)
-
-
-def _rename_shadowing(gm: torch.fx.GraphModule, defined: set) -> None:
-    """Renames the nodes whose names the reference's file defines at the top level (a function forward calls whole
-    gives its node its name): as forward's local variables they would shadow what the emitted file carries."""
-    for node in gm.graph.nodes:
-        if node.name in defined:
-            node._rename(f"{node.name}_value")
-
-
-def _own_functions_called(gm: torch.fx.GraphModule) -> set:
-    """The names of the reference's own top-level functions that forward calls whole (torch.fx.wrap)."""
-    return {n.target.__name__ for n in gm.graph.nodes if n.op == "call_function" and own_function(n.target)}
-
-
-def _prelude(tree: ast.Module, also_needed: set = frozenset()) -> str:
-    """The reference's top-level imports, constants, functions and classes that ModelNew's copy of Model's code
-    reads (Model.__init__, forward's signature) or the carried get_inputs() / get_init_inputs() do (`also_needed`),
-    and what those read in turn: `import math`, a helper class, `Optional` in an annotation. The template's own
-    imports (torch, nn, F) are always there."""
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
-    skip = {"Model", "get_inputs", "get_init_inputs"}
-    defining = [s for s in tree.body if _bound_names(s) and not (_bound_names(s) & skip)]
-    needed = _loads(*cls.bases, *cls.decorator_list) | set(also_needed)
-    for member in cls.body:
-        forward = isinstance(member, ast.FunctionDef) and member.name == "forward"
-        needed |= _signature_names(member) if forward else _free_names(member)
-    taken: list[ast.stmt] = []
-    grown = True
-    while grown:
-        grown = False
-        for statement in defining:
-            if statement not in taken and _bound_names(statement) & needed:
-                taken.append(statement)
-                needed |= _free_names(statement)
-                grown = True
-    kept = [s for s in tree.body if s in taken and not _template_import(s)]
-    text = ""
-    for statement in kept:
-        spaced = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        text += ("\n\n" if spaced and text else "") + ast.unparse(statement) + ("\n\n" if spaced else "") + "\n"
-    return text.strip()
-
-
-def _template_import(statement: ast.stmt) -> bool:
-    """An import the solution template makes itself (import torch, torch.nn as nn, torch.nn.functional as F)."""
-    if isinstance(statement, ast.Import):
-        return all((a.name, a.asname) in {("torch", None), ("torch.nn", "nn"), ("torch.nn.functional", "F")}
-                   for a in statement.names)
-    return False
 
 
 def _tensor_constants(gm: torch.fx.GraphModule, own_attributes: set) -> dict:

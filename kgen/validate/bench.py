@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import time
 from typing import Callable, ContextManager
 
 import torch
 from torch.utils import benchmark
 
 METHOD = ("torch.utils.benchmark blocked_autorange, median ms after warm-up; forward under no_grad; "
-          "forward+backward: fixed upstream gradient, input and parameter grads set to None each iteration")
+          "forward+backward: fixed upstream gradient, input and parameter grads set to None each iteration; "
+          "host: the caller's wall time per call over 20 calls issued without synchronising (launch-bound where it "
+          "reaches the ms)")
+HOST_CALLS = 20
 
 
 def _sync(device: torch.device) -> None:
@@ -45,6 +49,19 @@ def median_ms(fn: Callable[[], None], device: torch.device, min_run_time: float,
     measurement = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_time)
     return {"ms": measurement.median * 1e3, "iqr_ms": measurement.iqr * 1e3,
             "runs": len(measurement.times), "per_run": measurement.number_per_run}
+
+
+def host_ms(fn: Callable[[], None], device: torch.device, calls: int = HOST_CALLS) -> float:
+    """The time the caller spends in one call: `calls` calls back to back after a synchronisation, without one
+    between them, so that the GPU's work overlaps the next call's Python and launches (a few hundred launches stay
+    far below the launch queue's depth). A model whose host time reaches its GPU time is bound by the host."""
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    _sync(device)
+    return elapsed * 1e3 / calls
 
 
 Forward = Callable[[], ContextManager]   # what every forward runs under (the run's autocast, or nothing)
@@ -88,15 +105,18 @@ def time_contender(model, inputs: list, upstream: list | None, device, min_run_t
     """{"forward": {...} or {"error": ...}, "forward_backward": ...} for one model."""
     result = {}
     try:
-        result["forward"] = median_ms(forward_step(model, inputs, forward_context), device, min_run_time)
+        step = forward_step(model, inputs, forward_context)
+        result["forward"] = median_ms(step, device, min_run_time)
+        result["forward"]["host_ms"] = host_ms(step, device)
     except Exception as error:
         result["forward"] = {"error": _first_line(error)}
     _free(device)
     if upstream is not None:
         leaves = _leaf_inputs(inputs)
         try:
-            result["forward_backward"] = median_ms(forward_backward_step(model, leaves, upstream, forward_context),
-                                                   device, min_run_time)
+            step = forward_backward_step(model, leaves, upstream, forward_context)
+            result["forward_backward"] = median_ms(step, device, min_run_time)
+            result["forward_backward"]["host_ms"] = host_ms(step, device)
         except Exception as error:
             result["forward_backward"] = {"error": _first_line(error)}
         for p in model.parameters():
@@ -110,6 +130,7 @@ def _speedups(times: dict, mode: str) -> dict:
     row = {name: times[name].get(mode, {}).get("ms") for name in times}
     new = row.get("new")
     out = {f"{name}_ms": ms for name, ms in row.items()}
+    out.update({f"{name}_host_ms": times[name].get(mode, {}).get("host_ms") for name in times})
     for name in ("eager", "compile"):
         base = row.get(name)
         out[f"speedup_vs_{name}"] = base / new if base and new else None

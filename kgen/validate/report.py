@@ -93,6 +93,10 @@ def render_bench(bench: dict) -> str:
             speedup = row.get(f"speedup_vs_{name}")
             cells.append(f"{name}/new {speedup:.2f}x" if speedup is not None else f"{name}/new n/a")
         lines.append(f"  {mode:<17} " + ", ".join(cells))
+        host = [f"{name} {row[f'{name}_host_ms']:.3f}" for name in ("new", "eager", "compile")
+                if row.get(f"{name}_host_ms") is not None]
+        if host:
+            lines.append(f"  {'':<17} host ms a call (launch-bound where near the time): " + ", ".join(host))
         for name, error in (row.get("errors") or {}).items():
             lines.append(f"  {'':<17} {name}: {error}")
     return "\n".join(lines)

@@ -152,7 +152,8 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
 }
 
 // How Channel::value forms y from z: kgen's own form around the (hi, lo) mean, or one of native_group_norm's where the
-// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source, groupnorm/statistics_torch.cuh):
+// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source,
+// groupnorm/statistics_torch.cuh):
 //   kCentred        (z - mean) scale + shift, the mean a float pair
 //   kTorchAffine    a z + b, a = rstd gamma = scale, b = -a mean + beta = torch  (a plane of more than one value, gamma
 //                   or beta)

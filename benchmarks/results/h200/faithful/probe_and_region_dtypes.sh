@@ -7,7 +7,7 @@ export PYTHONUNBUFFERED=1 TORCH_EXTENSIONS_DIR=$PWD/.build/ext
 L=$OUT/logs; mkdir -p $L
 ( timeout 330 python3 -m pytest -q -x tests/gpu/test_region_dtypes.py > $L/test_region_dtypes.txt 2>&1; echo "exit $?" >> $L/test_region_dtypes.txt ) &
 T=$!
-timeout 330 python3 .devrun/faithful_probe.py > $L/faithful_probe.txt 2>&1
+timeout 330 python3 benchmarks/results/h200/faithful/probe.py > $L/faithful_probe.txt 2>&1
 cat $L/faithful_probe.txt | grep -v Warning
 wait $T; tail -5 $L/test_region_dtypes.txt
 cp $OUT/faithful_probe.json $L/ 2>/dev/null
