@@ -989,12 +989,13 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
 // the reference's flips some of those roundings and the conv after it moves by ~1e-3 of its terms: KernelBench's
 // float32 check (atol = rtol = 1e-4) then fails a correctly rounded GroupNorm as it fails torch.compile's
 // (benchmarks/results/h200/faithful/README.md). Where the planner sees such a reader, the region's forward takes
-// mean and rstd as native_group_norm's RowwiseMomentsCUDAKernel does - one block per (sample, group), 32 threads for
-// a slice under 512 values, else 512; thread t folds values t, t + blockDim, ... by Welford's update, then the
-// warp's shuffle tree (offsets 16 .. 1) and the block's tree over its warps - and normalises as its forward does
-// (Channel::value). The roundings are spelled out (_rn intrinsics) as nvcc contracts PyTorch's source: the updates
-// of m2 and mean fused, b = -a mean + beta not (H200: this emulation equals F.group_norm for every value,
-// tests/gpu/test_faithful.py). Needs core/sweeps.cuh and groupnorm/region.cuh before it.
+// mean and rstd as native_group_norm's RowwiseMomentsCUDAKernel does - per (sample, group) row, 32 chains for a slice
+// under 512 values, else 512 (PyTorch's threads of one block, split here over blocks: torch_chains_kernel); chain t
+// folds values t, t + chains, ... by Welford's update, then each warp's shuffle tree (offsets 16 .. 1) and the tree
+// over the warps' results (torch_moments_finish_kernel) - and normalises as its forward does (Channel::value). The
+// roundings are spelled out (_rn intrinsics) as nvcc contracts PyTorch's source: the updates of m2 and mean fused,
+// b = -a mean + beta not (H200: this emulation equals F.group_norm for every value, tests/gpu/test_faithful.py).
+// Needs core/common.cuh, core/sweeps.cuh and groupnorm/region.cuh before it.
 namespace kgen {
 
 struct TorchWelford {
@@ -1030,44 +1031,76 @@ __device__ __forceinline__ TorchWelford torch_welford_warp(TorchWelford v) {
   return v;
 }
 
-// PyTorch's block size for a slice of `slice` values.
+// PyTorch's block size for a slice of `slice` values: its fold runs torch_moments_threads chains per row.
 inline int torch_moments_threads(int64_t slice) { return slice < 512 ? kWarpSize : 512; }
 
-// One block (torch_moments_threads) per (sample, group) row: z = Pro(x) over the row's slice, mean and rstd as
-// native_group_norm normalises with them: eps in the call's dtype (ParamTable::rounding), mean and rstd rounded to it
-// where PyTorch keeps them there (RegionParams::statistics, kTorchRoundsHalfStatistics). mean.y = 0: one float here.
+// The chains of one row split over `parts` blocks, so that a batch of few (sample, group) rows still fills the GPU
+// (PyTorch's one block a row leaves most SMs idle below a row an SM): each part is a whole number of PyTorch's warps,
+// so every warp's tree is PyTorch's, and the block stage runs over the warps' results after (torch_moments_finish).
+inline int torch_moments_parts(int64_t rows, int64_t slice, int device) {
+  const int chains = torch_moments_threads(slice);
+  const int64_t want = 2 * int64_t(cached_attribute<cudaDevAttrMultiProcessorCount>(device));
+  int parts = 1;
+  while (parts * 2 * kWarpSize <= chains && rows * parts < want) parts *= 2;
+  return parts;
+}
+
+constexpr int kTorchChainsAhead = 4;  // loads of a chain in flight before they are folded, in order
+
+// Block (row, part): chains part * blockDim.x + threadIdx.x of the row; chain t folds values t, t + chains, ... by
+// Welford's update (kTorchChainsAhead loads ahead, folded in the same order), then each warp's shuffle tree; lane 0
+// stores the warp's result at partial[row * (chains / 32) + warp of the row].
 template <class Pro, class T>
 __global__ void __launch_bounds__(512)
-torch_moments_kernel(const T* __restrict__ x, RegionParams params, int64_t groups, int64_t channels_per_group,
-                     int64_t plane, double eps, float2* __restrict__ mean, float* __restrict__ rstd) {
-  __shared__ TorchWelford per_warp[kWarpSize];
+torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups, int64_t channels_per_group,
+                    int64_t plane, int chains, TorchWelford* __restrict__ partial) {
   const int64_t row = blockIdx.x, slice = channels_per_group * plane;
   const int64_t first_channel = (row % groups) * channels_per_group;
+  const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const T* in = x + row * slice;
-  TorchWelford v{0.f, 0.f, 0.f, 0};
-  // The value's channel within the group, its prologue reloaded where it changes (32-bit: the host keeps a faithful
-  // slice under 2^31 values).
-  const uint32_t plane32 = static_cast<uint32_t>(plane);
-  uint32_t k = threadIdx.x / plane32;
+  // 32-bit positions: the host keeps a faithful slice under 2^31 values. A value's channel within the group gives its
+  // prologue, reloaded where it changes.
+  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  const uint32_t count = static_cast<uint32_t>(slice);
+  uint32_t k = chain / plane32;
   Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
-  for (uint32_t j = threadIdx.x; j < slice; j += blockDim.x) {
+  auto fold = [&](TorchWelford& v, uint32_t j, float value) {
     if constexpr (Pro::kParams > 0) {
       if (j / plane32 != k) {
         k = j / plane32;
         pro = Pro::at(params, first_channel + k);
       }
     }
-    v = torch_welford_add(v, pro.value(load1(in + j)));
+    v = torch_welford_add(v, pro.value(value));
+  };
+  TorchWelford v{0.f, 0.f, 0.f, 0};
+  uint32_t j = chain;
+  for (; j + (kTorchChainsAhead - 1) * step < count; j += kTorchChainsAhead * step) {
+    float ahead[kTorchChainsAhead];
+#pragma unroll
+    for (int u = 0; u < kTorchChainsAhead; ++u) ahead[u] = load1(in + j + u * step);
+#pragma unroll
+    for (int u = 0; u < kTorchChainsAhead; ++u) fold(v, j + u * step, ahead[u]);
   }
+  for (; j < count; j += step) fold(v, j, load1(in + j));
   v = torch_welford_warp(v);
-  if (blockDim.x > kWarpSize) {
-    const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-    if (lane == 0) per_warp[warp] = v;
-    __syncthreads();
-    v = threadIdx.x < blockDim.x / kWarpSize ? per_warp[lane] : TorchWelford{0.f, 0.f, 0.f, 0};
-    if (warp == 0) v = torch_welford_warp(v);
-  }
-  if (threadIdx.x == 0) {
+  if (threadIdx.x % kWarpSize == 0) partial[row * (chains / kWarpSize) + chain / kWarpSize] = v;
+}
+
+// One warp per row: PyTorch's block stage over the row's warp results (lanes past them the identity; with one warp a
+// row, as for slices under 512 values, the tree leaves its result as it is), then mean and rstd as native_group_norm
+// normalises with them: eps in the call's dtype (ParamTable::rounding), mean and rstd rounded to it where PyTorch keeps
+// them there (RegionParams::statistics, kTorchRoundsHalfStatistics). mean.y = 0: one float here.
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock)
+torch_moments_finish_kernel(const TorchWelford* __restrict__ partial, int64_t rows, int warps, RegionParams params,
+                            double eps, float2* __restrict__ mean, float* __restrict__ rstd) {
+  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  if (row >= rows) return;  // warp-uniform
+  TorchWelford v = lane < warps ? partial[row * warps + lane] : TorchWelford{0.f, 0.f, 0.f, 0};
+  v = torch_welford_warp(v);
+  if (lane == 0) {
     const float var = __fdiv_rn(v.m2, v.nf);
     float m = v.mean;
     float r = rsqrtf(__fadd_rn(var, stored(static_cast<float>(eps), params.prologue.rounding)));
@@ -5901,7 +5934,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  // A faithful region's statistics are native_group_norm's (torch_moments_kernel), one block per (sample, group).
+  // A faithful region's statistics are native_group_norm's (statistics_torch.cuh: its chains over blocks, its trees).
   const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
     if (x.scalar_type() == at::kFloat && !torch_moments &&
@@ -5916,14 +5949,20 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   // Statistics.
   if (torch_moments) {
     rt::check_grid(rows, "statistics");
+    const int chains = torch_moments_threads(shape.slice_elems());
+    const int parts = torch_moments_parts(rows, shape.slice_elems(), x.get_device());
+    auto partial = at::empty({rows * (chains / kWarpSize) * int64_t(sizeof(TorchWelford))}, options.dtype(at::kByte));
+    auto* partial_ptr = reinterpret_cast<TorchWelford*>(partial.data_ptr());
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        torch_moments_kernel<Pro><<<rows, torch_moments_threads(shape.slice_elems()), 0, stream>>>(
-            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, eps, mean_ptr,
-            rstd_ptr);
+        torch_chains_kernel<Pro><<<dim3(static_cast<unsigned>(rows), parts), chains / parts, 0, stream>>>(
+            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
       }
     });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+        partial_ptr, rows, chains / kWarpSize, params, eps, mean_ptr, rstd_ptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));

@@ -373,7 +373,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   const float* beta_ptr = rt::data_or_null(beta);
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  // A faithful region's statistics are native_group_norm's (torch_moments_kernel), one block per (sample, group).
+  // A faithful region's statistics are native_group_norm's (statistics_torch.cuh: its chains over blocks, its trees).
   const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
     if (x.scalar_type() == at::kFloat && !torch_moments &&
@@ -388,14 +388,20 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   // Statistics.
   if (torch_moments) {
     rt::check_grid(rows, "statistics");
+    const int chains = torch_moments_threads(shape.slice_elems());
+    const int parts = torch_moments_parts(rows, shape.slice_elems(), x.get_device());
+    auto partial = at::empty({rows * (chains / kWarpSize) * int64_t(sizeof(TorchWelford))}, options.dtype(at::kByte));
+    auto* partial_ptr = reinterpret_cast<TorchWelford*>(partial.data_ptr());
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        torch_moments_kernel<Pro><<<rows, torch_moments_threads(shape.slice_elems()), 0, stream>>>(
-            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, eps, mean_ptr,
-            rstd_ptr);
+        torch_chains_kernel<Pro><<<dim3(static_cast<unsigned>(rows), parts), chains / parts, 0, stream>>>(
+            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
       }
     });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+        partial_ptr, rows, chains / kWarpSize, params, eps, mean_ptr, rstd_ptr);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
