@@ -263,7 +263,7 @@ inline int& call_statistics_rounding() {
 
 // Whether the call's GroupNorm forward reproduces native_group_norm bit for bit (RegionParams::faithful): set by a
 // region whose output a library op that rounds float32 to TF32 reads (a convolution, a matmul), where a last-bit
-// difference would grow to ~1e-3 (groupnorm/statistics.cuh, torch_moments_kernel).
+// difference would grow to ~1e-3 (groupnorm/statistics_torch.cuh).
 inline int& call_faithful() {
   thread_local int faithful = 0;
   return faithful;
@@ -891,7 +891,7 @@ struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
   int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
-  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_moments_kernel, Channel::value), for
+  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_statistics, Channel::value), for
                    // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
 
@@ -985,138 +985,6 @@ inline ParamTable param_table(const std::vector<at::Tensor>& params, int64_t cha
   }
   t.rounding = call_rounding();
   return t;
-}
-
-}  // namespace kgen
-
-// ---- groupnorm/statistics_torch.cuh: native_group_norm's mean and rstd, bit for bit (faithful regions) ----
-//
-// cuDNN rounds a float32 convolution's inputs to TF32 (10-bit mantissa) by default, so a norm output one ulp away from
-// the reference's flips some of those roundings and the conv after it moves by ~1e-3 of its terms: KernelBench's
-// float32 check (atol = rtol = 1e-4) then fails a correctly rounded GroupNorm as it fails torch.compile's
-// (benchmarks/results/h200/faithful/README.md). Where the planner sees such a reader, the region's forward takes
-// mean and rstd as native_group_norm's RowwiseMomentsCUDAKernel does - per (sample, group) row, 32 chains for a slice
-// under 512 values, else 512 (PyTorch's threads of one block, split here over blocks: torch_chains_kernel); chain t
-// folds values t, t + chains, ... by Welford's update, then each warp's shuffle tree (offsets 16 .. 1) and the tree
-// over the warps' results (torch_moments_finish_kernel) - and normalises as its forward does (Channel::value). The
-// roundings are spelled out (_rn intrinsics) as nvcc contracts PyTorch's source: the updates of m2 and mean fused,
-// b = -a mean + beta not (H200: this emulation equals F.group_norm for every value, tests/gpu/test_faithful.py).
-// Needs core/common.cuh, core/sweeps.cuh and groupnorm/region.cuh before it.
-namespace kgen {
-
-struct TorchWelford {
-  float mean, m2, nf;  // running mean, sum of squared deviations, count (as a float, as PyTorch's combine keeps it)
-  int n;               // count within one thread's fold (PyTorch's index_t; a block's fold stays far below 2^31)
-};
-
-__device__ __forceinline__ TorchWelford torch_welford_add(TorchWelford a, float x) {
-  const int n = a.n + 1;
-  const float nf = static_cast<float>(n);
-  const float delta = __fsub_rn(x, a.mean);
-  const float mean = __fadd_rn(a.mean, __fdiv_rn(delta, nf));
-  return {mean, __fmaf_rn(delta, __fsub_rn(x, mean), a.m2), nf, n};
-}
-
-__device__ __forceinline__ TorchWelford torch_welford_combine(TorchWelford a, TorchWelford b) {
-  if (a.nf == 0.f) return b;
-  if (b.nf == 0.f) return a;
-  const float delta = __fsub_rn(b.mean, a.mean);
-  const float count = __fadd_rn(a.nf, b.nf);
-  const float b_share = __fdiv_rn(b.nf, count);
-  return {__fmaf_rn(delta, b_share, a.mean),
-          __fmaf_rn(__fmul_rn(__fmul_rn(delta, delta), a.nf), b_share, __fadd_rn(a.m2, b.m2)), count, -1};
-}
-
-__device__ __forceinline__ TorchWelford torch_welford_warp(TorchWelford v) {
-#pragma unroll
-  for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
-    const TorchWelford other{__shfl_down_sync(0xffffffffu, v.mean, offset), __shfl_down_sync(0xffffffffu, v.m2, offset),
-                             __shfl_down_sync(0xffffffffu, v.nf, offset), __shfl_down_sync(0xffffffffu, v.n, offset)};
-    v = torch_welford_combine(v, other);
-  }
-  return v;
-}
-
-// PyTorch's block size for a slice of `slice` values: its fold runs torch_moments_threads chains per row.
-inline int torch_moments_threads(int64_t slice) { return slice < 512 ? kWarpSize : 512; }
-
-// The chains of one row split over `parts` blocks, so that a batch of few (sample, group) rows still fills the GPU
-// (PyTorch's one block a row leaves most SMs idle below a row an SM): each part is a whole number of PyTorch's warps,
-// so every warp's tree is PyTorch's, and the block stage runs over the warps' results after (torch_moments_finish).
-inline int torch_moments_parts(int64_t rows, int64_t slice, int device) {
-  const int chains = torch_moments_threads(slice);
-  const int64_t want = 2 * int64_t(cached_attribute<cudaDevAttrMultiProcessorCount>(device));
-  int parts = 1;
-  while (parts * 2 * kWarpSize <= chains && rows * parts < want) parts *= 2;
-  return parts;
-}
-
-constexpr int kTorchChainsAhead = 4;  // loads of a chain in flight before they are folded, in order
-
-// Block (row, part): chains part * blockDim.x + threadIdx.x of the row; chain t folds values t, t + chains, ... by
-// Welford's update (kTorchChainsAhead loads ahead, folded in the same order), then each warp's shuffle tree; lane 0
-// stores the warp's result at partial[row * (chains / 32) + warp of the row].
-template <class Pro, class T>
-__global__ void __launch_bounds__(512)
-torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups, int64_t channels_per_group,
-                    int64_t plane, int chains, TorchWelford* __restrict__ partial) {
-  const int64_t row = blockIdx.x, slice = channels_per_group * plane;
-  const int64_t first_channel = (row % groups) * channels_per_group;
-  const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
-  const T* in = x + row * slice;
-  // 32-bit positions: the host keeps a faithful slice under 2^31 values. A value's channel within the group gives its
-  // prologue, reloaded where it changes.
-  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
-  const uint32_t count = static_cast<uint32_t>(slice);
-  uint32_t k = chain / plane32;
-  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
-  auto fold = [&](TorchWelford& v, uint32_t j, float value) {
-    if constexpr (Pro::kParams > 0) {
-      if (j / plane32 != k) {
-        k = j / plane32;
-        pro = Pro::at(params, first_channel + k);
-      }
-    }
-    v = torch_welford_add(v, pro.value(value));
-  };
-  TorchWelford v{0.f, 0.f, 0.f, 0};
-  uint32_t j = chain;
-  for (; j + (kTorchChainsAhead - 1) * step < count; j += kTorchChainsAhead * step) {
-    float ahead[kTorchChainsAhead];
-#pragma unroll
-    for (int u = 0; u < kTorchChainsAhead; ++u) ahead[u] = load1(in + j + u * step);
-#pragma unroll
-    for (int u = 0; u < kTorchChainsAhead; ++u) fold(v, j + u * step, ahead[u]);
-  }
-  for (; j < count; j += step) fold(v, j, load1(in + j));
-  v = torch_welford_warp(v);
-  if (threadIdx.x % kWarpSize == 0) partial[row * (chains / kWarpSize) + chain / kWarpSize] = v;
-}
-
-// One warp per row: PyTorch's block stage over the row's warp results (lanes past them the identity; with one warp a
-// row, as for slices under 512 values, the tree leaves its result as it is), then mean and rstd as native_group_norm
-// normalises with them: eps in the call's dtype (ParamTable::rounding), mean and rstd rounded to it where PyTorch keeps
-// them there (RegionParams::statistics, kTorchRoundsHalfStatistics). mean.y = 0: one float here.
-template <int kBlock>
-__global__ void __launch_bounds__(kBlock)
-torch_moments_finish_kernel(const TorchWelford* __restrict__ partial, int64_t rows, int warps, RegionParams params,
-                            double eps, float2* __restrict__ mean, float* __restrict__ rstd) {
-  const int64_t row = (int64_t(blockIdx.x) * kBlock + threadIdx.x) / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
-  if (row >= rows) return;  // warp-uniform
-  TorchWelford v = lane < warps ? partial[row * warps + lane] : TorchWelford{0.f, 0.f, 0.f, 0};
-  v = torch_welford_warp(v);
-  if (lane == 0) {
-    const float var = __fdiv_rn(v.m2, v.nf);
-    float m = v.mean;
-    float r = rsqrtf(__fadd_rn(var, stored(static_cast<float>(eps), params.prologue.rounding)));
-    if (params.statistics != kExact) {
-      m = stored(m, params.statistics);
-      r = stored(r, params.statistics);
-    }
-    mean[row] = make_float2(m, 0.f);
-    rstd[row] = r;
-  }
 }
 
 }  // namespace kgen
@@ -5826,6 +5694,37 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
   return done;
 }
 
+// Whether a kNone forward takes the cluster kernel though a slice also fits the resident one: slices of at least
+// kClusterOverResident values that the cluster forward takes (cluster_forward_plan: sm_90, planes of 512 values or
+// more). H200, GroupNorm then GELU, slices of 6,272 to 16,384 values: the cluster forward 1.16x to 3.7x the resident
+// one, and 1.95x on rows of 12,799 unaligned values (benchmarks/results/h200/cliffs/). Smaller slices keep the
+// resident forward, not measured against the cluster.
+constexpr int64_t kClusterOverResident = 6144;
+
+template <class Pro, class Epi, ReduceKind R>
+bool cluster_forward_preferred(const at::Tensor& x, int64_t groups) {
+  if constexpr (R != ReduceKind::kNone) {
+    return false;
+  } else {
+    if (!x.is_cuda() || x.scalar_type() != at::kFloat || x.dim() < 3 || x.numel() == 0 || groups <= 0 ||
+        x.size(1) % groups != 0) {
+      return false;
+    }
+    RegionShape shape{};
+    shape.batch = x.size(0);
+    shape.channels = x.size(1);
+    shape.groups = groups;
+    shape.plane = x.numel() / (x.size(0) * x.size(1));
+    if (shape.slice_elems() < kClusterOverResident) return false;
+    const bool vec = shape.plane % 4 == 0 && aligned(x);
+    const void* kernel = vec ? reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
+                                                                 region_cluster::kClusterThreads, 4>)
+                             : reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
+                                                                 region_cluster::kClusterThreads, 1>);
+    return region_cluster::cluster_forward_plan(shape, x, aligned(x), kernel).feasible;
+  }
+}
+
 // The sweep after the statistics: the normalised, epilogued values and their reduction into out (and aux), from
 // the saved mean and rstd. `plan`: the sweeps' split of a plane (plan_split<kBlock>).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
@@ -5894,12 +5793,19 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
 
 }  // namespace region_twopass
 
+// A faithful region's statistics as native_group_norm computes them (groupnorm/statistics_torch.cuh, in a file only
+// where a region is faithful).
+template <class Pro, ReduceKind R, int kBlock>
+void torch_statistics(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, double eps,
+                      float2* mean, float* rstd, cudaStream_t stream);
+
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
 // bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
 // are sums in double, rounded once by the caller).
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/,
+          bool kFaithful = false /*a faithful region: torch_statistics where RegionParams::faithful*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
                                                const std::vector<at::Tensor>& prologue_params,
@@ -5941,7 +5847,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   // A faithful region's statistics are native_group_norm's (statistics_torch.cuh: its chains over blocks, its trees).
-  const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
+  const bool torch_moments = kFaithful && params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
     if (x.scalar_type() == at::kFloat && !torch_moments &&
         rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
@@ -5955,21 +5861,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   // Statistics.
   if (torch_moments) {
     rt::check_grid(rows, "statistics");
-    const int chains = torch_moments_threads(shape.slice_elems());
-    const int parts = torch_moments_parts(rows, shape.slice_elems(), x.get_device());
-    auto partial = at::empty({rows * (chains / kWarpSize) * int64_t(sizeof(TorchWelford))}, options.dtype(at::kByte));
-    auto* partial_ptr = reinterpret_cast<TorchWelford*>(partial.data_ptr());
-    dispatch_storage(x.scalar_type(), [&](auto storage) {
-      using T = typename decltype(storage)::type;
-      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        torch_chains_kernel<Pro><<<dim3(static_cast<unsigned>(rows), parts), chains / parts, 0, stream>>>(
-            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
-      }
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, rows, chains / kWarpSize, params, eps, mean_ptr, rstd_ptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if constexpr (kFaithful) torch_statistics<Pro, R, kBlock>(x, params, shape, eps, mean_ptr, rstd_ptr, stream);
   } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
@@ -6535,17 +6427,22 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   if (region0_half_sweeps(x, groups, rounding)) {
     return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
-                                        kRegion0Op, kBlock, kRegion0Groups>(
+                                        kRegion0Op, kBlock, kRegion0Groups,
+                                        kRegion0Faithful>(
         x, w, b, prologue, epilogue, groups, eps, window, for_backward);
   }
   x = kgen::as_float(x, "region input");
-  if (!kRegion0Faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups)) {
+  // The resident forward where it pays, unless the cluster kernel (in region_forward_twopass) is the faster one.
+  if (!kRegion0Faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups) &&
+      !kgen::region_twopass::cluster_forward_preferred<Region0Prologue, Region0Epilogue,
+                                                       kRegion0Reduce>(x, groups)) {
     return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                          kRegion0Op, kBlock, kRegion0Groups>(
         x, w, b, prologue, epilogue, groups, eps, window);
   }
   return kgen::region_forward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
-                                      kRegion0Op, kBlock, kRegion0Groups>(
+                                      kRegion0Op, kBlock, kRegion0Groups,
+                                      kRegion0Faithful>(
       x, w, b, prologue, epilogue, groups, eps, window, for_backward);
 }
 

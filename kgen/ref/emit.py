@@ -27,7 +27,7 @@ from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 # norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
 # kernels share their index helpers); the test harnesses of the two region kernel families build from the same lists.
 REGION_BASE_PARTS = ("core/common.cuh", "core/sweeps.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh",
-                     "groupnorm/statistics_torch.cuh", "groupnorm/reducers.cuh")
+                     "groupnorm/reducers.cuh")
 RESIDENT_PARTS = ("groupnorm/resident/resident.cuh", "groupnorm/resident/forward.cuh", "groupnorm/rows/forward.cuh",
                   "groupnorm/resident/backward.cuh", "groupnorm/rows/backward.cuh", "groupnorm/resident/plan.cuh",
                   "groupnorm/resident/host.cuh")
@@ -36,9 +36,11 @@ TWOPASS_PARTS = ("groupnorm/twopass/twopass.cuh", "groupnorm/twopass/forward.cuh
                  "groupnorm/cluster/cluster.cuh", "groupnorm/twopass/forward_host.cuh",
                  "groupnorm/twopass/backward_host.cuh")
 CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS
-# Only in a file whose plan uses them: a region's one-pass forward (--forward one-pass), a channels-last region
-# (--conv fast: the layout copy and the region's NHWC kernels), element-wise kernels, batch norms, kgen's conv.
+# Only in a file whose plan uses them: native_group_norm's statistics (a faithful region), a region's one-pass forward
+# (--forward one-pass), a channels-last region (--conv fast: the layout copy and the region's NHWC kernels),
+# element-wise kernels, batch norms, kgen's conv.
 ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
+FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's statistics, for faithful regions
 LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
 CHANNELS_LAST_PARTS = ("groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
@@ -53,7 +55,8 @@ CONV_FUSED_PARTS = ("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt
 def cuda_parts(context: dict) -> tuple:
     """The CUDA building blocks a file carries: the base, and each optional family only where its plan uses it."""
     layout = LAYOUT_PARTS if context["channels_last"] or context["conv_fused"] else ()
-    return (CUDA_PARTS + (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) + layout +
+    return (CUDA_PARTS + (FAITHFUL_PARTS if any(r["faithful"] for r in context["regions"]) else ()) +
+            (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) + layout +
             (CHANNELS_LAST_PARTS if context["channels_last"] else ()) +
             (CONV_FUSED_PARTS if context["conv_fused"] else ()) +
             (POINTWISE_PARTS if context["pointwise"] else ()) + (BATCHNORM_PARTS if context["batchnorms"] else ()))

@@ -16,3 +16,13 @@ for f in $E/*.py; do n=$(basename $f .py); echo "== $n"
   python3 benchmarks/kernel_variants.py $f --kernel region --backward --variant "$V" --rounds 3 \
     --json $L/resident_backward_$n.json
 done
+# The forward as chosen (base), the resident kernel wherever it pays (resident_rule, the rule before
+# cluster_forward_preferred), and the two-pass entry always (twopass_forward: the cluster kernel where it takes the call).
+R="resident_rule:kClusterOverResident = 6144;=>kClusterOverResident = int64_t(1) << 40;"
+F="twopass_forward:if (!kRegion0Faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups) &&=>if (false &&"
+for f in $E/*.py; do python3 benchmarks/kernel_variants.py $f --kernel region --variant "$R" --variant "$F" --build-only & done
+wait
+for f in $E/*.py; do n=$(basename $f .py); echo "== $n"
+  python3 benchmarks/kernel_variants.py $f --kernel region --variant "$R" --variant "$F" --rounds 3 \
+    --json $L/resident_forward_$n.json
+done

@@ -221,7 +221,7 @@ inline int& call_statistics_rounding() {
 
 // Whether the call's GroupNorm forward reproduces native_group_norm bit for bit (RegionParams::faithful): set by a
 // region whose output a library op that rounds float32 to TF32 reads (a convolution, a matmul), where a last-bit
-// difference would grow to ~1e-3 (groupnorm/statistics.cuh, torch_moments_kernel).
+// difference would grow to ~1e-3 (groupnorm/statistics_torch.cuh).
 inline int& call_faithful() {
   thread_local int faithful = 0;
   return faithful;

@@ -57,7 +57,7 @@ struct RegionParams {
   ParamTable prologue;
   ParamTable epilogue;
   int statistics;  // the rounding of the GroupNorm's mean and rstd (statistics_rounding, core/common.cuh)
-  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_moments_kernel, Channel::value), for
+  int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_statistics, Channel::value), for
                    // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
 

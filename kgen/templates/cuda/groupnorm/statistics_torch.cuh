@@ -5,12 +5,14 @@
 // float32 check (atol = rtol = 1e-4) then fails a correctly rounded GroupNorm as it fails torch.compile's
 // (benchmarks/results/h200/faithful/README.md). Where the planner sees such a reader, the region's forward takes
 // mean and rstd as native_group_norm's RowwiseMomentsCUDAKernel does - per (sample, group) row, 32 chains for a slice
-// under 512 values, else 512 (PyTorch's threads of one block, split here over blocks: torch_chains_kernel); chain t
-// folds values t, t + chains, ... by Welford's update, then each warp's shuffle tree (offsets 16 .. 1) and the tree
-// over the warps' results (torch_moments_finish_kernel) - and normalises as its forward does (Channel::value). The
-// roundings are spelled out (_rn intrinsics) as nvcc contracts PyTorch's source: the updates of m2 and mean fused,
-// b = -a mean + beta not (H200: this emulation equals F.group_norm for every value, tests/gpu/test_faithful.py).
-// Needs core/common.cuh, core/sweeps.cuh and groupnorm/region.cuh before it.
+// under 512 values, else 512 (PyTorch's threads of one block, split here over blocks: torch_chains_kernel, or
+// torch_chains_ring_kernel where few float rows leave few chains an SM); chain t folds values t, t + chains, ... by
+// Welford's update, then each warp's shuffle tree (offsets 16 .. 1) and the tree over the warps' results
+// (torch_moments_finish_kernel) - and normalises as its forward does (Channel::value). The roundings are spelled out
+// (_rn intrinsics) as nvcc contracts PyTorch's source: the updates of m2 and mean fused, b = -a mean + beta not
+// (H200: this emulation equals F.group_norm for every value, tests/gpu/test_faithful.py).
+// In a file only where a region is faithful, after the two-pass family (groupnorm/twopass/), whose forward calls
+// torch_statistics.
 namespace kgen {
 
 struct TorchWelford {
@@ -102,6 +104,60 @@ torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups
   if (threadIdx.x % kWarpSize == 0) partial[row * (chains / kWarpSize) + chain / kWarpSize] = v;
 }
 
+// torch_chains_kernel's fold for float rows with the loads in a ring of shared memory: each chain keeps kRing of its
+// values in flight by cp.async (4 bytes a copy, one commit group a step, no registers held), so a batch of few long
+// rows, whose chains are a few warps an SM, still keeps the DRAM busy (H200, unet3d_block_large's 16 rows of 2.1 M
+// values: 4 loads in flight a chain left the statistics at 0.1 TB/s). A chain's values are folded in the same order
+// as torch_chains_kernel's: the same bits. Dynamic shared memory: kRing * blockDim.x floats, slot u of thread t at
+// [u * blockDim.x + t] (a warp's copies land on 32 banks); each thread reads only its own slots, each after its own
+// wait, and refills a slot only once the value it held is folded.
+template <class Pro, int kRing>
+__global__ void __launch_bounds__(512)
+torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64_t groups, int64_t channels_per_group,
+                         int64_t plane, int chains, TorchWelford* __restrict__ partial) {
+  extern __shared__ float torch_ring[];
+  const int64_t row = blockIdx.x, slice = channels_per_group * plane;
+  const int64_t first_channel = (row % groups) * channels_per_group;
+  const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
+  const float* in = x + row * slice;
+  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  const uint32_t count = static_cast<uint32_t>(slice);
+  const uint32_t steps = chain < count ? (count - chain - 1) / step + 1 : 0;  // values of this chain
+  float* mine = torch_ring + threadIdx.x;
+  auto fetch = [&](uint32_t s) {  // step s's value into slot s % kRing (nothing read past the chain's last value)
+    copy4_or_zero(mine + (s % kRing) * blockDim.x, s < steps ? in + chain + s * step : in, s < steps);
+    copies_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kRing; ++s) fetch(s);
+  uint32_t k = chain / plane32;
+  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  TorchWelford v{0.f, 0.f, 0.f, 0};
+  for (uint32_t s = 0; s < steps; ++s) {
+    copies_wait<kRing - 1>();
+    const uint32_t j = chain + s * step;
+    if constexpr (Pro::kParams > 0) {
+      if (j / plane32 != k) {
+        k = j / plane32;
+        pro = Pro::at(params, first_channel + k);
+      }
+    }
+    v = torch_welford_add(v, pro.value(mine[(s % kRing) * blockDim.x]));
+    fetch(s + kRing);
+  }
+  copies_done();
+  v = torch_welford_warp(v);
+  if (threadIdx.x % kWarpSize == 0) partial[row * (chains / kWarpSize) + chain / kWarpSize] = v;
+}
+
+// The ring: 64 values a chain in flight (16 KB of shared memory for 64 chains), for blocks of at most 128 chains, where
+// a row's 512 chains are split over 4 or more blocks because rows are few. Blocks of more chains keep 4 loads in
+// registers (torch_chains_kernel): enough warps an SM are in flight there, and the ring's copies and waits cost more
+// than they hide (H200, audio_encoder_1d_large's 4,096 rows: 72.6 us in registers, 109.0 with a 16-deep ring;
+// unet3d_block_large's 16 rows: 1109 -> 811 us with the ring, poolformer_block_large's 17.5 -> 12.1;
+// benchmarks/results/h200/cliffs/).
+constexpr int kTorchRing = 64, kTorchRingThreads = 128;
+
 // One warp per row: PyTorch's block stage over the row's warp results (lanes past them the identity; with one warp a
 // row, as for slices under 512 values, the tree leaves its result as it is), then mean and rstd as native_group_norm
 // normalises with them: eps in the call's dtype (ParamTable::rounding), mean and rstd rounded to it where PyTorch keeps
@@ -126,6 +182,39 @@ torch_moments_finish_kernel(const TorchWelford* __restrict__ partial, int64_t ro
     mean[row] = make_float2(m, 0.f);
     rstd[row] = r;
   }
+}
+
+// A faithful region's statistics (region_forward_twopass<..., kFaithful = true> where RegionParams::faithful): the
+// chains (the ring kernel for float rows split over 4 or more blocks, else registers), then the finishing trees, into
+// mean (hi, lo = 0) and rstd.
+template <class Pro, ReduceKind R, int kBlock>
+void torch_statistics(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, double eps,
+                      float2* mean, float* rstd, cudaStream_t stream) {
+  const int64_t rows = shape.batch * shape.groups;
+  const int chains = torch_moments_threads(shape.slice_elems());
+  const int parts = torch_moments_parts(rows, shape.slice_elems(), x.get_device());
+  auto partial = at::empty({rows * (chains / kWarpSize) * int64_t(sizeof(TorchWelford))}, x.options().dtype(at::kByte));
+  auto* partial_ptr = reinterpret_cast<TorchWelford*>(partial.data_ptr());
+  const dim3 grid(static_cast<unsigned>(rows), parts);
+  const int threads = chains / parts;
+  dispatch_storage(x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    if constexpr (std::is_same_v<T, float>) {
+      if (threads <= kTorchRingThreads) {
+        torch_chains_ring_kernel<Pro, kTorchRing><<<grid, threads, kTorchRing * threads * 4, stream>>>(
+            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<T, float> || region_twopass::sweeps_take_half<R>()) {
+      torch_chains_kernel<Pro><<<grid, threads, 0, stream>>>(
+          data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
+    }
+  });
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
+      partial_ptr, rows, chains / kWarpSize, params, eps, mean, rstd);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 }  // namespace kgen

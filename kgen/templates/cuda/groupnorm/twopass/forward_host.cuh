@@ -259,6 +259,37 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
   return done;
 }
 
+// Whether a kNone forward takes the cluster kernel though a slice also fits the resident one: slices of at least
+// kClusterOverResident values that the cluster forward takes (cluster_forward_plan: sm_90, planes of 512 values or
+// more). H200, GroupNorm then GELU, slices of 6,272 to 16,384 values: the cluster forward 1.16x to 3.7x the resident
+// one, and 1.95x on rows of 12,799 unaligned values (benchmarks/results/h200/cliffs/). Smaller slices keep the
+// resident forward, not measured against the cluster.
+constexpr int64_t kClusterOverResident = 6144;
+
+template <class Pro, class Epi, ReduceKind R>
+bool cluster_forward_preferred(const at::Tensor& x, int64_t groups) {
+  if constexpr (R != ReduceKind::kNone) {
+    return false;
+  } else {
+    if (!x.is_cuda() || x.scalar_type() != at::kFloat || x.dim() < 3 || x.numel() == 0 || groups <= 0 ||
+        x.size(1) % groups != 0) {
+      return false;
+    }
+    RegionShape shape{};
+    shape.batch = x.size(0);
+    shape.channels = x.size(1);
+    shape.groups = groups;
+    shape.plane = x.numel() / (x.size(0) * x.size(1));
+    if (shape.slice_elems() < kClusterOverResident) return false;
+    const bool vec = shape.plane % 4 == 0 && aligned(x);
+    const void* kernel = vec ? reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
+                                                                 region_cluster::kClusterThreads, 4>)
+                             : reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
+                                                                 region_cluster::kClusterThreads, 1>);
+    return region_cluster::cluster_forward_plan(shape, x, aligned(x), kernel).feasible;
+  }
+}
+
 // The sweep after the statistics: the normalised, epilogued values and their reduction into out (and aux), from
 // the saved mean and rstd. `plan`: the sweeps' split of a plane (plan_split<kBlock>).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
@@ -327,12 +358,19 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
 
 }  // namespace region_twopass
 
+// A faithful region's statistics as native_group_norm computes them (groupnorm/statistics_torch.cuh, in a file only
+// where a region is faithful).
+template <class Pro, ReduceKind R, int kBlock>
+void torch_statistics(const at::Tensor& x, const RegionParams& params, const RegionShape& shape, double eps,
+                      float2* mean, float* rstd, cudaStream_t stream);
+
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
 // bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
 // are sums in double, rounded once by the caller).
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/,
+          bool kFaithful = false /*a faithful region: torch_statistics where RegionParams::faithful*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
                                                const at::Tensor& beta_in,
                                                const std::vector<at::Tensor>& prologue_params,
@@ -374,7 +412,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
   // A faithful region's statistics are native_group_norm's (statistics_torch.cuh: its chains over blocks, its trees).
-  const bool torch_moments = params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
+  const bool torch_moments = kFaithful && params.faithful != kNotFaithful && shape.slice_elems() < (int64_t(1) << 31);
   if constexpr (R == ReduceKind::kNone) {
     if (x.scalar_type() == at::kFloat && !torch_moments &&
         rt::cluster_forward<Pro, Epi>(x, params, shape, eps, gamma_ptr, beta_ptr, out, mean_ptr, rstd_ptr)) {
@@ -388,21 +426,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   // Statistics.
   if (torch_moments) {
     rt::check_grid(rows, "statistics");
-    const int chains = torch_moments_threads(shape.slice_elems());
-    const int parts = torch_moments_parts(rows, shape.slice_elems(), x.get_device());
-    auto partial = at::empty({rows * (chains / kWarpSize) * int64_t(sizeof(TorchWelford))}, options.dtype(at::kByte));
-    auto* partial_ptr = reinterpret_cast<TorchWelford*>(partial.data_ptr());
-    dispatch_storage(x.scalar_type(), [&](auto storage) {
-      using T = typename decltype(storage)::type;
-      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        torch_chains_kernel<Pro><<<dim3(static_cast<unsigned>(rows), parts), chains / parts, 0, stream>>>(
-            data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
-      }
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(
-        partial_ptr, rows, chains / kWarpSize, params, eps, mean_ptr, rstd_ptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if constexpr (kFaithful) torch_statistics<Pro, R, kBlock>(x, params, shape, eps, mean_ptr, rstd_ptr, stream);
   } else {
     auto partial = at::empty({blocks * int64_t(sizeof(Moments))}, options.dtype(at::kByte));
     auto pilots = at::empty({rows}, options);
