@@ -255,9 +255,12 @@ def _umask() -> int:
 @click.option("--autocast", type=click.Choice(["fp16", "bf16"]), default=None,
               help="keep them float32 and run every forward of both under torch.autocast at this dtype (backward "
                    "outside it, as in training); not with --precision")
+@click.option("--channels-last", is_flag=True,
+              help="lay out the models' and the floating inputs' 4-d and 5-d tensors channels-last (as diffusion code "
+                   "runs) for every check and the timings")
 @click.option("--quiet", is_flag=True, help="no progress lines on stderr")
 def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_path, timeout, init_args, input_shapes,
-                     no_tf32, precision, autocast, quiet):
+                     no_tf32, precision, autocast, channels_last, quiet):
     """Prove FILE equal to its reference (outputs, gradients, its own kernels at work) and, with --bench,
     time it. The report (stdout) also says what KernelBench alone would conclude; progress goes to stderr.
 
@@ -279,7 +282,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
     code = validate(
         file, ref=ref, trials=trials, atol=atol, rtol=rtol, backward=not no_backward, bench=bench,
         json_path=json_path, timeout=timeout, init_args=parsed_init, input_shapes=shapes or None, tf32=not no_tf32,
-        precision=precision, autocast=autocast, progress=None if quiet else sys.stderr,
+        precision=precision, autocast=autocast, channels_last=channels_last, progress=None if quiet else sys.stderr,
     )
     sys.exit(code)
 

@@ -158,6 +158,21 @@ def test_each_precision_is_checked_and_timed_from_one_file(monkeypatch, tmp_path
     assert "| L1-35 |" in table and "| L1-35 bf16 |" in table
 
 
+@needs_problems
+def test_channels_last_reaches_the_validator_and_the_timings_not_kernelbench(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(family, "run", fake_runner(calls))
+    monkeypatch.setattr(sys, "argv", ["family.py", str(PROBLEMS), str(PROBLEMS.parent), str(tmp_path), "--only",
+                                      "35", "--bench", "--channels-last"])
+    family.main()
+    rows = json.loads((tmp_path / "family.json").read_text())
+    assert [(r["problem"], r["channels_last"]) for r in rows] == [("L1-35", True)]
+    for what in ("kgen.cli validate", "--copy-bytes", "--warm-compile"):
+        assert all("--channels-last" in c for c in calls if what in c) and any(what in c for c in calls), what
+    assert not any("--channels-last" in c for c in calls if "kb_eval" in c or "kgen.cli emit" in c)
+    assert "| L1-35 channels-last |" in (tmp_path / "FAMILY.md").read_text()
+
+
 def test_precisions_are_checked():
     assert family.precisions("fp32, bf16,bf16") == ["fp32", "bf16"]
     with pytest.raises(ValueError, match="fp32, fp16 and bf16"):

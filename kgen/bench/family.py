@@ -5,12 +5,13 @@ forward+backward timed in one process per problem (kgen.bench.timing). Writes on
 
     python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8] [--glob "*_*.py"]
                                  [--workers 4] [--skip-checks] [--budget S] [--resume]
-                                 [--emit-args "--conv fast"] [--precisions fp32,bf16,fp16]
+                                 [--emit-args "--conv fast"] [--precisions fp32,bf16,fp16] [--channels-last]
 
 --precisions runs each problem's checks and timings at each of those precisions, as KernelBench's --precision
 does (the model and the inputs moved to that dtype; fp16 and bf16 compared at atol = rtol = 1e-2): `kgen validate
 --precision P`, `kb_eval.py --precision P`, kgen / eager / torch.compile timed at P; the table has a row per
-problem and precision, from one emitted file.
+problem and precision, from one emitted file. --channels-last lays out the models' and inputs' 4-d and 5-d tensors
+channels-last for `kgen validate` and the timings (KernelBench's evaluator runs as it does, NCHW).
 
 Three phases, to fit a short lease: the builds in parallel (kgen.bench.prebuild); the correctness runs,
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
@@ -63,8 +64,8 @@ def precisions(text: str) -> list[str]:
 
 
 def row_key(row: dict) -> tuple:
-    """A row's identity: its problem, its emit options and the precision it was checked and timed at."""
-    return row["problem"], row.get("emit_args", ""), row.get("precision", "fp32")
+    """A row's identity: its problem, its emit options, the precision and the layout it was checked and timed at."""
+    return row["problem"], row.get("emit_args", ""), row.get("precision", "fp32"), bool(row.get("channels_last"))
 
 
 def log_name(row: dict) -> str:
@@ -72,9 +73,11 @@ def log_name(row: dict) -> str:
 
 
 def precision_args(row: dict) -> list[str]:
-    """`--precision P` for the validator and the timing script, nothing at fp32 (their default)."""
+    """`--precision P` (nothing at fp32, their default) and `--channels-last` where the row is, for the validator and
+    the timing script."""
     precision = row.get("precision", "fp32")
-    return [] if precision == "fp32" else ["--precision", precision]
+    return ([] if precision == "fp32" else ["--precision", precision]) + \
+        (["--channels-last"] if row.get("channels_last") else [])
 
 
 def run(cmd, timeout, env=None) -> tuple[int, str, float]:
@@ -110,6 +113,8 @@ def main() -> None:
                         help="more options of `kgen emit --ref`, e.g. \"--conv fast\": the table's rows name them")
     parser.add_argument("--precisions", default="fp32", type=precisions,
                         help="comma-separated precisions to check and time each problem at: fp32, fp16, bf16")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="models' and inputs' 4-d and 5-d tensors channels-last in kgen validate and the timings")
     parser.add_argument("--resume", action="store_true",
                         help="keep what OUT/family.json already holds (checks, KernelBench, timings) and do the rest: "
                              "a second device call on the warm machine finishes what the first had no time for")
@@ -141,7 +146,7 @@ def main() -> None:
         for precision in args.precisions:   # one file, checked and timed at each precision
             row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
                    "plan": [l for l in plan.splitlines() if l and "Warn" not in l and not l.startswith("kgen: ")],
-                   "emit_args": args.emit_args, "precision": precision}
+                   "emit_args": args.emit_args, "precision": precision, "channels_last": args.channels_last}
             before = earlier.get(row_key(row), {})
             if before.get("emit") == 0 and code == 0:   # the file is the same bytes (emit is deterministic)
                 row.update({k: before[k] for k in ("validate", "kernelbench", "warmed", "bench") if k in before})

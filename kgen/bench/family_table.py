@@ -12,9 +12,11 @@ ITEMSIZE = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def row_name(row: dict) -> str:
-    """The problem, and its precision where that is not fp32 (the table's first column, the progress lines)."""
+    """The problem, its precision where that is not fp32 and its layout where channels-last (the table's first
+    column, the progress lines)."""
     precision = row.get("precision", "fp32")
-    return row["problem"] if precision == "fp32" else f"{row['problem']} {precision}"
+    name = row["problem"] if precision == "fp32" else f"{row['problem']} {precision}"
+    return f"{name} channels-last" if row.get("channels_last") else name
 
 
 def itemsize(row: dict) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from kgen.validate.bench import run_bench
-from kgen.validate.context import import_file
+from kgen.validate.context import channels_last, import_file, to_channels_last
 
 SEED = 42
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -57,9 +57,10 @@ def copy_rate(megabytes: float, repeats: int = 50) -> dict:
             "tb_per_s": round(moved / ms / 1e9, 3)}
 
 
-def load(solution: str, reference: str, device: torch.device, dtype: torch.dtype = torch.float32):
+def load(solution: str, reference: str, device: torch.device, dtype: torch.dtype = torch.float32,
+         layout: bool = False):
     """Both models from the same seed on `device`, moved to `dtype`, and the reference's inputs (floating-point ones
-    in `dtype`)."""
+    in `dtype`); with `layout`, their 4-d and 5-d tensors channels-last (kgen.validate.context.channels_last)."""
     ref_mod = import_file(reference, "bench_reference")
     new_mod = import_file(solution, "bench_solution")
     init = list(ref_mod.get_init_inputs())
@@ -67,11 +68,15 @@ def load(solution: str, reference: str, device: torch.device, dtype: torch.dtype
     ref_model = ref_mod.Model(*init).to(device=device, dtype=dtype)
     torch.manual_seed(SEED)
     new_model = new_mod.ModelNew(*init).to(device=device, dtype=dtype)
+    if layout:
+        ref_model, new_model = to_channels_last(ref_model), to_channels_last(new_model)
 
     def make_inputs() -> list:
         torch.manual_seed(SEED + 1)
-        return [x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
-                if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+        inputs = [x.to(device=device, dtype=dtype if x.is_floating_point() else x.dtype)
+                  if isinstance(x, torch.Tensor) else x for x in ref_mod.get_inputs()]
+        return [channels_last(x) if layout and isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs]
     return ref_model, new_model, make_inputs
 
 
@@ -137,6 +142,8 @@ def main() -> int:
     parser.add_argument("--warm-compile", action="store_true")
     parser.add_argument("--precision", choices=sorted(DTYPES), default="fp32",
                         help="the dtype the models and the floating-point inputs are moved to")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="the models' and the floating-point inputs' 4-d and 5-d tensors laid out channels-last")
     parser.add_argument("--copy-bytes", type=int, default=0,
                         help="also time a device copy moving this many bytes (read + write): the DRAM rate a kernel "
                              "moving them can reach at that size (copy_rate)")
@@ -145,7 +152,8 @@ def main() -> int:
         print("bench_problem: no CUDA device", file=sys.stderr)
         return 3
     device = torch.device("cuda")
-    ref_model, new_model, make_inputs = load(args.solution, args.reference, device, DTYPES[args.precision])
+    ref_model, new_model, make_inputs = load(args.solution, args.reference, device, DTYPES[args.precision],
+                                             args.channels_last)
     if args.warm_compile:
         warm_compile(ref_model, make_inputs())
         print("warm-compile: done")
@@ -165,6 +173,7 @@ def main() -> int:
     result["gpu"] = torch.cuda.get_device_name(device)
     result["torch"] = torch.__version__
     result["precision"] = args.precision
+    result["channels_last"] = args.channels_last
     text = json.dumps(result, indent=1, default=str)
     if args.json:
         Path(args.json).write_text(text)

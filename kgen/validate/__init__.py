@@ -13,7 +13,9 @@
     arguments.py                                        the command line's arguments, --precision and --autocast
 
 Every runtime check and the timings run at the run's precision: float32 by default, the models and floating
-inputs moved to float16 or bfloat16 (precision=), or every forward under torch.autocast (autocast=).
+inputs moved to float16 or bfloat16 (precision=), or every forward under torch.autocast (autocast=); and in the
+run's layout: as constructed, or with 4-d and 5-d tensors channels-last (channels_last=; KernelBench's protocol
+stays as constructed).
 """
 from kgen.validate.checks import (EXIT_BROKEN, EXIT_FAIL, EXIT_NO_CUDA, EXIT_PASS, NOT_RUN_NO_CUDA, Check)
 from kgen.validate.core import validate

@@ -6,6 +6,7 @@ context object passed from stage to stage, and the drawing of inputs.
                 models
     run_dtypes  --precision and --autocast as dtypes: what the models and floating inputs are moved to, and
                 what every forward of both models autocasts to (the float64 truth runs without autocast)
+    channels_last  --channels-last: a 4-d tensor in torch.channels_last, a 5-d one in torch.channels_last_3d
     InputSpec   one positional input of forward (shape and dtype, or a plain value); make_inputs draws them
     StageError  a problem that ends the run with a kind the report shows ("usage", "no-cuda", ...)
 """
@@ -138,10 +139,12 @@ def sliced(specs: list[InputSpec], batch: int, k: int) -> list[InputSpec]:
 
 
 def make_inputs(specs: list[InputSpec], kind: str, seed: int, device: torch.device,
-                materialize: Callable[[], list] | None = None, cast: torch.dtype | None = None) -> list:
+                materialize: Callable[[], list] | None = None, cast: torch.dtype | None = None,
+                layout: bool = False) -> list:
     """Fresh inputs: floating tensors drawn with `kind` in their own dtype, then moved to `cast` where given
-    (--precision: the same draws, rounded); other tensors taken from the reference's get_inputs() (called under
-    the same seed); non-tensors passed as they are."""
+    (--precision: the same draws, rounded) and, with `layout` (--channels-last), laid out channels-last where they
+    have 4 or 5 dims (the same values); other tensors taken from the reference's get_inputs() (called under the
+    same seed); non-tensors passed as they are."""
     generator = torch.Generator(device=device)
     generator.manual_seed(seed)
     real = None
@@ -151,13 +154,33 @@ def make_inputs(specs: list[InputSpec], kind: str, seed: int, device: torch.devi
             inputs.append(spec.value)
         elif spec.dtype.is_floating_point:
             x = draw(spec.shape, spec.dtype, kind, generator, device)
-            inputs.append(x if cast is None else x.to(cast))
+            x = x if cast is None else x.to(cast)
+            inputs.append(channels_last(x) if layout else x)
         else:
             if real is None:
                 torch.manual_seed(seed)
                 real = list(materialize())
             inputs.append(leading(real[i], spec.shape).to(device))
     return inputs
+
+
+def channels_last(t: torch.Tensor) -> torch.Tensor:
+    """t laid out channels-last where it has 4 dims (torch.channels_last) or 5 (torch.channels_last_3d); else t."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    return t.contiguous(memory_format=formats[t.dim()]) if t.dim() in formats else t
+
+
+def to_channels_last(model: torch.nn.Module) -> torch.nn.Module:
+    """The model's 4-d and 5-d parameters and buffers laid out channels-last, in place (as `model.to(memory_format=
+    torch.channels_last)` does for 4-d ones; 5-d ones take channels_last_3d); the model."""
+    for module in model.modules():
+        for name, p in list(module.named_parameters(recurse=False)):
+            if p is not None and p.dim() in (4, 5):
+                p.data = channels_last(p.data)
+        for name, b in list(module.named_buffers(recurse=False)):
+            if b is not None and b.dim() in (4, 5):
+                module._buffers[name] = channels_last(b)
+    return model
 
 
 def leading(t: torch.Tensor, shape: tuple) -> torch.Tensor:
@@ -230,6 +253,7 @@ class Context:
     seed: int
     cast: torch.dtype | None = None       # --precision fp16|bf16: models and floating inputs moved to it
     autocast: torch.dtype | None = None   # --autocast: every forward under torch.autocast(device type, this)
+    layout: bool = False                  # --channels-last: models' and floating inputs' 4-/5-d tensors channels-last
     ref_mod: object = None
     new_mod: object = None
     init: list = field(default_factory=list)
@@ -263,9 +287,11 @@ class Context:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast)
 
-    def inputs(self, kind: str, seed: int, specs: list | None = None) -> list:
+    def inputs(self, kind: str, seed: int, specs: list | None = None, layout: bool | None = None) -> list:
+        """Fresh inputs (make_inputs) at the run's dtype and layout (`layout`: the run's unless given)."""
         return make_inputs(self.specs if specs is None else specs, kind, seed, self.device,
-                           materialize=self.ref_mod.get_inputs, cast=self.cast)
+                           materialize=self.ref_mod.get_inputs, cast=self.cast,
+                           layout=self.layout if layout is None else layout)
 
     def run(self, model, inputs, same_draws: bool = False, autocast: bool = True) -> list:
         """Call a model and wait for the device, so an asynchronous CUDA error surfaces here. same_draws: start
@@ -280,12 +306,14 @@ class Context:
         self.sync()
         return out
 
-    def construct(self, cls, seed: int | None = None, init: list | None = None):
+    def construct(self, cls, seed: int | None = None, init: list | None = None, layout: bool | None = None):
         """cls(*init) right after torch.manual_seed(seed) (the evaluator's same-seed construction), on the device,
-        then moved to --precision's dtype where given (as KernelBench's `.to(device, dtype)`)."""
+        then moved to --precision's dtype where given (as KernelBench's `.to(device, dtype)`) and laid out
+        channels-last with --channels-last (`layout`: the run's unless given)."""
         torch.manual_seed(self.seed if seed is None else seed)
         model = cls(*(self.init if init is None else init)).to(self.device)
-        return model if self.cast is None else model.to(self.cast)
+        model = model if self.cast is None else model.to(self.cast)
+        return to_channels_last(model) if (self.layout if layout is None else layout) else model
 
 
 def import_file(path: str | Path, name: str):

@@ -162,7 +162,7 @@ def run_validation(report: Report, path: Path, ref, settings: dict, timeout: flo
 
 def validate(path, ref=None, trials=3, atol=None, rtol=None, backward=True, bench=False, json_path=None,
              timeout=900.0, init_args=None, input_shapes=None, tf32=True, precision=None, autocast=None,
-             out=sys.stdout, progress=None) -> int:
+             channels_last=False, out=sys.stdout, progress=None) -> int:
     """Validate one solution file against its reference; print the report on `out`, write it as JSON to
     `json_path` if given, and return the exit code (0 pass, 1 fail, 2 broken, 3 runtime not run).
     `progress`: a text stream (the CLI gives stderr) on which the stages are shown as they start.
@@ -170,7 +170,9 @@ def validate(path, ref=None, trials=3, atol=None, rtol=None, backward=True, benc
     KernelBench's protocol and the timings alike).
     `precision` "fp16" | "bf16": every check (and the timings) with both models and the floating inputs moved to
     that dtype; `autocast` "fp16" | "bf16": float32 models and inputs, every forward under torch.autocast; one of
-    the two at most (arguments.ArgumentError). `atol`, `rtol` None: KernelBench's tolerance for the dtype the run
+    the two at most (arguments.ArgumentError). `channels_last`: both models' and the floating inputs' 4-d and 5-d
+    tensors laid out channels-last (torch.channels_last, channels_last_3d) for every check and the timings.
+    `atol`, `rtol` None: KernelBench's tolerance for the dtype the run
     computes in (1e-4 at fp32, 1e-2 at fp16 and bf16)."""
     from kgen.validate.arguments import default_tolerance, run_precision
 
@@ -180,7 +182,8 @@ def validate(path, ref=None, trials=3, atol=None, rtol=None, backward=True, benc
                 "rtol": float(tol if rtol is None else rtol), "backward": bool(backward),
                 "bench": bool(bench), "init_args": None if init_args is None else list(init_args),
                 "input_shapes": None if input_shapes is None else [list(s) for s in input_shapes],
-                "tf32": bool(tf32), "precision": precision, "autocast": autocast}
+                "tf32": bool(tf32), "precision": precision, "autocast": autocast,
+                "channels_last": bool(channels_last)}
     report = Report(file=str(path), settings={**settings, "timeout": float(timeout)},
                     info={"torch_version": _torch_version()})
     run_validation(report, Path(path), ref, settings, float(timeout), out, progress)

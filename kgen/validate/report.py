@@ -47,9 +47,10 @@ class Report:
 def precision_text(settings: dict) -> str:
     """Which precision the run checked at, in words."""
     precision, autocast = settings.get("precision") or "fp32", settings.get("autocast")
+    layout = "; channels-last (4-d and 5-d tensors of model and inputs)" if settings.get("channels_last") else ""
     if autocast:
-        return f"autocast {autocast} (float32 model and inputs, every forward under torch.autocast)"
-    return "fp32" if precision == "fp32" else f"{precision} (model and inputs moved to {precision})"
+        return f"autocast {autocast} (float32 model and inputs, every forward under torch.autocast){layout}"
+    return ("fp32" if precision == "fp32" else f"{precision} (model and inputs moved to {precision})") + layout
 
 
 def result_word(code: int | None) -> str | None:

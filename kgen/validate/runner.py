@@ -60,7 +60,7 @@ def stage_bench(ctx: Context) -> None:
                       min_run_time=ctx.config.get("bench_min_run_time", 1.0), log=print,
                       forward_context=ctx.autocasting)
     ctx.results.put("bench", {**bench, "precision": ctx.config.get("precision") or "fp32",
-                              "autocast": ctx.config.get("autocast")})
+                              "autocast": ctx.config.get("autocast"), "channels_last": bool(ctx.config.get("channels_last"))})
 
 
 def stages(config: dict) -> list[tuple[str, Callable[[Context], None]]]:
@@ -135,7 +135,7 @@ def run(config: dict) -> int:
     tol = default_tolerance(config.get("precision") or "fp32", config.get("autocast"))
     ctx = Context(config=config, results=results, device=torch.device(config.get("device", "cuda")),
                   atol=_given(config, "atol", tol), rtol=_given(config, "rtol", tol), seed=config.get("seed", 42),
-                  cast=cast, autocast=autocast)
+                  cast=cast, autocast=autocast, layout=bool(config.get("channels_last")))
     for name, stage in stages(config):
         results.stage(name)
         try:

@@ -89,9 +89,10 @@ def floor_text(floor: dict, tol: float) -> str:
 def precision_words(kernelbench: dict) -> str:
     """KernelBench's --precision where it is not its default fp32, and why it is fp32 under --autocast."""
     precision = kernelbench.get("precision", "fp32")
+    layout = f"{kernelbench['layout_note']}, " if kernelbench.get("layout_note") else ""
     if kernelbench.get("note"):
-        return f"{precision} ({kernelbench['note']}), "
-    return "" if precision == "fp32" else f"--precision {precision}, "
+        return f"{precision} ({kernelbench['note']}), " + layout
+    return ("" if precision == "fp32" else f"--precision {precision}, ") + layout
 
 
 def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_ran: bool) -> dict:

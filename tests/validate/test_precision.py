@@ -290,7 +290,8 @@ def test_bench_stage_times_the_models_and_inputs_at_the_precision(monkeypatch, t
     runner.stage_bench(ctx)
     assert given["inputs"][0].dtype == torch.bfloat16 and given["new"].weight.dtype == torch.bfloat16
     assert given["forward_context"] == ctx.autocasting
-    assert ctx.results.data["bench"] == {"method": "stub", "precision": "bf16", "autocast": None}
+    assert ctx.results.data["bench"] == {"method": "stub", "precision": "bf16", "autocast": None,
+                                         "channels_last": False}
 
 
 # ---- the verdicts ------------------------------------------------------------------------------------------

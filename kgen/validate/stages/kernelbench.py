@@ -44,6 +44,7 @@ DEFAULT_TRIALS = 5     # kb_eval.py's --trials (eval_kernel_against_ref's own de
 PROTOCOL = ("KernelBench eval_kernel_against_ref: same seed before constructing each model, reference's "
             "get_inputs() per trial seed, forward under no_grad, torch.allclose(atol=rtol={tol:g}) at {precision}")
 NO_AUTOCAST = "KernelBench has no autocast: its protocol ran at fp32, without autocast"
+NO_CHANNELS_LAST = "KernelBench has no channels-last: its protocol ran on models and inputs as constructed (NCHW)"
 
 
 def protocol_dtype(ctx: Context) -> torch.dtype:
@@ -66,7 +67,7 @@ def trial_seeds(seed: int, trials: int) -> list[int]:
 def kernelbench_inputs(ctx: Context, trial_seed: int) -> list:
     set_seed(trial_seed)
     if ctx.config.get("input_shapes"):
-        inputs = ctx.inputs("rand", trial_seed)
+        inputs = ctx.inputs("rand", trial_seed, layout=False)
     elif hasattr(torch.device, "__enter__"):   # torch >= 2.0
         with torch.device(ctx.device):
             inputs = list(ctx.ref_mod.get_inputs())
@@ -115,19 +116,20 @@ def stage_kernelbench(ctx: Context) -> None:
     dtype = protocol_dtype(ctx)
     tol = TOLERANCE[dtype]
     about = {"precision": dtype_name(dtype), "protocol": PROTOCOL.format(tol=tol, precision=dtype_name(dtype)),
-             **({"note": NO_AUTOCAST} if ctx.autocast is not None else {})}
+             **({"note": NO_AUTOCAST} if ctx.autocast is not None else {}),
+             **({"layout_note": NO_CHANNELS_LAST} if ctx.layout else {})}
     given = ctx.config.get("init_args")
     if given is not None:
         init = list(given)
     else:
         set_seed(ctx.seed)
         init = list(ctx.ref_mod.get_init_inputs())
-    if same_value(init, ctx.init):
+    if same_value(init, ctx.init) and not ctx.layout:
         ref_model, new_model = ctx.ref_model, ctx.new_model   # constructed exactly so (setup.stage_parameters)
     else:
         with torch.no_grad():
-            ref_model = ctx.construct(ctx.ref_mod.Model, init=init)
-            new_model = ctx.construct(ctx.new_mod.ModelNew, init=init)
+            ref_model = ctx.construct(ctx.ref_mod.Model, init=init, layout=False)
+            new_model = ctx.construct(ctx.new_mod.ModelNew, init=init, layout=False)
     results = []
     for n, seed in enumerate(trial_seeds(ctx.seed, trials)):
         progress(f"KernelBench trial {n + 1} of {trials}")

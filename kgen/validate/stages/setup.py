@@ -19,7 +19,8 @@ def stage_environment(ctx: Context) -> None:
     info = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda, "python": platform.python_version(),
             "device": str(ctx.device), "gpu": None, "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
             "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-            "precision": ctx.config.get("precision") or "fp32", "autocast": ctx.config.get("autocast")}
+            "precision": ctx.config.get("precision") or "fp32", "autocast": ctx.config.get("autocast"),
+            "channels_last": bool(ctx.config.get("channels_last"))}
     if ctx.device.type == "cuda":
         if not torch.cuda.is_available():
             raise StageError("no-cuda", "no CUDA device in the child process")
