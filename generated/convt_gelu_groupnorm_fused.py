@@ -6643,6 +6643,9 @@ inline ConvShape check_convt(const at::Tensor& x, const at::Tensor& weight, int6
 // of the producer; a fourth warpgroup does not compile) they cost more. The ring's fourth stage is worth 0.6 ms of
 // the main loop at L2-19, so the staging tile stays one piece a warpgroup. Without autograd the forward runs this
 // conv and the normalise on multiprocessors of their own in one launch: conv/convt_wgmma_infer.cuh.)
+//
+// Here: the constants, the geometry and the PTX the kernel uses (wgmma, mbarriers, bulk and asynchronous copies);
+// the producers in conv/convt_wgmma_produce.cuh, the consumers and convt_wgmma_kernel in conv/convt_wgmma_consume.cuh.
 namespace kgen {
 namespace convt {
 
@@ -6962,6 +6965,15 @@ __device__ __forceinline__ void copy_async_wait() {
 #endif
 }
 
+}  // namespace convt
+}  // namespace kgen
+
+// ---- conv/convt_wgmma_produce.cuh: the producer warpgroup of kgen's wgmma ConvTranspose2d (design, constants and
+// the PTX it uses: conv/convt_wgmma.cuh): frame offsets, then each chunk of input into the ring, by 4-byte copies
+// (wgmma_produce) or by bulk copies and a sweep (wgmma_produce_bulk) ----
+namespace kgen {
+namespace convt {
+
 // The producer warpgroup: for each of the block's tiles, every frame position's offset in an input plane (-1:
 // padding), then every chunk into the next stage of the ring once the consumers have released it. A chunk's
 // input arrives by 4-byte asynchronous copies, a thread its own positions (8 channels each, into its two 16-byte
@@ -7278,6 +7290,15 @@ __device__ __forceinline__ void wgmma_produce_bulk(const float* __restrict__ x, 
     }
   }
 }
+
+}  // namespace convt
+}  // namespace kgen
+
+// ---- conv/convt_wgmma_consume.cuh: the consumer warpgroups and the kernel of kgen's wgmma ConvTranspose2d (design:
+// conv/convt_wgmma.cuh; producers: conv/convt_wgmma_produce.cuh): the wgmma main loop, the staged epilogue with the
+// GroupNorm moments of the region's prologue, convt_wgmma_kernel ----
+namespace kgen {
+namespace convt {
 
 // The prologue's value as the epilogue's moments take it: Pro::moments_value where the prologue has one, else
 // Pro::value. A generated prologue has one where a GELU (erf) is among its ops: libdevice's erff costs about 30
@@ -8149,7 +8170,7 @@ __device__ __forceinline__ void infer_normalise_items(const Moments* __restrict_
   }
 }
 
-// Pro: the region prologue (conv/convt_wgmma.cuh's epilogue), Epi: the region epilogue, of y alone.
+// Pro: the region prologue (conv/convt_wgmma_consume.cuh's epilogue), Epi: the region epilogue, of y alone.
 template <class Pro, class Epi>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ wprep, Moments* __restrict__ partial,
@@ -8395,7 +8416,7 @@ at::Tensor convt_wgmma_infer_where_it_pays(const at::Tensor& input, const at::Te
 // shared memory once per block (the window's first kH - 1 rows again where a block's run or a strip starts).
 // - The producer warpgroup stages rows by 16-byte cp.async (x: [4-pixel group][channel][4], the no-swizzle
 //   K-major layout; grad_z: [pixel][channel] with a pitch of 72 floats, so a warp's A loads hit 32 banks), zero
-//   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
+//   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma_produce.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
 //   round_x asks for an in-place rounding sweep. Measured (H100, 8x64x256x256):
@@ -9211,7 +9232,7 @@ struct Region0Prologue {
     const float v_gelu = kgen::stored(kgen::gelu_erf(v_conv_transpose_biased), rounding);  // x = torch.nn.functional.gelu(x)
     return v_gelu;
   }
-  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma.cuh: moments_value)
+  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma_consume.cuh: moments_value)
   __device__ __forceinline__ float moments_value(float x) const {
     const float v_conv_transpose_biased = __fadd_rn(x, p0);  // conv_transpose bias, added by the region
     const float v_gelu = kgen::convt::gelu_erf_moments(v_conv_transpose_biased);  // x = torch.nn.functional.gelu(x)

@@ -187,7 +187,8 @@ FAMILIES = (
                     "kgen::convt::convt_wgrad_reduce_kernel",
                     "kgen::region_convt::backward_apply_channels_last_kernel",
                     "kgen::convt::convt_wgmma_infer_kernel"),
-           templates=("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh", "conv/convt_wgrad.cuh",
+           templates=("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_produce.cuh",
+                      "conv/convt_wgmma_consume.cuh", "conv/convt_wgmma_host.cuh", "conv/convt_wgrad.cuh",
                       "groupnorm/convt/backward_channels_last.cuh", "conv/convt_wgmma_infer.cuh"),
            why="stride 1, no output padding, TF32 allowed (PyTorch's default): kgen's conv; a 3 x 3 kernel, rows of "
                "16 and 64 output channels (multiples of 4): kgen's weight gradient too; under no_grad, 64 input "

@@ -47,7 +47,8 @@ POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
 BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
 # A region fed by kgen's wgmma ConvTranspose2d (--conv fused): the conv and its gradients (with the layout copies,
 # for the cuDNN gradients it falls back to), the region's channels-last backward.
-CONV_FUSED_PARTS = ("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+CONV_FUSED_PARTS = ("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_produce.cuh",
+                    "conv/convt_wgmma_consume.cuh", "conv/convt_wgmma_host.cuh",
                     "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh", "groupnorm/convt/backward_channels_last.cuh",
                     "groupnorm/convt/host.cuh")
 

@@ -163,7 +163,7 @@ def prologue_functor(name: str, nodes: list[PwNode], x: str, result: str | None,
     lines = [f"struct {name} {{"] + _params_block(name, "prologue", slots, labels)
     lines += _value_functions(writer, "float x", "x", result)
     if moments and any(ops.OPS[n.op].moments for n in body):
-        lines += ["  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma.cuh: moments_value)",
+        lines += ["  // z as the conv epilogue's GroupNorm moments take it (conv/convt_wgmma_consume.cuh: moments_value)",
                   "  __device__ __forceinline__ float moments_value(float x) const {"]
         lines += writer.forward("    ", moments=True) + [f"    return {_var(result)};", "  }"]
     lines += ["  __device__ __forceinline__ float backward(float x, float dz, float (&dparam)[kgen::kMaxParams]) const {"]

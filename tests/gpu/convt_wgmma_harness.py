@@ -42,7 +42,8 @@ from pathlib import Path
 
 CUDA_DIR = Path(__file__).resolve().parents[2] / "kgen" / "templates" / "cuda"
 PARTS = ("core/common.cuh", "core/sweeps.cuh", "groupnorm/statistics.cuh", "groupnorm/region.cuh", "core/ops.cuh",
-         "core/layout.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_host.cuh",
+         "core/layout.cuh", "conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_produce.cuh",
+         "conv/convt_wgmma_consume.cuh", "conv/convt_wgmma_host.cuh",
          "conv/convt_wgmma_infer.cuh", "conv/convt_wgrad.cuh")
 SM90A = "-gencode=arch=compute_90a,code=sm_90a"
 

@@ -266,7 +266,7 @@ __device__ __forceinline__ void infer_normalise_items(const Moments* __restrict_
   }
 }
 
-// Pro: the region prologue (conv/convt_wgmma.cuh's epilogue), Epi: the region epilogue, of y alone.
+// Pro: the region prologue (conv/convt_wgmma_consume.cuh's epilogue), Epi: the region epilogue, of y alone.
 template <class Pro, class Epi>
 __global__ void __launch_bounds__(kWgThreads, 1)
 convt_wgmma_infer_kernel(const float* __restrict__ x, const float* __restrict__ wprep, Moments* __restrict__ partial,

@@ -19,7 +19,7 @@
 // shared memory once per block (the window's first kH - 1 rows again where a block's run or a strip starts).
 // - The producer warpgroup stages rows by 16-byte cp.async (x: [4-pixel group][channel][4], the no-swizzle
 //   K-major layout; grad_z: [pixel][channel] with a pitch of 72 floats, so a warp's A loads hit 32 banks), zero
-//   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma.cuh's producer
+//   where a row, column or channel lies outside, and hands them over by mbarriers as conv/convt_wgmma_produce.cuh's producer
 //   does (`full`: the 128 producer threads; `empty`: every consumer warp). A (grad_z) is rounded to TF32 to
 //   nearest as it is loaded; x goes to the tensor cores as it lies, which drop its low 13 bits (truncation), unless
 //   round_x asks for an in-place rounding sweep. Measured (H100, 8x64x256x256):
