@@ -6332,6 +6332,7 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 }  // namespace kgen
 
 // ---- batchnorm/train.cuh: BatchNorm (batch or running statistics) -> element-wise ops -> optional window pooling ----
+// (the forward kernels and what both directions share; the backward's: batchnorm/backward.cuh)
 // out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
 // (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
 //
@@ -6680,7 +6681,11 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
   for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
 }
 
-// ---------------------------------------------------------------- backward
+}  // namespace kgen
+
+// ---- batchnorm/backward.cuh: the batch norm step's backward kernels (design and forward: batchnorm/train.cuh):
+// bn_grad_sums_kernel, bn_grad_totals_kernel, bn_grad_apply_kernel ----
+namespace kgen {
 
 // Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
 // run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
@@ -6896,7 +6901,7 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
 
 }  // namespace kgen
 
-// ---- batchnorm/host.cuh: the batch norm step's host side (kernels in batchnorm/train.cuh) ----
+// ---- batchnorm/host.cuh: the batch norm step's host side (kernels: batchnorm/train.cuh, batchnorm/backward.cuh) ----
 // Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
 // the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
 // window size the file was emitted for), and the forward / backward sequences of launches.

@@ -171,7 +171,7 @@ FAMILIES = (
            init=(8, 16, 5, 1, 1, 8, 4), inputs=((4, 8, 16, 16),), probes=("reference",),
            kernels=("kgen::bn_moments_kernel", "kgen::bn_finalize_kernel", "kgen::bn_apply_kernel",
                     "kgen::bn_grad_sums_kernel", "kgen::bn_grad_totals_kernel", "kgen::bn_grad_apply_kernel"),
-           templates=("batchnorm/train.cuh",),
+           templates=("batchnorm/train.cuh", "batchnorm/backward.cuh"),
            why="training mode (batch statistics), a 2 x 2 max pooling on 18 x 18 planes"),
     Family("nhwc", "channels-last region (--conv fast) and layout copies", "nhwc",
            init=(16, 32, 3, 1, 8, 8), inputs=((2, 16, 16, 16),), judge="fast", probes=("library-writes",),

@@ -44,7 +44,7 @@ FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's sta
 LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
 CHANNELS_LAST_PARTS = ("groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
-BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/host.cuh")
+BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/backward.cuh", "batchnorm/host.cuh")
 # A region fed by kgen's wgmma ConvTranspose2d (--conv fused): the conv and its gradients (with the layout copies,
 # for the cuDNN gradients it falls back to), the region's channels-last backward.
 CONV_FUSED_PARTS = ("conv/convt_common.cuh", "conv/convt_wgmma.cuh", "conv/convt_wgmma_produce.cuh",

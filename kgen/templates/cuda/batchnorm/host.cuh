@@ -1,4 +1,4 @@
-// ---- batchnorm/host.cuh: the batch norm step's host side (kernels in batchnorm/train.cuh) ----
+// ---- batchnorm/host.cuh: the batch norm step's host side (kernels: batchnorm/train.cuh, batchnorm/backward.cuh) ----
 // Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
 // the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
 // window size the file was emitted for), and the forward / backward sequences of launches.
