@@ -14,6 +14,9 @@ kernels of one backward of kgen's model (`backward_kernels`), for its kernels' r
 --copy-bytes N it holds `copy`, a device copy moving N bytes timed in the same process: the rate kgen's kernels
 are held to at their size (a 67 MB transfer does not reach a 4 GB one's rate).
 
+The JSON's `phases_s` holds the wall seconds of each phase (loading, the timings with their torch.compile, the
+traces, the copy): where a bench's time goes.
+
 --warm-compile compiles the reference (forward, and forward+backward) once and times nothing: run beside
 other work, it leaves Inductor's on-disk caches (TORCHINDUCTOR_CACHE_DIR) warm for a later timing run in
 another process, whose torch.compile then takes seconds instead of tens of seconds.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -152,24 +156,37 @@ def main() -> int:
         print("bench_problem: no CUDA device", file=sys.stderr)
         return 3
     device = torch.device("cuda")
+    phases, mark = {}, [time.perf_counter()]
+
+    def phase(name: str) -> None:   # seconds since the previous phase ended (where a bench's minutes go)
+        now = time.perf_counter()
+        phases[name] = round(now - mark[0], 2)
+        mark[0] = now
+
     ref_model, new_model, make_inputs = load(args.solution, args.reference, device, DTYPES[args.precision],
                                              args.channels_last)
+    phase("load")
     if args.warm_compile:
         warm_compile(ref_model, make_inputs())
         print("warm-compile: done")
         return 0
     result = run_bench(ref_model, new_model, make_inputs, backward=True, device=device,
                        min_run_time=args.min_run_time, log=lambda line: None)
+    phase("timings")
     try:   # a trace is an aid: the timings above stand without it
         result["forward_kernels"] = forward_traces(ref_model, new_model, make_inputs)
     except Exception as error:  # noqa: BLE001
         result["forward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    phase("forward_traces")
     try:
         result["backward_kernels"] = backward_trace(new_model, make_inputs)
     except Exception as error:  # noqa: BLE001
         result["backward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
+    phase("backward_trace")
     if args.copy_bytes > 0:
         result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
+        phase("copy")
+    result["phases_s"] = phases
     result["gpu"] = torch.cuda.get_device_name(device)
     result["torch"] = torch.__version__
     result["precision"] = args.precision
