@@ -1,0 +1,123 @@
+"""Where the host time of one call of an emitted solution goes: Python's profiler (cProfile) over many calls issued
+without synchronising, forward under no_grad and forward+backward, the functions by their own time. The extension's
+entry points show as built-in methods (`region0_forward`, ...): their time is the C++ host side (argument conversion,
+planning, allocation, launches); the rest is Python (autograd Functions, the file's helpers) and PyTorch's library
+ops. The reference eager runs the same way beside it.
+
+    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--json OUT]
+
+Needs a CUDA device. The GPU work runs too: a model whose kernels outlast its host time a call is not host-bound,
+and its calls queue up (the wall time a call is then the GPU's); this script says which (`gpu_bound`).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def call(model, inputs, grads, backward: bool):
+    if not backward:
+        with torch.no_grad():
+            return model(*inputs)
+    out = model(*inputs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    torch.autograd.backward(outs, grads)
+    return None
+
+
+def host_profile(model, inputs, backward: bool, calls: int, top: int) -> dict:
+    """cProfile over `calls` unsynchronised calls: wall ms a call (host issue time), GPU ms a call (synchronised
+    run), and the top functions by own time (us a call)."""
+    grads = None
+    if backward:
+        out = model(*inputs)
+        outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+        grads = [torch.randn_like(o) for o in outs]
+    for _ in range(10):
+        call(model, inputs, grads, backward)
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call(model, inputs, grads, backward)
+    synchronize()
+    synchronised_ms = (time.perf_counter() - start) / calls * 1e3
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    for _ in range(calls):
+        call(model, inputs, grads, backward)
+    profiler.disable()
+    issue_ms = (time.perf_counter() - start) / calls * 1e3
+    synchronize()
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    rows = []
+    for (filename, line, name), (_, ncalls, tottime, cumtime, _) in stats.stats.items():
+        where = "built-in" if filename == "~" else f"{Path(filename).name}:{line}"
+        rows.append({"function": f"{name} ({where})", "calls_per_call": round(ncalls / calls, 2),
+                     "own_us": round(tottime / calls * 1e6, 2), "cumulative_us": round(cumtime / calls * 1e6, 2)})
+    rows.sort(key=lambda r: -r["own_us"])
+    return {"issue_ms_profiled": round(issue_ms, 4), "wall_ms_synchronised": round(synchronised_ms, 4),
+            "gpu_bound": synchronised_ms > 1.2 * issue_ms, "top": rows[:top]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("solution")
+    parser.add_argument("--reference", help="the reference file: its eager model profiled beside")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("host_profile: no CUDA device", file=sys.stderr)
+        return 3
+    solution = Path(args.solution).resolve()
+    new_mod = load(solution, "host_profile_solution")
+    contenders = {"kgen": new_mod.ModelNew}
+    if args.reference:
+        contenders["eager"] = load(Path(args.reference).resolve(), "host_profile_reference").Model
+    torch.manual_seed(0)
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in new_mod.get_inputs()]
+    report = {"solution": str(solution), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    for name, cls in contenders.items():
+        torch.manual_seed(0)
+        model = cls(*new_mod.get_init_inputs()).cuda()
+        for mode, backward in (("forward", False), ("forward_backward", True)):
+            leaves = [x.detach().requires_grad_(backward) if isinstance(x, torch.Tensor) and x.is_floating_point()
+                      else x for x in inputs]
+            result = host_profile(model, leaves, backward, args.calls, args.top)
+            report[f"{name}_{mode}"] = result
+            print(f"== {name} {mode}: {result['issue_ms_profiled']} ms a call issued (profiled), "
+                  f"{result['wall_ms_synchronised']} ms synchronised{' (GPU-bound)' if result['gpu_bound'] else ''}")
+            for row in result["top"]:
+                print(f"  {row['own_us']:9.2f} us own  {row['cumulative_us']:9.2f} us cum  "
+                      f"x{row['calls_per_call']:<5}  {row['function'][:110]}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
