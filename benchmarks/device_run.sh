@@ -17,6 +17,9 @@
 #   regions               the region kernels' GPU tests and a few --ref problems end to end (a short call)
 #   family                the 17 KernelBench GroupNorm problems' verdicts, four at a time (benchmarks/family.py)
 #   family-bench          the 17 problems end to end and timed, resumable on a warm machine (benchmarks/family.py)
+#   corpus-bench          the 42 corpus references (tests/corpus) the same way, resumable (CORPUS_ONLY, CORPUS_BUDGET)
+#   cliffs                the kernel-choice rules: tests/gpu/test_kernel_choice.py and benchmarks/results/h200/cliffs/cliffs.sh
+#   host-profile:REF      where a call's host time goes (benchmarks/host_profile.py), kgen emitted from REF beside it
 #   kernel-rates          kgen's kernels of every family problem against a same-size copy (kernel_rates.py)
 #   tf32-verdicts         kgen's verdict beside KernelBench's where a region feeds a TF32 conv (tf32_verdicts.py)
 #   sanitize              compute-sanitizer's four tools on generated/*.py (benchmarks/sanitize.sh)
@@ -29,7 +32,8 @@
 # Where a step's results become the current table, they are copied into benchmarks/results/<gpu>/ by hand.
 set -u
 STEPS="tests validate:FILE[:ARGS] presets-bench verdicts profile:FILE timeline:FILE prebuild onepass regions family
-family-bench kernel-rates tf32-verdicts sanitize reliability reliability-families"
+family-bench corpus-bench cliffs host-profile:REF kernel-rates tf32-verdicts sanitize reliability
+reliability-families"
 usage() {
   echo "usage: bash benchmarks/device_run.sh STEP [STEP ...]   (logs under \$OUT, default /tmp/kgen-out)"
   echo "steps: $(echo $STEPS)"
@@ -133,6 +137,23 @@ for step in "$@"; do
         ${FAMILY_ONLY:+--only "$FAMILY_ONLY"} ${FAMILY_ARGS:-} 2>&1 \
         | tee -a "$F/family.log" | grep -E "^L[12]-|prebuild:|emit:|resume:"
       tar czf "$OUT/family_logs.tar.gz" -C "$F" . ;;
+    corpus-bench)  # as family-bench, on the corpus (tests/corpus); CORPUS_ONLY picks stems, CORPUS_BUDGET (520 s)
+      kb_wheels
+      F=.build/corpus_out; mkdir -p "$F"
+      PYTHONPATH=/tmp/site:$PWD python3 benchmarks/family.py tests/corpus .kb "$F" --glob "*_*.py" --bench --trials 2 \
+        --resume --budget "${CORPUS_BUDGET:-520}" --workers "${CORPUS_WORKERS:-4}" --jobs 16 --min-run-time 0.5 \
+        ${CORPUS_ONLY:+--only "$CORPUS_ONLY"} 2>&1 | tee -a "$F/family.log" | grep -E "validate exit|bench|prebuild:|emit:"
+      tar czf "$OUT/corpus_logs.tar.gz" -C "$F" . ;;
+    cliffs)
+      timeout 500 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_kernel_choice.py 2>&1 \
+        | tee "$OUT/kernel_choice.log" | tail -5
+      OUT=$OUT bash benchmarks/results/h200/cliffs/cliffs.sh 2>&1 | grep -v "Warn\|warn_once" | tee "$OUT/cliffs.log" \
+        | grep -E "^==|^base|^resident_rule|^twopass_forward|^forward_rule" ;;
+    host-profile)
+      name=$(basename "$rest" .py)
+      python3 -m kgen.cli emit --ref "$rest" -o ".build/host_$name.py"
+      python3 benchmarks/host_profile.py ".build/host_$name.py" --reference "$rest" --json "$OUT/host_$name.json" \
+        2>&1 | grep -v Warn | tee "$OUT/host_$name.log" ;;
     kernel-rates)  # KERNEL_RATES_ONLY picks problems (default all 17); one problem at a time on the GPU
       R=$OUT/kernel_rates; mkdir -p "$R"
       python3 benchmarks/kernel_rates.py .kb/problems "$R" --jobs 12 ${KERNEL_RATES_ONLY:+--only "$KERNEL_RATES_ONLY"} \
