@@ -277,13 +277,15 @@ def region_context(step: RegionStep) -> dict:
 
 def pointwise_context(step: PointwiseStep) -> dict:
     labels = [p.label for p in step.params]
+    linear = functors.linear_gradients(step.nodes, step.inputs, step.output)
     struct, slots = functors.pointwise_functor(f"Pointwise{step.index}Op", step.nodes, step.inputs, step.output,
-                                               labels)
+                                               labels, backward=linear is None)
     return {"index": step.index, "functor": struct, "inputs": len(step.inputs),
             "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
             "param_ranks": [p.read_rank for p in step.params],
             "slots": [k for k, _ in sorted(slots.items(), key=lambda kv: kv[1])],
             "autocast_float32": ops.autocast_float32(step.nodes),
+            "linear": linear,
             "summary": describe_pointwise(step)}
 
 

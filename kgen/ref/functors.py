@@ -203,9 +203,29 @@ def epilogue_functor(name: str, prologue: list[PwNode], epilogue: list[PwNode], 
     return text, slots
 
 
-def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result: str, labels: list[str]) -> tuple:
-    """v = F(x[0], ..., x[K-1]): an element-wise kernel's DAG over its K input tensors. Returns (C++ struct,
-    slots)."""
+# An operand's share of the result's gradient through an op of a sum: add's operands +1, sub's +1 and -1, neg's -1.
+LINEAR_SIGNS = {"add": (1.0, 1.0), "sub": (1.0, -1.0), "neg": (-1.0,)}
+
+
+def linear_gradients(nodes: list[PwNode], inputs: list[str], result: str) -> list[float] | None:
+    """Where the DAG is a signed sum of its inputs (add, sub and neg of tensors and numbers, no parameters): each
+    input's gradient as a multiple of the output's (x + x: 2; a - b: 1 and -1). Its backward then needs no kernel and
+    no saved tensors, as PyTorch's own (grad, -grad, summed back where an input broadcasts). Else None."""
+    body = needed(nodes, result)
+    if not body or any(n.op not in LINEAR_SIGNS or any(o.is_param for o in n.operands) for n in body):
+        return None
+    share = {result: 1.0}
+    for node in reversed(body):
+        for operand, sign in zip(node.operands, LINEAR_SIGNS[node.op]):
+            if operand.is_value:
+                share[operand.ref] = share.get(operand.ref, 0.0) + sign * share.get(node.name, 0.0)
+    return [share.get(name, 0.0) for name in inputs]
+
+
+def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result: str, labels: list[str],
+                      backward: bool = True) -> tuple:
+    """v = F(x[0], ..., x[K-1]): an element-wise kernel's DAG over its K input tensors, with its backward unless
+    `backward` is False (a signed sum's, which PyTorch's ops make). Returns (C++ struct, slots)."""
     body = needed(nodes, result)
     slots = param_slots(body)
     leaves = {name_: f"x[{k}]" for k, name_ in enumerate(inputs)}
@@ -213,10 +233,12 @@ def pointwise_functor(name: str, nodes: list[PwNode], inputs: list[str], result:
     lines = [f"struct {name} {{", f"  static constexpr int kInputs = {len(inputs)};"]
     lines += _params_block(name, "prologue", slots, labels)
     lines += _value_functions(writer, "const float (&x)[kInputs]", "x", result)
-    lines += ["  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],",
-              "                                           float (&dparam)[kgen::kMaxParams]) const {"]
-    lines += writer.forward("    ", recompute=True)
-    lines += [f"    dx[{k}] = 0.f;" for k in range(len(inputs))]
-    lines += writer.backward("    ", result, "dv", {f"x[{k}]": f"dx[{k}]" for k in range(len(inputs))})
-    lines += ["  }", "};"]
+    if backward:
+        lines += ["  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],",
+                  "                                           float (&dparam)[kgen::kMaxParams]) const {"]
+        lines += writer.forward("    ", recompute=True)
+        lines += [f"    dx[{k}] = 0.f;" for k in range(len(inputs))]
+        lines += writer.backward("    ", result, "dv", {f"x[{k}]": f"dx[{k}]" for k in range(len(inputs))})
+        lines += ["  }"]
+    lines += ["};"]
     return "\n".join(lines) + "\n", slots
