@@ -523,9 +523,11 @@ __device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const P
 // Visits `packs` packs of W consecutive values from each of kInputs arrays (of one storage type T), block-strided.
 // Each thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte loads per
 // thread are in flight at once.
+// `first`: this thread's place in the team of kBlock threads that sweeps the packs (threadIdx.x for a block).
 template <int kBlock, int W, int kInputs, class Body, class T>
-__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body) {
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body,
+                                      int first = static_cast<int>(threadIdx.x)) {
+  for (int64_t base = first; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll][kInputs];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -3485,7 +3487,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
-// Forward, 2 reads of x + the output:
+// Forward, 2 reads of x + the output (each (plane, chunk) item taken by a block, or by a warp where planes are small:
+// warp_teams):
 //   stats_partial     per (plane, chunk): Welford moments of z - pilot (pilot: z of the group's first
 //                     value, also written to `pilots`), float, block tree
 //   stats_finalize    one warp per (sample, group): the group's C/G * splits chunk moments merged in
@@ -3716,6 +3719,26 @@ struct PlaneChunk {
   }
 };
 
+// The forward sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
+// plane of at most kWarpTeamValues values (7x7 to 16x16 planes: a block of 256 threads for 49 to 64 16-byte packs
+// left most of it idle and launched a block per plane; H200, 32 x 320 planes of 14 x 14, GroupNorm(1, 320): the
+// statistics at 0.19 TB/s, benchmarks/results/h200/cliffs/).
+constexpr int64_t kWarpTeamValues = 512;
+
+inline bool warp_teams(const SplitPlan& plan, int64_t plane) { return plan.splits == 1 && plane <= kWarpTeamValues; }
+
+// The grid of `items` items for teams of kTeam threads in blocks of kBlock.
+template <int kBlock>
+inline int64_t team_blocks(int64_t items, bool warps) {
+  return warps ? (items + kBlock / kWarpSize - 1) / (kBlock / kWarpSize) : items;
+}
+
+// This thread's team's item: the block's, or its warp's where a warp is a team (kTeam = 32).
+template <int kBlock, int kTeam>
+__device__ __forceinline__ unsigned team_item() {
+  return kTeam == kBlock ? blockIdx.x : blockIdx.x * unsigned(kBlock / kTeam) + threadIdx.x / kTeam;
+}
+
 }  // namespace region_twopass
 }  // namespace kgen
 
@@ -3728,31 +3751,37 @@ namespace region_twopass {
 // The moments of z - pilot over one chunk of one plane, pilot = z of the group's first value (the same
 // for every block of the group; the block of the group's first chunk stores it for stats_finalize).
 // Full rounds fold four values at once (accumulate4), also on the scalar path. T: x's storage type.
-template <class Pro, int kBlock, bool kVec, class T>
+// kTeam threads take one (plane, chunk) item: the block (kTeam = kBlock), or a warp of it (kTeam = 32, for planes
+// of a few hundred values, which would leave most of a block idle: team_items).
+template <class Pro, int kBlock, bool kVec, class T, int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock)
 stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
-                     Moments* __restrict__ partial, float* __restrict__ pilots) {
+                     Moments* __restrict__ partial, float* __restrict__ pilots, int64_t items) {
   static_assert(kUnroll == 4, "full rounds fold kUnroll scalar values with accumulate4");
+  static_assert(kTeam == kBlock || kTeam == kWarpSize, "a team is the block or a warp");
   constexpr int W = kVec ? 4 : 1;
-  const PlaneChunk b(shape, plan);
+  const unsigned item = team_item<kBlock, kTeam>();
+  if (item >= items) return;  // team-uniform: whole warps leave (no block barrier where kTeam is a warp)
+  const int first = static_cast<int>(threadIdx.x % kTeam);
+  const PlaneChunk b(shape, plan, item);
   const int64_t cpg = shape.channels_per_group();
   const int64_t k = b.c % cpg;  // channel within the group
   const float pilot = Pro::at(params, b.c - k).value(load1(x + (b.plane - k) * shape.plane));
-  if (k == 0 && b.begin == 0 && threadIdx.x == 0) pilots[b.plane / cpg] = pilot;
+  if (k == 0 && b.begin == 0 && first == 0) pilots[b.plane / cpg] = pilot;
   const Pro pro = Pro::at(params, b.c);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
   const T* in = x + offset + span.head;
   const int64_t packs = span.packs;
   Moments acc{0.f, 0.f, 0.f};
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+  for (int64_t base = first; base < packs; base += int64_t(kTeam) * kUnroll) {
     Pack<W> v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
+      const int64_t i = base + int64_t(u) * kTeam;
       if (i < packs) v[u] = load_pack<W>(in, i);
     }
-    if (base + int64_t(kUnroll - 1) * kBlock < packs) {
+    if (base + int64_t(kUnroll - 1) * kTeam < packs) {
       if constexpr (W == 4) {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -3766,7 +3795,7 @@ stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
     } else {
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
-        if (base + int64_t(u) * kBlock < packs) {
+        if (base + int64_t(u) * kTeam < packs) {
           if constexpr (W == 4) {
             accumulate4(acc, pro.value(v[u].v[0]) - pilot, pro.value(v[u].v[1]) - pilot,
                         pro.value(v[u].v[2]) - pilot, pro.value(v[u].v[3]) - pilot);
@@ -3777,10 +3806,14 @@ stats_partial_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
       }
     }
   }
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock)
+  for (int k = first; k < span.ends(); k += kTeam)
     accumulate1(acc, pro.value(load1(x + offset + span.end_at(k))) - pilot);
-  acc = block_combine<kBlock>(acc);
-  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+  if constexpr (kTeam == kBlock) {
+    acc = block_combine<kBlock>(acc);
+  } else {
+    acc = warp_combine(acc);
+  }
+  if (first == 0) partial[item] = acc;
 }
 
 // One warp per (sample, group): its chunks are contiguous in `partial` (planes are), per_row of them.
@@ -3798,27 +3831,32 @@ stats_finalize_kernel(const Moments* __restrict__ partial, int per_row, int64_t 
 // ---------------------------------------------------------------- forward: apply
 
 // kNone: v, written. kPlane / kSample: one reduction partial per block. T: x's and v's storage type.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class T>
+// kTeam: as stats_partial_kernel's.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, class T, int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock)
 plane_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, SplitPlan plan,
                      const float2* __restrict__ mean, const float* __restrict__ rstd,
                      const float* __restrict__ gamma, const float* __restrict__ beta, T* __restrict__ v_out,
-                     typename Reducer<O>::T* __restrict__ partial) {
+                     typename Reducer<O>::T* __restrict__ partial, int64_t items) {
+  static_assert(kTeam == kBlock || kTeam == kWarpSize, "a team is the block or a warp");
   constexpr int W = kVec ? 4 : 1;
-  const PlaneChunk b(shape, plan);
+  const unsigned item = team_item<kBlock, kTeam>();
+  if (item >= items) return;  // team-uniform, as in stats_partial_kernel
+  const int first = static_cast<int>(threadIdx.x % kTeam);
+  const PlaneChunk b(shape, plan, item);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   const int64_t offset = b.plane * shape.plane + b.begin;
   const ChunkSpan<W> span(offset, b.count);
   const T* in[1] = {x + offset + span.head};
   if constexpr (R == ReduceKind::kNone) {
     T* out = v_out + offset + span.head;
-    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+    sweep<kTeam, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
       Pack<W> r;
 #pragma unroll
       for (int j = 0; j < W; ++j) r.v[j] = ch.value(v[0].v[j]);
       store_pack<W>(out, i, r);
-    });
-    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    }, first);
+    for (int k = first; k < span.ends(); k += kTeam) {
       const int64_t e = offset + span.end_at(k);
       store1(v_out + e, ch.value(load1(x + e)));
     }
@@ -3828,16 +3866,20 @@ plane_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
     // position in the reduction's order: within the plane (kPlane) or the sample (kSample)
     const int pos0 = static_cast<int>((R == ReduceKind::kSample ? b.c * shape.plane : 0) + b.begin);
     const int body0 = pos0 + static_cast<int>(span.head);
-    sweep<kBlock, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
+    sweep<kTeam, W, 1>(in, span.packs, [&](int64_t i, const Pack<W>(&v)[1]) {
 #pragma unroll
       for (int j = 0; j < W; ++j) Red::push(acc, ch.value(v[0].v[j]), body0 + static_cast<int>(i) * W + j);
-    });
-    for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+    }, first);
+    for (int k = first; k < span.ends(); k += kTeam) {
       const int64_t e = span.end_at(k);
       Red::push(acc, ch.value(load1(x + offset + e)), pos0 + static_cast<int>(e));
     }
-    acc = block_reduce<kBlock, Red>(acc);
-    if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+    if constexpr (kTeam == kBlock) {
+      acc = block_reduce<kBlock, Red>(acc);
+    } else {
+      acc = warp_reduce<Red>(acc);
+    }
+    if (first == 0) partial[item] = acc;
   }
 }
 
@@ -5742,12 +5784,22 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       partial_ptr = reinterpret_cast<P*>(partial.data_ptr());
     }
     const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
+    const bool warps = warp_teams(plan, shape.plane);
+    const int64_t grid = team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       T* v_ptr = R == ReduceKind::kNone ? data_as<T>(out) : nullptr;
       dispatch_vec(vec, [&](auto kv) {
-        plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-            data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          plane_forward_kernel<Pro, Epi, R, O, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr,
+              blocks);
+        } else {
+          plane_forward_kernel<Pro, Epi, R, O, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr,
+              blocks);
+        }
       });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -5865,12 +5917,20 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
     const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
+    const bool warps = rt::warp_teams(plan, shape.plane);
+    const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
         dispatch_vec(vec, [&](auto kv) {
-          rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+          constexpr bool V = decltype(kv)::value;
+          if (warps) {
+            rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+          } else {
+            rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+          }
         });
       }
     });

@@ -98,9 +98,11 @@ __device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const P
 // Visits `packs` packs of W consecutive values from each of kInputs arrays (of one storage type T), block-strided.
 // Each thread issues all loads of kUnroll packs before it hands the first to `body`, so several 16-byte loads per
 // thread are in flight at once.
+// `first`: this thread's place in the team of kBlock threads that sweeps the packs (threadIdx.x for a block).
 template <int kBlock, int W, int kInputs, class Body, class T>
-__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body) {
-  for (int64_t base = threadIdx.x; base < packs; base += int64_t(kBlock) * kUnroll) {
+__device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t packs, Body&& body,
+                                      int first = static_cast<int>(threadIdx.x)) {
+  for (int64_t base = first; base < packs; base += int64_t(kBlock) * kUnroll) {
     Pack<W> v[kUnroll][kInputs];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {

@@ -309,12 +309,22 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       partial_ptr = reinterpret_cast<P*>(partial.data_ptr());
     }
     const bool vec = aligned(x) && (R != ReduceKind::kNone || aligned(out));  // odd planes too
+    const bool warps = warp_teams(plan, shape.plane);
+    const int64_t grid = team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       T* v_ptr = R == ReduceKind::kNone ? data_as<T>(out) : nullptr;
       dispatch_vec(vec, [&](auto kv) {
-        plane_forward_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-            data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr);
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          plane_forward_kernel<Pro, Epi, R, O, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr,
+              blocks);
+        } else {
+          plane_forward_kernel<Pro, Epi, R, O, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr, partial_ptr,
+              blocks);
+        }
       });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -432,12 +442,20 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     auto pilots = at::empty({rows}, options);
     auto* partial_ptr = reinterpret_cast<Moments*>(partial.data_ptr());
     const bool vec = rt::aligned(x);  // odd planes too (ChunkSpan)
+    const bool warps = rt::warp_teams(plan, shape.plane);
+    const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
         dispatch_vec(vec, [&](auto kv) {
-          rt::stats_partial_kernel<Pro, kBlock, decltype(kv)::value><<<blocks, kBlock, 0, stream>>>(
-              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>());
+          constexpr bool V = decltype(kv)::value;
+          if (warps) {
+            rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+          } else {
+            rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+          }
         });
       }
     });

@@ -14,7 +14,8 @@
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
 //
-// Forward, 2 reads of x + the output:
+// Forward, 2 reads of x + the output (each (plane, chunk) item taken by a block, or by a warp where planes are small:
+// warp_teams):
 //   stats_partial     per (plane, chunk): Welford moments of z - pilot (pilot: z of the group's first
 //                     value, also written to `pilots`), float, block tree
 //   stats_finalize    one warp per (sample, group): the group's C/G * splits chunk moments merged in
@@ -244,6 +245,26 @@ struct PlaneChunk {
     count = min(plan.chunk, shape.plane - begin);
   }
 };
+
+// The forward sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
+// plane of at most kWarpTeamValues values (7x7 to 16x16 planes: a block of 256 threads for 49 to 64 16-byte packs
+// left most of it idle and launched a block per plane; H200, 32 x 320 planes of 14 x 14, GroupNorm(1, 320): the
+// statistics at 0.19 TB/s, benchmarks/results/h200/cliffs/).
+constexpr int64_t kWarpTeamValues = 512;
+
+inline bool warp_teams(const SplitPlan& plan, int64_t plane) { return plan.splits == 1 && plane <= kWarpTeamValues; }
+
+// The grid of `items` items for teams of kTeam threads in blocks of kBlock.
+template <int kBlock>
+inline int64_t team_blocks(int64_t items, bool warps) {
+  return warps ? (items + kBlock / kWarpSize - 1) / (kBlock / kWarpSize) : items;
+}
+
+// This thread's team's item: the block's, or its warp's where a warp is a team (kTeam = 32).
+template <int kBlock, int kTeam>
+__device__ __forceinline__ unsigned team_item() {
+  return kTeam == kBlock ? blockIdx.x : blockIdx.x * unsigned(kBlock / kTeam) + threadIdx.x / kTeam;
+}
 
 }  // namespace region_twopass
 }  // namespace kgen
