@@ -6603,6 +6603,21 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6676,7 +6691,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         conv = self.conv._conv_forward(x, self.conv.weight, None)
-        logsumexp = _Region0.apply(conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv.bias)
+        logsumexp = _call(_Region0, conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv.bias)
         return logsumexp
 
 

@@ -9521,6 +9521,21 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -9628,7 +9643,7 @@ def _region0_convt(conv, x, weight, bias, groups, eps, grad_enabled, *params):
         return _Region0ConvT.apply(x, conv.weight, weight, bias, groups, eps, list(conv.padding), *params)
     z = F.conv_transpose2d(x, conv.weight, None, conv.stride, conv.padding, conv.output_padding, conv.groups,
                            conv.dilation)
-    return _Region0.apply(z, weight, bias, groups, eps, (), grad_enabled, *params)
+    return _call(_Region0, z, weight, bias, groups, eps, (), grad_enabled, *params)
 
 
 class ModelNew(nn.Module):

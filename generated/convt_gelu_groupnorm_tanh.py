@@ -6571,6 +6571,21 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6642,7 +6657,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, None, self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        group_norm = _Region0.apply(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)
+        group_norm = _call(_Region0, conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)
         return group_norm
 
 

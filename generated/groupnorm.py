@@ -7080,6 +7080,21 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -7149,7 +7164,7 @@ class ModelNew(nn.Module):
         self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
 
     def forward(self, x):
-        gn = _Region0.apply(x, self.gn.weight, self.gn.bias, self.gn.num_groups, self.gn.eps, (), torch.is_grad_enabled())
+        gn = _call(_Region0, x, self.gn.weight, self.gn.bias, self.gn.num_groups, self.gn.eps, (), torch.is_grad_enabled())
         return gn
 
 

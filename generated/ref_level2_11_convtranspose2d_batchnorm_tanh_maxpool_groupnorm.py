@@ -7464,6 +7464,21 @@ def _peeled_bias(bias, x):
     return torch.zeros_like(bias) if _stores_half(x) else bias
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -7587,8 +7602,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, _library_bias(self.conv_transpose.bias, x), self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        max_pool = _BatchNorm0.apply(conv_transpose, self.batch_norm.weight, self.batch_norm.bias, *_batch_norm_mode(self.batch_norm), _peeled_bias(self.conv_transpose.bias, conv_transpose), self.batch_norm.eps, _window(self.max_pool.kernel_size, 2), torch.is_grad_enabled())
-        group_norm = _Region0.apply(max_pool, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled())
+        max_pool = _call(_BatchNorm0, conv_transpose, self.batch_norm.weight, self.batch_norm.bias, *_batch_norm_mode(self.batch_norm), _peeled_bias(self.conv_transpose.bias, conv_transpose), self.batch_norm.eps, _window(self.max_pool.kernel_size, 2), torch.is_grad_enabled())
+        group_norm = _call(_Region0, max_pool, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled())
         return group_norm
 
 

@@ -6602,6 +6602,21 @@ def _peeled_bias(bias, x):
     return torch.zeros_like(bias) if _stores_half(x) else bias
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6674,7 +6689,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         matmul = F.linear(x, self.matmul.weight, _library_bias(self.matmul.bias, x))
-        group_norm = _Region0.apply(matmul, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.matmul.bias, matmul), self.bias)
+        group_norm = _call(_Region0, matmul, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.matmul.bias, matmul), self.bias)
         return group_norm
 
 

@@ -7013,6 +7013,21 @@ def _peeled_bias(bias, x):
     return torch.zeros_like(bias) if _stores_half(x) else bias
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -7159,8 +7174,8 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         gemm = F.linear(x, self.gemm.weight, _library_bias(self.gemm.bias, x))
-        getitem = _Region0.apply(gemm, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.gemm.bias, gemm))
-        add = _Pointwise0.apply(getitem, self.bias)
+        getitem = _call(_Region0, gemm, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.gemm.bias, gemm))
+        add = _call(_Pointwise0, getitem, self.bias)
         return add
 
 

@@ -6604,6 +6604,21 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
+class _WithoutAutograd:
+    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
+
+    def save_for_backward(self, *tensors):
+        return None
+
+
+def _call(step, *args):
+    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
+    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
+    if torch.is_grad_enabled():
+        return step.apply(*args)
+    return step.forward(_WithoutAutograd(), *args)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6680,7 +6695,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         conv = self.conv._conv_forward(x, self.conv.weight, None)
-        clamp = _Region0.apply(conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, _window(self.maxpool.kernel_size, 2), torch.is_grad_enabled(), self.conv.bias, self.scale)
+        clamp = _call(_Region0, conv, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, _window(self.maxpool.kernel_size, 2), torch.is_grad_enabled(), self.conv.bias, self.scale)
         return clamp
 
 

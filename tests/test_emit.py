@@ -221,7 +221,7 @@ def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():
     assert "kgen::convt::gelu_erf_moments(v_conv_transpose_biased)" in text  # the moments' GELU in the prologue
     assert "group_norm = _region0_convt(self.conv_transpose, x, " in text
     assert "_Region0ConvT.apply(x, conv.weight, weight, bias" in text
-    assert "return _Region0.apply(z, weight, bias, groups, eps, (), grad_enabled, *params)" in text
+    assert "return _call(_Region0, z, weight, bias, groups, eps, (), grad_enabled, *params)" in text
     # backward: grad_z written channels-last, then the conv's gradients (kgen's wgmma kernels, cuDNN where they decline)
     assert "region_backward_channels_last<Pro, Epi, kBlock>" in text and "convt_wgmma_conv_backward(" in text
     assert "_cuda_arch_flags()" in text and "compute_90a,code=sm_90a" in text

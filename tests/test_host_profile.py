@@ -24,3 +24,30 @@ def test_profile_names_the_calls_and_their_time():
     assert all(row["own_us"] >= 0 and row["calls_per_call"] > 0 for row in forward["top"])
     both = host_profile(model, [x.requires_grad_()], backward=True, calls=20, top=50)
     assert any("backward" in row["function"] for row in both["top"]), [r["function"] for r in both["top"]]
+
+
+def test_plain_times_split_out_the_extension_entry_points():
+    import types
+
+    from kgen.bench.host_profile import plain_times
+
+    class Ext:
+        def __init__(self):
+            self.calls = 0
+
+        def scale(self, x):
+            self.calls += 1
+            return x * 2
+
+    module = types.SimpleNamespace(_ext=Ext())
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return module._ext.scale(x) + 1
+
+    ext = module._ext
+    result = plain_times(module, Model(), [torch.randn(4, 8)], backward=False, calls=10)
+    assert result["issue_ms"] > 0 and [r["entry"] for r in result["entry_points"]] == ["scale"]
+    assert result["entry_points"][0]["us"] > 0 and module._ext is ext   # the recorder is gone after the call
+    assert ext.calls == 1 + 10 + 1 + 1 + 10   # warm-up and timed calls, the recorded call, the replays
+    assert "entry_points" not in plain_times(None, Model(), [torch.randn(4, 8)], backward=False, calls=5)

@@ -2,7 +2,8 @@
 without synchronising, forward under no_grad and forward+backward, the functions by their own time. The extension's
 entry points show as built-in methods (`region0_forward`, ...): their time is the C++ host side (argument conversion,
 planning, allocation, launches); the rest is Python (autograd Functions, the file's helpers) and PyTorch's library
-ops. The reference eager runs the same way beside it.
+ops. The reference eager runs the same way beside it. Before the profile, unprofiled: the host time a call, and the
+extension's entry points that call runs, each replayed alone with its arguments (their host time a call).
 
     python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--json OUT]
 
@@ -82,12 +83,82 @@ def host_profile(model, inputs, backward: bool, calls: int, top: int) -> dict:
             "gpu_bound": synchronised_ms > 1.2 * issue_ms, "top": rows[:top]}
 
 
+def issue_ms(model, inputs, grads, backward: bool, calls: int) -> float:
+    """Host time a call, unprofiled: `calls` calls issued back to back after a synchronisation (few enough launches
+    to stay below the launch queue's depth, so that no call waits for the GPU)."""
+    call(model, inputs, grads, backward)
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call(model, inputs, grads, backward)
+    elapsed = time.perf_counter() - start
+    synchronize()
+    return elapsed / calls * 1e3
+
+
+class Recorder:
+    """Stands in for a solution's `_ext`: passes every call on and keeps (entry point, arguments)."""
+
+    def __init__(self, ext):
+        self.ext, self.calls = ext, []
+
+    def __getattr__(self, name):
+        fn = getattr(self.ext, name)
+        if not callable(fn):
+            return fn
+
+        def recorded(*args):
+            self.calls.append((name, args))
+            return fn(*args)
+        return recorded
+
+
+def entry_points(module, model, inputs, grads, backward: bool, calls: int) -> list[dict]:
+    """The extension's entry points one call runs, each replayed `calls` times with the arguments it had: its host
+    time a call (argument conversion, checks, planning, allocation, launches), unprofiled."""
+    recorder = Recorder(module._ext)
+    module._ext = recorder
+    try:
+        call(model, inputs, grads, backward)
+    finally:
+        module._ext = recorder.ext
+    rows = []
+    for name, args in recorder.calls:
+        fn = getattr(recorder.ext, name)
+        fn(*args)
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        elapsed = time.perf_counter() - start
+        synchronize()
+        rows.append({"entry": name, "us": round(elapsed / calls * 1e6, 2)})
+    return rows
+
+
+def plain_times(module, model, inputs, backward: bool, calls: int) -> dict:
+    """Unprofiled: the call's host time, and where `module` has an extension, its entry points' share of it."""
+    grads = None
+    if backward:
+        out = model(*inputs)
+        grads = [torch.randn_like(o) for o in (out if isinstance(out, (tuple, list)) else [out])
+                 if isinstance(o, torch.Tensor)]
+    result = {"issue_ms": round(issue_ms(model, inputs, grads, backward, calls), 4)}
+    if module is not None and hasattr(module, "_ext"):
+        rows = entry_points(module, model, inputs, grads, backward, calls)
+        result["entry_points"] = rows
+        result["entry_points_ms"] = round(sum(r["us"] for r in rows) / 1e3, 4)
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("solution")
     parser.add_argument("--reference", help="the reference file: its eager model profiled beside")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--plain-calls", type=int, default=50,
+                        help="calls of the unprofiled timings (few: their launches stay below the queue's depth)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -107,6 +178,12 @@ def main() -> int:
         for mode, backward in (("forward", False), ("forward_backward", True)):
             leaves = [x.detach().requires_grad_(backward) if isinstance(x, torch.Tensor) and x.is_floating_point()
                       else x for x in inputs]
+            plain = plain_times(new_mod if name == "kgen" else None, model, leaves, backward, args.plain_calls)
+            report[f"{name}_{mode}_plain"] = plain
+            print(f"== {name} {mode}: {plain['issue_ms']} ms a call issued (unprofiled)" +
+                  (f", of which the extension's entry points {plain['entry_points_ms']} ms: " +
+                   ", ".join(f"{r['entry']} {r['us']} us" for r in plain["entry_points"])
+                   if "entry_points" in plain else ""))
             result = host_profile(model, leaves, backward, args.calls, args.top)
             report[f"{name}_{mode}"] = result
             print(f"== {name} {mode}: {result['issue_ms_profiled']} ms a call issued (profiled), "

@@ -96,7 +96,7 @@ class ForwardWriter:
             if step.channels_last:
                 rest = "".join([f", {self.value(a)}" for a in node.args[1:]] +
                                [f", {k}={self.value(v)}" for k, v in node.kwargs.items()])
-                return f"{var(node.name)} = {self.attr(node.target)}(_ChannelsLastCopy.apply({self.value(node.args[0])}){rest})"
+                return f"{var(node.name)} = {self.attr(node.target)}(_call(_ChannelsLastCopy, {self.value(node.args[0])}){rest})"
             if getattr(module, "inplace", False) is True and node.args:
                 # The module writes its input in place: it gets a copy, so that what kgen's steps saved for the
                 # backward stays intact, with the reference's own (in-place) kernel and random draws.
@@ -129,7 +129,7 @@ class ForwardWriter:
         bias = f"{m}.bias" if f"{m}.bias" in self.kept_biases() else \
             f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
         if channels_last:
-            x = f"_ChannelsLastCopy.apply({x})"
+            x = f"_call(_ChannelsLastCopy, {x})"
         if isinstance(module, nn.Linear):
             return f"F.linear({x}, {m}.weight, {bias})"
         if type(module) in CONV_FUNCTIONAL:
@@ -210,7 +210,7 @@ class ForwardWriter:
                     f"{self.value_of(step.conv_input)}, {gn['weight']}, {gn['bias']}, {gn['groups']}, {gn['eps']}, "
                     f"torch.is_grad_enabled(){', ' if params else ''}{params})")
         window = step.window_expr or "()"
-        return (f"{var(step.output)} = _Region{step.index}.apply({x}, {gn['weight']}, "
+        return (f"{var(step.output)} = _call(_Region{step.index}, {x}, {gn['weight']}, "
                 f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
                 f"{', ' if params else ''}{params})")
 
@@ -222,13 +222,13 @@ class ForwardWriter:
         tail = "".join(f", {p.expr}" for p in step.params)
         x = self.read(var(step.input))
         conv_bias = f"_peeled_bias({step.conv_bias}, {x})" if step.conv_bias else "None"
-        return (f"{var(step.output)} = _BatchNorm{step.index}.apply({x}, {m}.weight, "
+        return (f"{var(step.output)} = _call(_BatchNorm{step.index}, {x}, {m}.weight, "
                 f"{m}.bias, *_batch_norm_mode({m}), {conv_bias}, {m}.eps, "
                 f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
 
     def pointwise(self, step: PointwiseStep) -> str:
         operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
-        return f"{var(step.output)} = _Pointwise{step.index}.apply({operands})"
+        return f"{var(step.output)} = _call(_Pointwise{step.index}, {operands})"
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def test_a_reference_living_in_half_precision_emits_a_region(tmp_path, dtype):
     path = tmp_path / "model.py"
     path.write_text(REFERENCE.format(dtype=dtype))
     text = emit_reference(str(path))[0]
-    assert "_Region0.apply(" in text and "is not float32" not in text
+    assert "_call(_Region0, " in text and "is not float32" not in text
 
 
 def test_output_dtype_keeps_the_inputs_dtype(float32_text, monkeypatch):

@@ -92,7 +92,7 @@ def test_a_tensor_made_in_forward_is_a_buffer_and_keywords_are_read(monkeypatch)
     model = load_emitted(text, monkeypatch).ModelNew(6, 2)
     assert "_tensor_constant0" not in model.state_dict() and model._tensor_constant0.item() == pytest.approx(0.1)
     # every op, the keyword-passed ones included, is in the one region
-    assert forward_source(text).count("_Region0.apply") == 1 and "torch." not in forward_source(text).replace(
+    assert forward_source(text).count("_call(_Region0, ") == 1 and "torch." not in forward_source(text).replace(
         "torch.is_grad_enabled", "")
 
 
@@ -113,8 +113,8 @@ def test_a_convolution_called_with_more_than_its_input_keeps_its_bias_and_argume
 def test_the_training_flag_follows_the_model_and_functors_keep_four_parameters():
     text = emitted("training_flag_many_params")
     assert "training=self.training" in text
-    assert "_Region0.apply(x, self.w, self.b, 2, 1e-05" in text
-    assert "_Pointwise0.apply(" in text   # the fifth parameter's multiply
+    assert "_call(_Region0, x, self.w, self.b, 2, 1e-05" in text
+    assert "_call(_Pointwise0, " in text   # the fifth parameter's multiply
 
 
 def test_a_forward_that_branches_on_training_is_refused(tmp_path):
@@ -212,8 +212,8 @@ def test_functional_groupnorm_reads_groups_and_eps_from_the_model(tmp_path, monk
                     "def get_inputs():\n    return [torch.rand(2, 8, 5, 5)]\n\n\n"
                     "def get_init_inputs():\n    return [8, 4, 1e-3]\n")
     text = emit_reference(str(path))[0]
-    assert "_Region0.apply(x, self.w, self.b, self.groups, self.eps, ()" in text
-    assert "_Region1.apply(relu, None, None, 2, 0.0001, ()" in text
+    assert "_call(_Region0, x, self.w, self.b, self.groups, self.eps, ()" in text
+    assert "_call(_Region1, relu, None, None, 2, 0.0001, ()" in text
     assert "constexpr int kRegion0Groups = 4;" in text
 
 

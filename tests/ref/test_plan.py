@@ -310,7 +310,7 @@ def test_functional_pools_are_windows_where_kernel_equals_stride(tmp_path):
     assert (region.reduce_kind, region.reduce_op, tuple(region.window)) == ("kWindow", "kMean", (2, 2))
     assert "(2, 2)" in region.window_expr
     text = emit_reference(str(HERE / "references" / "conv2d_gn_functional_pool.py"))[0]
-    assert "avg_pool2d = _Region0.apply(" in text and ", (2, 2), " in text
+    assert "avg_pool2d = _call(_Region0, " in text and ", (2, 2), " in text
     overlapping = tmp_path / "overlapping_max_pool.py"
     overlapping.write_text(source.replace("F.avg_pool2d(x, 2)", "F.max_pool2d(x, 3, stride=2)"))
     plan = make_plan(load_reference(overlapping))
@@ -331,7 +331,7 @@ def test_clamp_like_ops_after_a_max_or_min_move_before_it(tmp_path):
     assert region.notes == ["hardtanh (act) moved before the max, which it commutes with",
                             "relu moved before the max, which it commutes with"]
     text = emit_reference(str(own))[0]
-    assert "relu = _Region0.apply(" in text and "_Pointwise" not in text
+    assert "relu = _call(_Region0, " in text and "_Pointwise" not in text
     (region,) = regions(make_plan(load_reference(HERE / "references" / "gn_channel_min_clamp.py")))
     assert [n.op for n in region.epilogue] == ["silu", "clamp"] and region.reduce_op == "kMin"
     assert region.output == "clamp" and region.epilogue[-1].consts == {"lo": -0.2, "hi": 0.1}
@@ -377,7 +377,7 @@ def test_batch_norm_dag_with_a_parameter_and_a_mean_pool(tmp_path):
     assert [n.op for n in bn.nodes] == ["sigmoid", "mul", "mul"]
     assert [p.label for p in bn.params] == ["scale"] and bn.pool_op == "kMean"
     text = emit_reference(str(path))[0]
-    assert "pool = _BatchNorm0.apply(conv, self.bn.weight, self.bn.bias, *_batch_norm_mode(self.bn), " in text
+    assert "pool = _call(_BatchNorm0, conv, self.bn.weight, self.bn.bias, *_batch_norm_mode(self.bn), " in text
     shared = tmp_path / "shared_value.py"
     shared.write_text(path.read_text().replace("return self.gn(self.pool(y))", "return self.gn(self.pool(y)) + y.mean()"))
     plan = make_plan(load_reference(shared))
@@ -417,7 +417,7 @@ def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel():
     defined = {line.split(" = ", 1)[0]: i for i, line in enumerate(lines)}
     for step in pointwise(plan):
         call = defined[step.output]
-        assert lines[call].startswith(f"{step.output} = _Pointwise{step.index}.apply({', '.join(step.inputs)}")
+        assert lines[call].startswith(f"{step.output} = _call(_Pointwise{step.index}, {', '.join(step.inputs)}")
         assert all(defined.get(name, -1) < call for name in step.inputs)
 
 
@@ -653,7 +653,7 @@ def test_conv_fast_runs_the_2d_conv_and_its_region_channels_last(path):
     text, notes, lines = emit_reference(str(path), conv="fast")
     assert notes == [note] and "(channels-last input)" in lines[1] and "channels-last" in lines[0]
     forward = text[text.index("    def forward(self"):]
-    assert f"_ChannelsLastCopy.apply(x)" in forward.split("\n")[1]
+    assert "_call(_ChannelsLastCopy, x)" in forward.split("\n")[1]
     assert "kgen::region_forward_nhwc<Region0Prologue" in text and "kgen::region_backward_nhwc<Region0Prologue" in text
     assert '"to_channels_last", "to_contiguous_nchw"' in text
     assert '# kgen-params: {"block_size": 256, "conv": "fast"}' in text and "--block-size 256 --conv fast" in text
