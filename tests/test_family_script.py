@@ -85,6 +85,20 @@ def test_resume_does_only_what_is_missing(monkeypatch, tmp_path):
     assert rows["L2-37"]["bench"]["forward"]["new_ms"] == 1.0
 
 
+@needs_problems
+def test_resume_of_some_problems_keeps_the_other_rows(monkeypatch, tmp_path):
+    rows = run_family(monkeypatch, tmp_path, [], "--workers", "2")
+    del rows["L2-37"]["bench"]
+    (tmp_path / "family.json").write_text(json.dumps(list(rows.values())))
+    monkeypatch.setattr(family, "run", fake_runner([]))
+    monkeypatch.setattr(sys, "argv", ["family.py", str(PROBLEMS), str(PROBLEMS.parent), str(tmp_path), "--only",
+                                      "37", "--bench", "--resume"])
+    family.main()
+    after = {row["problem"]: row for row in json.loads((tmp_path / "family.json").read_text())}
+    assert sorted(after) == ["L1-35", "L2-30", "L2-37"] and "bench" in after["L2-37"]
+    assert after["L1-35"] == rows["L1-35"]   # a row this run did not touch, as it was
+
+
 def test_traffic_counts_each_kernels_input_and_output():
     plan = ["PyTorch: conv (bias taken by the next region)",
             "kgen region 0: add -> GroupNorm  [conv [2, 4, 8, 8] -> group_norm [2, 4, 8, 8]; parameters: conv.bias]",

@@ -158,6 +158,11 @@ def main() -> None:
         emitted_rows = list(pool.map(emit, problems))
     rows = [row for per_problem in emitted_rows for row in per_problem]
     references = [ref for ref, per_problem in zip(problems, emitted_rows) for _ in per_problem]
+    # a resumed run of some problems (--only) keeps the table's other rows as they were
+    others = [row for key, row in earlier.items() if key not in {row_key(r) for r in rows}]
+
+    def table_rows() -> list[dict]:
+        return others + rows
     files = sorted({str(emitted / f"{row['problem']}.py") for row in rows if row["emit"] == 0})
     print(f"emit: {len(files)} of {len(rows)} files in {time.time() - t0:.0f} s", flush=True)
     t0 = time.time()
@@ -225,8 +230,8 @@ def main() -> None:
 
     def save() -> None:   # after every problem: a lease that ends early still leaves a table
         with lock:
-            (out / "family.json").write_text(json.dumps(rows, indent=1, default=str))
-            (out / "FAMILY.md").write_text(table(rows))
+            (out / "family.json").write_text(json.dumps(table_rows(), indent=1, default=str))
+            (out / "FAMILY.md").write_text(table(table_rows()))
 
     def check_and_save(pair):
         row, ref = pair
@@ -263,7 +268,7 @@ def main() -> None:
             print(f"{row_name(row)}: bench exit {code} ({secs:.0f} s) {text.strip().splitlines()[-2:]}", flush=True)
             save()
     save()
-    print(table(rows))
+    print(table(table_rows()))
 
 
 # ---- one table from several runs ----------------------------------------------------------------------------

@@ -64,6 +64,36 @@ struct RegionParams {
 // RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
 enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 
+// How the forward maps z to y = GroupNorm(z) from the (sample, group) statistics and the channel's affine map, each op
+// rounded as written (float32):
+//   kCentred        (z - mean) (rstd gamma) + beta, one fma            (kgen's own: every region not faithful)
+//   kTorchAffine    (rstd gamma) z + (beta - (rstd gamma) mean), one fma (native_group_norm over planes with gamma or
+//                   beta)
+//   kTorchCentred   (z - mean) rstd + beta, one fma                     (no gamma and, over planes, no beta)
+//   kTorchRows      ((z - mean) rstd) gamma + beta, one fma             (one value per plane, gamma)
+// A kernel that recomputes y (every backward, for the epilogue's derivatives) takes the forward's form, to the bit: a
+// kink (relu at 0, a clamp's bound, a max's ties) then sees the value the forward stored, and a faithful region's
+// backward the reference's own (a ReLU's mask one ulp off flips that value's gradient whole).
+enum AffineForm : int { kCentred = 0, kTorchAffine = 1, kTorchCentred = 2, kTorchRows = 3 };
+
+__host__ __device__ __forceinline__ int affine_form(int faithful, bool has_gamma, bool has_beta) {
+  if (faithful == kFaithfulPlanes && (has_gamma || has_beta)) return kTorchAffine;
+  if (faithful != kNotFaithful) return faithful == kFaithfulRows && has_gamma ? kTorchRows : kTorchCentred;
+  return kCentred;
+}
+
+// y in `form` (gamma = 1 and beta = 0 where the GroupNorm has none); Channel::normalized is the same arithmetic with
+// the channel's terms computed once.
+__device__ __forceinline__ float affine_y(int form, float z, float2 mean, float rstd, float gamma, float beta) {
+  if (form == kTorchAffine) {
+    const float scale = rstd * gamma;
+    return __fmaf_rn(scale, z, __fadd_rn(__fmul_rn(-scale, mean.x), beta));
+  }
+  if (form == kTorchCentred) return __fmaf_rn(__fsub_rn(z, mean.x), rstd, beta);
+  if (form == kTorchRows) return __fmaf_rn(__fmul_rn(__fsub_rn(z, mean.x), rstd), gamma, beta);
+  return __fmaf_rn(centered(z, mean), rstd * gamma, beta);
+}
+
 // The reduction after the epilogue. out's shape for x of shape (N, C, S...) with S = prod(spatial):
 //   kNone     (N, C, *spatial)       v itself
 //   kChannel  (N, *spatial)          over dim 1                   (the caller reshapes for keepdim)

@@ -161,7 +161,7 @@ cluster_backward_kernel(const float* __restrict__ x, const float* __restrict__ d
     Recomputed r;
     r.z = ch.pro.value(xv);
     r.zc = centered(r.z, ch.mean);
-    r.y = r.zc * ch.scale + ch.shift;
+    r.y = __fmaf_rn(r.zc, ch.scale, ch.shift);  // kCentred (the cluster kernel is never faithful)
     r.dv = up.dv(ch, xv, r.z, r.y, static_cast<uint32_t>(s), 0.f, 0.f, c, shape, geo, dout, out, aux);
     return r;
   };

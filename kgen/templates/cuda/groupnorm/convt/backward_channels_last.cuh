@@ -93,7 +93,7 @@ backward_apply_channels_last_kernel(const float* __restrict__ x, const float* __
           const float xv = vx[u][j].v[k];
           const float z = ch[j].pro.value(xv);
           const float zc = centered(z, ch[j].mean);
-          const float y = zc * ch[j].scale + ch[j].shift;
+          const float y = __fmaf_rn(zc, ch[j].scale, ch[j].shift);  // kCentred, as the forward
           tile[u][r][lane_s + k] = rt::value_dx(ch[j], xv, z, zc, y, vdout[u][j].v[k], bc[j], dparam[j]);
         }
       }

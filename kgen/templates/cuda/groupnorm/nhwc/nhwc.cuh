@@ -323,7 +323,7 @@ backward_kernel(const float* __restrict__ x, const float* __restrict__ dout, Reg
         const float xv = tile[pl][cl];
         const float z = ch.pro.value(xv);
         const float zc = centered(z, ch.mean);
-        const float y = zc * ch.scale + ch.shift;
+        const float y = __fmaf_rn(zc, ch.scale, ch.shift);  // kCentred, as the forward
         float dy = 0.f, dz_direct = 0.f, dx_direct = 0.f;
         if constexpr (kApply) {
           ch.epi.backward(y, z, xv, dv[m], dy, dz_direct, dx_direct, discard);

@@ -322,7 +322,7 @@ groupnorm_onepass_kernel(const float* __restrict__ x, const float* __restrict__ 
       float scale = 0.f, shift = 0.f;
       Epi epi{};
       // v of one value: the epilogue reads y alone (see the header), so z and x are passed as 0.
-      const auto out = [&](float z) { return epi.value(centered(z, mu) * scale + shift, 0.f, 0.f); };
+      const auto out = [&](float z) { return epi.value(__fmaf_rn(centered(z, mu), scale, shift), 0.f, 0.f); };
       for (int i = threadIdx.x; i < packs; i += kWorkers) {
         if (cursor.advance(begin + 4 * i)) {
           scale = gamma ? stats.z * __ldg(gamma + cursor.channel) : stats.z;

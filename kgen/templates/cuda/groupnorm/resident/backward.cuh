@@ -12,6 +12,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
   constexpr bool kNone = R == ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
   constexpr int K = 2 + kPro + kEpi;  // rows of `partial`: dgamma, dbeta, prologue, epilogue
+  const int form = affine_form(params.faithful, gamma != nullptr, beta != nullptr);  // the forward's y (AffineForm)
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
   const int M = plan.tile_groups;
@@ -128,7 +129,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * f.gamma[u][e] + f.beta[u][e];
+              const float y = affine_y(form, z, mu, rs, f.gamma[u][e], f.beta[u][e]);  // the forward's y
               const float v = epi.value(y, z, x1);
               const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dz = 0.f, dxd = 0.f;
@@ -169,7 +170,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
             const float xv = xs[i];
             const float z = pro.value(xv);
             const float xh = centered(z, mu) * rs;
-            const float y = xh * gm + bt;
+            const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y
             const float v = epi.value(y, z, xv);
             const float dv = grad_v(i, n, c, tc, s, v);
             float dy = 0.f, dz = 0.f, dxd = 0.f;
@@ -242,7 +243,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
               const float x1 = f.v[u][e];
               const float z = pro.value(x1);
               const float xh = centered(z, mu) * rs;
-              const float y = xh * f.gamma[u][e] + f.beta[u][e];
+              const float y = affine_y(form, z, mu, rs, f.gamma[u][e], f.beta[u][e]);  // the forward's y
               const float v = epi.value(y, z, x1);
               const float dv = grad_v(4 * p + e, f.n[u], c, 4 * p + e, 0, v);
               float dy = 0.f, dzd = 0.f, dxd = 0.f;
@@ -282,7 +283,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
           const float xv = xs[i];
           const float z = pro.value(xv);
           const float xh = centered(z, mu) * rs;
-          const float y = xh * gm + bt;
+          const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y
           const float v = epi.value(y, z, xv);
           const float dv = grad_v(i, n, c, tc, s, v);
           float dy = 0.f, dzd = 0.f, dxd = 0.f;

@@ -122,7 +122,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const Epi epi = Epi::at(params, f.c[u] + e);
-            const float y = centered(f.v[u][e], mu) * (rs * f.gamma[u][e]) + f.beta[u][e];
+            const float y = affine_y(kCentred, f.v[u][e], mu, rs, f.gamma[u][e], f.beta[u][e]);
             v[e] = epi.value(y, f.v[u][e], xv[e]);
           }
           if constexpr (R == ReduceKind::kNone) {
@@ -152,7 +152,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
         const int i = base + s;
         const float z = tile[i];
         const float xv = kHasPro ? xt[i] : z;  // dropped by the compiler unless the epilogue reads x
-        const float y = centered(z, mu) * scale + shift;
+        const float y = __fmaf_rn(centered(z, mu), scale, shift);  // kCentred (AffineForm)
         const float v = epi.value(y, z, xv);
         if constexpr (R == ReduceKind::kNone) {
           out[offset + i] = v;

@@ -52,6 +52,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   constexpr bool kNone = R == ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
   constexpr int K = 2 + kPro + kEpi;  // rows of `partial`: dgamma, dbeta, prologue, epilogue
+  const int form = affine_form(params.faithful, gamma != nullptr, beta != nullptr);  // the forward's y (AffineForm)
   const int L = plan.lanes;
   const int D = plan.slice;
   const int64_t C = int64_t(plan.groups) * D;
@@ -134,7 +135,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
         const Epi& epi = epis[k][e];
         const float z = pro.value(xv[k][e]);
         xh[k][e] = centered(z, mu) * rs;
-        const float y = xh[k][e] * gm[k][e] + bt[k][e];
+        const float y = affine_y(form, z, mu, rs, gm[k][e], bt[k][e]);  // the forward's y, to the bit
         const float v = epi.value(y, z, xv[k][e]);
         float dv;
         if constexpr (kNone) {

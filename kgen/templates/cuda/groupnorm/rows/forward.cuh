@@ -141,7 +141,7 @@ struct RowsSlice {
     load_affine4(beta, c0, affine_vec, 0.f, b);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float y = d[k][e] * (rstd * g[e]) + b[e];
+      const float y = __fmaf_rn(d[k][e], rstd * g[e], b[e]);  // kCentred (AffineForm)
       v[e] = Epi::at(params, c0 + e).value(y, z[k][e], x[e]);
     }
   }

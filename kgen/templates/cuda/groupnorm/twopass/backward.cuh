@@ -149,7 +149,7 @@ struct ValueBackward {
     const float xv = v[0].v[j];
     const float z = ch.pro.value(xv);
     const float zc = centered(z, ch.mean);
-    const float y = zc * ch.scale + ch.shift;
+    const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
     value_sums(ch, xv, z, zc, y, dv, sum_dy, sum_dy_zc, dparam);
   }
@@ -161,7 +161,7 @@ struct ValueBackward {
     const float xv = v[0].v[j];
     const float z = ch.pro.value(xv);
     const float zc = centered(z, ch.mean);
-    const float y = zc * ch.scale + ch.shift;
+    const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
     const float dv = up.dv(ch, xv, z, y, s, stream_at<1>(v, j), stream_at<2>(v, j), c, shape, geo, dout, out, aux);
     return value_dx(ch, xv, z, zc, y, dv, bc, dparam);
   }

@@ -175,8 +175,10 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
   // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
-  // kernel 1416 us against the sweeps' 1687.)
-  const bool planned = pipeline_takes<R>() && vec;
+  // kernel 1416 us against the sweeps' 1687.) Not planes shorter than one pass of its block's 16-byte packs: an item is
+  // at most a plane, so most of the block idles while the per-item hand-over (tickets, barriers, a slice's wait) stays
+  // (H200, poolformer_block_large's 32 x 320 planes of 14 x 14, GroupNorm(1, 320): 994 us for 9.6 MB).
+  const bool planned = pipeline_takes<R>() && vec && in.shape.plane >= int64_t(kPipelineThreads) * 4;
   if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
   const RegionShape& shape = in.shape;
   const int device = in.x.get_device();

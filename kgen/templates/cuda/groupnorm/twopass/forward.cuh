@@ -139,6 +139,28 @@ plane_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape s
   }
 }
 
+// kNone over planes of fewer than kFlatPlaneValues values (rows of one value a plane: a faithful region before a
+// Linear): the apply as a flat element-wise map, a thread a plane, consecutive threads consecutive planes (x, out,
+// gamma and beta read and written coalesced), each plane's Channel loaded by its thread. The plane sweeps gave every
+// plane a warp at least, 31 of its 32 lanes idle at one value a plane (H200, 8192 x 4096 rows: 12.4 ms for 0.27 GB).
+constexpr int64_t kFlatPlaneValues = 32;
+
+template <class Pro, class Epi, int kBlock, class T>
+__global__ void __launch_bounds__(kBlock)
+flat_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, FastDiv by_channels,
+                    FastDiv by_group_channels, const float2* __restrict__ mean, const float* __restrict__ rstd,
+                    const float* __restrict__ gamma, const float* __restrict__ beta, T* __restrict__ out) {
+  const uint32_t planes = static_cast<uint32_t>(shape.batch * shape.channels);  // < 2^31 (check_grid)
+  const uint32_t stride = gridDim.x * kBlock;
+  for (uint32_t p = blockIdx.x * kBlock + threadIdx.x; p < planes; p += stride) {
+    const uint32_t n = by_channels.div(p), c = p - n * static_cast<uint32_t>(shape.channels);
+    const int64_t row = int64_t(n) * shape.groups + by_group_channels.div(c);
+    const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
+    const int64_t offset = int64_t(p) * shape.plane;
+    for (int64_t k = 0; k < shape.plane; ++k) store1(out + offset + k, ch.value(load1(x + offset + k)));
+  }
+}
+
 // One warp per output: its per_out partials (contiguous) merged in a fixed order, sums in double.
 template <ReduceOp O, int kBlock>
 __global__ void __launch_bounds__(kBlock)

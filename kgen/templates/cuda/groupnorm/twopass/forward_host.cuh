@@ -314,6 +314,15 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
       T* v_ptr = R == ReduceKind::kNone ? data_as<T>(out) : nullptr;
+      if constexpr (R == ReduceKind::kNone) {
+        if (shape.plane < kFlatPlaneValues) {   // planes < 2^31 (check_grid): p + the grid's stride < 2^32
+          const int64_t flat_grid = std::min<int64_t>(blocks_for(planes, kBlock), int64_t(1) << 20);
+          flat_forward_kernel<Pro, Epi, kBlock, T><<<flat_grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, FastDiv::make(shape.channels),
+              FastDiv::make(shape.channels_per_group()), mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, v_ptr);
+          return;
+        }
+      }
       dispatch_vec(vec, [&](auto kv) {
         constexpr bool V = decltype(kv)::value;
         if (warps) {

@@ -152,16 +152,9 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
   }
 }
 
-// How Channel::value forms y from z: kgen's own form around the (hi, lo) mean, or one of native_group_norm's where the
-// region is faithful (RegionParams::faithful; the roundings as nvcc compiles PyTorch's source,
-// groupnorm/statistics_torch.cuh):
-//   kCentred        (z - mean) scale + shift, the mean a float pair
-//   kTorchAffine    a z + b, a = rstd gamma = scale, b = -a mean + beta = torch  (a plane of more than one value, gamma
-//                   or beta)
-//   kTorchCentred   (z - mean) rstd + beta, one fma                             (no gamma and, over planes, no beta)
-//   kTorchRows      ((z - mean) rstd) gamma + beta, gamma = torch               (one value per plane, gamma)
-// The backward kernels read scale and shift as rstd gamma and beta in every form (dz = scale dy + ...).
-enum AffineForm : int { kCentred = 0, kTorchAffine = 1, kTorchCentred = 2, kTorchRows = 3 };
+// Channel::value forms y from z in the region's AffineForm (groupnorm/region.cuh), with the channel's terms computed
+// once: scale = rstd gamma and shift = beta (kCentred), torch = -scale mean + beta (kTorchAffine) or gamma
+// (kTorchRows). The backward kernels read scale and shift as rstd gamma and beta in every form (dz = scale dy + ...).
 
 // Everything one channel of one sample needs: its functors and its GroupNorm affine map.
 template <class Pro, class Epi>
@@ -176,7 +169,7 @@ struct Channel {
   int form;     // AffineForm
 
   __device__ __forceinline__ float normalized(float z) const {
-    if (form == kCentred) return centered(z, mean) * scale + shift;
+    if (form == kCentred) return __fmaf_rn(centered(z, mean), scale, shift);
     if (form == kTorchAffine) return __fmaf_rn(scale, z, torch);
     if (form == kTorchCentred) return __fmaf_rn(__fsub_rn(z, mean.x), rstd, shift);
     return __fmaf_rn(__fmul_rn(__fsub_rn(z, mean.x), rstd), torch, shift);
@@ -199,12 +192,8 @@ __device__ __forceinline__ Channel<Pro, Epi> load_channel(const RegionParams& pa
   const float b = beta != nullptr ? __ldg(beta + c) : 0.f;
   Channel<Pro, Epi> ch{Pro::at(params, c), Epi::at(params, c), mean[row], gamma != nullptr ? r * g : r, b, r, g,
                        kCentred};
-  if (params.faithful == kFaithfulPlanes && (gamma != nullptr || beta != nullptr)) {
-    ch.form = kTorchAffine;
-    ch.torch = __fadd_rn(__fmul_rn(-ch.scale, ch.mean.x), b);
-  } else if (params.faithful != kNotFaithful) {
-    ch.form = params.faithful == kFaithfulRows && gamma != nullptr ? kTorchRows : kTorchCentred;
-  }
+  ch.form = affine_form(params.faithful, gamma != nullptr, beta != nullptr);
+  if (ch.form == kTorchAffine) ch.torch = __fadd_rn(__fmul_rn(-ch.scale, ch.mean.x), b);
   return ch;
 }
 

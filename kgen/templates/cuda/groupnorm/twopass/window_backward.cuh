@@ -160,7 +160,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
         dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
         continue;
       }
-      const float y = zc * ch.scale + ch.shift;
+      const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
       float v = 0.f;
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
       const float dv = window_dv<O>(g[u], within[u], a[u], ref[u], v, geo.window_elems);
@@ -219,7 +219,7 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
       if (base + u * kBlock >= count) break;
       const float z = ch.pro.value(xv[u]);
       const float zc = centered(z, ch.mean);
-      const float dy = value_sums(ch, xv[u], z, zc, zc * ch.scale + ch.shift, g[u], sums[0], sums[1], dparam);
+      const float dy = value_sums(ch, xv[u], z, zc, ch.normalized(z), g[u], sums[0], sums[1], dparam);
       if constexpr (kWriteDy) window_dy[first + base + u * kBlock] = dy;
     }
   }
