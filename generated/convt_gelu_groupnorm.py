@@ -6640,6 +6640,16 @@ def _call(step, *args):
     return step.forward(_WithoutAutograd(), *args)
 
 
+def _as_dtype(t, dtype):
+    """t in `dtype`: t itself where it is already (every PyTorch call costs host time; small models are host-bound)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
+def _as_shape(t, shape):
+    """t viewed as `shape`: t itself where it has that shape already."""
+    return t if t.shape == shape else t.reshape(shape)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -6682,7 +6692,7 @@ class _Region0(torch.autograd.Function):
                                                          list(window), for_backward, rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
-        return out.to(dtype)
+        return _as_dtype(out, dtype)
 
     @staticmethod
     def backward(ctx, dout):
@@ -6690,7 +6700,7 @@ class _Region0(torch.autograd.Function):
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            dout.reshape(out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
+            _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):

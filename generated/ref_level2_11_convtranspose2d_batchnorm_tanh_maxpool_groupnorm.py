@@ -7533,6 +7533,16 @@ def _call(step, *args):
     return step.forward(_WithoutAutograd(), *args)
 
 
+def _as_dtype(t, dtype):
+    """t in `dtype`: t itself where it is already (every PyTorch call costs host time; small models are host-bound)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
+def _as_shape(t, shape):
+    """t viewed as `shape`: t itself where it has that shape already."""
+    return t if t.shape == shape else t.reshape(shape)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -7575,7 +7585,7 @@ class _Region0(torch.autograd.Function):
                                                          list(window), for_backward, rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
-        return out.to(dtype)
+        return _as_dtype(out, dtype)
 
     @staticmethod
     def backward(ctx, dout):
@@ -7583,7 +7593,7 @@ class _Region0(torch.autograd.Function):
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            dout.reshape(out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
+            _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):
@@ -7627,7 +7637,7 @@ class _BatchNorm0(torch.autograd.Function):
             for_backward, [params[k] for k in _BatchNorm0.SLOTS], ctx.rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, extremes, *params)
         ctx.batch_stats, ctx.window, ctx.has_conv_bias = batch_stats, list(window), conv_bias is not None
-        return out.to(dtype)
+        return _as_dtype(out, dtype)
 
     @staticmethod
     def backward(ctx, dout):

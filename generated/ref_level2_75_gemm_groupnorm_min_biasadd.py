@@ -4,7 +4,7 @@
 # Planned from the reference file alone (kgen emit --ref); `kgen emit --ref kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py --explain` shows the plan.
 #   PyTorch: gemm (bias taken by the next region)
 #   kgen region 0: add -> GroupNorm -> min over channels  [gemm [1024, 8192] -> getitem [1024, 1]; parameters: group_norm.weight, group_norm.bias, gemm.bias]
-#   kgen element-wise 0: add  [getitem [1024, 1] -> add [1, 8192, 1024, 1]; broadcast: getitem; parameters: bias]
+#   PyTorch: add (a lone element-wise op, no fusion to gain: PyTorch)
 # Parameters: block_size=256
 # kgen-spec: ref
 # kgen-params: {"block_size": 256}
@@ -6436,391 +6436,7 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 
 }  // namespace kgen
 
-// ---- pointwise/pointwise.cuh: an element-wise DAG over 1 to 4 tensors, outside any GroupNorm region ----
-// v = F(x[0], ..., x[K-1]) for an output v of shape (N, C, *) (contiguous), F a generated functor (kInputs,
-// value, backward: codegen's pointwise_functor) with per-channel parameters. Forward: one read of each input,
-// one write. Backward: one read of each input and of dv, one write of each input's gradient that autograd asks
-// for.
-//
-// Each input has v's shape but any strides: a non-contiguous view is read where it lies, and a broadcast
-// input (L2-75: a min over channels (N, 1) plus a (1, C, 1, 1) bias gives (1, C, N, 1); x - x.mean(1,
-// keepdim=True)) arrives as its expanded view, stride 0 along the dims it repeats over; the caller sums its
-// gradient back to its shape. A contiguous input of v's shape is read at v's own offset (16-byte loads).
-//
-// Two block layouts. FLAT (the forward, and a backward without parameters): a grid-stride loop over packs of
-// 4 values of v in memory order, each thread carrying its (sample, channel, position) forward by a fixed step
-// without dividing, so any shape streams at full width, a (N, C) Linear output of 1-value planes included.
-// PER PLANE (a backward with parameters): blocks cut as the region's two-pass sweeps, (plane, chunk of
-// plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
-// per channel in double and in a fixed order (column_sums): bitwise reproducible.
-namespace kgen {
-
-enum : int { kMaxPointwiseInputs = 4 };  // tensors an element-wise kernel reads (plan.py: MAX_POINTWISE_INPUTS)
-
-// Where the value (n, c, i) of the output lies in a strided x: i, the position in the (n, c) plane, split
-// over the plane's dims with size-1 dims dropped and runs that are contiguous in x merged (at most 3 left,
-// padded in front with size 1). Needs planes below 2^31 values (FastDiv).
-struct StridedInput {
-  int64_t stride_n, stride_c;
-  int64_t stride[3];   // outer, middle, inner plane dims
-  int size[3];
-  resident_detail::FastDiv div_inner, div_middle;
-
-  __device__ __forceinline__ int64_t offset(int64_t n, int64_t c, int64_t i) const {
-    const int q = div_inner.div(static_cast<int>(i));
-    const int inner = static_cast<int>(i) - q * size[2];
-    const int outer = div_middle.div(q);
-    const int middle = q - outer * size[1];
-    return n * stride_n + c * stride_c + outer * stride[0] + middle * stride[1] + inner * stride[2];
-  }
-};
-
-inline StridedInput strided_input(const at::Tensor& x) {
-  StridedInput in{};
-  in.stride_n = x.stride(0);
-  in.stride_c = x.stride(1);
-  std::vector<std::pair<int64_t, int64_t>> dims;  // (size, stride), outer first
-  for (int64_t k = 2; k < x.dim(); ++k) {
-    if (x.size(k) == 1) continue;
-    if (!dims.empty() && dims.back().second == x.stride(k) * x.size(k)) {
-      dims.back() = {dims.back().first * x.size(k), x.stride(k)};  // contiguous in x: one dim
-    } else {
-      dims.emplace_back(x.size(k), x.stride(k));
-    }
-  }
-  TORCH_CHECK(dims.size() <= 3, "kgen: element-wise input with more than 3 spatial dims");
-  const size_t pad = 3 - dims.size();
-  for (size_t k = 0; k < 3; ++k) {
-    in.size[k] = k < pad ? 1 : static_cast<int>(dims[k - pad].first);
-    in.stride[k] = k < pad ? 0 : dims[k - pad].second;
-  }
-  in.div_inner = resident_detail::FastDiv(in.size[2]);
-  in.div_middle = resident_detail::FastDiv(in.size[1]);
-  return in;
-}
-
-// The kernels' K input tensors: each either dense (contiguous, v's shape: read at v's flat offset) or read
-// through its StridedInput.
-template <int K>
-struct PointwiseInputs {
-  const float* data[K];
-  bool dense[K];
-  StridedInput layout[K];
-};
-
-// The W values of every input at output positions f .. f + W - 1, which are (n, c, i .. i + W - 1) (W = 4:
-// within one plane and one run of each strided input's innermost dim, or all inputs dense, as pointwise_width
-// guarantees).
-template <int K, int W>
-__device__ __forceinline__ void load_inputs(const PointwiseInputs<K>& in, int64_t f, int64_t n, int64_t c,
-                                            int64_t i, float (&xv)[K][W]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (in.dense[k]) {
-      if constexpr (W == 4) {
-        resident_detail::split4(__ldg(reinterpret_cast<const float4*>(in.data[k] + f)), xv[k]);
-      } else {
-        xv[k][0] = __ldg(in.data[k] + f);
-      }
-    } else {
-      const int64_t at = in.layout[k].offset(n, c, i);
-#pragma unroll
-      for (int e = 0; e < W; ++e) xv[k][e] = __ldg(in.data[k] + at + e * in.layout[k].stride[2]);
-    }
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void load_values(const float* __restrict__ p, float (&v)[W]) {
-  if constexpr (W == 4) {
-    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(p)), v);
-  } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void store_values(float* __restrict__ p, const float (&v)[W]) {
-  if constexpr (W == 4) {
-    reinterpret_cast<float4*>(p)[0] = resident_detail::join4(v);
-  } else {
-    p[0] = v[0];
-  }
-}
-
-// One value of F and its input gradients at element e of a pack.
-template <class F, int W>
-__device__ __forceinline__ float value_at(const F& f, const float (&xv)[F::kInputs][W], int e) {
-  float x[F::kInputs];
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
-  return f.value(x);
-}
-
-template <class F, int W>
-__device__ __forceinline__ void backward_at(const F& f, const float (&xv)[F::kInputs][W], float g, int e,
-                                            float (&dx)[F::kInputs][W], float (&dparam)[kMaxParams]) {
-  float x[F::kInputs], d[F::kInputs];
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) x[k] = xv[k][e];
-  f.backward(x, g, d, dparam);
-#pragma unroll
-  for (int k = 0; k < F::kInputs; ++k) dx[k][e] = d[k];
-}
-
-// The gradients the backward writes: dx[k] is null where autograd does not ask for input k's.
-template <int K>
-struct PointwiseGrads {
-  float* data[K];
-};
-
-template <int K, int W>
-__device__ __forceinline__ void store_grads(const PointwiseGrads<K>& out, int64_t f, const float (&dx)[K][W]) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    if (out.data[k] != nullptr) store_values<W>(out.data[k] + f, dx[k]);
-  }
-}
-
-// (n, c, i) of the flat output position f, carried forward by a fixed step (itself split the same way) with
-// one carry per level instead of two 64-bit divisions per pack.
-struct PointwiseCursor {
-  int64_t f, n, c, i;
-
-  __device__ __forceinline__ PointwiseCursor(int64_t flat, int64_t channels, int64_t plane) : f(flat) {
-    n = flat / (channels * plane);
-    const int64_t rest = flat - n * channels * plane;
-    c = rest / plane;
-    i = rest - c * plane;
-  }
-
-  __device__ __forceinline__ void advance(const PointwiseCursor& step, int64_t channels, int64_t plane) {
-    f += step.f;
-    i += step.i;
-    c += step.c;
-    n += step.n;
-    if (i >= plane) i -= plane, c += 1;
-    if (c >= channels) c -= channels, n += 1;
-  }
-};
-
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_forward_kernel(PointwiseInputs<F::kInputs> in, float* __restrict__ v, int64_t numel, int64_t channels,
-                         int64_t plane, RegionParams params) {
-  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
-  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
-       at.f < numel; at.advance(step, channels, plane)) {
-    float xv[F::kInputs][W], out[W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
-    const F f = F::at(params, at.c);
-#pragma unroll
-    for (int e = 0; e < W; ++e) out[e] = value_at<F, W>(f, xv, e);
-    store_values<W>(v + at.f, out);
-  }
-}
-
-// The backward of an F without parameters: the forward's flat loop.
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_backward_flat_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                               PointwiseGrads<F::kInputs> dx, int64_t numel, int64_t channels, int64_t plane,
-                               RegionParams params) {
-  const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
-  float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
-       at.f < numel; at.advance(step, channels, plane)) {
-    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
-    load_values<W>(dv + at.f, g);
-    const F f = F::at(params, at.c);
-#pragma unroll
-    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, unused);
-    store_grads<F::kInputs, W>(dx, at.f, d);
-  }
-}
-
-// The (plane, chunk) a block of the per-plane backward takes.
-struct PointwiseChunk {
-  int64_t p, n, c, begin, end;
-  __device__ __forceinline__ PointwiseChunk(int64_t channels, int64_t plane, const SplitPlan& plan) {
-    p = blockIdx.x / plan.splits;
-    begin = (blockIdx.x % plan.splits) * plan.chunk;
-    end = min(begin + plan.chunk, plane);
-    n = p / channels;
-    c = p - n * channels;
-  }
-};
-
-// The backward of an F with parameters: one channel per block, so its parameter gradients sum per block.
-template <class F, int kBlock, int W>
-__global__ void __launch_bounds__(kBlock)
-pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                          PointwiseGrads<F::kInputs> dx, int64_t channels, int64_t plane, SplitPlan plan,
-                          RegionParams params, float* __restrict__ param_partial) {
-  const PointwiseChunk b(channels, plane, plan);
-  const F f = F::at(params, b.c);
-  float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
-    const int64_t at = b.p * plane + i;
-    float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at, b.n, b.c, i, xv);
-    load_values<W>(dv + at, g);
-#pragma unroll
-    for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, dparam);
-    store_grads<F::kInputs, W>(dx, at, d);
-  }
-  // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
-  const int64_t rows = gridDim.x / channels;
-  const int split = blockIdx.x % plan.splits;
-#pragma unroll
-  for (int k = 0; k < F::kParams; ++k) {
-    const float total = block_sum<kBlock>(dparam[k]);
-    if (threadIdx.x == 0) param_partial[(k * rows + b.n * plan.splits + split) * channels + b.c] = total;
-    __syncthreads();  // block_sum's shared scratch is reused by the next parameter's sum
-  }
-}
-
-// ---- host side
-
-// The inputs as the kernels read them, checked: K float32 tensors of one shape (N, C, *) on one device (the
-// caller expands broadcast ones); each read where it lies when contiguous or a strided view the kernels can
-// index (rank <= 5, planes below 2^31 values), else from a contiguous copy kept alive in `held`.
-template <int K>
-PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& held) {
-  static_assert(K >= 1 && K <= kMaxPointwiseInputs, "kgen: an element-wise kernel reads 1 to 4 tensors");
-  TORCH_CHECK(inputs.size() == size_t(K), "kgen: this element-wise kernel reads ", str(int64_t(K)),
-              " tensors, got ", str(int64_t(inputs.size())));
-  PointwiseInputs<K> in{};
-  for (int k = 0; k < K; ++k) {
-    const at::Tensor& x = inputs[k];
-    check_float_cuda(x, "element-wise input");
-    TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
-    TORCH_CHECK(x.sizes() == inputs[0].sizes(), "kgen: element-wise inputs of shapes ", str(inputs[0].sizes()),
-                " and ", str(x.sizes()), " (expected one shape)");
-    TORCH_CHECK(x.device() == inputs[0].device(), "kgen: element-wise inputs on ", inputs[0].device().str(),
-                " and ", x.device().str());
-    const int64_t plane = x.numel() == 0 ? 0 : x.numel() / (x.size(0) * x.size(1));
-    const bool strided = !x.is_contiguous() && x.dim() <= 5 && plane < (int64_t(1) << 31);
-    held.push_back(strided || x.is_contiguous() ? x : x.contiguous());
-    in.data[k] = held.back().data_ptr<float>();
-    in.dense[k] = !strided;
-    if (strided) in.layout[k] = strided_input(held.back());
-  }
-  return in;
-}
-
-// 4 values a thread where the streams are 16-byte aligned and either the plane is whole packs and every
-// strided input's packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no
-// parameters, every input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.
-template <int K>
-int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, int64_t numel, bool has_params,
-                    const std::vector<const float*>& streams) {
-  for (const float* p : streams) {
-    if (p != nullptr && !is_16_byte_aligned(p)) return 1;
-  }
-  bool all_dense = true;
-  for (int k = 0; k < K; ++k) {
-    if (in.dense[k] && !is_16_byte_aligned(in.data[k])) return 1;
-    if (!in.dense[k]) {
-      all_dense = false;
-      if (in.layout[k].size[2] % 4 != 0) return 1;
-    }
-  }
-  if (plane % 4 == 0) return 4;
-  return !has_params && all_dense && numel % 4 == 0 ? 4 : 1;
-}
-
-// Blocks of the flat loop: enough to fill the GPU a few times over, each thread then striding.
-template <int kBlock>
-int64_t flat_blocks(int64_t numel, int width) {
-  const int64_t packs = (numel + width - 1) / width;
-  const int64_t wanted = (packs + kBlock - 1) / kBlock;
-  const int64_t resident = int64_t(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * (2048 / kBlock);
-  return std::max<int64_t>(1, std::min<int64_t>(wanted, 4 * resident));
-}
-
-template <class F, int kBlock>
-at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params) {
-  TORCH_CHECK(!inputs.empty(), "kgen: element-wise kernel without inputs");
-  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  auto v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  if (x.numel() == 0) return v;
-  const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
-  const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-  dispatch_vec(width == 4, [&](auto kv) {
-    pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-        <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, v.data_ptr<float>(), x.numel(), channels, plane,
-                                                                  table);
-  });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return v;
-}
-
-// Returns {dx[0], ..., dx[K-1] (the output's shape, contiguous; empty where `needed` is false), dparams
-// (kParams, C)}.
-template <class F, int kBlock>
-std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::vector<at::Tensor>& inputs,
-                                           const std::vector<bool>& needed, const std::vector<at::Tensor>& params) {
-  TORCH_CHECK(!inputs.empty() && needed.size() == inputs.size(), "kgen: element-wise backward needs one flag per input");
-  check_float_cuda(grad, "gradient of the output");
-  TORCH_CHECK(grad.sizes() == inputs[0].sizes(), "kgen: output gradient has shape ", str(grad.sizes()),
-              ", expected ", str(inputs[0].sizes()));
-  const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  const auto dv = grad.contiguous();
-  std::vector<at::Tensor> result;
-  PointwiseGrads<F::kInputs> dx{};
-  for (int k = 0; k < F::kInputs; ++k) {
-    result.push_back(needed[k] ? at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous))
-                               : at::empty({0}, x.options()));
-    dx.data[k] = needed[k] ? result.back().data_ptr<float>() : nullptr;
-  }
-  const int64_t channels = x.size(1);
-  at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
-  result.push_back(dparams);
-  if (x.numel() == 0) return result;
-  const int64_t plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  std::vector<const float*> streams = {dv.data_ptr<float>()};
-  for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, streams);
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  if constexpr (F::kParams == 0) {
-    const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1><<<blocks, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {
-    const SplitPlan plan = plan_split<kBlock>(plane);
-    const int64_t rows = x.size(0) * plan.splits;
-    at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-          <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(dv.data_ptr<float>(), in, dx, channels, plane,
-                                                                       plan, table, partial.data_ptr<float>());
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    for (int k = 0; k < F::kParams; ++k) {
-      auto row = dparams.select(0, k);
-      column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
-    }
-  }
-  return result;
-}
-
-}  // namespace kgen
-
-// ---- bindings: 1 fused GroupNorm region(s), 1 element-wise kernel(s), 256 threads per block ----
+// ---- bindings: 1 fused GroupNorm region(s), 256 threads per block ----
 // Each region runs one of two kernel families, chosen per call from the shape and the GPU
 // (region_resident_pays): RESIDENT, tiles of (sample, group) slices (or of samples, when the reduction
 // crosses groups) held on chip, reading x once; or TWO-PASS, statistics split over many blocks then one
@@ -6942,55 +6558,11 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                        kRegion0Op, kBlock, kRegion0Groups>(
       dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
 }
-
-// ---- element-wise kernel 0: add (getitem [1024, 1] broadcast to [1, 8192, 1024, 1])
-struct Pointwise0Op {
-  static constexpr int kInputs = 1;
-  static constexpr int kParams = 1;
-  int rounding;  // the reference's rounding points (kgen::Rounding): value() rounds as it stores
-  float p0;  // bias
-  __device__ static Pointwise0Op at(const kgen::RegionParams& p, int64_t c) { return Pointwise0Op{p.prologue.rounding, p.prologue.at(0, c)}; }
-  __device__ __forceinline__ float value(const float (&x)[kInputs]) const {
-    if (rounding != kgen::kExact) return value_stored(x);
-    const float v_add = __fadd_rn(x[0], p0);  // x = x + self.bias
-    return v_add;
-  }
-  // value as the reference computes it in float16 / bfloat16: inputs and each op's result rounded to it
-  __device__ __forceinline__ float value_stored(const float (&x)[kInputs]) const {
-    const float s_x_0_ = kgen::stored(x[0], rounding);
-    const float v_add = kgen::stored(__fadd_rn(s_x_0_, p0), rounding);  // x = x + self.bias
-    return v_add;
-  }
-  __device__ __forceinline__ void backward(const float (&x)[kInputs], float dv, float (&dx)[kInputs],
-                                           float (&dparam)[kgen::kMaxParams]) const {
-    const float v_add = __fadd_rn(x[0], p0);  // x = x + self.bias
-    dx[0] = 0.f;
-    float g_add = dv;
-    dx[0] += g_add;
-    dparam[0] += g_add;
-  }
-};
-
-at::Tensor pointwise0_forward(std::vector<at::Tensor> inputs, std::vector<at::Tensor> params, int64_t rounding) {
-  const kgen::RoundingScope scope(rounding);
-  return kgen::pointwise_forward<Pointwise0Op, kBlock>(kgen::as_float(inputs, "element-wise input"),
-                                                           kgen::as_float(params, "element-wise parameter"));
-}
-
-std::vector<at::Tensor> pointwise0_backward(at::Tensor grad, std::vector<at::Tensor> inputs, std::vector<bool> needed,
-                                             std::vector<at::Tensor> params, int64_t rounding) {
-  const kgen::RoundingScope scope(rounding);
-  return kgen::pointwise_backward<Pointwise0Op, kBlock>(
-      kgen::as_float(grad, "gradient of the output"), kgen::as_float(inputs, "element-wise input"), needed,
-      kgen::as_float(params, "element-wise parameter"));
-}
 """
 
 CPP_SOURCE = r"""
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
-at::Tensor pointwise0_forward(std::vector<at::Tensor> inputs, std::vector<at::Tensor> params, int64_t rounding);
-std::vector<at::Tensor> pointwise0_backward(at::Tensor grad, std::vector<at::Tensor> inputs, std::vector<bool> needed, std::vector<at::Tensor> params, int64_t rounding);
 """
 
 
@@ -7011,7 +6583,7 @@ def _build_extension():
         name="kgen_ref_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["region0_forward", "region0_backward", "pointwise0_forward", "pointwise0_backward"],
+        functions=["region0_forward", "region0_backward"],
         extra_cuda_cflags=["-O3"] + _clamp_gradient_flags(),
         verbose=False,
     )
@@ -7082,6 +6654,16 @@ def _call(step, *args):
     return step.forward(_WithoutAutograd(), *args)
 
 
+def _as_dtype(t, dtype):
+    """t in `dtype`: t itself where it is already (every PyTorch call costs host time; small models are host-bound)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
+def _as_shape(t, shape):
+    """t viewed as `shape`: t itself where it has that shape already."""
+    return t if t.shape == shape else t.reshape(shape)
+
+
 def _accumulate(grads, index, value):
     grads[index] = value if grads[index] is None else grads[index] + value
 
@@ -7124,7 +6706,7 @@ class _Region0(torch.autograd.Function):
                                                          list(window), for_backward, rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
-        return _keep_dims(out, "kChannel", x.dim()).to(dtype)
+        return _as_dtype(_keep_dims(out, "kChannel", x.dim()), dtype)
 
     @staticmethod
     def backward(ctx, dout):
@@ -7132,7 +6714,7 @@ class _Region0(torch.autograd.Function):
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            dout.reshape(out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
+            _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):
@@ -7140,80 +6722,6 @@ class _Region0(torch.autograd.Function):
         for slot, k in enumerate(_Region0.EPILOGUE):
             _accumulate(grads, k, _param_grad(depilogue[slot], params[k]))
         return (dx, dweight, dbias, None, None, None, None, *grads)
-
-
-def _as_planes(t):
-    """A tensor as the element-wise kernels take it, (N, C, *): a lower-rank one as (N, 1) (a view)."""
-    return t if t.dim() >= 2 else t.reshape(-1, 1)
-
-
-def _to_shape(t, shape):
-    """t broadcast to `shape`: t itself where it has that shape already (a view costs host time: small problems
-    are host-bound)."""
-    return t if t.shape == shape else t.expand(shape)
-
-
-def _summed_back(dx, shape, to):
-    """An input's gradient from the kernel's (the output's `shape`), summed over the dims the input repeats along,
-    as autograd does; dx itself where nothing is to be done."""
-    dx = dx if dx.shape == shape else dx.view(shape)
-    return dx if dx.shape == to else dx.sum_to_size(to)
-
-
-def _read_shape(param, rank):
-    """The shape a parameter broadcasts as: its own (rank 0), or (1, C, 1, ...) of `rank` where the reference
-    reads it per channel through a view of it or as PReLU's weight."""
-    if rank == 0:
-        return tuple(param.shape)
-    return (1, param.numel()) + (1,) * (rank - 2) if param.numel() > 1 else (1,) * rank
-
-
-def _broadcast_shape(shapes):
-    """torch.broadcast_shapes without its host cost (~90 us a call: it runs through symbolic-shape guards)."""
-    rank = max(len(s) for s in shapes)
-    out = [1] * rank
-    for s in shapes:
-        for i, d in enumerate(s, rank - len(s)):
-            if d != 1:
-                if out[i] != 1 and out[i] != d:
-                    raise ValueError(f"kgen: shapes {[tuple(t) for t in shapes]} do not broadcast together")
-                out[i] = d
-    return torch.Size(out)
-
-
-class _Pointwise0(torch.autograd.Function):
-    """add (getitem [1024, 1] broadcast to [1, 8192, 1024, 1])"""
-
-    INPUTS = 1   # tensors the kernel reads (each of the output's shape or broadcast to it), then parameters
-    SLOTS = [0]
-    PARAM_RANKS = [0]   # how each parameter broadcasts (_read_shape)
-
-    @staticmethod
-    def forward(ctx, *args):
-        ctx.save_for_backward(*args)
-        inputs, params = args[:_Pointwise0.INPUTS], args[_Pointwise0.INPUTS:]
-        shape = _broadcast_shape([t.shape for t in inputs] +
-                                 [_read_shape(p, r) for p, r in zip(params, _Pointwise0.PARAM_RANKS)])
-        dtype = _out_dtype(inputs[0], inputs[1:] + params, False)
-        ctx.rounding = _ROUNDING.get(dtype, 0)
-        out = _ext.pointwise0_forward(
-            [_as_planes(_to_shape(t, shape)) for t in inputs], [params[k] for k in _Pointwise0.SLOTS],
-            ctx.rounding).to(dtype)
-        return out if out.shape == shape else out.view(shape)
-
-    @staticmethod
-    def backward(ctx, grad):
-        args = ctx.saved_tensors
-        inputs, params = args[:_Pointwise0.INPUTS], args[_Pointwise0.INPUTS:]
-        needed = list(ctx.needs_input_grad[:_Pointwise0.INPUTS])
-        *dxs, dparams = _ext.pointwise0_backward(
-            _as_planes(grad), [_as_planes(_to_shape(t, grad.shape)) for t in inputs], needed,
-            [params[k] for k in _Pointwise0.SLOTS], ctx.rounding)
-        dxs = [_summed_back(dx, grad.shape, t.shape) if need else None for dx, t, need in zip(dxs, inputs, needed)]
-        grads = [None] * len(params)
-        for slot, k in enumerate(_Pointwise0.SLOTS):
-            _accumulate(grads, k, _param_grad(dparams[slot], params[k]))
-        return (*dxs, *grads)
 
 
 class ModelNew(nn.Module):
@@ -7229,7 +6737,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
         gemm = F.linear(x, self.gemm.weight, _library_bias(self.gemm.bias, x))
         getitem = _call(_Region0, gemm, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), _peeled_bias(self.gemm.bias, gemm))
-        add = _call(_Pointwise0, getitem, self.bias)
+        bias = self.bias
+        add = getitem + bias
         return add
 
 

@@ -87,7 +87,7 @@ SOURCES = {s.key: s for s in (
     Source("region_window", REF + "level2_85_conv2d_groupnorm_scale_maxpool_clamp.py"),
     # Linear outputs with short slices, L2-37
     Source("rows", REF + "level2_37_matmul_swish_sum_groupnorm.py"),
-    # Linear outputs, min over channels, then a broadcast bias add (an element-wise kernel), L2-75
+    # Linear outputs, min over channels, then a broadcast bias add (alone: PyTorch's own add), L2-75
     Source("rows_min", REF + "level2_75_gemm_groupnorm_min_biasadd.py"),
     # element-wise kernels of several tensors (the model's input, the region's output, a broadcast gate)
     Source("pointwise", OWN + "conv2d_gn_input_residual_gate.py"),
@@ -153,20 +153,19 @@ FAMILIES = (
            kernels=("kgen::region_rows_forward_kernel", "kgen::region_rows_backward_kernel"),
            templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh"),
            why="plane 1, 32-value slices of 8 packs: rows_lanes 4 (forward), a pack a lane for 8 lanes (backward)"),
-    Family("rows-reduce", "rows forward with a channel min, rows backward, broadcast element-wise kernel",
+    Family("rows-reduce", "rows forward with a channel min, rows backward",
            "rows_min", init=(64, 256, 16, (1, 256, 1, 1)), inputs=((32, 64),),
-           kernels=("kgen::region_rows_reduce_kernel", "kgen::region_rows_backward_kernel",
-                    "kgen::pointwise_forward_kernel", "kgen::pointwise_backward_kernel"),
-           templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh", "pointwise/pointwise.cuh"),
-           why="plane 1, 16-value slices: 16 groups x 2 lanes fill a warp (rows_reduce_applies); the bias add "
-               "broadcasts the (N, 1) minimum and has a parameter (pointwise_backward_kernel)"),
+           kernels=("kgen::region_rows_reduce_kernel", "kgen::region_rows_backward_kernel"),
+           templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh"),
+           why="plane 1, 16-value slices: 16 groups x 2 lanes fill a warp (rows_reduce_applies); the bias add after "
+               "it is a lone op, PyTorch's own"),
     Family("pointwise", "element-wise kernels of several tensors", "pointwise",
            init=(32, 8), inputs=((2, 32, 24, 24),),
            kernels=("kgen::pointwise_forward_kernel", "kgen::pointwise_backward_kernel",
                     "kgen::pointwise_backward_flat_kernel", "kgen::region_resident_forward_kernel"),
            templates=("pointwise/pointwise.cuh",),
-           why="three element-wise kernels: the gate (a parameter: per-plane backward), g * s + x over three tensors "
-               "and the channel-mean subtraction (no parameter: the flat backward)"),
+           why="two element-wise kernels: the gate (a parameter: per-plane backward) and g * s + x over three "
+               "tensors (no parameter: the flat backward); the channel-mean subtraction, a lone op, is PyTorch's"),
     Family("batchnorm", "batch norm training step (statistics, apply with pooling, backward)", "batchnorm",
            init=(8, 16, 5, 1, 1, 8, 4), inputs=((4, 8, 16, 16),), probes=("reference",),
            kernels=("kgen::bn_moments_kernel", "kgen::bn_finalize_kernel", "kgen::bn_apply_kernel",

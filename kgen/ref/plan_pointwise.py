@@ -170,6 +170,12 @@ class PointwisePlanning:
                     self.library(member, fallback=f"element-wise op kgen's element-wise kernel cannot take ({why})")
                     taken.add(member.name)
                 continue
+            if len(names_of(chain)) == 1 and not self.in_place(node):
+                # one op: PyTorch's own kernel moves the same bytes, and its call costs less host time than a kgen
+                # step's autograd Function (forward and backward) and entry point
+                self.library(node, fallback="a lone element-wise op, no fusion to gain")
+                taken.add(node.name)
+                continue
             step = PointwiseStep(index=0, inputs=[i.name for i in inputs],
                                  input_shapes=[list(tensor_shape(i)) for i in inputs], nodes=chain, params=params,
                                  output=node.name, shape=full)
@@ -181,6 +187,14 @@ class PointwisePlanning:
         pointwise = sorted((s for s in self.steps if isinstance(s, PointwiseStep)), key=lambda s: self.order[s.output])
         for index, step in enumerate(pointwise):
             step.index = index
+
+    def in_place(self, node) -> bool:
+        """Whether `node` writes its input (x.relu_(), nn.ReLU(inplace=True)): as a kgen step it writes a new tensor,
+        which keeps what a region saved for its backward intact."""
+        if node.op == "call_method":
+            return node.target.endswith("_")
+        module = self.module(node) if node.op == "call_module" else None
+        return bool(node.kwargs.get("inplace")) or getattr(module, "inplace", False) is True
 
     def grow_pointwise(self, output, full, by_name, taken) -> set:
         """The element-wise nodes of one kernel: `output`, then every pending node of its shape that feeds a

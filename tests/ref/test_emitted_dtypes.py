@@ -92,7 +92,10 @@ def test_regions_pass_the_outputs_rounding(float32_text, monkeypatch):
     module = emitted_module(float32_text, monkeypatch)
     assert module._ROUNDING == {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
     assert "list(window), for_backward, rounding)" in float32_text and "ctx.window, ctx.rounding)" in float32_text
-    assert "return out.to(dtype)" in float32_text
+    assert "return _as_dtype(out, dtype)" in float32_text   # out.to(dtype), skipped where out has it already
+    assert module._as_dtype(torch.ones(2), torch.float16).dtype == torch.float16
+    same = torch.ones(2)
+    assert module._as_dtype(same, torch.float32) is same
 
 
 def test_functors_round_as_the_reference_stores(float32_text):

@@ -114,7 +114,8 @@ def test_the_training_flag_follows_the_model_and_functors_keep_four_parameters()
     text = emitted("training_flag_many_params")
     assert "training=self.training" in text
     assert "_call(_Region0, x, self.w, self.b, 2, 1e-05" in text
-    assert "_call(_Pointwise0, " in text   # the fifth parameter's multiply
+    # the fifth parameter's multiply: outside the region, alone, so the reference's own op
+    assert "mul_2 = add_1 * p_4" in text and "_Pointwise" not in text
 
 
 def test_a_forward_that_branches_on_training_is_refused(tmp_path):

@@ -51,8 +51,8 @@ class Model(nn.Module):
         self.proj = nn.Linear(8, channels)
 
     def forward(self, x, t, skip):
-        h = x + self.proj(t)[:, :, None, None]
-        return self.norm(h) - skip, torch.sigmoid(skip) * 2.0
+        h = (x + 1.0) + self.proj(t)[:, :, None, None]   # two ops each: a lone one stays PyTorch's own call
+        return self.norm(h) - skip - 1.0, torch.sigmoid(skip) * 2.0
 '''
 
 
@@ -78,8 +78,8 @@ def get_init_inputs():
     steps = {tuple(step.LINEAR): step for step in (getattr(module, n) for n in dir(module) if n.startswith("_Pointwise"))
              if hasattr(step, "LINEAR")}
     grad = torch.randn(2, 4, 3, 5)
-    cases = {(1.0, 1.0): [(2, 4, 3, 5), (2, 4, 1, 1)],    # x + proj(t)[:, :, None, None]: the second summed back
-             (-1.0, 1.0): [(2, 4, 3, 5), (2, 4, 3, 5)]}   # norm(h) - skip, its inputs in the functor's order
+    cases = {(1.0, 1.0): [(2, 4, 3, 5), (2, 4, 1, 1)],    # (x + 1) + proj(t)[:, :, None, None]: the second summed back
+             (-1.0, 1.0): [(2, 4, 3, 5), (2, 4, 3, 5)]}   # norm(h) - skip - 1, its inputs in the functor's order
     for shares, shapes in cases.items():
         ctx = types.SimpleNamespace(shapes=[torch.Size(s) for s in shapes], needs_input_grad=(True, True))
         got = steps[shares].backward(ctx, grad)

@@ -20,6 +20,7 @@ HERE = Path(__file__).parent
 KERNELBENCH = HERE.parent.parent.parent / "shared" / "kernelbench" / "problems"
 OWN = sorted((HERE / "references").glob("*.py"))
 FAMILY = sorted(KERNELBENCH.glob("level*.py")) if KERNELBENCH.is_dir() else []
+LONE = "a lone element-wise op, no fusion to gain"   # docs/decisions.md 35: it stays the reference's PyTorch call
 
 
 def regions(plan):
@@ -34,10 +35,14 @@ def pytorch_ops(plan):
 @pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
 @pytest.mark.parametrize("path", FAMILY, ids=lambda p: p.name[:20])
 def test_every_groupnorm_is_fused_and_only_library_ops_stay(path):
+    """Every problem has a region; PyTorch keeps its library modules and methods, and of the element-wise ops only
+    those alone (no other element-wise op to fuse with: L2-75's bias add, after the region's min)."""
     plan = make_plan(load_reference(path))
     assert regions(plan), "no region"
     for step in pytorch_ops(plan):
         node = step.node
+        if step.elementwise_fallback == LONE and node.op == "call_function":
+            continue
         assert not step.elementwise_fallback, f"element-wise {node.name} stays in PyTorch: {step.elementwise_fallback}"
         assert node.op == "call_module" or node.op == "call_method", f"{node.name} stays in PyTorch"
         if node.op == "call_module":
@@ -71,14 +76,21 @@ def test_region_shapes(key):
 
 
 @pytest.mark.skipif(not FAMILY, reason="../shared/kernelbench/problems is not beside this checkout")
-def test_broadcasting_add_after_a_reduction_is_a_kgen_kernel():
-    """L2-75: min over channels (N, 1) + a (1, C, 1, 1) bias -> (1, C, N, 1), kgen's element-wise kernel reading
-    the reduced tensor through broadcast strides, the bias per channel of the output."""
+def test_broadcasting_add_after_a_reduction_is_a_kgen_kernel(tmp_path):
+    """L2-75: min over channels (N, 1) + a (1, C, 1, 1) bias -> (1, C, N, 1). Alone, the add stays PyTorch's call;
+    followed by a ReLU it is kgen's element-wise kernel reading the reduced tensor through broadcast strides, the
+    bias per channel of the output."""
     path = next(p for p in FAMILY if p.name.startswith("level2_75_"))
     plan = make_plan(load_reference(path))
+    assert not [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [(s.node.name, s.elementwise_fallback) for s in plan.steps
+            if isinstance(s, LibraryStep) and s.elementwise_fallback] == [("add", LONE)]
+    relu = tmp_path / "l2_75_relu.py"
+    relu.write_text(path.read_text().replace("x = x + self.bias", "x = torch.relu(x + self.bias)"))
+    plan = make_plan(load_reference(relu))
     (step,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
     assert step.input_shapes == [[1024, 1]] and step.shape == [1, 8192, 1024, 1] and step.broadcast == step.inputs
-    assert [n.op for n in step.nodes] == ["add"] and [p.label for p in step.params] == ["bias"]
+    assert [n.op for n in step.nodes] == ["add", "relu"] and [p.label for p in step.params] == ["bias"]
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
@@ -130,9 +142,10 @@ def test_inplace_ops_are_planned_by_value():
 
 def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     """z = gelu(fc(x)) feeds the GroupNorm and a residual after it: the prologue takes z (with the peeled bias)
-    and the residual reads z in the epilogue. Where z is also read by a library op, the prologue stops before z:
-    the element-wise GELU becomes its own kernel and the region reads its output; the add of the region's output
-    and the library op's (with the scale before it) is a kgen element-wise kernel of two tensors."""
+    and the residual reads z in the epilogue. Where z (there gelu(fc(x)) * 2) is also read by a library op, the
+    prologue stops before z: the element-wise GELU and its * 2 become their own kernel and the region reads its
+    output; the add of the region's output and the library op's (with the scale before it), then a ReLU, is a kgen
+    element-wise kernel of two tensors."""
     (region,) = regions(make_plan(load_reference(HERE / "references" / "linear_gelu_tanh_gn_short_slices.py")))
     assert [n.op for n in region.prologue] == ["add", "gelu_tanh"]
     assert [n.op for n in region.epilogue] == ["mul", "add"]
@@ -144,13 +157,18 @@ def test_groupnorm_input_read_again_after_it_joins_the_prologue(tmp_path):
     other.write_text(text.replace("self.scale = nn.Parameter(torch.randn(hidden) * 0.1 + 1)",
                                   "self.scale = nn.Parameter(torch.randn(hidden) * 0.1 + 1)\n"
                                   "        self.head = nn.Linear(hidden, hidden)")
-                         .replace("return self.gn(h) * self.scale + h", "return self.gn(h) * self.scale + self.head(h)"))
+                         .replace('h = F.gelu(self.fc(x), approximate="tanh")',
+                                  'h = F.gelu(self.fc(x), approximate="tanh") * 2.0')
+                         .replace("return self.gn(h) * self.scale + h",
+                                  "return torch.relu(self.gn(h) * self.scale + self.head(h))"))
     plan = make_plan(load_reference(other))
     (region,) = regions(plan)
     assert not region.prologue
     gelu, residual = [s for s in plan.steps if isinstance(s, PointwiseStep)]
-    assert [n.op for n in gelu.nodes] == ["gelu_tanh"]
-    assert [n.op for n in residual.nodes] == ["add"] and len(residual.inputs) == 2 and not residual.broadcast
+    assert [n.op for n in gelu.nodes] == ["gelu_tanh", "mul"] and region.input == gelu.output
+    assert [n.op for n in region.epilogue] == ["mul"]
+    assert [n.op for n in residual.nodes] == ["add", "relu"] and len(residual.inputs) == 2 and not residual.broadcast
+    assert residual.inputs == [region.output, "head"]
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
@@ -323,7 +341,7 @@ def test_clamp_like_ops_after_a_max_or_min_move_before_it(tmp_path):
     """Hardtanh, ReLU and clamp after a max / min reduction (over windows or channels) join the region's epilogue,
     before the reduction, and the region's output is the last of them; an op that does not commute exactly
     (sigmoid: ties after rounding; minimum with a scalar: 1/2 at a tie), one after a mean, or one whose reduced
-    input is read elsewhere too stays an element-wise kernel."""
+    input is read elsewhere too stays out of the region: an element-wise kernel, or, alone, PyTorch's call."""
     own = HERE / "references" / "gn_maxpool_hardtanh_relu.py"
     (region,) = regions(make_plan(load_reference(own)))
     assert [n.op for n in region.epilogue] == ["hardtanh", "relu"] and region.result == region.epilogue[-1].name
@@ -337,16 +355,21 @@ def test_clamp_like_ops_after_a_max_or_min_move_before_it(tmp_path):
     assert region.output == "clamp" and region.epilogue[-1].consts == {"lo": -0.2, "hi": 0.1}
 
     source = own.read_text()
-    for old, new in (("nn.MaxPool2d(2)", "nn.AvgPool2d(2)"),
-                     ("return F.relu(self.act(x))", "return F.relu(self.act(x)) + x"),
-                     ("return F.relu(self.act(x))", "return torch.sigmoid(x)"),
-                     ("return F.relu(self.act(x))", "return torch.minimum(x, torch.tensor(0.5))")):
+    for old, new, kernel, lone in (("nn.MaxPool2d(2)", "nn.AvgPool2d(2)", ["hardtanh", "relu"], []),
+                                   ("return F.relu(self.act(x))", "return F.relu(self.act(x)) + x",
+                                    ["hardtanh", "relu", "add"], []),
+                                   ("return F.relu(self.act(x))", "return torch.sigmoid(x)", None, ["sigmoid"]),
+                                   ("return F.relu(self.act(x))", "return torch.minimum(x, torch.tensor(0.5))", None,
+                                    ["minimum"])):
         variant = tmp_path / "variant.py"
         variant.write_text(source.replace(old, new))
         plan = make_plan(load_reference(variant))
         (region,) = regions(plan)
         assert region.epilogue == [] and region.output == "pool" and not region.notes, new
-        assert [s for s in plan.steps if isinstance(s, PointwiseStep)], new
+        kernels = [[n.op for n in s.nodes] for s in plan.steps if isinstance(s, PointwiseStep)]
+        assert kernels == ([kernel] if kernel else []), new
+        assert [s.node.name for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback == LONE] \
+            == lone, new
 
 
 def batch_norms(plan):
@@ -395,12 +418,14 @@ def forward_lines(text: str) -> list[str]:
     return [line.strip() for line in body.splitlines()[1:]]
 
 
-def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel():
+def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel(tmp_path):
     """A squeeze-excite gate and a residual of the model's input: g * s + x reads the region's output, a
-    (N, C, 1, 1) gate and the model's input; y - y.mean(1, keepdim=True) reads y and its channel mean. Each is
-    one kgen element-wise kernel over the tensors (the broadcast ones named), none is PyTorch's, and each runs
-    after every tensor it reads is computed."""
-    path = HERE / "references" / "conv2d_gn_input_residual_gate.py"
+    (N, C, 1, 1) gate and the model's input; relu(y - y.mean(1, keepdim=True)) reads y and its channel mean. Each
+    is one kgen element-wise kernel over the tensors (the broadcast ones named), none is PyTorch's, and each runs
+    after every tensor it reads is computed. (The reference's own lone subtraction would stay PyTorch's call.)"""
+    path = tmp_path / "gate_residual_centred_relu.py"
+    path.write_text((HERE / "references" / "conv2d_gn_input_residual_gate.py").read_text().replace(
+        "return y - y.mean(dim=1, keepdim=True)", "return torch.relu(y - y.mean(dim=1, keepdim=True))"))
     plan = make_plan(load_reference(path))
     (region,) = regions(plan)
     assert [n.op for n in region.epilogue] == ["relu"] and region.reduce_kind == "kNone"
@@ -409,7 +434,7 @@ def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel():
     assert gate.shape == [8, 32, 1, 1] and not gate.broadcast
     assert [n.op for n in residual.nodes] == ["mul", "add"]
     assert residual.inputs == ["x", region.output, gate.output] and residual.broadcast == [gate.output]
-    assert [n.op for n in centred.nodes] == ["sub"] and centred.inputs[0] == residual.output
+    assert [n.op for n in centred.nodes] == ["sub", "relu"] and centred.inputs[0] == residual.output
     assert centred.input_shapes[1] == [8, 1, 24, 24] and centred.broadcast == [centred.inputs[1]]
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
     assert [p.node.target for p in pytorch_ops(plan)] == ["conv", "mean", "mean"]
@@ -455,39 +480,42 @@ def get_init_inputs():
 
 
 def test_an_elementwise_kernel_reads_at_most_four_tensors(tmp_path):
-    """gn(x) + a + b + c + d reads five tensors: the last three adds are one kernel of four (the first add's
-    value, b, c, d), the first add another of two."""
+    """gn(x) + 2 * a + b + c + d reads five tensors: the last three adds are one kernel of four (the first add's
+    value, b, c, d), the first add with the 2 * a before it another of two."""
     path = tmp_path / "five.py"
-    path.write_text(FIVE_TENSORS.format(body="self.gn(x) + a + b + c + d"))
+    path.write_text(FIVE_TENSORS.format(body="self.gn(x) + 2 * a + b + c + d"))
     plan = make_plan(load_reference(path))
     first, rest = pointwise(plan)
-    assert len(first.nodes) == 1 and first.inputs == ["a", "gn"]
+    assert [n.op for n in first.nodes] == ["mul", "add"] and first.inputs == ["a", "gn"]
     assert len(rest.nodes) == 3 and rest.inputs == ["b", "c", "d", first.output]   # graph order
 
 
 def test_an_elementwise_kernel_reads_at_most_four_parameters(tmp_path):
-    """A chain of five per-channel parameters on a tensor no region holds: the kernel that ends it takes the
-    last four, the first op is a kernel of its own; none is left to PyTorch."""
+    """A chain of five per-channel parameters on a tensor no region holds (2 * a their first operand): the kernel
+    that ends it takes the last four, the first parameter's op (with the 2 * a) is a kernel of its own; none is
+    left to PyTorch."""
     path = tmp_path / "five_params.py"
-    source = FIVE_TENSORS.format(body="self.gn(x) + ((((a * self.p0 + self.p1) * self.p2) + self.p3) * self.p4)")
+    source = FIVE_TENSORS.format(body="self.gn(x) + ((((2 * a * self.p0 + self.p1) * self.p2) + self.p3) * self.p4)")
     path.write_text(source.replace("self.gn = nn.GroupNorm(2, 8)", "self.gn = nn.GroupNorm(2, 8)\n" + "".join(
         f"        self.p{k} = nn.Parameter(torch.randn(8, 1, 1))\n" for k in range(5))))
     plan = make_plan(load_reference(path))
     first, rest = pointwise(plan)
     assert [p.label for p in first.params] == ["p0"] and len(rest.params) == 4 and first.output in rest.inputs
+    assert [n.op for n in first.nodes] == ["mul", "mul"]
     assert not [s for s in plan.steps if isinstance(s, LibraryStep) and s.elementwise_fallback]
 
 
 def test_an_elementwise_value_read_twice_inside_one_kernel(tmp_path):
     """t = a * gn(x); t * sigmoid(t): t is read twice, both times inside the kernel, so the DAG takes it whole;
-    t + b with t also returned stays its own kernel's output."""
+    with t = sigmoid(a * gn(x)) also returned, (t + b) * 2 reads t as its own kernel's output."""
     path = tmp_path / "dag.py"
     path.write_text(FIVE_TENSORS.format(body="(lambda t: t * torch.sigmoid(t))(a * self.gn(x))"))
     (step,) = pointwise(make_plan(load_reference(path)))
     assert [n.op for n in step.nodes] == ["mul", "sigmoid", "mul"] and step.inputs == ["a", "gn"]
-    path.write_text(FIVE_TENSORS.format(body="(lambda t: (t, t + b))(a * self.gn(x))"))
+    path.write_text(FIVE_TENSORS.format(body="(lambda t: (t, (t + b) * 2.0))(torch.sigmoid(a * self.gn(x)))"))
     first, second = pointwise(make_plan(load_reference(path)))
-    assert [n.op for n in first.nodes] == ["mul"] and second.inputs == ["b", first.output]
+    assert [n.op for n in first.nodes] == ["mul", "sigmoid"] and [n.op for n in second.nodes] == ["add", "mul"]
+    assert second.inputs == ["b", first.output]
 
 
 def run_emit(*args, cwd=None):
@@ -697,19 +725,20 @@ def test_conv_fast_on_the_command_line(tmp_path):
 
 
 def test_a_parameter_only_a_dropped_epilogue_node_read_leaves_the_region(tmp_path):
-    """Five (C, 1, 1) parameters after the GroupNorm: the epilogue functor takes four, the fifth product runs in an
-    element-wise kernel. Its parameter was still handed to the region (and listed in its plan line) though no functor
-    of the region reads it."""
+    """Five (C, 1, 1) parameters after the GroupNorm, then a ReLU: the epilogue functor takes four, the fifth
+    product and the ReLU run in an element-wise kernel. Its parameter was still handed to the region (and listed in
+    its plan line) though no functor of the region reads it."""
     path = tmp_path / "five_params.py"
     path.write_text(FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
                                       "        self.p = nn.ParameterList([nn.Parameter(torch.rand(16, 1, 1)) for _ in range(5)])")
-                    .format(tail="(((x * self.p[0]) + self.p[1]) * self.p[2] + self.p[3]) * self.p[4]"))
+                    .format(tail="torch.relu((((x * self.p[0]) + self.p[1]) * self.p[2] + self.p[3])"
+                                 " * self.p[4])"))
     plan = make_plan(load_reference(path))
     (region,) = regions(plan)
     assert [p.label for p in region.params] == ["p.0", "p.1", "p.2", "p.3"]
     assert sorted(o.ref for n in region.epilogue for o in n.operands if o.is_param) == [0, 1, 2, 3]
     (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
-    assert [p.label for p in pointwise.params] == ["p.4"]
+    assert [p.label for p in pointwise.params] == ["p.4"] and [n.op for n in pointwise.nodes] == ["mul", "relu"]
     assert "self.p[3], self.p[4])" not in emit_reference(str(path))[0]
 
 

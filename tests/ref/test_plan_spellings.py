@@ -76,14 +76,19 @@ def test_ops_that_change_the_value_stay(tmp_path, tail):
 
 def test_unused_unpacked_indices_do_not_block_the_reduction(tmp_path):
     """`values, indices = torch.max(x, dim=1)` with indices never read fuses as `[0]` does; the std over every
-    element after it stays PyTorch's, the subtraction reading it is kgen's element-wise kernel."""
-    plan = make_plan(load_reference(HERE / "references" / "gn_max_unpacked_std_library.py"))
+    element after it stays PyTorch's, the subtraction reading it (doubled: a lone op is PyTorch's call) is kgen's
+    element-wise kernel."""
+    original = (HERE / "references" / "gn_max_unpacked_std_library.py").read_text()
+    source = original.replace("return values - values.std()", "return (values - values.std()) * 2.0")
+    assert source != original
+    (path := tmp_path / "unpacked.py").write_text(source)
+    plan = make_plan(load_reference(path))
     (region,) = regions(plan)
     assert (region.reduce_kind, region.reduce_op) == ("kChannel", "kMax")
     stays = [s.node.target for s in pytorch_ops(plan) if s.node.op != "call_module"]
     assert stays == ["std"], stays
     (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
-    assert [n.op for n in pointwise.nodes] == ["sub"] and pointwise.broadcast == ["std"]
+    assert [n.op for n in pointwise.nodes] == ["sub", "mul"] and pointwise.broadcast == ["std"]
 
 
 def test_shrinks_expit_and_same_value_ops_make_one_region():
@@ -188,7 +193,24 @@ KERNELBENCH = HERE.parent.parent.parent / "shared" / "kernelbench" / "problems"
 def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
     """Each element-wise step's autograd Function, handed tensors of its inputs' traced shapes and its parameters
     (the kernel stubbed), returns the output shape the reference traced: broadcast inputs, 0-d ones, parameters
-    that raise the rank (L2-75's (1, C, 1, 1) bias on an (N, 1) minimum) and parameters read through views."""
+    that raise the rank and parameters read through views."""
+    check_element_wise_shapes(path, monkeypatch)
+
+
+@pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="../shared/kernelbench/problems not present")
+def test_a_parameter_that_raises_the_rank_gives_the_traced_shape(tmp_path, monkeypatch):
+    """L2-75's (1, C, 1, 1) bias on its (N, 1) minimum over channels, in a kernel of two ops (L2-75's own bias add is
+    a lone op: PyTorch's): the output (1, C, N, 1) as traced."""
+    (source,) = [p.read_text() for p in KERNELBENCH.glob("level2_75_*.py")]
+    changed = source.replace("x = x + self.bias", "x = (x + self.bias) * 2.0")
+    assert changed != source
+    path = tmp_path / "l2_75_bias_twice.py"
+    path.write_text(changed)
+    assert check_element_wise_shapes(path, monkeypatch) == 1
+
+
+def check_element_wise_shapes(path, monkeypatch) -> int:
+    """The element-wise steps of `path`'s plan checked as above; how many there were."""
     import types
     from tests.ref.test_emitted_python import load_emitted
     plan = make_plan(load_reference(path))
@@ -205,6 +227,7 @@ def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
         params = [eval(p.expr, {"self": model}) for p in step.params]
         out = getattr(solution, f"_Pointwise{step.index}").apply(*inputs, *params)
         assert list(out.shape) == list(step.shape), (step.index, step.input_shapes, [p.shape for p in step.params])
+    return len(steps)
 
 
 @pytest.mark.parametrize("tail, stays", [
@@ -312,24 +335,28 @@ def test_a_tensor_filled_like_another_is_its_number(tmp_path, tail, op, fill):
 
 
 def test_a_tensor_filled_like_another_is_read_as_a_tensor_where_it_sets_the_shape(tmp_path):
-    """maximum((N, 1, H, W) mean, zeros_like(x) of (N, C, H, W)): the zeros set the output's shape, so they stay a
-    tensor, made like the region's input (their values are never read: the region's value is no second output)."""
-    plan = plan_of(tmp_path, "torch.maximum(x.mean(1, keepdim=True), torch.zeros_like(x))")
+    """maximum((N, 1, H, W) mean, zeros_like(x) of (N, C, H, W)) * 2 (two ops: a lone one is PyTorch's call): the
+    zeros set the output's shape, so they stay a tensor, made like the region's input (their values are never read:
+    the region's value is no second output)."""
+    plan = plan_of(tmp_path, "torch.maximum(x.mean(1, keepdim=True), torch.zeros_like(x)) * 2.0")
     (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [n.op for n in pointwise.nodes] == ["maximum", "mul"]
     assert pointwise.inputs == ["mean", "zeros_like"] and pointwise.shape == [4, 16, 14, 14]
     assert "zeros_like = torch.zeros_like(conv)" in forward_source(emit_reference(str(tmp_path / "spelling.py"))[0])
 
 
 def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
-    """torch.sigmoid of a (1, C, 1, 1) gate (which the planner reads as a per-channel parameter): an element-wise
-    kernel with the gate as its input tensor. It made emit exit 2 (`kgen cannot plan sigmoid`)."""
+    """torch.sigmoid of a doubled (1, C, 1, 1) gate (which the planner reads as a per-channel parameter; two ops, as
+    a lone one is PyTorch's call): an element-wise kernel with the gate as its input tensor. It made emit exit 2
+    (`kgen cannot plan sigmoid`)."""
     source = FLATTENED.replace("self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
                                "        self.gate = nn.Parameter(torch.rand(1, 16, 1, 1))")
     path = tmp_path / "gate.py"
-    path.write_text(source.format(tail="x * torch.sigmoid(self.gate).expand_as(x)"))
+    path.write_text(source.format(tail="x * torch.sigmoid(self.gate * 2.0).expand_as(x)"))
     plan = make_plan(load_reference(path))
     first = next(s for s in plan.steps if isinstance(s, PointwiseStep))
-    assert [n.op for n in first.nodes] == ["sigmoid"] and first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
+    assert [n.op for n in first.nodes] == ["mul", "sigmoid"]
+    assert first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
     assert "sigmoid = _call(_Pointwise0, gate)" in emit_reference(str(path))[0]
 
 
@@ -411,10 +438,10 @@ def test_number_ops_after_a_layout_op_join_the_region(tmp_path, tail, epilogue, 
 
 
 def test_ops_with_a_tensor_operand_or_before_the_region_stay_after_the_layout_op(tmp_path):
-    """A product with a tensor after the permute stays an element-wise kernel after it; a relu of a transposed
-    input (no region value before the transpose) stays in the region's prologue, after the transpose."""
-    plan = plan_of(tmp_path, "x.permute(0, 2, 3, 1) * torch.linspace(0, 1, 16)")
-    assert [n.op for s in plan.steps if isinstance(s, PointwiseStep) for n in s.nodes] == ["mul"]
+    """A product and a sum with tensors after the permute stay an element-wise kernel after it; a relu of a
+    transposed input (no region value before the transpose) stays in the region's prologue, after the transpose."""
+    plan = plan_of(tmp_path, "x.permute(0, 2, 3, 1) * torch.linspace(0, 1, 16) + torch.linspace(1, 2, 16)")
+    assert [n.op for s in plan.steps if isinstance(s, PointwiseStep) for n in s.nodes] == ["mul", "add"]
     path = HERE / "probe" / "transposed_input_gn.py"
     source = path.read_text().replace("self.gn(x.transpose(1, 2))", "self.gn(torch.relu(x.transpose(1, 2)))")
     assert source != path.read_text()

@@ -1,7 +1,8 @@
 """Own reference: Conv2d -> GroupNorm -> ReLU, then a squeeze-excite gate (sigmoid of the spatial mean plus a
 per-channel parameter, a (N, C, 1, 1) tensor), the gated value plus the model's input (a residual that no
-region holds), then the channel mean subtracted: element-wise ops of values from different kernels, each a
-kgen element-wise kernel reading up to three tensors, two of them broadcast."""
+region holds), then the channel mean subtracted: element-wise ops of values from different kernels, the gate and
+the residual kgen element-wise kernels reading up to three tensors, two of them broadcast (the subtraction, a lone
+op, stays PyTorch's)."""
 import torch
 import torch.nn as nn
 

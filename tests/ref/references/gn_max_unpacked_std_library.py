@@ -1,7 +1,7 @@
 """GroupNorm -> `values, indices = torch.max(y, dim=1)` with the indices never read: the unused item does not keep
 the max over channels from fusing into the region; then `values - values.std()`: the standard deviation over
-every element stays PyTorch's (a library reduction), the subtraction is kgen's element-wise kernel reading it
-broadcast."""
+every element stays PyTorch's (a library reduction), and so does the subtraction reading it broadcast (a lone
+element-wise op; test_plan_spellings adds a second op to make it a kgen element-wise kernel)."""
 import torch
 import torch.nn as nn
 
