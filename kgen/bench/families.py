@@ -87,6 +87,8 @@ SOURCES = {s.key: s for s in (
     Source("region_window", REF + "level2_85_conv2d_groupnorm_scale_maxpool_clamp.py"),
     # Linear outputs with short slices, L2-37
     Source("rows", REF + "level2_37_matmul_swish_sum_groupnorm.py"),
+    # Linear outputs with short slices, L2-37, every region PyTorch's GroupNorm to the bit (--faithful all)
+    Source("rows_faithful", REF + "level2_37_matmul_swish_sum_groupnorm.py", params={"faithful": "all"}),
     # Linear outputs, min over channels, then a broadcast bias add (alone: PyTorch's own add), L2-75
     Source("rows_min", REF + "level2_75_gemm_groupnorm_min_biasadd.py"),
     # element-wise kernels of several tensors (the model's input, the region's output, a broadcast gate)
@@ -153,6 +155,12 @@ FAMILIES = (
            kernels=("kgen::region_rows_forward_kernel", "kgen::region_rows_backward_kernel"),
            templates=("groupnorm/rows/forward.cuh", "groupnorm/rows/backward.cuh"),
            why="plane 1, 32-value slices of 8 packs: rows_lanes 4 (forward), a pack a lane for 8 lanes (backward)"),
+    Family("faithful-rows", "native_group_norm's statistics and the flat apply (one value a plane)", "rows_faithful",
+           init=(64, 256, 8, (256,)), inputs=((64, 64),),
+           kernels=("kgen::torch_moments_finish_kernel", "kgen::region_twopass::flat_forward_kernel"),
+           templates=("groupnorm/statistics_torch.cuh", "groupnorm/twopass/forward.cuh"),
+           why="a faithful region (--faithful all) over planes of one value: PyTorch's chains and trees, then the apply "
+               "a thread a plane (planes < kFlatPlaneValues)"),
     Family("rows-reduce", "rows forward with a channel min, rows backward",
            "rows_min", init=(64, 256, 16, (1, 256, 1, 1)), inputs=((32, 64),),
            kernels=("kgen::region_rows_reduce_kernel", "kgen::region_rows_backward_kernel"),
