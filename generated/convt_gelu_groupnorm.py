@@ -894,6 +894,12 @@ struct RegionParams {
 // RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
 enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 
+// RegionParams::faithful of this call (call_faithful, core/common.cuh) for planes of `plane` values: every forward and
+// backward entry point asks it here, so that a backward recomputes y in its forward's AffineForm.
+inline int faithful_kind(int64_t plane) {
+  return !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes;
+}
+
 // How the forward maps z to y = GroupNorm(z) from the (sample, group) statistics and the channel's affine map, each op
 // rounded as written (float32):
 //   kCentred        (z - mean) (rstd gamma) + beta, one fma            (kgen's own: every region not faithful)
@@ -3100,9 +3106,11 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue_params
               " parameters, got ", str(int64_t(prologue_params.size())));
   TORCH_CHECK(int64_t(epilogue_params.size()) == Epi::kParams, "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue_params.size())));
+  int64_t plane = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) plane *= x.size(d);
   return RegionParams{param_table(prologue_params, x.size(1), x.device(), "prologue"),
                       param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding(),
-                      call_faithful()};
+                      faithful_kind(plane)};
 }
 
 inline const float* optional_data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
@@ -5586,18 +5594,18 @@ inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, co
   return shape;
 }
 
-// `plane`: values per (sample, channel) plane, where known (a faithful region normalises one-value planes by
-// native_group_norm's other formula: RegionParams::faithful).
+// `plane`: values per (sample, channel) plane (a faithful region normalises one-value planes by native_group_norm's
+// other formula: RegionParams::faithful, faithful_kind).
 template <class Pro, class Epi>
 inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const std::vector<at::Tensor>& epilogue,
-                                  int64_t channels, const at::Device& device, int64_t plane = 0) {
+                                  int64_t channels, const at::Device& device, int64_t plane) {
   TORCH_CHECK(prologue.size() == size_t(Pro::kParams), "kgen: the prologue takes ", str(Pro::kParams),
               " parameters, got ", str(int64_t(prologue.size())));
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
                       param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding(),
-                      !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes};
+                      faithful_kind(plane)};
 }
 
 inline Geometry geometry(const RegionShape& shape) {

@@ -110,7 +110,7 @@ def run_region(module, step, model, x, dout):
     params = [eval(p.expr, {}, scope) for p in step.params]
     model.zero_grad(set_to_none=True)
     leaf = x.detach().clone(memory_format=torch.preserve_format).requires_grad_()
-    out = module._Region0.apply(leaf, *gn, (), *params)
+    out = module._Region0.apply(leaf, *gn, (), True, *params)  # True: for_backward
     out.backward(dout)
     return out.detach(), leaf.grad, {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 

@@ -64,6 +64,12 @@ struct RegionParams {
 // RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
 enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 
+// RegionParams::faithful of this call (call_faithful, core/common.cuh) for planes of `plane` values: every forward and
+// backward entry point asks it here, so that a backward recomputes y in its forward's AffineForm.
+inline int faithful_kind(int64_t plane) {
+  return !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes;
+}
+
 // How the forward maps z to y = GroupNorm(z) from the (sample, group) statistics and the channel's affine map, each op
 // rounded as written (float32):
 //   kCentred        (z - mean) (rstd gamma) + beta, one fma            (kgen's own: every region not faithful)

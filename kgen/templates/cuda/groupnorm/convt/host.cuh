@@ -33,8 +33,9 @@ std::vector<at::Tensor> forward(const at::Tensor& x, const at::Tensor& conv_weig
   TORCH_CHECK(conv_weight.dim() == 4, "kgen: a ConvTranspose2d weight is (C_in, C_out, kH, kW), got ",
               str(conv_weight.dim()), " dims");
   const c10::cuda::CUDAGuard device_guard(x.device());
+  // Never faithful (the convt entry points set no faithful scope), so the conv's plane need not be known here.
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, conv_weight.size(1),
-                                                          x.device());
+                                                          x.device(), /*plane=*/0);
   // The conv's input by the bulk path where it applies (H100, L2-19: conv + moments 3.56-3.64 ms against the 4-byte
   // copies' 3.69-3.70).
   auto zs = convt::convt_wgmma_moments<Pro>(x, conv_weight, params, groups, eps, padding, /*chunks_in_flight=*/2,
@@ -63,7 +64,7 @@ at::Tensor inference(const at::Tensor& x, const at::Tensor& conv_weight, const a
   if constexpr (!DirectGrads<Epi>::value) {
     const c10::cuda::CUDAGuard device_guard(x.device());
     const RegionParams params = region_twopass::region_params<Pro, Epi>(prologue_params, epilogue_params,
-                                                                        conv_weight.size(1), x.device());
+                                                                        conv_weight.size(1), x.device(), /*plane=*/0);
     const at::Tensor y =
         convt::convt_wgmma_infer_where_it_pays<Pro, Epi>(x, conv_weight, params, gamma, beta, groups, eps, padding);
     if (y.defined()) return y;

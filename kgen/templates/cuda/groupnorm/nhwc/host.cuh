@@ -80,7 +80,7 @@ std::vector<at::Tensor> region_forward_nhwc(const at::Tensor& x, const at::Tenso
   rn::check_channels_last(x);
   const c10::cuda::CUDAGuard device_guard(x.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          x.device());
+                                                          x.device(), shape.plane);
   const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const auto options = x.options();
@@ -143,7 +143,7 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   rn::check_channels_last(x);
   const c10::cuda::CUDAGuard device_guard(x.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                          x.device());
+                                                          x.device(), shape.plane);
   check_float_cuda(dout_in, "gradient of the output");
   TORCH_CHECK(dout_in.device() == x.device(), "kgen: the output gradient is on ", dout_in.device().str(),
               " but the input is on ", x.device().str());

@@ -22,7 +22,7 @@ std::vector<at::Tensor> region_forward_onepass(const at::Tensor& input, const at
     if (input.numel() == 0) return {};
     const c10::cuda::CUDAGuard device_guard(input.device());
     const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
-                                                            input.device());
+                                                            input.device(), shape.plane);
     const auto x = input.contiguous();
     const at::Tensor gamma = gamma_in.defined() ? gamma_in.contiguous() : at::Tensor();
     const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();

@@ -252,9 +252,11 @@ inline RegionParams region_params(const std::vector<at::Tensor>& prologue_params
               " parameters, got ", str(int64_t(prologue_params.size())));
   TORCH_CHECK(int64_t(epilogue_params.size()) == Epi::kParams, "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue_params.size())));
+  int64_t plane = 1;
+  for (int64_t d = 2; d < x.dim(); ++d) plane *= x.size(d);
   return RegionParams{param_table(prologue_params, x.size(1), x.device(), "prologue"),
                       param_table(epilogue_params, x.size(1), x.device(), "epilogue"), call_statistics_rounding(),
-                      call_faithful()};
+                      faithful_kind(plane)};
 }
 
 inline const float* optional_data(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }

@@ -72,18 +72,18 @@ inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, co
   return shape;
 }
 
-// `plane`: values per (sample, channel) plane, where known (a faithful region normalises one-value planes by
-// native_group_norm's other formula: RegionParams::faithful).
+// `plane`: values per (sample, channel) plane (a faithful region normalises one-value planes by native_group_norm's
+// other formula: RegionParams::faithful, faithful_kind).
 template <class Pro, class Epi>
 inline RegionParams region_params(const std::vector<at::Tensor>& prologue, const std::vector<at::Tensor>& epilogue,
-                                  int64_t channels, const at::Device& device, int64_t plane = 0) {
+                                  int64_t channels, const at::Device& device, int64_t plane) {
   TORCH_CHECK(prologue.size() == size_t(Pro::kParams), "kgen: the prologue takes ", str(Pro::kParams),
               " parameters, got ", str(int64_t(prologue.size())));
   TORCH_CHECK(epilogue.size() == size_t(Epi::kParams), "kgen: the epilogue takes ", str(Epi::kParams),
               " parameters, got ", str(int64_t(epilogue.size())));
   return RegionParams{param_table(prologue, channels, device, "prologue"),
                       param_table(epilogue, channels, device, "epilogue"), call_statistics_rounding(),
-                      !call_faithful() ? kNotFaithful : plane == 1 ? kFaithfulRows : kFaithfulPlanes};
+                      faithful_kind(plane)};
 }
 
 inline Geometry geometry(const RegionShape& shape) {
