@@ -6505,8 +6505,9 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
   // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
   // rounds to the output's dtype.
+  constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
-                                  kRegion0Faithful);
+                                  faithful);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");
@@ -6519,7 +6520,7 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   }
   x = kgen::as_float(x, "region input");
   // The resident forward where it pays, unless the cluster kernel (in region_forward_twopass) is the faster one.
-  if (!kRegion0Faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups) &&
+  if (!faithful && kgen::region_resident_pays<kRegion0Reduce>(x, groups) &&
       !kgen::region_twopass::cluster_forward_preferred<Region0Prologue, Region0Epilogue,
                                                        kRegion0Reduce>(x, groups)) {
     return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
@@ -6538,8 +6539,9 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
+  constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
-                                  kRegion0Faithful);
+                                  faithful);
   const at::Tensor w = kgen::as_float(kgen::or_undefined(weight), "GroupNorm weight");
   const at::Tensor b = kgen::as_float(kgen::or_undefined(bias), "GroupNorm bias");
   prologue = kgen::as_float(prologue, "prologue parameter");

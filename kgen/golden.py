@@ -23,8 +23,9 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # file name -> a reference (relative to the repository), emitted with `kgen emit --ref` (one per kernel
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
-# the batch norm step with its element-wise ops and pooling; with GOLDEN_REF_OPTIONS, the channels-last region and
-# the one-pass forward)
+# the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
+# run time, with native_group_norm's statistics and the flat apply; with GOLDEN_REF_OPTIONS, the channels-last region
+# and the one-pass forward)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -35,6 +36,7 @@ GOLDEN_REF: dict[str, str] = {
         "kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
+    "ref_mlp_groupnorm_mid.py": "tests/corpus/mlp_groupnorm_mid.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
 }

@@ -68,6 +68,10 @@ def check_block_size(block_size: int) -> None:
         raise RefError(f"--block-size must be a power of two in [32, 1024], got {block_size}")
 
 
+def _while(step: RegionStep) -> str:
+    return " while matmul TF32 is on" if step.faithful_switch == "matmul" else ""
+
+
 def explain(plan: Plan) -> list[str]:
     """The plan, one line per step: which ops run in which kernel, which stay in PyTorch."""
     lines = []
@@ -77,7 +81,8 @@ def explain(plan: Plan) -> list[str]:
             params = ", ".join(step.gn_params + [p.label for p in step.params]) or "none"
             layout = " (channels-last input)" if step.channels_last else ""
             faithful = [] if not step.faithful else [f"PyTorch's GroupNorm to the bit ({step.faithful})"] \
-                if step.faithful.startswith("--") else [f"PyTorch's GroupNorm to the bit: {step.faithful} reads it in TF32"]
+                if step.faithful.startswith("--") else [f"PyTorch's GroupNorm to the bit{_while(step)}: {step.faithful} "
+                                                         f"reads it in TF32"]
             notes = f" ({'; '.join(step.notes + faithful)})" if step.notes or faithful else ""
             lines.append(f"kgen region {step.index}{layout}: {describe_region(step)}{notes}  "
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")

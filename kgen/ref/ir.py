@@ -166,6 +166,7 @@ class RegionStep:
                                                     # names them (`gn.weight`): --explain lists them
     faithful: str = ""            # the op after it that rounds float32 to TF32 (plan_faithful.py): the region's forward
                                   # is then native_group_norm's bit for bit; "" where none reads it
+    faithful_switch: str = ""     # "matmul": faithful only at calls where matmul TF32 is on (only matmuls read it)
 
 
 @dataclass

@@ -10,6 +10,11 @@ and formula (groupnorm/statistics_torch.cuh, Channel::value) and its element-wis
 (core/ops.cuh), and the op reads the reference's values. Everywhere else the region keeps kgen's own statistics
 (a (hi, lo) mean in double, the fastest kernel family for the shape).
 
+A region that only matmuls read (Linear, matmul, einsum...: every TF32 op its output reaches, through any chain) is
+faithful at run time only while matmul TF32 is on, which is off by default (`faithful_switch = "matmul"`: the
+emitted file reads the setting at each call, `_tf32_matmul`); a convolution or an attention reading it, or `--faithful
+all`, makes it faithful at every call.
+
 `kgen emit --ref --faithful`: auto (the above), all (every region, so that a model ending in a region gives the
 reference's output bit for bit too) or none (kgen's own statistics and kernel choice everywhere: the fastest file,
 correct within float32 rounding, which KernelBench's float32 check can fail after a TF32 op).
@@ -31,13 +36,18 @@ TF32_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_trans
                   torch.baddbmm, torch.einsum, torch.tensordot, torch.conv1d, torch.conv2d, torch.conv3d,
                   operator.matmul}
 TF32_METHODS = {"matmul", "mm", "bmm", "__matmul__", "addmm", "baddbmm"}
+# The TF32 ops whose rounding follows torch.backends.cuda.matmul (cuBLAS): a region only these read switches at run time.
+MATMUL_MODULES = (nn.Linear, nn.Bilinear)
+MATMUL_FUNCTIONS = {F.linear, F.bilinear, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.einsum,
+                    torch.tensordot, operator.matmul}
 # The words `--faithful` takes (kgen/cli.py).
 FAITHFUL_MODES = ("auto", "all", "none")
 
 
 def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
     """Sets each region's `faithful` to why its forward is PyTorch's to the bit (the first TF32 op its output reaches,
-    as --explain names it; under "all", the option itself), or "" where it is not."""
+    as --explain names it; under "all", the option itself), or "" where it is not, and `faithful_switch` to "matmul"
+    where only matmuls read it (auto)."""
     if mode not in FAITHFUL_MODES:
         raise ValueError(f"--faithful takes {', '.join(FAITHFUL_MODES)}, not {mode!r}")
     if mode == "none":
@@ -47,14 +57,17 @@ def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
     for step in plan.steps:
         if not isinstance(step, RegionStep):
             continue
-        reader = _first_tf32_reader(nodes[step.output], modules) if step.output in nodes else ""
-        step.faithful = reader or ("--faithful all" if mode == "all" else "")
+        readers = _tf32_readers(nodes[step.output], modules) if step.output in nodes else []
+        step.faithful = readers[0][0] if readers else ("--faithful all" if mode == "all" else "")
+        if readers and mode == "auto" and all(matmul for _, matmul in readers):
+            step.faithful_switch = "matmul"
     return plan
 
 
-def _first_tf32_reader(start, modules: dict) -> str:
-    """The first op (breadth first from `start`'s users) that rounds float32 inputs to TF32, described, or ""."""
-    seen, frontier = {start}, list(start.users)
+def _tf32_readers(start, modules: dict) -> list[tuple[str, bool]]:
+    """Every op reachable from `start`'s users (breadth first, through the TF32 ops too: a matmul's output may feed a
+    convolution) that rounds float32 inputs to TF32: (described, whether the matmul setting rules it)."""
+    seen, frontier, readers = {start}, list(start.users), []
     while frontier:
         node = frontier.pop(0)
         if node in seen:
@@ -62,9 +75,17 @@ def _first_tf32_reader(start, modules: dict) -> str:
         seen.add(node)
         described = _tf32_op(node, modules)
         if described:
-            return described
+            readers.append((described, _matmul_op(node, modules)))
         frontier.extend(node.users)
-    return ""
+    return readers
+
+
+def _matmul_op(node, modules: dict) -> bool:
+    if node.op == "call_module":
+        return isinstance(modules.get(node.target), MATMUL_MODULES)
+    if node.op == "call_function":
+        return node.target in MATMUL_FUNCTIONS
+    return node.op == "call_method" and node.target in TF32_METHODS
 
 
 def _tf32_op(node, modules: dict) -> str:

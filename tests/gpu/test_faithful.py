@@ -4,7 +4,9 @@ reference's values and its output is the reference's, bit for bit: what KernelBe
 1e-4) needs where cuDNN rounds to TF32 (a correctly rounded GroupNorm fails it there, as torch.compile's does).
 Three references: 2-D conv chains with peeled conv biases (SiLU, tanh-GELU), 1-D without affine (mish), rows of one
 value per plane before Linears (sigmoid, exact GELU); several shapes each (slices under and over 512 values, one
-group, one channel per group), float32 with PyTorch's default TF32, and bfloat16 / float16. Needs a CUDA device."""
+group, one channel per group), float32 with PyTorch's default TF32 (and matmul TF32 on for the Linears: off, as by
+default, those regions are kgen's own, which the last test checks), and bfloat16 / float16. Needs a CUDA device."""
+import contextlib
 import textwrap
 
 import pytest
@@ -95,6 +97,19 @@ def test_faithful_region_gives_the_references_bits(solutions, name, case, dtype)
     new_model = solution.ModelNew(shape[1], groups).cuda()
     new_model.load_state_dict(ref_model.state_dict())
     ref_model, new_model = ref_model.to(DTYPES[dtype]), new_model.to(DTYPES[dtype])
+    with matmul_tf32(name == "rows"):
+        check_bits(ref_model, new_model, name, shape, groups, dtype)
+
+
+@contextlib.contextmanager
+def matmul_tf32(on: bool):
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = on
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def check_bits(ref_model, new_model, name, shape, groups, dtype):
     for trial in range(2):
         x = (torch.randn(shape, device="cuda") * (1 + 2 * trial) + trial).to(DTYPES[dtype])
         with torch.no_grad():
@@ -102,3 +117,26 @@ def test_faithful_region_gives_the_references_bits(solutions, name, case, dtype)
         differing = (expected != got).sum().item()
         assert differing == 0, (f"{name} {shape} groups={groups} {dtype} trial {trial}: {differing} of "
                                 f"{expected.numel()} values differ, max {(expected - got).abs().max().item():.3g}")
+
+
+@pytest.mark.parametrize("on", [False, True], ids=["matmul-ieee", "matmul-tf32"])
+def test_a_region_only_linears_read_is_faithful_only_while_matmul_tf32_is_on(solutions, on):
+    """Off (PyTorch's default) the rows regions take kgen's own statistics and kernels, no native_group_norm
+    emulation (kgen::torch_* kernels), and stay within float32 rounding of the reference; on, they emulate it."""
+    shape, groups = REFERENCES["rows"][1][2]
+    reference, solution = solutions["rows"]
+    torch.manual_seed(7)
+    ref_model = reference.Model(shape[1], groups).cuda()
+    new_model = solution.ModelNew(shape[1], groups).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    x = torch.randn(shape, device="cuda")
+    with matmul_tf32(on), torch.no_grad():
+        expected = ref_model(x)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            got = new_model(x)
+            torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if "kgen::" in e.name]
+    assert names, "no kgen kernel ran"
+    assert any("kgen::torch_" in n for n in names) == on, names
+    tolerance = {} if on else {"atol": 1e-4, "rtol": 1e-4}
+    torch.testing.assert_close(got, expected, **(tolerance or {"atol": 0, "rtol": 0}))

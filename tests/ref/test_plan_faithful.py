@@ -4,6 +4,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 
 from kgen.ref.emit import emit_reference
 from kgen.ref.ir import RegionStep
@@ -131,3 +132,70 @@ def _linear_gn_linear(tmp_path):
             return []
         """))
     return path
+
+
+def switches(tmp_path, body: str, mode: str = "auto") -> list[tuple[str, str]]:
+    path = tmp_path / "reference.py"
+    path.write_text(MODEL.format(body=textwrap.indent(textwrap.dedent(body).strip(), " " * 8)))
+    plan = make_plan(load_reference(path), faithful=mode)
+    return [(s.faithful, s.faithful_switch) for s in plan.steps if isinstance(s, RegionStep)]
+
+
+@pytest.mark.parametrize("body, mode, expected", [
+    # only matmuls read it: faithful at the calls where matmul TF32 is on (off by default)
+    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "auto", [("self.fc (Linear)", "matmul")]),
+    ("y = self.gn(x)\nreturn y @ y", "auto", [("matmul", "matmul")]),
+    # a convolution reads it (cuDNN's TF32 is on by default), or reads a matmul's output: every call
+    ("return self.conv(self.gn(x))", "auto", [("self.conv (Conv2d)", "")]),
+    ("return self.conv(torch.matmul(self.gn(x), x))", "auto", [("matmul", "")]),
+    ("return F.scaled_dot_product_attention(self.gn(x), x, x)", "auto", [("scaled_dot_product_attention", "")]),
+    # --faithful all: every call
+    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "all", [("self.fc (Linear)", "")]),
+])
+def test_a_region_only_matmuls_read_switches_at_run_time(tmp_path, body, mode, expected):
+    assert switches(tmp_path, body, mode) == expected
+
+
+def test_the_switched_file_reads_the_matmul_setting_at_each_call():
+    text, _, lines = emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"))
+    assert "faithful = _tf32_matmul()" in text and "ctx.rounding, ctx.faithful)" in text
+    assert "int64_t rounding,\n                                         bool faithful) {" in text
+    assert any("to the bit while matmul TF32 is on" in line for line in lines)
+    resnet = emit_reference(str(CORPUS / "resnet_gn_bottleneck_tiny.py"))[0]
+    assert "_tf32_matmul" not in resnet and "constexpr bool faithful = kRegion0Faithful;" in resnet
+
+
+_SETTING = """
+import re, sys, torch
+source = open(sys.argv[1]).read()
+namespace = {"torch": torch}
+exec(re.search(r"^def _tf32_matmul\\(\\):.*?(?=^\\S)", source, re.S | re.M).group(0), namespace)
+before = namespace["_tf32_matmul"]()
+exec(sys.argv[2])
+print(before, namespace["_tf32_matmul"]())
+"""
+
+
+_NEW_PRECISION_API = pytest.mark.skipif(not hasattr(torch.backends, "fp32_precision"),
+                                        reason="this PyTorch has no fp32_precision settings")
+
+
+@pytest.mark.parametrize("setting, on", [
+    ("torch.backends.cuda.matmul.allow_tf32 = True", True),
+    ("torch.set_float32_matmul_precision('high')", True),
+    ("torch.set_float32_matmul_precision('medium')", True),
+    ("torch.set_float32_matmul_precision('highest')", False),
+    ("torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cuda.matmul.allow_tf32 = False", False),
+    pytest.param("torch.backends.cuda.matmul.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
+    pytest.param("torch.backends.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
+    pytest.param("torch.backends.cuda.matmul.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
+])
+def test_the_matmul_setting_is_read_whichever_spelling_set_it(tmp_path, setting, on):
+    """Each setting in a fresh process (PyTorch refuses to read its legacy flag once both spellings were used)."""
+    import subprocess
+    import sys
+    path = tmp_path / "mlp.py"
+    path.write_text(emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"))[0])
+    done = subprocess.run([sys.executable, "-c", _SETTING, str(path), setting], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", str(on)]
