@@ -189,12 +189,10 @@ class PointwisePlanning:
             step.index = index
 
     def in_place(self, node) -> bool:
-        """Whether `node` writes its input (x.relu_(), nn.ReLU(inplace=True)): as a kgen step it writes a new tensor,
-        which keeps what a region saved for its backward intact."""
-        if node.op == "call_method":
-            return node.target.endswith("_")
-        module = self.module(node) if node.op == "call_module" else None
-        return bool(node.kwargs.get("inplace")) or getattr(module, "inplace", False) is True
+        """Whether `node` writes its input: a module built with inplace=True (nn.ReLU(inplace=True)), which
+        trace.resolve_inplace rewires but leaves in place (in-place methods and functions it rewrites out of place).
+        As a kgen step it writes a new tensor, which keeps what a region saved for its backward intact."""
+        return node.op == "call_module" and getattr(self.module(node), "inplace", False) is True
 
     def grow_pointwise(self, output, full, by_name, taken) -> set:
         """The element-wise nodes of one kernel: `output`, then every pending node of its shape that feeds a
