@@ -137,19 +137,27 @@ def entry_points(module, model, inputs, grads, backward: bool, calls: int) -> li
     return rows
 
 
+def upstream(model, inputs, backward: bool):
+    """The fixed upstream gradients of a forward+backward call (None for a forward)."""
+    if not backward:
+        return None
+    out = model(*inputs)
+    return [torch.randn_like(o) for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+
+
+def entry_point_times(module, model, inputs, backward: bool, calls: int) -> dict:
+    """Where `module` has an extension, its entry points' host time a call ({} where it has none)."""
+    if module is None or not hasattr(module, "_ext"):
+        return {}
+    rows = entry_points(module, model, inputs, upstream(model, inputs, backward), backward, calls)
+    return {"entry_points": rows, "entry_points_ms": round(sum(r["us"] for r in rows) / 1e3, 4)}
+
+
 def plain_times(module, model, inputs, backward: bool, calls: int) -> dict:
     """Unprofiled: the call's host time, and where `module` has an extension, its entry points' share of it."""
-    grads = None
-    if backward:
-        out = model(*inputs)
-        grads = [torch.randn_like(o) for o in (out if isinstance(out, (tuple, list)) else [out])
-                 if isinstance(o, torch.Tensor)]
-    result = {"issue_ms": round(issue_ms(model, inputs, grads, backward, calls), 4)}
-    if module is not None and hasattr(module, "_ext"):
-        rows = entry_points(module, model, inputs, grads, backward, calls)
-        result["entry_points"] = rows
-        result["entry_points_ms"] = round(sum(r["us"] for r in rows) / 1e3, 4)
-    return result
+    grads = upstream(model, inputs, backward)
+    return {"issue_ms": round(issue_ms(model, inputs, grads, backward, calls), 4),
+            **entry_point_times(module, model, inputs, backward, calls)}
 
 
 def main() -> int:
@@ -195,10 +203,10 @@ def main() -> int:
                                                         args.plain_calls)["issue_ms"])
     for mode, backward in modes:
         for name, model in models.items():
-            plain = plain_times(new_mod if name == "kgen" else None, model, leaves(backward), backward,
-                                args.plain_calls)
-            plain["issue_ms_rounds"] = issued[(name, mode)]
-            plain["issue_ms"] = round(statistics.median(issued[(name, mode)]), 4)
+            plain = {"issue_ms": round(statistics.median(issued[(name, mode)]), 4),
+                     "issue_ms_rounds": issued[(name, mode)],
+                     **entry_point_times(new_mod if name == "kgen" else None, model, leaves(backward), backward,
+                                         args.plain_calls)}
             report[f"{name}_{mode}_plain"] = plain
             print(f"== {name} {mode}: {plain['issue_ms']} ms a call issued (unprofiled, median of {args.rounds} "
                   f"rounds: {', '.join(f'{v:.3f}' for v in plain['issue_ms_rounds'])})" +
