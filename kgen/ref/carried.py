@@ -21,7 +21,12 @@ def init_source(tree: ast.Module, path: Path) -> str:
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model")
     init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     if init is None:
-        raise RefError(f"{path}:{cls.lineno}: Model has no __init__")
+        # nn.Module's own: a model whose modules are all made in forward (F.group_norm and the like) or none at all
+        if not all(ast.unparse(base) in ("nn.Module", "torch.nn.Module", "Module") for base in cls.bases):
+            raise RefError(f"{path}:{cls.lineno}: Model inherits its __init__ from "
+                           f"{', '.join(ast.unparse(b) for b in cls.bases)}: kgen needs Model's own __init__ "
+                           f"(or nn.Module's)")
+        return "def __init__(self):\n    super().__init__()"
     init = copy.deepcopy(init)
     for node in ast.walk(init):
         if isinstance(node, ast.Name) and node.id == "Model":

@@ -136,3 +136,19 @@ def test_float32_parameters_beside_a_half_input_are_mixed_precision_not_refused(
     ref = load_reference(path)
     assert ref.model.gn2.weight.dtype == torch.float32
     emit_reference(str(path))
+
+
+def test_a_model_that_inherits_another_classes_init_is_refused_by_name(tmp_path):
+    """nn.Module's own __init__ is written out (tests/ref/references/functional_gn_no_init.py); another base's
+    cannot be, since ModelNew subclasses nn.Module."""
+    path = tmp_path / "model.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.gn = nn.GroupNorm(2, 8)\n\n\n"
+                    "class Model(Base):\n    def forward(self, x):\n        return self.gn(x)\n\n\n"
+                    "def get_inputs():\n    return [torch.rand(2, 8, 6, 6)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(RefError) as info:
+        emit_reference(str(path))
+    assert str(info.value) == f"{path}:12: Model inherits its __init__ from Base: kgen needs Model's own __init__ " \
+                              f"(or nn.Module's)"
