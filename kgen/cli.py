@@ -1,4 +1,4 @@
-"""The `kgen` command: list, emit, validate."""
+"""The `kgen` command: list, emit, validate, tune."""
 from __future__ import annotations
 
 import contextlib
@@ -110,16 +110,21 @@ def list_specs():
 @click.option("--ref", "reference", type=click.Path(dir_okay=False), default=None,
               help="plan the solution from this KernelBench reference file alone (any GroupNorm-family model)")
 @click.option("--explain", is_flag=True, help="with --ref: print the plan (which ops run in which kernel) and stop")
+@click.option("--choices", default=None,
+              help="with --ref: the options as a file's kgen-params header records them (what `kgen tune` chose), "
+                   "e.g. '{\"block_size\": 512, \"conv\": \"fast\"}': the same bytes again")
 @click.option("--faithful", type=click.Choice(["auto", "all", "none"]), default=None,
               help="with --ref: which GroupNorm regions reproduce PyTorch's forward bit for bit: auto (those a "
                    "convolution or matmul reads, which round float32 to TF32; the default), all, or none (kgen's own "
                    "statistics and fastest kernels everywhere)")
 @_param_options
-def emit_command(spec_name, output, reference, explain, faithful, **given):
+def emit_command(spec_name, output, reference, explain, choices, faithful, **given):
     """Render SPEC's templates (or, with --ref, a plan of REFERENCE) into one self-contained solution file."""
     from kgen.emit import emit
 
     given = {name: value for name, value in given.items() if value is not None}
+    if choices is not None:
+        given = _with_choices(reference, choices, given)
     if reference is not None:
         _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC,
                         faithful=faithful or "auto")
@@ -142,6 +147,22 @@ def emit_command(spec_name, output, reference, explain, faithful, **given):
     for note in notes:
         click.echo(f"kgen: warning: {note}", err=True)
     _deliver(text, output)
+
+
+def _with_choices(reference, choices: str, given: dict) -> dict:
+    """--choices' options, where no option of theirs is also given on its own."""
+    from kgen.ref.trace import RefError
+    from kgen.tune.candidates import parse_choices
+
+    if reference is None:
+        raise click.UsageError("--choices needs --ref FILE")
+    both = [name for name in ("block_size", "conv", "forward") if name in given]
+    if both:
+        raise click.UsageError(f"give {', '.join('--' + n.replace('_', '-') for n in both)} or --choices, not both")
+    try:
+        return {**given, **parse_choices(choices).options()}
+    except RefError as error:
+        raise click.UsageError(str(error)) from None
 
 
 def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto") -> None:
@@ -285,6 +306,53 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
         precision=precision, autocast=autocast, channels_last=channels_last, progress=None if quiet else sys.stderr,
     )
     sys.exit(code)
+
+
+@main.command("tune")
+@click.argument("reference", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="write the winner here instead of stdout (atomically)")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="seconds after which no further candidate is validated; the timing runs on what passed")
+@click.option("--precision", type=click.Choice(["fp32", "fp16", "bf16"]), default="fp32", show_default=True,
+              help="the dtype the candidates are validated and timed at (models and inputs moved to it)")
+@click.option("--block-sizes", default="128,256,512", show_default=True,
+              help="the block sizes tried, comma-separated powers of two in [32, 1024]")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="also write every candidate's verdict and times as JSON")
+@click.option("--no-cache", is_flag=True, help="measure again even where this tune was measured before")
+def tune_command(reference, output, budget, precision, block_sizes, json_path, no_cache):
+    """Emit REFERENCE's plan once per candidate (block size, conv mode, forward), validate and time each on this
+    GPU, and write the fastest correct one: the report on stderr, the file to stdout or -o."""
+    from kgen.ref.trace import RefError
+    from kgen.tune import GpuRunner, table, tune, winner_text
+
+    try:
+        sizes = tuple(int(part) for part in block_sizes.split(","))
+    except ValueError:
+        raise click.UsageError(f"--block-sizes takes comma-separated integers, not {block_sizes!r}") from None
+    _check_output_folder(output)
+    if json_path is not None:
+        _check_output_folder(json_path)
+
+    def log(line: str) -> None:
+        click.echo(f"kgen tune: {line}", err=True)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="kgen-tune-") as work:
+            result = tune(reference, GpuRunner(reference, precision, log=log), Path(work), precision, budget, sizes,
+                          use_cache=not no_cache, log=log)
+        text = winner_text(reference, result, output)
+    except RefError as error:
+        raise CommandError(str(error)) from None
+    for line in table(result):
+        click.echo(line, err=True)
+    click.echo(f"kgen tune: the file: kgen emit --ref {reference} --choices '{result.rows[result.winner]['choices']}'",
+               err=True)
+    if json_path is not None:
+        import json
+        _deliver(json.dumps(result.as_json(), indent=1) + "\n", json_path)
+    _deliver(text, output)
 
 
 if __name__ == "__main__":

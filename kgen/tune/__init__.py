@@ -1,0 +1,150 @@
+"""`kgen tune`: the emit options chosen by measurement on this GPU, the winner written as the file.
+
+    kgen tune REFERENCE.py [-o FILE] [--budget S] [--precision fp32|fp16|bf16] [--block-sizes 128,256,512] [--json P]
+
+1. candidates.py: every combination of block size, conv mode and forward that changes this plan's file, the
+   default first.
+2. Each candidate is emitted, all are built at once, each is `kgen validate`d (a candidate that fails is never
+   timed, and never wins), and the passing ones are timed together in one process against eager and
+   torch.compile (measure.py, timing.py). `--budget` starts no validation after that many seconds; the timing
+   then runs on what passed.
+3. The winner: the fastest forward+backward (forward where the reference has no gradient), the default where none
+   is faster. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params):
+   tuning adds nothing to the file but the choice.
+4. What was measured is cached (cache.py) under the reference, its inputs, the GPU, the versions, the precision and
+   the candidates: the same tune again emits the winner without a build.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kgen import __version__
+from kgen.ref.emit import emit_reference
+from kgen.ref.trace import RefError, load_reference
+from kgen.tune import cache
+from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, parse_choices
+from kgen.tune.measure import GpuRunner
+
+
+@dataclass
+class TuneResult:
+    rows: list[dict]                  # a row a candidate: choices, label, build, verdict, summary, forward_ms, ...
+    eager: dict = field(default_factory=dict)     # {"forward": ms, "forward_backward": ms}
+    compile: dict = field(default_factory=dict)
+    winner: int = 0                   # index into rows
+    cached: bool = False              # read from the cache, nothing built
+    complete: bool = True             # every candidate measured (not cut by the budget)
+    key: str = ""
+
+    def as_json(self) -> dict:
+        return {"rows": self.rows, "eager": self.eager, "compile": self.compile, "winner": self.winner,
+                "winner_choices": self.rows[self.winner]["choices"], "cached": self.cached,
+                "complete": self.complete, "key": self.key}
+
+
+def tune(reference: str, runner, work: Path, precision: str = "fp32", budget: float | None = None,
+         block_sizes=DEFAULT_BLOCK_SIZES, use_cache: bool = True, log=lambda line: None) -> TuneResult:
+    """Measures (or reads from the cache) every candidate of `reference`; `work` holds the candidates' files."""
+    started = time.monotonic()
+    ref = load_reference(reference)
+    found = candidates(ref, block_sizes)
+    gpu = runner.gpu()
+    if not gpu:
+        raise RefError("kgen tune needs a CUDA device: it times the candidates on it")
+    import torch
+    key = cache.cache_key(ref.sha256, ref.input_shapes, gpu, torch.__version__, __version__, precision,
+                          [c.record() for c in found])
+    known = cache.load(key) if use_cache else None
+    if known is not None:
+        log(f"{len(found)} candidates, measured before on this GPU (cache {key}): nothing to build")
+        result = TuneResult(known["rows"], known["eager"], known["compile"], cached=True, key=key)
+        result.winner = choose(result.rows)
+        return result
+    log(f"{len(found)} candidates: {'; '.join(c.label() for c in found)}")
+    result = measure(reference, found, runner, work, started, budget, log)
+    result.key = key
+    result.winner = choose(result.rows)
+    if result.complete:
+        cache.store(key, {"rows": result.rows, "eager": result.eager, "compile": result.compile})
+    return result
+
+
+def measure(reference: str, found: list[Choices], runner, work: Path, started: float, budget: float | None,
+            log) -> TuneResult:
+    work.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, choices in enumerate(found):
+        path = work / f"candidate_{k}.py"
+        path.write_text(emit_reference(reference, output=path, **choices.options())[0])
+        paths.append(path)
+    rows = [{"choices": c.record(), "label": c.label(), "build": "", "verdict": "not run", "summary": "",
+             "forward_ms": None, "forward_backward_ms": None} for c in found]
+    built = runner.build(paths)
+    log(f"built {sum(not e for e in built.values())} of {len(paths)}")
+    complete = True
+    passing = []
+    for k, path in enumerate(paths):
+        if built[path]:
+            rows[k].update(build="failed", verdict="BROKEN", summary=built[path].splitlines()[-1][:200])
+            continue
+        if budget is not None and time.monotonic() - started > budget:
+            complete = False
+            rows[k]["summary"] = "not validated: the budget was spent"
+            continue
+        verdict = runner.validate(path)
+        rows[k].update(verdict=verdict["result"], summary=verdict["summary"][:200])
+        log(f"[{k + 1}/{len(paths)}] {found[k].label()}: kgen validate {verdict['result']}")
+        if verdict["result"] == "PASS":
+            passing.append(k)
+    timing = runner.time([paths[k] for k in passing]) if passing else {}
+    if "error" in timing:
+        raise RefError(f"kgen tune: {timing['error']}")
+    for k, ms in zip(passing, timing.get("candidates", [])):
+        rows[k].update(forward_ms=ms["forward"], forward_backward_ms=ms["forward_backward"])
+        log(f"{found[k].label()}: forward {_ms(ms['forward'])}, forward+backward {_ms(ms['forward_backward'])}")
+    return TuneResult(rows, timing.get("eager", {}), timing.get("compile", {}), complete=complete)
+
+
+def choose(rows: list[dict]) -> int:
+    """The passing row with the least forward+backward time (forward time where no row has one); the default row
+    (index 0) on ties and where no row passed or was timed."""
+    timed = [k for k, row in enumerate(rows) if row["verdict"] == "PASS" and row["forward_ms"] is not None]
+    if not timed:
+        return 0
+    metric = "forward_backward_ms" if all(rows[k]["forward_backward_ms"] is not None for k in timed) else "forward_ms"
+    best = min(timed, key=lambda k: (rows[k][metric], k))
+    return best if 0 not in timed or rows[best][metric] < rows[0][metric] else 0
+
+
+def winner_text(reference: str, result: TuneResult, output: str | None) -> str:
+    """The winner's file, as `kgen emit --ref REFERENCE --choices RECORD -o output` writes it."""
+    choices = parse_choices(result.rows[result.winner]["choices"])
+    return emit_reference(reference, output=output, **choices.options())[0]
+
+
+def table(result: TuneResult) -> list[str]:
+    """The report: a row a candidate, its verdict and times, and each time against the default's and eager's."""
+    base = result.rows[0]
+    lines = ["| candidate | kgen validate | forward ms | x default | forward+backward ms | x default |",
+             "|---|---|---|---|---|---|"]
+    for k, row in enumerate(result.rows):
+        mark = " (winner)" if k == result.winner else ""
+        lines.append(f"| {row['label']}{mark} | {row['verdict']} | {_ms(row['forward_ms'])} | "
+                     f"{_ratio(base['forward_ms'], row['forward_ms'])} | {_ms(row['forward_backward_ms'])} | "
+                     f"{_ratio(base['forward_backward_ms'], row['forward_backward_ms'])} |")
+    for name, times in (("eager", result.eager), ("torch.compile", result.compile)):
+        if times:
+            lines.append(f"| {name} | - | {_ms(times.get('forward'))} | - | {_ms(times.get('forward_backward'))} | - |")
+    if result.winner == 0:
+        lines.append("No candidate beat the default: the default is the file.")
+    return lines
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ratio(base, value) -> str:
+    return "-" if not base or not value else f"{base / value:.2f}"

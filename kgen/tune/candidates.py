@@ -1,0 +1,101 @@
+"""The variants `kgen tune` tries for a reference: one `Choices` per combination of the emit options that change the
+file for this plan, pruned to those that do (a conv mode that moves no convolution, a one-pass forward no region
+takes, are the default plan again and are not tried).
+
+A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
+correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kgen.ref.emit import check_block_size, onepass_applies
+from kgen.ref.ir import RegionStep
+from kgen.ref.plan import make_plan
+from kgen.ref.plan_layout import CONV_MODES
+from kgen.ref.trace import RefError
+from kgen.specs.base import FORWARDS
+
+# The block sizes tried unless asked otherwise: the range the family's kernels were written for (a sweep's warps
+# per block, the resident tiles' rows); 32, 64 and 1024 launch too few or too many threads per block for the
+# reductions' trees to pay, and take `--block-sizes` to try.
+DEFAULT_BLOCK_SIZES = (128, 256, 512)
+DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass"}
+KEYS = tuple(DEFAULT)
+
+
+@dataclass(frozen=True)
+class Choices:
+    block_size: int = 256
+    conv: str = "exact"
+    forward: str = "two-pass"
+
+    def record(self) -> str:
+        """The JSON `kgen emit --choices` takes (the options that differ from the defaults, as the header's
+        kgen-params has them, block_size always)."""
+        given = {k: v for k, v in self.options().items() if k == "block_size" or v != DEFAULT[k]}
+        return json.dumps(given, sort_keys=True)
+
+    def options(self) -> dict:
+        return {"block_size": self.block_size, "conv": self.conv, "forward": self.forward}
+
+    def label(self) -> str:
+        """Short, for tables and progress lines: `block 256, conv exact, two-pass`."""
+        return f"block {self.block_size}, conv {self.conv}, {self.forward}"
+
+    def is_default(self) -> bool:
+        return self.options() == DEFAULT
+
+
+def parse_choices(text: str) -> Choices:
+    """A record (a JSON object of block_size, conv, forward; what a header's kgen-params holds, whose faithful key
+    is accepted and ignored here) as Choices; a clear error for anything else."""
+    try:
+        given = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RefError(f"--choices takes a JSON object such as '{{\"block_size\": 512, \"conv\": \"fast\"}}', "
+                       f"not {text!r} ({error.msg})") from None
+    if not isinstance(given, dict):
+        raise RefError(f"--choices takes a JSON object, not {text!r}")
+    given = {k: v for k, v in given.items() if k != "faithful"}
+    unknown = sorted(set(given) - set(KEYS))
+    if unknown:
+        raise RefError(f"--choices takes {', '.join(KEYS)}, not {', '.join(unknown)}")
+    choices = Choices(**{**DEFAULT, **given})
+    if not isinstance(choices.block_size, int) or isinstance(choices.block_size, bool):
+        raise RefError(f"--choices: block_size must be an integer, got {choices.block_size!r}")
+    check_block_size(choices.block_size)
+    if choices.conv not in CONV_MODES:
+        raise RefError(f"--choices: conv must be one of {', '.join(CONV_MODES)}, got {choices.conv!r}")
+    if choices.forward not in FORWARDS:
+        raise RefError(f"--choices: forward must be one of {', '.join(FORWARDS)}, got {choices.forward!r}")
+    return choices
+
+
+def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES) -> list[Choices]:
+    """Every combination worth a build for the traced reference `ref`, the default first: each block size, with
+    each conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that
+    plan takes it."""
+    for size in block_sizes:
+        check_block_size(size)
+    convs = [conv for conv in CONV_MODES if conv == "exact" or _conv_moves_something(ref, conv)]
+    found = []
+    for conv in convs:
+        forwards = ["two-pass"] + (["one-pass"] if _onepass_takes_a_region(ref, conv) else [])
+        for forward in forwards:
+            for size in block_sizes:
+                found.append(Choices(size, conv, forward))
+    default = Choices()
+    return ([default] if default in found else []) + [c for c in found if c != default]
+
+
+def _conv_moves_something(ref, conv: str) -> bool:
+    """Whether `--conv conv` changes the plan: a region reads a channels-last convolution or kgen's own."""
+    plan = make_plan(ref, conv)
+    return any(isinstance(s, RegionStep) and (s.channels_last or s.conv_fused) for s in plan.steps)
+
+
+def _onepass_takes_a_region(ref, conv: str) -> bool:
+    plan = make_plan(ref, conv)
+    return any(isinstance(s, RegionStep) and onepass_applies(s) for s in plan.steps)

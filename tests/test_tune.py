@@ -1,0 +1,157 @@
+"""kgen tune on the CPU: the candidates it enumerates and prunes, the record a file's header keeps and `kgen emit
+--choices` takes back (same bytes), the choice of the winner, the budget, and the cache, with the GPU stages
+replaced by a runner that returns given verdicts and times."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kgen.header import parse_header
+from kgen.ref.emit import emit_reference
+from kgen.ref.trace import RefError, load_reference
+from kgen.tune import TuneResult, choose, table, tune, winner_text
+from kgen.tune.candidates import Choices, candidates, parse_choices
+
+ROOT = Path(__file__).resolve().parent.parent
+MLP = ROOT / "tests" / "corpus" / "mlp_groupnorm_tiny.py"                                 # no conv, no reduction
+L2_19 = ROOT / "kgen" / "specs" / "references" / "level2_19_convtranspose2d_gelu_groupnorm.py"   # a ConvTranspose2d
+L2_92 = ROOT / "kgen" / "specs" / "references" / "level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py"
+
+
+def test_a_plan_without_convolutions_tries_block_sizes_and_the_one_pass_forward():
+    found = candidates(load_reference(MLP))
+    assert found[0] == Choices() and found[0].is_default()
+    assert {c.conv for c in found} == {"exact"}
+    assert sorted((c.forward, c.block_size) for c in found) == \
+        sorted((f, b) for f in ("two-pass", "one-pass") for b in (128, 256, 512))
+
+
+def test_conv_modes_are_tried_where_they_move_a_convolution():
+    found = candidates(load_reference(L2_19), block_sizes=(256,))
+    assert {c.conv for c in found} == {"exact", "fast", "fused"}
+    assert len(set(found)) == len(found)
+
+
+def test_a_region_with_a_reduction_after_it_tries_neither_the_one_pass_forward_nor_another_conv():
+    found = candidates(load_reference(L2_92), block_sizes=(256,))
+    assert {c.forward for c in found} == {"two-pass"}
+    assert {c.conv for c in found} == {"exact"}   # --conv fast and fused take regions without a reduction
+
+
+@pytest.mark.parametrize("reference", [MLP, L2_19], ids=["mlp", "l2_19"])
+def test_the_record_round_trips_through_the_header_and_emit_choices(reference, tmp_path):
+    for choices in candidates(load_reference(reference), block_sizes=(128, 512)):
+        assert parse_choices(choices.record()) == choices
+        path = tmp_path / "solution.py"
+        text = emit_reference(str(reference), output=path, **choices.options())[0]
+        header = parse_header(text)
+        assert parse_choices(json.dumps(header.params)) == choices   # the header's kgen-params is the record
+        again = subprocess.run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(reference), "--choices",
+                                choices.record(), "-o", str(path)], capture_output=True, text=True, cwd=ROOT)
+        assert again.returncode == 0, again.stderr
+        assert path.read_text() == text
+
+
+@pytest.mark.parametrize("record, message", [
+    ("{\"block_size\": 500}", "power of two"),
+    ("{\"conv\": \"fastest\"}", "conv must be one of"),
+    ("{\"block\": 256}", "takes block_size, conv, forward, not block"),
+    ("[256]", "a JSON object"),
+    ("block_size=256", "JSON object such as"),
+])
+def test_a_bad_record_is_one_clear_error(record, message):
+    with pytest.raises(RefError, match=message):
+        parse_choices(record)
+
+
+class FakeRunner:
+    """Builds, verdicts and times as given, per candidate label; counts its calls."""
+
+    def __init__(self, verdicts=None, times=None, broken=()):
+        self.verdicts, self.times, self.broken = verdicts or {}, times or {}, set(broken)
+        self.calls = {"build": 0, "validate": 0, "time": 0}
+        self.labels = {}
+
+    def gpu(self):
+        return "Fake GPU"
+
+    def build(self, paths):
+        self.calls["build"] += 1
+        return {p: ("error: no\n" if self.label(p) in self.broken else "") for p in paths}
+
+    def validate(self, path):
+        self.calls["validate"] += 1
+        return {"result": self.verdicts.get(self.label(path), "PASS"), "exit_code": 0, "summary": "checked"}
+
+    def time(self, paths):
+        self.calls["time"] += 1
+        rows = [{"forward": self.times.get(self.label(p), (1.0, 3.0))[0],
+                 "forward_backward": self.times.get(self.label(p), (1.0, 3.0))[1]} for p in paths]
+        return {"candidates": rows, "eager": {"forward": 1.5, "forward_backward": 4.0},
+                "compile": {"forward": 1.2, "forward_backward": 3.5}}
+
+    def label(self, path):
+        header = parse_header(Path(path).read_text())
+        return parse_choices(json.dumps(header.params)).label()
+
+
+@pytest.fixture()
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGEN_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tmp_path, cache_dir):
+    fastest_but_wrong, fastest = "block 128, conv exact, two-pass", "block 512, conv exact, one-pass"
+    runner = FakeRunner(verdicts={fastest_but_wrong: "FAIL"}, broken={"block 256, conv exact, one-pass"},
+                        times={fastest_but_wrong: (0.1, 0.2), fastest: (0.9, 2.0)})
+    result = tune(str(MLP), runner, tmp_path / "work")
+    rows = {row["label"]: row for row in result.rows}
+    assert result.rows[result.winner]["label"] == fastest and not result.cached and result.complete
+    assert rows[fastest_but_wrong]["verdict"] == "FAIL" and rows[fastest_but_wrong]["forward_ms"] is None
+    assert rows["block 256, conv exact, one-pass"]["verdict"] == "BROKEN"
+    assert runner.calls == {"build": 1, "validate": 5, "time": 1}
+    assert list(cache_dir.glob("tune/*.json"))
+    again = FakeRunner(verdicts={"anything": "FAIL"})
+    cached = tune(str(MLP), again, tmp_path / "work2")
+    assert cached.cached and cached.rows[cached.winner]["label"] == fastest
+    assert again.calls == {"build": 0, "validate": 0, "time": 0}
+    lines = table(cached)
+    assert any(fastest + " (winner)" in line and "1.50" in line for line in lines)   # 3.0 / 2.0 forward+backward
+    text = winner_text(str(MLP), cached, None)
+    assert text == emit_reference(str(MLP), block_size=512, forward="one-pass")[0]
+
+
+def test_without_a_faster_candidate_the_default_is_the_file_and_the_table_says_so(tmp_path, cache_dir):
+    result = tune(str(MLP), FakeRunner(), tmp_path / "work", block_sizes=(256, 512))
+    assert result.winner == 0 and result.rows[0]["choices"] == Choices().record()
+    assert table(result)[-1] == "No candidate beat the default: the default is the file."
+
+
+def test_a_spent_budget_validates_nothing_more_and_caches_nothing(tmp_path, cache_dir):
+    runner = FakeRunner()
+    result = tune(str(MLP), runner, tmp_path / "work", budget=1e-9)
+    assert not result.complete and runner.calls["validate"] == 0 and result.winner == 0
+    assert all(row["summary"] == "not validated: the budget was spent" for row in result.rows)
+    assert not list(cache_dir.glob("tune/*.json"))
+
+
+def test_choose_prefers_the_default_on_a_tie_and_takes_the_forward_without_gradients():
+    row = {"verdict": "PASS", "forward_ms": 1.0, "forward_backward_ms": None}
+    assert choose([dict(row), dict(row)]) == 0
+    assert choose([dict(row), dict(row, forward_ms=0.5)]) == 1
+    assert choose([dict(row, verdict="FAIL"), dict(row, forward_ms=2.0)]) == 1
+    assert choose([dict(row, verdict="FAIL", forward_ms=None)]) == 0
+    assert TuneResult([dict(row, choices="{}")]).as_json()["winner_choices"] == "{}"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message where no CUDA device is present")
+def test_kgen_tune_without_a_gpu_is_one_clear_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "kgen.cli", "tune", str(MLP), "-o", str(tmp_path / "out.py")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and not (tmp_path / "out.py").exists()
+    assert done.stderr.strip().splitlines()[-1] == "kgen: error: kgen tune needs a CUDA device: it times the " \
+                                                   "candidates on it"
