@@ -20,6 +20,7 @@
 #   corpus-bench          the 42 corpus references (tests/corpus) the same way, resumable (CORPUS_ONLY, CORPUS_BUDGET)
 #   cliffs                the kernel-choice rules: tests/gpu/test_kernel_choice.py and benchmarks/results/h200/cliffs/cliffs.sh
 #   host-profile:REF      where a call's host time goes (benchmarks/host_profile.py), kgen emitted from REF beside it
+#   tune:REF[:ARGS]       kgen tune REF (a reference path): every candidate validated and timed, the table and JSON
 #   kernel-rates          kgen's kernels of every family problem against a same-size copy (kernel_rates.py)
 #   tf32-verdicts         kgen's verdict beside KernelBench's where a region feeds a TF32 conv (tf32_verdicts.py)
 #   sanitize              compute-sanitizer's four tools on generated/*.py (benchmarks/sanitize.sh)
@@ -32,7 +33,7 @@
 # Where a step's results become the current table, they are copied into benchmarks/results/<gpu>/ by hand.
 set -u
 STEPS="tests validate:FILE[:ARGS] presets-bench verdicts profile:FILE timeline:FILE prebuild onepass regions family
-family-bench corpus-bench cliffs host-profile:REF kernel-rates tf32-verdicts sanitize reliability
+family-bench corpus-bench cliffs host-profile:REF tune:REF[:ARGS] kernel-rates tf32-verdicts sanitize reliability
 reliability-families"
 usage() {
   echo "usage: bash benchmarks/device_run.sh STEP [STEP ...]   (logs under \$OUT, default /tmp/kgen-out)"
@@ -144,6 +145,11 @@ for step in "$@"; do
         --resume --budget "${CORPUS_BUDGET:-520}" --workers "${CORPUS_WORKERS:-4}" --jobs 16 --min-run-time 0.5 \
         ${CORPUS_ONLY:+--only "$CORPUS_ONLY"} 2>&1 | tee -a "$F/family.log" | grep -E "validate exit|bench|prebuild:|emit:"
       tar czf "$OUT/corpus_logs.tar.gz" -C "$F" . ;;
+    tune)  # kgen tune on one reference; the winner, the table (stderr) and every candidate's JSON under $OUT
+      ref=${rest%%:*}; args=""; [ "$rest" != "$ref" ] && args=${rest#*:}
+      name=$(basename "$ref" .py)
+      python3 -m kgen.cli tune "$ref" -o "$OUT/tuned_$name.py" --json "$OUT/tune_$name.json" $args 2>&1 \
+        | grep -v "Warn\|warn_once" | tee "$OUT/tune_$name.log" | tail -25 ;;
     cliffs)
       timeout 500 python3 -m pytest -q -p no:cacheprovider tests/gpu/test_kernel_choice.py 2>&1 \
         | tee "$OUT/kernel_choice.log" | tail -5
