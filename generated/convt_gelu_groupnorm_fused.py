@@ -9606,6 +9606,25 @@ def _as_dtype(t, dtype):
     return t if t.dtype == dtype else t.to(dtype)
 
 
+def _tf32(op):
+    """Whether float32 `op`s ("matmul": cuBLAS, "conv": cuDNN) round their inputs now (TF32, or bfloat16 under
+    "medium"): a region that only such ops read is PyTorch's GroupNorm to the bit at such calls alone. Read from the
+    precision settings where this PyTorch has them (the op's own, else its backend's, else the global one, whichever
+    spelling set them: allow_tf32, set_float32_matmul_precision, fp32_precision; all "none": off), else from
+    allow_tf32 (PyTorch refuses to read that legacy flag once both spellings were used)."""
+    if op == "conv":
+        owners = (getattr(torch.backends.cudnn, "conv", None), torch.backends.cudnn, torch.backends)
+    else:
+        owners = (torch.backends.cuda.matmul, torch.backends)
+    precisions = [getattr(owner, "fp32_precision", None) for owner in owners]
+    if precisions[0] is None:
+        return torch.backends.cudnn.allow_tf32 if op == "conv" else torch.backends.cuda.matmul.allow_tf32
+    for precision in precisions:
+        if precision not in (None, "none"):
+            return precision != "ieee"
+    return False
+
+
 def _as_shape(t, shape):
     """t viewed as `shape`: t itself where it has that shape already."""
     return t if t.shape == shape else t.reshape(shape)
@@ -9707,7 +9726,7 @@ def _region0_convt(conv, x, weight, bias, groups, eps, grad_enabled, *params):
     TF32 is allowed, as cuDNN's own conv would use it; else the reference's conv without its bias (which the region
     adds) and the region's kernels (also under autocast, where the reference's conv runs in half precision). Without
     autograd, one launch where it pays."""
-    if torch.backends.cudnn.allow_tf32 and not torch.is_autocast_enabled(x.device.type) and _ext.region0_convt_unsupported(
+    if _tf32("conv") and not torch.is_autocast_enabled(x.device.type) and _ext.region0_convt_unsupported(
             x, conv.weight, groups, list(conv.stride), list(conv.padding), list(conv.output_padding),
             list(conv.dilation), conv.groups) == "":
         trained = (x, conv.weight, weight, bias) + params

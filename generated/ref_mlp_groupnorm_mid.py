@@ -6731,8 +6731,8 @@ struct Region0Epilogue {
 constexpr int kRegion0Groups = 32;
 constexpr auto kRegion0Reduce = kgen::ReduceKind::kNone;
 constexpr auto kRegion0Op = kgen::ReduceOp::kSum;
-// Faithful at a call where matmul TF32 is on (the caller's `faithful`, off by default): self.fc2 (Linear) reads this
-// region's output and then rounds float32 to TF32, so its forward is native_group_norm's bit for bit
+// Faithful at a call where the caller's `faithful` says TF32 is on (_tf32("matmul")): self.fc2 (Linear) reads
+// this region's output and then rounds float32 to TF32, so its forward is native_group_norm's bit for bit
 // (groupnorm/statistics_torch.cuh): the two-pass sweeps after PyTorch's own statistics. Elsewhere kgen's own.
 constexpr bool kRegion0Faithful = true;
 
@@ -6900,17 +6900,23 @@ def _as_dtype(t, dtype):
     return t if t.dtype == dtype else t.to(dtype)
 
 
-def _tf32_matmul():
-    """Whether float32 matmuls round their inputs now (TF32, or bfloat16 under "medium"): a region that only matmuls
-    read is PyTorch's GroupNorm to the bit at such calls alone. Read from the precision setting where this PyTorch has
-    it (whichever spelling set it: allow_tf32, set_float32_matmul_precision, fp32_precision; "none" inherits the
-    global one), else from allow_tf32."""
-    precision = getattr(torch.backends.cuda.matmul, "fp32_precision", None)
-    if precision is None:
-        return torch.backends.cuda.matmul.allow_tf32
-    if precision == "none":
-        precision = getattr(torch.backends, "fp32_precision", "none")
-    return precision not in ("ieee", "none")
+def _tf32(op):
+    """Whether float32 `op`s ("matmul": cuBLAS, "conv": cuDNN) round their inputs now (TF32, or bfloat16 under
+    "medium"): a region that only such ops read is PyTorch's GroupNorm to the bit at such calls alone. Read from the
+    precision settings where this PyTorch has them (the op's own, else its backend's, else the global one, whichever
+    spelling set them: allow_tf32, set_float32_matmul_precision, fp32_precision; all "none": off), else from
+    allow_tf32 (PyTorch refuses to read that legacy flag once both spellings were used)."""
+    if op == "conv":
+        owners = (getattr(torch.backends.cudnn, "conv", None), torch.backends.cudnn, torch.backends)
+    else:
+        owners = (torch.backends.cuda.matmul, torch.backends)
+    precisions = [getattr(owner, "fp32_precision", None) for owner in owners]
+    if precisions[0] is None:
+        return torch.backends.cudnn.allow_tf32 if op == "conv" else torch.backends.cuda.matmul.allow_tf32
+    for precision in precisions:
+        if precision not in (None, "none"):
+            return precision != "ieee"
+    return False
 
 
 def _as_shape(t, shape):
@@ -6956,7 +6962,7 @@ class _Region0(torch.autograd.Function):
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dtype = _out_dtype(x, params, True)
         rounding = _ROUNDING.get(dtype, 0)
-        faithful = _tf32_matmul()   # self.fc2 (Linear) rounds to TF32 at this call: PyTorch's GroupNorm to the bit
+        faithful = _tf32("matmul")   # self.fc2 (Linear) rounds to TF32 at this call: PyTorch's GroupNorm to the bit
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
                                                          list(window), for_backward, rounding, faithful)
         ctx.faithful = faithful

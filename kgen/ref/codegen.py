@@ -267,7 +267,7 @@ def region_context(step: RegionStep) -> dict:
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
-        "conv_fused": step.conv_fused, "faithful": step.faithful, "faithful_switch": step.faithful_switch,
+        "conv_fused": step.conv_fused, "faithful": step.faithful, "faithful_switch": " or ".join(f'_tf32("{op}")' for op in step.faithful_switch),
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],

@@ -69,7 +69,7 @@ def check_block_size(block_size: int) -> None:
 
 
 def _while(step: RegionStep) -> str:
-    return " while matmul TF32 is on" if step.faithful_switch == "matmul" else ""
+    return f" while {' or '.join(step.faithful_switch)} TF32 is on" if step.faithful_switch else ""
 
 
 def explain(plan: Plan) -> list[str]:

@@ -166,7 +166,8 @@ class RegionStep:
                                                     # names them (`gn.weight`): --explain lists them
     faithful: str = ""            # the op after it that rounds float32 to TF32 (plan_faithful.py): the region's forward
                                   # is then native_group_norm's bit for bit; "" where none reads it
-    faithful_switch: str = ""     # "matmul": faithful only at calls where matmul TF32 is on (only matmuls read it)
+    faithful_switch: tuple = ()   # the kinds of op reading it ("conv", "matmul") whose TF32 settings, read at each
+                                  # call, decide whether it is faithful; (): every call
 
 
 @dataclass

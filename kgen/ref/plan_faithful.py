@@ -10,10 +10,10 @@ and formula (groupnorm/statistics_torch.cuh, Channel::value) and its element-wis
 (core/ops.cuh), and the op reads the reference's values. Everywhere else the region keeps kgen's own statistics
 (a (hi, lo) mean in double, the fastest kernel family for the shape).
 
-A region that only matmuls read (Linear, matmul, einsum...: every TF32 op its output reaches, through any chain) is
-faithful at run time only while matmul TF32 is on, which is off by default (`faithful_switch = "matmul"`: the
-emitted file reads the setting at each call, `_tf32_matmul`); a convolution or an attention reading it, or `--faithful
-all`, makes it faithful at every call.
+A region is faithful only at calls where one of the ops that read it rounds to TF32 (every TF32 op its output
+reaches, through any chain): `faithful_switch` names their kinds, "conv" (cuDNN: on by default) and "matmul" (Linear,
+matmul, einsum...: off by default), and the emitted file reads those settings at each call (`_tf32`). An attention
+reading it, or `--faithful all`, makes it faithful at every call.
 
 `kgen emit --ref --faithful`: auto (the above), all (every region, so that a model ending in a region gives the
 reference's output bit for bit too) or none (kgen's own statistics and kernel choice everywhere: the fastest file,
@@ -36,7 +36,11 @@ TF32_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_trans
                   torch.baddbmm, torch.einsum, torch.tensordot, torch.conv1d, torch.conv2d, torch.conv3d,
                   operator.matmul}
 TF32_METHODS = {"matmul", "mm", "bmm", "__matmul__", "addmm", "baddbmm"}
-# The TF32 ops whose rounding follows torch.backends.cuda.matmul (cuBLAS): a region only these read switches at run time.
+# The TF32 ops whose rounding one setting rules, read at each call: cuDNN's (torch.backends.cudnn) and cuBLAS's
+# (torch.backends.cuda.matmul). An attention (its kernels' own choice) is neither: faithful at every call.
+CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+CONV_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
+                  torch.conv1d, torch.conv2d, torch.conv3d}
 MATMUL_MODULES = (nn.Linear, nn.Bilinear)
 MATMUL_FUNCTIONS = {F.linear, F.bilinear, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.einsum,
                     torch.tensordot, operator.matmul}
@@ -46,8 +50,8 @@ FAITHFUL_MODES = ("auto", "all", "none")
 
 def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
     """Sets each region's `faithful` to why its forward is PyTorch's to the bit (the first TF32 op its output reaches,
-    as --explain names it; under "all", the option itself), or "" where it is not, and `faithful_switch` to "matmul"
-    where only matmuls read it (auto)."""
+    as --explain names it; under "all", the option itself), or "" where it is not, and `faithful_switch` to the
+    kinds of op whose TF32 setting decides it at each call (auto, where no attention reads it)."""
     if mode not in FAITHFUL_MODES:
         raise ValueError(f"--faithful takes {', '.join(FAITHFUL_MODES)}, not {mode!r}")
     if mode == "none":
@@ -59,14 +63,15 @@ def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
             continue
         readers = _tf32_readers(nodes[step.output], modules) if step.output in nodes else []
         step.faithful = readers[0][0] if readers else ("--faithful all" if mode == "all" else "")
-        if readers and mode == "auto" and all(matmul for _, matmul in readers):
-            step.faithful_switch = "matmul"
+        kinds = {kind for _, kind in readers}
+        if readers and mode == "auto" and "attention" not in kinds:
+            step.faithful_switch = tuple(sorted(kinds))
     return plan
 
 
-def _tf32_readers(start, modules: dict) -> list[tuple[str, bool]]:
+def _tf32_readers(start, modules: dict) -> list[tuple[str, str]]:
     """Every op reachable from `start`'s users (breadth first, through the TF32 ops too: a matmul's output may feed a
-    convolution) that rounds float32 inputs to TF32: (described, whether the matmul setting rules it)."""
+    convolution) that rounds float32 inputs to TF32: (described, its kind: "conv", "matmul" or "attention")."""
     seen, frontier, readers = {start}, list(start.users), []
     while frontier:
         node = frontier.pop(0)
@@ -75,17 +80,21 @@ def _tf32_readers(start, modules: dict) -> list[tuple[str, bool]]:
         seen.add(node)
         described = _tf32_op(node, modules)
         if described:
-            readers.append((described, _matmul_op(node, modules)))
+            readers.append((described, _kind(node, modules)))
         frontier.extend(node.users)
     return readers
 
 
-def _matmul_op(node, modules: dict) -> bool:
+def _kind(node, modules: dict) -> str:
+    """A TF32 op's kind: which setting rules its rounding."""
     if node.op == "call_module":
-        return isinstance(modules.get(node.target), MATMUL_MODULES)
+        module = modules.get(node.target)
+        return "conv" if isinstance(module, CONV_MODULES) else "matmul" if isinstance(module, MATMUL_MODULES) \
+            else "attention"
     if node.op == "call_function":
-        return node.target in MATMUL_FUNCTIONS
-    return node.op == "call_method" and node.target in TF32_METHODS
+        return "conv" if node.target in CONV_FUNCTIONS else "matmul" if node.target in MATMUL_FUNCTIONS \
+            else "attention"
+    return "matmul"   # the TF32 methods: matmul, mm, bmm, addmm, baddbmm
 
 
 def _tf32_op(node, modules: dict) -> str:

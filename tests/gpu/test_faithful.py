@@ -4,8 +4,9 @@ reference's values and its output is the reference's, bit for bit: what KernelBe
 1e-4) needs where cuDNN rounds to TF32 (a correctly rounded GroupNorm fails it there, as torch.compile's does).
 Three references: 2-D conv chains with peeled conv biases (SiLU, tanh-GELU), 1-D without affine (mish), rows of one
 value per plane before Linears (sigmoid, exact GELU); several shapes each (slices under and over 512 values, one
-group, one channel per group), float32 with PyTorch's default TF32 (and matmul TF32 on for the Linears: off, as by
-default, those regions are kgen's own, which the last test checks), and bfloat16 / float16. Needs a CUDA device."""
+group, one channel per group), float32 with TF32 on for the ops reading the regions (PyTorch's default for
+convolutions; turned on for the Linears), and bfloat16 / float16. Where it is off the regions are kgen's own, which
+the last test checks. Needs a CUDA device."""
 import contextlib
 import textwrap
 
@@ -97,16 +98,18 @@ def test_faithful_region_gives_the_references_bits(solutions, name, case, dtype)
     new_model = solution.ModelNew(shape[1], groups).cuda()
     new_model.load_state_dict(ref_model.state_dict())
     ref_model, new_model = ref_model.to(DTYPES[dtype]), new_model.to(DTYPES[dtype])
-    with matmul_tf32(name == "rows"):
+    with tf32(name, True):
         check_bits(ref_model, new_model, name, shape, groups, dtype)
 
 
 @contextlib.contextmanager
-def matmul_tf32(on: bool):
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = on
+def tf32(name: str, on: bool):
+    """The TF32 setting of the ops reading `name`'s regions (the Linears' cuBLAS, the convolutions' cuDNN) at `on`."""
+    owner = torch.backends.cuda.matmul if name == "rows" else torch.backends.cudnn
+    saved = owner.allow_tf32
+    owner.allow_tf32 = on
     yield
-    torch.backends.cuda.matmul.allow_tf32 = saved
+    owner.allow_tf32 = saved
 
 
 def check_bits(ref_model, new_model, name, shape, groups, dtype):
@@ -119,18 +122,20 @@ def check_bits(ref_model, new_model, name, shape, groups, dtype):
                                 f"{expected.numel()} values differ, max {(expected - got).abs().max().item():.3g}")
 
 
-@pytest.mark.parametrize("on", [False, True], ids=["matmul-ieee", "matmul-tf32"])
-def test_a_region_only_linears_read_is_faithful_only_while_matmul_tf32_is_on(solutions, on):
-    """Off (PyTorch's default) the rows regions take kgen's own statistics and kernels, no native_group_norm
-    emulation (kgen::torch_* kernels), and stay within float32 rounding of the reference; on, they emulate it."""
-    shape, groups = REFERENCES["rows"][1][2]
-    reference, solution = solutions["rows"]
+@pytest.mark.parametrize("on", [False, True], ids=["ieee", "tf32"])
+@pytest.mark.parametrize("name", ["rows", "conv2d"])
+def test_a_region_is_faithful_only_while_an_op_reading_it_rounds_to_tf32(solutions, name, on):
+    """Off (PyTorch's default for the Linears; cuDNN's TF32 turned off for the convolutions) the regions take kgen's
+    own statistics and kernels, no native_group_norm emulation (kgen::torch_* kernels), and stay within float32
+    rounding of the reference; on, they emulate it, and the output is the reference's to the bit."""
+    shape, groups = REFERENCES[name][1][-1]
+    reference, solution = solutions[name]
     torch.manual_seed(7)
     ref_model = reference.Model(shape[1], groups).cuda()
     new_model = solution.ModelNew(shape[1], groups).cuda()
     new_model.load_state_dict(ref_model.state_dict())
     x = torch.randn(shape, device="cuda")
-    with matmul_tf32(on), torch.no_grad():
+    with tf32(name, on), torch.no_grad():
         expected = ref_model(x)
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             got = new_model(x)

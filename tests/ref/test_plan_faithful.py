@@ -72,7 +72,7 @@ def test_the_file_and_explain_say_so(tmp_path):
     path = CORPUS / "resnet_gn_bottleneck_tiny.py"
     text, _, lines = emit_reference(str(path))
     assert text.count("Faithful = true;") == 2 and text.count("Faithful = false;") == 1
-    assert "// Faithful: self.conv2 (Conv2d) reads this region's output" in text
+    assert "(_tf32(\"conv\")): self.conv2 (Conv2d) reads\n// this region's output" in text
     assert [("PyTorch's GroupNorm to the bit" in line) for line in lines if line.startswith("kgen region")] == \
         [True, True, False]
 
@@ -142,37 +142,38 @@ def switches(tmp_path, body: str, mode: str = "auto") -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("body, mode, expected", [
-    # only matmuls read it: faithful at the calls where matmul TF32 is on (off by default)
-    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "auto", [("self.fc (Linear)", "matmul")]),
-    ("y = self.gn(x)\nreturn y @ y", "auto", [("matmul", "matmul")]),
-    # a convolution reads it (cuDNN's TF32 is on by default), or reads a matmul's output: every call
-    ("return self.conv(self.gn(x))", "auto", [("self.conv (Conv2d)", "")]),
-    ("return self.conv(torch.matmul(self.gn(x), x))", "auto", [("matmul", "")]),
-    ("return F.scaled_dot_product_attention(self.gn(x), x, x)", "auto", [("scaled_dot_product_attention", "")]),
-    # --faithful all: every call
-    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "all", [("self.fc (Linear)", "")]),
+    # faithful at the calls where the TF32 setting of an op reading it is on: matmuls' (off by default), cuDNN's (on)
+    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "auto", [("self.fc (Linear)", ("matmul",))]),
+    ("y = self.gn(x)\nreturn y @ y", "auto", [("matmul", ("matmul",))]),
+    ("return self.conv(self.gn(x))", "auto", [("self.conv (Conv2d)", ("conv",))]),
+    # every TF32 op reachable counts, through the first: a matmul's output read by a convolution
+    ("return self.conv(torch.matmul(self.gn(x), x))", "auto", [("matmul", ("conv", "matmul"))]),
+    # an attention reads it (its kernels' own choice), or --faithful all: every call
+    ("return F.scaled_dot_product_attention(self.gn(x), x, x)", "auto", [("scaled_dot_product_attention", ())]),
+    ("return self.fc(self.gn(x).mean(dim=(2, 3)))", "all", [("self.fc (Linear)", ())]),
 ])
-def test_a_region_only_matmuls_read_switches_at_run_time(tmp_path, body, mode, expected):
+def test_a_region_is_faithful_at_the_calls_where_a_reader_rounds_to_tf32(tmp_path, body, mode, expected):
     assert switches(tmp_path, body, mode) == expected
 
 
 def test_the_switched_file_reads_the_matmul_setting_at_each_call():
     text, _, lines = emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"))
-    assert "faithful = _tf32_matmul()" in text and "ctx.rounding, ctx.faithful)" in text
+    assert 'faithful = _tf32("matmul")' in text and "ctx.rounding, ctx.faithful)" in text
     assert "int64_t rounding,\n                                         bool faithful) {" in text
     assert any("to the bit while matmul TF32 is on" in line for line in lines)
     resnet = emit_reference(str(CORPUS / "resnet_gn_bottleneck_tiny.py"))[0]
-    assert "_tf32_matmul" not in resnet and "constexpr bool faithful = kRegion0Faithful;" in resnet
+    assert resnet.count('faithful = _tf32("conv")') == 2 and "constexpr bool faithful = kRegion2Faithful;" in resnet
+    assert "_tf32" not in emit_reference(str(CORPUS / "resnet_gn_bottleneck_tiny.py"), faithful="all")[0]
 
 
 _SETTING = """
 import re, sys, torch
 source = open(sys.argv[1]).read()
 namespace = {"torch": torch}
-exec(re.search(r"^def _tf32_matmul\\(\\):.*?(?=^\\S)", source, re.S | re.M).group(0), namespace)
-before = namespace["_tf32_matmul"]()
+exec(re.search(r"^def _tf32\\(op\\):.*?(?=^\\S)", source, re.S | re.M).group(0), namespace)
+before = namespace["_tf32"](sys.argv[3])
 exec(sys.argv[2])
-print(before, namespace["_tf32_matmul"]())
+print(before, namespace["_tf32"](sys.argv[3]))
 """
 
 
@@ -180,22 +181,27 @@ _NEW_PRECISION_API = pytest.mark.skipif(not hasattr(torch.backends, "fp32_precis
                                         reason="this PyTorch has no fp32_precision settings")
 
 
-@pytest.mark.parametrize("setting, on", [
-    ("torch.backends.cuda.matmul.allow_tf32 = True", True),
-    ("torch.set_float32_matmul_precision('high')", True),
-    ("torch.set_float32_matmul_precision('medium')", True),
-    ("torch.set_float32_matmul_precision('highest')", False),
-    ("torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cuda.matmul.allow_tf32 = False", False),
-    pytest.param("torch.backends.cuda.matmul.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
-    pytest.param("torch.backends.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
-    pytest.param("torch.backends.cuda.matmul.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
+@pytest.mark.parametrize("op, setting, on", [
+    ("matmul", "torch.backends.cuda.matmul.allow_tf32 = True", True),
+    ("matmul", "torch.set_float32_matmul_precision('high')", True),
+    ("matmul", "torch.set_float32_matmul_precision('medium')", True),
+    ("matmul", "torch.set_float32_matmul_precision('highest')", False),
+    ("matmul", "torch.backends.cuda.matmul.allow_tf32 = True; torch.backends.cuda.matmul.allow_tf32 = False", False),
+    pytest.param("matmul", "torch.backends.cuda.matmul.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
+    pytest.param("matmul", "torch.backends.fp32_precision = 'tf32'", True, marks=_NEW_PRECISION_API),
+    pytest.param("matmul", "torch.backends.cuda.matmul.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
+    ("conv", "torch.backends.cudnn.allow_tf32 = True", True),
+    ("conv", "torch.backends.cudnn.allow_tf32 = False", False),
+    pytest.param("conv", "torch.backends.cudnn.conv.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
+    pytest.param("conv", "torch.backends.cudnn.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
+    pytest.param("conv", "torch.backends.fp32_precision = 'ieee'", False, marks=_NEW_PRECISION_API),
 ])
-def test_the_matmul_setting_is_read_whichever_spelling_set_it(tmp_path, setting, on):
+def test_the_tf32_settings_are_read_whichever_spelling_set_them(tmp_path, op, setting, on):
     """Each setting in a fresh process (PyTorch refuses to read its legacy flag once both spellings were used)."""
     import subprocess
     import sys
     path = tmp_path / "mlp.py"
     path.write_text(emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"))[0])
-    done = subprocess.run([sys.executable, "-c", _SETTING, str(path), setting], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", _SETTING, str(path), setting, op], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["False", str(on)]
+    assert done.stdout.split() == [str(op == "conv"), str(on)]   # PyTorch's defaults: cuDNN's TF32 on, cuBLAS's off
