@@ -309,7 +309,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
 
 
 @main.command("tune")
-@click.argument("reference", type=click.Path(exists=True, dir_okay=False))
+@click.argument("target", metavar="REFERENCE|PRESET")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="write the winner here instead of stdout (atomically)")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
@@ -321,11 +321,12 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
               help="also write every candidate's verdict and times as JSON")
 @click.option("--no-cache", is_flag=True, help="measure again even where this tune was measured before")
-def tune_command(reference, output, budget, precision, block_sizes, json_path, no_cache):
-    """Emit REFERENCE's plan once per candidate (block size, conv mode, forward), validate and time each on this
-    GPU, and write the fastest correct one: the report on stderr, the file to stdout or -o."""
+def tune_command(target, output, budget, precision, block_sizes, json_path, no_cache):
+    """Emit a reference file's plan (or a preset's, at its defaults) once per candidate (block size, conv mode,
+    forward), validate and time each on this GPU, and write the fastest correct one: the report on stderr, the file
+    to stdout or -o."""
     from kgen.ref.trace import RefError
-    from kgen.tune import GpuRunner, table, tune, winner_text
+    from kgen.tune import GpuRunner, table, target_of, tune, winner, winner_text
 
     try:
         sizes = tuple(int(part) for part in block_sizes.split(","))
@@ -339,16 +340,16 @@ def tune_command(reference, output, budget, precision, block_sizes, json_path, n
         click.echo(f"kgen tune: {line}", err=True)
 
     try:
+        tuned = target_of(target)
         with tempfile.TemporaryDirectory(prefix="kgen-tune-") as work:
-            result = tune(reference, GpuRunner(reference, precision, log=log), Path(work), precision, budget, sizes,
-                          use_cache=not no_cache, log=log)
-        text = winner_text(reference, result, output)
+            runner = GpuRunner(tuned.reference, precision, tuned.init_args, log=log)
+            result = tune(tuned, runner, Path(work), precision, budget, sizes, use_cache=not no_cache, log=log)
+        text = winner_text(tuned, result, output)
     except RefError as error:
         raise CommandError(str(error)) from None
     for line in table(result):
         click.echo(line, err=True)
-    click.echo(f"kgen tune: the file: kgen emit --ref {reference} --choices '{result.rows[result.winner]['choices']}'",
-               err=True)
+    click.echo(f"kgen tune: the same file again: {tuned.command(winner(result), output)}", err=True)
     if json_path is not None:
         import json
         _deliver(json.dumps(result.as_json(), indent=1) + "\n", json_path)

@@ -13,7 +13,8 @@ from kgen.header import parse_header
 from kgen.ref.emit import emit_reference
 from kgen.ref.trace import RefError, load_reference
 from kgen.tune import TuneResult, choose, table, tune, winner_text
-from kgen.tune.candidates import Choices, candidates, parse_choices
+from kgen.tune.target import Target, target_of
+from kgen.tune.candidates import KEYS, Choices, candidates, parse_choices
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "tests" / "corpus" / "mlp_groupnorm_tiny.py"                                 # no conv, no reduction
@@ -94,8 +95,8 @@ class FakeRunner:
                 "compile": {"forward": 1.2, "forward_backward": 3.5}}
 
     def label(self, path):
-        header = parse_header(Path(path).read_text())
-        return parse_choices(json.dumps(header.params)).label()
+        params = parse_header(Path(path).read_text()).params
+        return parse_choices(json.dumps({k: v for k, v in params.items() if k in KEYS})).label()
 
 
 @pytest.fixture()
@@ -108,7 +109,7 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
     fastest_but_wrong, fastest = "block 128, conv exact, two-pass", "block 512, conv exact, one-pass"
     runner = FakeRunner(verdicts={fastest_but_wrong: "FAIL"}, broken={"block 256, conv exact, one-pass"},
                         times={fastest_but_wrong: (0.1, 0.2), fastest: (0.9, 2.0)})
-    result = tune(str(MLP), runner, tmp_path / "work")
+    result = tune(target_of(str(MLP)), runner, tmp_path / "work")
     rows = {row["label"]: row for row in result.rows}
     assert result.rows[result.winner]["label"] == fastest and not result.cached and result.complete
     assert rows[fastest_but_wrong]["verdict"] == "FAIL" and rows[fastest_but_wrong]["forward_ms"] is None
@@ -116,24 +117,24 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
     assert runner.calls == {"build": 1, "validate": 5, "time": 1}
     assert list(cache_dir.glob("tune/*.json"))
     again = FakeRunner(verdicts={"anything": "FAIL"})
-    cached = tune(str(MLP), again, tmp_path / "work2")
+    cached = tune(target_of(str(MLP)), again, tmp_path / "work2")
     assert cached.cached and cached.rows[cached.winner]["label"] == fastest
     assert again.calls == {"build": 0, "validate": 0, "time": 0}
     lines = table(cached)
     assert any(fastest + " (winner)" in line and "1.50" in line for line in lines)   # 3.0 / 2.0 forward+backward
-    text = winner_text(str(MLP), cached, None)
+    text = winner_text(target_of(str(MLP)), cached, None)
     assert text == emit_reference(str(MLP), block_size=512, forward="one-pass")[0]
 
 
 def test_without_a_faster_candidate_the_default_is_the_file_and_the_table_says_so(tmp_path, cache_dir):
-    result = tune(str(MLP), FakeRunner(), tmp_path / "work", block_sizes=(256, 512))
+    result = tune(target_of(str(MLP)), FakeRunner(), tmp_path / "work", block_sizes=(256, 512))
     assert result.winner == 0 and result.rows[0]["choices"] == Choices().record()
     assert table(result)[-1] == "No candidate beat the default: the default is the file."
 
 
 def test_a_spent_budget_validates_nothing_more_and_caches_nothing(tmp_path, cache_dir):
     runner = FakeRunner()
-    result = tune(str(MLP), runner, tmp_path / "work", budget=1e-9)
+    result = tune(target_of(str(MLP)), runner, tmp_path / "work", budget=1e-9)
     assert not result.complete and runner.calls["validate"] == 0 and result.winner == 0
     assert all(row["summary"] == "not validated: the budget was spent" for row in result.rows)
     assert not list(cache_dir.glob("tune/*.json"))
@@ -146,6 +147,32 @@ def test_choose_prefers_the_default_on_a_tie_and_takes_the_forward_without_gradi
     assert choose([dict(row, verdict="FAIL"), dict(row, forward_ms=2.0)]) == 1
     assert choose([dict(row, verdict="FAIL", forward_ms=None)]) == 0
     assert TuneResult([dict(row, choices="{}")]).as_json()["winner_choices"] == "{}"
+
+
+def test_a_preset_tunes_the_options_it_takes_from_its_own_defaults(tmp_path, cache_dir):
+    groupnorm = target_of("groupnorm")            # --block-size and --forward, one-pass by default
+    found = candidates(groupnorm.load(), takes=groupnorm.takes, default=groupnorm.default)
+    assert found[0] == Choices(256, "exact", "one-pass") and {c.conv for c in found} == {"exact"}
+    assert {(c.block_size, c.forward) for c in found} == {(b, f) for b in (128, 256, 512)
+                                                          for f in ("two-pass", "one-pass")}
+    lse = target_of("conv-gn-tanh-hardswish-res-lse")   # --block-size only
+    assert lse.takes == ("block_size",) and lse.init_args is not None
+    fastest = "block 512, conv exact, two-pass"
+    result = tune(groupnorm, FakeRunner(times={fastest: (0.5, 1.0)}), tmp_path / "work")
+    assert result.rows[result.winner]["label"] == fastest
+    path = tmp_path / "tuned.py"
+    text = winner_text(groupnorm, result, str(path))
+    command = groupnorm.command(parse_choices(result.rows[result.winner]["choices"]), str(path))
+    assert command == f"kgen emit groupnorm --groups 8 --block-size 512 --forward two-pass -o {path}"
+    again = subprocess.run([sys.executable, "-m", "kgen.cli", *command.split()[1:]], capture_output=True, text=True,
+                           cwd=ROOT)
+    assert again.returncode == 0, again.stderr
+    assert path.read_text() == text
+
+
+def test_a_target_that_is_neither_a_file_nor_a_preset_is_one_clear_error():
+    with pytest.raises(RefError, match="kgen tune takes a reference file or a preset .*not 'nosuch.py'"):
+        target_of("nosuch.py")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message where no CUDA device is present")

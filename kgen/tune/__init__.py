@@ -1,6 +1,7 @@
 """`kgen tune`: the emit options chosen by measurement on this GPU, the winner written as the file.
 
-    kgen tune REFERENCE.py [-o FILE] [--budget S] [--precision fp32|fp16|bf16] [--block-sizes 128,256,512] [--json P]
+    kgen tune REFERENCE.py|PRESET [-o FILE] [--budget S] [--precision fp32|fp16|bf16] [--block-sizes 128,256,512]
+              [--json P] [--no-cache]
 
 1. candidates.py: every combination of block size, conv mode and forward that changes this plan's file, the
    default first.
@@ -9,8 +10,8 @@
    torch.compile (measure.py, timing.py). `--budget` starts no validation after that many seconds; the timing
    then runs on what passed.
 3. The winner: the fastest forward+backward (forward where the reference has no gradient), the default where none
-   is faster. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params):
-   tuning adds nothing to the file but the choice.
+   is faster. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params; a
+   preset's, `kgen emit PRESET` with the options): tuning adds nothing to the file but the choice.
 4. What was measured is cached (cache.py) under the reference, its inputs, the GPU, the versions, the precision and
    the candidates: the same tune again emits the winner without a build.
 """
@@ -21,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgen import __version__
-from kgen.ref.emit import emit_reference
-from kgen.ref.trace import RefError, load_reference
+from kgen.ref.trace import RefError
 from kgen.tune import cache
 from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, parse_choices
 from kgen.tune.measure import GpuRunner
+from kgen.tune.target import Target, target_of
 
 
 @dataclass
@@ -44,18 +45,18 @@ class TuneResult:
                 "complete": self.complete, "key": self.key}
 
 
-def tune(reference: str, runner, work: Path, precision: str = "fp32", budget: float | None = None,
+def tune(target: Target, runner, work: Path, precision: str = "fp32", budget: float | None = None,
          block_sizes=DEFAULT_BLOCK_SIZES, use_cache: bool = True, log=lambda line: None) -> TuneResult:
-    """Measures (or reads from the cache) every candidate of `reference`; `work` holds the candidates' files."""
+    """Measures (or reads from the cache) every candidate of `target`; `work` holds the candidates' files."""
     started = time.monotonic()
-    ref = load_reference(reference)
-    found = candidates(ref, block_sizes)
+    ref = target.load()
+    found = candidates(ref, block_sizes, target.takes, target.default)
     gpu = runner.gpu()
     if not gpu:
         raise RefError("kgen tune needs a CUDA device: it times the candidates on it")
     import torch
     key = cache.cache_key(ref.sha256, ref.input_shapes, gpu, torch.__version__, __version__, precision,
-                          [c.record() for c in found])
+                          [c.record() for c in found], target.key_fields())
     known = cache.load(key) if use_cache else None
     if known is not None:
         log(f"{len(found)} candidates, measured before on this GPU (cache {key}): nothing to build")
@@ -63,7 +64,7 @@ def tune(reference: str, runner, work: Path, precision: str = "fp32", budget: fl
         result.winner = choose(result.rows)
         return result
     log(f"{len(found)} candidates: {'; '.join(c.label() for c in found)}")
-    result = measure(reference, found, runner, work, started, budget, log)
+    result = measure(target, found, runner, work, started, budget, log)
     result.key = key
     result.winner = choose(result.rows)
     if result.complete:
@@ -71,13 +72,13 @@ def tune(reference: str, runner, work: Path, precision: str = "fp32", budget: fl
     return result
 
 
-def measure(reference: str, found: list[Choices], runner, work: Path, started: float, budget: float | None,
+def measure(target: Target, found: list[Choices], runner, work: Path, started: float, budget: float | None,
             log) -> TuneResult:
     work.mkdir(parents=True, exist_ok=True)
     paths = []
     for k, choices in enumerate(found):
         path = work / f"candidate_{k}.py"
-        path.write_text(emit_reference(reference, output=path, **choices.options())[0])
+        path.write_text(target.emit(choices, path))
         paths.append(path)
     rows = [{"choices": c.record(), "label": c.label(), "build": "", "verdict": "not run", "summary": "",
              "forward_ms": None, "forward_backward_ms": None} for c in found]
@@ -103,7 +104,10 @@ def measure(reference: str, found: list[Choices], runner, work: Path, started: f
         raise RefError(f"kgen tune: {timing['error']}")
     for k, ms in zip(passing, timing.get("candidates", [])):
         rows[k].update(forward_ms=ms["forward"], forward_backward_ms=ms["forward_backward"])
-        log(f"{found[k].label()}: forward {_ms(ms['forward'])}, forward+backward {_ms(ms['forward_backward'])}")
+    for k in passing:
+        best = rows[choose(rows)]["label"]
+        log(f"{found[k].label()}: forward {_ms(rows[k]['forward_ms'])}, forward+backward "
+            f"{_ms(rows[k]['forward_backward_ms'])} ms (best: {best})")
     return TuneResult(rows, timing.get("eager", {}), timing.get("compile", {}), complete=complete)
 
 
@@ -118,10 +122,13 @@ def choose(rows: list[dict]) -> int:
     return best if 0 not in timed or rows[best][metric] < rows[0][metric] else 0
 
 
-def winner_text(reference: str, result: TuneResult, output: str | None) -> str:
-    """The winner's file, as `kgen emit --ref REFERENCE --choices RECORD -o output` writes it."""
-    choices = parse_choices(result.rows[result.winner]["choices"])
-    return emit_reference(reference, output=output, **choices.options())[0]
+def winner(result: TuneResult) -> Choices:
+    return parse_choices(result.rows[result.winner]["choices"])
+
+
+def winner_text(target: Target, result: TuneResult, output: str | None) -> str:
+    """The winner's file, as `target.command(winner, output)` writes it."""
+    return target.emit(winner(result), output)
 
 
 def table(result: TuneResult) -> list[str]:

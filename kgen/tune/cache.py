@@ -1,6 +1,7 @@
 """Where `kgen tune` keeps what it measured, so that the same tune again is instant: one JSON file per key, the key
-the reference's text, its input shapes, the GPU model, the PyTorch and kgen versions, the precision and the
-candidates tried (any of them changing makes another key, so a cached result is never read for another case).
+the reference's text, its input shapes, the model's arguments (a preset's), the GPU model, the PyTorch and kgen
+versions, the precision and the candidates tried (any of them changing makes another key, so a cached result is
+never read for another case).
 
 The folder: `$KGEN_CACHE_DIR/tune`, else `$XDG_CACHE_HOME/kgen/tune`, else `~/.cache/kgen/tune`.
 """
@@ -20,10 +21,11 @@ def cache_dir() -> Path:
 
 
 def cache_key(reference_sha256: str, input_shapes: list, gpu: str, torch_version: str, kgen_version: str,
-              precision: str, records: list[str]) -> str:
+              precision: str, records: list[str], target: dict | None = None) -> str:
+    """`target`: what else makes the file (a preset's name and parameters, the model's arguments)."""
     fields = {"reference": reference_sha256, "inputs": [list(s) if s is not None else None for s in input_shapes],
               "gpu": gpu, "torch": torch_version, "kgen": kgen_version, "precision": precision,
-              "candidates": sorted(records)}
+              "candidates": sorted(records), "target": target or {}}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:24]
 
 

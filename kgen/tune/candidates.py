@@ -73,21 +73,23 @@ def parse_choices(text: str) -> Choices:
     return choices
 
 
-def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES) -> list[Choices]:
-    """Every combination worth a build for the traced reference `ref`, the default first: each block size, with
-    each conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that
-    plan takes it."""
+def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choices = Choices()) -> list[Choices]:
+    """Every combination worth a build for the traced reference `ref`, `default` first: each block size, with each
+    conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that plan takes
+    it; an option not in `takes` (a preset's) stays the default's."""
     for size in block_sizes:
         check_block_size(size)
-    convs = [conv for conv in CONV_MODES if conv == "exact" or _conv_moves_something(ref, conv)]
+    sizes = block_sizes if "block_size" in takes else (default.block_size,)
+    convs = [conv for conv in CONV_MODES if conv == "exact" or _conv_moves_something(ref, conv)] \
+        if "conv" in takes else [default.conv]
     found = []
     for conv in convs:
-        forwards = ["two-pass"] + (["one-pass"] if _onepass_takes_a_region(ref, conv) else [])
+        forwards = (FORWARDS if _onepass_takes_a_region(ref, conv) else ("two-pass",)) if "forward" in takes \
+            else (default.forward,)
         for forward in forwards:
-            for size in block_sizes:
+            for size in sizes:
                 found.append(Choices(size, conv, forward))
-    default = Choices()
-    return ([default] if default in found else []) + [c for c in found if c != default]
+    return [default] + [c for c in found if c != default]
 
 
 def _conv_moves_something(ref, conv: str) -> bool:

@@ -19,9 +19,10 @@ from kgen.bench.prebuild import build_one
 class GpuRunner:
     """The real stages, on this machine's GPU."""
 
-    def __init__(self, reference: str, precision: str = "fp32", jobs: int | None = None, timeout: float = 900.0,
-                 log=lambda line: None):
+    def __init__(self, reference: str, precision: str = "fp32", init_args: list | None = None, jobs: int | None = None,
+                 timeout: float = 900.0, log=lambda line: None):
         self.reference, self.precision, self.timeout, self.log = reference, precision, timeout, log
+        self.init_args = init_args   # Model's arguments where not the reference's get_init_inputs() (a preset's)
         self.jobs = jobs or max(1, min(8, os.cpu_count() or 1))
 
     def gpu(self) -> str:
@@ -45,6 +46,8 @@ class GpuRunner:
                        "--trials", "2", "--quiet", "--json", str(report), "--timeout", str(self.timeout)]
             if self.precision != "fp32":
                 command += ["--precision", self.precision]
+            if self.init_args is not None:
+                command += ["--init-args", json.dumps(self.init_args)]
             done = subprocess.run(command, capture_output=True, text=True)
             if not report.is_file():
                 lines = (done.stdout + done.stderr).strip().splitlines()
@@ -59,6 +62,8 @@ class GpuRunner:
             out = Path(folder) / "timing.json"
             command = [sys.executable, "-m", "kgen.tune.timing", self.reference, *map(str, paths), "--json",
                        str(out), "--precision", self.precision]
+            if self.init_args is not None:
+                command += ["--init-args", json.dumps(self.init_args)]
             done = subprocess.run(command, stdout=subprocess.PIPE, stderr=None, text=True)
             if done.returncode != 0 or not out.is_file():
                 return {"error": f"the timing process exited with {done.returncode}"}

@@ -4,7 +4,8 @@ run), the way `kgen validate --bench` times them (kgen.validate.bench.time_conte
 The candidates are timed in rounds, each round in another order, and each one's median over the rounds kept: the
 GPU's clocks and the host drift between the first and the last of them.
 
-    python3 -m kgen.tune.timing REFERENCE --json OUT [--precision fp32|fp16|bf16] [--rounds N] SOLUTION...
+    python3 -m kgen.tune.timing REFERENCE --json OUT [--precision fp32|fp16|bf16] [--rounds N] [--init-args JSON]
+                                SOLUTION...
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from kgen.validate.context import import_file
 MODES = ("forward", "forward_backward")
 
 
-def models(reference: str, solutions: list[str], dtype: torch.dtype, device: torch.device):
-    """The reference Model and each solution's ModelNew from the same seed, and the reference's inputs."""
+def models(reference: str, solutions: list[str], dtype: torch.dtype, device: torch.device, init_args=None):
+    """The reference Model and each solution's ModelNew from the same seed (from `init_args`, else the reference's
+    get_init_inputs()), and the reference's inputs."""
     ref_mod = import_file(reference, "tune_reference")
-    init = list(ref_mod.get_init_inputs())
+    init = list(ref_mod.get_init_inputs()) if init_args is None else list(init_args)
     torch.manual_seed(SEED)
     ref_model = ref_mod.Model(*init).to(device=device, dtype=dtype)
     news = []
@@ -52,12 +54,13 @@ def main() -> int:
     parser.add_argument("--precision", choices=sorted(DTYPES), default="fp32")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--min-run-time", type=float, default=0.3)
+    parser.add_argument("--init-args", type=json.loads, default=None, help="JSON list: Model's arguments")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("kgen tune: no CUDA device", file=sys.stderr)
         return 3
     device = torch.device("cuda")
-    ref_model, news, inputs = models(args.reference, args.solutions, DTYPES[args.precision], device)
+    ref_model, news, inputs = models(args.reference, args.solutions, DTYPES[args.precision], device, args.init_args)
     with torch.no_grad():
         out = ref_model(*inputs)
     upstream = [torch.randn_like(o) for o in (out if isinstance(out, (tuple, list)) else [out])
