@@ -1,0 +1,20 @@
+"""A reference written as people write models, not tuned for: chunk after gn."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 32)
+    def forward(self, x):
+        a, b = self.gn(x).chunk(2, dim=1)
+        return a * torch.sigmoid(b)
+
+
+def get_inputs():
+    return [torch.randn(2, 32, 9, 9)]
+
+
+def get_init_inputs():
+    return []
