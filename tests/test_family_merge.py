@@ -74,3 +74,13 @@ def test_a_timing_run_without_checks_shows_the_last_checks(tmp_path):
     assert merged["kernelbench"]["correctness"] and merged["bench"]["forward"]["new_ms"] == 2.7
     (alone,) = family_merge.merge([timing])
     assert alone["problem"] == "L2-75 (timing)" and not alone.get("validate")
+
+
+def test_the_host_column_shows_the_steps_gpu_time_where_the_bench_measured_it():
+    from kgen.bench.family_table import _host
+    bench = {"forward_backward": {"new_host_ms": 0.934, "eager_host_ms": 0.798}}
+    assert _host({"bench": bench}) == "0.934 / 0.798"
+    bench["gpu_us_per_step"] = {"kgen": {"forward": 140.0, "forward_backward": 1210.5},
+                                "eager": {"forward": 130.0, "forward_backward": 790.0}}
+    assert _host({"bench": bench}) == "0.934 / 0.798; GPU 1.210 / 0.790"
+    assert _host({"bench": {}}) == "-"

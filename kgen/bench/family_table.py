@@ -33,11 +33,19 @@ def _bench(row, mode):
 
 def _host(row) -> str:
     """The callers' time a call, forward+backward (forward where there is no backward), kgen / eager: where kgen's
-    nears its GPU time the model is bound by the host (kgen.validate.bench.host_ms)."""
+    nears its GPU time the model is bound by the host (kgen.validate.bench.host_ms); and where the bench measured it,
+    the GPU time of that step (kgen.bench.timing.step_gpu_us), kgen / eager."""
     bench = row.get("bench") or {}
-    times = bench.get("forward_backward") or bench.get("forward") or {}
+    mode = "forward_backward" if bench.get("forward_backward") else "forward"
+    times = bench.get(mode) or {}
     new, eager = times.get("new_host_ms"), times.get("eager_host_ms")
-    return f"{new:.3f} / {eager:.3f}" if isinstance(new, (int, float)) and isinstance(eager, (int, float)) else "-"
+    if not (isinstance(new, (int, float)) and isinstance(eager, (int, float))):
+        return "-"
+    gpu = bench.get("gpu_us_per_step") or {}
+    kgen_us, eager_us = (gpu.get("kgen") or {}).get(mode), (gpu.get("eager") or {}).get(mode)
+    on_gpu = f"; GPU {kgen_us / 1e3:.3f} / {eager_us / 1e3:.3f}" if isinstance(kgen_us, (int, float)) and \
+        isinstance(eager_us, (int, float)) else ""
+    return f"{new:.3f} / {eager:.3f}{on_gpu}"
 
 
 BRACKETED = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\s*$")   # a plan line's last [...]: its tensors
@@ -149,7 +157,7 @@ def _backward_bandwidth(row) -> str:
 def table(rows) -> str:
     lines = ["| problem | plan (kgen kernels; PyTorch library ops) | kgen validate | KernelBench (5 trials) | "
              "fwd kgen / eager / compile ms | fwd+bwd kgen / eager / compile ms | host ms a call, fwd+bwd kgen / "
-             "eager | kgen's kernels, forward: time, bytes they must move, rate | kgen's kernels, backward: time, "
+             "eager (GPU ms a step) | kgen's kernels, forward: time, bytes they must move, rate | kgen's kernels, backward: time, "
              "bytes, rate |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:

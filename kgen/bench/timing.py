@@ -14,6 +14,10 @@ kernels of one backward of kgen's model (`backward_kernels`), for its kernels' r
 --copy-bytes N it holds `copy`, a device copy moving N bytes timed in the same process: the rate kgen's kernels
 are held to at their size (a 67 MB transfer does not reach a 4 GB one's rate).
 
+`gpu_us_per_step` holds the GPU time of one timed step (every kernel of kgen's and eager's forward, and
+forward+backward, summed): beside the step's time and its host time, whether it is bound by the GPU, by the host,
+or ran the two one after the other.
+
 The JSON's `phases_s` holds the wall seconds of each phase (loading, the timings with their torch.compile, the
 traces, the copy): where a bench's time goes.
 
@@ -31,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from kgen.validate.bench import run_bench
+from kgen.validate.bench import forward_backward_step, forward_step, run_bench
 from kgen.validate.context import channels_last, import_file, to_channels_last
 
 SEED = 42
@@ -96,9 +100,9 @@ def warm_compile(ref_model, inputs: list) -> None:
     torch.cuda.synchronize()
 
 
-def kernel_trace(fn, calls: int = 3, top: int = 8) -> list[dict]:
-    """The CUDA kernels one call of fn launches, by name, with their mean GPU time per call (torch.profiler),
-    longest first: what each contender runs, e.g. which convolution algorithm and layout."""
+def kernel_times(fn, calls: int = 3) -> dict[str, float]:
+    """Every CUDA kernel (and memcpy / memset) one call of fn runs, by name: its mean GPU time per call, us
+    (torch.profiler)."""
     from torch.profiler import ProfilerActivity, profile
 
     fn()
@@ -111,8 +115,33 @@ def kernel_trace(fn, calls: int = 3, top: int = 8) -> list[dict]:
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA:
             totals[event.name] = totals.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
-    rows = sorted(totals.items(), key=lambda item: -item[1])
+    return totals
+
+
+def kernel_trace(fn, calls: int = 3, top: int = 8) -> list[dict]:
+    """The `top` longest kernels of kernel_times, longest first: what each contender runs, e.g. which convolution
+    algorithm and layout."""
+    rows = sorted(kernel_times(fn, calls).items(), key=lambda item: -item[1])
     return [{"kernel": name[:160], "us": round(us, 1)} for name, us in rows[:top]]
+
+
+def step_gpu_us(ref_model, new_model, make_inputs) -> dict:
+    """The GPU time of one timed step (every kernel's, summed), kgen and eager, forward without grad and
+    forward+backward as kgen.validate.bench times them: a step whose time exceeds both this and its host time ran
+    the two one after the other."""
+    inputs = make_inputs()
+    with torch.no_grad():
+        out = ref_model(*inputs)
+    upstream = [torch.randn_like(o) for o in (out if isinstance(out, (tuple, list)) else [out])
+                if isinstance(o, torch.Tensor)]
+    leaves = [x.detach().requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+              for x in inputs]
+    steps = {}
+    for name, model in (("kgen", new_model), ("eager", ref_model)):
+        steps[name] = {"forward": round(sum(kernel_times(forward_step(model, inputs)).values()), 1),
+                       "forward_backward": round(sum(kernel_times(
+                           forward_backward_step(model, leaves, upstream)).values()), 1)}
+    return steps
 
 
 def forward_traces(ref_model, new_model, make_inputs) -> dict:
@@ -183,6 +212,11 @@ def main() -> int:
     except Exception as error:  # noqa: BLE001
         result["backward_kernels_error"] = f"{type(error).__name__}: {error}"[:300]
     phase("backward_trace")
+    try:
+        result["gpu_us_per_step"] = step_gpu_us(ref_model, new_model, make_inputs)
+    except Exception as error:  # noqa: BLE001
+        result["gpu_us_per_step_error"] = f"{type(error).__name__}: {error}"[:300]
+    phase("gpu_us_per_step")
     if args.copy_bytes > 0:
         result["copy"] = copy_rate(args.copy_bytes / 2 / 1e6)
         phase("copy")
