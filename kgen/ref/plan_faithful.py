@@ -29,21 +29,18 @@ import torch.nn.functional as F
 
 from kgen.ref.ir import Plan, RegionStep
 
-TF32_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
-                nn.Linear, nn.Bilinear, nn.MultiheadAttention)
-TF32_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d, F.linear,
-                  F.bilinear, F.scaled_dot_product_attention, torch.matmul, torch.mm, torch.bmm, torch.addmm,
-                  torch.baddbmm, torch.einsum, torch.tensordot, torch.conv1d, torch.conv2d, torch.conv3d,
-                  operator.matmul}
-TF32_METHODS = {"matmul", "mm", "bmm", "__matmul__", "addmm", "baddbmm"}
-# The TF32 ops whose rounding one setting rules, read at each call: cuDNN's (torch.backends.cudnn) and cuBLAS's
-# (torch.backends.cuda.matmul). An attention (its kernels' own choice) is neither: faithful at every call.
+# The ops that round float32 inputs to TF32, by the setting that rules it, read at each call: cuDNN's
+# (torch.backends.cudnn) and cuBLAS's (torch.backends.cuda.matmul); an attention (its kernels' own choice) by neither,
+# so a region one reads is faithful at every call.
 CONV_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 CONV_FUNCTIONS = {F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d,
                   torch.conv1d, torch.conv2d, torch.conv3d}
 MATMUL_MODULES = (nn.Linear, nn.Bilinear)
 MATMUL_FUNCTIONS = {F.linear, F.bilinear, torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.baddbmm, torch.einsum,
                     torch.tensordot, operator.matmul}
+TF32_MODULES = CONV_MODULES + MATMUL_MODULES + (nn.MultiheadAttention,)
+TF32_FUNCTIONS = CONV_FUNCTIONS | MATMUL_FUNCTIONS | {F.scaled_dot_product_attention}
+TF32_METHODS = {"matmul", "mm", "bmm", "__matmul__", "addmm", "baddbmm"}   # all cuBLAS's
 # The words `--faithful` takes (kgen/cli.py).
 FAITHFUL_MODES = ("auto", "all", "none")
 
