@@ -7310,7 +7310,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   }
   dout = kgen::as_float(dout, "gradient of the region output");
   x = kgen::as_float(x, "region input");
-  if (kgen::region_nhwc::is_channels_last(x)) {
+  if (kgen::region_nhwc::is_channels_last(x)) {  // as the forward chose
     return kgen::region_backward_nhwc<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                       kRegion0Op, kBlock, kRegion0Groups>(
         dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);

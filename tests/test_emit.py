@@ -204,12 +204,24 @@ def test_one_pass_applies_to_regions_without_a_reduction_only():
 
 
 def test_a_file_carries_the_families_its_plan_uses():
-    """Batch norm and element-wise kernels, the channels-last region and the one-pass forward only where planned."""
+    """Batch norm and element-wise kernels, the layout copies and the one-pass forward only where planned; the
+    channels-last region kernels where a region without a reduction reads 4-d or 5-d tensors (a model run
+    channels-last reads them as they lie), not where it reduces or reads rows or 1-d planes."""
+    from kgen.ref.emit import emit_reference
+    from kgen.specs.base import REFERENCES
+
     plain = emit("groupnorm", {"forward": "two-pass"})[0]
-    for absent in ("bn_forward", "pointwise_forward", "region_forward_nhwc", "to_channels_last", "onepass"):
+    for absent in ("bn_forward", "pointwise_forward", "to_channels_last", "onepass"):
         assert absent not in plain, absent
+    assert "if (!faithful && kgen::region_nhwc::is_channels_last(x)) {" in plain   # forward and backward
+    assert "if (!faithful && kgen::region_nhwc::is_channels_last(x)) {  // as the forward chose" in plain
     fast = emit("convt-gelu-groupnorm", {"conv": "fast"})[0]
     assert "region_forward_nhwc" in fast and '"to_channels_last", "to_contiguous_nchw"' in fast
+    for reduced_or_flat in ("level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py",
+                            "level2_85_conv2d_groupnorm_scale_maxpool_clamp.py", "level2_37_matmul_swish_sum_groupnorm.py"):
+        assert "region_forward_nhwc" not in emit_reference(str(REFERENCES / reduced_or_flat))[0], reduced_or_flat
+    fused = emit("convt-gelu-groupnorm", {"conv": "fused"})[0]   # kgen's conv writes the region's input
+    assert "region_forward_nhwc" not in fused
 
 
 def test_fused_conv_runs_the_wgmma_kernel_with_the_exact_path_beside_it():

@@ -267,7 +267,7 @@ def region_context(step: RegionStep) -> dict:
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
-        "conv_fused": step.conv_fused, "faithful": step.faithful,
+        "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
         "faithful_switch": " or ".join(f'_tf32("{op}")' for op in step.faithful_switch),
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
@@ -352,6 +352,14 @@ def describe_batchnorm(step: BatchNormStep) -> str:
     if step.conv_bias:
         text += f" ({step.conv_bias_name or step.conv_bias} peeled: it only shifts the batch mean)"
     return text
+
+
+def reads_channels_last(step: RegionStep) -> bool:
+    """Whether a region's entry points read a channels-last input as it lies (groupnorm/nhwc/): a region without a
+    reduction over 4-d or 5-d tensors (a model run channels-last; --conv fast makes its conv's output so), unless
+    kgen's own conv feeds it (its output is kgen's layout)."""
+    return step.channels_last or (step.reduce_kind is ReduceKind.NONE and len(step.shape) in (4, 5)
+                                  and not step.conv_fused)
 
 
 def describe_region(step: RegionStep) -> str:
@@ -480,6 +488,7 @@ def solution_context(plan: Plan) -> dict:
         "input_source": ref.input_source,
         "baked_constants": baked_constants(plan),
         "channels_last": any(isinstance(s, RegionStep) and s.channels_last for s in plan.steps),
+        "nhwc": any(isinstance(s, RegionStep) and reads_channels_last(s) for s in plan.steps),
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
         "peels_bias": bool(writer.half_kept_biases()),
     }

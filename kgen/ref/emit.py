@@ -37,7 +37,8 @@ TWOPASS_PARTS = ("groupnorm/twopass/twopass.cuh", "groupnorm/twopass/forward.cuh
                  "groupnorm/twopass/backward_host.cuh")
 CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PARTS
 # Only in a file whose plan uses them: native_group_norm's statistics (a faithful region), a region's one-pass forward
-# (--forward one-pass), a channels-last region (--conv fast: the layout copy and the region's NHWC kernels),
+# (--forward one-pass), the layout copy (--conv fast), a region that reads a channels-last input as it lies (its NHWC
+# kernels: a region without a reduction over 4-d or 5-d tensors, codegen.reads_channels_last),
 # element-wise kernels, batch norms, kgen's conv.
 ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's statistics, for faithful regions
@@ -58,7 +59,7 @@ def cuda_parts(context: dict) -> tuple:
     layout = LAYOUT_PARTS if context["channels_last"] or context["conv_fused"] else ()
     return (CUDA_PARTS + (FAITHFUL_PARTS if any(r["faithful"] for r in context["regions"]) else ()) +
             (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) + layout +
-            (CHANNELS_LAST_PARTS if context["channels_last"] else ()) +
+            (CHANNELS_LAST_PARTS if context["nhwc"] else ()) +
             (CONV_FUSED_PARTS if context["conv_fused"] else ()) +
             (POINTWISE_PARTS if context["pointwise"] else ()) + (BATCHNORM_PARTS if context["batchnorms"] else ()))
 

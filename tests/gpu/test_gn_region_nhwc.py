@@ -205,3 +205,24 @@ def test_kgen_validate_passes(name, extra, tmp_path_factory):
                              "--trials", "2", "--no-tf32", *extra],
                             capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+
+
+@pytest.mark.parametrize("name, init, shape", [MODEL_CASES[0], MODEL_CASES[2], MODEL_CASES[5]], ids=lambda v: str(v))
+def test_a_default_file_reads_a_model_run_channels_last_as_it_lies(name, init, shape, tmp_path):
+    """Without --conv fast the model and its input moved channels-last (as diffusion code runs): the region reads the
+    conv's channels-last output with its NHWC kernels (no copy to NCHW), forward and backward, and the model equals
+    the reference run the same way (cuDNN's same channels-last convolution, TF32 off) within 1e-4."""
+    path = tmp_path / f"{name}_exact.py"
+    path.write_text(emit_reference(str(REFERENCES[name]))[0])
+    module = import_file(path)
+    ref, new = fresh_models(name, module, init, 11)
+    layout = torch.channels_last if len(shape) == 4 else torch.channels_last_3d
+    ref, new = ref.to(memory_format=layout), new.to(memory_format=layout)
+    x = torch.rand(shape, device="cuda").contiguous(memory_format=layout)
+    dy = torch.randn(ref(x).shape, device="cuda")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        got = model_grads(new, x, dy)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if "kgen::" in e.name]
+    assert any("region_nhwc" in n for n in names), names
+    assert_grads_close(got, model_grads(ref, x, dy), 1e-4, "vs the reference run channels-last")
