@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,20 +86,24 @@ def measure(target: Target, found: list[Choices], runner, work: Path, started: f
     built = runner.build(paths)
     log(f"built {sum(not e for e in built.values())} of {len(paths)}")
     complete = True
-    passing = []
-    for k, path in enumerate(paths):
-        if built[path]:
-            rows[k].update(build="failed", verdict="BROKEN", summary=built[path].splitlines()[-1][:200])
-            continue
+
+    def validate(k: int) -> None:
+        nonlocal complete
         if budget is not None and time.monotonic() - started > budget:
             complete = False
             rows[k]["summary"] = "not validated: the budget was spent"
-            continue
-        verdict = runner.validate(path)
+            return
+        verdict = runner.validate(paths[k])
         rows[k].update(verdict=verdict["result"], summary=verdict["summary"][:200])
         log(f"[{k + 1}/{len(paths)}] {found[k].label()}: kgen validate {verdict['result']}")
-        if verdict["result"] == "PASS":
-            passing.append(k)
+
+    for k, path in enumerate(paths):
+        if built[path]:
+            rows[k].update(build="failed", verdict="BROKEN", summary=built[path].splitlines()[-1][:200])
+    # Validations run a few at a time (each a child process, light on the GPU); timing never overlaps them.
+    with ThreadPoolExecutor(getattr(runner, "validate_jobs", 1)) as pool:
+        list(pool.map(validate, [k for k, path in enumerate(paths) if not built[path]]))
+    passing = [k for k in range(len(paths)) if rows[k]["verdict"] == "PASS"]
     timing = runner.time([paths[k] for k in passing]) if passing else {}
     if "error" in timing:
         raise RefError(f"kgen tune: {timing['error']}")

@@ -24,6 +24,7 @@ class GpuRunner:
         self.reference, self.precision, self.timeout, self.log = reference, precision, timeout, log
         self.init_args = init_args   # Model's arguments where not the reference's get_init_inputs() (a preset's)
         self.jobs = jobs or max(1, min(8, os.cpu_count() or 1))
+        self.validate_jobs = 3        # kgen validate children at once: each mostly host work between short kernels
 
     def gpu(self) -> str:
         import torch
