@@ -71,8 +71,9 @@ def test_a_bad_record_is_one_clear_error(record, message):
 class FakeRunner:
     """Builds, verdicts and times as given, per candidate label; counts its calls."""
 
-    def __init__(self, verdicts=None, times=None, broken=()):
+    def __init__(self, verdicts=None, times=None, broken=(), raising=None):
         self.verdicts, self.times, self.broken = verdicts or {}, times or {}, set(broken)
+        self.raising = raising or {}   # label: the error a timed call of it raises
         self.calls = {"build": 0, "validate": 0, "time": 0}
         self.labels = {}
 
@@ -90,7 +91,9 @@ class FakeRunner:
     def time(self, paths):
         self.calls["time"] += 1
         rows = [{"forward": self.times.get(self.label(p), (1.0, 3.0))[0],
-                 "forward_backward": self.times.get(self.label(p), (1.0, 3.0))[1]} for p in paths]
+                 "forward_backward": self.times.get(self.label(p), (1.0, 3.0))[1], "error": None}
+                if self.label(p) not in self.raising else
+                {"forward": None, "forward_backward": None, "error": self.raising[self.label(p)]} for p in paths]
         return {"candidates": rows, "eager": {"forward": 1.5, "forward_backward": 4.0},
                 "compile": {"forward": 1.2, "forward_backward": 3.5}}
 
@@ -182,3 +185,12 @@ def test_kgen_tune_without_a_gpu_is_one_clear_error(tmp_path):
     assert done.returncode == 2 and not (tmp_path / "out.py").exists()
     assert done.stderr.strip().splitlines()[-1] == "kgen: error: kgen tune needs a CUDA device: it times the " \
                                                    "candidates on it"
+
+
+def test_a_candidate_whose_timed_call_raises_never_wins_and_the_table_says_why(tmp_path, cache_dir):
+    raising = "block 512, conv exact, one-pass"
+    runner = FakeRunner(raising={raising: "CUDA error: invalid argument"}, times={raising: (0.1, 0.1)})
+    result = tune(target_of(str(MLP)), runner, tmp_path / "work")
+    rows = {row["label"]: row for row in result.rows}
+    assert result.rows[result.winner]["label"] != raising and rows[raising]["forward_ms"] is None
+    assert f"{raising}: passed kgen validate, but a timed call raised: CUDA error: invalid argument" in table(result)

@@ -109,6 +109,9 @@ def measure(target: Target, found: list[Choices], runner, work: Path, started: f
         raise RefError(f"kgen tune: {timing['error']}")
     for k, ms in zip(passing, timing.get("candidates", [])):
         rows[k].update(forward_ms=ms["forward"], forward_backward_ms=ms["forward_backward"])
+        if ms.get("error"):
+            rows[k]["timing_error"] = ms["error"][:200]
+            log(f"{found[k].label()}: a timed call raised: {ms['error'][:200]}")
     for k in passing:
         best = rows[choose(rows)]["label"]
         log(f"{found[k].label()}: forward {_ms(rows[k]['forward_ms'])}, forward+backward "
@@ -149,6 +152,9 @@ def table(result: TuneResult) -> list[str]:
     for name, times in (("eager", result.eager), ("torch.compile", result.compile)):
         if times:
             lines.append(f"| {name} | - | {_ms(times.get('forward'))} | - | {_ms(times.get('forward_backward'))} | - |")
+    for row in result.rows:
+        if row.get("timing_error"):
+            lines.append(f"{row['label']}: passed kgen validate, but a timed call raised: {row['timing_error']}")
     if result.winner == 0:
         lines.append("No candidate beat the default: the default is the file.")
     return lines

@@ -42,8 +42,9 @@ def models(reference: str, solutions: list[str], dtype: torch.dtype, device: tor
 
 
 def ms_of(times: dict) -> dict:
-    """{mode: ms or None} of one time_contender result."""
-    return {mode: times.get(mode, {}).get("ms") for mode in MODES}
+    """{mode: ms or None, "error": the first mode's error or None} of one time_contender result."""
+    errors = [times[mode]["error"] for mode in MODES if "error" in times.get(mode, {})]
+    return {**{mode: times.get(mode, {}).get("ms") for mode in MODES}, "error": errors[0] if errors else None}
 
 
 def main() -> int:
@@ -74,7 +75,8 @@ def main() -> int:
             print(f"kgen tune: timed candidate {k + 1} of {len(news)}, round {r + 1} of {args.rounds}",
                   file=sys.stderr, flush=True)
     result = {"gpu": torch.cuda.get_device_name(device), "torch": torch.__version__, "precision": args.precision,
-              "candidates": [{mode: _median([t[mode] for t in per]) for mode in MODES} for per in rounds],
+              "candidates": [{**{mode: _median([t[mode] for t in per]) for mode in MODES},
+                              "error": next((t["error"] for t in per if t["error"]), None)} for per in rounds],
               "rounds": rounds,
               "eager": ms_of(time_contender(ref_model, inputs, upstream, device, args.min_run_time)),
               "compile": ms_of(time_compiled(ref_model, inputs, upstream, device, args.min_run_time))}
