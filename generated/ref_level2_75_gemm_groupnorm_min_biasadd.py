@@ -21,6 +21,7 @@ reduction after it: its kernels read the region's input, recompute every element
 are bitwise reproducible.
 """
 import hashlib
+import sys
 
 import torch
 import torch.nn as nn
@@ -6576,6 +6577,14 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 
+def _own_statics_flags():
+    """GCC gives a function-local static of an inline or template function one copy per PROCESS (STB_GNU_UNIQUE),
+    whichever shared library defines it: every kgen file loaded in one process would share its launch plans,
+    occupancies and granted shared memory, and the second file's kernels take facts of the first one's (a
+    cooperative launch then fails: too many blocks). With -fno-gnu-unique each extension keeps its own."""
+    return ["-Xcompiler", "-fno-gnu-unique"] if sys.platform.startswith("linux") else []
+
+
 def _clamp_gradient_flags():
     """Whether this PyTorch's clamp passes the gradient of a value lying exactly on its lower / upper bound
     (2.11 does, 2.15 does not): the kernels' clamp derivative is built to match the PyTorch that runs them."""
@@ -6594,7 +6603,7 @@ def _build_extension():
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
         functions=["region0_forward", "region0_backward"],
-        extra_cuda_cflags=["-O3"] + _clamp_gradient_flags(),
+        extra_cuda_cflags=["-O3"] + _own_statics_flags() + _clamp_gradient_flags(),
         verbose=False,
     )
 

@@ -44,5 +44,17 @@ def test_generated_file_builds_for_sm80_and_sm90(name, tmp_path):
     flags = " ".join(p.read_text() for p in tmp_path.rglob("build.ninja"))
     for arch in BUILD_ARCHS.split(";"):
         assert f"sm_{arch.replace('.', '')}" in flags, f"not built for {arch}"
+    for library in tmp_path.rglob("*.so"):   # each extension keeps its own statics (solution.py.j2's flags)
+        unique = _gnu_unique_kgen_symbols(library)
+        assert not unique, f"kgen statics shared by every extension of a process: {unique[:3]}"
     if "fused" in name:
         assert "sm_90a" in flags, "kgen's wgmma conv was not built for sm_90a"
+
+
+def _gnu_unique_kgen_symbols(library) -> list[str]:
+    """kgen's symbols that the dynamic linker would make one per process (nm's `u`): [] where nm is missing."""
+    import shutil
+    if shutil.which("nm") is None:
+        return []
+    listed = subprocess.run(["nm", "-DC", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    return [line for line in listed.splitlines() if " u " in line and "kgen::" in line]

@@ -165,3 +165,24 @@ def test_adding_a_rule_is_one_entry():
 
     result = check(Sources.of('CUDA = r"""\n  printf("%d", 1);\n"""', REF_TEXT))
     assert result.ok is False and result.data["line"] == 2
+
+
+@pytest.mark.parametrize("reference_init, solution_init, ok", [
+    ("", "    def __init__(self):\n        super().__init__()\n", True),    # nn.Module's own takes no arguments
+    ("    def __init__(self):\n        super().__init__()\n", "", True),
+    ("", "", True),
+    ("", "    def __init__(self, groups):\n        super().__init__()\n", False),
+    ("", "    def __init__(self, *args):\n        super().__init__()\n", False),
+])
+def test_an_inherited_init_is_one_that_takes_nothing(reference_init, solution_init, ok):
+    import ast
+
+    from kgen.validate.static import check_init_signature
+    from kgen.validate.static import Sources
+
+    body = "    def forward(self, x):\n        return x\n"
+    ref = f"import torch.nn as nn\nclass Model(nn.Module):\n{reference_init}{body}"
+    new = f"import torch.nn as nn\nclass ModelNew(nn.Module):\n{solution_init}{body}"
+    assert ast.parse(ref) and ast.parse(new)
+    check = check_init_signature(Sources.of(new, ref))
+    assert check.ok is ok, check.detail
