@@ -74,6 +74,7 @@ class FakeRunner:
     def __init__(self, verdicts=None, times=None, broken=(), raising=None):
         self.verdicts, self.times, self.broken = verdicts or {}, times or {}, set(broken)
         self.raising = raising or {}   # label: the error a timed call of it raises
+        self.rounds = {}               # label: [(forward, forward+backward) a timing round]
         self.calls = {"build": 0, "validate": 0, "time": 0}
         self.labels = {}
 
@@ -94,7 +95,8 @@ class FakeRunner:
                  "forward_backward": self.times.get(self.label(p), (1.0, 3.0))[1], "error": None}
                 if self.label(p) not in self.raising else
                 {"forward": None, "forward_backward": None, "error": self.raising[self.label(p)]} for p in paths]
-        return {"candidates": rows, "eager": {"forward": 1.5, "forward_backward": 4.0},
+        rounds = [[{"forward": f, "forward_backward": b} for f, b in self.rounds.get(self.label(p), [])] for p in paths]
+        return {"candidates": rows, "rounds": rounds, "eager": {"forward": 1.5, "forward_backward": 4.0},
                 "compile": {"forward": 1.2, "forward_backward": 3.5}}
 
     def label(self, path):
@@ -132,7 +134,7 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
 def test_without_a_faster_candidate_the_default_is_the_file_and_the_table_says_so(tmp_path, cache_dir):
     result = tune(target_of(str(MLP)), FakeRunner(), tmp_path / "work", block_sizes=(256, 512))
     assert result.winner == 0 and result.rows[0]["choices"] == Choices().record()
-    assert table(result)[-1] == "No candidate beat the default: the default is the file."
+    assert table(result)[-1] == "No candidate beat the default in every timing round: the default is the file."
 
 
 def test_a_spent_budget_validates_nothing_more_and_caches_nothing(tmp_path, cache_dir):
@@ -194,3 +196,18 @@ def test_a_candidate_whose_timed_call_raises_never_wins_and_the_table_says_why(t
     rows = {row["label"]: row for row in result.rows}
     assert result.rows[result.winner]["label"] != raising and rows[raising]["forward_ms"] is None
     assert f"{raising}: passed kgen validate, but a timed call raised: CUDA error: invalid argument" in table(result)
+
+
+def test_a_candidate_wins_only_where_every_round_beats_every_round_of_the_default(tmp_path, cache_dir):
+    default, lucky, steady = ("block 256, conv exact, two-pass", "block 128, conv exact, two-pass",
+                              "block 512, conv exact, two-pass")
+    runner = FakeRunner(times={default: (1.0, 2.0), lucky: (0.5, 1.0), steady: (0.9, 1.8)})
+    runner.rounds = {default: [(1.0, 2.0), (1.0, 1.9), (1.0, 2.1)],
+                     lucky: [(0.5, 1.0), (0.5, 2.5), (0.5, 0.9)],     # its median the least, one round the slowest
+                     steady: [(0.9, 1.8), (0.9, 1.85), (0.9, 1.7)]}
+    result = tune(target_of(str(MLP)), runner, tmp_path / "work", block_sizes=(128, 256, 512))
+    assert result.rows[result.winner]["label"] == steady
+    assert any(steady + " (winner)" in line and "1.700-1.850" in line for line in table(result))
+    runner.rounds[steady] = [(0.9, 1.8), (0.9, 1.95), (0.9, 1.7)]    # overlaps the default's fastest round
+    again = tune(target_of(str(MLP)), runner, tmp_path / "work2", block_sizes=(128, 256, 512), use_cache=False)
+    assert again.winner == 0

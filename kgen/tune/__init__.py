@@ -9,8 +9,8 @@
    timed, and never wins), and the passing ones are timed together in one process against eager and
    torch.compile (measure.py, timing.py). `--budget` starts no validation after that many seconds; the timing
    then runs on what passed.
-3. The winner: the fastest forward+backward (forward where the reference has no gradient), the default where none
-   is faster. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params; a
+3. The winner: the fastest forward+backward (forward where the reference has no gradient) of the candidates faster
+   than the default in every timing round, the default where none is. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params; a
    preset's, `kgen emit PRESET` with the options): tuning adds nothing to the file but the choice.
 4. What was measured is cached (cache.py) under the reference, its inputs, the GPU, the versions, the precision and
    the candidates: the same tune again emits the winner without a build.
@@ -107,8 +107,11 @@ def measure(target: Target, found: list[Choices], runner, work: Path, started: f
     timing = runner.time([paths[k] for k in passing]) if passing else {}
     if "error" in timing:
         raise RefError(f"kgen tune: {timing['error']}")
-    for k, ms in zip(passing, timing.get("candidates", [])):
+    for i, (k, ms) in enumerate(zip(passing, timing.get("candidates", []))):
         rows[k].update(forward_ms=ms["forward"], forward_backward_ms=ms["forward_backward"])
+        rounds = timing.get("rounds", [])[i] if i < len(timing.get("rounds", [])) else []
+        for mode in ("forward", "forward_backward"):
+            rows[k][f"{mode}_rounds"] = [t[mode] for t in rounds if t.get(mode) is not None]
         if ms.get("error"):
             rows[k]["timing_error"] = ms["error"][:200]
             log(f"{found[k].label()}: a timed call raised: {ms['error'][:200]}")
@@ -120,14 +123,25 @@ def measure(target: Target, found: list[Choices], runner, work: Path, started: f
 
 
 def choose(rows: list[dict]) -> int:
-    """The passing row with the least forward+backward time (forward time where no row has one); the default row
-    (index 0) on ties and where no row passed or was timed."""
+    """The passing row with the least forward+backward time (forward time where no row has one) among those CLEARLY
+    faster than the default row (index 0): each of its timing rounds faster than every round of the default's, so
+    that a host-bound reference, whose times move by tens of percent between rounds, keeps its default rather than
+    the luckiest candidate. The default where none is, and where no row passed or was timed."""
     timed = [k for k, row in enumerate(rows) if row["verdict"] == "PASS" and row["forward_ms"] is not None]
     if not timed:
         return 0
     metric = "forward_backward_ms" if all(rows[k]["forward_backward_ms"] is not None for k in timed) else "forward_ms"
-    best = min(timed, key=lambda k: (rows[k][metric], k))
-    return best if 0 not in timed or rows[best][metric] < rows[0][metric] else 0
+    if 0 in timed:
+        timed = [k for k in timed if k == 0 or _clearly_faster(rows[k], rows[0], metric)]
+    return min(timed, key=lambda k: (rows[k][metric], k))
+
+
+def _clearly_faster(row: dict, base: dict, metric: str) -> bool:
+    """Every round of `row` under every round of `base` (their medians where the rounds are not recorded)."""
+    mode = metric[:-len("_ms")]
+    mine = row.get(f"{mode}_rounds") or [row[metric]]
+    theirs = base.get(f"{mode}_rounds") or [base[metric]]
+    return max(mine) < min(theirs)
 
 
 def winner(result: TuneResult) -> Choices:
@@ -142,22 +156,29 @@ def winner_text(target: Target, result: TuneResult, output: str | None) -> str:
 def table(result: TuneResult) -> list[str]:
     """The report: a row a candidate, its verdict and times, and each time against the default's and eager's."""
     base = result.rows[0]
-    lines = ["| candidate | kgen validate | forward ms | x default | forward+backward ms | x default |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| candidate | kgen validate | forward ms | x default | forward+backward ms | x default | "
+             "rounds, forward+backward |", "|---|---|---|---|---|---|---|"]
     for k, row in enumerate(result.rows):
         mark = " (winner)" if k == result.winner else ""
         lines.append(f"| {row['label']}{mark} | {row['verdict']} | {_ms(row['forward_ms'])} | "
                      f"{_ratio(base['forward_ms'], row['forward_ms'])} | {_ms(row['forward_backward_ms'])} | "
-                     f"{_ratio(base['forward_backward_ms'], row['forward_backward_ms'])} |")
+                     f"{_ratio(base['forward_backward_ms'], row['forward_backward_ms'])} | "
+                     f"{_span(row.get('forward_backward_rounds'))} |")
     for name, times in (("eager", result.eager), ("torch.compile", result.compile)):
         if times:
-            lines.append(f"| {name} | - | {_ms(times.get('forward'))} | - | {_ms(times.get('forward_backward'))} | - |")
+            lines.append(f"| {name} | - | {_ms(times.get('forward'))} | - | {_ms(times.get('forward_backward'))} | - "
+                         f"| - |")
     for row in result.rows:
         if row.get("timing_error"):
             lines.append(f"{row['label']}: passed kgen validate, but a timed call raised: {row['timing_error']}")
     if result.winner == 0:
-        lines.append("No candidate beat the default: the default is the file.")
+        lines.append("No candidate beat the default in every timing round: the default is the file.")
     return lines
+
+
+def _span(rounds) -> str:
+    """`min-max` of a row's rounds, `-` where it has none."""
+    return f"{min(rounds):.3f}-{max(rounds):.3f}" if rounds else "-"
 
 
 def _ms(value) -> str:
