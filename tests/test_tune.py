@@ -211,3 +211,13 @@ def test_a_candidate_wins_only_where_every_round_beats_every_round_of_the_defaul
     runner.rounds[steady] = [(0.9, 1.8), (0.9, 1.95), (0.9, 1.7)]    # overlaps the default's fastest round
     again = tune(target_of(str(MLP)), runner, tmp_path / "work2", block_sizes=(128, 256, 512), use_cache=False)
     assert again.winner == 0
+
+
+def test_one_pass_is_tried_only_where_a_region_runs_it_at_the_tunes_tf32_settings(monkeypatch):
+    # Both of diffusion_resblock_tiny's regions feed a convolution: faithful while cuDNN rounds to TF32 (PyTorch's
+    # default), native_group_norm's statistics whatever the forward option, so a one-pass candidate is the two-pass
+    # one again. With TF32 off for convolutions they take the one-pass forward, and it is tried.
+    ref = load_reference(str(ROOT / "tests" / "corpus" / "diffusion_resblock_tiny.py"))
+    assert {c.forward for c in candidates(ref)} == {"two-pass"}
+    monkeypatch.setattr("kgen.ref.tf32.tf32_now", lambda op: False)
+    assert {c.forward for c in candidates(ref)} == {"two-pass", "one-pass"}

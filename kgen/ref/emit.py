@@ -20,6 +20,7 @@ from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_faithful import FAITHFUL_MODES
+from kgen.ref.tf32 import tf32_source
 from kgen.ref.trace import RefError, load_reference
 from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
@@ -213,7 +214,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         notes=notes,
         header_fields=render_header_fields(spec_name, header_params, __version__, reference=recorded,
                                            reference_sha256=ref.sha256, reference_abspath=abspath),
-        cuda_source="\n".join(parts), functions=json.dumps(functions), **context)
+        cuda_source="\n".join(parts), functions=json.dumps(functions), tf32_source=tf32_source(), **context)
     _check_carried_code(text, path)
     return text, notes, plan_lines
 

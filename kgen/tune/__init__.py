@@ -12,8 +12,9 @@
 3. The winner: the fastest forward+backward (forward where the reference has no gradient) of the candidates faster
    than the default in every timing round, the default where none is. Its file is what `kgen emit --ref REFERENCE --choices RECORD` writes (its header's kgen-params; a
    preset's, `kgen emit PRESET` with the options): tuning adds nothing to the file but the choice.
-4. What was measured is cached (cache.py) under the reference, its inputs, the GPU, the versions, the precision and
-   the candidates: the same tune again emits the winner without a build.
+4. What was measured is cached (cache.py) under the reference, its inputs, the GPU, the versions, the precision, the
+   TF32 settings (they decide which regions are faithful) and the candidates: the same tune again emits the winner
+   without a build.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kgen import __version__
+from kgen.ref.tf32 import tf32_now
 from kgen.ref.trace import RefError
 from kgen.tune import cache
 from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, parse_choices
@@ -57,7 +59,8 @@ def tune(target: Target, runner, work: Path, precision: str = "fp32", budget: fl
         raise RefError("kgen tune needs a CUDA device: it times the candidates on it")
     import torch
     key = cache.cache_key(ref.sha256, ref.input_shapes, gpu, torch.__version__, __version__, precision,
-                          [c.record() for c in found], target.key_fields())
+                          [c.record() for c in found],
+                          {**target.key_fields(), "tf32": {op: bool(tf32_now(op)) for op in ("conv", "matmul")}})
     known = cache.load(key) if use_cache else None
     if known is not None:
         log(f"{len(found)} candidates, measured before on this GPU (cache {key}): nothing to build")

@@ -1,6 +1,7 @@
 """The variants `kgen tune` tries for a reference: one `Choices` per combination of the emit options that change the
 file for this plan, pruned to those that do (a conv mode that moves no convolution, a one-pass forward no region
-takes, are the default plan again and are not tried).
+takes, are the default plan again and are not tried; a region faithful at the TF32 settings of the tune keeps
+native_group_norm's statistics and never runs the one-pass forward).
 
 A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
 correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again.
@@ -14,6 +15,7 @@ from kgen.ref.emit import check_block_size, onepass_applies
 from kgen.ref.ir import RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_layout import CONV_MODES
+from kgen.ref.tf32 import faithful_now
 from kgen.ref.trace import RefError
 from kgen.specs.base import FORWARDS
 
@@ -99,5 +101,8 @@ def _conv_moves_something(ref, conv: str) -> bool:
 
 
 def _onepass_takes_a_region(ref, conv: str) -> bool:
+    """Whether a region of the plan takes the one-pass forward at a call made now: one it applies to that is not
+    faithful at this process's TF32 settings (a faithful call keeps native_group_norm's statistics, whatever the
+    forward option; the candidates are timed at these settings)."""
     plan = make_plan(ref, conv)
-    return any(isinstance(s, RegionStep) and onepass_applies(s) for s in plan.steps)
+    return any(isinstance(s, RegionStep) and onepass_applies(s) and not faithful_now(s) for s in plan.steps)
