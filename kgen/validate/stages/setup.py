@@ -9,6 +9,7 @@ import time
 
 import torch
 
+from kgen.ref.tf32 import tf32_now
 from kgen.validate.checks import Check, failed, note, passed
 from kgen.validate.context import (Context, StageError, describe_inputs, import_file, same_value, with_shapes)
 from kgen.validate.numerics import bitwise_equal
@@ -17,8 +18,8 @@ from kgen.validate.stages.kernels import loaded_libraries, solution_libraries
 
 def stage_environment(ctx: Context) -> None:
     info = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda, "python": platform.python_version(),
-            "device": str(ctx.device), "gpu": None, "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-            "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "device": str(ctx.device), "gpu": None, "cudnn_allow_tf32": tf32_now("conv"),
+            "matmul_allow_tf32": tf32_now("matmul"),   # PyTorch raises on the legacy flags once a file set the new
             "precision": ctx.config.get("precision") or "fp32", "autocast": ctx.config.get("autocast"),
             "channels_last": bool(ctx.config.get("channels_last"))}
     if ctx.device.type == "cuda":
