@@ -117,8 +117,11 @@ def list_specs():
               help="with --ref: which GroupNorm regions reproduce PyTorch's forward bit for bit: auto (those a "
                    "convolution or matmul reads, which round float32 to TF32; the default), all, or none (kgen's own "
                    "statistics and fastest kernels everywhere)")
+@click.option("--autograd", type=click.Choice(["python", "cpp"]), default=None,
+              help="with --ref: each region's autograd as a torch.autograd.Function in the file (python, the "
+                   "default) or as one C++ autograd node (cpp: less host time a call)")
 @_param_options
-def emit_command(spec_name, output, reference, explain, choices, faithful, **given):
+def emit_command(spec_name, output, reference, explain, choices, faithful, autograd, **given):
     """Render SPEC's templates (or, with --ref, a plan of REFERENCE) into one self-contained solution file."""
     from kgen.emit import emit
 
@@ -127,10 +130,12 @@ def emit_command(spec_name, output, reference, explain, choices, faithful, **giv
         given = _with_choices(reference, choices, given)
     if reference is not None:
         _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC,
-                        faithful=faithful or "auto")
+                        faithful=faithful or "auto", autograd=autograd or "python")
         return
     if faithful is not None:
         raise click.UsageError("--faithful is --ref's (a preset's regions are its reference's plan)")
+    if autograd is not None:
+        raise click.UsageError("--autograd is --ref's (a preset's file is its reference's plan at the defaults)")
     if explain:
         raise click.UsageError("--explain needs --ref FILE")
     _check_output_folder(output)
@@ -165,7 +170,8 @@ def _with_choices(reference, choices: str, given: dict) -> dict:
         raise click.UsageError(str(error)) from None
 
 
-def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto") -> None:
+def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto",
+                    autograd: str = "python") -> None:
     from kgen.announce import StageAnnouncer
     from kgen.ref.emit import emit_reference, explain as explain_plan
     from kgen.ref.plan import make_plan
@@ -194,7 +200,7 @@ def _emit_reference(reference, output, explain, given, spec_given, faithful: str
             else:
                 text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
                                                 stage=stage, forward=given.get("forward", "two-pass"),
-                                                faithful=faithful)
+                                                faithful=faithful, autograd=autograd)
     except RefError as error:
         raise CommandError(str(error)) from None
     if explain:

@@ -24,8 +24,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
 # the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
-# run time, with native_group_norm's statistics and the flat apply; with GOLDEN_REF_OPTIONS, the channels-last region
-# and the one-pass forward)
+# run time, with native_group_norm's statistics and the flat apply; with GOLDEN_REF_OPTIONS, the channels-last region,
+# the one-pass forward and a region as one C++ autograd node)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -39,11 +39,14 @@ GOLDEN_REF: dict[str, str] = {
     "ref_mlp_groupnorm_mid.py": "tests/corpus/mlp_groupnorm_mid.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
+    "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py":
+        "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
 }
 # file name -> options of `kgen emit --ref` beyond the defaults
 GOLDEN_REF_OPTIONS: dict[str, dict] = {
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py": {"conv": "fast"},
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py": {"forward": "one-pass"},
+    "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py": {"autograd": "cpp"},
 }
 
 

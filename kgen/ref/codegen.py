@@ -49,8 +49,9 @@ class ForwardWriter:
     Statement that knows the variables it reads (every node's variable goes through `read`), so the steps whose
     values nothing reads are left out before any text is joined (live_statements)."""
 
-    def __init__(self, plan: Plan):
+    def __init__(self, plan: Plan, autograd: str = "python"):
         self.plan = plan
+        self.autograd = autograd      # "cpp": each region one C++ autograd node (ref/autograd.cpp.j2)
         self.modules = dict(plan.ref.gm.named_modules())
         self.alias: dict[str, str] = {}   # region-internal value -> the variable that stands for it (x.device)
         self.reads: set[str] = set()      # the variables the statement being written reads (statement)
@@ -210,6 +211,10 @@ class ForwardWriter:
                     f"{self.value_of(step.conv_input)}, {gn['weight']}, {gn['bias']}, {gn['groups']}, {gn['eps']}, "
                     f"torch.is_grad_enabled(){', ' if params else ''}{params})")
         window = step.window_expr or "()"
+        if self.autograd == "cpp":
+            faithful = " or ".join(f'_tf32("{op}")' for op in step.faithful_switch)
+            return (f"{var(step.output)} = _ext.region{step.index}({x}, {gn['weight']}, {gn['bias']}, {gn['groups']}, "
+                    f"{gn['eps']}, {window}, {faithful + ', ' if faithful else ''}[{params}])")
         return (f"{var(step.output)} = _call(_Region{step.index}, {x}, {gn['weight']}, "
                 f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
                 f"{', ' if params else ''}{params})")
@@ -469,12 +474,16 @@ def renamed_arguments(ref) -> list[str]:
             if node.op == "placeholder" and not str(node.target).startswith("*") and node.name != node.target]
 
 
-def solution_context(plan: Plan) -> dict:
+def solution_context(plan: Plan, autograd: str = "python") -> dict:
+    """The templates' context; `autograd`: "python" (each step an autograd.Function in the file) or "cpp" (each
+    region, but one kgen's wgmma conv feeds, one C++ autograd node: ref/autograd.cpp.j2)."""
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
+    for region in regions:
+        region["cpp"] = autograd == "cpp" and not region["conv_fused"]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
     batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
-    writer = ForwardWriter(plan)
+    writer = ForwardWriter(plan, autograd)
     placeholders = forward_arguments(ref, writer)
     return {
         "regions": regions,

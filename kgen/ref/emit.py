@@ -41,6 +41,9 @@ CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PA
 # (--forward one-pass), the layout copy (--conv fast), a region that reads a channels-last input as it lies (its NHWC
 # kernels: a region without a reduction over 4-d or 5-d tensors, codegen.reads_channels_last),
 # element-wise kernels, batch norms, kgen's conv.
+# How a region's autograd runs: "python", a torch.autograd.Function in the file; "cpp", one C++ autograd node
+# (ref/autograd.cpp.j2).
+AUTOGRAD_MODES = ("python", "cpp")
 ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's statistics, for faithful regions
 LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
@@ -142,14 +145,16 @@ class PresetCall:
 
 def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
                    output: str | Path | None = None, stage=None, forward: str = "two-pass",
-                   preset: PresetCall | None = None, faithful: str = "auto") -> tuple[str, list[str], list[str]]:
+                   preset: PresetCall | None = None, faithful: str = "auto",
+                   autograd: str = "python") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it), "fast" (2-D and
     3-D convolutions feeding a region run channels-last) or "fused" (a ConvTranspose2d feeding a region is kgen's
     wgmma conv), plan_layout.py; `forward`: "two-pass" or "one-pass" (a
     region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
     chip, on sm_90 and newer; its backward is unchanged); `faithful`: "auto", "all" or "none", which regions are
-    PyTorch's GroupNorm to the bit (plan_faithful.py); `output`: the file the text is for (None:
+    PyTorch's GroupNorm to the bit (plan_faithful.py); `autograd`: "python" (each step a torch.autograd.Function
+    in the file) or "cpp" (each region one C++ autograd node, ref/autograd.cpp.j2: less host time a call); `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
     description as it starts (kgen.announce); `preset`: the file is a preset's (kgen emit SPEC), planned from its
     bundled reference."""
@@ -159,6 +164,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         raise RefError(f"--forward must be one of {', '.join(FORWARDS)}, got {forward!r}")
     if faithful not in FAITHFUL_MODES:
         raise RefError(f"--faithful must be one of {', '.join(FAITHFUL_MODES)}, got {faithful!r}")
+    if autograd not in AUTOGRAD_MODES:
+        raise RefError(f"--autograd must be one of {', '.join(AUTOGRAD_MODES)}, got {autograd!r}")
     stage(f"tracing {display or path}")
     ref = load_reference(path, init_args=preset.init_args if preset else None)
     for shape, value in zip(ref.input_shapes, ref.input_values):
@@ -166,7 +173,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
             raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen plans tensors and "
                            "finite Python numbers among the inputs; pass anything else in get_init_inputs()")
     stage("planning")
-    plan, context = _planned(ref, conv, faithful)
+    plan, context = _planned(ref, conv, faithful, autograd)
     for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
         region["groups"] = _groups_of(ref, step)
         region["onepass"] = forward == "one-pass" and onepass_applies(step)
@@ -183,6 +190,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if faithful != "auto":
         params["faithful"] = faithful
         options += f" --faithful {faithful}"
+    if autograd != "python":
+        params["autograd"] = autograd
+        options += f" --autograd {autograd}"
     shown = display or str(path)
     # a preset's header names its bundled reference where this machine has it (display names it in comments only)
     recorded, abspath = reference_fields(path, output, display if preset is None else None)
@@ -191,7 +201,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         spec_name, header_params, command = preset.name, preset.params, preset.command
     functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
     for r in context["regions"]:
-        functions += [f"region{r['index']}_forward", f"region{r['index']}_backward"]
+        functions += [f"region{r['index']}"] if r["cpp"] else [f"region{r['index']}_forward",
+                                                                f"region{r['index']}_backward"]
         if r["conv_fused"]:
             functions += [f"region{r['index']}_convt_{f}" for f in ("unsupported", "forward", "inference", "backward")]
     for p in context["pointwise"]:   # a signed sum's backward is PyTorch's (no kernel: solution.py.j2)
@@ -242,12 +253,12 @@ def _check_carried_code(text: str, path) -> None:
                        "without it")
 
 
-def _planned(ref, conv: str, faithful: str = "auto"):
+def _planned(ref, conv: str, faithful: str = "auto", autograd: str = "python"):
     """The plan and its template context. A failure that is not a RefError is kgen's own bug: it still ends as
     one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
     try:
         plan = make_plan(ref, conv, faithful)
-        return plan, solution_context(plan)
+        return plan, solution_context(plan, autograd)
     except RefError:
         raise
     except Exception as error:  # noqa: BLE001 (turned into the one-line error users get)

@@ -52,7 +52,7 @@ class Choices:
 
 def parse_choices(text: str) -> Choices:
     """A record (a JSON object of block_size, conv, forward; what a header's kgen-params holds, whose faithful key
-    is accepted and ignored here) as Choices; a clear error for anything else."""
+    and autograd keys are accepted and ignored here) as Choices; a clear error for anything else."""
     try:
         given = json.loads(text)
     except json.JSONDecodeError as error:
@@ -60,7 +60,7 @@ def parse_choices(text: str) -> Choices:
                        f"not {text!r} ({error.msg})") from None
     if not isinstance(given, dict):
         raise RefError(f"--choices takes a JSON object, not {text!r}")
-    given = {k: v for k, v in given.items() if k != "faithful"}
+    given = {k: v for k, v in given.items() if k not in ("faithful", "autograd")}
     unknown = sorted(set(given) - set(KEYS))
     if unknown:
         raise RefError(f"--choices takes {', '.join(KEYS)}, not {', '.join(unknown)}")
