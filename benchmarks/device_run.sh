@@ -21,6 +21,8 @@
 #   cliffs                the kernel-choice rules: tests/gpu/test_kernel_choice.py and benchmarks/results/h200/cliffs/cliffs.sh
 #   host-profile:REF      where a call's host time goes (benchmarks/host_profile.py), kgen emitted from REF beside it
 #   tune:REF[:ARGS]       kgen tune REF (a reference path): every candidate validated and timed, the table and JSON
+#   autograd:REF          REF emitted with --autograd python and cpp: both built at once, the host time a call of
+#                         each (host_profile.py), kgen validate --bench of the cpp file, tests/gpu/test_autograd_cpp.py
 #   kernel-rates          kgen's kernels of every family problem against a same-size copy (kernel_rates.py)
 #   tf32-verdicts         kgen's verdict beside KernelBench's where a region feeds a TF32 conv (tf32_verdicts.py)
 #   sanitize              compute-sanitizer's four tools on generated/*.py (benchmarks/sanitize.sh)
@@ -33,8 +35,8 @@
 # Where a step's results become the current table, they are copied into benchmarks/results/<gpu>/ by hand.
 set -u
 STEPS="tests validate:FILE[:ARGS] presets-bench verdicts profile:FILE timeline:FILE prebuild onepass regions family
-family-bench corpus-bench cliffs host-profile:REF tune:REF[:ARGS] kernel-rates tf32-verdicts sanitize reliability
-reliability-families"
+family-bench corpus-bench cliffs host-profile:REF tune:REF[:ARGS] autograd:REF kernel-rates tf32-verdicts sanitize
+reliability reliability-families"
 usage() {
   echo "usage: bash benchmarks/device_run.sh STEP [STEP ...]   (logs under \$OUT, default /tmp/kgen-out)"
   echo "steps: $(echo $STEPS)"
@@ -145,6 +147,21 @@ for step in "$@"; do
         --resume --budget "${CORPUS_BUDGET:-520}" --workers "${CORPUS_WORKERS:-4}" --jobs 16 --min-run-time 0.5 \
         ${CORPUS_ONLY:+--only "$CORPUS_ONLY"} 2>&1 | tee -a "$F/family.log" | grep -E "validate exit|bench|prebuild:|emit:"
       tar czf "$OUT/corpus_logs.tar.gz" -C "$F" . ;;
+    autograd)  # the C++ autograd node against the Python Function: host time a call, the cpp file validated
+      name=$(basename "$rest" .py)
+      for mode in python cpp; do
+        python3 -m kgen.cli emit --ref "$rest" --autograd $mode -o ".build/autograd_${name}_$mode.py"
+      done
+      python3 benchmarks/prebuild.py -j 2 ".build/autograd_${name}_python.py" ".build/autograd_${name}_cpp.py" \
+        > "$OUT/autograd_prebuild_$name.log" 2>&1
+      for mode in python cpp; do
+        python3 benchmarks/host_profile.py ".build/autograd_${name}_$mode.py" --reference "$rest" \
+          --json "$OUT/host_${name}_$mode.json" 2>&1 | grep -v Warn > "$OUT/host_${name}_$mode.log"
+        head -4 "$OUT/host_${name}_$mode.log"
+      done
+      validate "autograd_${name}_cpp" ".build/autograd_${name}_cpp.py"
+      python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_autograd_cpp.py 2>&1 \
+        | tee "$OUT/pytest_autograd_cpp.log" | tail -5 ;;
     tune)  # kgen tune on one reference; the winner, the table (stderr) and every candidate's JSON under $OUT
       ref=${rest%%:*}; args=""; [ "$rest" != "$ref" ] && args=${rest#*:}
       name=$(basename "$ref" .py)
