@@ -60,7 +60,7 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
-# Python's operators a library step writes as such (codegen.INFIX, codegen.PREFIX), whatever they read.
+# Python's operators a library step writes as such (forward_writer.INFIX, forward_writer.PREFIX), whatever they read.
 PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                     operator.pow, operator.matmul, operator.gt, operator.lt, operator.ge, operator.le, operator.eq,
                     operator.ne, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,

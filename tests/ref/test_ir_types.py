@@ -9,7 +9,7 @@ import torch.fx
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.codegen import Statement, live_statements
+from kgen.ref.forward_writer import Statement, live_statements
 from kgen.ref.functors import DagWriter
 from kgen.ref.ir import ConvMode, Operand, OperandKind, PwNode, RegionStep
 from kgen.ref.plan import make_plan
