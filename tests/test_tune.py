@@ -14,7 +14,7 @@ from kgen.ref.emit import emit_reference
 from kgen.ref.trace import RefError, load_reference
 from kgen.tune import TuneResult, choose, table, tune, winner_text
 from kgen.tune.target import Target, target_of
-from kgen.tune.candidates import KEYS, Choices, candidates, parse_choices
+from kgen.tune.candidates import KEYS, Choices, candidates, onepass_pruned, parse_choices
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "tests" / "corpus" / "mlp_groupnorm_tiny.py"                                 # no conv, no reduction
@@ -219,5 +219,7 @@ def test_one_pass_is_tried_only_where_a_region_runs_it_at_the_tunes_tf32_setting
     # one again. With TF32 off for convolutions they take the one-pass forward, and it is tried.
     ref = load_reference(str(ROOT / "tests" / "corpus" / "diffusion_resblock_tiny.py"))
     assert {c.forward for c in candidates(ref)} == {"two-pass"}
+    assert onepass_pruned(ref)
     monkeypatch.setattr("kgen.ref.tf32.tf32_now", lambda op: False)
     assert {c.forward for c in candidates(ref)} == {"two-pass", "one-pass"}
+    assert not onepass_pruned(ref) and not onepass_pruned(load_reference(MLP))

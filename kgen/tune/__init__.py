@@ -27,7 +27,7 @@ from kgen import __version__
 from kgen.ref.tf32 import tf32_now
 from kgen.ref.trace import RefError
 from kgen.tune import cache
-from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, parse_choices
+from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, onepass_pruned, parse_choices
 from kgen.tune.measure import GpuRunner
 from kgen.tune.target import Target, target_of
 
@@ -68,6 +68,9 @@ def tune(target: Target, runner, work: Path, precision: str = "fp32", budget: fl
         result.winner = choose(result.rows)
         return result
     log(f"{len(found)} candidates: {'; '.join(c.label() for c in found)}")
+    if onepass_pruned(ref, target.takes):
+        log("the one-pass forward is not tried: every region that takes it feeds an op rounding to TF32 at these "
+            "settings, so it runs PyTorch's GroupNorm statistics whatever the option")
     result = measure(target, found, runner, work, started, budget, log)
     result.key = key
     result.winner = choose(result.rows)

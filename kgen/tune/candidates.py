@@ -100,6 +100,16 @@ def _conv_moves_something(ref, conv: str) -> bool:
     return any(isinstance(s, RegionStep) and (s.channels_last or s.conv_fused) for s in plan.steps)
 
 
+def onepass_pruned(ref, takes=KEYS) -> bool:
+    """Whether one-pass candidates were left out only because every region that takes the one-pass forward is
+    faithful at this process's TF32 settings (what `kgen tune` says it did not try, and why)."""
+    if "forward" not in takes:
+        return False
+    plan = make_plan(ref, "exact")
+    return (any(isinstance(s, RegionStep) and onepass_applies(s) for s in plan.steps)
+            and not _onepass_takes_a_region(ref, "exact"))
+
+
 def _onepass_takes_a_region(ref, conv: str) -> bool:
     """Whether a region of the plan takes the one-pass forward at a call made now: one it applies to that is not
     faithful at this process's TF32 settings (a faithful call keeps native_group_norm's statistics, whatever the
