@@ -9,11 +9,14 @@ regions, a faithful switch (matmul, conv) and a static one."""
 from __future__ import annotations
 
 import importlib.util
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import torch
 
+from kgen.bench.prebuild import build_one
 from kgen.ref.emit import emit_reference
 
 pytestmark = pytest.mark.gpu
@@ -40,17 +43,20 @@ def _load(path: Path, name: str):
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    """reference -> (reference module, default file's module, --autograd cpp file's module)."""
+    """reference -> (reference module, default file's module, --autograd cpp file's module). The sixteen files are
+    built at once first (each in a child process, into TORCH_EXTENSIONS_DIR), then imported."""
     folder = tmp_path_factory.mktemp("autograd_cpp")
-    loaded = {}
-    for k, ref in enumerate(REFERENCES):
-        modules = []
+    paths = {}
+    for ref in REFERENCES:
         for mode in ("python", "cpp"):
-            path = folder / f"{Path(ref).stem}_{mode}.py"
+            path = paths[ref, mode] = folder / f"{Path(ref).stem}_{mode}.py"
             path.write_text(emit_reference(str(ROOT / ref), output=path, autograd=mode)[0])
-            modules.append(_load(path, f"autograd_{mode}_{k}"))
-        loaded[ref] = (_load(ROOT / ref, f"autograd_ref_{k}"), *modules)
-    return loaded
+    with ThreadPoolExecutor(max(1, min(16, os.cpu_count() or 1))) as pool:
+        for path, code, _, output in pool.map(build_one, paths.values()):
+            assert code == 0, f"{path.name} did not build:\n{output[-3000:]}"
+    return {ref: (_load(ROOT / ref, f"autograd_ref_{k}"),
+                  *(_load(paths[ref, mode], f"autograd_{mode}_{k}") for mode in ("python", "cpp")))
+            for k, ref in enumerate(REFERENCES)}
 
 
 def _models(ref_mod, python_mod, cpp_mod, dtype):

@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
 
+from kgen.bench.prebuild import build_one
 from kgen.emit import emit
 
 pytestmark = pytest.mark.gpu
@@ -56,6 +59,10 @@ def test_two_one_pass_files_in_one_process(tmp_path):
         path.write_text(emit("groupnorm", {"block_size": size, "forward": "one-pass"}, output=str(path))[0])
         paths.append(str(path))
     env = dict(os.environ, TORCH_EXTENSIONS_DIR=os.environ.get("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext")))
+    os.environ.setdefault("TORCH_EXTENSIONS_DIR", env["TORCH_EXTENSIONS_DIR"])   # the builds below, at once
+    with ThreadPoolExecutor(2) as pool:
+        for path, code, _, output in pool.map(build_one, map(Path, paths)):
+            assert code == 0, f"{path.name} did not build:\n{output[-3000:]}"
     done = subprocess.run([sys.executable, "-c", CHILD, *paths], capture_output=True, text=True, env=env,
                           timeout=1500)
     assert done.returncode == 0 and "BOTH RAN" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
