@@ -262,13 +262,31 @@ def _find_class(tree: ast.Module, name: str) -> ast.ClassDef | None:
     return found[-1] if found else None
 
 
-def init_signature(tree: ast.Module, class_name: str) -> InitSignature | None:
-    """The `__init__` parameters of a top-level class, or None if there is no such class."""
+# The bases whose __init__ is nn.Module's own (which takes no arguments).
+_MODULE_BASES = {"nn.Module", "torch.nn.Module", "Module", "object"}
+
+
+class UnknownInit(Exception):
+    """The class inherits its __init__ from a base the file does not define (imported): its signature is unknown."""
+
+
+def init_signature(tree: ast.Module, class_name: str, _seen: frozenset = frozenset()) -> InitSignature | None:
+    """The `__init__` parameters of a top-level class, or None if there is no such class. A class without its own
+    __init__ takes its first base's that the file defines (as Python's MRO does for single inheritance), nn.Module's
+    (`inherited`) where that base is nn.Module; raises UnknownInit where the base is defined elsewhere."""
     cls = _find_class(tree, class_name)
     if cls is None:
         return None
     inits = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
     if not inits:
+        for base in map(ast.unparse, cls.bases):
+            if base in _MODULE_BASES:
+                continue
+            if _find_class(tree, base) is None or base in _seen:
+                raise UnknownInit(base)
+            found = init_signature(tree, base, _seen | {class_name})
+            if not found.inherited:
+                return found
         return InitSignature((), inherited=True)
     a = inits[-1].args
     positional = a.posonlyargs + a.args
@@ -292,12 +310,18 @@ def check_init_signature(src: Sources) -> Check:
     name = "ModelNew.__init__ signature"
     if src.ref_tree is None:
         return broken(name, f"the reference does not parse: {src.ref_syntax_error}")
-    expected = init_signature(src.ref_tree, "Model")
+    try:
+        expected = init_signature(src.ref_tree, "Model")
+    except UnknownInit as base:
+        return skipped(name, f"the reference's Model takes its __init__ from {base}, which it imports")
     if expected is None:
         return broken(name, "the reference defines no class Model")
     if src.tree is None:
         return skipped(name, "file does not parse")
-    actual = init_signature(src.tree, "ModelNew")
+    try:
+        actual = init_signature(src.tree, "ModelNew")
+    except UnknownInit as base:
+        return skipped(name, f"ModelNew takes its __init__ from {base}, which the file imports")
     if actual is None:
         return skipped(name, "no class ModelNew")
     if actual != expected and not (_takes_nothing(actual) and _takes_nothing(expected)):

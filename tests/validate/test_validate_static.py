@@ -186,3 +186,27 @@ def test_an_inherited_init_is_one_that_takes_nothing(reference_init, solution_in
     assert ast.parse(ref) and ast.parse(new)
     check = check_init_signature(Sources.of(new, ref))
     assert check.ok is ok, check.detail
+
+
+@pytest.mark.parametrize("solution_init, ok", [
+    ("    def __init__(self, channels, groups):\n        super().__init__()\n", True),   # the base's, as Python runs
+    ("    def __init__(self):\n        super().__init__()\n", False),
+])
+def test_a_model_without_its_own_init_takes_its_bases(solution_init, ok):
+    from kgen.validate.static import Sources, check_init_signature
+
+    ref = ("import torch.nn as nn\nclass Base(nn.Module):\n    def __init__(self, channels, groups):\n"
+           "        super().__init__()\nclass Middle(Base):\n    pass_through = 1\n"
+           "class Model(Middle):\n    def forward(self, x):\n        return x\n")
+    new = f"import torch.nn as nn\nclass ModelNew(nn.Module):\n{solution_init}    def forward(self, x):\n        return x\n"
+    check = check_init_signature(Sources.of(new, ref))
+    assert check.ok is ok, check.detail
+
+
+def test_a_model_whose_init_comes_from_an_imported_base_is_not_judged():
+    from kgen.validate.static import Sources, check_init_signature
+
+    ref = "import torch.nn as nn\nclass Model(nn.Sequential):\n    def forward(self, x):\n        return x\n"
+    new = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self, a):\n        super().__init__()\n"
+    check = check_init_signature(Sources.of(new, ref))
+    assert check.ok is None and "nn.Sequential" in check.detail
