@@ -113,3 +113,12 @@ def test_a_bad_autograd_mode_is_one_clear_error():
         emit_reference(str(ROOT / REFERENCES[0]), autograd="jit")
     result = CliRunner().invoke(main, ["emit", "groupnorm", "--autograd", "cpp"])
     assert result.exit_code == 2 and "--autograd is --ref's" in result.output
+
+
+def test_a_region_fed_by_kgens_conv_keeps_its_python_functions():
+    # --conv fused: the region's Function pairs with kgen's conv (_Region0ConvT) and is the dispatcher's fallback
+    ref = ROOT / "kgen" / "specs" / "references" / "level2_19_convtranspose2d_gelu_groupnorm.py"
+    text = emit_reference(str(ref), conv="fused", autograd="cpp")[0]
+    assert static_rule_violation(text) is None
+    assert "class _Region0(" in text and "class _Region0ConvT(" in text and "_ext.region0(" not in text
+    assert "Region0Node" not in text and '"region0_forward"' in text
