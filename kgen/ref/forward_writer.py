@@ -201,7 +201,9 @@ class ForwardWriter:
         params = ", ".join(f"torch.zeros_like({p.expr})" if p.expr in always else
                            f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
-        gn = step.gn_args
+        gn = dict(step.gn_args)
+        if "groups_node" in gn:   # a group count forward computes (x.shape[1] // 4): that variable, read
+            gn["groups"] = self.read(var(gn["groups_node"]))
         if step.conv_fused:
             # kgen's wgmma conv and the region (--conv fused), from the conv's input; the conv's own statement is
             # left unread, so it is not written.

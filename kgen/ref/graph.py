@@ -34,6 +34,52 @@ def is_metadata(node) -> bool:
         node.args[1] in ("device", "dtype", "shape", "ndim")
 
 
+_INT_OPS = {operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+            operator.floordiv: operator.floordiv, operator.mod: operator.mod}
+
+
+def static_int(value):
+    """An int argument's value for the traced input shapes: a constant, or one computed in forward from tensors'
+    shapes (`x.shape[1] // 4`, `x.size(1)`) and ints; None where it depends on anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, torch.fx.Node)):
+        return None
+    if isinstance(value, int):
+        return value
+    node = value
+    if node.op == "call_function" and node.target in _INT_OPS and len(node.args) == 2:
+        a, b = (static_int(arg) for arg in node.args)
+        return None if a is None or b is None or (b == 0 and node.target in (operator.floordiv, operator.mod)) \
+            else _INT_OPS[node.target](a, b)
+    if node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[1], int):
+        shape = _static_shape(node.args[0])
+        return shape[node.args[1]] if shape is not None and -len(shape) <= node.args[1] < len(shape) else None
+    if node.op == "call_method" and node.target in ("numel", "dim", "size") and len(node.args) in (1, 2):
+        shape = _shape_of(node.args[0])
+        if shape is None:
+            return None
+        if node.target == "size" and len(node.args) == 2 and isinstance(node.args[1], int):
+            return shape[node.args[1]] if -len(shape) <= node.args[1] < len(shape) else None
+        if len(node.args) == 1 and node.target != "size":
+            return len(shape) if node.target == "dim" else int(torch.Size(shape).numel())
+    return None
+
+
+def _static_shape(value):
+    """`x.shape` or `x.size()` of a traced tensor: its shape as a tuple of ints, else None."""
+    if not isinstance(value, torch.fx.Node):
+        return None
+    if (value.op == "call_function" and value.target is getattr and value.args[1] == "shape") or \
+            (value.op == "call_method" and value.target == "size" and len(value.args) == 1):
+        return _shape_of(value.args[0])
+    return None
+
+
+def _shape_of(tensor):
+    """A traced tensor's shape (its meta from the trace), else None."""
+    meta = tensor.meta.get("tensor_meta") if isinstance(tensor, torch.fx.Node) else None
+    return tuple(int(d) for d in meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
 def is_parameter(gm, target) -> bool:
     return any(name == target for name, _ in gm.named_parameters())
 

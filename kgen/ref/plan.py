@@ -16,7 +16,7 @@ from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
-                             op_text, param_view_root, self_attr)
+                             op_text, param_view_root, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
@@ -258,9 +258,15 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             weight_expr = f"torch.ones_like({bias_expr})"
         elif bias is None and weight is not None:
             bias_expr = f"torch.zeros_like({weight_expr})"
-        return weight is not None or bias is not None, {
-            "groups": written.get("num_groups", repr(groups)), "eps": written.get("eps", repr(float(eps))),
-            "groups_value": int(groups), "weight": weight_expr, "bias": bias_expr}
+        value = static_int(groups)
+        if value is None:
+            raise RefError(f"{self.where(gn)}: its group count is neither an int nor one worked out from the input "
+                           f"shapes and ints (x.shape[1] // 4): pass an int or a model attribute")
+        found = {"groups": written.get("num_groups", repr(groups)), "eps": written.get("eps", repr(float(eps))),
+                 "groups_value": value, "weight": weight_expr, "bias": bias_expr}
+        if isinstance(groups, torch.fx.Node):   # computed in forward (x.shape[1] // 4): forward passes that variable
+            found["groups"], found["groups_node"] = op_text(groups, self.modules), groups.name
+        return weight is not None or bias is not None, found
 
     def gn_parameters(self, gn) -> list[str]:
         """The GroupNorm's own weight and bias as the model names them (`gn.weight`, `self.w` of an F.group_norm), the

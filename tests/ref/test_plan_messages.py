@@ -152,3 +152,44 @@ def test_a_model_that_inherits_another_classes_init_is_refused_by_name(tmp_path)
         emit_reference(str(path))
     assert str(info.value) == f"{path}:12: Model inherits its __init__ from Base: kgen needs Model's own __init__ " \
                               f"(or nn.Module's)"
+
+
+FUNCTIONAL = """import torch
+import torch.nn.functional as F
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return F.group_norm(x, {groups}).relu()
+
+
+def get_inputs():
+    return [torch.rand(2, 8, 6, 6)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.mark.parametrize("groups, value, name", [("x.shape[1] // 4", 2, "floordiv"), ("x.size(1) - 6", 2, "sub"),
+                                                 ("x.dim() - 2", 2, "sub"), ("x.numel() // 288", 2, "floordiv")])
+def test_a_group_count_forward_works_out_from_shapes_is_passed_at_each_call(tmp_path, groups, value, name):
+    path = tmp_path / "model.py"
+    path.write_text(FUNCTIONAL.format(groups=groups))
+    text = emit_reference(str(path))[0]
+    forward = text[text.index("    def forward(self, x):"):]
+    assert f"constexpr int kRegion0Groups = {value};" in text
+    region_line = next(line for line in forward.splitlines() if "_Region0" in line)
+    assert f", None, None, {name}, " in region_line, region_line
+    assert f"    {name} = " in forward.split(region_line)[0]
+
+
+def test_a_group_count_kgen_cannot_work_out_is_one_clear_error(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(FUNCTIONAL.format(groups="x.shape[1] ** 1 // 4"))
+    with pytest.raises(RefError) as info:
+        emit_reference(str(path))
+    message = str(info.value)
+    assert "\n" not in message and not GRAPH_WORDS.search(message), message
+    assert "its group count is neither an int nor one worked out from the input shapes" in message
