@@ -147,12 +147,25 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         return all(tensor_dtype(t) in KERNEL_DTYPES for t in tensors)
 
     # ---------------------------------------------------------------- regions
+    def live_nodes(self) -> set:
+        """The names of the nodes the output reads, directly or through others."""
+        live, todo = set(), [n for n in self.nodes if n.op == "output"]
+        while todo:
+            node = todo.pop()
+            if node.name not in live:
+                live.add(node.name)
+                todo.extend(node.all_input_nodes)
+        return live
+
     def plan(self) -> Plan:
         gns = [n for n in self.nodes if self.is_groupnorm(n)]
         if not gns:
             raise RefError(f"{self.ref.path}: no GroupNorm in Model.forward (nn.GroupNorm or F.group_norm): kgen "
                            "emit --ref plans GroupNorm-family references only")
+        live = self.live_nodes()
         for gn in gns:
+            if gn.name not in live:
+                continue   # its value reaches no output: a library step the emitted forward leaves unwritten
             if tensor_dtype(gn) not in KERNEL_DTYPES:
                 # kgen's region kernels read float32, float16 and bfloat16: PyTorch's own GroupNorm runs this one
                 self.library(gn, fallback="a GroupNorm of a tensor that is not float32, float16 or bfloat16")

@@ -193,3 +193,12 @@ def test_a_group_count_kgen_cannot_work_out_is_one_clear_error(tmp_path):
     message = str(info.value)
     assert "\n" not in message and not GRAPH_WORDS.search(message), message
     assert "its group count is neither an int nor one worked out from the input shapes" in message
+
+
+def test_a_groupnorm_whose_value_reaches_no_output_is_left_out(tmp_path):
+    # REFERENCE's `y = self.gn(x)` unread, beside a GroupNorm that is: only the second becomes a region
+    path = tmp_path / "model.py"
+    path.write_text(REFERENCE.format(body="return torch.relu(self.gn2(x))", init="        self.gn2 = nn.GroupNorm(4, 8)"))
+    text = emit_reference(str(path))[0]
+    forward = text[text.index("    def forward(self, x):"):]
+    assert "self.gn2.num_groups" in forward and "self.gn.num_groups" not in forward and "self.gn(" not in forward
