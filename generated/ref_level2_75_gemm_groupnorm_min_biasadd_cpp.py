@@ -6709,32 +6709,6 @@ def _window(kernel_size, dims):
     return list(kernel_size) if isinstance(kernel_size, (tuple, list)) else [kernel_size] * dims
 
 
-def _param_grad(row, param):
-    """A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter."""
-    if param.numel() == 1:
-        return row.sum().reshape(param.shape)
-    return row.reshape(param.shape)
-
-
-def _out_dtype(x, tensors, float32_under_autocast):
-    """The dtype the reference's ops give a step's output. Its kernels compute in float32 whatever they read
-    (float32, float16, bfloat16) and the output is rounded once to this: float32 under CUDA autocast where the step
-    applies an op autocast runs in float32 (GroupNorm, exp, log...); else x's dtype promoted with each tensor's, as
-    PyTorch's type promotion does (a 0-dim one does not widen a floating x)."""
-    if float32_under_autocast and torch.is_autocast_enabled(x.device.type):
-        return torch.float32
-    dtype = x.dtype
-    for t in tensors:
-        if t.dtype != dtype and t.dim() > 0:
-            dtype = torch.promote_types(dtype, t.dtype)
-    return dtype
-
-
-# The kernels' rounding codes (kgen::Rounding): an output of this dtype is computed with the reference's rounding points
-# at that dtype (each op's result rounded as the reference stores it), float32 exactly.
-_ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
-
-
 def _stores_half(x):
     """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
     return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
@@ -6750,30 +6724,6 @@ def _library_bias(bias, x):
 def _peeled_bias(bias, x):
     """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
     return torch.zeros_like(bias) if _stores_half(x) else bias
-
-
-class _WithoutAutograd:
-    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
-
-    def save_for_backward(self, *tensors):
-        return None
-
-
-def _call(step, *args):
-    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
-    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
-    if torch.is_grad_enabled():
-        return step.apply(*args)
-    return step.forward(_WithoutAutograd(), *args)
-
-
-def _as_dtype(t, dtype):
-    """t in `dtype`: t itself where it is already (every PyTorch call costs host time; small models are host-bound)."""
-    return t if t.dtype == dtype else t.to(dtype)
-
-
-def _accumulate(grads, index, value):
-    grads[index] = value if grads[index] is None else grads[index] + value
 
 
 def _check_baked_constants(model, expected):
