@@ -7,7 +7,7 @@ its forward is forward_writer.py's.
 from __future__ import annotations
 
 from kgen.ref import functors, ops
-from kgen.ref.forward_writer import ForwardWriter, forward_arguments, literal, renamed_arguments
+from kgen.ref.forward_writer import ForwardWriter, faithful_switch, forward_arguments, literal, renamed_arguments
 from kgen.ref.ir import BatchNormStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 
 
@@ -25,7 +25,7 @@ def region_context(step: RegionStep) -> dict:
         "reduce_rank": step.reduce_rank,
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
-        "faithful_switch": " or ".join(f'_tf32("{op}")' for op in step.faithful_switch),
+        "faithful_switch": faithful_switch(step),
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],

@@ -212,7 +212,7 @@ class ForwardWriter:
                     f"torch.is_grad_enabled(){', ' if params else ''}{params})")
         window = step.window_expr or "()"
         if self.autograd == "cpp":
-            faithful = " or ".join(f'_tf32("{op}")' for op in step.faithful_switch)
+            faithful = faithful_switch(step)
             return (f"{var(step.output)} = _ext.region{step.index}({x}, {gn['weight']}, {gn['bias']}, {gn['groups']}, "
                     f"{gn['eps']}, {window}, {faithful + ', ' if faithful else ''}[{params}])")
         return (f"{var(step.output)} = _call(_Region{step.index}, {x}, {gn['weight']}, "
@@ -245,6 +245,11 @@ class Statement:
     defines: str | None
     reads: frozenset
     text: str
+
+
+def faithful_switch(step: RegionStep) -> str:
+    """The Python a call evaluates to say whether the region is faithful there ("" where nothing switches it)."""
+    return " or ".join(f'_tf32("{op}")' for op in step.faithful_switch)
 
 
 def live_statements(statements: list[Statement]) -> list[Statement]:

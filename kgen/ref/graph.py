@@ -51,17 +51,21 @@ def static_int(value):
         return None if a is None or b is None or (b == 0 and node.target in (operator.floordiv, operator.mod)) \
             else _INT_OPS[node.target](a, b)
     if node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[1], int):
-        shape = _static_shape(node.args[0])
-        return shape[node.args[1]] if shape is not None and -len(shape) <= node.args[1] < len(shape) else None
+        return _dim(_static_shape(node.args[0]), node.args[1])
     if node.op == "call_method" and node.target in ("numel", "dim", "size") and len(node.args) in (1, 2):
         shape = _shape_of(node.args[0])
         if shape is None:
             return None
         if node.target == "size" and len(node.args) == 2 and isinstance(node.args[1], int):
-            return shape[node.args[1]] if -len(shape) <= node.args[1] < len(shape) else None
+            return _dim(shape, node.args[1])
         if len(node.args) == 1 and node.target != "size":
             return len(shape) if node.target == "dim" else int(torch.Size(shape).numel())
     return None
+
+
+def _dim(shape, index: int):
+    """shape[index] where `shape` is known and has that dim, else None."""
+    return shape[index] if shape is not None and -len(shape) <= index < len(shape) else None
 
 
 def _static_shape(value):

@@ -113,9 +113,9 @@ def measure(target: Target, found: list[Choices], runner, work: Path, started: f
     timing = runner.time([paths[k] for k in passing]) if passing else {}
     if "error" in timing:
         raise RefError(f"kgen tune: {timing['error']}")
-    for i, (k, ms) in enumerate(zip(passing, timing.get("candidates", []))):
+    rounds_of = timing.get("rounds", []) + [[]] * len(passing)   # a timing without rounds: none recorded
+    for k, ms, rounds in zip(passing, timing.get("candidates", []), rounds_of):
         rows[k].update(forward_ms=ms["forward"], forward_backward_ms=ms["forward_backward"])
-        rounds = timing.get("rounds", [])[i] if i < len(timing.get("rounds", [])) else []
         for mode in ("forward", "forward_backward"):
             rows[k][f"{mode}_rounds"] = [t[mode] for t in rounds if t.get(mode) is not None]
         if ms.get("error"):

@@ -105,9 +105,8 @@ def onepass_pruned(ref, takes=KEYS) -> bool:
     faithful at this process's TF32 settings (what `kgen tune` says it did not try, and why)."""
     if "forward" not in takes:
         return False
-    plan = make_plan(ref, "exact")
-    return (any(isinstance(s, RegionStep) and onepass_applies(s) for s in plan.steps)
-            and not _onepass_takes_a_region(ref, "exact"))
+    applies = [s for s in make_plan(ref, "exact").steps if isinstance(s, RegionStep) and onepass_applies(s)]
+    return bool(applies) and all(faithful_now(s) for s in applies)
 
 
 def _onepass_takes_a_region(ref, conv: str) -> bool:
