@@ -18,6 +18,7 @@ import torch
 
 from kgen.bench.prebuild import build_one
 from kgen.ref.emit import emit_reference
+from kgen.validate.stages.determinism import library_setting
 
 pytestmark = pytest.mark.gpu
 
@@ -92,7 +93,15 @@ def _same(a, b, what):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("ref", REFERENCES, ids=[Path(r).stem for r in REFERENCES])
 def test_cpp_autograd_is_the_python_one_to_the_bit(pairs, ref, dtype):
-    ref_mod, python_mod, cpp_mod = pairs[ref]
+    # With PyTorch's defaults adaptive_groupnorm_tiny's input gradient differed by 2.4e-7 between the two files (fp32,
+    # H200), where only cuDNN's 3x3 conv backward and PyTorch's GroupNorm backward (the region is faithful under TF32)
+    # stand between it and kgen's element-wise kernel: cuDNN made deterministic, a difference is the node's own.
+    with library_setting("cudnn.deterministic"):
+        _compare(pairs[ref], dtype)
+
+
+def _compare(pair, dtype):
+    ref_mod, python_mod, cpp_mod = pair
     python_model, cpp_model = _models(ref_mod, python_mod, cpp_mod, dtype)
     with torch.no_grad():
         _same(python_model(*_inputs(ref_mod, dtype, False)), cpp_model(*_inputs(ref_mod, dtype, False)), "no_grad")

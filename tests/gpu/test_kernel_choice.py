@@ -1,8 +1,9 @@
-"""Which region kernels run, by slice size (the host's rules, docs/kernels.md): a GroupNorm then GELU emitted with
+"""Which region kernels run, by slice size (the host's rules, docs/kernels.md): a GroupNorm then GELU (or a reduction) emitted with
 `kgen emit --ref`, one forward and one backward under torch.profiler, the kernel names checked, and the output
 against the reference's. The sizes sit on either side of the rules measured in benchmarks/results/h200/cliffs/:
 the resident forward gives way to the cluster kernel from 6,144-value slices (sm_90), and the resident backward
-needs kMinResidentBlocks of its own tiles (x and dout) an SM. Needs a CUDA device."""
+needs kMinResidentBlocks of its own tiles (x and dout) an SM, except on planes the two-pass sweeps would launch a block
+a few values for (kSweepMinPlane). Needs a CUDA device."""
 import importlib.util
 import subprocess
 import sys
@@ -26,7 +27,7 @@ class Model(nn.Module):
         self.norm = nn.GroupNorm(groups, channels)
 
     def forward(self, x):
-        return F.gelu(self.norm(x))
+        return {body}
 
 
 def get_inputs():
@@ -37,7 +38,8 @@ def get_init_inputs():
     return [{channels}, {groups}]
 '''
 
-# (shape, groups) -> (forward kernel expected, backward kernel expected, kernels that must not run)
+GELU = "F.gelu(self.norm(x))"
+# (shape, groups[, forward's body]) -> (forward kernel expected, backward kernel expected, kernels that must not run)
 CASES = {
     # 1,024-value slices: resident both ways
     "slice_1024": (((2, 64, 16, 16), 16), "region_resident_forward", "region_resident_backward", ()),
@@ -47,6 +49,10 @@ CASES = {
     # 16,384-value slices of 4 channels: 1 backward tile an SM
     "slice_16384": (((2, 64, 64, 64), 16), "cluster_forward", "region_twopass",
                     ("region_resident_forward", "region_resident_backward")),
+    # a Linear's output, then the min over channels (L2-75's region): one sample a unit, 2 backward tiles an SM, but
+    # 1-value planes, where the two-pass sweeps would launch a block a value (kSweepMinPlane)
+    "channel_min_plane_1": (((64, 8192), 512, "torch.min(self.norm(x), dim=1, keepdim=True)[0]"),
+                            "region_rows_reduce", "region_rows_backward", ("region_twopass",)),
 }
 
 
@@ -69,9 +75,10 @@ def kernels(fn) -> list[str]:
 def test_region_kernels_follow_the_slice_size(case, tmp_path):
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("the cluster forward needs sm_90")
-    (shape, groups), forward, backward, never = CASES[case]
+    (shape, groups, *body), forward, backward, never = CASES[case]
     reference = tmp_path / f"{case}_ref.py"
-    reference.write_text(REFERENCE.format(shape=", ".join(map(str, shape)), channels=shape[1], groups=groups))
+    reference.write_text(REFERENCE.format(shape=", ".join(map(str, shape)), channels=shape[1], groups=groups,
+                                          body=body[0] if body else GELU))
     solution = tmp_path / f"{case}.py"
     emitted = subprocess.run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(reference), "-o", str(solution)],
                              capture_output=True, text=True, cwd=ROOT)
