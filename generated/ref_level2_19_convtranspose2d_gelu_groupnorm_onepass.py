@@ -3146,12 +3146,18 @@ bool region_resident_fits(const at::Tensor& x, int64_t groups) {
 // values fits 3 forward blocks on an SM and only 2 backward ones (H200, one 12.8 k-value channel a group:
 // the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/).
 constexpr int kMinResidentBlocks = 3;
+// The two-pass backward sweeps launch a block per (sample, channel) plane: on a plane of fewer values than a block's
+// threads most of them idle, and on 1-value planes the launch is the cost (H200, L2-75: 8.4 M blocks a sweep, 44 ms,
+// where its resident backward fits 2 tiles an SM; the H100 timed that backward at 0.065 ms). There the resident
+// backward is kept wherever it fits, at whatever occupancy.
+constexpr int64_t kSweepMinPlane = 256;
 
 template <ReduceKind R>
 bool region_resident_pays(const at::Tensor& x, int64_t groups, bool backward = false) {
   using namespace resident_detail;
   if (!region_resident_fits<R>(x, groups)) return false;
   if (x.numel() == 0) return true;
+  if (backward && region_dims(x).plane < kSweepMinPlane) return true;
   std::vector<int64_t> window(x.dim() - 2, 1);
   const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, backward, smem_budget(x));
   return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
