@@ -209,3 +209,30 @@ def test_glob_takes_a_corpus_of_references_and_only_names_their_stems(monkeypatc
     assert sorted(row["problem"] for row in rows) == ["block_large", "block_tiny"]
     emitted = [c for c in calls if "kgen.cli emit" in c and "--explain" not in c]
     assert len(emitted) == 2 and not any("__init__" in c or "test_corpus" in c for c in emitted)
+
+
+def test_emit_is_reused_only_for_the_same_reference_options_and_sources(monkeypatch, tmp_path):
+    """A resumed run re-emits nothing that would come out the same bytes; another reference, other options or other
+    sources emit again."""
+    calls = []
+
+    def run(cmd, timeout, env=None):
+        calls.append(cmd)
+        if "-o" in cmd:
+            Path(cmd[cmd.index("-o") + 1]).write_text("# emitted\n")
+        return 0, "kgen region 0: GroupNorm" if "--explain" in cmd else "", 0.1
+    monkeypatch.setattr(family, "run", run)
+    ref, sol = tmp_path / "ref.py", tmp_path / "out" / "L1-1.py"
+    sol.parent.mkdir()
+    ref.write_text("class Model: ...\n")
+    first = family.emit_once(ref, sol, [], "sources-a")
+    assert len(calls) == 2 and first == (0, "", "kgen region 0: GroupNorm")
+    assert family.emit_once(ref, sol, [], "sources-a") == first and len(calls) == 2
+    family.emit_once(ref, sol, ["--conv", "fast"], "sources-a")
+    family.emit_once(ref, sol, ["--conv", "fast"], "sources-b")
+    ref.write_text("class Model: pass_through = 1\n")
+    family.emit_once(ref, sol, ["--conv", "fast"], "sources-b")
+    assert len(calls) == 8
+    sol.unlink()   # the file gone: emitted again whatever the record says
+    family.emit_once(ref, sol, ["--conv", "fast"], "sources-b")
+    assert len(calls) == 10

@@ -17,7 +17,8 @@ Three phases, to fit a short lease: the builds in parallel (kgen.bench.prebuild)
 `--workers` problems at once, each followed (with --bench) by a torch.compile of its reference that only
 warms Inductor's on-disk caches; then, one problem at a time on an otherwise idle GPU, the timings, whose
 torch.compile now finds its kernels compiled. `--budget` starts no stage after that many seconds and
-`--resume` keeps what OUT already holds, so a second call on the warm machine finishes the table.
+`--resume` keeps what OUT already holds, so a second call on the warm machine finishes the table (a file emitted
+before from the same reference, options and kgen sources is not emitted again: emit_once).
 
     python3 benchmarks/family_merge.py OUT RUN_DIR [RUN_DIR ...]
 
@@ -32,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -90,6 +93,35 @@ def run(cmd, timeout, env=None) -> tuple[int, str, float]:
             time.time() - start
 
 
+def source_digest() -> str:
+    """What an emitted file depends on besides its reference and the emit options: kgen's own sources (Python,
+    templates, specs) and the PyTorch that traces the reference."""
+    digest = hashlib.sha256(importlib.metadata.version("torch").encode())
+    for path in sorted((ROOT / "kgen").rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".j2", ".cuh", ".cu", ".h", ".json"):
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def emit_once(ref: Path, sol: Path, emit_args: list[str], sources: str) -> tuple[int, str, str]:
+    """`kgen emit --ref REF -o SOL` and its --explain: (exit code, emit's output, the plan's text). Emit is
+    deterministic, so where SOL and its record (SOL.emit.json) were made from the same reference bytes, options and
+    sources, they are taken as they are: a resumed family run on a warm machine spends no minute re-emitting."""
+    record = sol.with_suffix(".emit.json")
+    key = hashlib.sha256(sources.encode() + ref.read_bytes() + shlex.join(emit_args).encode()).hexdigest()
+    if sol.is_file() and record.is_file():
+        done = json.loads(record.read_text())
+        if done.get("key") == key:
+            return done["code"], done["text"], done["plan"]
+    record.unlink(missing_ok=True)
+    code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "-o", str(sol)],
+                        120)
+    plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "--explain"], 120)[1]
+    if code == 0:
+        record.write_text(json.dumps({"key": key, "code": code, "text": text, "plan": plan}))
+    return code, text, plan
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("problems")
@@ -136,12 +168,12 @@ def main() -> None:
         print(f"resume: {len(earlier)} problems in {out / 'family.json'}", flush=True)
     from concurrent.futures import ThreadPoolExecutor
 
+    sources = source_digest()
+
     def emit(ref: Path) -> list[dict]:
         pid = problem_id(ref)
         sol = emitted / f"{pid}.py"
-        code, text, _ = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "-o", str(sol)],
-                            120)
-        plan = run([sys.executable, "-m", "kgen.cli", "emit", "--ref", str(ref), *emit_args, "--explain"], 120)[1]
+        code, text, plan = emit_once(ref, sol, emit_args, sources)
         rows = []
         for precision in args.precisions:   # one file, checked and timed at each precision
             row = {"problem": pid, "reference": ref.name, "emit": code, "emit_error": text.strip()[-400:],
@@ -166,8 +198,9 @@ def main() -> None:
     files = sorted({str(emitted / f"{row['problem']}.py") for row in rows if row["emit"] == 0})
     print(f"emit: {len(files)} of {len(rows)} files in {time.time() - t0:.0f} s", flush=True)
     t0 = time.time()
-    build = run([*PREBUILD, "-j", str(args.jobs), *files],
-                max(60.0, min(900.0, deadline - time.time())))
+    # a stage started runs to its end (--budget starts none later): a build cut short leaves a resumed call to build
+    # again what it had half done
+    build = run([*PREBUILD, "-j", str(args.jobs), *files], 900.0)
     print(build[1][-3000:], flush=True)
     print(f"prebuild: exit {build[0]} in {time.time() - t0:.0f} s", flush=True)
     (out / "family_prebuild.log").write_text(build[1])

@@ -125,8 +125,7 @@ class ForwardWriter:
         reference's library op rounds with its result (_library_bias, half_kept_biases; the step adds zeros)."""
         x = self.value(node.args[0])
         m = self.attr(node.target)
-        bias = f"{m}.bias" if f"{m}.bias" in self.kept_biases() else \
-            f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
+        bias = f"_library_bias({m}.bias, {x})" if f"{m}.bias" in self.half_kept_biases() else "None"
         if channels_last:
             x = f"_call(_ChannelsLastCopy, {x})"
         if isinstance(module, nn.Linear):
@@ -147,15 +146,10 @@ class ForwardWriter:
         rounded values: a linear's (cuBLAS adds it in the GEMM: the biased result is rounded once) and a conv's before
         a batch norm (whose kernels add it unrounded). A conv's bias before a region is the region's in every dtype:
         cuDNN convolves without it and PyTorch adds it after (the conv's result rounded, then the sum), as the
-        region's prologue does at the reference's rounding points (value_stored)."""
-        return (set(self._peeled_linear_biases().values()) - self.kept_biases()) | \
+        region's prologue does at the reference's rounding points (value_stored). (Before a faithful region the Linear
+        keeps its bias in every dtype: the plan leaves it there, plan_faithful._keep_linear_bias.)"""
+        return set(self._peeled_linear_biases().values()) | \
             {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
-
-    def kept_biases(self) -> set:
-        """The peeled linear biases the library call keeps in every dtype: before a faithful region (plan_faithful.py),
-        whose input must be the reference's to the bit (the step adds zeros)."""
-        faithful = {s.input for s in self.plan.steps if isinstance(s, RegionStep) and s.faithful}
-        return {bias for output, bias in self._peeled_linear_biases().items() if output in faithful}
 
     def _peeled_linear_biases(self) -> dict:
         """Output node name -> bias expression of each nn.Linear whose bias a kgen step adds."""
@@ -196,10 +190,9 @@ class ForwardWriter:
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
                 self.alias[name] = stand_in
-        kept, always = self.half_kept_biases(), self.kept_biases()
+        kept = self.half_kept_biases()
         x = self.read(var(step.input)) if not step.conv_fused else ""
-        params = ", ".join(f"torch.zeros_like({p.expr})" if p.expr in always else
-                           f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
+        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
         gn = dict(step.gn_args)
         if "groups_node" in gn:   # a group count forward computes (x.shape[1] // 4): that variable, read

@@ -27,7 +27,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kgen.ref.ir import Plan, RegionStep
+from kgen.ref.errors import RefError
+from kgen.ref.ir import LibraryStep, Operand, Plan, RegionStep
 
 # The ops that round float32 inputs to TF32, by the setting that rules it, read at each call: cuDNN's
 # (torch.backends.cudnn) and cuBLAS's (torch.backends.cuda.matmul); an attention (its kernels' own choice) by neither,
@@ -63,7 +64,37 @@ def mark_faithful(plan: Plan, mode: str = "auto") -> Plan:
         kinds = {kind for _, kind in readers}
         if readers and mode == "auto" and "attention" not in kinds:
             step.faithful_switch = tuple(sorted(kinds))
+        if step.faithful:
+            _keep_linear_bias(plan, step, modules)
     return plan
+
+
+def _keep_linear_bias(plan: Plan, step: RegionStep, modules: dict) -> None:
+    """A faithful region reads its input as the reference holds it, so the bias of the Linear before it stays in the
+    library call (cuBLAS adds it inside the GEMM, one rounding; the region adding it after would round twice): the
+    region's prologue no longer adds it, nor takes it as a parameter. (It added zeros in its place: a zeros_like and
+    its parameter's gradient each call, for nothing.) A conv's bias stays the region's: cuDNN adds it after the conv
+    too, the same two roundings."""
+    taker = next((s for s in plan.steps if isinstance(s, LibraryStep) and s.drop_bias
+                  and s.node.name == step.input), None)
+    if taker is None or taker.node.op != "call_module" or not isinstance(modules.get(taker.node.target), nn.Linear):
+        return
+    first = step.prologue[0] if step.prologue else None
+    # the planner's peeled bias (plan.py): the prologue's first op, x plus parameter 0, which nothing else reads
+    if (first is None or first.name != f"{step.input}_biased" or first.op != "add"
+            or first.operands != [Operand.of_value(step.input), Operand.of_param(0)]
+            or any(o == Operand.of_param(0) for n in step.prologue[1:] + step.epilogue for o in n.operands)):
+        raise RefError(f"kgen: region {step.index} takes {taker.node.target}'s bias in a form it cannot give back to "
+                       f"the Linear (please report)")
+    taker.drop_bias, taker.bias_to = False, ""
+    step.prologue.pop(0)
+    step.params.pop(0)
+    for node in step.prologue + step.epilogue:
+        node.operands = [Operand.of_param(o.ref - 1) if o.is_param else
+                         Operand.of_value(step.input) if o.is_value and o.ref == first.name else o
+                         for o in node.operands]
+    if step.result == first.name:
+        step.result = step.input
 
 
 def _tf32_readers(start, modules: dict) -> list[tuple[str, str]]:

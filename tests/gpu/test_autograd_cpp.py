@@ -24,7 +24,7 @@ pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCES = [
-    "tests/corpus/mlp_groupnorm_tiny.py",                       # peeled Linear bias, matmul switch
+    "tests/corpus/mlp_groupnorm_tiny.py",                       # matmul switch (the Linear keeps its bias)
     "tests/corpus/adaptive_groupnorm_tiny.py",                  # no affine, conv switch, a pointwise step after
     "kgen/specs/references/level2_92_conv2d_groupnorm_tanh_hardswish_residualadd_logsumexp.py",   # lse keepdim
     "tests/ref/references/gn_maxpool_hardtanh_relu.py",         # window max: aux

@@ -103,14 +103,31 @@ def test_own_references_plan(path):
 
 
 def test_two_groupnorms_two_regions_and_residual_through_z():
-    plan = make_plan(load_reference(HERE / "references" / "two_groupnorms.py"))
+    plan = make_plan(load_reference(HERE / "references" / "two_groupnorms.py"), faithful="none")
     first, second = regions(plan)
     assert [n.op for n in first.epilogue] == ["mul", "add", "silu"]
-    # the residual reads the GroupNorm's input, which is the prologue's result
+    # the residual reads the GroupNorm's input, which is the prologue's result (fc1's output plus its bias)
     residual = first.epilogue[1]
     assert {o.ref for o in residual.operands if o.is_value} == {first.epilogue[0].name,
                                                                        first.prologue[-1].name}
     assert not second.epilogue[0].consts and second.epilogue[0].op == "tanh"
+
+
+def test_a_faithful_region_leaves_the_linear_its_bias():
+    """fc2 (a Linear: TF32 under "high") reads gn1's region: faithful, so fc1 keeps its bias (one rounding in the GEMM,
+    as the reference) and the region neither adds it nor takes it as a parameter; the residual reads fc1's output.
+    gn2's region, read by nothing that rounds, still takes fc2's bias."""
+    plan = make_plan(load_reference(HERE / "references" / "two_groupnorms.py"))
+    first, second = regions(plan)
+    assert first.faithful and not second.faithful
+    library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
+    assert not library[first.input].drop_bias and library[second.input].drop_bias
+    assert first.prologue == [] and "fc1.bias" not in [p.label for p in first.params]
+    assert [p.label for p in second.params][:1] == ["fc2.bias"] and second.prologue[0].op == "add"
+    residual = first.epilogue[1]
+    assert {o.ref for o in residual.operands if o.is_value} == {first.epilogue[0].name, first.input}
+    for node in first.prologue + first.epilogue:   # the parameters re-indexed with the bias gone
+        assert all(0 <= o.ref < len(first.params) for o in node.operands if o.is_param)
 
 
 def test_affine_false_and_functional_groupnorm():
