@@ -8124,9 +8124,18 @@ def _library_bias(bias, x):
     return bias if bias is not None and _stores_half(x) else None
 
 
+# Zeros by (shape, dtype, device), made once: filling a fresh tensor each call costs a launch and host time.
+_ZEROS = {}
+
+
 def _peeled_bias(bias, x):
     """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
-    return torch.zeros_like(bias) if _stores_half(x) else bias
+    if not _stores_half(x):
+        return bias
+    key = (bias.shape, bias.dtype, bias.device)
+    if key not in _ZEROS:
+        _ZEROS[key] = torch.zeros(bias.shape, dtype=bias.dtype, device=bias.device)
+    return _ZEROS[key]
 
 
 class _WithoutAutograd:

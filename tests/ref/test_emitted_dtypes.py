@@ -169,5 +169,12 @@ def test_a_linear_bias_stays_in_the_library_call_in_half_precision(tmp_path, mon
     assert module._library_bias(bias, x16) is bias and torch.equal(module._peeled_bias(bias, x16), torch.zeros(8))
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert module._library_bias(bias, x16) is None and module._peeled_bias(bias, x16) is bias
+    # the zeros made once per shape, dtype and device: no fill each call
+    zeros = module._peeled_bias(bias, x16)
+    assert module._peeled_bias(torch.rand(8), x16) is zeros
+    half = module._peeled_bias(bias.to(torch.bfloat16), x16)
+    wide = module._peeled_bias(torch.rand(16), x16)
+    assert half.dtype == torch.bfloat16 and not half.any() and wide.shape == (16,) and not wide.any()
+    assert half is not zeros and wide is not zeros and not zeros.any()
 
 
