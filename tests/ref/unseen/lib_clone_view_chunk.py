@@ -1,0 +1,23 @@
+"""A reference written as people write models, not tuned for: a GroupNorm's channels halved, one half gating the other
+(a GLU)."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 32)
+
+    def forward(self, x):
+        a, b = self.gn(x).chunk(2, dim=1)
+        return a*torch.sigmoid(b)
+
+
+def get_inputs():
+    return [torch.randn(4, 32, 12, 12)]
+
+
+def get_init_inputs():
+    return []
