@@ -3441,7 +3441,8 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const int64_t channels = x.size(1);
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-  auto sums = at::zeros({K, channels}, x.options());
+  // column_sums writes every entry (no fill launched for nothing); an empty x leaves zero gradients
+  auto sums = x.numel() > 0 ? at::empty({K, channels}, x.options()) : at::zeros({K, channels}, x.options());
   if (x.numel() > 0) {
     const RegionDims dims = region_dims(x);
     const int64_t slice = channels / groups * dims.plane;
