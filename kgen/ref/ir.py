@@ -118,6 +118,18 @@ class PwNode:
     folded: str = ""   # a where's comparison node, computed inside this op (no value of its own)
 
 
+def shift_params(nodes: list, by: int) -> None:
+    """Every parameter operand of `nodes` moved `by` places in its step's params (one inserted or removed before)."""
+    for node in nodes:
+        node.operands = [Operand.of_param(o.ref + by) if o.is_param else o for o in node.operands]
+
+
+def rename_value(nodes: list, old: str, new: str) -> None:
+    """Every operand of `nodes` reading value `old` reads `new` instead."""
+    for node in nodes:
+        node.operands = [Operand.of_value(new) if o.is_value and o.ref == old else o for o in node.operands]
+
+
 @dataclass
 class Param:
     expr: str          # the Python expression ModelNew reads it by, e.g. "self.bias"

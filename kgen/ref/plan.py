@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from kgen.ref import ops
 from kgen.ref.functors import needed, param_slots
-from kgen.ref.ir import BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep
+from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep, rename_value,
+                         shift_params)
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
                              op_text, param_view_root, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
@@ -222,11 +223,11 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             bias_param = Param(expr=f"{self.attr(peel.target)}.bias", shape=tuple(self.module(peel).bias.shape),
                                label=f"{peel.target}.bias")
             params.insert(0, bias_param)
-            _shift_params(prologue + epilogue, 1)
+            shift_params(prologue + epilogue, 1)
             biased = PwNode(name=f"{x.name}_biased", op="add",
                             operands=[Operand.of_value(x.name), Operand.of_param(0)], consts={},
                             line=f"{peel.target} bias, added by the region")
-            _rename_value(prologue + epilogue, x.name, biased.name)
+            rename_value(prologue + epilogue, x.name, biased.name)
             prologue.insert(0, biased)
         gn_module = gn.target if gn.op == "call_module" else None
         affine, gn_args = self.gn_arguments(gn)
@@ -438,16 +439,6 @@ def _epilogue_params(prologue, epilogue) -> int:
     for node in epilogue:
         read |= {n.name for n in needed(nodes, node.name)}
     return len(param_slots([n for n in nodes if n.name in read]))
-
-
-def _shift_params(nodes, by: int) -> None:
-    for node in nodes:
-        node.operands = [Operand.of_param(o.ref + by) if o.is_param else o for o in node.operands]
-
-
-def _rename_value(nodes, old: str, new: str) -> None:
-    for node in nodes:
-        node.operands = [Operand.of_value(new) if o.is_value and o.ref == old else o for o in node.operands]
 
 
 def _step_anchor(step) -> str:

@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref.errors import RefError
-from kgen.ref.ir import LibraryStep, Operand, Plan, RegionStep
+from kgen.ref.ir import LibraryStep, Operand, Plan, RegionStep, rename_value, shift_params
 
 # The ops that round float32 inputs to TF32, by the setting that rules it, read at each call: cuDNN's
 # (torch.backends.cudnn) and cuBLAS's (torch.backends.cuda.matmul); an attention (its kernels' own choice) by neither,
@@ -89,10 +89,8 @@ def _keep_linear_bias(plan: Plan, step: RegionStep, modules: dict) -> None:
     taker.drop_bias, taker.bias_to = False, ""
     step.prologue.pop(0)
     step.params.pop(0)
-    for node in step.prologue + step.epilogue:
-        node.operands = [Operand.of_param(o.ref - 1) if o.is_param else
-                         Operand.of_value(step.input) if o.is_value and o.ref == first.name else o
-                         for o in node.operands]
+    shift_params(step.prologue + step.epilogue, -1)
+    rename_value(step.prologue + step.epilogue, first.name, step.input)
     if step.result == first.name:
         step.result = step.input
 
