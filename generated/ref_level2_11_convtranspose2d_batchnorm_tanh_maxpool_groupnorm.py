@@ -2037,6 +2037,21 @@ constexpr int kRowsMaxPacks = 8;       // per lane and slice
 // Slices a team takes at a time with kPacks packs a lane: kRowsPacksInFlight packs a thread, at least one slice.
 constexpr int rows_unroll(int packs) { return kRowsPacksInFlight / packs > 0 ? kRowsPacksInFlight / packs : 1; }
 
+// Pack `pack` of 4 consecutive values from `base` as floats, zeros where `valid` is false: x, dout and dx are
+// float (a 16-byte load) or, where the rows kernels take the tensors' own float16 / bfloat16 (rows_half), 8-byte
+// loads of 2-byte values (core/sweeps.cuh: load_pack); arithmetic in float either way, stores rounded once.
+template <class T>
+__device__ __forceinline__ void rows_load4(const T* __restrict__ base, int64_t pack, bool valid, float (&v)[4]) {
+  const Pack<4> p = valid ? load_pack<4>(base, pack) : Pack<4>{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v[e] = p.v[e];
+}
+
+template <class T>
+__device__ __forceinline__ void rows_store4(T* __restrict__ base, int64_t pack, const float (&v)[4]) {
+  store_pack<4>(base, pack, Pack<4>{{v[0], v[1], v[2], v[3]}});
+}
+
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
 // apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
 // kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
@@ -2142,11 +2157,11 @@ struct RowsSlice {
   }
 };
 
-template <class Pro, class Epi, int kBlock, int kPacks>
+template <class Pro, class Epi, int kBlock, int kPacks, class T = float>
 __global__ void __launch_bounds__(kBlock)
-region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_rows_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
                            const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
-                           float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
+                           T* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr int kUnroll = rows_unroll(kPacks);
   const int L = plan.lanes;
@@ -2160,12 +2175,8 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
       const int64_t u = first + j * teams + team;
-      const float4* src = reinterpret_cast<const float4*>(x + u * D);
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const float4 f = u < plan.units ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
-        split4(f, v[j][k]);
-      }
+      for (int k = 0; k < kPacks; ++k) rows_load4(x + u * D, k * L + lane, u < plan.units, v[j][k]);
     }
   };
   // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
@@ -2193,12 +2204,11 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         mean_out[u] = s.mean;
         rstd_out[u] = s.rstd;
       }
-      float4* dst = reinterpret_cast<float4*>(out + u * D);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         float v[4];
         s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, cbase + 4 * (k * L + lane), xv[j][k], v);
-        dst[k * L + lane] = join4(v);
+        rows_store4(out + u * D, k * L + lane, v);
       }
     }
     take_loaded(next, xv);
@@ -2236,9 +2246,9 @@ constexpr int rows_reduce_unroll(int packs) {
   return kRowsReducePacksInFlight / packs > 0 ? kRowsReducePacksInFlight / packs : 1;
 }
 
-template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks>
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float>
 __global__ void __launch_bounds__(kBlock)
-region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gamma,
                           const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
                           float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
                           float* __restrict__ rstd_out) {
@@ -2268,12 +2278,8 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
     for (int j = 0; j < kUnroll; ++j) {
       const int g = step * per_step + j * teams + team;
       const bool ok = n < plan.batch && g < G;
-      const float4* src = reinterpret_cast<const float4*>(x + (n * G + g) * D);
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const float4 f = ok ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
-        split4(f, v[j][k]);
-      }
+      for (int k = 0; k < kPacks; ++k) rows_load4(x + (n * G + g) * D, k * L + lane, ok, v[j][k]);
     }
   };
   float xv[kUnroll][kPacks][4];
@@ -2691,12 +2697,12 @@ struct RowsBackwardPlan {
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float>
 __global__ void __launch_bounds__(kBlock, kPacks == 1 ? min_blocks_for_warps(kRowsBackwardWarps, kBlock) : 1)
-region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
+region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
-                            const float* __restrict__ out, const int* __restrict__ aux, float* __restrict__ dx,
+                            const float* __restrict__ out, const int* __restrict__ aux, T* __restrict__ dx,
                             float* __restrict__ partial) {
   using namespace resident_detail;
   static_assert(R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample,
@@ -2747,12 +2753,10 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   auto load = [&](int64_t j, float (&xv)[kPacks][4], float (&gv)[kPacks][4]) {
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
-    const float4* xs = reinterpret_cast<const float4*>(x + n * C + cbase);
-    const float4* gs = reinterpret_cast<const float4*>(dout + n * C + cbase);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      split4(valid ? __ldg(xs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), xv[k]);
-      if constexpr (kNone) split4(valid ? __ldg(gs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), gv[k]);
+      rows_load4(x + n * C + cbase, k * L + lane, valid, xv[k]);
+      if constexpr (kNone) rows_load4(dout + n * C + cbase, k * L + lane, valid, gv[k]);
     }
   };
 
@@ -2770,7 +2774,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     int at_sample = -1;
     if constexpr (!kNone) {
       if (valid) {
-        g_sample = __ldg(dout + n);
+        g_sample = load1(dout + n);
         if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) at_sample = __ldg(aux + n);
         if constexpr (O == ReduceOp::kLogSumExp) out_sample = __ldg(out + n);
       }
@@ -2834,7 +2838,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
     const float ca = static_cast<float>(-a * inv_d), cb = static_cast<float>(-b * inv_d);
     // pass 2: dx, and the prologue's parameter gradients
-    float* dst = dx + n * C + cbase;
+    T* dst = dx + n * C + cbase;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       float d[4];
@@ -2848,7 +2852,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
 #pragma unroll
         for (int p = 0; p < kPro; ++p) acc[2 + p][k][e] += valid ? pk[p] : 0.f;
       }
-      if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
+      if (valid) rows_store4(dst, k * L + lane, d);
     }
     take_loaded(xn, xv);
     if constexpr (kNone) take_loaded(gn, gv);
@@ -3084,8 +3088,13 @@ inline std::vector<int64_t> region_out_shape(const at::Tensor& x, const std::vec
   return shape;
 }
 
-inline void check_region_input(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups) {
-  check_float_cuda(x, "input");
+inline void check_region_input(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
+                               bool half_ok = false) {
+  if (half_ok) {
+    check_storage(x, "input");
+  } else {
+    check_float_cuda(x, "input");
+  }
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: the region input must have shape (N, C, *spatial) with 0 to 3 ",
               "spatial dims, got ", str(x.sizes()));
   const int64_t channels = x.size(1);
@@ -3180,7 +3189,8 @@ namespace resident_detail {
 
 // The rows forward (groupnorm/rows/forward.cuh): kPacks packs per lane, a grid of the blocks that fit on the
 // GPU at once or fewer.
-template <class Pro, class Epi, int kBlock>
+// T: x's and out's storage type (float, or float16 / bfloat16 where rows_half_applies).
+template <class Pro, class Epi, int kBlock, class T = float>
 void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
                          const RegionParams& params, double eps, at::Tensor& out, at::Tensor& mean, at::Tensor& rstd) {
   const int64_t packs = rows.slice / 4 / rows.lanes;
@@ -3190,14 +3200,14 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
                         multiprocessors(x.get_device());
     const int64_t grid = std::max<int64_t>(1, std::min<int64_t>(fit, (rows.units + per_block - 1) / per_block));
     kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, rows, eps, out.data_ptr<float>(),
+        data_as<const T>(x), optional_data(gamma), optional_data(beta), params, rows, eps, data_as<T>(out),
         as_float2(mean), rstd.data_ptr<float>());
   };
   switch (packs) {
-    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1>, 1); break;
-    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2>, 2); break;
-    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4>, 4); break;
-    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8>, 8); break;
+    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1, T>, 1); break;
+    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2, T>, 2); break;
+    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4, T>, 4); break;
+    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8, T>, 8); break;
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -3209,7 +3219,8 @@ inline bool rows_reduce_applies(int64_t groups, int lanes) { return lanes > 0 &&
 // The rows forward with a sample reduction (groupnorm/rows/forward.cuh): a sub-block of the fewest warps
 // (a power of two, up to the block) that covers a sample's G x L slice lanes, a grid of the blocks that fit
 // at once or fewer, each sub-block taking samples in turn.
-template <class Pro, class Epi, ReduceOp O, int kBlock>
+// X: x's storage type (float, or float16 / bfloat16 where rows_half_applies); out is float32.
+template <class Pro, class Epi, ReduceOp O, int kBlock, class X = float>
 void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec, const at::Tensor& x,
                         const at::Tensor& gamma, const at::Tensor& beta, const RegionParams& params, double eps,
                         at::Tensor& out, int* aux, at::Tensor& mean, at::Tensor& rstd) {
@@ -3234,14 +3245,14 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
     const int64_t subs = grid * plan.subs_per_block;
     plan.rounds = (plan.batch + subs - 1) / subs;
     kernel<<<grid, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
-        x.data_ptr<float>(), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
+        data_as<const X>(x), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
         as_float2(mean), rstd.data_ptr<float>());
   };
   switch (plan.slice / 4 / lanes) {
-    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1>, 1); break;
-    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2>, 2); break;
-    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4>, 4); break;
-    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8>, 8); break;
+    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1, X>, 1); break;
+    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2, X>, 2); break;
+    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4, X>, 4); break;
+    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8, X>, 8); break;
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -3268,11 +3279,12 @@ inline int rows_backward_lanes(int64_t channels, int64_t plane, int64_t groups, 
 
 // The rows backward: the blocks that fit on the GPU at once, rounded to a whole number of rows (R rows x G
 // groups = the teams), fewer where the samples run out. Returns the (R, K, C) parameter-gradient rows.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+// T: dout's, x's and dx's storage type; `options` are the float32 partial rows'.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, class T = float>
 at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lanes, bool affine_vec,
-                                const float* dout, const float* x, const float* gamma, const float* beta,
+                                const T* dout, const T* x, const float* gamma, const float* beta,
                                 const RegionParams& params, const float2* mean, const float* rstd, const float* out,
-                                const int* aux, float* dx, const at::TensorOptions& options) {
+                                const int* aux, T* dx, const at::TensorOptions& options) {
   constexpr int K = 2 + Pro::kParams + Epi::kParams;
   RowsBackwardPlan plan{};
   plan.batch = dims.batch;
@@ -3296,7 +3308,7 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
     kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
         dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
   };
-  launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1>);  // a pack a lane (rows_backward_lanes)
+  launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1, T>);  // a pack a lane (rows_backward_lanes)
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partial;
 }
@@ -3522,6 +3534,131 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   const bool affine = gamma.defined();
   return {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),
           sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
+}
+
+// ---- the rows kernels on x's own float16 / bfloat16
+//
+// Linear outputs (plane 1) whose float32 dispatch takes the rows kernels both ways (the rows forward, or the
+// rows-reduce forward of a reduction over each sample, and the rows backward) read x, dout and dx in their own
+// 2-byte type, 8-byte packs of 4 values, instead of float32 copies made before and after (H200, L2-37 at bf16: a
+// 591 us rows forward beside 394 us of copy in and 185 us of copy out; its backward 778 us of copies beside a 728 us
+// rows kernel). The arithmetic is the float32 path's on the same values, so the same bits: x converts to float
+// exactly, and every result is rounded once to the output's dtype, where the float32 path's caller rounds it.
+
+// Whether a call takes them: x float16 / bfloat16 of the output's dtype (`rounding`), contiguous and 8-byte
+// aligned, a reduction the rows kernels take, and the float32 dispatch's rows kernels in both directions.
+template <ReduceKind R>
+bool rows_half_applies(const at::Tensor& x, int64_t groups, int64_t rounding, int block) {
+  using namespace resident_detail;
+  const auto type = x.scalar_type();
+  if ((type != at::kHalf && type != at::kBFloat16) || rounding_type(rounding) != type) return false;
+  if (R != ReduceKind::kNone && !is_sample_kind(R)) return false;
+  if (!x.is_cuda() || x.dim() < 2 || x.dim() > 5 || x.numel() == 0 || groups <= 0 || x.size(1) % groups != 0 ||
+      !x.is_contiguous() || reinterpret_cast<uintptr_t>(x.data_ptr()) % 8 != 0) {
+    return false;
+  }
+  const RegionDims dims = region_dims(x);
+  const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+  if (lanes == 0 || rows_backward_lanes(dims.channels, dims.plane, groups, block) == 0) return false;
+  if (is_sample_kind(R) && !rows_reduce_applies(groups, lanes)) return false;
+  return region_resident_pays<R>(x, groups) && region_resident_pays<R>(x, groups, /*backward=*/true);
+}
+
+// Forward where rows_half_applies: {out (x's dtype; float32 after a reduction), mean, rstd, aux}, as
+// region_forward_resident's.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+std::vector<at::Tensor> region_forward_rows_half(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta,
+                                                 const std::vector<at::Tensor>& prologue_params,
+                                                 const std::vector<at::Tensor>& epilogue_params, int64_t groups,
+                                                 double eps) {
+  using namespace resident_detail;
+  constexpr bool kArg = O == ReduceOp::kMax || O == ReduceOp::kMin;
+  check_region_input(x, gamma, beta, groups, /*half_ok=*/true);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const RegionParams params = region_params<Pro, Epi>(prologue_params, epilogue_params, x);
+  const RegionDims dims = region_dims(x);
+  const int lanes = rows_lanes(dims.channels, dims.plane, groups);
+  const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                               is_16_byte_aligned(beta.data_ptr<float>()));
+  const auto f32 = x.options().dtype(at::kFloat);
+  const std::vector<int64_t> out_shape = region_out_shape<R>(x, std::vector<int64_t>(x.dim() - 2, 1));
+  at::Tensor out = at::empty(out_shape, R == ReduceKind::kNone ? x.options() : f32);
+  at::Tensor aux = kArg ? at::empty(out_shape, x.options().dtype(at::kInt)) : at::Tensor();
+  at::Tensor mean = at::empty({dims.batch, groups, 2}, f32);
+  at::Tensor rstd = at::empty({dims.batch, groups}, f32);
+  dispatch_storage(x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    if constexpr (R == ReduceKind::kNone) {
+      const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups),
+                          static_cast<int>(dims.channels / groups), lanes, affine_vec};
+      launch_rows_forward<Pro, Epi, kBlock, T>(rows, x, gamma, beta, params, eps, out, mean, rstd);
+    } else {
+      launch_rows_reduce<Pro, Epi, O, kBlock, T>(dims, groups, lanes, affine_vec, x, gamma, beta, params, eps, out,
+                                                 kArg ? aux.data_ptr<int>() : nullptr, mean, rstd);
+    }
+  });
+  return {out, mean, rstd, aux};
+}
+
+// Backward where rows_half_applies and dout has x's dtype (8-byte aligned where it is full-size): {dx (x's dtype),
+// dgamma, dbeta, dprologue (Kp, C), depilogue (Ke, C)}, as region_backward_resident's. False where dout does not
+// fit that: the caller takes the float32 path.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock>
+bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, const at::Tensor& gamma,
+                               const at::Tensor& beta, const std::vector<at::Tensor>& prologue_params,
+                               const std::vector<at::Tensor>& epilogue_params, const at::Tensor& mean,
+                               const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
+                               int64_t groups, std::vector<at::Tensor>& result) {
+  using namespace resident_detail;
+  constexpr bool kArg = O == ReduceOp::kMax || O == ReduceOp::kMin;
+  constexpr bool kLse = O == ReduceOp::kLogSumExp && R != ReduceKind::kNone;
+  constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
+  constexpr int K = 2 + kPro + kEpi;
+  if (dout_in.scalar_type() != x.scalar_type() || dout_in.device() != x.device()) return false;
+  const std::vector<int64_t> out_shape = region_out_shape<R>(x, std::vector<int64_t>(x.dim() - 2, 1));
+  TORCH_CHECK(dout_in.sizes() == c10::IntArrayRef(out_shape), "kgen: the output gradient has shape ",
+              str(dout_in.sizes()), ", expected ", str(c10::IntArrayRef(out_shape)));
+  const at::Tensor dout = dout_in.contiguous();
+  if (R == ReduceKind::kNone && reinterpret_cast<uintptr_t>(dout.data_ptr()) % 8 != 0) return false;
+  check_region_input(x, gamma, beta, groups, /*half_ok=*/true);
+  for (const auto* t : {&mean, &rstd}) check_float_cuda(*t, "saved GroupNorm statistics");
+  TORCH_CHECK(mean.is_contiguous() && mean.numel() == x.size(0) * groups * 2 && rstd.is_contiguous() &&
+                  rstd.numel() == x.size(0) * groups,
+              "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
+  if (kLse) {
+    check_float_cuda(out_in, "saved region output");
+    TORCH_CHECK(out_in.sizes() == dout.sizes(), "kgen: the saved logsumexp output must be the forward's");
+  }
+  if (kArg) {
+    TORCH_CHECK(aux_in.defined() && aux_in.scalar_type() == at::kInt && aux_in.sizes() == dout.sizes(),
+                "kgen: max/min backward needs the forward's int32 positions (aux)");
+  }
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const RegionParams params = region_params<Pro, Epi>(prologue_params, epilogue_params, x);
+  const RegionDims dims = region_dims(x);
+  const int64_t channels = dims.channels;
+  const int lanes = rows_backward_lanes(channels, dims.plane, groups, kBlock);
+  const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
+                                               is_16_byte_aligned(beta.data_ptr<float>()));
+  const at::Tensor out = kLse ? out_in.contiguous() : at::Tensor();
+  const at::Tensor aux = kArg ? aux_in.contiguous() : at::Tensor();
+  const auto f32 = x.options().dtype(at::kFloat);
+  auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
+  auto sums = at::zeros({K, channels}, f32);
+  at::Tensor partial;
+  dispatch_storage(x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    partial = launch_rows_backward<Pro, Epi, R, O, kBlock, T>(
+        dims, groups, lanes, affine_vec, data_as<const T>(dout), data_as<const T>(x), optional_data(gamma),
+        optional_data(beta), params, as_float2(mean), rstd.data_ptr<float>(), kLse ? out.data_ptr<float>() : nullptr,
+        kArg ? aux.data_ptr<int>() : nullptr, data_as<T>(dx), f32);
+  });
+  auto flat = sums.view({K * channels});
+  column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
+  const bool affine = gamma.defined();
+  result = {dx, affine ? sums[0] : at::Tensor(), affine ? sums[1] : at::Tensor(),
+            sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
+  return true;
 }
 
 }  // namespace kgen

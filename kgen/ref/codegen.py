@@ -26,11 +26,19 @@ def region_context(step: RegionStep) -> dict:
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
         "faithful_switch": faithful_switch(step),
+        "rows_half": rows_half(step),
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
         "summary": describe_region(step),
     }
+
+
+def rows_half(step: RegionStep) -> bool:
+    """Whether the region's bindings try the rows kernels on x's own float16 / bfloat16 (rows_half_applies): a Linear's
+    output (rank 2 as traced), no reduction or one over each sample's values; other regions do not instantiate them."""
+    return len(step.shape) == 2 and step.reduce_kind in (ReduceKind.NONE, ReduceKind.CHANNEL, ReduceKind.SAMPLE) \
+        and not step.conv_fused
 
 
 def pointwise_context(step: PointwiseStep) -> dict:

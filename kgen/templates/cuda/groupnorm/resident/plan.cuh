@@ -218,8 +218,13 @@ inline std::vector<int64_t> region_out_shape(const at::Tensor& x, const std::vec
   return shape;
 }
 
-inline void check_region_input(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups) {
-  check_float_cuda(x, "input");
+inline void check_region_input(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
+                               bool half_ok = false) {
+  if (half_ok) {
+    check_storage(x, "input");
+  } else {
+    check_float_cuda(x, "input");
+  }
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: the region input must have shape (N, C, *spatial) with 0 to 3 ",
               "spatial dims, got ", str(x.sizes()));
   const int64_t channels = x.size(1);

@@ -39,12 +39,12 @@ struct RowsBackwardPlan {
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float>
 __global__ void __launch_bounds__(kBlock, kPacks == 1 ? min_blocks_for_warps(kRowsBackwardWarps, kBlock) : 1)
-region_rows_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
+region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
                             const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
-                            const float* __restrict__ out, const int* __restrict__ aux, float* __restrict__ dx,
+                            const float* __restrict__ out, const int* __restrict__ aux, T* __restrict__ dx,
                             float* __restrict__ partial) {
   using namespace resident_detail;
   static_assert(R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample,
@@ -95,12 +95,10 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
   auto load = [&](int64_t j, float (&xv)[kPacks][4], float (&gv)[kPacks][4]) {
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
-    const float4* xs = reinterpret_cast<const float4*>(x + n * C + cbase);
-    const float4* gs = reinterpret_cast<const float4*>(dout + n * C + cbase);
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      split4(valid ? __ldg(xs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), xv[k]);
-      if constexpr (kNone) split4(valid ? __ldg(gs + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f), gv[k]);
+      rows_load4(x + n * C + cbase, k * L + lane, valid, xv[k]);
+      if constexpr (kNone) rows_load4(dout + n * C + cbase, k * L + lane, valid, gv[k]);
     }
   };
 
@@ -118,7 +116,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     int at_sample = -1;
     if constexpr (!kNone) {
       if (valid) {
-        g_sample = __ldg(dout + n);
+        g_sample = load1(dout + n);
         if constexpr (O == ReduceOp::kMax || O == ReduceOp::kMin) at_sample = __ldg(aux + n);
         if constexpr (O == ReduceOp::kLogSumExp) out_sample = __ldg(out + n);
       }
@@ -182,7 +180,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
     }
     const float ca = static_cast<float>(-a * inv_d), cb = static_cast<float>(-b * inv_d);
     // pass 2: dx, and the prologue's parameter gradients
-    float* dst = dx + n * C + cbase;
+    T* dst = dx + n * C + cbase;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       float d[4];
@@ -196,7 +194,7 @@ region_rows_backward_kernel(const float* __restrict__ dout, const float* __restr
 #pragma unroll
         for (int p = 0; p < kPro; ++p) acc[2 + p][k][e] += valid ? pk[p] : 0.f;
       }
-      if (valid) reinterpret_cast<float4*>(dst)[k * L + lane] = join4(d);
+      if (valid) rows_store4(dst, k * L + lane, d);
     }
     take_loaded(xn, xv);
     if constexpr (kNone) take_loaded(gn, gv);

@@ -42,6 +42,21 @@ constexpr int kRowsMaxPacks = 8;       // per lane and slice
 // Slices a team takes at a time with kPacks packs a lane: kRowsPacksInFlight packs a thread, at least one slice.
 constexpr int rows_unroll(int packs) { return kRowsPacksInFlight / packs > 0 ? kRowsPacksInFlight / packs : 1; }
 
+// Pack `pack` of 4 consecutive values from `base` as floats, zeros where `valid` is false: x, dout and dx are
+// float (a 16-byte load) or, where the rows kernels take the tensors' own float16 / bfloat16 (rows_half), 8-byte
+// loads of 2-byte values (core/sweeps.cuh: load_pack); arithmetic in float either way, stores rounded once.
+template <class T>
+__device__ __forceinline__ void rows_load4(const T* __restrict__ base, int64_t pack, bool valid, float (&v)[4]) {
+  const Pack<4> p = valid ? load_pack<4>(base, pack) : Pack<4>{{0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v[e] = p.v[e];
+}
+
+template <class T>
+__device__ __forceinline__ void rows_store4(T* __restrict__ base, int64_t pack, const float (&v)[4]) {
+  store_pack<4>(base, pack, Pack<4>{{v[0], v[1], v[2], v[3]}});
+}
+
 // The team width of the rows forward for Linear outputs (N, C) with `groups` groups, or 0 where it does not
 // apply (planes, a slice not a multiple of 4 values, or its packs not a power of two up to 32 x
 // kRowsMaxPacks). The fewest lanes that give each at most kRowsPacksPerLane packs, more only past 32 lanes.
@@ -147,11 +162,11 @@ struct RowsSlice {
   }
 };
 
-template <class Pro, class Epi, int kBlock, int kPacks>
+template <class Pro, class Epi, int kBlock, int kPacks, class T = float>
 __global__ void __launch_bounds__(kBlock)
-region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_rows_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
                            const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
-                           float* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
+                           T* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr int kUnroll = rows_unroll(kPacks);
   const int L = plan.lanes;
@@ -165,12 +180,8 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
 #pragma unroll
     for (int j = 0; j < kUnroll; ++j) {
       const int64_t u = first + j * teams + team;
-      const float4* src = reinterpret_cast<const float4*>(x + u * D);
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const float4 f = u < plan.units ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
-        split4(f, v[j][k]);
-      }
+      for (int k = 0; k < kPacks; ++k) rows_load4(x + u * D, k * L + lane, u < plan.units, v[j][k]);
     }
   };
   // Every thread runs the same iterations (the bound is grid-uniform), so whole warps reach each shuffle; a
@@ -198,12 +209,11 @@ region_rows_forward_kernel(const float* __restrict__ x, const float* __restrict_
         mean_out[u] = s.mean;
         rstd_out[u] = s.rstd;
       }
-      float4* dst = reinterpret_cast<float4*>(out + u * D);
 #pragma unroll
       for (int k = 0; k < kPacks; ++k) {
         float v[4];
         s.template values<Epi>(params, gamma, beta, plan.affine_vec, k, cbase + 4 * (k * L + lane), xv[j][k], v);
-        dst[k * L + lane] = join4(v);
+        rows_store4(out + u * D, k * L + lane, v);
       }
     }
     take_loaded(next, xv);
@@ -241,9 +251,9 @@ constexpr int rows_reduce_unroll(int packs) {
   return kRowsReducePacksInFlight / packs > 0 ? kRowsReducePacksInFlight / packs : 1;
 }
 
-template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks>
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float>
 __global__ void __launch_bounds__(kBlock)
-region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gamma,
                           const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
                           float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
                           float* __restrict__ rstd_out) {
@@ -273,12 +283,8 @@ region_rows_reduce_kernel(const float* __restrict__ x, const float* __restrict__
     for (int j = 0; j < kUnroll; ++j) {
       const int g = step * per_step + j * teams + team;
       const bool ok = n < plan.batch && g < G;
-      const float4* src = reinterpret_cast<const float4*>(x + (n * G + g) * D);
 #pragma unroll
-      for (int k = 0; k < kPacks; ++k) {
-        const float4 f = ok ? __ldg(src + k * L + lane) : make_float4(0.f, 0.f, 0.f, 0.f);
-        split4(f, v[j][k]);
-      }
+      for (int k = 0; k < kPacks; ++k) rows_load4(x + (n * G + g) * D, k * L + lane, ok, v[j][k]);
     }
   };
   float xv[kUnroll][kPacks][4];
