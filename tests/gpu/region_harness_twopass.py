@@ -1,6 +1,6 @@
 """Test harness of the two-pass GroupNorm region kernels (kgen/templates/cuda/groupnorm/twopass/twopass.cuh): example
-functors written as the generator would write them, one load_inline extension holding every instantiation the
-tests use, and a float64 PyTorch re-implementation of a region (outputs and, through autograd, every gradient).
+functors written as the generator would write them, the instantiations the tests use in a few load_inline
+extensions built side by side and called as one (Harness), and a float64 PyTorch re-implementation of a region (outputs and, through autograd, every gradient).
 
 Functors (the same math in CUDA and in the PyTorch reference below):
   SigmoidAffine   z = sigmoid((x + p0[c]) * p1[c])               2 prologue params
@@ -139,10 +139,25 @@ def _qualified(functor: str) -> str:
     return "kgen::" + functor if functor.startswith("No") else functor
 
 
-def bindings() -> str:
+# The extension is built in PARTS, each a few variants' instantiations in a load_inline module of its own: one
+# translation unit of every variant took nvcc over 10 minutes (one core), the parts build side by side on as many
+# cores. Tests still see one object (Harness) taking the variant's index in VARIANTS.
+PARTS_OF_VARIANTS = [
+    ("none_sig_hs", "none_plain_g4"),
+    ("plane_mean", "plane_max", "sample_mean", "sample_lse"),
+    ("window_max", "window_mean", "window_min"),
+    ("window_max_clamp", "window_min_clamp"),
+    ("channel_lse", "channel_min", "channel_sum"),
+]
+assert sorted(n for part in PARTS_OF_VARIANTS for n in part) == sorted(v.name for v in VARIANTS)
+
+
+def bindings(part: int) -> str:
+    """The bindings of one part: its variants numbered 0.. in PARTS_OF_VARIANTS[part]'s order."""
     lines = ["\n// ---- test bindings: one forward and one backward entry, dispatching on the variant index ----"]
     fwd_cases, bwd_cases, cluster_cases = [], [], []
-    for i, v in enumerate(VARIANTS):
+    for i, name in enumerate(PARTS_OF_VARIANTS[part]):
+        v = BY_NAME[name]
         targs = (f"{_qualified(v.prologue)}, {_qualified(v.epilogue)}, kgen::ReduceKind::{KIND[v.kind]}, "
                  f"kgen::ReduceOp::{OP[v.op]}, {BLOCK}, {v.groups}")
         fwd_cases.append(f"    case {i}: return kgen::region_forward_twopass<{targs}>(x, gamma, beta, pro, epi, groups, "
@@ -207,24 +222,79 @@ FUNCTIONS = ["region_forward", "region_backward", "region_backward_cluster", "se
              "set_forward_cluster"]
 
 
-def cuda_source() -> str:
-    return "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + FUNCTORS + bindings()
+def cuda_source(part: int) -> str:
+    return "\n".join((CUDA_DIR / name).read_text() for name in PARTS) + FUNCTORS + bindings(part)
 
 
-def build_extension(verbose: bool = False):
-    """Builds (or reuses) the one test extension; its name carries a hash of the sources."""
+def build_part(part: int, verbose: bool = False):
+    """Builds (or reuses) one part's extension; its name carries a hash of its sources."""
     from torch.utils.cpp_extension import load_inline
 
-    source = cuda_source()
+    source = cuda_source(part)
     digest = hashlib.sha256((CPP_SOURCE + source).encode()).hexdigest()[:16]
     return load_inline(
-        name="kgen_test_gn_region_twopass_" + digest,
+        name=f"kgen_test_gn_region_twopass_{part}_{digest}",
         cpp_sources=CPP_SOURCE,
         cuda_sources=source,
         functions=FUNCTIONS,
         extra_cuda_cflags=["-O3"],
         verbose=verbose or bool(os.environ.get("KGEN_VERBOSE_BUILD")),
     )
+
+
+class Harness:
+    """The parts as one extension: region_forward / region_backward / region_backward_cluster take the variant's
+    index in VARIANTS; the mode setters set every part's (each extension keeps its own statics)."""
+
+    def __init__(self, modules):
+        self._modules = modules
+        self._where = {}
+        for part, names in enumerate(PARTS_OF_VARIANTS):
+            for local, name in enumerate(names):
+                self._where[VARIANTS.index(BY_NAME[name])] = (part, local)
+
+    def _route(self, entry: str, variant: int, *args):
+        if variant not in self._where:
+            raise RuntimeError(f"kgen test: unknown variant {variant}")
+        part, local = self._where[variant]
+        return getattr(self._modules[part], entry)(local, *args)
+
+    def region_forward(self, variant, *args):
+        return self._route("region_forward", variant, *args)
+
+    def region_backward(self, variant, *args):
+        return self._route("region_backward", variant, *args)
+
+    def region_backward_cluster(self, variant, *args):
+        return self._route("region_backward_cluster", variant, *args)
+
+    def set_backward_pipeline(self, mode: int) -> None:
+        for module in self._modules:
+            module.set_backward_pipeline(mode)
+
+    def set_forward_cluster(self, mode: int) -> None:
+        for module in self._modules:
+            module.set_forward_cluster(mode)
+
+
+_BUILD_ONE = "import sys; sys.path.insert(0, sys.argv[1]); from tests.gpu import region_harness_twopass as H; " \
+             "H.build_part(int(sys.argv[2]))"
+
+
+def build_extension(verbose: bool = False) -> Harness:
+    """Builds (or reuses) every part, side by side in child processes (each load_inline is one nvcc at a time),
+    then loads them here; a part's build error is raised with its output."""
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    children = [subprocess.Popen([sys.executable, "-c", _BUILD_ONE, root, str(part)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True) for part in range(len(PARTS_OF_VARIANTS))]
+    for part, child in enumerate(children):
+        output, _ = child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"kgen test: harness part {part} failed to build:\n{output[-4000:]}")
+    return Harness([build_part(part, verbose) for part in range(len(PARTS_OF_VARIANTS))])
 
 
 # ---------------------------------------------------------------- PyTorch reference (any dtype)

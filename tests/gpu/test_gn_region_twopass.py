@@ -1,5 +1,6 @@
 """Two-pass fused GroupNorm region kernels (kgen/templates/cuda/groupnorm/twopass/twopass.cuh), built straight from the
-.cuh building blocks into ONE test extension (every instantiation below; tests/gpu/region_harness_twopass.py),
+.cuh building blocks into one test harness (every instantiation below, in a few extensions built side by side;
+tests/gpu/region_harness_twopass.py),
 against a PyTorch re-implementation of the same region in float64: the output, the saved statistics, the
 argmax/argmin positions, and every gradient (x, GroupNorm weight and bias, each prologue and epilogue
 parameter) through torch.autograd.grad.
