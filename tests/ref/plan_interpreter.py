@@ -99,7 +99,9 @@ def _groupnorm(step: RegionStep, gm, model, z):
         return F.group_norm(z, module.num_groups, module.weight, module.bias, module.eps)
     args = step.gn_args
     weight, bias = (eval(args[k], {"self": model, "torch": torch}) for k in ("weight", "bias"))
-    groups, eps = (eval(args[k], {"self": model}) for k in ("groups", "eps"))
+    eps = eval(args["eps"], {"self": model})
+    # a group count computed in forward (from x's shape: groups_node) is the traced call's value
+    groups = args["groups_value"] if args.get("groups_node") else eval(args["groups"], {"self": model})
     return F.group_norm(z, int(groups), weight, bias, float(eps))
 
 

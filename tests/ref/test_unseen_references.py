@@ -2,7 +2,8 @@
 a Model without __init__, library ops after a region (cumsum, topk, sort, einsum, softmax, interpolate, attention),
 time embeddings and per-sample scales, ModuleList loops, chunk, where, buffers, in-place modules, channels-last and
 bfloat16 inputs, Python numbers among the inputs): each emits, passes KernelBench's static rules, plans at least one
-region, and its ModelNew builds with the reference's state (CPU, the CUDA build stubbed out)."""
+region, its ModelNew builds with the reference's state (CPU, the CUDA build stubbed out), and its plan interpreted
+with PyTorch's ops computes the reference's value."""
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,11 @@ def test_an_unseen_reference_emits_and_builds_with_its_state(path, monkeypatch):
     theirs = reference.Model(*init)
     assert list(ours.state_dict()) == list(theirs.state_dict())
     ours.load_state_dict(theirs.state_dict(), strict=True)
+
+
+@pytest.mark.parametrize("path", UNSEEN, ids=lambda p: p.stem)
+def test_an_unseen_references_plan_computes_its_value(path):
+    """The plan run step by step with PyTorch's ops (tests/ref/plan_interpreter.py) equals the reference's forward:
+    the planner's reading of the graph (operands, constants, per-channel parameters, reductions) on CPU."""
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)
