@@ -120,12 +120,21 @@ def list_specs():
 @click.option("--autograd", type=click.Choice(["python", "cpp"]), default=None,
               help="with --ref: each region's autograd as a torch.autograd.Function in the file (python, the "
                    "default) or as one C++ autograd node (cpp: less host time a call)")
+@click.option("--region-kernels", "region_kernels", type=click.Choice(["auto", "resident", "two-pass"]), default=None,
+              help="with --ref: which kernels a GroupNorm region may take: auto (kgen's rules, the default), resident "
+                   "(held on chip wherever a slice fits) or two-pass (statistics, then apply, for every shape); "
+                   "kgen tune tries them")
 @_param_options
-def emit_command(spec_name, output, reference, explain, choices, faithful, autograd, **given):
+def emit_command(spec_name, output, reference, explain, choices, faithful, autograd, region_kernels, **given):
     """Render SPEC's templates (or, with --ref, a plan of REFERENCE) into one self-contained solution file."""
     from kgen.emit import emit
 
     given = {name: value for name, value in given.items() if value is not None}
+    if region_kernels is not None:
+        if reference is None:
+            raise click.UsageError("--region-kernels is --ref's (a preset's file is its reference's plan at the "
+                                   "defaults)")
+        given["region_kernels"] = region_kernels
     if choices is not None:
         given = _with_choices(reference, choices, given)
     if reference is not None:
@@ -161,7 +170,7 @@ def _with_choices(reference, choices: str, given: dict) -> dict:
 
     if reference is None:
         raise click.UsageError("--choices needs --ref FILE")
-    both = [name for name in ("block_size", "conv", "forward") if name in given]
+    both = [name for name in ("block_size", "conv", "forward", "region_kernels") if name in given]
     if both:
         raise click.UsageError(f"give {', '.join('--' + n.replace('_', '-') for n in both)} or --choices, not both")
     try:
@@ -180,7 +189,7 @@ def _emit_reference(reference, output, explain, given, spec_given, faithful: str
 
     if spec_given:
         raise click.UsageError("give either a SPEC or --ref FILE, not both")
-    unknown = [name for name in given if name not in ("block_size", "conv", "forward")]
+    unknown = [name for name in given if name not in ("block_size", "conv", "forward", "region_kernels")]
     if unknown:
         raise click.UsageError(f"--ref takes --block-size, --conv and --forward only, not "
                                f"{', '.join('--' + n.replace('_', '-') for n in unknown)} (the rest comes from the "
@@ -200,7 +209,8 @@ def _emit_reference(reference, output, explain, given, spec_given, faithful: str
             else:
                 text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
                                                 stage=stage, forward=given.get("forward", "two-pass"),
-                                                faithful=faithful, autograd=autograd)
+                                                faithful=faithful, autograd=autograd,
+                                                region_kernels=given.get("region_kernels", "auto"))
     except RefError as error:
         raise CommandError(str(error)) from None
     if explain:

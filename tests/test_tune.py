@@ -26,8 +26,36 @@ def test_a_plan_without_convolutions_tries_block_sizes_and_the_one_pass_forward(
     found = candidates(load_reference(MLP))
     assert found[0] == Choices() and found[0].is_default()
     assert {c.conv for c in found} == {"exact"}
-    assert sorted((c.forward, c.block_size) for c in found) == \
+    assert sorted((c.forward, c.block_size) for c in found if c.region_kernels == "auto") == \
         sorted((f, b) for f in ("two-pass", "one-pass") for b in (128, 256, 512))
+
+
+def test_the_region_kernels_are_forced_each_way_at_the_default_block_size():
+    found = candidates(load_reference(MLP))
+    forced = [c for c in found if c.region_kernels != "auto"]
+    assert sorted((c.forward, c.region_kernels) for c in forced) == \
+        sorted((f, k) for f in ("two-pass", "one-pass") for k in ("resident", "two-pass"))
+    assert {c.block_size for c in forced} == {256} and len(set(found)) == len(found)
+    assert forced[0].label() == "block 256, conv exact, two-pass, region kernels resident"
+    assert not [c for c in candidates(load_reference(MLP), takes=("block_size", "forward"))
+                if c.region_kernels != "auto"]   # a preset's: not an option it takes
+
+
+@pytest.mark.parametrize("kernels, present, absent", [
+    ("auto", ["region_resident_pays<kRegion0Reduce>(x, groups, /*backward=*/true)", "rows_half_applies"],
+     ["region_resident_fits<kRegion0Reduce>"]),
+    ("resident", ["region_resident_fits<kRegion0Reduce>(x, groups)) {", "rows_half_applies"],
+     ["region_resident_pays<kRegion0Reduce>", "cluster_forward_preferred<"]),
+    ("two-pass", ["half_sweeps<kRegion0Reduce>(x, rounding);"],
+     ["region_resident_pays<kRegion0Reduce>", "region_resident_fits<kRegion0Reduce>", "rows_half_applies<",
+      "region_forward_resident<Region0", "region_backward_resident<Region0"]),
+])
+def test_the_region_kernels_choice_is_the_bindings_dispatch(kernels, present, absent):
+    text = emit_reference(str(MLP), region_kernels=kernels)[0]
+    for line in present:
+        assert line in text, line
+    for line in absent:
+        assert line not in text, line
 
 
 def test_conv_modes_are_tried_where_they_move_a_convolution():
@@ -59,7 +87,8 @@ def test_the_record_round_trips_through_the_header_and_emit_choices(reference, t
 @pytest.mark.parametrize("record, message", [
     ("{\"block_size\": 500}", "power of two"),
     ("{\"conv\": \"fastest\"}", "conv must be one of"),
-    ("{\"block\": 256}", "takes block_size, conv, forward, not block"),
+    ("{\"block\": 256}", "takes block_size, conv, forward, region_kernels, not block"),
+    ("{\"region_kernels\": \"cluster\"}", "region_kernels must be one of auto, resident, two-pass"),
     ("[256]", "a JSON object"),
     ("block_size=256", "JSON object such as"),
 ])
@@ -119,7 +148,7 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
     assert result.rows[result.winner]["label"] == fastest and not result.cached and result.complete
     assert rows[fastest_but_wrong]["verdict"] == "FAIL" and rows[fastest_but_wrong]["forward_ms"] is None
     assert rows["block 256, conv exact, one-pass"]["verdict"] == "BROKEN"
-    assert runner.calls == {"build": 1, "validate": 5, "time": 1}
+    assert runner.calls == {"build": 1, "validate": 9, "time": 1}   # 10 candidates, 1 broken
     assert list(cache_dir.glob("tune/*.json"))
     again = FakeRunner(verdicts={"anything": "FAIL"})
     cached = tune(target_of(str(MLP)), again, tmp_path / "work2")

@@ -44,6 +44,10 @@ CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PA
 # How a region's autograd runs: "python", a torch.autograd.Function in the file; "cpp", one C++ autograd node
 # (ref/autograd.cpp.j2).
 AUTOGRAD_MODES = ("python", "cpp")
+# Which region kernels a call may take (ref/bindings.cu.j2): "auto", the rules of groupnorm/resident/plan.cuh
+# (region_resident_pays); "resident", the resident (and rows) kernels wherever they fit; "two-pass", the two-pass
+# kernels for every shape. kgen tune measures them against each other; the rules stay the default.
+REGION_KERNELS = ("auto", "resident", "two-pass")
 ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's statistics, for faithful regions
 LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
@@ -146,7 +150,7 @@ class PresetCall:
 def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
                    output: str | Path | None = None, stage=None, forward: str = "two-pass",
                    preset: PresetCall | None = None, faithful: str = "auto",
-                   autograd: str = "python") -> tuple[str, list[str], list[str]]:
+                   autograd: str = "python", region_kernels: str = "auto") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it), "fast" (2-D and
     3-D convolutions feeding a region run channels-last) or "fused" (a ConvTranspose2d feeding a region is kgen's
@@ -154,7 +158,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
     chip, on sm_90 and newer; its backward is unchanged); `faithful`: "auto", "all" or "none", which regions are
     PyTorch's GroupNorm to the bit (plan_faithful.py); `autograd`: "python" (each step a torch.autograd.Function
-    in the file) or "cpp" (each region one C++ autograd node, ref/autograd.cpp.j2: less host time a call); `output`: the file the text is for (None:
+    in the file) or "cpp" (each region one C++ autograd node, ref/autograd.cpp.j2: less host time a call);
+    `region_kernels`: one of REGION_KERNELS, which kernels a region may take; `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
     description as it starts (kgen.announce); `preset`: the file is a preset's (kgen emit SPEC), planned from its
     bundled reference."""
@@ -166,6 +171,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         raise RefError(f"--faithful must be one of {', '.join(FAITHFUL_MODES)}, got {faithful!r}")
     if autograd not in AUTOGRAD_MODES:
         raise RefError(f"--autograd must be one of {', '.join(AUTOGRAD_MODES)}, got {autograd!r}")
+    if region_kernels not in REGION_KERNELS:
+        raise RefError(f"--region-kernels must be one of {', '.join(REGION_KERNELS)}, got {region_kernels!r}")
     stage(f"tracing {display or path}")
     ref = load_reference(path, init_args=preset.init_args if preset else None)
     for shape, value in zip(ref.input_shapes, ref.input_values):
@@ -187,6 +194,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if forward != "two-pass":
         params["forward"] = forward
         options += f" --forward {forward}"
+    if region_kernels != "auto":
+        params["region_kernels"] = region_kernels
+        options += f" --region-kernels {region_kernels}"
     if faithful != "auto":
         params["faithful"] = faithful
         options += f" --faithful {faithful}"
@@ -212,7 +222,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         functions += [f"batchnorm{b['index']}_forward", f"batchnorm{b['index']}_backward"]
     parts = [(TEMPLATES / "cuda" / name).read_text() for name in cuda_parts(context)]
     parts.append(env.get_template("ref/bindings.cu.j2").render(
-        block_size=block_size, onepass_threads=ONEPASS_THREADS, onepass_blocks_per_sm=ONEPASS_BLOCKS_PER_SM,
+        block_size=block_size, region_kernels=region_kernels, onepass_threads=ONEPASS_THREADS, onepass_blocks_per_sm=ONEPASS_BLOCKS_PER_SM,
         **context))
     plan_lines = explain(plan)
     notes: list[str] = list(plan.notes)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from kgen.ref.emit import check_block_size, onepass_applies
+from kgen.ref.emit import REGION_KERNELS, check_block_size, onepass_applies
 from kgen.ref.ir import RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_layout import CONV_MODES
@@ -23,7 +23,7 @@ from kgen.specs.base import FORWARDS
 # per block, the resident tiles' rows); 32, 64 and 1024 launch too few or too many threads per block for the
 # reductions' trees to pay, and take `--block-sizes` to try.
 DEFAULT_BLOCK_SIZES = (128, 256, 512)
-DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass"}
+DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass", "region_kernels": "auto"}
 KEYS = tuple(DEFAULT)
 
 
@@ -32,6 +32,7 @@ class Choices:
     block_size: int = 256
     conv: str = "exact"
     forward: str = "two-pass"
+    region_kernels: str = "auto"
 
     def record(self) -> str:
         """The JSON `kgen emit --choices` takes (the options that differ from the defaults, as the header's
@@ -40,11 +41,14 @@ class Choices:
         return json.dumps(given, sort_keys=True)
 
     def options(self) -> dict:
-        return {"block_size": self.block_size, "conv": self.conv, "forward": self.forward}
+        return {"block_size": self.block_size, "conv": self.conv, "forward": self.forward,
+                "region_kernels": self.region_kernels}
 
     def label(self) -> str:
-        """Short, for tables and progress lines: `block 256, conv exact, two-pass`."""
-        return f"block {self.block_size}, conv {self.conv}, {self.forward}"
+        """Short, for tables and progress lines: `block 256, conv exact, two-pass` (`, region kernels resident` where
+        they are not kgen's rules)."""
+        kernels = "" if self.region_kernels == "auto" else f", region kernels {self.region_kernels}"
+        return f"block {self.block_size}, conv {self.conv}, {self.forward}{kernels}"
 
     def is_default(self) -> bool:
         return self.options() == DEFAULT
@@ -72,13 +76,18 @@ def parse_choices(text: str) -> Choices:
         raise RefError(f"--choices: conv must be one of {', '.join(CONV_MODES)}, got {choices.conv!r}")
     if choices.forward not in FORWARDS:
         raise RefError(f"--choices: forward must be one of {', '.join(FORWARDS)}, got {choices.forward!r}")
+    if choices.region_kernels not in REGION_KERNELS:
+        raise RefError(f"--choices: region_kernels must be one of {', '.join(REGION_KERNELS)}, got "
+                       f"{choices.region_kernels!r}")
     return choices
 
 
 def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choices = Choices()) -> list[Choices]:
     """Every combination worth a build for the traced reference `ref`, `default` first: each block size, with each
     conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that plan takes
-    it; an option not in `takes` (a preset's) stays the default's."""
+    it; then, at the default block size, each of those with the region kernels forced (resident, two-pass) where a
+    region's kernels are kgen's choice (region_kernels_matter); an option not in `takes` (a preset's) stays the
+    default's."""
     for size in block_sizes:
         check_block_size(size)
     sizes = block_sizes if "block_size" in takes else (default.block_size,)
@@ -90,8 +99,19 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
             else (default.forward,)
         for forward in forwards:
             for size in sizes:
-                found.append(Choices(size, conv, forward))
-    return [default] + [c for c in found if c != default]
+                found.append(Choices(size, conv, forward, default.region_kernels))
+    if "region_kernels" in takes:
+        found += [Choices(default.block_size, c.conv, c.forward, kernels) for c in list(found)
+                  if c.block_size == default.block_size for kernels in REGION_KERNELS
+                  if kernels != c.region_kernels and region_kernels_matter(ref, c.conv)]
+    return [default] + [c for c in dict.fromkeys(found) if c != default]
+
+
+def region_kernels_matter(ref, conv: str) -> bool:
+    """Whether forcing the region kernels can change a call: a region of the plan reads a channels-first input (a
+    channels-last one runs its NHWC kernels whatever the choice) and is not fed by kgen's own conv."""
+    plan = make_plan(ref, conv)
+    return any(isinstance(s, RegionStep) and not s.channels_last and not s.conv_fused for s in plan.steps)
 
 
 def _conv_moves_something(ref, conv: str) -> bool:
