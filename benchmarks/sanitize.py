@@ -2,6 +2,7 @@
 
     python3 benchmarks/sanitize.py generated/FILE.py        (run by benchmarks/sanitize.sh)
     python3 benchmarks/sanitize.py family:NAME [--probe library-writes|bulk-store]
+    python3 benchmarks/sanitize.py TARGET --precision bf16|fp16   (the model and the inputs in that dtype)
 
 A file: ModelNew with the file's init arguments (its kgen header names the spec and parameters) on an input of
 batch 2 and spatial size <= 16 that keeps the spec's channels and groups. A target family:NAME: the family's
@@ -37,6 +38,7 @@ from kgen.specs import get_spec
 
 SPATIAL = 16
 ROOT = Path(__file__).resolve().parent.parent   # the repository root
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 LIBRARY_CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
 
@@ -123,7 +125,12 @@ def main() -> int:
     parser.add_argument("file", help="a solution file, or family:NAME")
     parser.add_argument("--spatial", type=int, default=SPATIAL)
     parser.add_argument("--probe", choices=["reference", "library-writes", "bulk-store"])
+    parser.add_argument("--precision", choices=list(DTYPES), default="fp32",
+                        help="the model's parameters and the inputs in this dtype, as KernelBench's --precision")
     args = parser.parse_args()
+    if args.probe and args.precision != "fp32":
+        parser.error("the probes run at fp32 (their evidence is about float32 runs)")
+    dtype = DTYPES[args.precision]
     if args.probe and not is_target(args.file):
         parser.error("--probe takes a family:NAME target")
     path, init, shapes = problem(args.file, args.spatial)
@@ -141,12 +148,13 @@ def main() -> int:
         model = exec_file(ROOT / source_of(family(args.file)).reference, "sanitized_reference").Model(*init).cuda()
     else:
         model = module.ModelNew(*init).cuda()
-    inputs = [torch.rand(s, device="cuda") for s in shapes]
+    model = model.to(dtype)
+    inputs = [torch.rand(s, device="cuda", dtype=dtype) for s in shapes]
     if args.probe == "bulk-store":
         reference_path = ROOT / source_of(family(args.file)).reference
         reference_module = exec_file(reference_path, "sanitized_reference")
         torch.manual_seed(0)
-        reference = reference_module.Model(*init).cuda()
+        reference = reference_module.Model(*init).cuda().to(dtype)
         ok, report = bulk_store_probe(model, reference, inputs)
         print(f"sanitize.py {name} bulk-store probe: {report}; {'every value written' if ok else 'NOT SHOWN'}",
               flush=True)
@@ -169,7 +177,8 @@ def main() -> int:
         if not bool(torch.isfinite(out).all()):
             nonfinite.insert(0, label)
     shown = ", ".join(str(list(s)) for s in shapes)
-    print(f"sanitize.py {name}{' (' + args.probe + ' probe)' if args.probe else ''}: init {init}, input {shown} -> "
+    at = "" if args.precision == "fp32" else f" at {args.precision}"
+    print(f"sanitize.py {name}{at}{' (' + args.probe + ' probe)' if args.probe else ''}: init {init}, input {shown} -> "
           f"output {list(y.shape)}; {len(grads) - len(missing)} gradients; load {loaded - started:.1f} s, "
           f"run {time.monotonic() - loaded:.1f} s"
           + (f"; NO GRADIENT: {missing}" if missing else "") + (f"; NOT FINITE: {nonfinite}" if nonfinite else ""),

@@ -18,6 +18,8 @@
 #    SANITIZE_NO_PROBES=1: none;
 # 4. LOGDIR/runs.tsv (target, tool, exit, seconds) and LOGDIR/summary.txt (benchmarks/sanitize_summary.py:
 #    the ERROR SUMMARY count and which kernels the reports name, ours or the library's).
+# SANITIZE_PRECISION=bf16|fp16: every run's model and inputs in that dtype (sanitize.py --precision; its line in each
+# log says so); give such a run a LOGDIR of its own.
 # Exit status 0 when every run exits 0 with 0 errors. Exit 9 of a run: the sanitizer found errors;
 # 124: the run timed out; other: the script failed.
 set -u
@@ -63,6 +65,8 @@ if [ -z "${SANITIZE_NO_PREBUILD:-}" ]; then   # SANITIZE_NO_PREBUILD=1: the call
 fi
 
 stem() { case $1 in family:*) echo "family-${1#family:}" ;; *) basename "$1" .py ;; esac; }
+export SANITIZE_PRECISION=${SANITIZE_PRECISION:-}
+[ -n "$SANITIZE_PRECISION" ] && SANITIZE_NO_PROBES=1   # the probes explain float32 runs
 export -f stem
 
 run_one() {   # TARGET TOOL LOGDIR; TOOL may be a family probe (initcheck-library-probe, bulk-store-probe)
@@ -75,6 +79,7 @@ run_one() {   # TARGET TOOL LOGDIR; TOOL may be a family probe (initcheck-librar
     [ "$left" -lt "$limit" ] && limit=$left
   fi
   local extra=() envs=() script=(python3 benchmarks/sanitize.py "$target") sanitizer=("$CS")
+  [ -n "$SANITIZE_PRECISION" ] && script+=(--precision "$SANITIZE_PRECISION")
   case $tool in
     memcheck)  extra=(--leak-check no); envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
     initcheck) envs=(PYTORCH_NO_CUDA_MEMORY_CACHING=1) ;;
