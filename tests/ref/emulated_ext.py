@@ -1,0 +1,144 @@
+"""An emitted file's extension emulated with PyTorch's ops on the CPU, so that the file's own Python (ModelNew's
+forward, each step's autograd Function, the arguments it passes its kernels, the parameter gradients it assembles
+from their rows, the peeled biases, the library calls between the steps) runs forward and backward without a GPU.
+
+Each region's entry points take and return what the kernels do (ref/bindings.cu.j2): the forward
+(out, mean, rstd, aux) with the reduced dims dropped, the backward (dx, dweight, dbias, dprologue (Kp, C),
+depilogue (Ke, C)); each element-wise step's forward and backward likewise (ref/solution.py.j2's _Pointwise). The
+values come from the plan's own step (tests/ref/plan_interpreter.py's DAG evaluation), the gradients from autograd
+through it, so the file's glue is checked against the reference, not the kernels' arithmetic (the GPU tests do
+that). Files with batch norm steps, kgen's conv or C++ autograd nodes are not emulated (NotEmulated).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import torch
+import torch.nn.functional as F
+
+from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, RegionStep
+from tests.ref.plan_interpreter import _reduced, run_dag
+
+
+class NotEmulated(Exception):
+    """The file has a step this emulation does not take."""
+
+
+def emulated_ext(plan, module) -> types.SimpleNamespace:
+    """The stand-in for `module._ext`: entry points for every region and element-wise step of `plan` (the plan the
+    file was emitted from), with the functors' parameter slots read from the file's own Function classes."""
+    if any(isinstance(s, BatchNormStep) for s in plan.steps):
+        raise NotEmulated("batch norm steps")
+    ext = types.SimpleNamespace()
+    for step in plan.steps:
+        if isinstance(step, RegionStep):
+            if step.conv_fused:
+                raise NotEmulated("kgen's conv")
+            cls = getattr(module, f"_Region{step.index}", None)
+            if cls is None:
+                raise NotEmulated("a C++ autograd node")
+            forward, backward = _region_entries(step, cls.PROLOGUE, cls.EPILOGUE)
+            setattr(ext, f"region{step.index}_forward", forward)
+            setattr(ext, f"region{step.index}_backward", backward)
+        elif isinstance(step, PointwiseStep):
+            cls = getattr(module, f"_Pointwise{step.index}")
+            forward, backward = _pointwise_entries(step, cls.SLOTS)
+            setattr(ext, f"pointwise{step.index}_forward", forward)
+            setattr(ext, f"pointwise{step.index}_backward", backward)
+    return ext
+
+
+def _per_channel(t, rank: int):
+    """A functor's parameter as its kernels read it: one value, or C values along dim 1."""
+    return t.reshape(()) if t.numel() == 1 else t.reshape([1, -1] + [1] * (rank - 2))
+
+
+def _rows(leaves, grads, channels: int, dtype):
+    """The kernels' gradient rows (K, C): a one-value parameter's per-channel shares, summed by the caller."""
+    rows = [g if g is not None else torch.zeros(channels, dtype=dtype) for g in grads]
+    return torch.stack(rows) if rows else torch.zeros(0, channels, dtype=dtype)
+
+
+def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list):
+    unkept = dataclasses.replace(step, keepdim=False)   # the kernels drop the reduced dims; the Function keeps them
+
+    def value(x, weight, bias, prologue, epilogue, groups, eps, window):
+        rank = x.dim()
+        params_pro = [None] * len(step.params)
+        params_epi = [None] * len(step.params)
+        for slot, k in enumerate(prologue_slots):
+            params_pro[k] = _per_channel(prologue[slot], rank)
+        for slot, k in enumerate(epilogue_slots):
+            params_epi[k] = _per_channel(epilogue[slot], rank)
+        values = {step.input: x}
+        run_dag(step.prologue, values, params_pro)
+        z = values[step.prologue[-1].name] if step.prologue else x
+        values[step.gn] = F.group_norm(z, int(groups), weight, bias, float(eps))
+        run_dag(step.epilogue, values, params_epi)
+        shaped = dataclasses.replace(unkept, window=tuple(window)) if step.reduce_kind is ReduceKind.WINDOW else unkept
+        return _reduced(shaped, values[step.result])
+
+    def forward(x, weight, bias, prologue, epilogue, groups, eps, window, for_backward, rounding, faithful=False):
+        with torch.no_grad():
+            out = value(x, weight, bias, prologue, epilogue, groups, eps, window)
+        n = x.shape[0]
+        return out, torch.zeros(n, int(groups), 2), torch.zeros(n, int(groups)), torch.zeros(0, dtype=torch.int32)
+
+    def backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, rounding,
+                 faithful=False):
+        channels = x.shape[1]
+        x = x.detach().requires_grad_()
+        w = weight.detach().requires_grad_() if weight is not None else None
+        b = bias.detach().requires_grad_() if bias is not None else None
+        # each functor parameter a leaf of C values (a one-value one repeated): its gradient is the kernels' row
+        pro = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() for p in prologue]
+        epi = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() for p in epilogue]
+        with torch.enable_grad():
+            y = value(x, w, b, pro, epi, groups, step_eps[0], window)
+            leaves = [x] + [t for t in (w, b) if t is not None] + pro + epi
+            grads = torch.autograd.grad(y, leaves, dout.reshape(y.shape), allow_unused=True)
+        dx, rest = grads[0], list(grads[1:])
+        dw = rest.pop(0) if w is not None else None
+        db = rest.pop(0) if b is not None else None
+        dpro, depi = rest[:len(pro)], rest[len(pro):]
+        dx = dx if dx is not None else torch.zeros_like(x)
+        return [dx, dw, db, _rows(pro, dpro, channels, x.dtype), _rows(epi, depi, channels, x.dtype)]
+
+    step_eps = [None]
+
+    def forward_keeping_eps(x, weight, bias, prologue, epilogue, groups, eps, *rest):
+        step_eps[0] = eps   # the backward's entry point takes no eps: the forward's, as the kernels save rstd
+        return forward(x, weight, bias, prologue, epilogue, groups, eps, *rest)
+
+    return forward_keeping_eps, backward
+
+
+def _pointwise_entries(step: PointwiseStep, slots: list):
+    def value(inputs, params):
+        rank = inputs[0].dim()
+        by_index = [None] * len(step.params)
+        for slot, k in enumerate(slots):
+            by_index[k] = _per_channel(params[slot], rank) if params[slot].numel() in (1, inputs[0].shape[1]) \
+                else params[slot]
+        values = dict(zip(step.inputs, inputs))
+        run_dag(step.nodes, values, by_index)
+        return values[step.nodes[-1].name]
+
+    def forward(inputs, params, rounding):
+        with torch.no_grad():
+            return value(inputs, params)
+
+    def backward(grad, inputs, needed, params, rounding):
+        channels = inputs[0].shape[1]
+        xs = [t.detach().requires_grad_() for t in inputs]
+        leaves = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() if p.numel() == 1 else
+                  p.detach().clone().requires_grad_() for p in params]
+        with torch.enable_grad():
+            y = value(xs, leaves)
+            grads = torch.autograd.grad(y, xs + leaves, grad, allow_unused=True)
+        dxs = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads[:len(xs)], xs)]
+        rows = [(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads[len(xs):], leaves)]
+        return [*dxs, rows]
+
+    return forward, backward
