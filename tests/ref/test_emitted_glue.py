@@ -46,6 +46,12 @@ def test_the_emitted_python_in_bfloat16_computes_the_references_outputs_and_grad
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, dtype=torch.bfloat16)
 
 
+@pytest.mark.parametrize("path", [p for p in REFERENCES if p.name != "__init__.py"], ids=lambda p: p.stem)
+def test_the_emitted_python_on_channels_last_tensors_computes_the_references_outputs_and_gradients(path, monkeypatch):
+    """The model and its 4-d and 5-d inputs laid out channels-last (as diffusion code runs them), in float64."""
+    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, channels_last=True)
+
+
 # Defects in a file's glue this check must find: a parameter's gradient row not summed where it is one value,
 # a prologue row doubled, the bias peeled from a Linear and not added back, and in bfloat16 that bias dropped from
 # the library call as well.
@@ -71,7 +77,8 @@ def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, monkeypatch):
         check_emitted_python(path, text.replace(right, wrong), monkeypatch, dtype=dtype)
 
 
-def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", dtype=torch.float64) -> None:
+def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", dtype=torch.float64,
+                         channels_last: bool = False) -> None:
     """In float64 every output and gradient equals the reference's (1e-7); in a half precision each is, as a whole,
     no further from the reference's float64 value (same rounded parameters, inputs and upstream gradients) than four
     times the reference's own error at that precision, plus 1% (sums rounded to 8 bits in another order, and a max
@@ -91,6 +98,9 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     ours = ours.to(dtype).eval()
     torch.manual_seed(1)
     inputs = [_as(x, dtype) for x in reference.get_inputs()]
+    if channels_last:
+        theirs, ours = _channels_last(theirs), _channels_last(ours)
+        inputs = [_channels_last(x) for x in inputs]
     want = _run(theirs, inputs, seed=2)
     got = _run(ours, inputs, seed=2)
     assert [k for k, _ in got] == [k for k, _ in want]
@@ -114,6 +124,19 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
         ours_error, theirs_error = float((g.double() - e).norm()), float((w.double() - e).norm())
         assert ours_error <= 4 * theirs_error + 1e-2 * float(e.norm()) + 1e-6, \
             f"{what}: |kgen - float64| = {ours_error:.3g}, |reference - float64| = {theirs_error:.3g}"
+
+
+def _channels_last(value):
+    """A module's 4-d / 5-d parameters, or a 4-d / 5-d tensor, laid out channels-last."""
+    if isinstance(value, torch.nn.Module):
+        for module in value.modules():
+            for name, p in list(module.named_parameters(recurse=False)):
+                if p.dim() in (4, 5):
+                    p.data = _channels_last(p.data)
+        return value
+    if isinstance(value, torch.Tensor) and value.dim() in (4, 5):
+        return value.contiguous(memory_format=torch.channels_last if value.dim() == 4 else torch.channels_last_3d)
+    return value
 
 
 def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
