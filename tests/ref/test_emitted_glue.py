@@ -52,6 +52,23 @@ def test_the_emitted_python_on_channels_last_tensors_computes_the_references_out
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, channels_last=True)
 
 
+BUNDLED = sorted((HERE.parents[1] / "kgen" / "specs" / "references").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+def test_the_bundled_kernelbench_references_emitted_python_at_small_shapes(path, monkeypatch):
+    """The KernelBench problems kgen bundles (L1-35, L2-19, L2-37, L2-75, L2-85, L2-92...), their file run at a batch
+    of 2 and planes of at most 12 x 12 (their own inputs are GBs), float64 and bfloat16."""
+    text = emit_reference(str(path))[0]
+    shapes = [_small(s) for s in load_reference(path).input_shapes]
+    check_emitted_python(path, text, monkeypatch, shapes=shapes)
+    check_emitted_python(path, text, monkeypatch, dtype=torch.bfloat16, shapes=shapes)
+
+
+def _small(shape) -> list:
+    return [min(shape[0], 2), *shape[1:2], *(min(d, 12) for d in shape[2:])]
+
+
 # Defects in a file's glue this check must find: a parameter's gradient row not summed where it is one value,
 # a prologue row doubled, the bias peeled from a Linear and not added back, and in bfloat16 that bias dropped from
 # the library call as well.
@@ -78,7 +95,7 @@ def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, monkeypatch):
 
 
 def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", dtype=torch.float64,
-                         channels_last: bool = False) -> None:
+                         channels_last: bool = False, shapes: list | None = None) -> None:
     """In float64 every output and gradient equals the reference's (1e-7); in a half precision each is, as a whole,
     no further from the reference's float64 value (same rounded parameters, inputs and upstream gradients) than four
     times the reference's own error at that precision, plus 1% (sums rounded to 8 bits in another order, and a max
@@ -97,7 +114,8 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     ours.load_state_dict(theirs.state_dict())
     ours = ours.to(dtype).eval()
     torch.manual_seed(1)
-    inputs = [_as(x, dtype) for x in reference.get_inputs()]
+    inputs = [_as(x, dtype) for x in (reference.get_inputs() if shapes is None else
+                                      [torch.randn(s) for s in shapes])]
     if channels_last:
         theirs, ours = _channels_last(theirs), _channels_last(ours)
         inputs = [_channels_last(x) for x in inputs]
