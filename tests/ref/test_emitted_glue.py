@@ -122,6 +122,13 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     want = _run(theirs, inputs, seed=2)
     got = _run(ours, inputs, seed=2)
     assert [k for k, _ in got] == [k for k, _ in want]
+    with torch.no_grad():   # each step's forward alone (_call), nothing saved for a backward; a library op may
+        plain = _flat(ours(*inputs))   # take another path there (MultiheadAttention's fast path): not bit for bit
+    for i, o in enumerate(plain):
+        with_grad = dict(got)[f"output {i}"]
+        error = float((o.double() - with_grad.double()).nan_to_num().norm())
+        assert error <= (1e-9 if dtype == torch.float64 else 1e-2) * float(with_grad.double().nan_to_num().norm()) \
+            + 1e-9, f"output {i} under no_grad: {error:.3g} from the output with autograd"
     if dtype == torch.float64:
         for (what, g), (_, w) in zip(got, want):
             if w is None:
