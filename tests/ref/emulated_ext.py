@@ -62,6 +62,7 @@ def _rows(leaves, grads, channels: int, dtype):
 
 def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list):
     unkept = dataclasses.replace(step, keepdim=False)   # the kernels drop the reduced dims; the Function keeps them
+    saved = {}   # the forward's eps: the backward's entry point takes none (the kernels read the saved rstd)
 
     def value(x, weight, bias, prologue, epilogue, groups, eps, window):
         rank = x.dim()
@@ -80,6 +81,7 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
         return _reduced(shaped, values[step.result])
 
     def forward(x, weight, bias, prologue, epilogue, groups, eps, window, for_backward, rounding, faithful=False):
+        saved["eps"] = eps
         with torch.no_grad():
             out = value(x, weight, bias, prologue, epilogue, groups, eps, window)
         n = x.shape[0]
@@ -95,7 +97,7 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
         pro = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() for p in prologue]
         epi = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() for p in epilogue]
         with torch.enable_grad():
-            y = value(x, w, b, pro, epi, groups, step_eps[0], window)
+            y = value(x, w, b, pro, epi, groups, saved["eps"], window)
             leaves = [x] + [t for t in (w, b) if t is not None] + pro + epi
             grads = torch.autograd.grad(y, leaves, dout.reshape(y.shape), allow_unused=True)
         dx, rest = grads[0], list(grads[1:])
@@ -105,13 +107,7 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
         dx = dx if dx is not None else torch.zeros_like(x)
         return [dx, dw, db, _rows(pro, dpro, channels, x.dtype), _rows(epi, depi, channels, x.dtype)]
 
-    step_eps = [None]
-
-    def forward_keeping_eps(x, weight, bias, prologue, epilogue, groups, eps, *rest):
-        step_eps[0] = eps   # the backward's entry point takes no eps: the forward's, as the kernels save rstd
-        return forward(x, weight, bias, prologue, epilogue, groups, eps, *rest)
-
-    return forward_keeping_eps, backward
+    return forward, backward
 
 
 def _pointwise_entries(step: PointwiseStep, slots: list):
