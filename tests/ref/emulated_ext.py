@@ -7,7 +7,8 @@ Each region's entry points take and return what the kernels do (ref/bindings.cu.
 depilogue (Ke, C)); each element-wise step's forward and backward likewise (ref/solution.py.j2's _Pointwise). The
 values come from the plan's own step (tests/ref/plan_interpreter.py's DAG evaluation), the gradients from autograd
 through it, so the file's glue is checked against the reference, not the kernels' arithmetic (the GPU tests do
-that). Files with batch norm steps, kgen's conv or C++ autograd nodes are not emulated (NotEmulated).
+that). A batch norm step's entry points likewise (the statistics of the batch or the running ones, which a
+training call updates in place). Files with kgen's conv or C++ autograd nodes are not emulated (NotEmulated).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, RegionStep
+from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from tests.ref.plan_interpreter import _reduced, run_dag
 
 
@@ -28,8 +29,6 @@ class NotEmulated(Exception):
 def emulated_ext(plan, module) -> types.SimpleNamespace:
     """The stand-in for `module._ext`: entry points for every region and element-wise step of `plan` (the plan the
     file was emitted from), with the functors' parameter slots read from the file's own Function classes."""
-    if any(isinstance(s, BatchNormStep) for s in plan.steps):
-        raise NotEmulated("batch norm steps")
     ext = types.SimpleNamespace()
     for step in plan.steps:
         if isinstance(step, RegionStep):
@@ -41,6 +40,11 @@ def emulated_ext(plan, module) -> types.SimpleNamespace:
             forward, backward = _region_entries(step, cls.PROLOGUE, cls.EPILOGUE)
             setattr(ext, f"region{step.index}_forward", forward)
             setattr(ext, f"region{step.index}_backward", backward)
+        elif isinstance(step, BatchNormStep):
+            cls = getattr(module, f"_BatchNorm{step.index}")
+            forward, backward = _batchnorm_entries(step, cls.SLOTS)
+            setattr(ext, f"batchnorm{step.index}_forward", forward)
+            setattr(ext, f"batchnorm{step.index}_backward", backward)
         elif isinstance(step, PointwiseStep):
             cls = getattr(module, f"_Pointwise{step.index}")
             forward, backward = _pointwise_entries(step, cls.SLOTS)
@@ -136,5 +140,74 @@ def _pointwise_entries(step: PointwiseStep, slots: list):
         dxs = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads[:len(xs)], xs)]
         rows = [(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads[len(xs):], leaves)]
         return [*dxs, rows]
+
+    return forward, backward
+
+
+def _batchnorm_entries(step: BatchNormStep, slots: list):
+    saved = {}   # what the backward's entry point does not take: the statistics used, eps, the conv bias
+
+    def value(x, weight, bias, conv_bias, mean, var, eps, window, params):
+        rank = x.dim()
+        shape = [1, -1] + [1] * (rank - 2)
+        if conv_bias is not None:
+            x = x + conv_bias.reshape(shape)
+        y = (x - mean.reshape(shape)) / torch.sqrt(var.reshape(shape) + eps)
+        if weight is not None:
+            y = y * weight.reshape(shape)
+        if bias is not None:
+            y = y + bias.reshape(shape)
+        by_index = [None] * len(step.params)
+        for slot, k in enumerate(slots):
+            by_index[k] = _per_channel(params[slot], rank)
+        values = {step.bn: y}
+        run_dag(step.nodes, values, by_index)
+        out = values[step.nodes[-1].name] if step.nodes else y
+        if step.pool_op is not None:
+            pools = {ReduceOp.MAX: (F.max_pool1d, F.max_pool2d, F.max_pool3d),
+                     ReduceOp.MEAN: (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)}[step.pool_op]
+            out = pools[rank - 3](out, tuple(window))
+        return out
+
+    def statistics(x, conv_bias, batch_stats, running_mean, running_var):
+        """The batch's mean and biased variance (of x + conv_bias), or the running ones."""
+        if not batch_stats:
+            return running_mean, running_var
+        dims = [0] + list(range(2, x.dim()))
+        shifted = x if conv_bias is None else x + conv_bias.reshape([1, -1] + [1] * (x.dim() - 2))
+        return shifted.mean(dims), shifted.var(dims, unbiased=False)
+
+    def forward(x, weight, bias, batch_stats, running_mean, running_var, factor, conv_bias, eps, window,
+                for_backward, params, rounding):
+        with torch.no_grad():
+            mean, var = statistics(x, conv_bias, batch_stats, running_mean, running_var)
+            if batch_stats and running_mean is not None:   # nn.BatchNorm's update, the unbiased variance
+                count = x.numel() // x.shape[1]
+                running_mean.mul_(1 - factor).add_(mean * factor)
+                running_var.mul_(1 - factor).add_(var * count / max(count - 1, 1) * factor)
+            saved.update(eps=eps, conv_bias=conv_bias, running=(running_mean, running_var))
+            out = value(x, weight, bias, conv_bias, mean, var, eps, window, params)
+        c = x.shape[1]
+        return out, torch.zeros(c), torch.zeros(c), torch.zeros(0, dtype=torch.int32)
+
+    def backward(dout, x, weight, bias, mean, rstd, extremes, batch_stats, window, params, rounding):
+        channels = x.shape[1]
+        conv_bias = saved["conv_bias"]
+        x = x.detach().requires_grad_()
+        w = weight.detach().requires_grad_() if weight is not None else None
+        b = bias.detach().requires_grad_() if bias is not None else None
+        cb = conv_bias.detach().requires_grad_() if conv_bias is not None else None
+        leaves_p = [p.detach().reshape(-1).expand(channels).clone().requires_grad_() for p in params]
+        with torch.enable_grad():
+            mean, var = statistics(x, cb, batch_stats, *saved["running"])
+            y = value(x, w, b, cb, mean, var, saved["eps"], window, leaves_p)
+            leaves = [x] + [t for t in (w, b, cb) if t is not None] + leaves_p
+            grads = list(torch.autograd.grad(y, leaves, dout.reshape(y.shape), allow_unused=True))
+        dx = grads.pop(0)
+        dw = grads.pop(0) if w is not None else None
+        db = grads.pop(0) if b is not None else None
+        dcb = grads.pop(0) if cb is not None else None
+        return [dx if dx is not None else torch.zeros_like(x), dw, db, dcb,
+                _rows(leaves_p, grads, channels, x.dtype)]
 
     return forward, backward

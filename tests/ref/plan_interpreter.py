@@ -55,8 +55,9 @@ for _cmp, _fn in _COMPARE.items():
 def run_dag(nodes, env: dict, params: list) -> None:
     """Evaluates PwNodes in order into env (node name -> tensor)."""
     for node in nodes:
-        operands = [env[o.ref] if o.is_value else torch.tensor(o.ref) if o.is_scalar else params[o.ref]
-                    for o in node.operands]
+        # a literal as a 0-dim float64 tensor: exact in a float64 run, and it promotes no float32 tensor
+        operands = [env[o.ref] if o.is_value else torch.tensor(o.ref, dtype=torch.float64) if o.is_scalar else
+                    params[o.ref] for o in node.operands]
         env[node.name] = VALUES[node.op](operands, node.consts)
 
 

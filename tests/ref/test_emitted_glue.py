@@ -16,6 +16,7 @@ from tests.ref.test_emitted_python import load_emitted, load_reference_module
 
 HERE = Path(__file__).parent
 REFERENCES = sorted((HERE / "unseen").glob("*.py")) + sorted((HERE.parent / "corpus").glob("*_tiny.py"))
+OWN = sorted((HERE / "references").glob("*.py")) + sorted((HERE / "probe").glob("*.py"))   # kgen's own, and probes
 
 
 def _as(value, dtype):
@@ -119,7 +120,10 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     if channels_last:
         theirs, ours = _channels_last(theirs), _channels_last(ours)
         inputs = [_channels_last(x) for x in inputs]
-    want = _run(theirs, inputs, seed=2)
+    try:
+        want = _run(theirs, inputs, seed=2)
+    except RuntimeError as error:   # e.g. its backward reads a value it wrote in place, or mixes dtypes
+        pytest.skip(f"the reference itself cannot run so: {str(error).splitlines()[0][:120]}")
     got = _run(ours, inputs, seed=2)
     assert [k for k, _ in got] == [k for k, _ in want]
     with torch.no_grad():   # each step's forward alone (_call), nothing saved for a backward; a library op may
@@ -181,3 +185,17 @@ def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
               x.is_floating_point()]
     found += [(name, p.grad) for name, p in model.named_parameters()]
     return found
+
+
+# A literal cast to float32 inside a region (`.float()`, `.to(torch.float32)`) is dropped at tracing, where the model
+# is float32 (rewrite.returns_operand); a model run in another dtype then keeps its dtype past it where the reference
+# turns float32.
+CAST_KEPT_DTYPE = {"gn_shrinks_expit_same_value_ops"}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
+    strict=True, reason="a float32 cast inside a region")) if p.stem in CAST_KEPT_DTYPE else p
+    for p in OWN if p.name != "__init__.py"], ids=lambda p: p.stem)
+def test_kgens_own_and_probe_references_emitted_python(path, monkeypatch):
+    """tests/ref/references/ and probe/ (references written to find gaps), float64."""
+    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)
