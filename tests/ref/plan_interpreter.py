@@ -54,9 +54,12 @@ for _cmp, _fn in _COMPARE.items():
 
 def run_dag(nodes, env: dict, params: list) -> None:
     """Evaluates PwNodes in order into env (node name -> tensor)."""
+    # a literal as a 0-dim tensor: float64 in a float64 run (exact), else float32 as the kernels bake it (it promotes
+    # no float16 / bfloat16 tensor, and an op of literals alone keeps float32)
+    wide = any(isinstance(v, torch.Tensor) and v.dtype == torch.float64 for v in env.values())
+    dtype = torch.float64 if wide else torch.float32
     for node in nodes:
-        # a literal as a 0-dim float64 tensor: exact in a float64 run, and it promotes no float32 tensor
-        operands = [env[o.ref] if o.is_value else torch.tensor(o.ref, dtype=torch.float64) if o.is_scalar else
+        operands = [env[o.ref] if o.is_value else torch.tensor(o.ref, dtype=dtype) if o.is_scalar else
                     params[o.ref] for o in node.operands]
         env[node.name] = VALUES[node.op](operands, node.consts)
 
