@@ -58,7 +58,7 @@ def _per_channel(t, rank: int):
     return t.reshape(()) if t.numel() == 1 else t.reshape([1, -1] + [1] * (rank - 2))
 
 
-def _rows(leaves, grads, channels: int, dtype):
+def _rows(grads, channels: int, dtype):
     """The kernels' gradient rows (K, C): a one-value parameter's per-channel shares, summed by the caller."""
     rows = [g if g is not None else torch.zeros(channels, dtype=dtype) for g in grads]
     return torch.stack(rows) if rows else torch.zeros(0, channels, dtype=dtype)
@@ -109,7 +109,7 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
         db = rest.pop(0) if b is not None else None
         dpro, depi = rest[:len(pro)], rest[len(pro):]
         dx = dx if dx is not None else torch.zeros_like(x)
-        return [dx, dw, db, _rows(pro, dpro, channels, x.dtype), _rows(epi, depi, channels, x.dtype)]
+        return [dx, dw, db, _rows(dpro, channels, x.dtype), _rows(depi, channels, x.dtype)]
 
     return forward, backward
 
@@ -208,6 +208,6 @@ def _batchnorm_entries(step: BatchNormStep, slots: list):
         db = grads.pop(0) if b is not None else None
         dcb = grads.pop(0) if cb is not None else None
         return [dx if dx is not None else torch.zeros_like(x), dw, db, dcb,
-                _rows(leaves_p, grads, channels, x.dtype)]
+                _rows(grads, channels, x.dtype)]
 
     return forward, backward
