@@ -3688,7 +3688,8 @@ bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, c
 //                     (functors, mean, rstd * gamma, beta) staged in shared memory, 128 channels at a time
 //   kWindow           window_forward: one thread per pooled output, looping over its window in (d, h, w)
 //                     order, 4 loads in flight
-// Backward, given the saved (mean, rstd, out, aux), everything element-local:
+// Backward, given the saved (mean, rstd, out, aux), everything element-local (each item taken by a block, or by a warp
+// where planes are small: warp_teams, as the forward's):
 //   backward_sweep<partial>   per (plane, chunk): dv from dout (the reduction's backward), Epi::backward
 //                             -> dy; block sums of dy, dy (z - mean) (groupnorm/statistics.cuh's layout) and of the
 //                             epilogue's parameter gradients
@@ -3890,7 +3891,7 @@ struct PlaneChunk {
   }
 };
 
-// The forward sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
+// The sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
 // plane of at most kWarpTeamValues values (7x7 to 16x16 planes: a block of 256 threads for 49 to 64 16-byte packs
 // left most of it idle and launched a block per plane; H200, 32 x 320 planes of 14 x 14, GroupNorm(1, 320): the
 // statistics at 0.19 TB/s, benchmarks/results/h200/cliffs/).
@@ -4434,20 +4435,27 @@ __device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], 
 }
 
 // The end of a backward pass: a thread's sums (first pass: dy and dy (z - mean) in sums[0..1]) and parameter
-// gradients, summed over the block and written as the block's partials: the first pass's to gn_partial[block] and,
-// for the epilogue's parameters, param_partial[k * blocks + block]; the second pass's (the prologue's) likewise.
-template <int kBlock, bool kApply, int kSums>
-__device__ __forceinline__ void write_block_sums(float (&sums)[kSums > 0 ? kSums : 1], const float (&dparam)[kMaxParams],
-                                                 float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
+// gradients, summed over the team (the block, or a warp: kTeam) and written as the item's partials: the first pass's
+// to gn_partial[item] and, for the epilogue's parameters, param_partial[k * items + item]; the second pass's (the
+// prologue's) likewise.
+template <int kBlock, int kTeam, bool kApply, int kSums>
+__device__ __forceinline__ void write_team_sums(float (&sums)[kSums > 0 ? kSums : 1], const float (&dparam)[kMaxParams],
+                                                unsigned item, int64_t items, float2* __restrict__ gn_partial,
+                                                float* __restrict__ param_partial) {
   if constexpr (kSums > 0) {
     constexpr int kFirstParam = kApply ? 0 : 2;
 #pragma unroll
     for (int k = kFirstParam; k < kSums; ++k) sums[k] = dparam[k - kFirstParam];
-    block_sums<kBlock, kSums>(sums);
-    if (threadIdx.x == 0) {
-      if constexpr (!kApply) gn_partial[blockIdx.x] = make_float2(sums[0], sums[1]);
+    if constexpr (kTeam == kBlock) {
+      block_sums<kBlock, kSums>(sums);
+    } else {
 #pragma unroll
-      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * gridDim.x + blockIdx.x] = sums[k];
+      for (int k = 0; k < kSums; ++k) sums[k] = warp_sum(sums[k]);
+    }
+    if (threadIdx.x % kTeam == 0) {
+      if constexpr (!kApply) gn_partial[item] = make_float2(sums[0], sums[1]);
+#pragma unroll
+      for (int k = kFirstParam; k < kSums; ++k) param_partial[int64_t(k - kFirstParam) * items + item] = sums[k];
     }
   }
 }
@@ -4462,19 +4470,26 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-// T: the storage type of x, dout and dx.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T>
+// T: the storage type of x, dout and dx. kTeam threads take one (plane, chunk) item of the `items`: the block, or a
+// warp where planes are small (warp_teams, as the forward sweeps'; a block a plane of a few values left most of its
+// threads idle and launched a block per plane).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T,
+          int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
 backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
                       const float2* __restrict__ coef, T* __restrict__ dx, float2* __restrict__ gn_partial,
-                      float* __restrict__ param_partial) {
+                      float* __restrict__ param_partial, int64_t items) {
+  static_assert(kTeam == kBlock || kTeam == kWarpSize, "a team is the block or a warp");
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
-  const PlaneChunk b(shape, plan);
+  const unsigned item = team_item<kBlock, kTeam>();
+  if (item >= items) return;  // team-uniform: whole warps leave (no block barrier where kTeam is a warp)
+  const int first = static_cast<int>(threadIdx.x % kTeam);
+  const PlaneChunk b(shape, plan, item);
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
@@ -4494,7 +4509,7 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kBlock, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep<kTeam, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
@@ -4506,8 +4521,8 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
       }
     }
     if constexpr (kApply) store_pack<W>(dst + span.head, i, r);
-  });
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+  }, first);
+  for (int k = first; k < span.ends(); k += kTeam) {
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
 #pragma unroll
@@ -4520,7 +4535,7 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
     }
   }
 
-  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
+  write_team_sums<kBlock, kTeam, kApply, kSums>(sums, dparam, item, items, gn_partial, param_partial);
 }
 
 // out[k][c] = sum over (n, split) of partial[k][(n C + c) splits + split], a block of kParamSumThreads per (k, c):
@@ -4731,7 +4746,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   int base = start;
   for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) round(base, std::true_type{});
   if (base < count) round(base, std::false_type{});
-  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
+  write_team_sums<kBlock, kBlock, kApply, kSums>(sums, dparam, blockIdx.x, gridDim.x, gn_partial, param_partial);
 }
 
 // The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
@@ -4780,7 +4795,7 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
       if constexpr (kWriteDy) window_dy[first + base + u * kBlock] = dy;
     }
   }
-  write_block_sums<kBlock, false, kSums>(sums, dparam, gn_partial, param_partial);
+  write_team_sums<kBlock, kBlock, false, kSums>(sums, dparam, blockIdx.x, gridDim.x, gn_partial, param_partial);
 }
 
 }  // namespace region_twopass
@@ -6545,18 +6560,35 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
     if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
       const T* x_ptr = data_as<const T>(in.x);
       const T* dout_ptr = data_as<const T>(in.dout);
+      // a warp an item where planes are small (warp_teams), as the forward sweeps
+      const bool warps = rt::warp_teams(plan, shape.plane);
+      const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
       dispatch_vec(vec, [&](auto kv) {
-        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-            nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, false, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr(), blocks);
+        } else {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, false><<<blocks, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr(), blocks);
+        }
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef,
                                  dgamma, dbeta);
       dispatch_vec(vec, [&](auto kv) {
-        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-            as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, true, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr(), blocks);
+        } else {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, true><<<blocks, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr(), blocks);
+        }
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
@@ -9354,7 +9386,7 @@ std::vector<at::Tensor> region_backward_channels_last(const at::Tensor& dout_in,
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
         in.x.data_ptr<float>(), in.dout.data_ptr<float>(), nullptr, nullptr, in.params, shape, geo, plan,
         as_float2(mean), rstd.data_ptr<float>(), gamma_ptr, beta_ptr, nullptr, static_cast<float*>(nullptr),
-        as_float2(t.gn_partial), t.epi_ptr());
+        as_float2(t.gn_partial), t.epi_ptr(), blocks);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,

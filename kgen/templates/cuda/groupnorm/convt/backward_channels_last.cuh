@@ -186,7 +186,7 @@ std::vector<at::Tensor> region_backward_channels_last(const at::Tensor& dout_in,
     rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
         in.x.data_ptr<float>(), in.dout.data_ptr<float>(), nullptr, nullptr, in.params, shape, geo, plan,
         as_float2(mean), rstd.data_ptr<float>(), gamma_ptr, beta_ptr, nullptr, static_cast<float*>(nullptr),
-        as_float2(t.gn_partial), t.epi_ptr());
+        as_float2(t.gn_partial), t.epi_ptr(), blocks);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,

@@ -391,18 +391,35 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
     if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
       const T* x_ptr = data_as<const T>(in.x);
       const T* dout_ptr = data_as<const T>(in.dout);
+      // a warp an item where planes are small (warp_teams), as the forward sweeps
+      const bool warps = rt::warp_teams(plan, shape.plane);
+      const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
       dispatch_vec(vec, [&](auto kv) {
-        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, false><<<blocks, kBlock, 0, stream>>>(
-            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-            nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, false, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr(), blocks);
+        } else {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, false><<<blocks, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr(), blocks);
+        }
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       rt::group_backward<kBlock>(t.gn_partial, plan.splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef,
                                  dgamma, dbeta);
       dispatch_vec(vec, [&](auto kv) {
-        rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, decltype(kv)::value, true><<<blocks, kBlock, 0, stream>>>(
-            x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-            as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, true, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr(), blocks);
+        } else {
+          rt::backward_sweep_kernel<Pro, Epi, R, O, kBlock, V, true><<<blocks, kBlock, 0, stream>>>(
+              x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
+              as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr(), blocks);
+        }
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }

@@ -33,7 +33,8 @@
 //                     (functors, mean, rstd * gamma, beta) staged in shared memory, 128 channels at a time
 //   kWindow           window_forward: one thread per pooled output, looping over its window in (d, h, w)
 //                     order, 4 loads in flight
-// Backward, given the saved (mean, rstd, out, aux), everything element-local:
+// Backward, given the saved (mean, rstd, out, aux), everything element-local (each item taken by a block, or by a warp
+// where planes are small: warp_teams, as the forward's):
 //   backward_sweep<partial>   per (plane, chunk): dv from dout (the reduction's backward), Epi::backward
 //                             -> dy; block sums of dy, dy (z - mean) (groupnorm/statistics.cuh's layout) and of the
 //                             epilogue's parameter gradients
@@ -235,7 +236,7 @@ struct PlaneChunk {
   }
 };
 
-// The forward sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
+// The sweeps' teams: a block takes one (plane, chunk) item, or each of its warps one where a chunk is a whole
 // plane of at most kWarpTeamValues values (7x7 to 16x16 planes: a block of 256 threads for 49 to 64 16-byte packs
 // left most of it idle and launched a block per plane; H200, 32 x 320 planes of 14 x 14, GroupNorm(1, 320): the
 // statistics at 0.19 TB/s, benchmarks/results/h200/cliffs/).

@@ -174,7 +174,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   int base = start;
   for (; base + (kInFlight - 1) * kBlock < count; base += kBlock * kInFlight) round(base, std::true_type{});
   if (base < count) round(base, std::false_type{});
-  write_block_sums<kBlock, kApply, kSums>(sums, dparam, gn_partial, param_partial);
+  write_team_sums<kBlock, kBlock, kApply, kSums>(sums, dparam, blockIdx.x, gridDim.x, gn_partial, param_partial);
 }
 
 // The first pass of a window max / min whose epilogue has finite derivatives (window_sums_sparse): only each
@@ -223,7 +223,7 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
       if constexpr (kWriteDy) window_dy[first + base + u * kBlock] = dy;
     }
   }
-  write_block_sums<kBlock, false, kSums>(sums, dparam, gn_partial, param_partial);
+  write_team_sums<kBlock, kBlock, false, kSums>(sums, dparam, blockIdx.x, gridDim.x, gn_partial, param_partial);
 }
 
 }  // namespace region_twopass
