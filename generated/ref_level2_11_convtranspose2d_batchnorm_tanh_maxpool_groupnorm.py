@@ -3644,7 +3644,8 @@ bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, c
   const at::Tensor aux = kArg ? aux_in.contiguous() : at::Tensor();
   const auto f32 = x.options().dtype(at::kFloat);
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
-  auto sums = at::zeros({K, channels}, f32);
+  // column_sums writes every entry (no fill launched for nothing); an empty x leaves zero gradients
+  auto sums = x.numel() > 0 ? at::empty({K, channels}, f32) : at::zeros({K, channels}, f32);
   at::Tensor partial;
   dispatch_storage(x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
