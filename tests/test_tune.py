@@ -14,7 +14,7 @@ from kgen.ref.emit import emit_reference
 from kgen.ref.trace import RefError, load_reference
 from kgen.tune import TuneResult, choose, table, tune, winner_text
 from kgen.tune.target import Target, target_of
-from kgen.tune.candidates import KEYS, Choices, candidates, onepass_pruned, parse_choices
+from kgen.tune.candidates import KEYS, Choices, candidates, onepass_pruned, parse_choices, two_pass_cliff
 
 ROOT = Path(__file__).resolve().parent.parent
 MLP = ROOT / "tests" / "corpus" / "mlp_groupnorm_tiny.py"                                 # no conv, no reduction
@@ -31,14 +31,23 @@ def test_a_plan_without_convolutions_tries_block_sizes_and_the_one_pass_forward(
 
 
 def test_the_region_kernels_are_forced_each_way_at_the_default_block_size():
-    found = candidates(load_reference(MLP))
+    found = candidates(load_reference(L2_92))     # a conv's output: planes of 126 x 126 values
     forced = [c for c in found if c.region_kernels != "auto"]
-    assert sorted((c.forward, c.region_kernels) for c in forced) == \
-        sorted((f, k) for f in ("two-pass", "one-pass") for k in ("resident", "two-pass"))
+    assert sorted((c.forward, c.region_kernels) for c in forced) == [("two-pass", "resident"), ("two-pass", "two-pass")]
     assert {c.block_size for c in forced} == {256} and len(set(found)) == len(found)
     assert forced[0].label() == "block 256, conv exact, two-pass, region kernels resident"
+    assert not two_pass_cliff(load_reference(L2_92), "exact")
     assert not [c for c in candidates(load_reference(MLP), takes=("block_size", "forward"))
                 if c.region_kernels != "auto"]   # a preset's: not an option it takes
+
+
+def test_the_two_pass_kernels_are_not_forced_on_planes_smaller_than_a_warp():
+    # A Linear's output has planes of one value: the two-pass kernels would idle 31 lanes of every warp (100x the
+    # rows kernels' time, measured), so only the resident kernels are forced, with each forward.
+    ref = load_reference(MLP)
+    assert two_pass_cliff(ref, "exact")
+    forced = [c for c in candidates(ref) if c.region_kernels != "auto"]
+    assert sorted((c.forward, c.region_kernels) for c in forced) == [("one-pass", "resident"), ("two-pass", "resident")]
 
 
 @pytest.mark.parametrize("kernels, present, absent", [
@@ -148,7 +157,7 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
     assert result.rows[result.winner]["label"] == fastest and not result.cached and result.complete
     assert rows[fastest_but_wrong]["verdict"] == "FAIL" and rows[fastest_but_wrong]["forward_ms"] is None
     assert rows["block 256, conv exact, one-pass"]["verdict"] == "BROKEN"
-    assert runner.calls == {"build": 1, "validate": 9, "time": 1}   # 10 candidates, 1 broken
+    assert runner.calls == {"build": 1, "validate": 7, "time": 1}   # 8 candidates (two-pass not forced), 1 broken
     assert list(cache_dir.glob("tune/*.json"))
     again = FakeRunner(verdicts={"anything": "FAIL"})
     cached = tune(target_of(str(MLP)), again, tmp_path / "work2")

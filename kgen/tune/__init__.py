@@ -27,7 +27,8 @@ from kgen import __version__
 from kgen.ref.tf32 import tf32_now
 from kgen.ref.trace import RefError
 from kgen.tune import cache
-from kgen.tune.candidates import DEFAULT_BLOCK_SIZES, Choices, candidates, onepass_pruned, parse_choices
+from kgen.tune.candidates import (DEFAULT_BLOCK_SIZES, TWO_PASS_MIN_PLANE, Choices, candidates, onepass_pruned,
+                                  parse_choices, two_pass_cliff)
 from kgen.tune.measure import GpuRunner
 from kgen.tune.target import Target, target_of
 
@@ -71,6 +72,9 @@ def tune(target: Target, runner, work: Path, precision: str = "fp32", budget: fl
     if onepass_pruned(ref, target.takes):
         log("the one-pass forward is not tried: every region that takes it feeds an op rounding to TF32 at these "
             "settings, so it runs PyTorch's GroupNorm statistics whatever the option")
+    if "region_kernels" in target.takes and two_pass_cliff(ref, "exact"):
+        log(f"the two-pass region kernels are not forced: a region's planes hold fewer than {TWO_PASS_MIN_PLANE} "
+            "values, where they idle most of each warp (the planner gives such planes other kernels)")
     result = measure(target, found, runner, work, started, budget, log)
     result.key = key
     result.winner = choose(result.rows)

@@ -1,7 +1,8 @@
 """The variants `kgen tune` tries for a reference: one `Choices` per combination of the emit options that change the
 file for this plan, pruned to those that do (a conv mode that moves no convolution, a one-pass forward no region
 takes, are the default plan again and are not tried; a region faithful at the TF32 settings of the tune keeps
-native_group_norm's statistics and never runs the one-pass forward).
+native_group_norm's statistics and never runs the one-pass forward; the two-pass kernels are not forced on planes
+smaller than a warp, a cliff: two_pass_cliff).
 
 A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
 correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again.
@@ -18,6 +19,12 @@ from kgen.ref.plan_layout import CONV_MODES
 from kgen.ref.tf32 import faithful_now
 from kgen.ref.trace import RefError
 from kgen.specs.base import FORWARDS
+
+# The two-pass kernels give each (plane, chunk) a team of a warp at least (groupnorm/twopass/twopass.cuh): on planes
+# of fewer values than that most lanes idle, and a Linear's output (one value a plane) runs 100x slower than the
+# rows kernels the planner gives it (H200, L2-37 at bf16, 134 M planes: 108 ms forward against 1.0; 241 against 2.5
+# forward+backward; benchmarks/results/h200/tune/tune_L2-37_bf16.log). Forcing them there is not a candidate.
+TWO_PASS_MIN_PLANE = 32
 
 # The block sizes tried unless asked otherwise: the range the family's kernels were written for (a sweep's warps
 # per block, the resident tiles' rows); 32, 64 and 1024 launch too few or too many threads per block for the
@@ -103,15 +110,34 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
     if "region_kernels" in takes:
         found += [Choices(default.block_size, c.conv, c.forward, kernels) for c in list(found)
                   if c.block_size == default.block_size for kernels in REGION_KERNELS
-                  if kernels != c.region_kernels and region_kernels_matter(ref, c.conv)]
+                  if kernels != c.region_kernels and region_kernels_matter(ref, c.conv)
+                  and not (kernels == "two-pass" and two_pass_cliff(ref, c.conv))]
     return [default] + [c for c in dict.fromkeys(found) if c != default]
 
 
 def region_kernels_matter(ref, conv: str) -> bool:
     """Whether forcing the region kernels can change a call: a region of the plan reads a channels-first input (a
     channels-last one runs its NHWC kernels whatever the choice) and is not fed by kgen's own conv."""
-    plan = make_plan(ref, conv)
-    return any(isinstance(s, RegionStep) and not s.channels_last and not s.conv_fused for s in plan.steps)
+    return any(_region_forced(s) for s in make_plan(ref, conv).steps)
+
+
+def two_pass_cliff(ref, conv: str) -> bool:
+    """Whether forcing the two-pass kernels would put a region of the plan on planes smaller than a warp
+    (TWO_PASS_MIN_PLANE), where the planner gives it other kernels: what `kgen tune` says it did not try."""
+    return any(_region_forced(s) and _plane(s.shape) < TWO_PASS_MIN_PLANE for s in make_plan(ref, conv).steps)
+
+
+def _region_forced(step) -> bool:
+    """A region whose kernels `--region-kernels` chooses (region_kernels_matter's test, step by step)."""
+    return isinstance(step, RegionStep) and not step.channels_last and not step.conv_fused
+
+
+def _plane(shape) -> int:
+    """The values of one (sample, channel) plane of a region's input: the product of its spatial sizes."""
+    plane = 1
+    for size in shape[2:]:
+        plane *= int(size)
+    return plane
 
 
 def _conv_moves_something(ref, conv: str) -> bool:
