@@ -3665,8 +3665,9 @@ bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, c
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
 // blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// x, the output and the gradients of kNone, kPlane and kSample may be float16 or bfloat16 (sweeps_take_half: packs of
-// 4 values in 8 bytes, arithmetic in float); every other stream, and the other reductions, are float32.
+// x may be float16 or bfloat16 (packs of 4 values in 8 bytes, arithmetic in float): every forward kernel reads it so,
+// kNone writes its output so, and the backward sweeps of kNone, kPlane and kSample read x and dout and write dx so
+// (sweeps_take_half); every other stream, and kChannel's and kWindow's backward, are float32.
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
@@ -4105,11 +4106,11 @@ reduce_finish_kernel(const typename Reducer<O>::T* __restrict__ partial, int64_t
   }
 }
 
-// kChannel: out (N, S). Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
-// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time.
-template <class Pro, class Epi, ReduceOp O, int kBlock, int W>
+// kChannel: out (N, S), float32. Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
+// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time. T: x's storage type.
+template <class Pro, class Epi, ReduceOp O, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape,
+channel_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape,
                        const float2* __restrict__ mean, const float* __restrict__ rstd,
                        const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                        int* __restrict__ aux, int64_t blocks_per_sample) {
@@ -4122,7 +4123,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
   const int64_t n = blockIdx.x / blocks_per_sample;
   const int64_t pack = (blockIdx.x % blocks_per_sample) * kBlock + threadIdx.x;
   const bool active = pack < plane / W;
-  const float* column = x + n * channels * plane + pack * W;
+  const T* column = x + n * channels * plane + pack * W;
   typename Red::T acc[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) acc[j] = Red::empty();
@@ -4136,7 +4137,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
     }
     __syncthreads();
     if (active) {
-      const float* tile_column = column + c0 * plane;
+      const T* tile_column = column + c0 * plane;
       for (int k0 = 0; k0 < tile; k0 += kLoads) {
         Pack<W> v[kLoads];
 #pragma unroll
@@ -4187,12 +4188,12 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
 
 // kWindow: one thread per pooled output (flat over (n, c, pooled), fewer than 2^31), its window walked
 // in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window, and where
-// extreme_x is given (saves_extreme_x), x at that index there.
+// extreme_x is given (saves_extreme_x), x at that index there (float32: x's value exactly). T: x's storage type.
 // (Measured on the H100 at (128, 32, 254, 254), 2x2 windows: faster than 4 outputs per thread with 16 loads
 // in flight, 1.49 against 1.75 ms for the whole forward: that variant needs 100 registers.)
-template <class Pro, class Epi, ReduceOp O, int kBlock>
+template <class Pro, class Epi, ReduceOp O, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
+window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
                       const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                       int* __restrict__ aux, float* __restrict__ extreme_x, int64_t outs) {
@@ -4211,7 +4212,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
   const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
   const int64_t H = geo.size[1], Wd = geo.size[2];
   const int kh = static_cast<int>(geo.window[1]), kw = static_cast<int>(geo.window[2]);
-  const float* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
+  const T* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
                       int64_t(pw) * kw;
   auto acc = Red::empty();
   float x_at_extreme = 0.f;
@@ -4221,7 +4222,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       if (w0 + u < geo.window_elems) {
-        v[u] = __ldg(base + (int64_t(a) * H + bh) * Wd + e);
+        v[u] = load1(base + (int64_t(a) * H + bh) * Wd + e);
         if (++e == kw) {
           e = 0;
           if (++bh == kh) {
@@ -5692,19 +5693,22 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// The reductions whose two-pass sweeps read and write x in its own storage type (float16 and bfloat16 as well as
-// float32: 8-byte packs of 4 values, float arithmetic); the others' kernels take float32.
+// Every reduction's two-pass forward reads x in its own storage type (float16 and bfloat16 as well as float32: 8-byte
+// packs of 4 values, float arithmetic). The reductions whose backward sweeps do too (x, dout and dx in that type);
+// kChannel's and kWindow's backward reads float32 copies (their dout, out and aux streams are float32 or int32), made
+// by the caller (bindings: region_half_sweeps).
 template <ReduceKind R>
 constexpr bool sweeps_take_half() {
   return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
 }
 
-// Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
-// take it, and an output of x's dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype).
+// Whether a region's call runs the two-pass forward in x's own dtype: x float16 or bfloat16 and an output of x's
+// dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype, the reductions float32). Its backward then
+// runs the sweeps in that dtype where sweeps_take_half<R>, else on float32 copies.
 template <ReduceKind R>
 inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
-  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() && rounding_type(rounding) == type;
+  return (type == at::kHalf || type == at::kBFloat16) && rounding_type(rounding) == type;
 }
 
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
@@ -5985,7 +5989,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
   const auto options = x.options();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * plan.splits;
-  if constexpr (sweeps_take_half<R>()) {
+  if constexpr (R != ReduceKind::kChannel && R != ReduceKind::kWindow) {  // the plane sweeps
     using P = typename Reducer<O>::T;
     at::Tensor partial;
     P* partial_ptr = nullptr;
@@ -6031,16 +6035,18 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   } else if constexpr (R == ReduceKind::kChannel) {
-    const float* x_ptr = x.data_ptr<float>();
     const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
     int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-    dispatch_vec(vec, [&](auto kv) {
-      constexpr int W = decltype(kv)::value ? 4 : 1;
-      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
-      check_grid(shape.batch * blocks_per_sample, "channel reduction");
-      channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
-          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          blocks_per_sample);
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr int W = decltype(kv)::value ? 4 : 1;
+        const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
+        check_grid(shape.batch * blocks_per_sample, "channel reduction");
+        channel_forward_kernel<Pro, Epi, O, kBlock, W, T><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, blocks_per_sample);
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {  // kWindow
@@ -6048,13 +6054,15 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const Geometry geo = geometry(shape);
-      const float* x_ptr = x.data_ptr<float>();
       int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
       float* extreme_x =
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
-      window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          extreme_x, outs);
+      dispatch_storage(x.scalar_type(), [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        window_forward_kernel<Pro, Epi, O, kBlock, T><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, extreme_x, outs);
+      });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
@@ -6071,8 +6079,8 @@ void torch_statistics(const at::Tensor& x, const RegionParams& params, const Reg
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
-// bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
-// are sums in double, rounded once by the caller).
+// bfloat16: out then has x's dtype for kNone, float32 for the reductions (their outputs are rounded once by the
+// caller).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/,
           bool kFaithful = false /*a faithful region: torch_statistics where RegionParams::faithful*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -6084,7 +6092,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
+  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
                                                           input.device(), shape.plane);
@@ -6140,18 +6148,16 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
-      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        dispatch_vec(vec, [&](auto kv) {
-          constexpr bool V = decltype(kv)::value;
-          if (warps) {
-            rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          } else {
-            rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          }
-        });
-      }
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        } else {
+          rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t per_row = shape.channels_per_group() * plan.splits;
@@ -6665,7 +6671,7 @@ constexpr auto kRegion0Reduce = kgen::ReduceKind::kChannel;
 constexpr auto kRegion0Op = kgen::ReduceOp::kMin;
 constexpr bool kRegion0Faithful = false;
 
-// Whether a call runs the two-pass sweeps in x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
+// Whether a call runs the two-pass kernels on x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
 // x read as float32: where the float32 dispatch below would take the two-pass sweeps too (a slice too large to keep
 // on chip; sweeps over small slices would launch a block per few values).
 inline bool region0_half_sweeps(const at::Tensor& x, int64_t groups, int64_t rounding) {
@@ -6680,9 +6686,9 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   // rounding: the output's dtype as kgen::Rounding codes it (kExact: float32; autocast's GroupNorm is float32) and
   // the reference's rounding points the functors reproduce, and of the GroupNorm's mean and rstd where the reference
   // keeps them in its dtype (statistics_rounding). Parameters of any storage dtype are read as float32
-  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
-  // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
-  // rounds to the output's dtype.
+  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass kernels on that dtype where they pay
+  // (region_half_sweeps; out float32 after a reduction); anywhere else x is read as float32 and out comes back
+  // float32. The caller rounds a float32 out to the output's dtype.
   constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
                                   faithful);
@@ -6739,8 +6745,11 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
                                                                       a, groups, rows)) {
     return rows;
   }
-  // The family the forward ran: the two-pass sweeps in x's dtype (in float32 where dout has another), else float32.
-  if (region0_half_sweeps(x, groups, rounding)) {
+  // Where the forward ran the two-pass kernels on x's dtype and the reduction's backward sweeps take it
+  // (sweeps_take_half): those sweeps (on float32 copies where dout has another dtype). Else float32 copies and the
+  // kernels a float32 call would choose (kChannel's and kWindow's backward: the saved out and aux are the same).
+  if (region0_half_sweeps(x, groups, rounding) &&
+      kgen::region_twopass::sweeps_take_half<kRegion0Reduce>()) {
     if (dout.scalar_type() != x.scalar_type()) {
       x = kgen::as_float(x, "region input");
       dout = kgen::as_float(dout, "gradient of the region output");

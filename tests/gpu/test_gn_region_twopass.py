@@ -439,6 +439,40 @@ def test_half_storage_matches_float64(ext, dtype, variant, shape, groups, affine
         close(g, want.reshape(g.shape), f"parameter gradient {k}", tol=tol)
 
 
+# kChannel's and kWindow's two-pass forward reads a float16 / bfloat16 x as it lies (no float32 copy first): the same
+# float arithmetic on the same values as on x's float32 copy, so the same bits (out, mean, rstd, aux with the window's
+# saved extremes). Their backward sweeps read float32: a half x is refused there, and the bindings pass copies.
+HALF_FORWARD_CASES = [
+    ((3, 8, 12, 12), 2, (2, 2)),
+    ((2, 12, 9, 7), 3, (3, 3)),          # odd planes: the scalar paths
+    ((2, 6, 4, 10, 10), 3, (2, 2, 2)),   # 3-d
+    ((4, 16, 33, 31), 4, (4, 4)),        # windows that leave a remainder
+    ((2, 8, 64, 64), 8, (2, 2)),
+    ((3, 10, 7, 9), 5, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("variant, shape, groups, window", [
+    pytest.param(v, shape, groups, window if v.kind == "window" else (),
+                 id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}")
+    for v in H.VARIANTS if v.kind in ("window", "channel") for shape, groups, window in HALF_FORWARD_CASES])
+def test_half_forward_of_channel_and_window_is_the_float32_forward(ext, dtype, variant, shape, groups, window):
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, sum(shape) + groups)
+    x = x.to(dtype)
+    i = index_of(variant)
+    half = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+    full = ext.region_forward(i, x.float(), gamma, beta, pro, epi, groups, EPS, list(window))
+    assert half[0].dtype == torch.float32 and half[0].shape == full[0].shape
+    for k, name in enumerate(("out", "mean", "rstd", "aux")):
+        if full[k] is not None and full[k].numel() > 0:
+            assert torch.equal(half[k], full[k]), f"{name} differs from the float32 forward's"
+    dout = torch.randn(full[0].shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7))
+    with pytest.raises(RuntimeError, match="must be float32"):
+        ext.region_backward(i, dout.to(dtype), x, gamma, beta, pro, epi, half[1], half[2], half[0], half[3], groups,
+                            list(window))
+
+
 def test_clear_errors(ext):
     v = H.BY_NAME["none_sig_hs"]
     i = index_of(v)
