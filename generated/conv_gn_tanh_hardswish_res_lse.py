@@ -542,6 +542,32 @@ __device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t pac
   }
 }
 
+// As sweep, over the packs of x (storage type T) and of kRest more streams of type D at the same positions (the
+// backward's dout, out or aux; float32 beside a half x where they sit at another stride: kChannel's): v[0] is x's
+// pack, v[1 + k] stream k's. kSize: rest's length, at least 1 (kRest may be 0).
+template <int kBlock, int W, int kRest, int kSize, class Body, class T, class D>
+__device__ __forceinline__ void sweep_streams(const T* __restrict__ x, const D* const (&rest)[kSize], int64_t packs,
+                                              Body&& body, int first = static_cast<int>(threadIdx.x)) {
+  static_assert(kSize >= kRest && kSize >= 1, "rest holds the kRest streams");
+  for (int64_t base = first; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll][1 + kRest];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) {
+        v[u][0] = load_pack<W>(x, i);
+#pragma unroll
+        for (int k = 0; k < kRest; ++k) v[u][1 + k] = load_pack<W>(rest[k], i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) body(i, v[u]);
+    }
+  }
+}
+
 // Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
 struct MomentsD {
   double n, mu, m2;
@@ -3663,9 +3689,9 @@ bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, c
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
 // blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// x may be float16 or bfloat16 (packs of 4 values in 8 bytes, arithmetic in float): every forward kernel reads it so,
-// kNone writes its output so, and the backward sweeps of kNone, kPlane and kSample read x and dout and write dx so
-// (sweeps_take_half); every other stream, and kChannel's and kWindow's backward, are float32.
+// x may be float16 or bfloat16 (packs of 4 values in 8 bytes, arithmetic in float): every kernel reads x and writes dx
+// so, kNone writes its output so, and dout is read so where it lies at x's positions or is one value a plane or sample
+// (kNone, kPlane, kSample); kChannel's and kWindow's dout, and every other stream, are float32 (SweepDout).
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
@@ -4277,7 +4303,7 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
 // or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh). T: dout's storage
-// type (float16 and bfloat16 for the reductions sweeps_take_half names).
+// type (SweepDout).
 template <ReduceKind R, ReduceOp O, class T = float>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
@@ -4417,21 +4443,26 @@ struct ValueBackward {
   }
 };
 
-// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more), all of x's storage
-// type T (kChannel's, whose out or aux stream is float32 or int32, read float32 x).
-template <ReduceKind R, ReduceOp O, int kStreams, class T>
-__device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], const T* __restrict__ x,
-                                                      const T* __restrict__ dout, const float* __restrict__ out,
+// The storage type of dout as the backward sweeps read it: x's (T), but float32 for kChannel, whose dout stream sits
+// at (n, s) beside its out or aux stream (float32, int32): the host passes a float32 copy there (1/C of x's size).
+template <ReduceKind R, class T>
+using SweepDout = std::conditional_t<R == ReduceKind::kChannel, float, T>;
+
+// The streams a backward sweep reads at its chunk's values: x (storage type T) at x_in, and the backward_streams<R, O>
+// more (dout's type D) in rest.
+template <ReduceKind R, ReduceOp O, int kSize, class T, class D>
+__device__ __forceinline__ void backward_stream_bases(const T*& x_in, const D* (&rest)[kSize], const T* __restrict__ x,
+                                                      const D* __restrict__ dout, const float* __restrict__ out,
                                                       const int* __restrict__ aux, const RegionShape& shape,
                                                       const PlaneChunk& b) {
-  in[0] = x + b.plane * shape.plane + b.begin;
-  if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
+  x_in = x + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kNone) rest[0] = dout + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kChannel) {
-    static_assert(std::is_same_v<T, float>, "kChannel's backward streams are float32");
+    static_assert(std::is_same_v<D, float>, "kChannel's dout, out and aux streams are read as float32");
     const int64_t at = b.n * shape.plane + b.begin;
-    in[1] = dout + at;
-    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
-    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+    rest[0] = dout + at;
+    if constexpr (O == ReduceOp::kLogSumExp) rest[1] = out + at;
+    if constexpr (kHasAux<O>) rest[1] = reinterpret_cast<const float*>(aux) + at;
   }
 }
 
@@ -4471,13 +4502,14 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-// T: the storage type of x, dout and dx. kTeam threads take one (plane, chunk) item of the `items`: the block, or a
+// T: the storage type of x and dx, and of dout (SweepDout: float32 for kChannel). kTeam threads take one (plane,
+// chunk) item of the `items`: the block, or a
 // warp where planes are small (warp_teams, as the forward sweeps'; a block a plane of a few values left most of its
 // threads idle and launched a block per plane).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T,
           int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
+backward_sweep_kernel(const T* __restrict__ x, const SweepDout<R, T>* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -4494,15 +4526,19 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const Upstream<R, O, T> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-  const ValueBackward<Pro, Epi, R, O, T> value{ch, up, shape, geo, b.c, dout, out, aux};
-  const T* in[kStreams];
-  backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
+  using D = SweepDout<R, T>;
+  constexpr int kRest = kStreams - 1, kRestSize = kRest > 0 ? kRest : 1;
+  const Upstream<R, O, D> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
+  const ValueBackward<Pro, Epi, R, O, D> value{ch, up, shape, geo, b.c, dout, out, aux};
+  const T* x_in;
+  const D* rest[kRestSize] = {};
+  backward_stream_bases<R, O>(x_in, rest, x, dout, out, aux, shape, b);
   // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
-  const T* body[kStreams];
+  const T* x_body = x_in + span.head;
+  const D* rest_body[kRestSize] = {};
 #pragma unroll
-  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
+  for (int k = 0; k < kRest; ++k) rest_body[k] = rest[k] + span.head;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -4510,7 +4546,7 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kTeam, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep_streams<kTeam, W, kRest>(x_body, rest_body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
@@ -4526,8 +4562,9 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   for (int k = first; k < span.ends(); k += kTeam) {
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
+    v[0].v[0] = load1(x_in + e);
 #pragma unroll
-    for (int t = 0; t < kStreams; ++t) v[t].v[0] = load1(in[t] + e);
+    for (int t = 0; t < kRest; ++t) v[1 + t].v[0] = load1(rest[t] + e);
     const uint32_t s = static_cast<uint32_t>(b.begin + e);
     if constexpr (kApply) {
       store1(dst + e, value.dx(v, 0, s, bc, dparam));
@@ -4642,12 +4679,13 @@ struct SplitPlane {
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial. Where
 //                   window_dy_from_extremes, `dout` is each window's dy (window_extreme_sums_kernel's window_dy).
-template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
+// T: x's and dx's storage type; dout, out and aux (the pooled outputs') are float32 and int32.
+template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply, class T>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+window_sweep_kernel(const T* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
-                    const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
+                    const float* __restrict__ beta, const float2* __restrict__ coef, T* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
   constexpr int kInFlight = kWindowValuesInFlight;
@@ -4674,8 +4712,8 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
   const int64_t first = int64_t(b.plane) * shape.plane + int64_t(first_row) * W;
-  const float* xs = x + first;
-  float* dst = kApply ? dx + first : nullptr;
+  const T* xs = x + first;
+  T* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = b.plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
@@ -4705,7 +4743,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       if (kFull || base + u * kBlock < count) {
-        xv[u] = __ldg(xs + base + u * kBlock);
+        xv[u] = load1(xs + base + u * kBlock);
         const int2 rw = row_windows[at_row];
         const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(at_col)));
         const bool in = rw.x >= 0 && pw < PW;
@@ -4730,7 +4768,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       const float zc = centered(z, ch.mean);
       if constexpr (kFromDy) {  // g: the window's dy, the extreme's
         const float dy = within[u] == a[u] ? g[u] : 0.f;
-        dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
+        store1(dst + e, ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam));
         continue;
       }
       const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
@@ -4738,7 +4776,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
       const float dv = window_dv<O>(g[u], within[u], a[u], ref[u], v, geo.window_elems);
       if constexpr (kApply) {
-        dst[e] = value_dx(ch, xv[u], z, zc, y, dv, bc, dparam);
+        store1(dst + e, value_dx(ch, xv[u], z, zc, y, dv, bc, dparam));
       } else {
         value_sums(ch, xv[u], z, zc, y, dv, sums[0], sums[1], dparam);
       }
@@ -5035,7 +5073,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
   const float* in[kStreams];
-  backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const float* rest[kStreams > 1 ? kStreams - 1 : 1] = {};
+  backward_stream_bases<R, O>(in[0], rest, a.x, a.dout, a.out, a.aux, shape, b);
+#pragma unroll
+  for (int k = 1; k < kStreams; ++k) in[k] = rest[k - 1];
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes
   const float* body[kStreams];
 #pragma unroll
@@ -5691,18 +5732,10 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// Every reduction's two-pass forward reads x in its own storage type (float16 and bfloat16 as well as float32: 8-byte
-// packs of 4 values, float arithmetic). The reductions whose backward sweeps do too (x, dout and dx in that type);
-// kChannel's and kWindow's backward reads float32 copies (their dout, out and aux streams are float32 or int32), made
-// by the caller (bindings: region_half_sweeps).
-template <ReduceKind R>
-constexpr bool sweeps_take_half() {
-  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
-}
-
-// Whether a region's call runs the two-pass forward in x's own dtype: x float16 or bfloat16 and an output of x's
-// dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype, the reductions float32). Its backward then
-// runs the sweeps in that dtype where sweeps_take_half<R>, else on float32 copies.
+// Whether a region's call runs the two-pass kernels on x's own dtype: x float16 or bfloat16 (8-byte packs of 4 values,
+// float arithmetic) and an output of x's dtype (`rounding`, core/common.cuh; kNone writes it in x's dtype, a
+// reduction float32, rounded by the caller). The backward then reads x and writes dx in that dtype too, dout in it
+// where it lies at x's positions (kNone) or is one value a plane or sample, else a float32 copy (SweepDout).
 template <ReduceKind R>
 inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
@@ -6196,7 +6229,7 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
-  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device(),
                                       in.shape.plane);
   const auto expected = out_sizes(input, in.shape, R);
@@ -6223,7 +6256,10 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
   }
   check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
   in.x = input.contiguous();
-  in.dout = dout_in.contiguous();
+  // kChannel's and kWindow's dout is read as float32 beside a half x (SweepDout; window_sweep_kernel): a copy the
+  // size of out, 1/C or 1/window of x's.
+  const bool dout_float = R == ReduceKind::kChannel || R == ReduceKind::kWindow;
+  in.dout = dout_float && dout_in.scalar_type() != at::kFloat ? dout_in.to(at::kFloat) : dout_in.contiguous();
   in.out = needs_out ? out_in.contiguous() : at::Tensor();
   in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
   in.affine = gamma_in.defined();
@@ -6458,7 +6494,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const int64_t first_blocks = kSparse ? planes * outs_plan.splits : blocks;
   const int first_splits = kSparse ? outs_plan.splits : rows_plan.splits;
   check_grid(first_blocks, "window backward");
-  const auto options = in.x.options();
+  const auto options = in.x.options().dtype(at::kFloat);
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   SweepScratch t(in, first_blocks, blocks, Epi::kParams, Pro::kParams);
   // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
@@ -6466,7 +6502,6 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const bool no_outputs = geo.pooled_plane == 0;
   const at::Tensor zero = no_outputs ? at::zeros({1}, options) : at::Tensor();
   const at::Tensor zero_int = no_outputs ? at::zeros({1}, options.dtype(at::kInt)) : at::Tensor();
-  const float* x_ptr = in.x.data_ptr<float>();
   const float* dout_ptr = no_outputs ? zero.data_ptr<float>() : in.dout.data_ptr<float>();
   const float* out_ptr = no_outputs ? zero.data_ptr<float>() : data_or_null(in.out);
   const int* aux_ptr = no_outputs ? zero_int.data_ptr<int>() : (in.aux.defined() ? in.aux.data_ptr<int>() : nullptr);
@@ -6488,18 +6523,24 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(t.gn_partial), t.epi_ptr(), window_dy_ptr);
-  } else {
-    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
-                        dbeta);
-  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // x and dx in x's storage type (float16 and bfloat16 too), every other stream float32.
+  dispatch_storage(in.x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const T* x_ptr = data_as<const T>(in.x);
+    if constexpr (!kSparse) {
+      window_sweep_kernel<Pro, Epi, O, kBlock, false, T><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+          beta_ptr, nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                           dbeta);
+    window_sweep_kernel<Pro, Epi, O, kBlock, true, T><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+        beta_ptr, as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
   param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(t.epi_partial, 0, t.pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
@@ -6560,12 +6601,12 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
 
-  // The two sweeps in x's storage type (float16 and bfloat16 where sweeps_take_half: check_region refused others).
+  // The two sweeps in x's storage type (dout's: SweepDout; kWindow returned above).
   dispatch_storage(in.x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+    if constexpr (R != ReduceKind::kWindow) {
       const T* x_ptr = data_as<const T>(in.x);
-      const T* dout_ptr = data_as<const T>(in.dout);
+      const auto* dout_ptr = data_as<const rt::SweepDout<R, T>>(in.dout);
       // a warp an item where planes are small (warp_teams), as the forward sweeps
       const bool warps = rt::warp_teams(plan, shape.plane);
       const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
@@ -6766,11 +6807,9 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
-  // Where the forward ran the two-pass kernels on x's dtype and the reduction's backward sweeps take it
-  // (sweeps_take_half): those sweeps (on float32 copies where dout has another dtype). Else float32 copies and the
-  // kernels a float32 call would choose (kChannel's and kWindow's backward: the saved out and aux are the same).
-  if (region0_half_sweeps(x, groups, rounding) &&
-      kgen::region_twopass::sweeps_take_half<kRegion0Reduce>()) {
+  // The family the forward ran: the two-pass kernels on x's dtype (on float32 copies where dout has another), else
+  // float32.
+  if (region0_half_sweeps(x, groups, rounding)) {
     if (dout.scalar_type() != x.scalar_type()) {
       x = kgen::as_float(x, "region input");
       dout = kgen::as_float(dout, "gradient of the region output");

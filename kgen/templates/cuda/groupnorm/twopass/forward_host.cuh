@@ -7,18 +7,10 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// Every reduction's two-pass forward reads x in its own storage type (float16 and bfloat16 as well as float32: 8-byte
-// packs of 4 values, float arithmetic). The reductions whose backward sweeps do too (x, dout and dx in that type);
-// kChannel's and kWindow's backward reads float32 copies (their dout, out and aux streams are float32 or int32), made
-// by the caller (bindings: region_half_sweeps).
-template <ReduceKind R>
-constexpr bool sweeps_take_half() {
-  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
-}
-
-// Whether a region's call runs the two-pass forward in x's own dtype: x float16 or bfloat16 and an output of x's
-// dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype, the reductions float32). Its backward then
-// runs the sweeps in that dtype where sweeps_take_half<R>, else on float32 copies.
+// Whether a region's call runs the two-pass kernels on x's own dtype: x float16 or bfloat16 (8-byte packs of 4 values,
+// float arithmetic) and an output of x's dtype (`rounding`, core/common.cuh; kNone writes it in x's dtype, a
+// reduction float32, rounded by the caller). The backward then reads x and writes dx in that dtype too, dout in it
+// where it lies at x's positions (kNone) or is one value a plane or sample, else a float32 copy (SweepDout).
 template <ReduceKind R>
 inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
