@@ -9,6 +9,7 @@ from __future__ import annotations
 from kgen.ref import functors, ops
 from kgen.ref.forward_writer import ForwardWriter, faithful_switch, forward_arguments, literal, renamed_arguments
 from kgen.ref.ir import BatchNormStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
+from kgen.ref.plan_dtype import cpp_dtype, python_dtype
 
 
 def region_context(step: RegionStep) -> dict:
@@ -27,6 +28,9 @@ def region_context(step: RegionStep) -> dict:
         "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
         "faithful_switch": faithful_switch(step),
         "rows_half": rows_half(step),
+        # the output's dtype where a float32 cast lies inside the region (plan_dtype.py), else the common rule
+        "out_dtype": python_dtype(step.out_dtype) if step.out_dtype else "_out_dtype(x, params, True)",
+        "out_dtype_cpp": cpp_dtype(step.out_dtype) if step.out_dtype else "kgen_region_out_dtype(x, params)",
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],

@@ -180,6 +180,8 @@ class RegionStep:
                                   # is then native_group_norm's bit for bit; "" where none reads it
     faithful_switch: tuple = ()   # the kinds of op reading it ("conv", "matmul") whose TF32 settings, read at each
                                   # call, decide whether it is faithful; (): every call
+    out_dtype: tuple | None = None   # where a float32 cast lies inside it: its output's dtype (plan_dtype.py); None:
+                                     # x's dtype promoted with its parameters', float32 under autocast
 
 
 @dataclass

@@ -19,6 +19,7 @@ from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, P
 from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
                              op_text, param_view_root, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
+from kgen.ref.plan_dtype import region_out_dtype
 from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
@@ -236,6 +237,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                           epilogue=epilogue, params=params, result=result, gn_params=self.gn_parameters(gn))
         output_node = self.fold_after_extreme(step, self.apply_reduction(step, reduce, full))
         step.output = output_node.name
+        step.out_dtype = region_out_dtype(step, {n.name: n for n in self.ref.graph.nodes})
         step.out_shape = tensor_shape(output_node) or []
         for name in names_of(prologue) | names_of(epilogue) | {gn.name, output_node.name}:
             self.claimed[name] = step

@@ -135,12 +135,23 @@ def may_return_operand(node, gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+# node.meta key: the names of the nodes that read this node through a float32 cast the trace dropped (`.float()` of a
+# float32 tensor). At another dtype the cast is no longer the same value: the planner makes a region's output dtype
+# follow it (plan_dtype.py).
+FLOAT32_CAST_READERS = "kgen_float32_cast_readers"
+
+
 def drop_same_value_ops(gm: torch.fx.GraphModule) -> None:
-    """Every op whose value is its operand's is removed; its readers read the operand."""
+    """Every op whose value is its operand's is removed; its readers read the operand (a float32 cast's readers
+    are kept in the operand's meta, FLOAT32_CAST_READERS)."""
     graph = gm.graph
     for node in list(graph.nodes):
         if node.op in ("call_module", "call_function", "call_method") and returns_operand(node, gm):
-            node.replace_all_uses_with(node.args[0])
+            operand = node.args[0]
+            if node.op == "call_method" and _same_value_cast(node) and _dtype_of(operand) == torch.float32:
+                readers = operand.meta.setdefault(FLOAT32_CAST_READERS, set())
+                readers.update(user.name for user in node.users)
+            node.replace_all_uses_with(operand)
             graph.erase_node(node)
     gm.recompile()
 

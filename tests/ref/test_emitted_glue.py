@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from kgen.ref.emit import emit_reference
+from kgen.ref.ir import RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import load_reference
 from tests.ref.emulated_ext import NotEmulated, emulated_ext
@@ -97,13 +98,15 @@ def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, monkeypatch):
 
 def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", dtype=torch.float64,
                          channels_last: bool = False, shapes: list | None = None) -> None:
-    """In float64 every output and gradient equals the reference's (1e-7); in a half precision each is, as a whole,
+    """In float64 every output and gradient equals the reference's (1e-7; 1e-5 where a region holds a float32
+    cast); in a half precision each is, as a whole,
     no further from the reference's float64 value (same rounded parameters, inputs and upstream gradients) than four
     times the reference's own error at that precision, plus 1% (sums rounded to 8 bits in another order, and a max
     whose winner ties, move single elements far where the tensor as a whole stays put)."""
     solution = load_emitted(text, monkeypatch)
+    plan = make_plan(load_reference(path), "exact", faithful)
     try:
-        solution._ext = emulated_ext(make_plan(load_reference(path), "exact", faithful), solution)
+        solution._ext = emulated_ext(plan, solution)
     except NotEmulated as why:
         pytest.skip(f"not emulated: {why}")
     reference = load_reference_module(path)
@@ -134,13 +137,16 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
         assert error <= (1e-9 if dtype == torch.float64 else 1e-2) * float(with_grad.double().nan_to_num().norm()) \
             + 1e-9, f"output {i} under no_grad: {error:.3g} from the output with autograd"
     if dtype == torch.float64:
+        # a float32 cast inside a region (plan_dtype.py): what is computed through float32 ops, which the fused
+        # kernels round once and the reference after each, is as close as float32 allows
+        tol = 1e-5 if any(isinstance(s, RegionStep) and s.out_dtype for s in plan.steps) else 1e-7
         for (what, g), (_, w) in zip(got, want):
             if w is None:
                 assert g is None or not g.any(), f"{what}: a gradient where the reference has none"
                 continue
             assert g is not None, f"{what}: no gradient"
             assert g.shape == w.shape and g.dtype == w.dtype, what
-            torch.testing.assert_close(g, w, atol=1e-7, rtol=1e-7, equal_nan=True, msg=lambda m: f"{what}: {m}")
+            torch.testing.assert_close(g, w, atol=tol, rtol=tol, equal_nan=True, msg=lambda m: f"{what}: {m}")
         return
     exact_model = reference.Model(*init).double().eval()
     exact_model.load_state_dict({k: v.double() for k, v in theirs.state_dict().items()})
@@ -187,15 +193,7 @@ def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
     return found
 
 
-# A literal cast to float32 inside a region (`.float()`, `.to(torch.float32)`) is dropped at tracing, where the model
-# is float32 (rewrite.returns_operand); a model run in another dtype then keeps its dtype past it where the reference
-# turns float32.
-CAST_KEPT_DTYPE = {"gn_shrinks_expit_same_value_ops"}
-
-
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xfail(
-    strict=True, reason="a float32 cast inside a region")) if p.stem in CAST_KEPT_DTYPE else p
-    for p in OWN if p.name != "__init__.py"], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in OWN if p.name != "__init__.py"], ids=lambda p: p.stem)
 def test_kgens_own_and_probe_references_emitted_python(path, monkeypatch):
     """tests/ref/references/ and probe/ (references written to find gaps), float64."""
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)

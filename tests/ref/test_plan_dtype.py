@@ -1,0 +1,77 @@
+"""A float32 cast inside a region (plan_dtype.py): the region's output takes the dtype PyTorch's type promotion gives
+it after the cast, in a model run at float64 or half precision; regions without one keep the common rule."""
+import textwrap
+
+import pytest
+import torch
+
+from kgen.ref.emit import emit_reference
+from kgen.ref.ir import RegionStep
+from kgen.ref.plan import make_plan
+from kgen.ref.plan_dtype import FLOAT32, X, cpp_dtype, python_dtype
+from kgen.ref.trace import load_reference
+from tests.ref.test_emitted_glue import check_emitted_python
+
+HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+TAIL = "\n\ndef get_inputs():\n    return [torch.randn(4, 8, 6, 5)]\n\n\ndef get_init_inputs():\n    return []\n"
+
+
+def reference(tmp_path, name, forward: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.gn = nn.GroupNorm(4, 8)\n        self.scale = nn.Parameter(torch.rand(8, 1, 1) + 0.5)\n\n"
+                    "    def forward(self, x):\n" + textwrap.indent(forward.strip(), " " * 8) + "\n" + TAIL)
+    return path
+
+
+def region(path):
+    steps = [s for s in make_plan(load_reference(str(path)), "exact").steps if isinstance(s, RegionStep)]
+    assert len(steps) == 1
+    return steps[0]
+
+
+CASES = {
+    # the cast on every path after the GroupNorm: float32 whatever the model's dtype
+    "cast_after_gn": ("y = self.gn(x).float()\nreturn torch.sigmoid(y) * y", FLOAT32),
+    # a branch read without the cast (the input) promotes with it
+    "cast_then_residual": ("return F.silu(self.gn(x).float()) + x", ("promote", FLOAT32, X)),
+    # a parameter with dims after the cast promotes too
+    "cast_then_scale": ("return self.gn(x).float() * self.scale", ("promote", FLOAT32, ("param", 0))),
+    # the GroupNorm of a float32 copy
+    "cast_before_gn": ("return torch.tanh(self.gn(x.float()))", ("gn", FLOAT32)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_output_dtype_follows_the_cast(tmp_path, name):
+    forward, want = CASES[name]
+    step = region(reference(tmp_path, name, forward))
+    assert step.out_dtype == want
+    text = emit_reference(str(reference(tmp_path, name, forward)))[0]
+    assert f"dtype = {python_dtype(want)}\n" in text
+
+
+def test_without_a_cast_the_file_keeps_the_common_rule(tmp_path):
+    path = reference(tmp_path, "no_cast", "return F.silu(self.gn(x)) * self.scale")
+    assert region(path).out_dtype is None
+    assert "dtype = _out_dtype(x, params, True)\n" in emit_reference(str(path))[0]
+
+
+def test_the_expressions_render_in_python_and_cpp():
+    expr = ("promote", ("gn", FLOAT32), ("param", 1))
+    assert python_dtype(expr) == ("torch.promote_types((torch.float32 if torch.is_autocast_enabled(x.device.type) "
+                                  "else torch.float32), params[1].dtype)")
+    assert cpp_dtype(expr) == ("at::promote_types((at::autocast::is_autocast_enabled(x.device().type()) ? at::kFloat "
+                               ": at::kFloat), params[1].scalar_type())")
+    text = emit_reference(str(ROOT_PROBE), autograd="cpp")[0]
+    assert "faithful, at::kFloat," in text
+
+
+ROOT_PROBE = __import__("pathlib").Path(__file__).parent / "references" / "gn_shrinks_expit_same_value_ops.py"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["fp64", "bf16"])
+def test_the_emitted_python_gives_the_references_dtypes_and_values(tmp_path, monkeypatch, name, dtype):
+    path = reference(tmp_path, name, CASES[name][0])
+    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, dtype=dtype)
