@@ -1,7 +1,8 @@
 """A region's output dtype where a float32 cast lies inside it.
 
-The trace runs in float32, where `.float()` / `.to(torch.float32)` return their operand and are dropped
-(rewrite.drop_same_value_ops, which keeps their readers in the operand's meta: FLOAT32_CAST_READERS). In a model run
+The trace runs in float32, where `.float()` / `.to(torch.float32)` return their operand and are dropped, as is the
+cast of a GroupNorm's value back to its input's dtype (guided diffusion's GroupNorm32: `gn(x.float()).type(x.dtype)`)
+(rewrite.drop_same_value_ops, which keeps their readers in the operand's meta: CAST_READERS). In a model run
 in float64, float16 or bfloat16 such a cast changes the dtype of everything after it, so a region that holds one gives
 its output the dtype PyTorch's type promotion gives it there: replayed here over the region's ops as an expression of
 x's and the parameters' dtypes, rendered in Python (the autograd Function) and C++ (`--autograd cpp`). A region without
@@ -14,7 +15,7 @@ value of dtype e (float32 under autocast, e otherwise); ("promote", a, b).
 from __future__ import annotations
 
 from kgen.ref.ir import RegionStep
-from kgen.ref.rewrite import FLOAT32_CAST_READERS
+from kgen.ref.rewrite import CAST_READERS
 
 X = ("x",)
 FLOAT32 = ("float32",)
@@ -30,17 +31,21 @@ def region_out_dtype(step: RegionStep, nodes: dict) -> tuple | None:
     its GroupNorm), else None. `nodes`: the traced graph's nodes by name."""
     biased = step.prologue[0].name if step.prologue and step.prologue[0].name == f"{step.input}_biased" else None
 
-    def readers(name: str) -> set:
+    def readers(name: str) -> dict:
         node = nodes.get(step.input if name == biased else name)
-        return node.meta.get(FLOAT32_CAST_READERS, set()) if node is not None else set()
+        return node.meta.get(CAST_READERS, {}) if node is not None else {}
 
     inside = {step.input, step.gn} | {n.name for n in step.prologue + step.epilogue}
-    if not any(readers(name) & (inside - {name}) for name in inside):
+    if not any(set(readers(name)) & (inside - {name}) for name in inside):
         return None
     dtypes = {step.input: X}
 
     def read(name: str, reader: str) -> tuple:
-        return FLOAT32 if reader in readers(name) else dtypes.get(name, X)
+        casts = readers(name)
+        if reader not in casts:
+            return dtypes.get(name, X)
+        source = casts[reader]   # None: float32; else a value's name, the GroupNorm's input (rewrite.py)
+        return FLOAT32 if source is None else dtypes.get(source, X)
 
     def fold(node) -> tuple:
         found = None

@@ -6,8 +6,10 @@ to one form, so that the planner sees one op where the reference may have writte
   and applies to dim 1 whatever the rank, which is not how broadcasting would read a (C,) tensor.
 - Ops that return their operand's value (after the shapes are propagated, which tell the dtypes): `nn.Identity`,
   dropout with p = 0 (PyTorch returns the input and draws no random numbers), `F.dropout(..., training=False)`,
-  `.contiguous()`, `.clone()`, and `.float()` / `.to(dtype)` / `.type(dtype)` to the dtype the tensor already has.
-  Left in the graph they would split a fused region in two at a library step that does nothing.
+  `.contiguous()`, `.clone()`, and `.float()` / `.to(dtype)` / `.type(dtype)` to the dtype the tensor already has,
+  and a GroupNorm's value cast back to its input's dtype (`gn(x.float()).type(x.dtype)`, guided diffusion's
+  GroupNorm32). Left in the graph they would split a fused region in two at a library step that does nothing; the
+  casts' readers are kept (CAST_READERS), since at another dtype they change the dtype after them.
 - `v, i = torch.max(x, dim)`: fx records a getitem for each name unpacked, used or not. An unused one would keep
   the reduction from fusing (the planner sees its indices read), so getitems nothing reads are dropped.
 - An element-wise op with number operands only (relu, `* 2`, hardswish) that reads a layout op (permute,
@@ -93,6 +95,39 @@ def _same_value_cast(node) -> bool:
     return False
 
 
+def _dtype_read(node):
+    """The `n.dtype` node where `node` is `.to(n.dtype)` / `.type(n.dtype)` (nothing else given), else None."""
+    rest = list(node.args[1:]) + list(node.kwargs.values())
+    if node.op != "call_method" or node.target not in ("to", "type") or len(rest) != 1 or \
+            not set(node.kwargs) <= {"dtype"}:
+        return None
+    dtype = rest[0]
+    if isinstance(dtype, torch.fx.Node) and dtype.op == "call_function" and dtype.target is getattr and \
+            len(dtype.args) == 2 and dtype.args[1] == "dtype" and isinstance(dtype.args[0], torch.fx.Node):
+        return dtype
+    return None
+
+
+def _dtype_source(node):
+    """`n` where `node` is `.to(n.dtype)` / `.type(n.dtype)`, else None."""
+    read = _dtype_read(node)
+    return read.args[0] if read is not None else None
+
+
+def _group_norm_cast_back(node, gm) -> bool:
+    """`gn(x).type(x.dtype)` (or `.to(x.dtype)`) with x the GroupNorm's input, of the same dtype in the trace: the
+    cast back of guided diffusion's GroupNorm32 (`super().forward(x.float()).type(x.dtype)`), whose `.float()` is
+    dropped as a float32 cast. At another dtype its value is the GroupNorm's rounded to x's dtype, which the region
+    the GroupNorm heads gives its output (plan_dtype.py)."""
+    operand, source = node.args[0], _dtype_source(node)
+    if source is None or not isinstance(operand, torch.fx.Node) or not operand.args:
+        return False
+    is_gn = (operand.op == "call_module" and isinstance(gm.get_submodule(operand.target), nn.GroupNorm)) or \
+        (operand.op == "call_function" and operand.target is F.group_norm)
+    return is_gn and operand.args[0] is source and _dtype_of(source) is not None and \
+        _dtype_of(source) == _dtype_of(operand)
+
+
 def _dropout_draws_nothing(node) -> bool:
     """A dropout call with p = 0 or training=False: PyTorch returns its input and draws no random numbers."""
     p = _argument(node, 1, "p", 0.5)
@@ -115,7 +150,7 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
     if node.op == "call_method" and node.target in SAME_VALUE_METHODS:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
-    return node.op == "call_method" and _same_value_cast(node)
+    return node.op == "call_method" and (_same_value_cast(node) or _group_norm_cast_back(node, gm))
 
 
 ALIAS_METHODS = {"contiguous", "float", "double", "half", "bfloat16", "to", "type"}
@@ -135,24 +170,33 @@ def may_return_operand(node, gm: torch.fx.GraphModule) -> bool:
     return False
 
 
-# node.meta key: the names of the nodes that read this node through a float32 cast the trace dropped (`.float()` of a
-# float32 tensor). At another dtype the cast is no longer the same value: the planner makes a region's output dtype
-# follow it (plan_dtype.py).
-FLOAT32_CAST_READERS = "kgen_float32_cast_readers"
+# node.meta key: {reader's name: what it casts to} for the nodes that read this node through a cast the trace dropped:
+# None for float32 (`.float()` of a float32 tensor), a node's name for that node's dtype (the GroupNorm32 cast back).
+# At another dtype the cast is no longer the same value: the planner makes a region's output dtype follow it
+# (plan_dtype.py).
+CAST_READERS = "kgen_cast_readers"
 
 
 def drop_same_value_ops(gm: torch.fx.GraphModule) -> None:
-    """Every op whose value is its operand's is removed; its readers read the operand (a float32 cast's readers
-    are kept in the operand's meta, FLOAT32_CAST_READERS)."""
+    """Every op whose value is its operand's is removed; its readers read the operand (a cast's readers are kept in
+    the operand's meta, CAST_READERS)."""
     graph = gm.graph
     for node in list(graph.nodes):
         if node.op in ("call_module", "call_function", "call_method") and returns_operand(node, gm):
             operand = node.args[0]
+            target = None
             if node.op == "call_method" and _same_value_cast(node) and _dtype_of(operand) == torch.float32:
-                readers = operand.meta.setdefault(FLOAT32_CAST_READERS, set())
-                readers.update(user.name for user in node.users)
+                target = (None,)
+            elif node.op == "call_method" and _group_norm_cast_back(node, gm):
+                target = (_dtype_source(node).name,)
+            if target is not None:
+                readers = operand.meta.setdefault(CAST_READERS, {})
+                readers.update({user.name: target[0] for user in node.users})
+            dtype = _dtype_read(node)
             node.replace_all_uses_with(operand)
             graph.erase_node(node)
+            if dtype is not None and not dtype.users:   # the `x.dtype` it read
+                graph.erase_node(dtype)
     gm.recompile()
 
 

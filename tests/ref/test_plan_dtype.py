@@ -75,3 +75,42 @@ ROOT_PROBE = __import__("pathlib").Path(__file__).parent / "references" / "gn_sh
 def test_the_emitted_python_gives_the_references_dtypes_and_values(tmp_path, monkeypatch, name, dtype):
     path = reference(tmp_path, name, CASES[name][0])
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, dtype=dtype)
+
+
+GN32 = __import__("pathlib").Path(__file__).parent / "unseen" / "gn32_float_then_type_back.py"
+
+
+def test_groupnorm32s_cast_back_joins_the_region_and_gives_the_inputs_dtype():
+    # gn(x.float()).type(x.dtype) then SiLU: one region (the SiLU fused), whose output has x's dtype (bfloat16 under
+    # autocast, where the GroupNorm runs in float32), the GroupNorm reading x as float32
+    step = region(GN32)
+    assert [n.op for n in step.epilogue] == ["silu"] and step.out_dtype == X
+    assert "        dtype = x.dtype\n" in emit_reference(str(GN32))[0]
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["fp32", "autocast_bf16"])
+def test_groupnorm32s_emitted_python_matches_the_reference(monkeypatch, autocast):
+    from tests.ref.emulated_ext import emulated_ext
+    from tests.ref.test_emitted_glue import _run
+    from tests.ref.test_emitted_python import load_emitted, load_reference_module
+
+    solution = load_emitted(emit_reference(str(GN32))[0], monkeypatch)
+    solution._ext = emulated_ext(make_plan(load_reference(str(GN32)), "exact"), solution)
+    reference = load_reference_module(GN32)
+    torch.manual_seed(0)
+    theirs = reference.Model().eval()
+    ours = solution.ModelNew()
+    ours.load_state_dict(theirs.state_dict())
+    torch.manual_seed(1)
+    inputs = reference.get_inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        want = _run(theirs, inputs, seed=2)
+        got = _run(ours, inputs, seed=2)
+    for (what, g), (_, w) in zip(got, want):
+        assert g.dtype == w.dtype, what
+        if not autocast:
+            torch.testing.assert_close(g, w, atol=1e-5, rtol=1e-5, msg=lambda m: f"{what}: {m}")
+            continue
+        # bfloat16 values and gradients rounded at other points (the region's, in float32 between): as a whole
+        error = float((g.double() - w.double()).norm() / w.double().norm())
+        assert error < 1e-2, f"{what}: {error:.3g} from the reference's, relative to its norm"
