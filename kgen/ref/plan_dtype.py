@@ -14,6 +14,7 @@ value of dtype e (float32 under autocast, e otherwise); ("promote", a, b).
 """
 from __future__ import annotations
 
+from kgen.ref.graph import is_metadata
 from kgen.ref.ir import RegionStep
 from kgen.ref.rewrite import CAST_READERS
 
@@ -27,8 +28,9 @@ def promote(a: tuple, b: tuple) -> tuple:
 
 
 def region_out_dtype(step: RegionStep, nodes: dict) -> tuple | None:
-    """The dtype expression of the region's output where a float32 cast lies between two of its values (or before
-    its GroupNorm), else None. `nodes`: the traced graph's nodes by name."""
+    """The dtype expression of the region's output where a dropped cast lies between two of its values (or before
+    its GroupNorm), or every reader of its result reads it through one, else None. `nodes`: the traced graph's nodes
+    by name."""
     biased = step.prologue[0].name if step.prologue and step.prologue[0].name == f"{step.input}_biased" else None
 
     def readers(name: str) -> dict:
@@ -36,16 +38,17 @@ def region_out_dtype(step: RegionStep, nodes: dict) -> tuple | None:
         return node.meta.get(CAST_READERS, {}) if node is not None else {}
 
     inside = {step.input, step.gn} | {n.name for n in step.prologue + step.epilogue}
-    if not any(set(readers(name)) & (inside - {name}) for name in inside):
+    after = _cast_of_result(step, nodes, readers(step.result))
+    if after is None and not any(set(readers(name)) & (inside - {name}) for name in inside):
         return None
     dtypes = {step.input: X}
 
+    def target(source) -> tuple:   # None: float32; else a value's name, the GroupNorm's input (rewrite.py)
+        return FLOAT32 if source is None else dtypes.get(source, X)
+
     def read(name: str, reader: str) -> tuple:
         casts = readers(name)
-        if reader not in casts:
-            return dtypes.get(name, X)
-        source = casts[reader]   # None: float32; else a value's name, the GroupNorm's input (rewrite.py)
-        return FLOAT32 if source is None else dtypes.get(source, X)
+        return target(casts[reader]) if reader in casts else dtypes.get(name, X)
 
     def fold(node) -> tuple:
         found = None
@@ -65,7 +68,18 @@ def region_out_dtype(step: RegionStep, nodes: dict) -> tuple | None:
     dtypes[step.gn] = ("gn", read(z, step.gn))
     for node in step.epilogue:
         dtypes[node.name] = fold(node)
-    return dtypes.get(step.result, dtypes[step.gn])
+    return target(after[0]) if after is not None else dtypes.get(step.result, dtypes[step.gn])
+
+
+def _cast_of_result(step: RegionStep, nodes: dict, casts: dict) -> tuple | None:
+    """(what it casts to,) where every reader of the region's result reads it through one dropped cast (a reduction
+    the region takes, or the steps after it), else None: the region's output is then the cast's."""
+    result = nodes.get(step.result)
+    users = [u.name for u in result.users if not is_metadata(u)] if result is not None else []
+    targets = {casts[u] for u in users if u in casts}
+    if not users or len(targets) != 1 or any(u not in casts for u in users):
+        return None
+    return (targets.pop(),)
 
 
 def python_dtype(expr: tuple) -> str:

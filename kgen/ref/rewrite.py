@@ -124,7 +124,8 @@ def _group_norm_cast_back(node, gm) -> bool:
         return False
     is_gn = (operand.op == "call_module" and isinstance(gm.get_submodule(operand.target), nn.GroupNorm)) or \
         (operand.op == "call_function" and operand.target is F.group_norm)
-    return is_gn and operand.args[0] is source and _dtype_of(source) is not None and \
+    # its only reader: every reader of the GroupNorm then reads it through the cast
+    return is_gn and len(operand.users) == 1 and operand.args[0] is source and _dtype_of(source) is not None and \
         _dtype_of(source) == _dtype_of(operand)
 
 

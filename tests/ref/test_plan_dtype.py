@@ -39,6 +39,8 @@ CASES = {
     "cast_then_scale": ("return self.gn(x).float() * self.scale", ("promote", FLOAT32, ("param", 0))),
     # the GroupNorm of a float32 copy
     "cast_before_gn": ("return torch.tanh(self.gn(x.float()))", ("gn", FLOAT32)),
+    # the region's result cast, read after it only so
+    "cast_at_the_end": ("return torch.tanh(self.gn(x)).float()", FLOAT32),
 }
 
 
@@ -78,6 +80,7 @@ def test_the_emitted_python_gives_the_references_dtypes_and_values(tmp_path, mon
 
 
 GN32 = __import__("pathlib").Path(__file__).parent / "unseen" / "gn32_float_then_type_back.py"
+GN32_READ_TWICE = GN32.parent / "gn32_read_by_conv_and_residual.py"
 
 
 def test_groupnorm32s_cast_back_joins_the_region_and_gives_the_inputs_dtype():
@@ -88,15 +91,22 @@ def test_groupnorm32s_cast_back_joins_the_region_and_gives_the_inputs_dtype():
     assert "        dtype = x.dtype\n" in emit_reference(str(GN32))[0]
 
 
+def test_groupnorm32_read_after_its_region_gives_the_inputs_dtype():
+    # the region is the GroupNorm alone, its value read by a conv and an add, both through the cast back
+    step = region(GN32_READ_TWICE)
+    assert step.epilogue == [] and step.out_dtype == X
+
+
+@pytest.mark.parametrize("path", [GN32, GN32_READ_TWICE], ids=lambda p: p.stem)
 @pytest.mark.parametrize("autocast", [False, True], ids=["fp32", "autocast_bf16"])
-def test_groupnorm32s_emitted_python_matches_the_reference(monkeypatch, autocast):
+def test_groupnorm32s_emitted_python_matches_the_reference(monkeypatch, autocast, path):
     from tests.ref.emulated_ext import emulated_ext
     from tests.ref.test_emitted_glue import _run
     from tests.ref.test_emitted_python import load_emitted, load_reference_module
 
-    solution = load_emitted(emit_reference(str(GN32))[0], monkeypatch)
-    solution._ext = emulated_ext(make_plan(load_reference(str(GN32)), "exact"), solution)
-    reference = load_reference_module(GN32)
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    solution._ext = emulated_ext(make_plan(load_reference(str(path)), "exact"), solution)
+    reference = load_reference_module(path)
     torch.manual_seed(0)
     theirs = reference.Model().eval()
     ours = solution.ModelNew()
