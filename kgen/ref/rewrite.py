@@ -185,14 +185,14 @@ def drop_same_value_ops(gm: torch.fx.GraphModule) -> None:
     for node in list(graph.nodes):
         if node.op in ("call_module", "call_function", "call_method") and returns_operand(node, gm):
             operand = node.args[0]
-            target = None
+
+            def record(target):   # the cast's readers, and what it casts them to
+                operand.meta.setdefault(CAST_READERS, {}).update({user.name: target for user in node.users})
+
             if node.op == "call_method" and _same_value_cast(node) and _dtype_of(operand) == torch.float32:
-                target = (None,)
+                record(None)
             elif node.op == "call_method" and _group_norm_cast_back(node, gm):
-                target = (_dtype_source(node).name,)
-            if target is not None:
-                readers = operand.meta.setdefault(CAST_READERS, {})
-                readers.update({user.name: target[0] for user in node.users})
+                record(_dtype_source(node).name)
             dtype = _dtype_read(node)
             node.replace_all_uses_with(operand)
             graph.erase_node(node)

@@ -10,6 +10,7 @@ correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` w
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 from kgen.ref.emit import REGION_KERNELS, check_block_size, onepass_applies
@@ -108,11 +109,18 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
             for size in sizes:
                 found.append(Choices(size, conv, forward, default.region_kernels))
     if "region_kernels" in takes:
+        forced = {conv: _forced_kernels(ref, conv) for conv in convs}   # each plan made once, not per candidate
         found += [Choices(default.block_size, c.conv, c.forward, kernels) for c in list(found)
-                  if c.block_size == default.block_size for kernels in REGION_KERNELS
-                  if kernels != c.region_kernels and region_kernels_matter(ref, c.conv)
-                  and not (kernels == "two-pass" and two_pass_cliff(ref, c.conv))]
+                  if c.block_size == default.block_size for kernels in forced[c.conv] if kernels != c.region_kernels]
     return [default] + [c for c in dict.fromkeys(found) if c != default]
+
+
+def _forced_kernels(ref, conv: str) -> tuple:
+    """The region kernels worth forcing in the plan of `conv`: none where no region's kernels are kgen's choice
+    (region_kernels_matter), and not two-pass where that is a cliff (two_pass_cliff)."""
+    if not region_kernels_matter(ref, conv):
+        return ()
+    return tuple(k for k in REGION_KERNELS if not (k == "two-pass" and two_pass_cliff(ref, conv)))
 
 
 def region_kernels_matter(ref, conv: str) -> bool:
@@ -124,20 +132,13 @@ def region_kernels_matter(ref, conv: str) -> bool:
 def two_pass_cliff(ref, conv: str) -> bool:
     """Whether forcing the two-pass kernels would put a region of the plan on planes smaller than a warp
     (TWO_PASS_MIN_PLANE), where the planner gives it other kernels: what `kgen tune` says it did not try."""
-    return any(_region_forced(s) and _plane(s.shape) < TWO_PASS_MIN_PLANE for s in make_plan(ref, conv).steps)
+    return any(_region_forced(s) and math.prod(int(n) for n in s.shape[2:]) < TWO_PASS_MIN_PLANE
+               for s in make_plan(ref, conv).steps)
 
 
 def _region_forced(step) -> bool:
     """A region whose kernels `--region-kernels` chooses (region_kernels_matter's test, step by step)."""
     return isinstance(step, RegionStep) and not step.channels_last and not step.conv_fused
-
-
-def _plane(shape) -> int:
-    """The values of one (sample, channel) plane of a region's input: the product of its spatial sizes."""
-    plane = 1
-    for size in shape[2:]:
-        plane *= int(size)
-    return plane
 
 
 def _conv_moves_something(ref, conv: str) -> bool:
