@@ -542,6 +542,32 @@ __device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t pac
   }
 }
 
+// As sweep, over the packs of x (storage type T) and of kRest more streams of type D at the same positions (the
+// backward's dout, out or aux; float32 beside a half x where they sit at another stride: kChannel's): v[0] is x's
+// pack, v[1 + k] stream k's. kSize: rest's length, at least 1 (kRest may be 0).
+template <int kBlock, int W, int kRest, int kSize, class Body, class T, class D>
+__device__ __forceinline__ void sweep_streams(const T* __restrict__ x, const D* const (&rest)[kSize], int64_t packs,
+                                              Body&& body, int first = static_cast<int>(threadIdx.x)) {
+  static_assert(kSize >= kRest && kSize >= 1, "rest holds the kRest streams");
+  for (int64_t base = first; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll][1 + kRest];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) {
+        v[u][0] = load_pack<W>(x, i);
+#pragma unroll
+        for (int k = 0; k < kRest; ++k) v[u][1 + k] = load_pack<W>(rest[k], i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) body(i, v[u]);
+    }
+  }
+}
+
 // Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
 struct MomentsD {
   double n, mu, m2;
@@ -3663,8 +3689,9 @@ bool region_backward_rows_half(const at::Tensor& dout_in, const at::Tensor& x, c
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
 // blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// x, the output and the gradients of kNone, kPlane and kSample may be float16 or bfloat16 (sweeps_take_half: packs of
-// 4 values in 8 bytes, arithmetic in float); every other stream, and the other reductions, are float32.
+// x may be float16 or bfloat16 (packs of 4 values in 8 bytes, arithmetic in float): every kernel reads x and writes dx
+// so, kNone writes its output so, and dout is read so where it lies at x's positions or is one value a plane or sample
+// (kNone, kPlane, kSample); kChannel's and kWindow's dout, and every other stream, are float32 (SweepDout).
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).
@@ -4103,11 +4130,11 @@ reduce_finish_kernel(const typename Reducer<O>::T* __restrict__ partial, int64_t
   }
 }
 
-// kChannel: out (N, S). Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
-// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time.
-template <class Pro, class Epi, ReduceOp O, int kBlock, int W>
+// kChannel: out (N, S), float32. Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
+// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time. T: x's storage type.
+template <class Pro, class Epi, ReduceOp O, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape,
+channel_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape,
                        const float2* __restrict__ mean, const float* __restrict__ rstd,
                        const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                        int* __restrict__ aux, int64_t blocks_per_sample) {
@@ -4120,7 +4147,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
   const int64_t n = blockIdx.x / blocks_per_sample;
   const int64_t pack = (blockIdx.x % blocks_per_sample) * kBlock + threadIdx.x;
   const bool active = pack < plane / W;
-  const float* column = x + n * channels * plane + pack * W;
+  const T* column = x + n * channels * plane + pack * W;
   typename Red::T acc[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) acc[j] = Red::empty();
@@ -4134,7 +4161,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
     }
     __syncthreads();
     if (active) {
-      const float* tile_column = column + c0 * plane;
+      const T* tile_column = column + c0 * plane;
       for (int k0 = 0; k0 < tile; k0 += kLoads) {
         Pack<W> v[kLoads];
 #pragma unroll
@@ -4185,12 +4212,12 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
 
 // kWindow: one thread per pooled output (flat over (n, c, pooled), fewer than 2^31), its window walked
 // in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window, and where
-// extreme_x is given (saves_extreme_x), x at that index there.
+// extreme_x is given (saves_extreme_x), x at that index there (float32: x's value exactly). T: x's storage type.
 // (Measured on the H100 at (128, 32, 254, 254), 2x2 windows: faster than 4 outputs per thread with 16 loads
 // in flight, 1.49 against 1.75 ms for the whole forward: that variant needs 100 registers.)
-template <class Pro, class Epi, ReduceOp O, int kBlock>
+template <class Pro, class Epi, ReduceOp O, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
+window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
                       const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                       int* __restrict__ aux, float* __restrict__ extreme_x, int64_t outs) {
@@ -4209,7 +4236,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
   const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
   const int64_t H = geo.size[1], Wd = geo.size[2];
   const int kh = static_cast<int>(geo.window[1]), kw = static_cast<int>(geo.window[2]);
-  const float* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
+  const T* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
                       int64_t(pw) * kw;
   auto acc = Red::empty();
   float x_at_extreme = 0.f;
@@ -4219,7 +4246,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       if (w0 + u < geo.window_elems) {
-        v[u] = __ldg(base + (int64_t(a) * H + bh) * Wd + e);
+        v[u] = load1(base + (int64_t(a) * H + bh) * Wd + e);
         if (++e == kw) {
           e = 0;
           if (++bh == kh) {
@@ -4276,7 +4303,7 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
 // or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh). T: dout's storage
-// type (float16 and bfloat16 for the reductions sweeps_take_half names).
+// type (SweepDout).
 template <ReduceKind R, ReduceOp O, class T = float>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
@@ -4416,21 +4443,26 @@ struct ValueBackward {
   }
 };
 
-// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more), all of x's storage
-// type T (kChannel's, whose out or aux stream is float32 or int32, read float32 x).
-template <ReduceKind R, ReduceOp O, int kStreams, class T>
-__device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], const T* __restrict__ x,
-                                                      const T* __restrict__ dout, const float* __restrict__ out,
+// The storage type of dout as the backward sweeps read it: x's (T), but float32 for kChannel, whose dout stream sits
+// at (n, s) beside its out or aux stream (float32, int32): the host passes a float32 copy there (1/C of x's size).
+template <ReduceKind R, class T>
+using SweepDout = std::conditional_t<R == ReduceKind::kChannel, float, T>;
+
+// The streams a backward sweep reads at its chunk's values: x (storage type T) at x_in, and the backward_streams<R, O>
+// more (dout's type D) in rest.
+template <ReduceKind R, ReduceOp O, int kSize, class T, class D>
+__device__ __forceinline__ void backward_stream_bases(const T*& x_in, const D* (&rest)[kSize], const T* __restrict__ x,
+                                                      const D* __restrict__ dout, const float* __restrict__ out,
                                                       const int* __restrict__ aux, const RegionShape& shape,
                                                       const PlaneChunk& b) {
-  in[0] = x + b.plane * shape.plane + b.begin;
-  if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
+  x_in = x + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kNone) rest[0] = dout + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kChannel) {
-    static_assert(std::is_same_v<T, float>, "kChannel's backward streams are float32");
+    static_assert(std::is_same_v<D, float>, "kChannel's dout, out and aux streams are read as float32");
     const int64_t at = b.n * shape.plane + b.begin;
-    in[1] = dout + at;
-    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
-    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+    rest[0] = dout + at;
+    if constexpr (O == ReduceOp::kLogSumExp) rest[1] = out + at;
+    if constexpr (kHasAux<O>) rest[1] = reinterpret_cast<const float*>(aux) + at;
   }
 }
 
@@ -4470,13 +4502,14 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-// T: the storage type of x, dout and dx. kTeam threads take one (plane, chunk) item of the `items`: the block, or a
+// T: the storage type of x and dx, and of dout (SweepDout: float32 for kChannel). kTeam threads take one (plane,
+// chunk) item of the `items`: the block, or a
 // warp where planes are small (warp_teams, as the forward sweeps'; a block a plane of a few values left most of its
 // threads idle and launched a block per plane).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T,
           int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
+backward_sweep_kernel(const T* __restrict__ x, const SweepDout<R, T>* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -4493,15 +4526,19 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const Upstream<R, O, T> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-  const ValueBackward<Pro, Epi, R, O, T> value{ch, up, shape, geo, b.c, dout, out, aux};
-  const T* in[kStreams];
-  backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
+  using D = SweepDout<R, T>;
+  constexpr int kRest = kStreams - 1, kRestSize = kRest > 0 ? kRest : 1;
+  const Upstream<R, O, D> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
+  const ValueBackward<Pro, Epi, R, O, D> value{ch, up, shape, geo, b.c, dout, out, aux};
+  const T* x_in;
+  const D* rest[kRestSize] = {};
+  backward_stream_bases<R, O>(x_in, rest, x, dout, out, aux, shape, b);
   // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
-  const T* body[kStreams];
+  const T* x_body = x_in + span.head;
+  const D* rest_body[kRestSize] = {};
 #pragma unroll
-  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
+  for (int k = 0; k < kRest; ++k) rest_body[k] = rest[k] + span.head;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -4509,7 +4546,7 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kTeam, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep_streams<kTeam, W, kRest>(x_body, rest_body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
@@ -4525,8 +4562,9 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   for (int k = first; k < span.ends(); k += kTeam) {
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
+    v[0].v[0] = load1(x_in + e);
 #pragma unroll
-    for (int t = 0; t < kStreams; ++t) v[t].v[0] = load1(in[t] + e);
+    for (int t = 0; t < kRest; ++t) v[1 + t].v[0] = load1(rest[t] + e);
     const uint32_t s = static_cast<uint32_t>(b.begin + e);
     if constexpr (kApply) {
       store1(dst + e, value.dx(v, 0, s, bc, dparam));
@@ -4641,12 +4679,13 @@ struct SplitPlane {
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial. Where
 //                   window_dy_from_extremes, `dout` is each window's dy (window_extreme_sums_kernel's window_dy).
-template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
+// T: x's and dx's storage type; dout, out and aux (the pooled outputs') are float32 and int32.
+template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply, class T>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+window_sweep_kernel(const T* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
-                    const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
+                    const float* __restrict__ beta, const float2* __restrict__ coef, T* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
   constexpr int kInFlight = kWindowValuesInFlight;
@@ -4673,8 +4712,8 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
   const int64_t first = int64_t(b.plane) * shape.plane + int64_t(first_row) * W;
-  const float* xs = x + first;
-  float* dst = kApply ? dx + first : nullptr;
+  const T* xs = x + first;
+  T* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = b.plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
@@ -4704,7 +4743,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       if (kFull || base + u * kBlock < count) {
-        xv[u] = __ldg(xs + base + u * kBlock);
+        xv[u] = load1(xs + base + u * kBlock);
         const int2 rw = row_windows[at_row];
         const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(at_col)));
         const bool in = rw.x >= 0 && pw < PW;
@@ -4729,7 +4768,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       const float zc = centered(z, ch.mean);
       if constexpr (kFromDy) {  // g: the window's dy, the extreme's
         const float dy = within[u] == a[u] ? g[u] : 0.f;
-        dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
+        store1(dst + e, ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam));
         continue;
       }
       const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
@@ -4737,7 +4776,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
       const float dv = window_dv<O>(g[u], within[u], a[u], ref[u], v, geo.window_elems);
       if constexpr (kApply) {
-        dst[e] = value_dx(ch, xv[u], z, zc, y, dv, bc, dparam);
+        store1(dst + e, value_dx(ch, xv[u], z, zc, y, dv, bc, dparam));
       } else {
         value_sums(ch, xv[u], z, zc, y, dv, sums[0], sums[1], dparam);
       }
@@ -5034,7 +5073,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
   const float* in[kStreams];
-  backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const float* rest[kStreams > 1 ? kStreams - 1 : 1] = {};
+  backward_stream_bases<R, O>(in[0], rest, a.x, a.dout, a.out, a.aux, shape, b);
+#pragma unroll
+  for (int k = 1; k < kStreams; ++k) in[k] = rest[k - 1];
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes
   const float* body[kStreams];
 #pragma unroll
@@ -5690,19 +5732,14 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// The reductions whose two-pass sweeps read and write x in its own storage type (float16 and bfloat16 as well as
-// float32: 8-byte packs of 4 values, float arithmetic); the others' kernels take float32.
-template <ReduceKind R>
-constexpr bool sweeps_take_half() {
-  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
-}
-
-// Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
-// take it, and an output of x's dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype).
+// Whether a region's call runs the two-pass kernels on x's own dtype: x float16 or bfloat16 (8-byte packs of 4 values,
+// float arithmetic) and an output of x's dtype (`rounding`, core/common.cuh; kNone writes it in x's dtype, a
+// reduction float32, rounded by the caller). The backward then reads x and writes dx in that dtype too, dout in it
+// where it lies at x's positions (kNone) or is one value a plane or sample, else a float32 copy (SweepDout).
 template <ReduceKind R>
 inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
-  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() && rounding_type(rounding) == type;
+  return (type == at::kHalf || type == at::kBFloat16) && rounding_type(rounding) == type;
 }
 
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
@@ -5983,7 +6020,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
   const auto options = x.options();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * plan.splits;
-  if constexpr (sweeps_take_half<R>()) {
+  if constexpr (R != ReduceKind::kChannel && R != ReduceKind::kWindow) {  // the plane sweeps
     using P = typename Reducer<O>::T;
     at::Tensor partial;
     P* partial_ptr = nullptr;
@@ -6029,16 +6066,18 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   } else if constexpr (R == ReduceKind::kChannel) {
-    const float* x_ptr = x.data_ptr<float>();
     const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
     int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-    dispatch_vec(vec, [&](auto kv) {
-      constexpr int W = decltype(kv)::value ? 4 : 1;
-      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
-      check_grid(shape.batch * blocks_per_sample, "channel reduction");
-      channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
-          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          blocks_per_sample);
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr int W = decltype(kv)::value ? 4 : 1;
+        const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
+        check_grid(shape.batch * blocks_per_sample, "channel reduction");
+        channel_forward_kernel<Pro, Epi, O, kBlock, W, T><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, blocks_per_sample);
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {  // kWindow
@@ -6046,13 +6085,15 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const Geometry geo = geometry(shape);
-      const float* x_ptr = x.data_ptr<float>();
       int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
       float* extreme_x =
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
-      window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          extreme_x, outs);
+      dispatch_storage(x.scalar_type(), [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        window_forward_kernel<Pro, Epi, O, kBlock, T><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, extreme_x, outs);
+      });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
@@ -6069,8 +6110,8 @@ void torch_statistics(const at::Tensor& x, const RegionParams& params, const Reg
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
-// bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
-// are sums in double, rounded once by the caller).
+// bfloat16: out then has x's dtype for kNone, float32 for the reductions (their outputs are rounded once by the
+// caller).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/,
           bool kFaithful = false /*a faithful region: torch_statistics where RegionParams::faithful*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -6082,7 +6123,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
+  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
                                                           input.device(), shape.plane);
@@ -6138,18 +6179,16 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
-      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        dispatch_vec(vec, [&](auto kv) {
-          constexpr bool V = decltype(kv)::value;
-          if (warps) {
-            rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          } else {
-            rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          }
-        });
-      }
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        } else {
+          rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t per_row = shape.channels_per_group() * plan.splits;
@@ -6190,7 +6229,7 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
-  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device(),
                                       in.shape.plane);
   const auto expected = out_sizes(input, in.shape, R);
@@ -6217,7 +6256,10 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
   }
   check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
   in.x = input.contiguous();
-  in.dout = dout_in.contiguous();
+  // kChannel's and kWindow's dout is read as float32 beside a half x (SweepDout; window_sweep_kernel): a copy the
+  // size of out, 1/C or 1/window of x's.
+  const bool dout_float = R == ReduceKind::kChannel || R == ReduceKind::kWindow;
+  in.dout = dout_float && dout_in.scalar_type() != at::kFloat ? dout_in.to(at::kFloat) : dout_in.contiguous();
   in.out = needs_out ? out_in.contiguous() : at::Tensor();
   in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
   in.affine = gamma_in.defined();
@@ -6452,7 +6494,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const int64_t first_blocks = kSparse ? planes * outs_plan.splits : blocks;
   const int first_splits = kSparse ? outs_plan.splits : rows_plan.splits;
   check_grid(first_blocks, "window backward");
-  const auto options = in.x.options();
+  const auto options = in.x.options().dtype(at::kFloat);
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   SweepScratch t(in, first_blocks, blocks, Epi::kParams, Pro::kParams);
   // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
@@ -6460,7 +6502,6 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const bool no_outputs = geo.pooled_plane == 0;
   const at::Tensor zero = no_outputs ? at::zeros({1}, options) : at::Tensor();
   const at::Tensor zero_int = no_outputs ? at::zeros({1}, options.dtype(at::kInt)) : at::Tensor();
-  const float* x_ptr = in.x.data_ptr<float>();
   const float* dout_ptr = no_outputs ? zero.data_ptr<float>() : in.dout.data_ptr<float>();
   const float* out_ptr = no_outputs ? zero.data_ptr<float>() : data_or_null(in.out);
   const int* aux_ptr = no_outputs ? zero_int.data_ptr<int>() : (in.aux.defined() ? in.aux.data_ptr<int>() : nullptr);
@@ -6482,18 +6523,24 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(t.gn_partial), t.epi_ptr(), window_dy_ptr);
-  } else {
-    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
-                        dbeta);
-  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // x and dx in x's storage type (float16 and bfloat16 too), every other stream float32.
+  dispatch_storage(in.x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const T* x_ptr = data_as<const T>(in.x);
+    if constexpr (!kSparse) {
+      window_sweep_kernel<Pro, Epi, O, kBlock, false, T><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+          beta_ptr, nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                           dbeta);
+    window_sweep_kernel<Pro, Epi, O, kBlock, true, T><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+        beta_ptr, as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
   param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(t.epi_partial, 0, t.pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
@@ -6554,12 +6601,12 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
 
-  // The two sweeps in x's storage type (float16 and bfloat16 where sweeps_take_half: check_region refused others).
+  // The two sweeps in x's storage type (dout's: SweepDout; kWindow returned above).
   dispatch_storage(in.x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+    if constexpr (R != ReduceKind::kWindow) {
       const T* x_ptr = data_as<const T>(in.x);
-      const T* dout_ptr = data_as<const T>(in.dout);
+      const auto* dout_ptr = data_as<const rt::SweepDout<R, T>>(in.dout);
       // a warp an item where planes are small (warp_teams), as the forward sweeps
       const bool warps = rt::warp_teams(plan, shape.plane);
       const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
@@ -6700,7 +6747,7 @@ constexpr auto kRegion0Reduce = kgen::ReduceKind::kChannel;
 constexpr auto kRegion0Op = kgen::ReduceOp::kLogSumExp;
 constexpr bool kRegion0Faithful = false;
 
-// Whether a call runs the two-pass sweeps in x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
+// Whether a call runs the two-pass kernels on x's float16 / bfloat16 (half_sweeps) rather than the float32 kernels on
 // x read as float32: where the float32 dispatch below would take the two-pass sweeps too (a slice too large to keep
 // on chip; sweeps over small slices would launch a block per few values).
 inline bool region0_half_sweeps(const at::Tensor& x, int64_t groups, int64_t rounding) {
@@ -6715,9 +6762,9 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   // rounding: the output's dtype as kgen::Rounding codes it (kExact: float32; autocast's GroupNorm is float32) and
   // the reference's rounding points the functors reproduce, and of the GroupNorm's mean and rstd where the reference
   // keeps them in its dtype (statistics_rounding). Parameters of any storage dtype are read as float32
-  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass sweeps in that dtype where they take it
-  // and pay (region_half_sweeps); anywhere else x is read as float32 and out comes back float32, which the caller
-  // rounds to the output's dtype.
+  // (small). A float16 / bfloat16 x of the output's dtype runs the two-pass kernels on that dtype where they pay
+  // (region_half_sweeps; out float32 after a reduction); anywhere else x is read as float32 and out comes back
+  // float32. The caller rounds a float32 out to the output's dtype.
   constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
                                   faithful);
@@ -6760,7 +6807,8 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
-  // The family the forward ran: the two-pass sweeps in x's dtype (in float32 where dout has another), else float32.
+  // The family the forward ran: the two-pass kernels on x's dtype (on float32 copies where dout has another), else
+  // float32.
   if (region0_half_sweeps(x, groups, rounding)) {
     if (dout.scalar_type() != x.scalar_type()) {
       x = kgen::as_float(x, "region input");

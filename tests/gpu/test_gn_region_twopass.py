@@ -398,36 +398,45 @@ def test_empty_input(ext, name):
             ext.region_forward(i, e, None, None, [], [torch.ones(1, device="cuda")] * 2, 1, EPS, [])
 
 
-# float16 and bfloat16 x, dout and dx (kNone's output too) in the sweeps that take them (sweeps_take_half): loads and
-# stores in the storage type, float arithmetic. Against float64 from the same rounded x and dout, within a few units
-# of the storage type's roundoff (2^-9 bfloat16, 2^-12 float16: the output and dx are rounded once).
+# float16 and bfloat16 x and dx (kNone's output too), and dout where it lies at x's positions or is one value a plane
+# or sample: loads and stores in the storage type, float arithmetic; kChannel's and kWindow's dout read as float32
+# (SweepDout). Against float64 from the same rounded x and dout, within a few units of the storage type's roundoff
+# (2^-9 bfloat16, 2^-12 float16: the output and dx are rounded once).
 HALF_TOL = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
 HALF_CASES = [PLAIN_CASES[k] for k in (0, 1, 2, 3, 4, 5, 6, 8)]
+
+
+def half_window(variant, shape):
+    """A window for a window reduction (2 along each spatial dim, 1 where the dim is shorter), else ()."""
+    return tuple(2 if size >= 2 else 1 for size in shape[2:]) if variant.kind == "window" else ()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("variant, shape, groups, affine, scalar_pro", [
     pytest.param(v, *case, id=f"{v.name}-{'x'.join(map(str, case[0]))}-g{case[1]}")
-    for v in H.VARIANTS if v.kind in ("none", "plane", "sample") for case in HALF_CASES])
+    for v in H.VARIANTS for case in HALF_CASES if v.kind != "window" or len(case[0]) > 2])
 def test_half_storage_matches_float64(ext, dtype, variant, shape, groups, affine, scalar_pro):
     x, gamma, beta, pro, epi = make_inputs(variant, shape, affine, scalar_pro, 11)
     x = x.to(dtype)
+    window = half_window(variant, shape)
     i = index_of(variant)
-    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, [])
+    out, mean, rstd, aux = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
     assert out.dtype == (dtype if variant.kind == "none" else torch.float32)
-    want_shape = H.out_shape(x.shape, variant.kind, ())
+    want_shape = H.out_shape(x.shape, variant.kind, window)
     dout = torch.randn(want_shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(5)).to(dtype)
     xd = x.double().requires_grad_()
     gd = gamma.double().requires_grad_() if affine else None
     bd = beta.double().requires_grad_() if affine else None
     prod = [p.double().requires_grad_() for p in pro]
     epid = [p.double().requires_grad_() for p in epi]
-    choice = aux.reshape(-1).long() if variant.op in ("max", "min") else None
-    ref, _, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, (), choice)
+    choice = None
+    if variant.op in ("max", "min") and variant.kind != "none":
+        choice = saved_positions(variant, aux, want_shape, x.float(), window).reshape(-1).long()
+    ref, _, _ = H.region_ref(variant, xd, gd, bd, prod, epid, groups, EPS, window, choice)
     tol = HALF_TOL[dtype]
     close(out, ref, "out", tol=tol)
     dx, dgamma, dbeta, dpro, depi = ext.region_backward(i, dout, x, gamma, beta, pro, epi, mean, rstd, out, aux, groups,
-                                                        [])
+                                                        list(window))
     assert dx.dtype == dtype and dx.shape == x.shape
     leaves = [xd] + ([gd, bd] if affine else []) + prod + epid
     grads = torch.autograd.grad(ref, leaves, dout.double(), allow_unused=True)
@@ -437,6 +446,45 @@ def test_half_storage_matches_float64(ext, dtype, variant, shape, groups, affine
         + [depi[j] if p.numel() > 1 else depi[j].sum() for j, p in enumerate(epi)]
     for k, (g, want) in enumerate(zip(got, grads[1:])):
         close(g, want.reshape(g.shape), f"parameter gradient {k}", tol=tol)
+
+
+# kChannel's and kWindow's kernels on a float16 / bfloat16 x run the float arithmetic of the float32 kernels on the
+# same values (x converts exactly; their dout is read as float32 either way), so they give the same bits: out, mean,
+# rstd, aux (with the window's saved extremes) and every parameter gradient equal, dx the float32 dx rounded once.
+HALF_BITWISE_CASES = [
+    ((3, 8, 12, 12), 2, (2, 2)),
+    ((2, 12, 9, 7), 3, (3, 3)),          # odd planes: the scalar paths
+    ((2, 6, 4, 10, 10), 3, (2, 2, 2)),   # 3-d
+    ((4, 16, 33, 31), 4, (4, 4)),        # windows that leave a remainder
+    ((2, 8, 64, 64), 8, (2, 2)),
+    ((3, 10, 7, 9), 5, (1, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("variant, shape, groups, window", [
+    pytest.param(v, shape, groups, window if v.kind == "window" else (),
+                 id=f"{v.name}-{'x'.join(map(str, shape))}-g{groups}")
+    for v in H.VARIANTS if v.kind in ("window", "channel") for shape, groups, window in HALF_BITWISE_CASES])
+def test_half_channel_and_window_kernels_are_the_float32_kernels(ext, dtype, variant, shape, groups, window):
+    x, gamma, beta, pro, epi = make_inputs(variant, shape, True, False, sum(shape) + groups)
+    x = x.to(dtype)
+    i = index_of(variant)
+    half = ext.region_forward(i, x, gamma, beta, pro, epi, groups, EPS, list(window))
+    full = ext.region_forward(i, x.float(), gamma, beta, pro, epi, groups, EPS, list(window))
+    assert half[0].dtype == torch.float32 and half[0].shape == full[0].shape
+    for k, name in enumerate(("out", "mean", "rstd", "aux")):
+        assert (half[k] is None) == (full[k] is None), name
+        if full[k] is not None:
+            assert torch.equal(half[k], full[k]), f"{name} differs from the float32 forward's"
+    dout = torch.randn(full[0].shape, device="cuda", generator=torch.Generator(device="cuda").manual_seed(7))
+    dout = dout.to(dtype)
+    got = ext.region_backward(i, dout, x, gamma, beta, pro, epi, *half[1:3], half[0], half[3], groups, list(window))
+    want = ext.region_backward(i, dout.float(), x.float(), gamma, beta, pro, epi, *full[1:3], full[0], full[3],
+                               groups, list(window))
+    assert got[0].dtype == dtype and torch.equal(got[0], want[0].to(dtype)), "dx is not the float32 dx rounded"
+    for k, name in enumerate(("dgamma", "dbeta", "dprologue", "depilogue"), start=1):
+        assert torch.equal(got[k], want[k]), f"{name} differs from the float32 backward's"
 
 
 def test_clear_errors(ext):

@@ -120,6 +120,32 @@ __device__ __forceinline__ void sweep(const T* const (&in)[kInputs], int64_t pac
   }
 }
 
+// As sweep, over the packs of x (storage type T) and of kRest more streams of type D at the same positions (the
+// backward's dout, out or aux; float32 beside a half x where they sit at another stride: kChannel's): v[0] is x's
+// pack, v[1 + k] stream k's. kSize: rest's length, at least 1 (kRest may be 0).
+template <int kBlock, int W, int kRest, int kSize, class Body, class T, class D>
+__device__ __forceinline__ void sweep_streams(const T* __restrict__ x, const D* const (&rest)[kSize], int64_t packs,
+                                              Body&& body, int first = static_cast<int>(threadIdx.x)) {
+  static_assert(kSize >= kRest && kSize >= 1, "rest holds the kRest streams");
+  for (int64_t base = first; base < packs; base += int64_t(kBlock) * kUnroll) {
+    Pack<W> v[kUnroll][1 + kRest];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) {
+        v[u][0] = load_pack<W>(x, i);
+#pragma unroll
+        for (int k = 0; k < kRest; ++k) v[u][1 + k] = load_pack<W>(rest[k], i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t i = base + int64_t(u) * kBlock;
+      if (i < packs) body(i, v[u]);
+    }
+  }
+}
+
 // Moments in double, for merging the float partials of many blocks (Chan's combine, as `combine`).
 struct MomentsD {
   double n, mu, m2;

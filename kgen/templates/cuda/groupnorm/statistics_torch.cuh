@@ -206,10 +206,8 @@ void torch_statistics(const at::Tensor& x, const RegionParams& params, const Reg
         return;
       }
     }
-    if constexpr (std::is_same_v<T, float> || region_twopass::sweeps_take_half<R>()) {
-      torch_chains_kernel<Pro><<<grid, threads, 0, stream>>>(
-          data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
-    }
+    torch_chains_kernel<Pro><<<grid, threads, 0, stream>>>(
+        data_as<const T>(x), params, shape.groups, shape.channels_per_group(), shape.plane, chains, partial_ptr);
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   torch_moments_finish_kernel<kBlock><<<blocks_for(rows * kWarpSize, kBlock), kBlock, 0, stream>>>(

@@ -27,7 +27,7 @@ __device__ __forceinline__ float window_dv(float g, int within, int a, float ref
 // and aux (the list in groupnorm/twopass/twopass.cuh). Made once per plane; dv() per element, at position s of its
 // plane, with its values of the streams backward_streams<R, O> names (kNone: dout; kChannel: dout, then out
 // or aux). Shared by the two-pass sweeps and the cluster backward (groupnorm/cluster/cluster.cuh). T: dout's storage
-// type (float16 and bfloat16 for the reductions sweeps_take_half names).
+// type (SweepDout).
 template <ReduceKind R, ReduceOp O, class T = float>
 struct Upstream {
   float g = 0.f, ref = 0.f;  // kPlane, kSample: the output's gradient (over the count for kMean) and value
@@ -167,21 +167,26 @@ struct ValueBackward {
   }
 };
 
-// The streams a backward sweep reads at its chunk's values, x first (backward_streams<R, O> more), all of x's storage
-// type T (kChannel's, whose out or aux stream is float32 or int32, read float32 x).
-template <ReduceKind R, ReduceOp O, int kStreams, class T>
-__device__ __forceinline__ void backward_stream_bases(const T* (&in)[kStreams], const T* __restrict__ x,
-                                                      const T* __restrict__ dout, const float* __restrict__ out,
+// The storage type of dout as the backward sweeps read it: x's (T), but float32 for kChannel, whose dout stream sits
+// at (n, s) beside its out or aux stream (float32, int32): the host passes a float32 copy there (1/C of x's size).
+template <ReduceKind R, class T>
+using SweepDout = std::conditional_t<R == ReduceKind::kChannel, float, T>;
+
+// The streams a backward sweep reads at its chunk's values: x (storage type T) at x_in, and the backward_streams<R, O>
+// more (dout's type D) in rest.
+template <ReduceKind R, ReduceOp O, int kSize, class T, class D>
+__device__ __forceinline__ void backward_stream_bases(const T*& x_in, const D* (&rest)[kSize], const T* __restrict__ x,
+                                                      const D* __restrict__ dout, const float* __restrict__ out,
                                                       const int* __restrict__ aux, const RegionShape& shape,
                                                       const PlaneChunk& b) {
-  in[0] = x + b.plane * shape.plane + b.begin;
-  if constexpr (R == ReduceKind::kNone) in[1] = dout + b.plane * shape.plane + b.begin;
+  x_in = x + b.plane * shape.plane + b.begin;
+  if constexpr (R == ReduceKind::kNone) rest[0] = dout + b.plane * shape.plane + b.begin;
   if constexpr (R == ReduceKind::kChannel) {
-    static_assert(std::is_same_v<T, float>, "kChannel's backward streams are float32");
+    static_assert(std::is_same_v<D, float>, "kChannel's dout, out and aux streams are read as float32");
     const int64_t at = b.n * shape.plane + b.begin;
-    in[1] = dout + at;
-    if constexpr (O == ReduceOp::kLogSumExp) in[2] = out + at;
-    if constexpr (kHasAux<O>) in[2] = reinterpret_cast<const float*>(aux) + at;
+    rest[0] = dout + at;
+    if constexpr (O == ReduceOp::kLogSumExp) rest[1] = out + at;
+    if constexpr (kHasAux<O>) rest[1] = reinterpret_cast<const float*>(aux) + at;
   }
 }
 
@@ -221,13 +226,14 @@ constexpr int kSweepBackwardWarps = 24;
 //   kApply = false: block sums of dy, dy (z - mean) -> gn_partial[block]; of the epilogue's parameter
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial
-// T: the storage type of x, dout and dx. kTeam threads take one (plane, chunk) item of the `items`: the block, or a
+// T: the storage type of x and dx, and of dout (SweepDout: float32 for kChannel). kTeam threads take one (plane,
+// chunk) item of the `items`: the block, or a
 // warp where planes are small (warp_teams, as the forward sweeps'; a block a plane of a few values left most of its
 // threads idle and launched a block per plane).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply, class T,
           int kTeam = kBlock>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const float* __restrict__ out,
+backward_sweep_kernel(const T* __restrict__ x, const SweepDout<R, T>* __restrict__ dout, const float* __restrict__ out,
                       const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo,
                       SplitPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta,
@@ -244,15 +250,19 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   const auto ch = load_channel<Pro, Epi>(params, b.c, b.row, mean, rstd, gamma, beta);
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
-  const Upstream<R, O, T> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
-  const ValueBackward<Pro, Epi, R, O, T> value{ch, up, shape, geo, b.c, dout, out, aux};
-  const T* in[kStreams];
-  backward_stream_bases<R, O>(in, x, dout, out, aux, shape, b);
+  using D = SweepDout<R, T>;
+  constexpr int kRest = kStreams - 1, kRestSize = kRest > 0 ? kRest : 1;
+  const Upstream<R, O, D> up(shape, geo, b.plane, b.n, b.c, dout, out, aux);
+  const ValueBackward<Pro, Epi, R, O, D> value{ch, up, shape, geo, b.c, dout, out, aux};
+  const T* x_in;
+  const D* rest[kRestSize] = {};
+  backward_stream_bases<R, O>(x_in, rest, x, dout, out, aux, shape, b);
   // A 16-byte body and scalar ends (odd planes; backward_vec: the streams share x's offset there)
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);
-  const T* body[kStreams];
+  const T* x_body = x_in + span.head;
+  const D* rest_body[kRestSize] = {};
 #pragma unroll
-  for (int k = 0; k < kStreams; ++k) body[k] = in[k] + span.head;
+  for (int k = 0; k < kRest; ++k) rest_body[k] = rest[k] + span.head;
 
   float sums[kSums > 0 ? kSums : 1];
 #pragma unroll
@@ -260,7 +270,7 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};  // this thread's running parameter gradients
   T* dst = kApply ? dx + b.plane * shape.plane + b.begin : nullptr;
 
-  sweep<kTeam, W, kStreams>(body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
+  sweep_streams<kTeam, W, kRest>(x_body, rest_body, span.packs, [&](int64_t i, const Pack<W>(&v)[kStreams]) {
     Pack<W> r;
 #pragma unroll
     for (int j = 0; j < W; ++j) {
@@ -276,8 +286,9 @@ backward_sweep_kernel(const T* __restrict__ x, const T* __restrict__ dout, const
   for (int k = first; k < span.ends(); k += kTeam) {
     const int e = span.end_at(k);
     Pack<1> v[kStreams];
+    v[0].v[0] = load1(x_in + e);
 #pragma unroll
-    for (int t = 0; t < kStreams; ++t) v[t].v[0] = load1(in[t] + e);
+    for (int t = 0; t < kRest; ++t) v[1 + t].v[0] = load1(rest[t] + e);
     const uint32_t s = static_cast<uint32_t>(b.begin + e);
     if constexpr (kApply) {
       store1(dst + e, value.dx(v, 0, s, bc, dparam));

@@ -21,7 +21,7 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
                                const at::Tensor& rstd, const at::Tensor& out_in, const at::Tensor& aux_in,
                                int64_t groups, const std::vector<int64_t>& window) {
   BackwardInputs in;
-  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, sweeps_take_half<R>());
+  in.shape = check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   in.params = region_params<Pro, Epi>(prologue_params, epilogue_params, in.shape.channels, input.device(),
                                       in.shape.plane);
   const auto expected = out_sizes(input, in.shape, R);
@@ -48,7 +48,10 @@ BackwardInputs backward_inputs(const at::Tensor& dout_in, const at::Tensor& inpu
   }
   check_saved_statistics(mean, rstd, input, in.shape.batch * in.shape.groups);
   in.x = input.contiguous();
-  in.dout = dout_in.contiguous();
+  // kChannel's and kWindow's dout is read as float32 beside a half x (SweepDout; window_sweep_kernel): a copy the
+  // size of out, 1/C or 1/window of x's.
+  const bool dout_float = R == ReduceKind::kChannel || R == ReduceKind::kWindow;
+  in.dout = dout_float && dout_in.scalar_type() != at::kFloat ? dout_in.to(at::kFloat) : dout_in.contiguous();
   in.out = needs_out ? out_in.contiguous() : at::Tensor();
   in.aux = kRegionHasAux<R, O> ? aux_in.contiguous() : at::Tensor();
   in.affine = gamma_in.defined();
@@ -283,7 +286,7 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const int64_t first_blocks = kSparse ? planes * outs_plan.splits : blocks;
   const int first_splits = kSparse ? outs_plan.splits : rows_plan.splits;
   check_grid(first_blocks, "window backward");
-  const auto options = in.x.options();
+  const auto options = in.x.options().dtype(at::kFloat);
   const GroupShape gshape{shape.batch, shape.channels, shape.groups, shape.plane};
   SweepScratch t(in, first_blocks, blocks, Epi::kParams, Pro::kParams);
   // Planes with no outputs (a window larger than the plane): window_sweep_kernel reads output 0 of every plane
@@ -291,7 +294,6 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
   const bool no_outputs = geo.pooled_plane == 0;
   const at::Tensor zero = no_outputs ? at::zeros({1}, options) : at::Tensor();
   const at::Tensor zero_int = no_outputs ? at::zeros({1}, options.dtype(at::kInt)) : at::Tensor();
-  const float* x_ptr = in.x.data_ptr<float>();
   const float* dout_ptr = no_outputs ? zero.data_ptr<float>() : in.dout.data_ptr<float>();
   const float* out_ptr = no_outputs ? zero.data_ptr<float>() : data_or_null(in.out);
   const int* aux_ptr = no_outputs ? zero_int.data_ptr<int>() : (in.aux.defined() ? in.aux.data_ptr<int>() : nullptr);
@@ -313,18 +315,24 @@ void window_backward(const BackwardInputs& in, const at::Tensor& mean, const at:
     window_extreme_sums_kernel<Pro, Epi, O, kBlock><<<first_blocks, kBlock, 0, stream>>>(
         dout_ptr, extreme_x, in.params, shape, geo, outs_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
         as_float2(t.gn_partial), t.epi_ptr(), window_dy_ptr);
-  } else {
-    window_sweep_kernel<Pro, Epi, O, kBlock, false><<<blocks, kBlock, 0, stream>>>(
-        x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-        nullptr, nullptr, as_float2(t.gn_partial), t.epi_ptr());
   }
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
-                        dbeta);
-  window_sweep_kernel<Pro, Epi, O, kBlock, true><<<blocks, kBlock, 0, stream>>>(
-      x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr,
-      as_float2(t.coef), dx.data_ptr<float>(), nullptr, t.pro_ptr());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // x and dx in x's storage type (float16 and bfloat16 too), every other stream float32.
+  dispatch_storage(in.x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const T* x_ptr = data_as<const T>(in.x);
+    if constexpr (!kSparse) {
+      window_sweep_kernel<Pro, Epi, O, kBlock, false, T><<<blocks, kBlock, 0, stream>>>(
+          x_ptr, dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+          beta_ptr, nullptr, static_cast<T*>(nullptr), as_float2(t.gn_partial), t.epi_ptr());
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    group_backward<kBlock>(t.gn_partial, first_splits, t.gamma_or_ones, rstd, gshape, t.plane_sums, t.coef, dgamma,
+                           dbeta);
+    window_sweep_kernel<Pro, Epi, O, kBlock, true, T><<<blocks, kBlock, 0, stream>>>(
+        x_ptr, apply_dout_ptr, out_ptr, aux_ptr, in.params, shape, geo, rows_plan, mean_ptr, rstd_ptr, gamma_ptr,
+        beta_ptr, as_float2(t.coef), data_as<T>(dx), nullptr, t.pro_ptr());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
   param_sums(t.epi_partial, Epi::kParams, t.pro_partial, 0, first_blocks, first_splits, shape, depilogue, dprologue);
   param_sums(t.epi_partial, 0, t.pro_partial, Pro::kParams, blocks, rows_plan.splits, shape, depilogue, dprologue);
 }
@@ -385,12 +393,12 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const float2* mean_ptr = as_float2(mean);
   const float* rstd_ptr = rstd.data_ptr<float>();
 
-  // The two sweeps in x's storage type (float16 and bfloat16 where sweeps_take_half: check_region refused others).
+  // The two sweeps in x's storage type (dout's: SweepDout; kWindow returned above).
   dispatch_storage(in.x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
-    if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
+    if constexpr (R != ReduceKind::kWindow) {
       const T* x_ptr = data_as<const T>(in.x);
-      const T* dout_ptr = data_as<const T>(in.dout);
+      const auto* dout_ptr = data_as<const rt::SweepDout<R, T>>(in.dout);
       // a warp an item where planes are small (warp_teams), as the forward sweeps
       const bool warps = rt::warp_teams(plan, shape.plane);
       const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);

@@ -231,7 +231,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
   const float* in[kStreams];
-  backward_stream_bases<R, O>(in, a.x, a.dout, a.out, a.aux, shape, b);
+  const float* rest[kStreams > 1 ? kStreams - 1 : 1] = {};
+  backward_stream_bases<R, O>(in[0], rest, a.x, a.dout, a.out, a.aux, shape, b);
+#pragma unroll
+  for (int k = 1; k < kStreams; ++k) in[k] = rest[k - 1];
   const ChunkSpan<W> span(b.plane * shape.plane + b.begin, b.count);  // scalar ends on odd planes
   const float* body[kStreams];
 #pragma unroll

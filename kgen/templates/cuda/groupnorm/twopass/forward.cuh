@@ -187,11 +187,11 @@ reduce_finish_kernel(const typename Reducer<O>::T* __restrict__ partial, int64_t
   }
 }
 
-// kChannel: out (N, S). Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
-// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time.
-template <class Pro, class Epi, ReduceOp O, int kBlock, int W>
+// kChannel: out (N, S), float32. Block b covers kBlock * W consecutive positions of sample b / blocks_per_sample;
+// each thread walks the C planes at its W positions, kLoads planes' loads in flight at a time. T: x's storage type.
+template <class Pro, class Epi, ReduceOp O, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape,
+channel_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape,
                        const float2* __restrict__ mean, const float* __restrict__ rstd,
                        const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                        int* __restrict__ aux, int64_t blocks_per_sample) {
@@ -204,7 +204,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
   const int64_t n = blockIdx.x / blocks_per_sample;
   const int64_t pack = (blockIdx.x % blocks_per_sample) * kBlock + threadIdx.x;
   const bool active = pack < plane / W;
-  const float* column = x + n * channels * plane + pack * W;
+  const T* column = x + n * channels * plane + pack * W;
   typename Red::T acc[W];
 #pragma unroll
   for (int j = 0; j < W; ++j) acc[j] = Red::empty();
@@ -218,7 +218,7 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
     }
     __syncthreads();
     if (active) {
-      const float* tile_column = column + c0 * plane;
+      const T* tile_column = column + c0 * plane;
       for (int k0 = 0; k0 < tile; k0 += kLoads) {
         Pack<W> v[kLoads];
 #pragma unroll
@@ -269,12 +269,12 @@ channel_forward_kernel(const float* __restrict__ x, RegionParams params, RegionS
 
 // kWindow: one thread per pooled output (flat over (n, c, pooled), fewer than 2^31), its window walked
 // in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window, and where
-// extreme_x is given (saves_extreme_x), x at that index there.
+// extreme_x is given (saves_extreme_x), x at that index there (float32: x's value exactly). T: x's storage type.
 // (Measured on the H100 at (128, 32, 254, 254), 2x2 windows: faster than 4 outputs per thread with 16 loads
 // in flight, 1.49 against 1.75 ms for the whole forward: that variant needs 100 registers.)
-template <class Pro, class Epi, ReduceOp O, int kBlock>
+template <class Pro, class Epi, ReduceOp O, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
+window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
                       const float2* __restrict__ mean, const float* __restrict__ rstd,
                       const float* __restrict__ gamma, const float* __restrict__ beta, float* __restrict__ out,
                       int* __restrict__ aux, float* __restrict__ extreme_x, int64_t outs) {
@@ -293,7 +293,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
   const auto ch = load_channel<Pro, Epi>(params, c, row, mean, rstd, gamma, beta);
   const int64_t H = geo.size[1], Wd = geo.size[2];
   const int kh = static_cast<int>(geo.window[1]), kw = static_cast<int>(geo.window[2]);
-  const float* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
+  const T* base = x + int64_t(plane) * shape.plane + (int64_t(pd) * geo.window[0] * H + int64_t(ph) * kh) * Wd +
                       int64_t(pw) * kw;
   auto acc = Red::empty();
   float x_at_extreme = 0.f;
@@ -303,7 +303,7 @@ window_forward_kernel(const float* __restrict__ x, RegionParams params, RegionSh
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       if (w0 + u < geo.window_elems) {
-        v[u] = __ldg(base + (int64_t(a) * H + bh) * Wd + e);
+        v[u] = load1(base + (int64_t(a) * H + bh) * Wd + e);
         if (++e == kw) {
           e = 0;
           if (++bh == kh) {

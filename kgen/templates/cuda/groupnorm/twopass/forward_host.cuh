@@ -7,19 +7,14 @@ inline bool aligned(const at::Tensor& t) { return !t.defined() || is_16_byte_ali
 
 inline const float* data_or_null(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
-// The reductions whose two-pass sweeps read and write x in its own storage type (float16 and bfloat16 as well as
-// float32: 8-byte packs of 4 values, float arithmetic); the others' kernels take float32.
-template <ReduceKind R>
-constexpr bool sweeps_take_half() {
-  return R == ReduceKind::kNone || R == ReduceKind::kPlane || R == ReduceKind::kSample;
-}
-
-// Whether a region's call runs the two-pass sweeps in x's own dtype: x float16 or bfloat16, a reduction whose sweeps
-// take it, and an output of x's dtype (`rounding`, core/common.cuh; kNone's sweeps write it in x's dtype).
+// Whether a region's call runs the two-pass kernels on x's own dtype: x float16 or bfloat16 (8-byte packs of 4 values,
+// float arithmetic) and an output of x's dtype (`rounding`, core/common.cuh; kNone writes it in x's dtype, a
+// reduction float32, rounded by the caller). The backward then reads x and writes dx in that dtype too, dout in it
+// where it lies at x's positions (kNone) or is one value a plane or sample, else a float32 copy (SweepDout).
 template <ReduceKind R>
 inline bool half_sweeps(const at::Tensor& x, int64_t rounding) {
   const auto type = x.scalar_type();
-  return (type == at::kHalf || type == at::kBFloat16) && sweeps_take_half<R>() && rounding_type(rounding) == type;
+  return (type == at::kHalf || type == at::kBFloat16) && rounding_type(rounding) == type;
 }
 
 inline RegionShape check_region(const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& beta, int64_t groups,
@@ -300,7 +295,7 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
   const auto options = x.options();
   const int64_t planes = shape.batch * shape.channels;
   const int64_t blocks = planes * plan.splits;
-  if constexpr (sweeps_take_half<R>()) {
+  if constexpr (R != ReduceKind::kChannel && R != ReduceKind::kWindow) {  // the plane sweeps
     using P = typename Reducer<O>::T;
     at::Tensor partial;
     P* partial_ptr = nullptr;
@@ -346,16 +341,18 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   } else if constexpr (R == ReduceKind::kChannel) {
-    const float* x_ptr = x.data_ptr<float>();
     const bool vec = shape.plane % 4 == 0 && aligned(x) && aligned(out) && aligned(aux);
     int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
-    dispatch_vec(vec, [&](auto kv) {
-      constexpr int W = decltype(kv)::value ? 4 : 1;
-      const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
-      check_grid(shape.batch * blocks_per_sample, "channel reduction");
-      channel_forward_kernel<Pro, Epi, O, kBlock, W><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
-          x_ptr, params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          blocks_per_sample);
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr int W = decltype(kv)::value ? 4 : 1;
+        const int64_t blocks_per_sample = blocks_for(shape.plane / W, kBlock);
+        check_grid(shape.batch * blocks_per_sample, "channel reduction");
+        channel_forward_kernel<Pro, Epi, O, kBlock, W, T><<<shape.batch * blocks_per_sample, kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, blocks_per_sample);
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {  // kWindow
@@ -363,13 +360,15 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
     if (outs > 0) {
       TORCH_CHECK(outs < (int64_t(1) << 31), "kgen: at most 2^31 - 1 pooled outputs, got ", str(outs));
       const Geometry geo = geometry(shape);
-      const float* x_ptr = x.data_ptr<float>();
       int* aux_ptr = kRegionHasAux<R, O> ? aux.data_ptr<int>() : nullptr;
       float* extreme_x =
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
-      window_forward_kernel<Pro, Epi, O, kBlock><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
-          x_ptr, params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(), aux_ptr,
-          extreme_x, outs);
+      dispatch_storage(x.scalar_type(), [&](auto storage) {
+        using T = typename decltype(storage)::type;
+        window_forward_kernel<Pro, Epi, O, kBlock, T><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, extreme_x, outs);
+      });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
@@ -386,8 +385,8 @@ void torch_statistics(const at::Tensor& x, const RegionParams& params, const Reg
 // Forward of a region: returns {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, out's shape,
 // for max/min; (2, *out's shape) where the window backward reads the extremes' x (saves_extreme_x), that plane
 // written only for_backward; else undefined)}. gamma and beta undefined: GroupNorm(affine=False). x may be float16 or
-// bfloat16 where sweeps_take_half<R>: out then has x's dtype for kNone, float32 for kPlane and kSample (their outputs
-// are sums in double, rounded once by the caller).
+// bfloat16: out then has x's dtype for kNone, float32 for the reductions (their outputs are rounded once by the
+// caller).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups /*0 = runtime*/,
           bool kFaithful = false /*a faithful region: torch_statistics where RegionParams::faithful*/>
 std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -399,7 +398,7 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
   namespace rt = region_twopass;
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && kBlock % kWarpSize == 0, "kBlock: whole warps, <= 1024");
   static_assert(kGroups >= 0, "kGroups: 0 (run time) or the group count");
-  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, rt::sweeps_take_half<R>());
+  const RegionShape shape = rt::check_region(input, gamma_in, beta_in, groups, R, window, /*half_ok=*/true);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = rt::region_params<Pro, Epi>(prologue_params, epilogue_params, shape.channels,
                                                           input.device(), shape.plane);
@@ -455,18 +454,16 @@ std::vector<at::Tensor> region_forward_twopass(const at::Tensor& input, const at
     const int64_t grid = rt::team_blocks<kBlock>(blocks, warps);
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
-      if constexpr (std::is_same_v<T, float> || rt::sweeps_take_half<R>()) {
-        dispatch_vec(vec, [&](auto kv) {
-          constexpr bool V = decltype(kv)::value;
-          if (warps) {
-            rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          } else {
-            rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
-                data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
-          }
-        });
-      }
+      dispatch_vec(vec, [&](auto kv) {
+        constexpr bool V = decltype(kv)::value;
+        if (warps) {
+          rt::stats_partial_kernel<Pro, kBlock, V, T, kWarpSize><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        } else {
+          rt::stats_partial_kernel<Pro, kBlock, V, T><<<grid, kBlock, 0, stream>>>(
+              data_as<const T>(x), params, shape, plan, partial_ptr, pilots.data_ptr<float>(), blocks);
+        }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     const int64_t per_row = shape.channels_per_group() * plan.splits;

@@ -8,8 +8,9 @@
 // plane is one contiguous run of S = prod(spatial) values, and every "sweep" kernel below is cut into
 // blocks of (plane, chunk of plan_split(S), core/sweeps.cuh), so the channel (hence the functors'
 // parameters, the group's statistics, gamma and beta) is fixed per block and kept in registers.
-// x, the output and the gradients of kNone, kPlane and kSample may be float16 or bfloat16 (sweeps_take_half: packs of
-// 4 values in 8 bytes, arithmetic in float); every other stream, and the other reductions, are float32.
+// x may be float16 or bfloat16 (packs of 4 values in 8 bytes, arithmetic in float): every kernel reads x and writes dx
+// so, kNone writes its output so, and dout is read so where it lies at x's positions or is one value a plane or sample
+// (kNone, kPlane, kSample); kChannel's and kWindow's dout, and every other stream, are float32 (SweepDout).
 // 16-byte loads and stores wherever every stream is 16-byte aligned, scalar elsewhere; the sweeps take odd
 // planes (S % 4 != 0) on the 16-byte path too, with a scalar head and tail per chunk (ChunkSpan), but for the
 // backward of a reduction over channels (its streams at (n, s) are not at x's offset).

@@ -69,12 +69,13 @@ struct SplitPlane {
 //                   gradients -> param_partial[k * blocks + block]
 //   kApply = true:  dx written; block sums of the prologue's parameter gradients -> param_partial. Where
 //                   window_dy_from_extremes, `dout` is each window's dy (window_extreme_sums_kernel's window_dy).
-template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply>
+// T: x's and dx's storage type; dout, out and aux (the pooled outputs') are float32 and int32.
+template <class Pro, class Epi, ReduceOp O, int kBlock, bool kApply, class T>
 __global__ void __launch_bounds__(kBlock, min_blocks_for_warps(kSweepBackwardWarps, kBlock))
-window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
+window_sweep_kernel(const T* __restrict__ x, const float* __restrict__ dout, const float* __restrict__ out,
                     const int* __restrict__ aux, RegionParams params, RegionShape shape, Geometry geo, WindowPlan plan,
                     const float2* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ gamma,
-                    const float* __restrict__ beta, const float2* __restrict__ coef, float* __restrict__ dx,
+                    const float* __restrict__ beta, const float2* __restrict__ coef, T* __restrict__ dx,
                     float2* __restrict__ gn_partial, float* __restrict__ param_partial) {
   constexpr int kSums = kApply ? Pro::kParams : 2 + Epi::kParams;
   constexpr int kInFlight = kWindowValuesInFlight;
@@ -101,8 +102,8 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
   float2 bc = make_float2(0.f, 0.f);
   if constexpr (kApply) bc = coef[b.row];
   const int64_t first = int64_t(b.plane) * shape.plane + int64_t(first_row) * W;
-  const float* xs = x + first;
-  float* dst = kApply ? dx + first : nullptr;
+  const T* xs = x + first;
+  T* dst = kApply ? dx + first : nullptr;
   // The plane's first output, in 32 bits (the host checks that the outputs are fewer than 2^32): a value's output
   // is then one 32-bit add from it, and its address one multiply-add.
   const uint32_t pooled_first = b.plane * static_cast<uint32_t>(geo.pooled_plane);  // 0 where there are no outputs
@@ -132,7 +133,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       if (kFull || base + u * kBlock < count) {
-        xv[u] = __ldg(xs + base + u * kBlock);
+        xv[u] = load1(xs + base + u * kBlock);
         const int2 rw = row_windows[at_row];
         const int pw = static_cast<int>(geo.div_window[2].div(static_cast<uint32_t>(at_col)));
         const bool in = rw.x >= 0 && pw < PW;
@@ -157,7 +158,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       const float zc = centered(z, ch.mean);
       if constexpr (kFromDy) {  // g: the window's dy, the extreme's
         const float dy = within[u] == a[u] ? g[u] : 0.f;
-        dst[e] = ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam);
+        store1(dst + e, ch.pro.backward(xv[u], ch.scale * dy + bc.x * zc + bc.y, dparam));
         continue;
       }
       const float y = ch.normalized(z);  // the forward's y, to the bit (AffineForm)
@@ -165,7 +166,7 @@ window_sweep_kernel(const float* __restrict__ x, const float* __restrict__ dout,
       if constexpr (O == ReduceOp::kLogSumExp) v = ch.epi.value(y, z, xv[u]);
       const float dv = window_dv<O>(g[u], within[u], a[u], ref[u], v, geo.window_elems);
       if constexpr (kApply) {
-        dst[e] = value_dx(ch, xv[u], z, zc, y, dv, bc, dparam);
+        store1(dst + e, value_dx(ch, xv[u], z, zc, y, dv, bc, dparam));
       } else {
         value_sums(ch, xv[u], z, zc, y, dv, sums[0], sums[1], dparam);
       }
