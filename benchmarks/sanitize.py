@@ -14,9 +14,10 @@ sanitizer's own verdict comes through its --error-exitcode).
 Probes (evidence for kgen.bench.reliability's explained verdicts, family targets only):
   reference       the same run with the family's reference Model (PyTorch alone, no kgen kernel) in place of
                   ModelNew: under initcheck, what a library kernel reports there is the library's own
-  library-writes  the same run with every output of a library convolution (and the gradient it returns) copied by
-                  a PyTorch kernel before a kgen kernel reads it: under initcheck, which does not see cuDNN's
-                  writes, a report then names no kgen kernel unless one of ours reads memory nothing wrote
+  library-writes  the same run with every output of a library convolution or Linear (and the gradient it returns)
+                  copied by a PyTorch kernel before a kgen kernel reads it: under initcheck, which does not see
+                  cuDNN's writes nor cuBLAS's bulk stores, a report then names no kgen kernel unless one of ours
+                  reads memory nothing wrote
   bulk-store      (no sanitizer) the forward's output in memory first filled with NaN (the caching allocator
                   hands the output that block), read back by a PyTorch kernel: exit 0 when no NaN is left and the
                   output equals the reference's within 1e-4, under no_grad and with autograd alike
@@ -39,7 +40,9 @@ from kgen.specs import get_spec
 SPATIAL = 16
 ROOT = Path(__file__).resolve().parent.parent   # the repository root
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-LIBRARY_CONVS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
+# the library calls whose outputs the library-writes probe copies: cuDNN's convolutions, and cuBLAS's GEMMs
+# (whose Hopper kernels store their half-precision results with TMA bulk stores, which initcheck does not see)
+LIBRARY_OPS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "linear")
 
 
 def small_problem(spec_name: str, params: dict, batch: int = 2, spatial: int = SPATIAL) -> tuple[list, tuple]:
@@ -80,12 +83,12 @@ class _CopiedByPyTorch(torch.autograd.Function):
 
 
 class _LibraryOutputsCopied:
-    """torch.nn.functional with every convolution's input gradient and output copied by PyTorch (the
-    library-writes probe puts it in place of the solution module's `F`)."""
+    """torch.nn.functional with every convolution's and Linear's input gradient and output copied by PyTorch
+    (the library-writes probe puts it in place of the solution module's `F`)."""
 
     def __getattr__(self, name):
         function = getattr(torch.nn.functional, name)
-        if name not in LIBRARY_CONVS:
+        if name not in LIBRARY_OPS:
             return function
 
         def copied(input, *args, **kwargs):
@@ -128,8 +131,8 @@ def main() -> int:
     parser.add_argument("--precision", choices=list(DTYPES), default="fp32",
                         help="the model's parameters and the inputs in this dtype, as KernelBench's --precision")
     args = parser.parse_args()
-    if args.probe and args.precision != "fp32":
-        parser.error("the probes run at fp32 (their evidence is about float32 runs)")
+    if args.probe == "bulk-store" and args.precision != "fp32":
+        parser.error("the bulk-store probe runs at fp32 (it compares with the reference at 1e-4)")
     dtype = DTYPES[args.precision]
     if args.probe and not is_target(args.file):
         parser.error("--probe takes a family:NAME target")

@@ -105,11 +105,14 @@ def compiler_errors(text: str) -> list[str]:
 
 
 def error_summary(kind: str, error: BaseException) -> str:
-    """One line: the first compiler error for a build, else the exception's type and first line."""
+    """One line: the first compiler error for a build, a StageError's message, else the exception's type and first
+    line."""
     errors = compiler_errors(str(error)) if kind == "build" else []
     if errors:
         return "build failed: " + errors[0]
     text = str(error).strip()
+    if isinstance(error, StageError):   # kgen's own words: the kind says what it is
+        return text.splitlines()[0] if text else kind
     return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}"
 
 

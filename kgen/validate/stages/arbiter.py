@@ -49,6 +49,7 @@ import torch
 
 from kgen.validate.checks import Check
 from kgen.validate.context import Context, outputs_of, tensors_of
+from kgen.validate.float64 import float64_reference
 from kgen.validate.numerics import compare, max_magnitude, rounding_allowance, rounding_excess, squared_difference
 from kgen.validate.stages.fp64 import BOUND_ROUNDINGS, bound_words, fp64_samples
 from kgen.validate.stages.sensitivity import cleared_against, judge_by_sensitivity, model_outputs, rounding_sensitivity
@@ -99,12 +100,6 @@ def chunk_bounds(batch: int, chunk: int) -> list[tuple[int, int]]:
     if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] == 1:
         bounds[-2:] = [(bounds[-2][0], batch)]
     return bounds
-
-
-def float64_reference(ctx: Context):
-    ref64 = ctx.construct(ctx.ref_mod.Model).double()
-    ref64.load_state_dict(ctx.ref_model.state_dict())
-    return ref64
 
 
 def float64_chunks(ref64, inputs: list, leaves: list[int], full_out: list, chunk: int,

@@ -40,6 +40,7 @@ import torch
 
 from kgen.validate.checks import Check, failed, note, passed
 from kgen.validate.context import Context, sliced, tensors_of
+from kgen.validate.float64 import float64_reference
 from kgen.validate.stages.fp64 import fp64_samples
 from kgen.validate.stages.sensitivity import RoundingJitter, jitter_amplitude
 
@@ -108,8 +109,7 @@ def float64_noise(ctx: Context) -> list:
     batch = specs[0].shape[0]
     sliced_specs = sliced(ctx.specs, batch, fp64_samples(ctx, batch))
     try:
-        ref64 = ctx.construct(ctx.ref_mod.Model).double()
-        ref64.load_state_dict(ctx.ref_model.state_dict())
+        ref64 = float64_reference(ctx)
         runs = []
         with torch.no_grad():
             for kind, offset in DRAWS:

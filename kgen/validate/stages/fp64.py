@@ -10,6 +10,7 @@ import torch
 
 from kgen.validate.checks import Check, failed, skipped
 from kgen.validate.context import Context, sliced, tensors_of
+from kgen.validate.float64 import float64_reference
 from kgen.validate.numerics import compare, max_magnitude, rounding_allowance, rounding_excess, tensor_meta
 from kgen.validate.stages.calls import forward_backward, upstream_for, upstream_like
 from kgen.validate.stages.sensitivity import rejudge_failing
@@ -48,8 +49,7 @@ def stage_fp64(ctx: Context) -> None:
     k = fp64_samples(ctx, batch)
     specs = sliced(ctx.specs, batch, k)
     seed = ctx.seed + 99
-    ref64 = ctx.construct(ctx.ref_mod.Model).double()
-    ref64.load_state_dict(ctx.ref_model.state_dict())
+    ref64 = float64_reference(ctx)
     upstream = upstream_for(ctx, seed + 1)
     x32 = ctx.inputs("rand", seed, specs)
     x64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in x32]

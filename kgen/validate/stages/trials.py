@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from kgen.validate.checks import Check, failed, passed, skipped
-from kgen.validate.context import Context, reference_error, same_value, tensors_of
+from kgen.validate.context import Context, StageError, reference_error, same_value, tensors_of
 from kgen.validate.numerics import bitwise_equal, compare, shares_memory, tensor_meta
 from kgen.validate.stages.calls import forward_backward, trial_kind, trial_label, trial_seed, upstream_for
 from kgen.validate.stages.determinism import check_determinism, reproducibility
@@ -27,7 +27,7 @@ def stage_forward(ctx: Context, trial: int) -> None:
     inputs = ctx.inputs(trial_kind(trial), trial_seed(ctx, trial))
     kept = [x.clone() for x in tensors_of(inputs)]
     with torch.no_grad():
-        ref_outs = ctx.run(ctx.ref_model, inputs, same_draws=True)
+        ref_outs = reference_forward(ctx, inputs)
         ref_repro = reproducibility(ctx, ctx.ref_model, inputs, ref_outs)   # before the solution runs
         new_outs = ctx.run(ctx.new_model, inputs, same_draws=True)
         ctx.add(check_inputs_untouched(label, tensors_of(inputs), kept))
@@ -45,6 +45,28 @@ def stage_forward(ctx: Context, trial: int) -> None:
         del ref_outs
         for check in check_determinism(ctx, label, inputs, new_outs, ref_repro):
             ctx.add(check)
+
+
+def reference_forward(ctx: Context, inputs: list) -> list:
+    """The reference's outputs; where the reference itself raises (a float32 cast inside it meeting parameters
+    moved to --precision's dtype), the run ends saying so: there is nothing to hold the solution to."""
+    try:
+        return ctx.run(ctx.ref_model, inputs, same_draws=True)
+    except RuntimeError as error:
+        raise StageError("reference", f"the reference itself fails {run_words(ctx)}({reference_error(error)}): "
+                                      "nothing to compare the solution with") from None
+
+
+def run_words(ctx: Context) -> str:
+    """'at --precision bf16 ', 'under --autocast fp16 ', '' at float32, with ' channels-last' where laid out so."""
+    words = []
+    if ctx.cast is not None:
+        words.append(f"at --precision {ctx.config.get('precision')}")
+    if ctx.autocast is not None:
+        words.append(f"under --autocast {ctx.config.get('autocast')}")
+    if ctx.layout:
+        words.append("channels-last")
+    return " ".join(words) + " " if words else ""
 
 
 def forward_checks(ctx: Context, trial: int, new_outs: list, ref_outs: list) -> dict[int, Check]:
