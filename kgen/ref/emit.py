@@ -17,6 +17,7 @@ from kgen.emit import TEMPLATES, environment, static_rule_violation
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
 from kgen.ref.graph import is_metadata, param_view_root
+from kgen.ref.concrete import GUARD, GUARD_PART
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_faithful import FAITHFUL_MODES
@@ -108,7 +109,10 @@ def explain(plan: Plan) -> list[str]:
                          f"[{step.input} {step.shape} -> {step.output} {step.out_shape}; parameters: {params}]")
         elif isinstance(step, LibraryStep):
             node = step.node
-            if node.op in ("get_attr",) or is_metadata(node) or param_view_root(node) is not None or \
+            if node.meta.get(GUARD):
+                lines.append(f"shape guard: {node.meta[GUARD]} (concrete.py)")
+                continue
+            if node.meta.get(GUARD_PART) or node.op in ("get_attr",) or is_metadata(node) or param_view_root(node) is not None or \
                     (node.target is operator.getitem and is_metadata(node.args[0])) or \
                     (node.op == "call_function" and getattr(node.target, "__name__", "") in ("getattr", "tensor")):
                 continue

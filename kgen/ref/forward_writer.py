@@ -15,6 +15,7 @@ import torch.fx
 import torch.nn as nn
 
 from kgen.ref.carried import own_function
+from kgen.ref.concrete import GUARD
 from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 
@@ -25,8 +26,9 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
          operator.mod: "%", operator.pow: "**", operator.matmul: "@",
          operator.gt: ">",
          operator.lt: "<", operator.ge: ">=", operator.le: "<=", operator.eq: "==", operator.ne: "!=",
-         operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>"}
-PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
+         operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>",
+         operator.is_: "is"}
+PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~", operator.not_: "not "}
 
 
 def var(name: str) -> str:
@@ -175,6 +177,9 @@ class ForwardWriter:
         return name
 
     def step_statement(self, step) -> Statement:
+        if isinstance(step, LibraryStep) and step.node.meta.get(GUARD):
+            # a shape guard (concrete.py): no value, always run
+            return self.statement(None, lambda: f"torch._assert({self.call_args(step.node)})")
         if isinstance(step, LibraryStep):
             return self.statement(var(step.node.name), lambda: self.library(step))
         if isinstance(step, RegionStep):

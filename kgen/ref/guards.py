@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch.amp.autocast_mode import autocast
 
 from kgen.ref import ops
+from kgen.ref.concrete import ConcreteValues
 from kgen.ref.graph import op_text
 from kgen.ref.rewrite import may_return_operand
 
@@ -41,11 +42,36 @@ AUGMENTED = {"add": "+=", "sub": "-=", "mul": "*=", "truediv": "/=", "floordiv":
              "and_": "&=", "or_": "|=", "xor": "^=", "lshift": "<<=", "rshift": ">>=", "matmul": "@="}
 
 
-class _AugmentedProxy(torch.fx.Proxy):
-    """A Proxy whose `+=` (etc.) records the out-of-place op with meta["augmented"] = "+=" (the statement)."""
+class _Concrete:
+    """len(), int(), float() and index use of a proxy, answered from the reference's shapes (concrete.ConcreteValues)."""
+
+    def __len__(self):
+        return self.tracer.length(self)
+
+    def __int__(self):
+        return self.tracer.number(self, int)
+
+    def __index__(self):
+        return self.tracer.number(self, int)
+
+    def __float__(self):
+        return self.tracer.number(self, float)
 
 
-_AugmentedProxy.__name__ = _AugmentedProxy.__qualname__ = "Proxy"   # fx's errors name it as they did
+class _ConcreteAttribute(_Concrete, torch.fx.proxy.Attribute):
+    """torch.fx's attribute proxy (`x.shape`, before it is known to be a method call), with _Concrete's answers."""
+
+
+class _AugmentedProxy(_Concrete, torch.fx.Proxy):
+    """A Proxy whose `+=` (etc.) records the out-of-place op with meta["augmented"] = "+=" (the statement), and whose
+    attributes and values Python asks for are _Concrete."""
+
+    def __getattr__(self, k):
+        return _ConcreteAttribute(self, k)
+
+
+_AugmentedProxy.__name__ = _AugmentedProxy.__qualname__ = "Proxy"   # fx's errors name them as they did
+_ConcreteAttribute.__name__ = _ConcreteAttribute.__qualname__ = "Attribute"
 
 
 def _augmented(name: str, symbol: str):
@@ -60,9 +86,9 @@ for _name, _symbol in AUGMENTED.items():
     setattr(_AugmentedProxy, f"__i{_name.rstrip('_')}__", _augmented(_name, _symbol))
 
 
-class GuardTracer(torch.fx.Tracer):
-    """torch.fx's tracer that marks every node made while autograd was not in the mode the trace began in, and
-    records augmented assignments (`y += 1`) as such."""
+class GuardTracer(ConcreteValues, torch.fx.Tracer):
+    """torch.fx's tracer that marks every node made while autograd was not in the mode the trace began in, records
+    augmented assignments (`y += 1`) as such, and answers Python's questions about shapes (concrete.py)."""
 
     def proxy(self, node):
         return _AugmentedProxy(node, self)

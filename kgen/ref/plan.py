@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
+from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep, rename_value,
                          shift_params)
@@ -150,8 +151,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
 
     # ---------------------------------------------------------------- regions
     def live_nodes(self) -> set:
-        """The names of the nodes the output reads, directly or through others."""
-        live, todo = set(), [n for n in self.nodes if n.op == "output"]
+        """The names of the nodes the output reads, directly or through others, and of the shape guards
+        (concrete.py) with what they read."""
+        live, todo = set(), [n for n in self.nodes if n.op == "output" or n.meta.get(GUARD)]
         while todo:
             node = todo.pop()
             if node.name not in live:

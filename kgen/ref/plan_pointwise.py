@@ -4,6 +4,7 @@ every other node stays the reference's PyTorch call (a library step), or is one 
 plan."""
 from __future__ import annotations
 
+import builtins
 import operator
 from dataclasses import dataclass
 
@@ -64,7 +65,7 @@ SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
 PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
                     operator.pow, operator.matmul, operator.gt, operator.lt, operator.ge, operator.le, operator.eq,
                     operator.ne, operator.and_, operator.or_, operator.xor, operator.lshift, operator.rshift,
-                    operator.neg, operator.pos, operator.invert}
+                    operator.neg, operator.pos, operator.invert, operator.not_, operator.is_}
 LIBRARY_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
                    "squeeze", "expand", "mean", "sum", "amax", "amin", "max", "min", "logsumexp", "softmax",
                    "matmul", "mm", "bmm", "t", "float", "to", "std", "var", "norm", "prod", "argmax",
@@ -263,8 +264,8 @@ def library_call(node) -> str:
     if own_function(node.target):   # the reference's own, kept whole by torch.fx.wrap: carried, called by name
         return ""
     name = torch.fx.node._get_qualified_name(node.target)
-    if name.startswith("torch.") or name.startswith("builtins."):
-        return ""
+    if name.startswith("torch.") or getattr(builtins, name.removeprefix("builtins."), None) is node.target:
+        return ""   # torch's, or Python's builtins (len, min, ...: fx names them `len` or `builtins.len`)
     return ("a function of another library, which the emitted file (it imports torch and the reference's own "
             "definitions) cannot call; write it with torch's functions")
 

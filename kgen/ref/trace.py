@@ -30,6 +30,7 @@ from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_input
 from kgen.ref.errors import RefError
 from kgen.ref.errors import first_line as _short
 from kgen.ref.graph import op_text
+from kgen.ref.concrete import DataDependentBranch, guard_none_arguments, none_arguments
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
@@ -92,13 +93,18 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     # tracing adds fx's tensor constants to the model itself
     own_attributes = set(vars(model)) | set(model._parameters) | set(model._buffers) | set(model._modules)
     try:
-        tracer = GuardTracer()
+        absent = none_arguments(model, inputs)   # forward's `cond=None` that get_inputs() leaves out
+        tracer = shape_aware(GuardTracer(), inputs, path)
         tracer.record_stack_traces = True
-        gm = torch.fx.GraphModule(model, tracer.trace(model))
+        gm = torch.fx.GraphModule(model, tracer.trace(model, concrete_args=absent or None))
+        guard_none_arguments(gm.graph, absent, path)
         mode = model.training
         model.train(not mode)
-        other_graph = GuardTracer().trace(model)
+        other_graph = shape_aware(GuardTracer(), inputs, path).trace(model, concrete_args=absent or None)
+        guard_none_arguments(other_graph, absent, path)
         model.train(mode)
+    except DataDependentBranch as error:
+        raise RefError(str(error)) from None
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
     refuse_custom_functions(gm.graph, path)   # its forward runs without autograd: named as what it is
@@ -142,6 +148,13 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
         forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
         prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
     )
+
+
+def shape_aware(tracer: GuardTracer, inputs: list, path: Path) -> GuardTracer:
+    """`tracer` answering Python's questions about shapes from the reference's inputs (concrete.py)."""
+    tracer.meta_inputs = inputs
+    tracer.path = str(path)
+    return tracer
 
 
 def _shape_failure(meta_gm: torch.fx.GraphModule, inputs: list):

@@ -551,6 +551,7 @@ def run_emit(*args, cwd=None):
     # the op's own message and source line, not fx's node dump and printed traceback
     ("input_shape_mismatch.py", ["`return torch.relu(self.gn(x))`", "input shapes failed: RuntimeError: Expected "
                                  "weight to be a vector of size equal to the number of channels"]),
+    ("branch_on_tensor_values.py", ["`if y.sum() > 0:`", "data-dependent control flow", "torch.where"]),
 ])
 def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
     out = tmp_path / "solution.py"

@@ -93,6 +93,7 @@ def test_an_op_with_no_line_of_the_reference_is_named_not_numbered(tmp_path):
     ("inplace_through_identity_alias.py", ":10: `y.relu_()`: in-place `relu_`"),
     ("custom_autograd_function.py", ":21: `return StraightThrough.apply(self.gn(x))`: a custom"),
     ("input_shape_mismatch.py", ":11: `return torch.relu(self.gn(x))`: running Model.forward"),
+    ("branch_on_tensor_values.py", ":12: `if y.sum() > 0:`: Python branches on the values of a tensor"),
 ])
 def test_trace_errors_carry_the_line_number(name, start):
     path = HERE / "bad" / name

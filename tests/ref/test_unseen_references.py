@@ -1,7 +1,8 @@
 """References written as people write models, none of them tuned for (tests/ref/unseen/: functional and torch.group_norm,
 a Model without __init__, library ops after a region (cumsum, topk, sort, einsum, softmax, interpolate, attention),
 time embeddings and per-sample scales, ModuleList loops, chunk, where, buffers, in-place modules, channels-last and
-bfloat16 inputs, Python numbers among the inputs): each emits, passes KernelBench's static rules, plans at least one
+bfloat16 inputs, Python numbers among the inputs, Python that reads shapes (guided diffusion's ResBlock, stable
+diffusion's VAE blocks), optional arguments get_inputs() leaves out, checkpointed blocks): each emits, passes KernelBench's static rules, plans at least one
 region, its ModelNew builds with the reference's state (CPU, the CUDA build stubbed out), and its plan interpreted
 with PyTorch's ops computes the reference's value."""
 from pathlib import Path

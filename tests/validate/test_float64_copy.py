@@ -8,7 +8,7 @@ import torch
 from kgen.validate.checks import EXIT_FAIL, EXIT_PASS, exit_code
 from kgen.validate.float64 import KeepFloat64
 from kgen.validate.runtime import run_child
-from tests.validate.helpers import RUNTIME_FILES
+from tests.validate.helpers import REFERENCE, RUNTIME_FILES
 
 SMALL = {"device": "cpu", "trials": 2, "backward": True, "bench": False, "init_args": None, "input_shapes": None}
 
@@ -110,3 +110,15 @@ def test_a_reference_that_raises_at_the_runs_dtype_ends_the_run_saying_so():
     assert check.name == "reference", check
     assert check.detail.startswith("the reference itself fails at --precision bf16 (RuntimeError: ")
     assert "nothing to compare the solution with [stage 'trial 1 (rand) forward']" in check.detail
+
+
+def test_a_solution_whose_shape_guard_refuses_a_slice_of_the_batch_is_not_broken():
+    """The float64 cross-check runs on a slice of the batch; an emitted file that holds to the batch size (a shape
+    guard where the reference's Python read it) refuses the slice: skipped with its words, not BROKEN."""
+    config = {**SMALL, "solution": str(RUNTIME_FILES / "batch_guarded.py.txt"), "reference": str(REFERENCE),
+              "init_args": [8, 2], "input_shapes": [[3, 8, 5, 6]]}
+    result = run_child(config, 240)
+    assert not broken(result), broken(result)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS, failed(result)
+    check = next(c for c in result.checks if c.name.startswith("fp64") and c.ok is None)
+    assert check.detail.startswith("the solution refuses a slice of the batch: kgen: the reference read the value 3")

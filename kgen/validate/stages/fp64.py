@@ -57,8 +57,17 @@ def stage_fp64(ctx: Context) -> None:
     up64 = upstream_like(upstream, tensors_of(out_ref))   # the reference's draws, in its outputs' dtypes, widened
     out64, grads64 = forward_backward(ctx, ref64, x64, up64, backward, autocast=False)
     del ref64, x64
-    out_new, grads_new = forward_backward(ctx, ctx.new_model, x32, upstream, backward)
     label = f"fp64 ({k} of {batch} samples)"
+    try:
+        out_new, grads_new = forward_backward(ctx, ctx.new_model, x32, upstream, backward)
+    except AssertionError as error:
+        if not str(error).startswith("kgen:") or k == batch:
+            raise
+        # an emitted file's shape guard (kgen/ref/concrete.py): the reference's Python read the batch size, and
+        # the file holds to it; the whole-batch float64 arbiter still judges every disputed value
+        ctx.add(skipped(label, f"the solution refuses a slice of the batch: {str(error).splitlines()[0][:200]}"))
+        return
+
     for i, (n, r, e) in enumerate(zip(out_new, out_ref, out64)):
         if not isinstance(e, torch.Tensor):
             continue

@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 8)
+
+    def forward(self, x):
+        y = self.gn(x)
+        if y.sum() > 0:
+            return torch.relu(y)
+        return y
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 4, 4)]
+
+
+def get_init_inputs():
+    return []
