@@ -156,6 +156,11 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
             assert g is None or not g.any(), f"{what}: a gradient where the reference has none"
             continue
         assert g is not None and g.shape == w.shape and g.dtype == w.dtype, what
+        if not g.is_floating_point():   # indices (a max's): rounding moves only near-ties, as the reference's own
+            agree, exact_agree = float((g == e).double().mean()), float((w == e).double().mean())
+            assert agree >= exact_agree - 0.05, f"{what}: {agree:.3f} of kgen's equal float64's, the reference's " \
+                                                f"{exact_agree:.3f}"
+            continue
         ours_error, theirs_error = float((g.double() - e).norm()), float((w.double() - e).norm())
         assert ours_error <= 4 * theirs_error + 1e-2 * float(e.norm()) + 1e-6, \
             f"{what}: |kgen - float64| = {ours_error:.3g}, |reference - float64| = {theirs_error:.3g}"
@@ -182,7 +187,7 @@ def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
     outputs = _flat(model(*leaves))
     generator = torch.Generator().manual_seed(seed)
     upstream = [torch.randn(o.shape, generator=generator, dtype=upstream_dtype or o.dtype).to(o.dtype)
-                for o in outputs]
+                if o.is_floating_point() else None for o in outputs]   # an integer output (indices) has none
     pairs = [(o, u) for o, u in zip(outputs, upstream) if o.requires_grad]
     if pairs:
         torch.autograd.backward([o for o, _ in pairs], [u for _, u in pairs])
