@@ -71,15 +71,21 @@ def tolerance_text(tol: float) -> str:
     return f"{mantissa}e{int(exponent)}" if float(f"{tol:.0e}") == tol else f"{tol:g}"
 
 
-def floor_text(floor: dict, tol: float) -> str:
-    """Why KernelBench's check failed, from the measured floor (stages/kernelbench.py, reference_floor)."""
+def floor_text(floor: dict, tol: float, forward_cleared: bool = False) -> str:
+    """Why KernelBench's check failed, from the measured floor (stages/kernelbench.py, reference_floor).
+    `forward_cleared`: kgen's own forward checks passed, against float64 where disputed."""
     if "unavailable" in floor:
         return f"no floor measured (the reference fails under rounding jitter: {floor['unavailable']})"
     moved, out = floor["reference_jitter_max_abs"], floor["reference_jitter_outside"]
     jitter = floor.get("jitter") or f"±{floor.get('jitter_ulps', 4)}-ulp jitter of its arithmetic"
     if not out:
-        return (f"measured floor: under {jitter} the reference stays within {tolerance_text(tol)} of itself "
-                f"(max|Δ| {moved:.3g}), so the mismatch is the solution's")
+        stays = (f"measured floor: under {jitter} the reference stays within {tolerance_text(tol)} of itself "
+                 f"(max|Δ| {moved:.3g})")
+        if forward_cleared:   # e.g. a threshold the solution's float32 arithmetic crosses and the reference's
+            # half-precision rounding does not, which no jitter of the reference's own arithmetic reaches
+            return (stays + ", which does not reach this mismatch; kgen's forward checks clear the solution "
+                    "against float64 (a threshold or tie its rounding decides the other way)")
+        return stays + ", so the mismatch is the solution's"
     return (f"measured floor: under {jitter} the reference itself moves by up to {moved:.3g}, {out} values beyond "
             f"{tolerance_text(tol)}, so no re-implementation that rounds differently meets this tolerance here; "
             + ("the solution is within that noise" if floor["solution_within_noise"] else
@@ -114,7 +120,9 @@ def kernelbench_verdict(checks: list[Check], kernelbench: dict | None, runtime_r
             what += f"; first failure: {problem}"
             floor = next((t["floor"] for t in trials if "floor" in t), None)
             if floor is not None:
-                what += "; " + floor_text(floor, kernelbench.get("tolerance", 1e-4))
+                cleared = any(area_of(c) == "forward" and c.ok for c in checks) and \
+                    not any(area_of(c) == "forward" and c.ok is False for c in checks)
+                what += "; " + floor_text(floor, kernelbench.get("tolerance", 1e-4), cleared)
     elif broken is not None and broken.name not in ("reference", "read solution"):
         correct = False
         first = broken.detail.strip().splitlines()[0][:120] if broken.detail.strip() else ""

@@ -62,6 +62,22 @@ def test_kernelbench_verdict(checks, kb, ran, word, words):
         assert w in verdict["summary"], verdict["summary"]
 
 
+FLOOR_STILL = {"reference_jitter_max_abs": 0.0082, "reference_jitter_outside": 0, "solution_within_noise": False}
+
+
+@pytest.mark.parametrize("forward, blamed", [(passed("trial 1 (rand) forward", "within float64's bound"), False),
+                                             (failed("trial 1 (rand) forward", "less accurate"), True)],
+                         ids=["kgen clears the forward", "kgen fails the forward"])
+def test_a_still_floor_blames_the_solution_only_where_kgen_fails_its_forward_too(forward, blamed):
+    """The jitter leaves the reference within tolerance yet KernelBench's check fails: the solution's error, unless
+    kgen's forward checks (float64 arbitration) cleared it (a hardshrink threshold its float32 arithmetic crosses
+    where the reference's half-precision rounding does not)."""
+    kb = {**KB_BAD, "trials": [{"ok": False, "problem": "output mismatch: max|Δ| 0.31", "floor": FLOOR_STILL}]}
+    summary = kernelbench_verdict([passed("parses"), forward], kb, True)["summary"]
+    assert ("so the mismatch is the solution's" in summary) == blamed, summary
+    assert ("kgen's forward checks clear the solution against float64" in summary) == (not blamed), summary
+
+
 # ---- a solution without get_inputs/get_init_inputs: INFO, not BROKEN --------------------------------------
 
 def test_missing_input_functions_are_info_not_broken(monkeypatch):
