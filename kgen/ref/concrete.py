@@ -62,14 +62,14 @@ class ConcreteValues:
 
     def iter(self, obj):
         value = self.concrete(obj)
-        if not isinstance(value, (tuple, list, torch.Size)):
+        if not _sized(value):
             return super().iter(obj)
         self.guard_length(obj, len(value))
         return iter([obj[i] for i in range(len(value))])
 
     def length(self, obj) -> int:
         value = self.concrete(obj)
-        if not isinstance(value, (tuple, list, torch.Size)):
+        if not _sized(value):
             raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to be "
                                "recorded, please call torch.fx.wrap('len') at module scope")
         self.guard_length(obj, len(value))
@@ -134,6 +134,11 @@ class ConcreteValues:
                 return f"{self.path}:{frame.lineno}: `{source}`" if between else \
                     f"{self.path}:{frame.lineno} (`{source}`)"
         return ""
+
+
+def _sized(value) -> bool:
+    """A sequence of values, or a tensor of at least one dimension (len and iteration over its first)."""
+    return isinstance(value, (tuple, list, torch.Size)) or (isinstance(value, torch.Tensor) and value.dim() > 0)
 
 
 def _run_until(root, graph: torch.fx.Graph, target: torch.fx.Node, meta_inputs: list):

@@ -175,6 +175,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
                 self.library(gn, fallback="a GroupNorm of a tensor that is not float32, float16 or bfloat16")
             elif gn.name not in self.claimed:
                 self.region(gn)
+        if not any(gn.name in live for gn in gns):
+            raise RefError(f"{self.where(gns[0])}: no output of Model.forward depends on a GroupNorm (it returns "
+                           f"{_returned(self.nodes)}): return the value the reference computes")
         if not any(isinstance(s, RegionStep) for s in self.steps):
             raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32, float16 or bfloat16 tensor in "
                            f"Model.forward (this one is {tensor_dtype(gns[0])}): kgen's kernels read those three; build "
@@ -434,6 +437,23 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if n is defined or (is_values_output(defined) and n is defined.args[0]):
                 self.claimed[n.name] = step
         return defined
+
+def _returned(nodes) -> str:
+    """What forward returns, in words for an error: `None`, or the names of the values."""
+    output = next(n for n in nodes if n.op == "output").args[0]
+    names = [n.name for n in _flat_nodes(output)]
+    return ", ".join(names) if names else repr(output)
+
+
+def _flat_nodes(value) -> list:
+    if isinstance(value, torch.fx.Node):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _flat_nodes(v)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _flat_nodes(v)]
+    return []
+
 
 def _epilogue_params(prologue, epilogue) -> int:
     """Parameters the epilogue functor reads: the epilogue's, and those of the prologue values it recomputes
