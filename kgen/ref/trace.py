@@ -157,16 +157,36 @@ def shape_aware(tracer: GuardTracer, inputs: list, path: Path) -> GuardTracer:
     return tracer
 
 
+# What a node whose result depends on its input's values gets in place of a meta value (and the nodes that read it):
+# no shape, so the planner keeps them as the reference's own PyTorch calls (`y[y > 0.5]`, `torch.nonzero`, `.item()`).
+DATA_DEPENDENT = object()
+
+
+def _data_dependent(error: BaseException) -> bool:
+    """Whether an op failed on meta tensors because its result's shape or value needs the data."""
+    text = str(error)
+    return type(error).__name__ == "DataDependentOutputException" or any(
+        words in text for words in ("cannot be called on meta tensors", "data-independent implementation",
+                                    "data-dependent"))
+
+
 def _shape_failure(meta_gm: torch.fx.GraphModule, inputs: list):
     """None where the shapes propagate, else (the node that failed or None, the op's own error). ShapeProp prints
     the traceback and re-raises a RuntimeError naming the node with all its metadata; the user needs the op's
-    message and the source line."""
+    message and the source line. A node whose result needs the data, and what reads it, get no shape (no error)."""
     prop = ShapeProp(meta_gm)
     failing = {}
 
     def run_node(node, _run=prop.run_node):
         failing["node"] = node
-        return _run(node)
+        if any(prop.env.get(a) is DATA_DEPENDENT for a in node.all_input_nodes):
+            return DATA_DEPENDENT
+        try:
+            return _run(node)
+        except Exception as error:
+            if not _data_dependent(error.__context__ or error):
+                raise
+            return DATA_DEPENDENT   # a value of the data (a mask's selection, .item()): no shape, a library step
 
     prop.run_node = run_node
     try:
