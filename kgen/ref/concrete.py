@@ -32,8 +32,9 @@ GUARD = "kgen_guard"
 GUARD_PART = "kgen_guard_part"
 
 
-class DataDependentBranch(torch.fx.proxy.TraceError):
-    """Python's `if` on a tensor's values: no shape answers it (the message is the user's line and what to do)."""
+class UntraceablePython(torch.fx.proxy.TraceError):
+    """Python that kgen cannot trace, said in one line (the user's line and what to do): `if` on a tensor's values
+    (no shape answers it), item assignment into a tensor (`y[:, :4] = 0`)."""
 
 
 class ConcreteValues:
@@ -49,7 +50,7 @@ class ConcreteValues:
     def to_bool(self, obj):
         value = self.concrete(obj)
         if isinstance(value, torch.Tensor):
-            raise DataDependentBranch(f"{self._reference_line(':') or 'Model.forward'}: Python branches on the "
+            raise UntraceablePython(f"{self._reference_line(':') or 'Model.forward'}: Python branches on the "
                                       "values of a tensor (data-dependent control flow): kgen plans one graph for "
                                       "every input; write the choice with torch.where")
         if not isinstance(value, (bool, int)):
@@ -95,6 +96,11 @@ class ConcreteValues:
             return _run_until(self.root, self.graph, obj.node, self.meta_inputs)
         except Exception:   # the op cannot run on meta tensors: no answer, the trace fails as torch.fx's
             return None
+
+    def assignment(self, obj) -> None:
+        raise UntraceablePython(f"{self._reference_line(':') or 'Model.forward'}: item assignment into a tensor "
+                                  "(`y[index] = value`) writes it in place, which kgen's traced graph cannot hold: "
+                                  "write it with torch.where (a mask) or torch.slice_scatter")
 
     def guard_length(self, obj, n: int) -> None:
         if self._first(obj, "len"):

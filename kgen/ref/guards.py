@@ -57,6 +57,9 @@ class _Concrete:
     def __float__(self):
         return self.tracer.number(self, float)
 
+    def __setitem__(self, index, value):
+        self.tracer.assignment(self)
+
 
 class _ConcreteAttribute(_Concrete, torch.fx.proxy.Attribute):
     """torch.fx's attribute proxy (`x.shape`, before it is known to be a method call), with _Concrete's answers."""

@@ -30,7 +30,7 @@ from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_input
 from kgen.ref.errors import RefError
 from kgen.ref.errors import first_line as _short
 from kgen.ref.graph import op_text
-from kgen.ref.concrete import DataDependentBranch, guard_none_arguments, none_arguments
+from kgen.ref.concrete import UntraceablePython, guard_none_arguments, none_arguments
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
 from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
@@ -103,7 +103,7 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
         other_graph = shape_aware(GuardTracer(), inputs, path).trace(model, concrete_args=absent or None)
         guard_none_arguments(other_graph, absent, path)
         model.train(mode)
-    except DataDependentBranch as error:
+    except UntraceablePython as error:
         raise RefError(str(error)) from None
     except Exception as error:
         raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
