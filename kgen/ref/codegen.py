@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from kgen.ref import functors, ops
 from kgen.ref.forward_writer import ForwardWriter, faithful_switch, forward_arguments, literal, renamed_arguments
-from kgen.ref.ir import BatchNormStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
+from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
+from kgen.ref.rewrite import assigned
 from kgen.ref.plan_dtype import cpp_dtype, python_dtype
 
 
@@ -240,5 +241,6 @@ def solution_context(plan: Plan, autograd: str = "python") -> dict:
         "nhwc": any(isinstance(s, RegionStep) and reads_channels_last(s) for s in plan.steps),
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
         "peels_bias": bool(writer.half_kept_biases()),
+        "assigns": any(isinstance(s, LibraryStep) and s.node.target is assigned for s in plan.steps),
     }
 

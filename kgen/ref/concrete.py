@@ -34,7 +34,7 @@ GUARD_PART = "kgen_guard_part"
 
 class UntraceablePython(torch.fx.proxy.TraceError):
     """Python that kgen cannot trace, said in one line (the user's line and what to do): `if` on a tensor's values
-    (no shape answers it), item assignment into a tensor (`y[:, :4] = 0`)."""
+    (no shape answers it)."""
 
 
 class ConcreteValues:
@@ -96,11 +96,6 @@ class ConcreteValues:
             return _run_until(self.root, self.graph, obj.node, self.meta_inputs)
         except Exception:   # the op cannot run on meta tensors: no answer, the trace fails as torch.fx's
             return None
-
-    def assignment(self, obj) -> None:
-        raise UntraceablePython(f"{self._reference_line(':') or 'Model.forward'}: item assignment into a tensor "
-                                  "(`y[index] = value`) writes it in place, which kgen's traced graph cannot hold: "
-                                  "write it with torch.where (a mask) or torch.slice_scatter")
 
     def guard_length(self, obj, n: int) -> None:
         if self._first(obj, "len"):

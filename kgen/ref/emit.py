@@ -16,11 +16,12 @@ from kgen import __version__
 from kgen.emit import TEMPLATES, environment, static_rule_violation
 from kgen.header import render_header_fields
 from kgen.ref.codegen import solution_context
-from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.concrete import GUARD, GUARD_PART
+from kgen.ref.graph import is_metadata, param_view_root
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_faithful import FAITHFUL_MODES
+from kgen.ref.rewrite import assigned
 from kgen.ref.tf32 import tf32_source
 from kgen.ref.trace import RefError, load_reference
 from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
@@ -117,6 +118,7 @@ def explain(plan: Plan) -> list[str]:
                     (node.op == "call_function" and getattr(node.target, "__name__", "") in ("getattr", "tensor")):
                 continue
             what = node.target if node.op != "call_function" else getattr(node.target, "__name__", str(node.target))
+            what = "item assignment (`y[index] = value`), out of place" if node.target is assigned else what
             if step.fused_into is not None:
                 lines.append(f"kgen wgmma ConvTranspose2d: {what} (TF32), its epilogue folding region "
                              f"{step.fused_into}'s GroupNorm moments (--conv fused)")

@@ -18,6 +18,7 @@ from kgen.ref.carried import own_function
 from kgen.ref.concrete import GUARD
 from kgen.ref.graph import self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
+from kgen.ref.rewrite import assigned
 
 CONV_FUNCTIONAL = {nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn.Conv3d: "conv3d"}
 CONVT_FUNCTIONAL = {nn.ConvTranspose1d: "conv_transpose1d", nn.ConvTranspose2d: "conv_transpose2d",
@@ -116,6 +117,8 @@ class ForwardWriter:
             return f"{var(node.name)} = {self.value(node.args[0])} {INFIX[node.target]} {self.value(node.args[1])}"
         if node.target is getattr:
             return f"{var(node.name)} = {self.value(node.args[0])}.{node.args[1]}"
+        if node.target is assigned:   # `y[index] = value` out of place (rewrite.assigned; the file's _assigned)
+            return f"{var(node.name)} = _assigned({self.call_args(node)})"
         if own_function(node.target):   # the reference's own function, carried in the prelude
             return f"{var(node.name)} = {node.target.__name__}({self.call_args(node)})"
         name = torch.fx.node._get_qualified_name(node.target)

@@ -58,7 +58,8 @@ class _Concrete:
         return self.tracer.number(self, float)
 
     def __setitem__(self, index, value):
-        self.tracer.assignment(self)
+        # recorded as operator.setitem, an in-place write that trace.resolve_inplace makes out of place (assigned)
+        self.tracer.create_proxy("call_function", operator.setitem, (self, index, value), {})
 
 
 class _ConcreteAttribute(_Concrete, torch.fx.proxy.Attribute):

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
+from kgen.ref.rewrite import assigned
 from kgen.ref.carried import own_function
 from kgen.ref.trace import RefError, tensor_shape
 
@@ -261,8 +262,8 @@ def library_call(node) -> str:
     if node.target in (operator.getitem, getattr) or node.target in SIZE_OPERATORS or \
             node.target in PYTHON_OPERATORS:
         return ""
-    if own_function(node.target):   # the reference's own, kept whole by torch.fx.wrap: carried, called by name
-        return ""
+    if own_function(node.target) or node.target is assigned:   # the reference's own, kept whole by torch.fx.wrap
+        return ""   # (carried, called by name); item assignment out of place (the file's _assigned)
     name = torch.fx.node._get_qualified_name(node.target)
     if name.startswith("torch.") or getattr(builtins, name.removeprefix("builtins."), None) is node.target:
         return ""   # torch's, or Python's builtins (len, min, ...: fx names them `len` or `builtins.len`)

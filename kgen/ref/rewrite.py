@@ -305,3 +305,11 @@ def after_shapes(gm: torch.fx.GraphModule) -> None:
     drop_unused_items(gm)
     elementwise_before_layout(gm)
     full_reductions_per_sample(gm)
+
+
+def assigned(tensor, index, value):
+    """`tensor[index] = value` out of place: a copy with the assignment made (what trace.resolve_inplace rewrites
+    item assignment into; the emitted file carries it as `_assigned`, ref/solution.py.j2)."""
+    copy = tensor.clone()
+    copy[index] = value
+    return copy

@@ -33,7 +33,7 @@ from kgen.ref.graph import op_text
 from kgen.ref.concrete import UntraceablePython, guard_none_arguments, none_arguments
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
-from kgen.ref.rewrite import after_shapes, may_return_operand, prelu_as_function
+from kgen.ref.rewrite import after_shapes, assigned, may_return_operand, prelu_as_function
 
 
 @dataclass
@@ -330,7 +330,7 @@ _VIEW_FUNCTIONS = {operator.getitem, torch.flatten, torch.reshape, torch.transpo
                    torch.unsqueeze, torch.narrow, torch.split, torch.chunk, torch.t, torch.select, torch.unbind,
                    torch.movedim, torch.swapaxes, torch.diagonal}
 _INPLACE_OPERATORS = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-                      operator.itruediv: operator.truediv}
+                      operator.itruediv: operator.truediv, operator.setitem: assigned}
 
 
 def _is_view(node: torch.fx.Node) -> bool:

@@ -1,4 +1,5 @@
-"""Zeroing some channels by slice assignment (y[:, :4] = 0) after a GroupNorm, then ReLU."""
+"""Zeroing some channels by slice assignment (y[:, :4] = 0) after a GroupNorm, then ReLU: the write made out of place
+(the emitted file's _assigned), since the region may have saved y for its backward."""
 import torch
 import torch.nn as nn
 

@@ -1,0 +1,22 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x):
+        y = self.gn(x)
+        v = y[:, :8]
+        v[:, :2] = 0
+        return torch.relu(y)
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 6, 6)]
+
+
+def get_init_inputs():
+    return []
