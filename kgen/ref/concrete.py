@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import copy
 import operator
 import traceback
 
 import torch
 import torch.fx
+
+from kgen.ref.graph import copied
 
 # node.meta keys: a guard's torch._assert (its words: planned as a library step the emitted forward always runs, one
 # line of --explain) and the ops that compute what it checks (len, ==, not: no line of their own)
@@ -172,7 +173,7 @@ def _meta_attribute(root, target: str):
     for atom in target.split("."):
         value = getattr(value, atom)
     if isinstance(value, torch.nn.Module):
-        return copy.deepcopy(value).to("meta")
+        return copied(value).to("meta")
     if isinstance(value, torch.Tensor):
         return value.detach().to("meta")
     return value

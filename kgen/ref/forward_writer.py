@@ -16,7 +16,7 @@ import torch.nn as nn
 
 from kgen.ref.carried import own_function
 from kgen.ref.concrete import GUARD
-from kgen.ref.graph import self_attr
+from kgen.ref.graph import library_class, self_attr
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, RegionStep
 from kgen.ref.rewrite import assigned
 
@@ -135,9 +135,9 @@ class ForwardWriter:
             x = f"_call(_ChannelsLastCopy, {x})"
         if isinstance(module, nn.Linear):
             return f"F.linear({x}, {m}.weight, {bias})"
-        if type(module) in CONV_FUNCTIONAL:
+        if library_class(module, CONV_FUNCTIONAL) is not None:
             return f"{m}._conv_forward({x}, {m}.weight, {bias})"
-        fn = CONVT_FUNCTIONAL[type(module)]
+        fn = CONVT_FUNCTIONAL[library_class(module, CONVT_FUNCTIONAL)]
         return (f"F.{fn}({x}, {m}.weight, {bias}, {m}.stride, {m}.padding, {m}.output_padding, {m}.groups, "
                 f"{m}.dilation)")
 

@@ -3,6 +3,7 @@ plan_batchnorm.py), and the reference's spelling of an op for error messages (tr
 from __future__ import annotations
 
 import ast
+import copy
 import keyword
 import operator
 
@@ -209,3 +210,27 @@ def function_name(function) -> str:
             return f"{prefix}.{name}"
     module = getattr(function, "__module__", None)
     return f"{module}.{name}" if module else name
+
+
+def library_class(module, table: dict):
+    """The torch.nn class of `table` that `module` is an instance of, or None: a weight-normalised or spectral-normed
+    conv is a subclass torch makes (ParametrizedConv1d), its weight the parametrization's; a lazy batch norm one of
+    BatchNorm2d."""
+    return next((cls for cls in type(module).__mro__ if cls in table), None)
+
+
+def peelable(module) -> bool:
+    """A conv / linear module whose bias a kgen step may take over (the file then calls its weight alone,
+    _conv_forward or F.linear): one with a bias, whose call is its forward alone. A module with forward hooks (the
+    hook-based torch.nn.utils.spectral_norm and weight_norm recompute `weight` in a pre-hook) is called whole."""
+    return isinstance(module, PEELABLE) and module.bias is not None and not module._forward_pre_hooks and \
+        not module._forward_hooks
+
+
+def copied(module):
+    """copy.deepcopy(module), where a module may hold a tensor autograd made as a plain attribute (the hook-based
+    torch.nn.utils.weight_norm keeps `weight` so, and a deepcopy of a non-leaf tensor raises): those are copied
+    detached (their hook recomputes them at each call)."""
+    memo = {id(value): value.detach().clone() for m in module.modules() for value in vars(m).values()
+            if isinstance(value, torch.Tensor) and not value.is_leaf}
+    return copy.deepcopy(module, memo)

@@ -17,8 +17,8 @@ from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep, rename_value,
                          shift_params)
-from kgen.ref.graph import (PEELABLE, attribute_arguments, get_attribute, is_metadata, is_parameter, names_of,
-                             op_text, param_view_root, self_attr, static_int)
+from kgen.ref.graph import (attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, op_text,
+                             param_view_root, peelable, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
 from kgen.ref.plan_dtype import region_out_dtype
 from kgen.ref.plan_faithful import mark_faithful
@@ -219,7 +219,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         xmod = self.module(x)
         # (Only a plain call: `up(x, output_size=...)` keeps its arguments and its bias in PyTorch; and only while
         # the prologue functor has a parameter slot left for the bias.)
-        peel = x if (isinstance(xmod, PEELABLE) and xmod.bias is not None and x.users
+        peel = x if (peelable(xmod) and x.users
                      and all(u.name in region_values or is_metadata(u) for u in x.users)
                      and len(x.args) == 1 and not x.kwargs
                      and len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from kgen.ref.graph import PEELABLE, is_metadata, names_of
+from kgen.ref.graph import is_metadata, library_class, names_of, peelable
 from kgen.ref.ir import BatchNormStep, Operand, Param, ReduceKind
 from kgen.ref.trace import tensor_shape
 
@@ -48,12 +48,12 @@ class BatchNormPlanning:
                 pool = found
         module = self.module(bn)
         xmod = self.module(x)
-        peel = (isinstance(xmod, PEELABLE) and xmod.bias is not None and len(x.args) == 1 and not x.kwargs and
+        peel = (peelable(xmod) and len(x.args) == 1 and not x.kwargs and
                 all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
         output = pool.defined if pool is not None else last
         step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
                              bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__,
-                             ranks=BATCH_NORM_RANKS[type(module)], nodes=chain,
+                             ranks=BATCH_NORM_RANKS[library_class(module, BATCH_NORM_RANKS)], nodes=chain,
                              params=params, shape=full, conv_bias=f"{self.attr(x.target)}.bias" if peel else "",
                              output=output.name, out_shape=tensor_shape(output) or [])
         if pool is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import copy
 import hashlib
 import io
 import operator
@@ -29,7 +28,7 @@ from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_input
                               input_functions, own_functions_called, prelude_source, rename_shadowing, returning)
 from kgen.ref.errors import RefError
 from kgen.ref.errors import first_line as _short
-from kgen.ref.graph import op_text
+from kgen.ref.graph import copied, op_text
 from kgen.ref.concrete import UntraceablePython, guard_none_arguments, none_arguments
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
@@ -117,7 +116,7 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     prelu_as_function(gm)
     # Shapes in eval mode: they are the same, and a BatchNorm with momentum=None reads num_batches_tracked
     # (.item()) in training mode, which a meta tensor cannot give.
-    meta_gm = copy.deepcopy(gm).to("meta").eval()
+    meta_gm = copied(gm).to("meta").eval()
     failed = _shape_failure(meta_gm, inputs)
     if failed is not None:
         node, error = failed
@@ -349,6 +348,18 @@ def _inplace(node: torch.fx.Node, gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+def _item_augmented(node: torch.fx.Node) -> bool:
+    """Whether `node` is the `+=` of `y[i] += v`: Python reads the item (a view no other op reads), adds out of place
+    as the proxy records it, and assigns the sum back to y[i] (an item assignment, made out of place as `assigned`
+    by the first pass): the value is the reference's, with no write through the view."""
+    item = node.args[0]
+    if not (item.op == "call_function" and item.target is operator.getitem and set(item.users) == {node}):
+        return False
+    users = list(node.users)
+    return len(users) == 1 and users[0].op == "call_function" and users[0].target is assigned and \
+        users[0].args[0] is item.args[0] and users[0].args[1] == item.args[1] and users[0].args[2] is node
+
+
 def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = False) -> None:
     """Rewrites the graph's in-place ops as out-of-place ones whose result later uses of the operand read (with
     `augmented`, once the shapes are known: the `y += 1` of a tensor y, which guards.GuardTracer marked)."""
@@ -357,6 +368,8 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
         if not node.args or not isinstance(operand := node.args[0], torch.fx.Node) or not (
                 node.meta.get("augmented") and tensor_shape(operand) is not None if augmented else _inplace(node, gm)):
             continue
+        if augmented and _item_augmented(node):
+            continue   # `y[i] += v`: Python writes the sum back with y[i] = ..., planned out of place already
         where = located(node, path)
         what = node.meta.get("augmented") or getattr(node.target, "__name__", node.target)   # relu_, not <built-in..>
         if read_through_a_view_later(node, operand, order, _is_view):
