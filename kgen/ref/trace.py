@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
+from torch.nn.modules.lazy import LazyModuleMixin
 
 from kgen.ref import ops
 from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_inputs, free_names, init_source,
@@ -84,6 +85,12 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
         model = ns["Model"](*init_args)
     except Exception as error:
         raise RefError(f"{path}: Model(*get_init_inputs()) failed: {type(error).__name__}: {_short(error)}") from None
+    lazy = next((name for name, m in model.named_modules() if isinstance(m, LazyModuleMixin)
+                 and m.has_uninitialized_params()), None)
+    if lazy is not None:
+        raise RefError(f"{path}: `self.{lazy}` ({type(model.get_submodule(lazy)).__name__}) has no parameters until "
+                       "its first call, so kgen cannot give ModelNew the same ones: give it its input size (the "
+                       "module it stands for, e.g. nn.Conv2d with in_channels)")
     try:
         with torch.device("meta"):
             inputs = list(ns["get_inputs"]())

@@ -552,6 +552,8 @@ def run_emit(*args, cwd=None):
     ("input_shape_mismatch.py", ["`return torch.relu(self.gn(x))`", "input shapes failed: RuntimeError: Expected "
                                  "weight to be a vector of size equal to the number of channels"]),
     ("branch_on_tensor_values.py", ["`if y.sum() > 0:`", "data-dependent control flow", "torch.where"]),
+    ("lazy_modules.py", ["`self.conv` (LazyConv2d) has no parameters until its first call", "in_channels"]),
+    ("group_count_from_input.py", ["its group count is neither an int nor one worked out from the input shapes"]),
 ])
 def test_bad_reference_one_line_exit_2_no_file(name, words, tmp_path):
     out = tmp_path / "solution.py"
