@@ -15,6 +15,7 @@ import hashlib
 import io
 import operator
 import re
+import traceback
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,8 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     except UntraceablePython as error:
         raise RefError(str(error)) from None
     except Exception as error:
-        raise RefError(f"{path}: torch.fx cannot trace Model.forward: {type(error).__name__}: {_short(error)}") from None
+        raise RefError(f"{_traced_line(error, path)}: torch.fx cannot trace Model.forward: {type(error).__name__}: "
+                       f"{_short(error)}{_trace_hint(error)}") from None
     refuse_custom_functions(gm.graph, path)   # its forward runs without autograd: named as what it is
     node, why = refusal(gm.graph, tracer)
     if why:
@@ -154,6 +156,24 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
         forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
         prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
     )
+
+
+def _traced_line(error: BaseException, path: Path) -> str:
+    """`path:LINE: `source`` of the reference's innermost line the trace failed in, or the path."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == str(path)]
+    if not frames:
+        return str(path)
+    return f"{path}:{frames[-1].lineno}: `{(frames[-1].line or '').strip()}`"
+
+
+def _trace_hint(error: BaseException) -> str:
+    """What to write instead, for the trace failures with a known cause."""
+    if "module is not installed as a submodule" in str(error):
+        return (" (a module kept outside the model's modules, e.g. in a plain list: nn.ModuleList registers it, its "
+                "parameters then the model's)")
+    if "descriptor" in str(error) and "'Proxy'" in str(error):
+        return " (a Tensor method called unbound, torch.Tensor.relu(x): write x.relu() or torch.relu(x))"
+    return ""
 
 
 def shape_aware(tracer: GuardTracer, inputs: list, path: Path) -> GuardTracer:

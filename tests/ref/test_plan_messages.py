@@ -95,6 +95,8 @@ def test_an_op_with_no_line_of_the_reference_is_named_not_numbered(tmp_path):
     ("input_shape_mismatch.py", ":11: `return torch.relu(self.gn(x))`: running Model.forward"),
     ("branch_on_tensor_values.py", ":12: `if y.sum() > 0:`: Python branches on the values of a tensor"),
     ("setitem_through_view.py", ":13: `v[:, :2] = 0`: in-place `setitem` on a tensor that has views"),
+    ("modules_in_plain_list.py", ":13: `x = torch.relu(n(x))`: torch.fx cannot trace Model.forward: NameError: "
+                                 "module is not installed as a submodule (a module kept outside"),
     ("returns_none.py", ":11: `y = self.gn(x)`: no output of Model.forward depends on a GroupNorm (it returns None)"),
 ])
 def test_trace_errors_carry_the_line_number(name, start):
