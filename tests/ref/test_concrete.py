@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kgen.emit import static_rule_violation
 from kgen.ref.emit import emit_reference
 from kgen.ref.errors import RefError
 from kgen.ref.plan import make_plan
@@ -118,3 +119,12 @@ def test_an_optional_argument_get_inputs_leaves_out_is_traced_as_none_and_guarde
     assert model(x).shape == (3, 16, 50) and model(x, None).shape == (3, 16, 50)
     with pytest.raises(AssertionError, match="forward's argument `cond` is None in the reference's get_inputs()"):
         model(x, torch.randn(3, 8, dtype=torch.float64))
+
+
+def test_a_guard_quotes_no_line_with_a_word_kernelbenchs_checker_rejects(tmp_path):
+    """The guard's message is in the emitted file: a reference line holding `pass` (a comment) is named, not quoted."""
+    path = tmp_path / "model.py"
+    path.write_text(SHAPES_READ.read_text().replace("if x.dim() == 3:", "if x.dim() == 3:  # 4-D inputs pass as they are"))
+    text = emit_reference(str(path))[0]
+    assert static_rule_violation(text) is None
+    assert f"kgen: {path}:15 read a condition that is False" in text
