@@ -13,6 +13,7 @@ import torch.fx
 import torch.nn.functional as F
 
 from kgen.ref.errors import RefError, first_line
+from kgen.ref.graph import meta_device
 
 
 def init_source(tree: ast.Module, path: Path) -> str:
@@ -98,7 +99,7 @@ def check_carried_inputs(prelude: str, input_source: str, inputs: list, path: Pa
     namespace = {"torch": torch, "nn": torch.nn, "F": F}
     try:
         exec(compile(f"{prelude}\n\n\n{input_source}\n", f"{path} (as carried by kgen)", "exec"), namespace)
-        with torch.device("meta"):
+        with meta_device():
             carried = list(namespace["get_inputs"]())
         list(namespace["get_init_inputs"]())
     except Exception as error:  # noqa: BLE001 (the reference's own code, run as the emitted file will run it)

@@ -3,6 +3,7 @@ plan_batchnorm.py), and the reference's spelling of an op for error messages (tr
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import keyword
 import operator
@@ -234,3 +235,29 @@ def copied(module):
     memo = {id(value): value.detach().clone() for m in module.modules() for value in vars(m).values()
             if isinstance(value, torch.Tensor) and not value.is_leaf}
     return copy.deepcopy(module, memo)
+
+
+class _DevicesToMeta(torch.overrides.TorchFunctionMode):
+    """Tensors a get_inputs() puts on a device itself (`.cuda()`, `.to("cuda")`, `device="cuda"`) made on the meta
+    device instead: kgen reads their shapes and dtypes only, on a machine that may have no GPU."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in (torch.Tensor.cuda, torch.Tensor.cpu):
+            return args[0]
+        if func is torch.Tensor.to:
+            args = args[:1] + tuple(a for a in args[1:] if not isinstance(a, (str, torch.device, int)) or
+                                    isinstance(a, bool))
+            kwargs.pop("device", None)
+            if len(args) == 1 and not kwargs:
+                return args[0]
+        elif "device" in kwargs:
+            kwargs["device"] = "meta"
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def meta_device():
+    """Tensors made inside on the meta device, whatever device the code asks for (get_inputs())."""
+    with torch.device("meta"), _DevicesToMeta():
+        yield

@@ -30,7 +30,7 @@ from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_input
                               input_functions, own_functions_called, prelude_source, rename_shadowing, returning)
 from kgen.ref.errors import RefError
 from kgen.ref.errors import first_line as _short
-from kgen.ref.graph import copied, op_text
+from kgen.ref.graph import copied, meta_device, op_text
 from kgen.ref.concrete import UntraceablePython, guard_none_arguments, none_arguments
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
@@ -93,7 +93,7 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
                        "its first call, so kgen cannot give ModelNew the same ones: give it its input size (the "
                        "module it stands for, e.g. nn.Conv2d with in_channels)")
     try:
-        with torch.device("meta"):
+        with meta_device():
             inputs = list(ns["get_inputs"]())
     except Exception as error:
         raise RefError(f"{path}: get_inputs() failed: {type(error).__name__}: {_short(error)}") from None

@@ -775,3 +775,33 @@ def test_every_plan_computes_the_references_value(path):
     means it. The kernels' own arithmetic is the GPU tests' to check."""
     from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
     assert_plan_computes_the_references_value(path)
+
+
+def test_get_inputs_that_put_tensors_on_the_gpu_plan_on_a_machine_without_one(tmp_path):
+    """`.cuda()`, `.to("cuda")`, `device="cuda"` in get_inputs(): kgen reads shapes and dtypes on the meta device (this
+    machine may have no GPU), and the file carries get_inputs() as written."""
+    path = tmp_path / "model.py"
+    path.write_text('''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 16)
+
+    def forward(self, x, y, z):
+        return torch.relu(self.gn(x)) + y * z
+
+
+def get_inputs():
+    return [torch.randn(2, 16, 8, 8).cuda(), torch.randn(2, 16, 8, 8, device="cuda"),
+            torch.rand(2, 16, 8, 8).to("cuda", torch.float32)]
+
+
+def get_init_inputs():
+    return []
+''')
+    text, _, lines = emit_reference(str(path))
+    assert any(line.startswith("kgen region 0: GroupNorm -> relu") for line in lines), lines
+    assert 'torch.randn(2, 16, 8, 8).cuda(), torch.randn(2, 16, 8, 8, device="cuda")' in text.replace("'", '"')
