@@ -242,5 +242,7 @@ def solution_context(plan: Plan, autograd: str = "python") -> dict:
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
         "peels_bias": bool(writer.half_kept_biases()),
         "assigns": any(isinstance(s, LibraryStep) and s.node.target is assigned for s in plan.steps),
+        "imports_math": any(isinstance(s, LibraryStep) and s.node.op == "call_function" and
+                            getattr(s.node.target, "__module__", None) == "math" for s in plan.steps),
     }
 

@@ -60,6 +60,7 @@ class ConcreteValues:
                                       "values of a tensor (data-dependent control flow): kgen plans one graph for "
                                       "every input; write the choice with torch.where")
         if not isinstance(value, (bool, int)):
+            self.unanswered()
             return super().to_bool(obj)
         if self._first(obj, "bool"):
             self._part(obj)   # the reference's condition, which only the guard reads now
@@ -70,13 +71,26 @@ class ConcreteValues:
     def iter(self, obj):
         value = self.concrete(obj)
         if not _sized(value):
+            self.unanswered()
             return super().iter(obj)
         self.guard_length(obj, len(value))
         return iter([obj[i] for i in range(len(value))])
 
+    def unanswered(self) -> None:
+        """Where a meta run failed on an op (not on a data-dependent value), the reference itself fails at its input
+        shapes before this line: said so, rather than torch.fx's words for a value it cannot read."""
+        error = getattr(self, "meta_failure", None)
+        if error is None:
+            return
+        text = str(error.__context__ or error).strip().splitlines()
+        raise UntraceablePython(f"{self._reference_line(':') or 'Model.forward'}: running Model.forward on the "
+                                f"reference's input shapes up to this line failed: {type(error.__context__ or error).__name__}: "
+                                f"{text[0] if text else ''}")
+
     def length(self, obj) -> int:
         value = self.concrete(obj)
         if not _sized(value):
+            self.unanswered()
             raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want this call to be "
                                "recorded, please call torch.fx.wrap('len') at module scope")
         self.guard_length(obj, len(value))
@@ -85,6 +99,7 @@ class ConcreteValues:
     def number(self, obj, kind: type):
         value = self.concrete(obj)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.unanswered()
             raise TypeError(f"{kind.__name__}() of a traced value that is not a shape: kgen cannot read it while "
                             "tracing")
         if self._first(obj, "value"):
@@ -100,7 +115,8 @@ class ConcreteValues:
             return None
         try:
             return _run_until(self.root, self.graph, obj.node, self.meta_inputs)
-        except Exception:   # the op cannot run on meta tensors: no answer, the trace fails as torch.fx's
+        except Exception as error:   # no answer: the trace fails, saying why where the reference itself failed
+            self.meta_failure = error
             return None
 
     def guard_length(self, obj, n: int) -> None:
@@ -133,9 +149,9 @@ class ConcreteValues:
         return proxy
 
     def _reference_line(self, between: str = "") -> str:
-        """PATH:LINE (`source`) of the reference's frame now on the stack (its outermost), or "" (`between`: what
-        stands between the line and the source, "PATH:LINE: `source`" with ":")."""
-        for frame in traceback.extract_stack():
+        """PATH:LINE (`source`) of the reference's innermost frame now on the stack (the line whose Python asks), or
+        "" (`between`: what stands between the line and the source, "PATH:LINE: `source`" with ":")."""
+        for frame in reversed(traceback.extract_stack()):
             if frame.filename == str(self.path):
                 source = (frame.line or "").strip()
                 if not between and STATIC_WORDS.search(source):   # a guard's message is in the emitted file, which

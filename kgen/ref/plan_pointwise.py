@@ -265,8 +265,9 @@ def library_call(node) -> str:
     if own_function(node.target) or node.target is assigned:   # the reference's own, kept whole by torch.fx.wrap
         return ""   # (carried, called by name); item assignment out of place (the file's _assigned)
     name = torch.fx.node._get_qualified_name(node.target)
-    if name.startswith("torch.") or getattr(builtins, name.removeprefix("builtins."), None) is node.target:
-        return ""   # torch's, or Python's builtins (len, min, ...: fx names them `len` or `builtins.len`)
+    if name.startswith(("torch.", "math.")) or getattr(builtins, name.removeprefix("builtins."), None) is node.target:
+        return ""   # torch's, Python's math module (fx records math.sqrt of a size), or Python's builtins (len, min,
+        # ...: fx names them `len` or `builtins.len`)
     return ("a function of another library, which the emitted file (it imports torch and the reference's own "
             "definitions) cannot call; write it with torch's functions")
 

@@ -53,14 +53,19 @@ def test_shapes_the_guards_leave_free_compute_the_references_values(path, shapes
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, shapes=shapes)
 
 
-@pytest.mark.parametrize("shapes", [[(5, 64, 16, 16), (5, 128)], [(2, 64, 12, 20), (2, 128)]],
-                         ids=["batch 5", "other plane"])
-def test_guided_diffusions_resblock_at_shapes_its_len_reads_leave_free(shapes, monkeypatch):
-    """GroupNorm32 runs in float32 whatever the model's dtype (no float64 copy of this reference runs), so float32:
-    the emitted file's output and input gradients within float32 rounding of the reference's."""
-    solution = load_emitted(emit_reference(str(ADM))[0], monkeypatch)
-    solution._ext = emulated_ext(make_plan(load_reference(ADM)), solution)
-    reference = load_reference_module(ADM)
+UNET = HERE / "unseen" / "mini_diffusion_unet.py"
+
+
+@pytest.mark.parametrize("path, shapes", [(ADM, [(5, 64, 16, 16), (5, 128)]), (ADM, [(2, 64, 12, 20), (2, 128)]),
+                                          (UNET, [(2, 3, 16, 16), (2,)]), (UNET, [(3, 3, 24, 24), (3,)])],
+                         ids=["resblock batch 5", "resblock other plane", "unet", "unet batch 3 other size"])
+def test_guided_diffusion_at_shapes_its_len_reads_leave_free(path, shapes, monkeypatch):
+    """GroupNorm32 runs in float32 whatever the model's dtype (no float64 copy of these references runs), so float32:
+    the emitted file's output, input gradients and parameter gradients within float32 rounding of the reference's
+    (the UNet: 8 regions, ResBlocks with scale-shift norm, an attention block that reads sizes through math.sqrt)."""
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    solution._ext = emulated_ext(make_plan(load_reference(path)), solution)
+    reference = load_reference_module(path)
     torch.manual_seed(0)
     theirs = reference.Model()
     ours = solution.ModelNew()
@@ -71,9 +76,9 @@ def test_guided_diffusions_resblock_at_shapes_its_len_reads_leave_free(shapes, m
         leaves = [x.clone().requires_grad_() for x in inputs]
         out = model(*leaves)
         out.backward(torch.ones_like(out))
-        results.append([out.detach()] + [x.grad for x in leaves])
+        results.append([out.detach()] + [x.grad for x in leaves] + [p.grad for p in model.parameters()])
     for got, want in zip(results[1], results[0]):
-        torch.testing.assert_close(got, want, atol=2e-4, rtol=2e-4)
+        assert float((got - want).norm()) <= 1e-5 * float(want.norm()) + 1e-6
 
 
 @pytest.mark.parametrize("shape, line, fact", [((2, 8, 6, 7), 17, "the value 5"),
