@@ -150,8 +150,18 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
     if node.op == "call_function" and node.target in SAME_VALUE_FUNCTIONS:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
     if node.op == "call_method" and node.target in SAME_VALUE_METHODS:
-        return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
+        return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"} and not (
+            node.target == "contiguous" and any(_reads_strides(u) for u in node.users))
     return node.op == "call_method" and (_same_value_cast(node) or _group_norm_cast_back(node, gm))
+
+
+# Readers whose result depends on their operand's strides, not its values alone: `x.permute(...).contiguous().view(...)`
+# needs the contiguous copy (a view of the permuted tensor raises), so that `.contiguous()` stays.
+STRIDE_READERS = {"view", "view_as", "stride", "data_ptr", "is_contiguous"}
+
+
+def _reads_strides(node) -> bool:
+    return node.op == "call_method" and node.target in STRIDE_READERS
 
 
 ALIAS_METHODS = {"contiguous", "float", "double", "half", "bfloat16", "to", "type"}
