@@ -156,12 +156,13 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
 
 
 # Readers whose result depends on their operand's strides, not its values alone: `x.permute(...).contiguous().view(...)`
-# needs the contiguous copy (a view of the permuted tensor raises), so that `.contiguous()` stays.
+# needs the contiguous copy (a view of the permuted tensor raises), so that `.contiguous()` stays; so does one that
+# forward returns (its caller gets the contiguous tensor the reference gives).
 STRIDE_READERS = {"view", "view_as", "stride", "data_ptr", "is_contiguous"}
 
 
 def _reads_strides(node) -> bool:
-    return node.op == "call_method" and node.target in STRIDE_READERS
+    return node.op == "output" or (node.op == "call_method" and node.target in STRIDE_READERS)
 
 
 ALIAS_METHODS = {"contiguous", "float", "double", "half", "bfloat16", "to", "type"}

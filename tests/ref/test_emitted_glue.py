@@ -129,6 +129,8 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
         pytest.skip(f"the reference itself cannot run so: {str(error).splitlines()[0][:120]}")
     got = _run(ours, inputs, seed=2)
     assert [k for k, _ in got] == [k for k, _ in want]
+    for (what, g), (_, w) in zip(got, want):   # contiguous where the reference's is (kgen validate checks it too)
+        assert not what.startswith("output") or g.is_contiguous() or not w.is_contiguous(), f"{what}: not contiguous"
     with torch.no_grad():   # each step's forward alone (_call), nothing saved for a backward; a library op may
         plain = _flat(ours(*inputs))   # take another path there (MultiheadAttention's fast path): not bit for bit
     for i, o in enumerate(plain):
