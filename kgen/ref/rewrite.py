@@ -151,14 +151,30 @@ def returns_operand(node, gm: torch.fx.GraphModule) -> bool:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"}
     if node.op == "call_method" and node.target in SAME_VALUE_METHODS:
         return len(node.args) == 1 and set(node.kwargs) <= {"memory_format"} and not (
-            node.target == "contiguous" and any(_reads_strides(u) for u in node.users))
+            node.target == "contiguous" and (not _traced_contiguous(node.args[0])
+                                             or any(_reads_strides(u) for u in node.users)))
     return node.op == "call_method" and (_same_value_cast(node) or _group_norm_cast_back(node, gm))
 
 
 # Readers whose result depends on their operand's strides, not its values alone: `x.permute(...).contiguous().view(...)`
 # needs the contiguous copy (a view of the permuted tensor raises), so that `.contiguous()` stays; so does one that
-# forward returns (its caller gets the contiguous tensor the reference gives).
+# forward returns (its caller gets the contiguous tensor the reference gives). (One of a non-contiguous value stays
+# in any case: _traced_contiguous.)
 STRIDE_READERS = {"view", "view_as", "stride", "data_ptr", "is_contiguous"}
+
+
+def _traced_contiguous(node) -> bool:
+    """Whether `node`'s value was contiguous at the reference's input shapes (its propagated strides): `.contiguous()`
+    of it is then its value itself; of a permuted tensor it is the copy the reference makes, which ModelNew makes too
+    (its output contiguous where the reference's is)."""
+    meta = node.meta.get("tensor_meta")
+    if meta is None or not hasattr(meta, "stride") or not hasattr(meta, "shape"):
+        return False
+    expected, step = [], 1
+    for size in reversed(list(meta.shape)):
+        expected.insert(0, step)
+        step *= max(int(size), 1)
+    return all(size == 1 or stride == want for size, stride, want in zip(meta.shape, meta.stride, expected))
 
 
 def _reads_strides(node) -> bool:
