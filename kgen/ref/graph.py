@@ -242,17 +242,11 @@ class _DevicesToMeta(torch.overrides.TorchFunctionMode):
     device instead: kgen reads their shapes and dtypes only, on a machine that may have no GPU."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
         if func in (torch.Tensor.cuda, torch.Tensor.cpu):
             return args[0]
-        if func is torch.Tensor.to:
-            args = args[:1] + tuple(a for a in args[1:] if not isinstance(a, (str, torch.device, int)) or
-                                    isinstance(a, bool))
-            kwargs.pop("device", None)
-            if len(args) == 1 and not kwargs:
-                return args[0]
-        elif "device" in kwargs:
-            kwargs["device"] = "meta"
+        if func is torch.Tensor.to:   # a device given by position: `x.to("cuda")`, `x.to(device, dtype)`
+            args = tuple("meta" if isinstance(a, (str, torch.device)) else a for a in args)
+        kwargs = {k: "meta" if k == "device" else v for k, v in (kwargs or {}).items()}
         return func(*args, **kwargs)
 
 

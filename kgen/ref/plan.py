@@ -440,19 +440,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
 
 def _returned(nodes) -> str:
     """What forward returns, in words for an error: `None`, or the names of the values."""
-    output = next(n for n in nodes if n.op == "output").args[0]
-    names = [n.name for n in _flat_nodes(output)]
-    return ", ".join(names) if names else repr(output)
-
-
-def _flat_nodes(value) -> list:
-    if isinstance(value, torch.fx.Node):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [n for v in value for n in _flat_nodes(v)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _flat_nodes(v)]
-    return []
+    output = next(n for n in nodes if n.op == "output")
+    names = [n.name for n in output.all_input_nodes]
+    return ", ".join(names) if names else repr(output.args[0])
 
 
 def _epilogue_params(prologue, epilogue) -> int:

@@ -164,17 +164,11 @@ STRIDE_READERS = {"view", "view_as", "stride", "data_ptr", "is_contiguous"}
 
 
 def _traced_contiguous(node) -> bool:
-    """Whether `node`'s value was contiguous at the reference's input shapes (its propagated strides): `.contiguous()`
-    of it is then its value itself; of a permuted tensor it is the copy the reference makes, which ModelNew makes too
-    (its output contiguous where the reference's is)."""
+    """Whether `node`'s value was contiguous at the reference's input shapes (ShapeProp's memory format):
+    `.contiguous()` of it is then its value itself; of a permuted tensor it is the copy the reference makes, which
+    ModelNew makes too (its output contiguous where the reference's is)."""
     meta = node.meta.get("tensor_meta")
-    if meta is None or not hasattr(meta, "stride") or not hasattr(meta, "shape"):
-        return False
-    expected, step = [], 1
-    for size in reversed(list(meta.shape)):
-        expected.insert(0, step)
-        step *= max(int(size), 1)
-    return all(size == 1 or stride == want for size, stride, want in zip(meta.shape, meta.stride, expected))
+    return getattr(meta, "memory_format", None) is torch.contiguous_format
 
 
 def _reads_strides(node) -> bool:
