@@ -50,9 +50,20 @@ def render_header_fields(spec: str, params: dict, version: str, reference: str |
     return text
 
 
+def _leading_comments(source: str) -> list[str]:
+    """The comment block a file opens with (blank lines inside it included): where the header lives, however long
+    the plan listed in it (a reference of many steps writes more than a hundred lines before the fields)."""
+    lines = []
+    for line in source.splitlines():
+        if line.strip() and not line.startswith("#"):
+            break
+        lines.append(line)
+    return lines
+
+
 def parse_header(source: str) -> SolutionHeader | None:
     """Return the kgen header of a solution file's text, or None for a file kgen did not write."""
-    head = "\n".join(source.splitlines()[:40])
+    head = "\n".join(_leading_comments(source) + source.splitlines()[:40])
     fields = dict(_FIELD.findall(head))
     if "spec" not in fields:
         return None

@@ -105,6 +105,22 @@ def test_emit_to_stdout_names_the_reference_as_given_and_absolutely(tmp_path, mo
     assert result.exit_code == 3 and "is not there" not in result.output, result.output
 
 
+def test_a_long_plan_leaves_the_header_readable(tmp_path, monkeypatch, no_cuda):
+    """A reference of many steps lists more than a hundred plan lines above the machine-readable fields: `kgen
+    validate` still finds its reference (it read only the first 40 lines, and said "no kgen header")."""
+    from kgen.header import parse_header
+    from kgen.validate.core import resolve_reference
+
+    unet = Path(__file__).parent / "ref" / "unseen" / "mini_diffusion_unet.py"
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("emit", "--ref", str(unet), "-o", "sol.py").exit_code == 0
+    text = (tmp_path / "sol.py").read_text()
+    assert text.splitlines().index(next(l for l in text.splitlines() if l.startswith("# kgen-spec:"))) > 40
+    assert parse_header(text).reference is not None
+    path, _ = resolve_reference(text, None, tmp_path / "sol.py")
+    assert path.resolve() == unet.resolve()
+
+
 def test_the_reference_found_relative_to_the_file_must_still_have_its_text(tmp_path, monkeypatch):
     from kgen.validate.core import NoReference, resolve_reference
 
