@@ -33,6 +33,9 @@ def region_context(step: RegionStep) -> dict:
         "out_dtype": python_dtype(step.out_dtype) if step.out_dtype else "_out_dtype(x, params, True)",
         "out_dtype_cpp": cpp_dtype(step.out_dtype) if step.out_dtype else "kgen_region_out_dtype(x, params)",
         "params": [{"label": p.label, "shape": list(p.shape)} for p in step.params],
+        # merged samples (RegionStep.merged): the tensors other steps compute, and which parameters vary along channels
+        "merged": step.merged, "per_sample": [p.label for p in step.params if p.per_sample],
+        "along_channels": [p.along_channels for p in step.params],
         "prologue_slots": [k for k, _ in sorted(pro_slots.items(), key=lambda kv: kv[1])],
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
         "summary": describe_region(step),
@@ -129,7 +132,7 @@ def reads_channels_last(step: RegionStep) -> bool:
     reduction over 4-d or 5-d tensors (a model run channels-last; --conv fast makes its conv's output so), unless
     kgen's own conv feeds it (its output is kgen's layout)."""
     return step.channels_last or (step.reduce_kind is ReduceKind.NONE and len(step.shape) in (4, 5)
-                                  and not step.conv_fused)
+                                  and not step.conv_fused and not step.merged)
 
 
 def describe_region(step: RegionStep) -> str:

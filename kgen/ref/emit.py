@@ -54,6 +54,7 @@ ONEPASS_PARTS = ("groupnorm/onepass/onepass.cuh", "groupnorm/onepass/host.cuh")
 FAITHFUL_PARTS = ("groupnorm/statistics_torch.cuh",)   # native_group_norm's statistics, for faithful regions
 LAYOUT_PARTS = ("core/layout.cuh",)   # the NCHW <-> channels-last copies
 CHANNELS_LAST_PARTS = ("groupnorm/nhwc/nhwc.cuh", "groupnorm/nhwc/host.cuh")
+MERGED_PARTS = ("groupnorm/merged.cuh",)   # regions reading tensors computed per sample, on samples merged into channels
 POINTWISE_PARTS = ("pointwise/pointwise.cuh",)
 BATCHNORM_PARTS = ("batchnorm/train.cuh", "batchnorm/backward.cuh", "batchnorm/host.cuh")
 # A region fed by kgen's wgmma ConvTranspose2d (--conv fused): the conv and its gradients (with the layout copies,
@@ -70,6 +71,7 @@ def cuda_parts(context: dict) -> tuple:
     return (CUDA_PARTS + (FAITHFUL_PARTS if any(r["faithful"] for r in context["regions"]) else ()) +
             (ONEPASS_PARTS if any(r["onepass"] for r in context["regions"]) else ()) + layout +
             (CHANNELS_LAST_PARTS if context["nhwc"] else ()) +
+            (MERGED_PARTS if any(r["merged"] for r in context["regions"]) else ()) +
             (CONV_FUSED_PARTS if context["conv_fused"] else ()) +
             (POINTWISE_PARTS if context["pointwise"] else ()) + (BATCHNORM_PARTS if context["batchnorms"] else ()))
 
@@ -291,6 +293,10 @@ def onepass_applies(step: RegionStep) -> bool:
 
 
 def _groups_of(ref, step: RegionStep) -> int:
+    """The region's group count as the kernels' template argument (0: read at run time, as a merged region's N * groups
+    is)."""
+    if step.merged:
+        return 0
     if step.gn_module is not None:
         return int(dict(ref.gm.named_modules())[step.gn_module].num_groups)
     groups = step.gn_args.get("groups_value", step.gn_args["groups"])

@@ -164,6 +164,9 @@ class ForwardWriter:
 
     def lines(self) -> list[str]:
         """forward's statements after the renamed arguments: one per step the return needs, then the return."""
+        for step in self.plan.steps:
+            if isinstance(step, RegionStep):
+                self.region_aliases(step)
         statements = [self.step_statement(step) for step in self.plan.steps]
         statements.append(self.statement(None, lambda: f"return {self.value(self.plan.outputs)}"))
         return [s.text for s in live_statements(statements)]
@@ -191,16 +194,20 @@ class ForwardWriter:
             return self.statement(var(step.output), lambda: self.batch_norm(step))
         return self.statement(var(step.output), lambda: self.pointwise(step))
 
-    def region(self, step: RegionStep) -> str:
-        # Only x.device / x.dtype read these outside; with --conv fused the conv's input stands for them (the conv's
-        # output is never computed in Python).
+    def region_aliases(self, step: RegionStep) -> None:
+        """Only x.device / x.shape / x.dtype read a region's inner values outside it (also before it runs: a tensor it
+        reads per sample viewed by `h.size(1)`); x stands for them, or with --conv fused the conv's input (the conv's
+        output is never computed in Python)."""
         stand_in = var(step.conv_input if step.conv_fused else step.input)
         for name in [p.name for p in step.prologue] + [e.name for e in step.epilogue] + [step.gn]:
             if name != step.output:
                 self.alias[name] = stand_in
+
+    def region(self, step: RegionStep) -> str:
         kept = self.half_kept_biases()
         x = self.read(var(step.input)) if not step.conv_fused else ""
-        params = ", ".join(f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
+        params = ", ".join(self.value_of(p.value) if p.value else
+                           f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
         gn = dict(step.gn_args)
         if "groups_node" in gn:   # a group count forward computes (x.shape[1] // 4): that variable, read

@@ -137,6 +137,12 @@ class Param:
     label: str
     read_rank: int = 0  # 0: the reference broadcasts it as its own shape; r: as (1, C, 1, ...) of rank r (read
                         # through a view such as w.view(1, -1, 1, 1), or as PReLU's weight)
+    value: str = ""     # a tensor another step computes (a time embedding through a Linear, a FiLM scale), by fx
+                        # node name, that broadcasts per (sample, channel), per sample or per channel: `expr` is then
+                        # empty (forward reads the step's variable) and its region runs on samples merged into
+                        # channels (RegionStep.merged)
+    along_channels: bool = True   # a `value`: it varies along the channels (else one value per sample)
+    per_sample: bool = False      # a `value` that varies along the samples (or may: traced at a batch of one)
 
 
 @dataclass
@@ -182,6 +188,13 @@ class RegionStep:
                                   # call, decide whether it is faithful; (): every call
     out_dtype: tuple | None = None   # where a float32 cast lies inside it: its output's dtype (plan_dtype.py); None:
                                      # x's dtype promoted with its parameters', float32 under autocast
+
+    @property
+    def merged(self) -> bool:
+        """Whether the region reads a tensor another step computes per sample (Param.per_sample): it then runs as the
+        GroupNorm of x viewed (1, N * C, *spatial) in N * groups groups, where that tensor is one value per merged
+        channel and the per-channel parameters repeat N times (the emitted `_merged_samples`)."""
+        return any(p.per_sample for p in self.params)
 
 
 @dataclass

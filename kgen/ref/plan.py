@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
-from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, RegionStep, rename_value,
-                         shift_params)
+from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, ReduceKind, RegionStep,
+                         rename_value, shift_params)
 from kgen.ref.graph import (attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, op_text,
                              param_view_root, peelable, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
@@ -49,6 +49,11 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         self.claimed: dict[str, object] = {}     # node name -> the step that computes it
         self.bias_takers: dict[str, object] = {}   # conv / linear node name -> the step that takes over its bias
         self.steps: list = []
+        # While a region absorbs its element-wise ops: the values a tensor it reads per (sample, channel) must not
+        # depend on (its own but its input x, computed before it; value_operand). None: no such tensor is taken
+        # (element-wise and batch norm steps).
+        self.region_values: set | None = None
+        self.region_input = ""
 
     # ---------------------------------------------------------------- helpers
     def where(self, node) -> str:
@@ -108,6 +113,37 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
             return None
         return param
+
+    def value_operand(self, value, full: list):
+        """A Param for a tensor another step computes that broadcasts against `full` per (sample, channel), per sample
+        or per channel (a time embedding through a Linear viewed (N, C, 1, 1); a FiLM scale; a per-sample gate), while
+        a region absorbs its ops (self.region_values, which it must not depend on: else None)."""
+        if self.region_values is None or not isinstance(value, torch.fx.Node) or value.op == "get_attr" \
+                or value.name in self.region_values or len(full) < 2:
+            return None
+        shape = tensor_shape(value)
+        if not shape or len(shape) > len(full) or tensor_dtype(value) not in KERNEL_DTYPES[1:]:
+            return None
+        aligned = (1,) * (len(full) - len(shape)) + tuple(shape)
+        if any(s != 1 for s in aligned[2:]) or aligned[0] not in (1, full[0]) or aligned[1] not in (1, full[1]) \
+                or aligned[:2] == (1, 1) or list(aligned) == list(full) \
+                or self.depends_on(value, self.region_values - {self.region_input}):
+            return None
+        return Param(expr="", shape=tuple(shape), label=value.name, value=value.name, along_channels=aligned[1] != 1,
+                     per_sample=aligned[0] != 1 or full[0] == 1)
+
+    def depends_on(self, node, names: set) -> bool:
+        """Whether `node` reads the data of one of `names`, directly or through other nodes (a shape read, `h.size(1)`,
+        reads none: the emitted forward takes it from the region's input, ForwardWriter.region_aliases)."""
+        seen, todo = set(), [node]
+        while todo:
+            n = todo.pop()
+            if n.name in names:
+                return True
+            if n.name not in seen and not is_metadata(n):
+                seen.add(n.name)
+                todo.extend(n.all_input_nodes)
+        return False
 
     def pw_node(self, node, call: ops.ElementwiseCall, operands: list) -> PwNode:
         """The PwNode of `node`, which makes `call`, over its converted `operands` (Planner.operands)."""
@@ -186,27 +222,58 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)
         self.pointwise_and_library()
-        self.steps.sort(key=lambda s: self.order[_step_anchor(s)])
+        self.steps.sort(key=self.anchor_order)
         output = next(n for n in self.nodes if n.op == "output")
         return Plan(ref=self.ref, steps=self.steps, outputs=output.args[0])
+
+    def anchor_order(self, step) -> float:
+        """Where a step runs among the graph's nodes: at its anchor (_step_anchor), a region reading tensors other steps
+        compute per sample no earlier than after the last of them (`h * (1 + scale)` computes `1 + scale` after the
+        GroupNorm)."""
+        values = [self.order[p.value] + 0.5 for p in step.params if p.value] if isinstance(step, RegionStep) else []
+        return max([self.order[_step_anchor(step)]] + values)
 
     def region(self, gn) -> None:
         full = tensor_shape(gn)
         if full is None or len(full) < 2 or len(full) > 5:
             raise RefError(f"{self.where(gn)}: a GroupNorm of a rank-{len(full or [])} tensor: kgen's kernels take "
                            "(N, C) to (N, C, D, H, W); view the tensor to one of those ranks around the GroupNorm")
+        # First with the tensors other steps compute per sample (value_operand) taken in; where the region then
+        # cannot run on merged samples (a reduction across channels), again without them.
+        claimed = dict(self.claimed)
+        step, output_node, reduce, peel = self.region_step(gn, full, take_values=True)
+        why = unmergeable(step) if step.merged else ""
+        if why:
+            self.claimed = claimed
+            step, output_node, reduce, peel = self.region_step(gn, full, take_values=False)
+            step.notes.append(f"the per-sample tensors it could read stay steps of their own: {why}")
+        for name in names_of(step.prologue) | names_of(step.epilogue) | {gn.name, output_node.name}:
+            self.claimed[name] = step
+        if reduce is not None and reduce.defined.name != output_node.name:
+            self.claimed[reduce.defined.name] = step
+        if peel is not None:
+            self.bias_takers.setdefault(peel.name, step)
+        self.steps.append(step)
+
+    def region_step(self, gn, full: list, take_values: bool):
+        """The RegionStep of `gn` (its prologue, epilogue, parameters, peeled bias and reduction), and the node of its
+        output, its reduction (or None) and the conv / linear whose bias it takes (or None)."""
         gn_input = gn.args[0]
         # The GroupNorm's input z may also be read after it (a residual of z): the prologue then takes it where
         # every such reader joins the epilogue; where one does not, the prologue stops before z.
         for open_end in (True, False):
             params: list[Param] = []
+            self.region_values = set() if take_values else None
             prologue, x = self.absorb_prologue(gn, gn_input, full, params, open_end)
             if len(param_slots(prologue)) > MAX_FUNCTOR_PARAMS:
                 # the prologue functor reads at most kMaxParams: its ops go to an element-wise kernel instead
                 params.clear()
                 prologue, x = [], gn_input
             region_values = {x.name} | names_of(prologue) | {gn.name}
+            if take_values:
+                self.region_values, self.region_input = region_values, x.name   # (the epilogue's join it as it grows)
             epilogue = self.absorb_epilogue(gn, x, full, region_values, params)
+            self.region_values = None
             while epilogue and _epilogue_params(prologue, epilogue) > MAX_FUNCTOR_PARAMS:
                 region_values -= names_of([epilogue.pop()])
             if not open_end or not prologue or all(u.name in region_values or is_metadata(u) for u in gn_input.users):
@@ -244,13 +311,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         step.output = output_node.name
         step.out_dtype = region_out_dtype(step, {n.name: n for n in self.ref.graph.nodes})
         step.out_shape = tensor_shape(output_node) or []
-        for name in names_of(prologue) | names_of(epilogue) | {gn.name, output_node.name}:
-            self.claimed[name] = step
-        if reduce is not None and reduce.defined.name != output_node.name:
-            self.claimed[reduce.defined.name] = step
-        if peel is not None:
-            self.bias_takers.setdefault(peel.name, step)
-        self.steps.append(step)
+        return step, output_node, reduce, peel
 
     def gn_arguments(self, gn):
         if gn.op == "call_module":
@@ -349,9 +410,9 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if scalar is not None:
                 converted.append(Operand.of_scalar(scalar))
                 continue
-            param = self.param_of(operand, full)
+            param = self.param_of(operand, full) or self.value_operand(operand, full)
             if param is not None:
-                index = next((i for i, p in enumerate(params) if p.expr == param.expr), None)
+                index = next((i for i, p in enumerate(params) if (p.expr, p.value) == (param.expr, param.value)), None)
                 if index is None:
                     params.append(param)
                     index = len(params) - 1
@@ -374,7 +435,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
             if found is None:
                 continue
             tensors = [o for o in found.operands if isinstance(o, torch.fx.Node) and self.scalar_of(o) is None
-                       and self.param_of(o, full) is None]
+                       and self.param_of(o, full) is None and self.value_operand(o, full) is None]
             if not tensors or any(t.name not in values for t in tensors):
                 continue
             trial = list(params)
@@ -453,6 +514,16 @@ def _epilogue_params(prologue, epilogue) -> int:
     for node in epilogue:
         read |= {n.name for n in needed(nodes, node.name)}
     return len(param_slots([n for n in nodes if n.name in read]))
+
+
+def unmergeable(step: RegionStep) -> str:
+    """Why a region that reads per-sample tensors cannot run on its samples merged into channels ("" where it can):
+    merged, a reduction across channels or over a flattened view would mix samples."""
+    if step.reduce_kind in (ReduceKind.CHANNEL, ReduceKind.SAMPLE):
+        return "the region ends in a reduction across channels, which merged samples would mix"
+    if step.reduce_rank:
+        return "the region's reduction reads it through a flattening view"
+    return ""
 
 
 def _step_anchor(step) -> str:

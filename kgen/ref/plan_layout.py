@@ -86,6 +86,8 @@ def _why_not_channels_last(step: RegionStep, module) -> str:
         return f"its input has rank {len(step.shape)}, not (N, C, H, W) or (N, C, D, H, W)"
     if step.reduce_kind is not ReduceKind.NONE:
         return "it ends in a reduction (the channels-last kernels write the full-size output only)"
+    if step.merged:
+        return "it reads a tensor computed per sample, and runs on its samples merged into channels (NCHW)"
     return ""
 
 
@@ -135,6 +137,8 @@ def _why_not_fused(step: RegionStep, conv_step: LibraryStep, module) -> str:
         return "it is called with more than its input (output_size...)"
     if step.reduce_kind is not ReduceKind.NONE:
         return "the region ends in a reduction (the fused backward takes full-size outputs only)"
+    if step.merged:
+        return "the region reads a tensor computed per sample (it runs on its samples merged into channels)"
     if module.bias is not None and not conv_step.drop_bias:
         return "its bias cannot move into the region (its output is read elsewhere, or the region has no slot left)"
     region_values = {n.name for n in step.prologue + step.epilogue} | {step.gn}

@@ -38,6 +38,10 @@ def emulated_ext(plan, module) -> types.SimpleNamespace:
             if cls is None:
                 raise NotEmulated("a C++ autograd node")
             forward, backward = _region_entries(step, cls.PROLOGUE, cls.EPILOGUE)
+            if step.merged:
+                forward, backward = _merged_entries(forward, backward, [step.params[k].along_channels for k in
+                                                                        cls.PROLOGUE],
+                                                    [step.params[k].along_channels for k in cls.EPILOGUE])
             setattr(ext, f"region{step.index}_forward", forward)
             setattr(ext, f"region{step.index}_backward", backward)
         elif isinstance(step, BatchNormStep):
@@ -62,6 +66,36 @@ def _rows(grads, channels: int, dtype):
     """The kernels' gradient rows (K, C): a one-value parameter's per-channel shares, summed by the caller."""
     rows = [g if g is not None else torch.zeros(channels, dtype=dtype) for g in grads]
     return torch.stack(rows) if rows else torch.zeros(0, channels, dtype=dtype)
+
+
+def _merged_entries(forward, backward, along_pro: list, along_epi: list):
+    """A merged region's entry points (groupnorm/merged.cuh, bindings.cu.j2): the kernels' on x's samples merged into
+    channels, every parameter one value per merged channel; out viewed back; dx as x; dweight, dbias summed over the
+    samples; the functors' rows left one value per merged channel."""
+    def merged(x):
+        return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
+
+    def per_channel(p, along, n, c):
+        return p if p is None or p.numel() == 1 else p.reshape(-1, c if along else 1).expand(n, c).reshape(n * c)
+
+    def merged_forward(x, weight, bias, prologue, epilogue, groups, eps, window, *rest):
+        n, c = x.shape[:2]
+        out, *others = forward(merged(x), per_channel(weight, True, n, c), per_channel(bias, True, n, c),
+                               [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)],
+                               [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], n * groups, eps,
+                               window, *rest)
+        return [out.reshape(n, c, *out.shape[2:])] + others
+
+    def merged_backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, *rest):
+        n, c = x.shape[:2]
+        d = backward(merged(dout.reshape(out.shape)), merged(x), per_channel(weight, True, n, c),
+                     per_channel(bias, True, n, c), [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)],
+                     [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], mean, rstd, merged(out), aux,
+                     n * groups, window, *rest)
+        summed = [g if g is None else g.reshape(n, c).sum(0) for g in d[1:3]]
+        return [d[0].reshape(x.shape)] + summed + d[3:]
+
+    return merged_forward, merged_backward
 
 
 def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list):

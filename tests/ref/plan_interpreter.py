@@ -70,6 +70,12 @@ def _region_param(tensor, rank: int):
     return tensor.reshape(()) if tensor.numel() == 1 else tensor.reshape([1, -1] + [1] * (rank - 2))
 
 
+def _value_param(tensor, rank: int):
+    """A tensor another step computes, read per (sample, channel), per sample or per channel: as the reference
+    broadcasts it (its shape aligned to the region's rank from the right)."""
+    return tensor.reshape((1,) * (rank - tensor.dim()) + tuple(tensor.shape))
+
+
 def _pointwise_param(param, tensor):
     """An element-wise kernel's parameter as its Function broadcasts it (_read_shape)."""
     tensor = tensor.detach()
@@ -117,11 +123,16 @@ def run_plan(plan, model, inputs: list):
     for i, node in enumerate(placeholders):
         env[node.name] = inputs[i] if i < len(inputs) else node.args[0]
     interpreter = Interpreter(gm)
+    # a region's inner values, read for their shape before the region runs (a per-sample tensor viewed by
+    # `h.size(1)`): its input stands for them, as in the emitted forward (ForwardWriter.region_aliases)
+    alias = {name: step.input for step in plan.steps if isinstance(step, RegionStep)
+             for name in [n.name for n in step.prologue + step.epilogue] + [step.gn] if name != step.output}
 
     def fetch(argument):
         # One pass over the node's own arguments: a value fetched (torch.min's (values, indices) structseq) is not
         # walked again, which would turn it into a plain tuple without `.values`.
-        return torch.fx.node.map_aggregate(argument, lambda v: env[v.name] if isinstance(v, torch.fx.Node) else
+        return torch.fx.node.map_aggregate(argument, lambda v: (env[v.name] if v.name in env else env[alias[v.name]])
+                                           if isinstance(v, torch.fx.Node) else
                                            model.training if isinstance(v, TrainingFlag) else v)
 
     for step in plan.steps:
@@ -135,7 +146,8 @@ def run_plan(plan, model, inputs: list):
             if module is not None:
                 module.bias = bias
         elif isinstance(step, RegionStep):
-            params = [_region_param(eval(p.expr, {"self": model}), len(step.shape)) for p in step.params]
+            params = [_value_param(env[p.value], len(step.shape)) if p.value else
+                      _region_param(eval(p.expr, {"self": model}), len(step.shape)) for p in step.params]
             values = {step.input: env[step.input]}
             run_dag(step.prologue, values, params)
             z = values[step.prologue[-1].name] if step.prologue else values[step.input]

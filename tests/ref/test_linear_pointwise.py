@@ -52,7 +52,8 @@ class Model(nn.Module):
 
     def forward(self, x, t, skip):
         h = (x + 1.0) + self.proj(t)[:, :, None, None]   # two ops each: a lone one stays PyTorch's own call
-        return self.norm(h) - skip - 1.0, torch.sigmoid(skip) * 2.0
+        # (h returned too: a region would otherwise take the broadcast add into its prologue)
+        return self.norm(h) - skip - 1.0, torch.sigmoid(skip) * 2.0, h
 '''
 
 
