@@ -24,8 +24,9 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
 # the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
-# run time, with native_group_norm's statistics and the flat apply; with GOLDEN_REF_OPTIONS, the channels-last region,
-# the one-pass forward and a region as one C++ autograd node)
+# run time, with native_group_norm's statistics and the flat apply; a region that reads tensors computed per sample,
+# on samples merged into channels; with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a
+# region as one C++ autograd node)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -41,6 +42,7 @@ GOLDEN_REF: dict[str, str] = {
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
     "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py":
         "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
+    "ref_audio_film_conv1d_merged.py": "tests/ref/unseen/audio_film_conv1d.py",
 }
 # file name -> options of `kgen emit --ref` beyond the defaults
 GOLDEN_REF_OPTIONS: dict[str, dict] = {

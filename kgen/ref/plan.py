@@ -1,8 +1,9 @@
 """Traced graph -> Plan (the second room of `kgen emit --ref`): the Planner walks the graph in order, makes
 every GroupNorm a region (absorbing the element-wise ops around it and the reduction after it), every other
 element-wise chain a pointwise step, and keeps library ops as the reference's PyTorch calls. The Plan's
-dataclasses are in ir.py; the Planner's parts are here (regions), plan_reductions.py, plan_batchnorm.py and
-plan_pointwise.py (element-wise kernels outside regions, library steps).
+dataclasses are in ir.py; the Planner's parts are here (regions), plan_reductions.py, plan_batchnorm.py,
+plan_pointwise.py (element-wise kernels outside regions, library steps) and plan_values.py (tensors other steps compute
+that a region reads per sample).
 """
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
-from kgen.ref.ir import (BatchNormStep, ConvMode, LibraryStep, Operand, Param, Plan, PwNode, ReduceKind, RegionStep,
-                         rename_value, shift_params)
+from kgen.ref.ir import ConvMode, Operand, Param, Plan, PwNode, RegionStep, rename_value, shift_params
 from kgen.ref.graph import (attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, op_text,
                              param_view_root, peelable, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
@@ -25,6 +25,7 @@ from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
 from kgen.ref.plan_pointwise import PointwisePlanning
 from kgen.ref.plan_reductions import FoundReduction, ReductionPlanning, is_values_output
+from kgen.ref.plan_values import ValuePlanning, channels_last_inputs, unmergeable
 from kgen.ref.rewrite import prelu_weights
 from kgen.ref.trace import Reference, RefError, tensor_dtype, tensor_shape
 
@@ -39,7 +40,7 @@ LIKE_FILLS = {torch.zeros_like: lambda args: 0.0 if len(args) == 1 else None,
 MAX_FUNCTOR_PARAMS = 4
 
 
-class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
+class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlanning):
     def __init__(self, ref: Reference):
         self.ref = ref
         self.nodes = list(ref.graph.nodes)
@@ -113,37 +114,6 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         if any(s != 1 for i, s in enumerate(aligned) if i != 1) or aligned[1] not in (1, full[1]):
             return None
         return param
-
-    def value_operand(self, value, full: list):
-        """A Param for a tensor another step computes that broadcasts against `full` per (sample, channel), per sample
-        or per channel (a time embedding through a Linear viewed (N, C, 1, 1); a FiLM scale; a per-sample gate), while
-        a region absorbs its ops (self.region_values, which it must not depend on: else None)."""
-        if self.region_values is None or not isinstance(value, torch.fx.Node) or value.op == "get_attr" \
-                or value.name in self.region_values or len(full) < 2:
-            return None
-        shape = tensor_shape(value)
-        if not shape or len(shape) > len(full) or tensor_dtype(value) not in KERNEL_DTYPES[1:]:
-            return None
-        aligned = (1,) * (len(full) - len(shape)) + tuple(shape)
-        if any(s != 1 for s in aligned[2:]) or aligned[0] not in (1, full[0]) or aligned[1] not in (1, full[1]) \
-                or aligned[:2] == (1, 1) or list(aligned) == list(full) \
-                or self.depends_on(value, self.region_values - {self.region_input}):
-            return None
-        return Param(expr="", shape=tuple(shape), label=value.name, value=value.name, along_channels=aligned[1] != 1,
-                     per_sample=aligned[0] != 1 or full[0] == 1)
-
-    def depends_on(self, node, names: set) -> bool:
-        """Whether `node` reads the data of one of `names`, directly or through other nodes (a shape read, `h.size(1)`,
-        reads none: the emitted forward takes it from the region's input, ForwardWriter.region_aliases)."""
-        seen, todo = set(), [node]
-        while todo:
-            n = todo.pop()
-            if n.name in names:
-                return True
-            if n.name not in seen and not is_metadata(n):
-                seen.add(n.name)
-                todo.extend(n.all_input_nodes)
-        return False
 
     def pw_node(self, node, call: ops.ElementwiseCall, operands: list) -> PwNode:
         """The PwNode of `node`, which makes `call`, over its converted `operands` (Planner.operands)."""
@@ -226,13 +196,6 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         output = next(n for n in self.nodes if n.op == "output")
         return Plan(ref=self.ref, steps=self.steps, outputs=output.args[0])
 
-    def anchor_order(self, step) -> float:
-        """Where a step runs among the graph's nodes: at its anchor (_step_anchor), a region reading tensors other steps
-        compute per sample no earlier than after the last of them (`h * (1 + scale)` computes `1 + scale` after the
-        GroupNorm)."""
-        values = [self.order[p.value] + 0.5 for p in step.params if p.value] if isinstance(step, RegionStep) else []
-        return max([self.order[_step_anchor(step)]] + values)
-
     def region(self, gn) -> None:
         full = tensor_shape(gn)
         if full is None or len(full) < 2 or len(full) > 5:
@@ -242,7 +205,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning):
         # cannot run on merged samples (a reduction across channels), again without them.
         claimed = dict(self.claimed)
         step, output_node, reduce, peel = self.region_step(gn, full, take_values=True)
-        why = unmergeable(step) if step.merged else ""
+        why = unmergeable(step, channels_last_inputs(self.nodes)) if step.merged else ""
         if why:
             self.claimed = claimed
             step, output_node, reduce, peel = self.region_step(gn, full, take_values=False)
@@ -514,26 +477,6 @@ def _epilogue_params(prologue, epilogue) -> int:
     for node in epilogue:
         read |= {n.name for n in needed(nodes, node.name)}
     return len(param_slots([n for n in nodes if n.name in read]))
-
-
-def unmergeable(step: RegionStep) -> str:
-    """Why a region that reads per-sample tensors cannot run on its samples merged into channels ("" where it can):
-    merged, a reduction across channels or over a flattened view would mix samples."""
-    if step.reduce_kind in (ReduceKind.CHANNEL, ReduceKind.SAMPLE):
-        return "the region ends in a reduction across channels, which merged samples would mix"
-    if step.reduce_rank:
-        return "the region's reduction reads it through a flattening view"
-    return ""
-
-
-def _step_anchor(step) -> str:
-    if isinstance(step, LibraryStep):
-        return step.node.name
-    if isinstance(step, RegionStep):
-        return step.gn
-    if isinstance(step, BatchNormStep):
-        return step.bn
-    return step.output   # after every input it reads (a member may come before another member's input)
 
 
 def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT, faithful: str = "auto") -> Plan:

@@ -53,6 +53,14 @@ def test_a_reduction_across_channels_keeps_the_tensor_a_step_of_its_own():
     assert any("a reduction across channels, which merged samples would mix" in n for n in step.notes)
 
 
+def test_a_model_traced_channels_last_keeps_its_layout():
+    """get_inputs() gives a channels-last input: the NHWC kernels read the conv's output as it lies, which a merged
+    region could not (it would read an NCHW copy), so the time embedding stays a step of its own."""
+    step, = regions(UNSEEN / "gn_time_embedding_channels_last.py")
+    assert not step.merged and not step.prologue   # the add stays PyTorch's, as without per-sample tensors
+    assert any("the model's inputs are channels-last" in n for n in step.notes)
+
+
 def test_a_gate_computed_from_the_regions_own_output_stays_outside():
     """Squeeze-and-excitation: the gate is a mean of the region's output; reading it inside would be a cycle."""
     step, = regions(UNSEEN / "gn_se_gate_mean.py")
