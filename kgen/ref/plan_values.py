@@ -31,15 +31,22 @@ class ValuePlanning:
                 or value.name in self.region_values or len(full) < 2:
             return None
         shape = tensor_shape(value)
-        if not shape or len(shape) > len(full) or tensor_dtype(value) not in VALUE_DTYPES:
+        if shape is None or len(shape) > len(full) or tensor_dtype(value) not in VALUE_DTYPES:
             return None
         aligned = (1,) * (len(full) - len(shape)) + tuple(shape)
         if any(s != 1 for s in aligned[2:]) or aligned[0] not in (1, full[0]) or aligned[1] not in (1, full[1]) \
-                or aligned[:2] == (1, 1) or list(aligned) == list(full) \
-                or self.depends_on(value, self.region_values - {self.region_input}):
+                or list(aligned) == list(full) or self.depends_on(value, self.region_values - {self.region_input}):
             return None
+        # It varies along the samples where it has N of them, or may where the reference was traced at a batch of
+        # one, unless it is made from the model's parameters alone (`torch.sigmoid(self.gate).view(1, -1, 1, 1)`)
+        # or is one value (`self.log_scale.exp()`, `t.mean()`).
+        per_sample = (aligned[0] != 1 or (full[0] == 1 and aligned[1] != 1)) and self.reads_an_input(value)
         return Param(expr="", shape=tuple(shape), label=value.name, value=value.name, along_channels=aligned[1] != 1,
-                     per_sample=aligned[0] != 1 or full[0] == 1)
+                     per_sample=per_sample)
+
+    def reads_an_input(self, node) -> bool:
+        """Whether `node`'s value depends on the data of one of forward's arguments."""
+        return self.depends_on(node, {n.name for n in self.nodes if n.op == "placeholder"})
 
     def depends_on(self, node, names: set) -> bool:
         """Whether `node` reads the data of one of `names`, directly or through other nodes (a shape read, `h.size(1)`,

@@ -47,6 +47,24 @@ def test_a_tensor_computed_per_sample_joins_the_region(path):
     assert step.reduce_kind.cpp == reduce
 
 
+def test_values_made_from_parameters_or_one_value_are_read_without_merging():
+    """`self.log_scale.exp()` and `ref.abs().mean()` are one value, `torch.sigmoid(self.gate).view(1, -1, 1, 1)` is per
+    channel whatever the batch (made from parameters alone, though traced at a batch of one): the region reads them as
+    it reads a parameter, the whole block one region."""
+    path = UNSEEN / "gn_computed_scalar_and_gains.py"
+    step, = regions(path)
+    assert not step.merged
+    assert [(p.label, p.shape) for p in step.params if p.value] == [("mean", ()), ("view", (1, 24, 1, 1)), ("exp", ())]
+    assert [n.op for n in step.prologue] == ["mul"] and [n.op for n in step.epilogue] == ["mul", "silu", "mul", "add"]
+
+
+def test_values_made_from_parameters_compute_the_references_values_and_gradients(monkeypatch):
+    path = UNSEEN / "gn_computed_scalar_and_gains.py"
+    text = emit_reference(str(path))[0]
+    check_emitted_python(path, text, monkeypatch)
+    check_emitted_python(path, text, monkeypatch, shapes=[(4, 24, 6, 5), (7,)])
+
+
 def test_a_reduction_across_channels_keeps_the_tensor_a_step_of_its_own():
     step, = regions(UNSEEN / "gn_conditioned_logsumexp_channels.py")
     assert not step.merged and not step.prologue
