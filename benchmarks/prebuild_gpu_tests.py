@@ -1,0 +1,55 @@
+"""Emit every solution file the slow GPU suites build (tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py,
+test_groupnorm.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
+the same sources give the same hash-named extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one
+after another inside the tests, their 24 extensions take longer than one device call (600 s); at -j 15 on the H200's
+16 cores, 260 s.
+
+    python3 benchmarks/prebuild_gpu_tests.py DIR && python3 benchmarks/prebuild.py -j 15 DIR/*.py
+"""
+import sys
+import textwrap
+from pathlib import Path
+
+from kgen.emit import emit
+from kgen.ref.emit import emit_reference
+from tests.gpu import test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes
+
+
+def nhwc_files(out: Path) -> None:
+    """--conv fast at each block size a case takes, and the default (exact) files of the channels-last model cases."""
+    pairs = {(name, 256) for name in nhwc.REFERENCES} | {(case[0], block) for block, case in nhwc.BLOCK_CASES}
+    for name, block in sorted(pairs):
+        text = emit_reference(str(nhwc.REFERENCES[name]), block_size=block, conv="fast")[0]
+        (out / f"nhwc_{name}_{block}.py").write_text(text)
+    for name in sorted({case[0] for case in nhwc.MODEL_CASES}):
+        (out / f"nhwc_{name}_exact.py").write_text(emit_reference(str(nhwc.REFERENCES[name]))[0])
+
+
+def dtype_files(out: Path) -> None:
+    for kind, (body, _) in dtypes.KINDS.items():
+        reference = out / f"reference_{kind}.py.txt"
+        reference.write_text(textwrap.dedent(dtypes.HEAD).format(body=body))
+        source = reference.with_name(f"reference_{kind}_source.py")
+        source.write_text(reference.read_text())
+        (out / f"dtypes_{kind}.py").write_text(emit_reference(str(source))[0])
+        source.unlink()
+
+
+def groupnorm_files(out: Path) -> None:
+    for forward in ("one-pass", "two-pass"):
+        (out / f"groupnorm_{forward}.py").write_text(emit("groupnorm", dict(groups=8, block_size=256,
+                                                                            forward=forward))[0])
+
+
+def main() -> int:
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    nhwc_files(out)
+    dtype_files(out)
+    groupnorm_files(out)
+    print(len(list(out.glob("*.py"))), "files in", out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
