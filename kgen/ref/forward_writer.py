@@ -206,7 +206,7 @@ class ForwardWriter:
     def region(self, step: RegionStep) -> str:
         kept = self.half_kept_biases()
         x = self.read(var(step.input)) if not step.conv_fused else ""
-        params = ", ".join(self.value_of(p.value) if p.value else
+        params = ", ".join(self.value_param(p, step) if p.value else
                            f"_peeled_bias({p.expr}, {x})" if p.expr in kept and not step.conv_fused else p.expr
                            for p in step.params)
         gn = dict(step.gn_args)
@@ -226,6 +226,12 @@ class ForwardWriter:
         return (f"{var(step.output)} = _call(_Region{step.index}, {x}, {gn['weight']}, "
                 f"{gn['bias']}, {gn['groups']}, {gn['eps']}, {window}, torch.is_grad_enabled()"
                 f"{', ' if params else ''}{params})")
+
+    def value_param(self, param, step: RegionStep) -> str:
+        """A tensor another step computes, as the region's entry points take it: contiguous (a column of a parameter
+        matrix is a strided view; a merged region's entry points copy theirs, groupnorm/merged.cuh)."""
+        value = self.value_of(param.value)
+        return value if step.merged or not param.along_channels else f"{value}.contiguous()"
 
     def batch_norm(self, step: BatchNormStep) -> str:
         for name in [step.bn] + [n.name for n in step.nodes]:

@@ -103,6 +103,10 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
     saved = {}   # the forward's eps: the backward's entry point takes none (the kernels read the saved rstd)
 
     def value(x, weight, bias, prologue, epilogue, groups, eps, window):
+        for p in list(prologue) + list(epilogue):   # as param_table (groupnorm/region.cuh) checks them
+            if not p.is_contiguous() or p.numel() not in (1, x.shape[1]):
+                raise RuntimeError(f"kgen: a region parameter of shape {tuple(p.shape)} and strides {p.stride()}: the "
+                                   f"kernels read contiguous ones of 1 or {x.shape[1]} values")
         rank = x.dim()
         params_pro = [None] * len(step.params)
         params_epi = [None] * len(step.params)

@@ -65,6 +65,15 @@ def test_values_made_from_parameters_compute_the_references_values_and_gradients
     check_emitted_python(path, text, monkeypatch, shapes=[(4, 24, 6, 5), (7,)])
 
 
+def test_a_strided_per_channel_value_reaches_the_kernels_contiguous(monkeypatch):
+    """`self.mix[:, 0][None, :, None, None]` is a strided view: the entry points read contiguous parameters
+    (param_table's check, which the emulated entry points make too), so forward hands them a contiguous copy."""
+    path = UNSEEN / "gn_gate_from_a_parameter_column.py"
+    step, = regions(path)
+    assert not step.merged and [p.label for p in step.params if p.value] == ["getitem_1", "getitem_2"]
+    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)
+
+
 def test_a_reduction_across_channels_keeps_the_tensor_a_step_of_its_own():
     step, = regions(UNSEEN / "gn_conditioned_logsumexp_channels.py")
     assert not step.merged and not step.prologue
