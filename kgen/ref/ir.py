@@ -138,9 +138,8 @@ class Param:
     read_rank: int = 0  # 0: the reference broadcasts it as its own shape; r: as (1, C, 1, ...) of rank r (read
                         # through a view such as w.view(1, -1, 1, 1), or as PReLU's weight)
     value: str = ""     # a tensor another step computes (a time embedding through a Linear, a FiLM scale), by fx
-                        # node name, that broadcasts per (sample, channel), per sample or per channel: `expr` is then
-                        # empty (forward reads the step's variable) and its region runs on samples merged into
-                        # channels (RegionStep.merged)
+                        # node name, that broadcasts per (sample, channel), per sample, per channel or as one value:
+                        # `expr` is then empty (forward reads the step's variable; plan_values.py)
     along_channels: bool = True   # a `value`: it varies along the channels (else one value per sample)
     per_sample: bool = False      # a `value` that varies along the samples (or may: traced at a batch of one)
 
@@ -193,7 +192,7 @@ class RegionStep:
     def merged(self) -> bool:
         """Whether the region reads a tensor another step computes per sample (Param.per_sample): it then runs as the
         GroupNorm of x viewed (1, N * C, *spatial) in N * groups groups, where that tensor is one value per merged
-        channel and the per-channel parameters repeat N times (the emitted `_merged_samples`)."""
+        channel and the per-channel parameters repeat N times (its entry points merge: groupnorm/merged.cuh)."""
         return any(p.per_sample for p in self.params)
 
 
