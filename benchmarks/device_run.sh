@@ -15,8 +15,9 @@
 #   onepass               the one-pass GroupNorm forward: its GPU tests, its timings against two passes, and
 #                         kgen validate --bench of `kgen emit groupnorm --forward one-pass`
 #   regions               the region kernels' GPU tests and a few --ref problems end to end (a short call)
-#   slow-suites           tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py and test_groupnorm.py, every file
-#                         they build emitted and built in parallel first (benchmarks/prebuild_gpu_tests.py)
+#   slow-suites           tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py, test_groupnorm.py and
+#                         test_rows_half.py, every file they build emitted and built in parallel first
+#                         (benchmarks/prebuild_gpu_tests.py)
 #   family                the 17 KernelBench GroupNorm problems' verdicts, four at a time (benchmarks/family.py)
 #   family-bench          the 17 problems end to end and timed, resumable on a warm machine (benchmarks/family.py)
 #   corpus-bench          the 42 corpus references (tests/corpus) the same way, resumable (CORPUS_ONLY, CORPUS_BUDGET)
@@ -109,16 +110,18 @@ for step in "$@"; do
       timeout 300 python3 tests/gpu/test_groupnorm_onepass.py --bench 2>&1 | grep -v Warn | tee "$OUT/onepass_bench.log"
       python3 -m kgen.cli emit groupnorm --forward one-pass -o .build/groupnorm_onepass.py
       validate groupnorm_onepass .build/groupnorm_onepass.py ;;
-    slow-suites)  # built first, in parallel; then the three suites at once (SUITES_BUDGET seconds, default 240)
+    slow-suites)  # built first, in parallel; then the four suites at once (SUITES_BUDGET seconds, default 240)
       python3 benchmarks/prebuild_gpu_tests.py .build/gpu_tests > "$OUT/slow_suites_emit.log" 2>&1
       timeout 330 python3 benchmarks/prebuild.py -j "${PREBUILD_JOBS:-15}" .build/gpu_tests/*.py \
         > "$OUT/slow_suites_prebuild.log" 2>&1; tail -1 "$OUT/slow_suites_prebuild.log"
-      for t in test_gn_region_nhwc test_region_dtypes test_groupnorm; do
+      for t in test_gn_region_nhwc test_region_dtypes test_groupnorm test_rows_half; do
         timeout "${SUITES_BUDGET:-240}" python3 -m pytest -q -p no:cacheprovider "tests/gpu/$t.py" \
           > "$OUT/pytest_$t.log" 2>&1 &
       done
       wait
-      for t in test_gn_region_nhwc test_region_dtypes test_groupnorm; do echo "$t: $(tail -1 "$OUT/pytest_$t.log")"; done ;;
+      for t in test_gn_region_nhwc test_region_dtypes test_groupnorm test_rows_half; do
+        echo "$t: $(tail -1 "$OUT/pytest_$t.log")"
+      done ;;
     regions)  # the fused-region kernels' GPU tests and a few --ref problems end to end, at once (REGIONS_BUDGET
       # seconds, default 200; REGIONS_ONLY the KernelBench problems, default 85,75,30); one tarball of logs.
       budget=${REGIONS_BUDGET:-200}; L=$OUT/regions; mkdir -p "$L"

@@ -4,6 +4,7 @@ of the kernels whose names match --kernel, under torch.profiler, and the output'
 
     python3 benchmarks/kernel_variants.py SOLUTION.py --kernel rows_forward \\
         --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
+        [--dtype bf16|fp16]
 
 A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
 build). --file NAME=PATH adds another whole file as a variant (the same reference emitted from another checkout, say),
@@ -27,6 +28,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = ROOT / ".build" / "variants"
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def parse_variant(spec: str) -> tuple[str, list[tuple[str, str]]]:
@@ -113,7 +115,10 @@ def main() -> None:
     parser.add_argument("--backward", action="store_true", help="time forward and backward calls")
     parser.add_argument("--json")
     parser.add_argument("--build-only", action="store_true", help="write and build the variants, time nothing")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="fp32",
+                        help="the model and its floating inputs moved to this dtype (as KernelBench's --precision)")
     args = parser.parse_args()
+    dtype = DTYPES[args.dtype]
     base = Path(args.solution).resolve()
     files = write_variants(base, [parse_variant(v) for v in args.variant])
     for spec in args.file:
@@ -138,14 +143,15 @@ def main() -> None:
             continue
         if inputs is None:
             torch.manual_seed(0)
-            inputs = [t.cuda().requires_grad_(args.backward and t.is_floating_point()) for t in module.get_inputs()]
+            inputs = [(t.cuda().to(dtype) if t.is_floating_point() else t.cuda())
+                      .requires_grad_(args.backward and t.is_floating_point()) for t in module.get_inputs()]
         torch.manual_seed(1)
-        model = module.ModelNew(*module.get_init_inputs()).cuda()
+        model = module.ModelNew(*module.get_init_inputs()).cuda().to(dtype)
         if args.backward and grad is None:
             with torch.no_grad():
-                shape = model(*inputs).shape
+                out = model(*inputs)
             torch.manual_seed(2)
-            grad = torch.randn(shape, device="cuda")
+            grad = torch.randn(out.shape, device="cuda").to(out.dtype)
         values = results_of(model, inputs, grad)
         if reference is None:
             reference = values
@@ -167,7 +173,7 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"solution": str(args.solution), "kernel": args.kernel,
                                                "variants": args.variant, "files": args.file,
-                                               "backward": args.backward,
+                                               "backward": args.backward, "dtype": args.dtype,
                                                "rounds": args.rounds, "results": results,
                                                "gpu": torch.cuda.get_device_name(), "torch": torch.__version__},
                                               indent=1))

@@ -1,10 +1,12 @@
 """Emit every solution file the slow GPU suites build (tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py,
-test_groupnorm.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
+test_groupnorm.py, test_rows_half.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
 the same sources give the same hash-named extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one
 after another inside the tests, their 24 extensions take longer than one device call (600 s); at -j 15 on the H200's
 16 cores, 260 s.
 
-    python3 benchmarks/prebuild_gpu_tests.py DIR && python3 benchmarks/prebuild.py -j 15 DIR/*.py
+    python3 benchmarks/prebuild_gpu_tests.py DIR [SUITE ...] && python3 benchmarks/prebuild.py -j 15 DIR/*.py
+
+SUITE: nhwc, dtypes, groupnorm, rows_half (default: all).
 """
 import sys
 import textwrap
@@ -12,7 +14,7 @@ from pathlib import Path
 
 from kgen.emit import emit
 from kgen.ref.emit import emit_reference
-from tests.gpu import test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes
+from tests.gpu import test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes, test_rows_half as rows_half
 
 
 def nhwc_files(out: Path) -> None:
@@ -41,12 +43,22 @@ def groupnorm_files(out: Path) -> None:
                                                                             forward=forward))[0])
 
 
+def rows_half_files(out: Path) -> None:
+    for kind, body in rows_half.KINDS.items():
+        source = out / f"rows_half_{kind}_ref.py"
+        source.write_text(rows_half.REFERENCE.format(body=body))
+        (out / f"rows_half_{kind}.py").write_text(emit_reference(str(source))[0])
+        source.unlink()
+
+
+SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files}
+
+
 def main() -> int:
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
-    nhwc_files(out)
-    dtype_files(out)
-    groupnorm_files(out)
+    for name in sys.argv[2:] or SUITES:
+        SUITES[name](out)
     print(len(list(out.glob("*.py"))), "files in", out)
     return 0
 

@@ -506,6 +506,34 @@ __device__ __forceinline__ Pack<W> load_pack(const T* __restrict__ p, int64_t i)
   }
 }
 
+// A pack of 4 values as it lies in memory: 16 bytes of float32, 8 of a 2-byte type. A kernel that loads a step
+// ahead can keep the next step's packs in this form and convert them when the step takes them: converted at the
+// load, a 2-byte pack's first use (its conversion) comes right after the load and the warp waits for it there (the
+// rows kernels' bf16 SASS: each 8-byte load followed by its shifts and byte permutes).
+template <class T>
+using PackBits = std::conditional_t<std::is_same_v<T, float>, float4, uint2>;
+
+template <class T>
+__device__ __forceinline__ PackBits<T> load_bits(const T* __restrict__ p, int64_t i) {
+  return __ldg(reinterpret_cast<const PackBits<T>*>(p) + i);
+}
+
+template <class T>
+__device__ __forceinline__ void unpack_bits(const PackBits<T>& bits, float (&v)[4]) {
+  if constexpr (std::is_same_v<T, float>) {
+    v[0] = bits.x;
+    v[1] = bits.y;
+    v[2] = bits.z;
+    v[3] = bits.w;
+  } else {
+    const float2 a = unpack2<T>(bits.x), b = unpack2<T>(bits.y);
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = b.x;
+    v[3] = b.y;
+  }
+}
+
 template <int W, class T>
 __device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const Pack<W>& v) {
   if constexpr (W == 4 && std::is_same_v<T, float>) {
@@ -917,6 +945,48 @@ struct RegionParams {
   int faithful;    // Faithful: the forward is native_group_norm's bit for bit (torch_statistics, Channel::value), for
                    // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
+
+// The rounding a kernel runs its functors with, as a template argument: a rounding code (core/common.cuh), whose
+// branches in every functor then fold at compile time (one of value / value_stored a functor, no per-value tests),
+// or kRuntimeRounding, the call's as RegionParams carry it. The rows kernels are issue-bound on Linear outputs:
+// L2-37's bf16 rows forward ran 1,672 SASS instructions, 54 constant loads and 236 branches with the rounding read
+// at run time, 1,096, 8 and 60 with it constant (docs/kernels.md, rows).
+constexpr int kRuntimeRounding = -1;
+
+// The rounding of a kernel on T's values where it is fixed: a 2-byte x is only ever read at its own dtype's rounding
+// (rows_half_applies: x of the output's dtype); float32 values run the call's (exact, or a 2-byte reference's read
+// from float32 copies).
+template <class T>
+constexpr int kTypeRounding = kRuntimeRounding;
+template <>
+constexpr int kTypeRounding<__half> = kStoredFp16;
+template <>
+constexpr int kTypeRounding<__nv_bfloat16> = kStoredBf16;
+
+// Host: f(std::integral_constant<int, R>{}) with R the call's `rounding` as a constant where the kernels on T's values
+// are built for it (T's own, or kExact for float32), else kRuntimeRounding.
+template <class T, class F>
+inline void dispatch_rounding(int rounding, F&& f) {
+  if constexpr (kTypeRounding<T> != kRuntimeRounding) {
+    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", rounding, ")");
+    f(std::integral_constant<int, kTypeRounding<T>>{});
+  } else if (rounding == kExact) {
+    f(std::integral_constant<int, kExact>{});
+  } else {
+    f(std::integral_constant<int, kRuntimeRounding>{});
+  }
+}
+
+// Device: the kernel's RegionParams with the functors' rounding the constant kRounding (unless kRuntimeRounding).
+template <int kRounding>
+__device__ __forceinline__ RegionParams with_rounding(const RegionParams& params) {
+  RegionParams p = params;
+  if constexpr (kRounding != kRuntimeRounding) {
+    p.prologue.rounding = kRounding;
+    p.epilogue.rounding = kRounding;
+  }
+  return p;
+}
 
 // RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
 enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
@@ -2062,6 +2132,22 @@ __device__ __forceinline__ void rows_load4(const T* __restrict__ base, int64_t p
   for (int e = 0; e < 4; ++e) v[e] = p.v[e];
 }
 
+// Pack `pack` as it lies in memory (core/sweeps.cuh: PackBits), zeros where `valid` is false: the rows backward keeps
+// the next step's x and dout in this form and converts them when the step takes them (rows_unpack). (The same in the
+// forward kernels below, with the slice's functors and affine loaded first, was faster at L2-37's 64-value slices,
+// 550 -> 542 us at bf16, and slower at L2-88's fp32 forward, 37.0 -> 41.9 us, and L2-75's reduction, 31.2 -> 36.5 us:
+// not taken; benchmarks/results/h200/rows/README.md.)
+template <class T>
+__device__ __forceinline__ PackBits<T> rows_load_bits(const T* __restrict__ base, int64_t pack, bool valid) {
+  return valid ? load_bits(base, pack) : PackBits<T>{};
+}
+
+template <class T, int kPacks>
+__device__ __forceinline__ void rows_unpack(const PackBits<T> (&bits)[kPacks], float (&v)[kPacks][4]) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) unpack_bits<T>(bits[k], v[k]);
+}
+
 template <class T>
 __device__ __forceinline__ void rows_store4(T* __restrict__ base, int64_t pack, const float (&v)[4]) {
   store_pack<4>(base, pack, Pack<4>{{v[0], v[1], v[2], v[3]}});
@@ -2092,15 +2178,6 @@ __device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks]
 #pragma unroll
       for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
     }
-  }
-}
-
-template <int kPacks>
-__device__ __forceinline__ void take_loaded(const float (&next)[kPacks][4], float (&xv)[kPacks][4]) {
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) xv[k][e] = next[k][e];
   }
 }
 
@@ -2172,12 +2249,13 @@ struct RowsSlice {
   }
 };
 
-template <class Pro, class Epi, int kBlock, int kPacks, class T = float>
+template <class Pro, class Epi, int kBlock, int kPacks, class T = float, int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock)
 region_rows_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
-                           const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
+                           const float* __restrict__ beta, RegionParams params_in, RowsPlan plan, double eps,
                            T* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);  // region.cuh
   constexpr int kUnroll = rows_unroll(kPacks);
   const int L = plan.lanes;
   const int D = plan.slice;
@@ -2261,13 +2339,14 @@ constexpr int rows_reduce_unroll(int packs) {
   return kRowsReducePacksInFlight / packs > 0 ? kRowsReducePacksInFlight / packs : 1;
 }
 
-template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float>
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float, int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock)
 region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gamma,
-                          const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
+                          const float* __restrict__ beta, RegionParams params_in, RowsReducePlan plan, double eps,
                           float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
                           float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);
   using Red = reduction::Reducer<O>;
   using T = typename Red::T;
   constexpr int kUnroll = rows_reduce_unroll(kPacks);
@@ -2310,7 +2389,7 @@ region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gam
       for (int j = 0; j < kUnroll; ++j) {
         const int g = step * per_step + j * teams + team;
         const bool valid = n < plan.batch && g < G;
-        const int cbase = g * D;
+        const int cbase = (g < G ? g : 0) * D;  // a slice past the sample's last computes on group 0's channels
         const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
         if (!valid) continue;
         if (lane == 0) {
@@ -2712,14 +2791,16 @@ struct RowsBackwardPlan {
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float,
+          int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock, kPacks == 1 ? min_blocks_for_warps(kRowsBackwardWarps, kBlock) : 1)
 region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
-                            const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
+                            const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params_in,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                             const float* __restrict__ out, const int* __restrict__ aux, T* __restrict__ dx,
                             float* __restrict__ partial) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);  // region.cuh
   static_assert(R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample,
                 "the rows backward takes kNone, kChannel and kSample");
   constexpr bool kNone = R == ReduceKind::kNone;
@@ -2765,21 +2846,25 @@ region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
     }
   }
   // x and (kNone) dout of the team's sample at step j: zeros past the last sample.
-  auto load = [&](int64_t j, float (&xv)[kPacks][4], float (&gv)[kPacks][4]) {
+  // As bits, converted when the step takes them (rows/forward.cuh: rows_load_bits).
+  auto load = [&](int64_t j, PackBits<T> (&xb)[kPacks], PackBits<T> (&gb)[kPacks]) {
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      rows_load4(x + n * C + cbase, k * L + lane, valid, xv[k]);
-      if constexpr (kNone) rows_load4(dout + n * C + cbase, k * L + lane, valid, gv[k]);
+      xb[k] = rows_load_bits(x + n * C + cbase, k * L + lane, valid);
+      if constexpr (kNone) gb[k] = rows_load_bits(dout + n * C + cbase, k * L + lane, valid);
     }
   };
 
-  float xv[kPacks][4], gv[kPacks][4];
-  load(0, xv, gv);
+  PackBits<T> xb[kPacks], gb[kPacks];
+  load(0, xb, gb);
   for (int64_t j = 0; j < plan.steps; ++j) {
-    float xn[kPacks][4], gn[kPacks][4];
+    PackBits<T> xn[kPacks], gn[kPacks];
     load(j + 1, xn, gn);  // predicated off past the last sample
+    float xv[kPacks][4], gv[kPacks][4];
+    rows_unpack<T>(xb, xv);
+    if constexpr (kNone) rows_unpack<T>(gb, gv);
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
     const int64_t u = n * plan.groups + group;
@@ -2869,8 +2954,11 @@ region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
       }
       if (valid) rows_store4(dst, k * L + lane, d);
     }
-    take_loaded(xn, xv);
-    if constexpr (kNone) take_loaded(gn, gv);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {  // the loads issued for the next step become this step's
+      xb[k] = xn[k];
+      if constexpr (kNone) gb[k] = gn[k];
+    }
   }
   // this team's row of partial: (R, K, C)
 #pragma unroll
@@ -3218,12 +3306,15 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
         data_as<const T>(x), optional_data(gamma), optional_data(beta), params, rows, eps, data_as<T>(out),
         as_float2(mean), rstd.data_ptr<float>());
   };
-  switch (packs) {
-    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1, T>, 1); break;
-    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2, T>, 2); break;
-    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4, T>, 4); break;
-    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8, T>, 8); break;
-  }
+  dispatch_rounding<T>(params.prologue.rounding, [&](auto rounding) {
+    constexpr int kR = decltype(rounding)::value;
+    switch (packs) {
+      case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1, T, kR>, 1); break;
+      case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2, T, kR>, 2); break;
+      case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4, T, kR>, 4); break;
+      default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8, T, kR>, 8); break;
+    }
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -3263,12 +3354,15 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
         data_as<const X>(x), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
         as_float2(mean), rstd.data_ptr<float>());
   };
-  switch (plan.slice / 4 / lanes) {
-    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1, X>, 1); break;
-    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2, X>, 2); break;
-    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4, X>, 4); break;
-    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8, X>, 8); break;
-  }
+  dispatch_rounding<X>(params.prologue.rounding, [&](auto rounding) {
+    constexpr int kR = decltype(rounding)::value;
+    switch (plan.slice / 4 / lanes) {
+      case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1, X, kR>, 1); break;
+      case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2, X, kR>, 2); break;
+      case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4, X, kR>, 4); break;
+      default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8, X, kR>, 8); break;
+    }
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -3323,7 +3417,9 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
     kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
         dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
   };
-  launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1, T>);  // a pack a lane (rows_backward_lanes)
+  dispatch_rounding<T>(params.prologue.rounding, [&](auto rounding) {  // a pack a lane (rows_backward_lanes)
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1, T, decltype(rounding)::value>);
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partial;
 }

@@ -84,6 +84,34 @@ __device__ __forceinline__ Pack<W> load_pack(const T* __restrict__ p, int64_t i)
   }
 }
 
+// A pack of 4 values as it lies in memory: 16 bytes of float32, 8 of a 2-byte type. A kernel that loads a step
+// ahead can keep the next step's packs in this form and convert them when the step takes them: converted at the
+// load, a 2-byte pack's first use (its conversion) comes right after the load and the warp waits for it there (the
+// rows kernels' bf16 SASS: each 8-byte load followed by its shifts and byte permutes).
+template <class T>
+using PackBits = std::conditional_t<std::is_same_v<T, float>, float4, uint2>;
+
+template <class T>
+__device__ __forceinline__ PackBits<T> load_bits(const T* __restrict__ p, int64_t i) {
+  return __ldg(reinterpret_cast<const PackBits<T>*>(p) + i);
+}
+
+template <class T>
+__device__ __forceinline__ void unpack_bits(const PackBits<T>& bits, float (&v)[4]) {
+  if constexpr (std::is_same_v<T, float>) {
+    v[0] = bits.x;
+    v[1] = bits.y;
+    v[2] = bits.z;
+    v[3] = bits.w;
+  } else {
+    const float2 a = unpack2<T>(bits.x), b = unpack2<T>(bits.y);
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = b.x;
+    v[3] = b.y;
+  }
+}
+
 template <int W, class T>
 __device__ __forceinline__ void store_pack(T* __restrict__ p, int64_t i, const Pack<W>& v) {
   if constexpr (W == 4 && std::is_same_v<T, float>) {

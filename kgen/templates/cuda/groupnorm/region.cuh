@@ -61,6 +61,48 @@ struct RegionParams {
                    // a region whose output a TF32 library op reads (call_faithful, core/common.cuh)
 };
 
+// The rounding a kernel runs its functors with, as a template argument: a rounding code (core/common.cuh), whose
+// branches in every functor then fold at compile time (one of value / value_stored a functor, no per-value tests),
+// or kRuntimeRounding, the call's as RegionParams carry it. The rows kernels are issue-bound on Linear outputs:
+// L2-37's bf16 rows forward ran 1,672 SASS instructions, 54 constant loads and 236 branches with the rounding read
+// at run time, 1,096, 8 and 60 with it constant (docs/kernels.md, rows).
+constexpr int kRuntimeRounding = -1;
+
+// The rounding of a kernel on T's values where it is fixed: a 2-byte x is only ever read at its own dtype's rounding
+// (rows_half_applies: x of the output's dtype); float32 values run the call's (exact, or a 2-byte reference's read
+// from float32 copies).
+template <class T>
+constexpr int kTypeRounding = kRuntimeRounding;
+template <>
+constexpr int kTypeRounding<__half> = kStoredFp16;
+template <>
+constexpr int kTypeRounding<__nv_bfloat16> = kStoredBf16;
+
+// Host: f(std::integral_constant<int, R>{}) with R the call's `rounding` as a constant where the kernels on T's values
+// are built for it (T's own, or kExact for float32), else kRuntimeRounding.
+template <class T, class F>
+inline void dispatch_rounding(int rounding, F&& f) {
+  if constexpr (kTypeRounding<T> != kRuntimeRounding) {
+    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", rounding, ")");
+    f(std::integral_constant<int, kTypeRounding<T>>{});
+  } else if (rounding == kExact) {
+    f(std::integral_constant<int, kExact>{});
+  } else {
+    f(std::integral_constant<int, kRuntimeRounding>{});
+  }
+}
+
+// Device: the kernel's RegionParams with the functors' rounding the constant kRounding (unless kRuntimeRounding).
+template <int kRounding>
+__device__ __forceinline__ RegionParams with_rounding(const RegionParams& params) {
+  RegionParams p = params;
+  if constexpr (kRounding != kRuntimeRounding) {
+    p.prologue.rounding = kRounding;
+    p.epilogue.rounding = kRounding;
+  }
+  return p;
+}
+
 // RegionParams::faithful: native_group_norm normalises planes of one value (HxW == 1) by another formula.
 enum Faithful : int { kNotFaithful = 0, kFaithfulPlanes = 1, kFaithfulRows = 2 };
 

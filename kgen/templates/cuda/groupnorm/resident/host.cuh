@@ -20,12 +20,15 @@ void launch_rows_forward(const RowsPlan& rows, const at::Tensor& x, const at::Te
         data_as<const T>(x), optional_data(gamma), optional_data(beta), params, rows, eps, data_as<T>(out),
         as_float2(mean), rstd.data_ptr<float>());
   };
-  switch (packs) {
-    case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1, T>, 1); break;
-    case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2, T>, 2); break;
-    case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4, T>, 4); break;
-    default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8, T>, 8); break;
-  }
+  dispatch_rounding<T>(params.prologue.rounding, [&](auto rounding) {
+    constexpr int kR = decltype(rounding)::value;
+    switch (packs) {
+      case 1: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 1, T, kR>, 1); break;
+      case 2: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 2, T, kR>, 2); break;
+      case 4: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 4, T, kR>, 4); break;
+      default: launch(region_rows_forward_kernel<Pro, Epi, kBlock, 8, T, kR>, 8); break;
+    }
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -65,12 +68,15 @@ void launch_rows_reduce(const RegionDims& dims, int64_t groups, int lanes, bool 
         data_as<const X>(x), optional_data(gamma), optional_data(beta), params, plan, eps, out.data_ptr<float>(), aux,
         as_float2(mean), rstd.data_ptr<float>());
   };
-  switch (plan.slice / 4 / lanes) {
-    case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1, X>, 1); break;
-    case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2, X>, 2); break;
-    case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4, X>, 4); break;
-    default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8, X>, 8); break;
-  }
+  dispatch_rounding<X>(params.prologue.rounding, [&](auto rounding) {
+    constexpr int kR = decltype(rounding)::value;
+    switch (plan.slice / 4 / lanes) {
+      case 1: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 1, X, kR>, 1); break;
+      case 2: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 2, X, kR>, 2); break;
+      case 4: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 4, X, kR>, 4); break;
+      default: launch(region_rows_reduce_kernel<Pro, Epi, O, kBlock, 8, X, kR>, 8); break;
+    }
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -125,7 +131,9 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
     kernel<<<units * unit, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(
         dout, x, gamma, beta, params, plan, mean, rstd, out, aux, dx, partial.data_ptr<float>());
   };
-  launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1, T>);  // a pack a lane (rows_backward_lanes)
+  dispatch_rounding<T>(params.prologue.rounding, [&](auto rounding) {  // a pack a lane (rows_backward_lanes)
+    launch(region_rows_backward_kernel<Pro, Epi, R, O, kBlock, 1, T, decltype(rounding)::value>);
+  });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return partial;
 }

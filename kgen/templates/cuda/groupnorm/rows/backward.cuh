@@ -39,14 +39,16 @@ struct RowsBackwardPlan {
 // at L2-37's functors; capped to 80 they spill 336 bytes: not measured).
 constexpr int kRowsBackwardWarps = 24;
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kPacks, class T = float,
+          int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock, kPacks == 1 ? min_blocks_for_warps(kRowsBackwardWarps, kBlock) : 1)
 region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
-                            const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params,
+                            const float* __restrict__ gamma, const float* __restrict__ beta, RegionParams params_in,
                             RowsBackwardPlan plan, const float2* __restrict__ mean, const float* __restrict__ rstd,
                             const float* __restrict__ out, const int* __restrict__ aux, T* __restrict__ dx,
                             float* __restrict__ partial) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);  // region.cuh
   static_assert(R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample,
                 "the rows backward takes kNone, kChannel and kSample");
   constexpr bool kNone = R == ReduceKind::kNone;
@@ -92,21 +94,25 @@ region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
     }
   }
   // x and (kNone) dout of the team's sample at step j: zeros past the last sample.
-  auto load = [&](int64_t j, float (&xv)[kPacks][4], float (&gv)[kPacks][4]) {
+  // As bits, converted when the step takes them (rows/forward.cuh: rows_load_bits).
+  auto load = [&](int64_t j, PackBits<T> (&xb)[kPacks], PackBits<T> (&gb)[kPacks]) {
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      rows_load4(x + n * C + cbase, k * L + lane, valid, xv[k]);
-      if constexpr (kNone) rows_load4(dout + n * C + cbase, k * L + lane, valid, gv[k]);
+      xb[k] = rows_load_bits(x + n * C + cbase, k * L + lane, valid);
+      if constexpr (kNone) gb[k] = rows_load_bits(dout + n * C + cbase, k * L + lane, valid);
     }
   };
 
-  float xv[kPacks][4], gv[kPacks][4];
-  load(0, xv, gv);
+  PackBits<T> xb[kPacks], gb[kPacks];
+  load(0, xb, gb);
   for (int64_t j = 0; j < plan.steps; ++j) {
-    float xn[kPacks][4], gn[kPacks][4];
+    PackBits<T> xn[kPacks], gn[kPacks];
     load(j + 1, xn, gn);  // predicated off past the last sample
+    float xv[kPacks][4], gv[kPacks][4];
+    rows_unpack<T>(xb, xv);
+    if constexpr (kNone) rows_unpack<T>(gb, gv);
     const int64_t n = row + j * plan.rows;
     const bool valid = n < plan.batch;
     const int64_t u = n * plan.groups + group;
@@ -196,8 +202,11 @@ region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
       }
       if (valid) rows_store4(dst, k * L + lane, d);
     }
-    take_loaded(xn, xv);
-    if constexpr (kNone) take_loaded(gn, gv);
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {  // the loads issued for the next step become this step's
+      xb[k] = xn[k];
+      if constexpr (kNone) gb[k] = gn[k];
+    }
   }
   // this team's row of partial: (R, K, C)
 #pragma unroll

@@ -52,6 +52,22 @@ __device__ __forceinline__ void rows_load4(const T* __restrict__ base, int64_t p
   for (int e = 0; e < 4; ++e) v[e] = p.v[e];
 }
 
+// Pack `pack` as it lies in memory (core/sweeps.cuh: PackBits), zeros where `valid` is false: the rows backward keeps
+// the next step's x and dout in this form and converts them when the step takes them (rows_unpack). (The same in the
+// forward kernels below, with the slice's functors and affine loaded first, was faster at L2-37's 64-value slices,
+// 550 -> 542 us at bf16, and slower at L2-88's fp32 forward, 37.0 -> 41.9 us, and L2-75's reduction, 31.2 -> 36.5 us:
+// not taken; benchmarks/results/h200/rows/README.md.)
+template <class T>
+__device__ __forceinline__ PackBits<T> rows_load_bits(const T* __restrict__ base, int64_t pack, bool valid) {
+  return valid ? load_bits(base, pack) : PackBits<T>{};
+}
+
+template <class T, int kPacks>
+__device__ __forceinline__ void rows_unpack(const PackBits<T> (&bits)[kPacks], float (&v)[kPacks][4]) {
+#pragma unroll
+  for (int k = 0; k < kPacks; ++k) unpack_bits<T>(bits[k], v[k]);
+}
+
 template <class T>
 __device__ __forceinline__ void rows_store4(T* __restrict__ base, int64_t pack, const float (&v)[4]) {
   store_pack<4>(base, pack, Pack<4>{{v[0], v[1], v[2], v[3]}});
@@ -82,15 +98,6 @@ __device__ __forceinline__ void take_loaded(const float (&next)[kUnroll][kPacks]
 #pragma unroll
       for (int e = 0; e < 4; ++e) xv[j][k][e] = next[j][k][e];
     }
-  }
-}
-
-template <int kPacks>
-__device__ __forceinline__ void take_loaded(const float (&next)[kPacks][4], float (&xv)[kPacks][4]) {
-#pragma unroll
-  for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) xv[k][e] = next[k][e];
   }
 }
 
@@ -162,12 +169,13 @@ struct RowsSlice {
   }
 };
 
-template <class Pro, class Epi, int kBlock, int kPacks, class T = float>
+template <class Pro, class Epi, int kBlock, int kPacks, class T = float, int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock)
 region_rows_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
-                           const float* __restrict__ beta, RegionParams params, RowsPlan plan, double eps,
+                           const float* __restrict__ beta, RegionParams params_in, RowsPlan plan, double eps,
                            T* __restrict__ out, float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);  // region.cuh
   constexpr int kUnroll = rows_unroll(kPacks);
   const int L = plan.lanes;
   const int D = plan.slice;
@@ -251,13 +259,14 @@ constexpr int rows_reduce_unroll(int packs) {
   return kRowsReducePacksInFlight / packs > 0 ? kRowsReducePacksInFlight / packs : 1;
 }
 
-template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float>
+template <class Pro, class Epi, ReduceOp O, int kBlock, int kPacks, class X = float, int kRounding = kRuntimeRounding>
 __global__ void __launch_bounds__(kBlock)
 region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gamma,
-                          const float* __restrict__ beta, RegionParams params, RowsReducePlan plan, double eps,
+                          const float* __restrict__ beta, RegionParams params_in, RowsReducePlan plan, double eps,
                           float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
                           float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  const RegionParams params = with_rounding<kRounding>(params_in);
   using Red = reduction::Reducer<O>;
   using T = typename Red::T;
   constexpr int kUnroll = rows_reduce_unroll(kPacks);
@@ -300,7 +309,7 @@ region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gam
       for (int j = 0; j < kUnroll; ++j) {
         const int g = step * per_step + j * teams + team;
         const bool valid = n < plan.batch && g < G;
-        const int cbase = g * D;
+        const int cbase = (g < G ? g : 0) * D;  // a slice past the sample's last computes on group 0's channels
         const RowsSlice<Pro, kPacks> s(params, xv[j], cbase, L, lane, inv_d, eps);
         if (!valid) continue;
         if (lane == 0) {
