@@ -89,23 +89,3 @@ def get_init_inputs():
         assert got[0] is grad or got[1] is grad   # a share of 1 hands the output's gradient on, as autograd's add
         ctx.needs_input_grad = (False, True)
         assert steps[shares].backward(ctx, grad)[0] is None
-
-
-def test_an_element_wise_step_adds_the_biases_of_the_convolutions_it_alone_reads(monkeypatch):
-    """`skip(x) + conv2(h)`: PyTorch adds each conv's bias in a pass of its own after cuDNN's conv; the element-wise
-    kernel that reads both outputs adds them (both convs run without their bias), values and gradients the reference's."""
-    from pathlib import Path
-
-    from kgen.ref.ir import LibraryStep, PointwiseStep
-    from kgen.ref.plan import make_plan
-    from kgen.ref.trace import load_reference
-    from tests.ref.test_emitted_glue import check_emitted_python
-
-    path = Path(__file__).parents[1] / "corpus" / "diffusion_resblock_tiny.py"
-    plan = make_plan(load_reference(path))
-    step, = [s for s in plan.steps if isinstance(s, PointwiseStep)]
-    assert [p.expr for p in step.params] == ["self.conv2.bias", "self.skip.bias"]
-    assert [n.op for n in step.nodes] == ["add", "add", "add"]
-    assert {s.node.target for s in plan.steps if isinstance(s, LibraryStep) and s.drop_bias} == \
-        {"conv1", "conv2", "skip"}
-    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)
