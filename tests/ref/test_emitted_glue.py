@@ -183,7 +183,8 @@ def _bias_after_convolutions(monkeypatch) -> None:
     for name in _CONVOLUTIONS:
         def bias_after(input, weight, bias=None, *args, _convolution=getattr(F, name), **kwargs):
             out = _convolution(input, weight, None, *args, **kwargs)
-            return out if bias is None else out + bias.reshape(1, -1, *([1] * (out.dim() - 2)))
+            # (in the output's dtype: autocast casts the bias with the weight)
+            return out if bias is None else out + bias.to(out.dtype).reshape(1, -1, *([1] * (out.dim() - 2)))
         monkeypatch.setattr(F, name, bias_after)
 
 
