@@ -89,3 +89,58 @@ def get_init_inputs():
         assert got[0] is grad or got[1] is grad   # a share of 1 hands the output's gradient on, as autograd's add
         ctx.needs_input_grad = (False, True)
         assert steps[shares].backward(ctx, grad)[0] is None
+
+
+def test_an_element_wise_step_adds_the_biases_of_the_convolutions_it_alone_reads(monkeypatch):
+    """`skip(x) + conv2(h)`: PyTorch adds each conv's bias in a pass of its own after cuDNN's conv; the element-wise
+    kernel that reads both outputs adds them (both convs run without their bias), values and gradients the reference's."""
+    from pathlib import Path
+
+    from kgen.ref.ir import LibraryStep, PointwiseStep
+    from kgen.ref.plan import make_plan
+    from kgen.ref.trace import load_reference
+    from tests.ref.test_emitted_glue import check_emitted_python
+
+    path = Path(__file__).parents[1] / "corpus" / "diffusion_resblock_tiny.py"
+    plan = make_plan(load_reference(path))
+    step, = [s for s in plan.steps if isinstance(s, PointwiseStep)]
+    assert [p.expr for p in step.params] == ["self.conv2.bias", "self.skip.bias"]
+    assert [n.op for n in step.nodes] == ["add", "add", "add"]
+    assert {s.node.target for s in plan.steps if isinstance(s, LibraryStep) and s.drop_bias} == \
+        {"conv1", "conv2", "skip"}
+    check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)
+
+
+def test_a_convolutions_bias_an_element_wise_step_adds_is_the_convs_under_autocast(monkeypatch):
+    """Under autocast the convolution (bias and all) runs in bfloat16, so the step that adds its bias reads it in
+    bfloat16 (_conv_bias) and returns bfloat16 as the reference's sum does; a float32 bias would promote it."""
+    from pathlib import Path
+
+    from kgen.ref.plan import make_plan
+    from kgen.ref.trace import load_reference
+    from tests.ref.emulated_ext import emulated_ext
+    from tests.ref.test_emitted_glue import _bias_after_convolutions, _run
+    from tests.ref.test_emitted_python import load_emitted, load_reference_module
+
+    path = Path(__file__).parents[1] / "corpus" / "diffusion_resblock_tiny.py"
+    text = emit_reference(str(path))[0]
+    assert "_conv_bias(self.conv2.bias, " in text
+    solution = load_emitted(text, monkeypatch)
+    solution._ext = emulated_ext(make_plan(load_reference(path)), solution)
+    _bias_after_convolutions(monkeypatch)
+    reference = load_reference_module(path)
+    init = reference.get_init_inputs()
+    torch.manual_seed(0)
+    theirs = reference.Model(*init).eval()
+    ours = solution.ModelNew(*init)
+    ours.load_state_dict(theirs.state_dict())
+    torch.manual_seed(1)
+    inputs = reference.get_inputs()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = _run(theirs, inputs, seed=2)
+        got = _run(ours, inputs, seed=2)
+    assert want[0][1].dtype == torch.bfloat16
+    for (what, g), (_, w) in zip(got, want):
+        assert g.dtype == w.dtype, what
+        error = float((g.double() - w.double()).norm() / w.double().norm())
+        assert error < 1e-2, f"{what}: {error:.3g} from the reference's, relative to its norm"
