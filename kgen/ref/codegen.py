@@ -244,7 +244,6 @@ def solution_context(plan: Plan, autograd: str = "python") -> dict:
         "nhwc": any(isinstance(s, RegionStep) and reads_channels_last(s) for s in plan.steps),
         "conv_fused": any(isinstance(s, RegionStep) and s.conv_fused for s in plan.steps),
         "peels_bias": bool(writer.half_kept_biases()),
-        "conv_bias_steps": any(isinstance(s, PointwiseStep) and any(p.biases for p in s.params) for s in plan.steps),
         "assigns": any(isinstance(s, LibraryStep) and s.node.target is assigned for s in plan.steps),
         "imports_math": any(isinstance(s, LibraryStep) and s.node.op == "call_function" and
                             getattr(s.node.target, "__module__", None) == "math" for s in plan.steps),

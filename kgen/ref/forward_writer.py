@@ -246,8 +246,7 @@ class ForwardWriter:
                 f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
 
     def pointwise(self, step: PointwiseStep) -> str:
-        params = [f"_conv_bias({p.expr}, {self.value_of(p.biases)})" if p.biases else p.expr for p in step.params]
-        operands = ", ".join([self.value_of(name) for name in step.inputs] + params)
+        operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
         return f"{var(step.output)} = _call(_Pointwise{step.index}, {operands})"
 
 

@@ -142,8 +142,6 @@ class Param:
                         # `expr` is then empty (forward reads the step's variable; plan_values.py)
     along_channels: bool = True   # a `value`: it varies along the channels (else one value per sample)
     per_sample: bool = False      # a `value` that varies along the samples (or may: traced at a batch of one)
-    biases: str = ""    # the bias of this convolution output (fx node name), added by an element-wise step in the
-                        # library call's place: read at that output's dtype (_conv_bias: autocast's conv adds it so)
 
 
 @dataclass

@@ -13,8 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref import ops
-from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text, peelable
-from kgen.ref.ir import BatchNormStep, LibraryStep, Operand, Param, PointwiseStep, PwNode, rename_value
+from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
+from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
 from kgen.ref.rewrite import assigned
 from kgen.ref.carried import own_function
 from kgen.ref.trace import RefError, tensor_shape
@@ -61,8 +61,6 @@ LIBRARY_FUNCTIONS = {torch.matmul, torch.mm, torch.bmm, torch.addmm, F.linear, F
 # this many per-channel parameters (groupnorm/region.cuh's kMaxParams).
 MAX_POINTWISE_INPUTS = 4
 MAX_POINTWISE_PARAMS = 4
-# The convolutions whose bias an element-wise step adds in its own pass over their output (take_conv_biases).
-CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 SIZE_OPERATORS = {operator.add, operator.sub, operator.mul, operator.floordiv}
 # Python's operators a library step writes as such (forward_writer.INFIX, forward_writer.PREFIX), whatever they read.
 PYTHON_OPERATORS = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
@@ -174,7 +172,6 @@ class PointwisePlanning:
                     self.library(member, fallback=f"element-wise op kgen's element-wise kernel cannot take ({why})")
                     taken.add(member.name)
                 continue
-            chain = self.take_conv_biases(chain, inputs, params, full)
             if len(names_of(chain)) == 1 and not self.in_place(node):
                 # one op: PyTorch's own kernel moves the same bytes, and its call costs less host time than a kgen
                 # step's autograd Function (forward and backward) and entry point
@@ -192,30 +189,6 @@ class PointwisePlanning:
         pointwise = sorted((s for s in self.steps if isinstance(s, PointwiseStep)), key=lambda s: self.order[s.output])
         for index, step in enumerate(pointwise):
             step.index = index
-
-    def take_conv_biases(self, chain: list, inputs: list, params: list, full) -> list:
-        """The chain with the bias of each convolution it alone reads added at its start (`conv2(h) + skip`: PyTorch
-        adds a conv's bias in a pass of its own after cuDNN's conv, a read and a write of the output; here the kernel
-        that reads the output adds it): the conv runs without it (its library step's drop_bias), as before a region."""
-        library = {s.node.name: s for s in self.steps if isinstance(s, LibraryStep)}
-        members = names_of(chain)
-        for tensor in inputs:
-            step = library.get(tensor.name)
-            module = self.module(tensor)
-            if step is None or step.drop_bias or not isinstance(module, CONVS) or not peelable(module) \
-                    or len(tensor.args) != 1 or tensor.kwargs or tensor_shape(tensor) != full \
-                    or len(params) >= MAX_POINTWISE_PARAMS \
-                    or not all(u.name in members for u in tensor.users):
-                continue
-            params.append(Param(expr=f"{self.attr(tensor.target)}.bias", shape=tuple(module.bias.shape),
-                                label=f"{tensor.target}.bias", read_rank=len(full), biases=tensor.name))
-            biased = PwNode(name=f"{tensor.name}_biased", op="add",
-                            operands=[Operand.of_value(tensor.name), Operand.of_param(len(params) - 1)], consts={},
-                            line=f"{tensor.target} bias, added by the element-wise kernel")
-            rename_value(chain, tensor.name, biased.name)
-            chain = [biased] + chain
-            step.drop_bias, step.bias_to = True, "the element-wise step"
-        return chain
 
     def in_place(self, node) -> bool:
         """Whether `node` writes its input: a module built with inplace=True (nn.ReLU(inplace=True)), which
