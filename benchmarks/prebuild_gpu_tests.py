@@ -27,14 +27,18 @@ def nhwc_files(out: Path) -> None:
         (out / f"nhwc_{name}_exact.py").write_text(emit_reference(str(nhwc.REFERENCES[name]))[0])
 
 
+def emitted_from_text(out: Path, stem: str, reference: str) -> None:
+    """out/STEM.py: `kgen emit --ref` of a reference a suite writes as text (the reference written beside it while it
+    is emitted, then removed, so that DIR/*.py holds solutions only)."""
+    source = out / f"{stem}_ref.py"
+    source.write_text(reference)
+    (out / f"{stem}.py").write_text(emit_reference(str(source))[0])
+    source.unlink()
+
+
 def dtype_files(out: Path) -> None:
     for kind, (body, _) in dtypes.KINDS.items():
-        reference = out / f"reference_{kind}.py.txt"
-        reference.write_text(textwrap.dedent(dtypes.HEAD).format(body=body))
-        source = reference.with_name(f"reference_{kind}_source.py")
-        source.write_text(reference.read_text())
-        (out / f"dtypes_{kind}.py").write_text(emit_reference(str(source))[0])
-        source.unlink()
+        emitted_from_text(out, f"dtypes_{kind}", textwrap.dedent(dtypes.HEAD).format(body=body))
 
 
 def groupnorm_files(out: Path) -> None:
@@ -45,10 +49,7 @@ def groupnorm_files(out: Path) -> None:
 
 def rows_half_files(out: Path) -> None:
     for kind, body in rows_half.KINDS.items():
-        source = out / f"rows_half_{kind}_ref.py"
-        source.write_text(rows_half.REFERENCE.format(body=body))
-        (out / f"rows_half_{kind}.py").write_text(emit_reference(str(source))[0])
-        source.unlink()
+        emitted_from_text(out, f"rows_half_{kind}", rows_half.REFERENCE.format(body=body))
 
 
 SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files}
