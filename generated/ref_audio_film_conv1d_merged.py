@@ -7081,11 +7081,11 @@ def _window(kernel_size, dims):
 
 
 def _param_grad(row, param, along_channels=True):
-    """A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter. A region run on its
-    samples merged into channels (one that reads a tensor computed per sample) gives a row of N * C values: summed
-    over the samples for a per-channel parameter, over the channels for a per-sample one (along_channels False)."""
+    """A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter."""
     if param.numel() == 1:
         return row.sum().reshape(param.shape)
+    # a merged region's row holds N * C values: summed over the samples (a per-channel parameter) or over the
+    # channels (a per-sample one, along_channels False)
     if row.numel() != param.numel():
         per = row.reshape(-1, param.numel()).sum(0) if along_channels else row.reshape(param.numel(), -1).sum(1)
         return per.reshape(param.shape)
