@@ -135,17 +135,6 @@ def _params_block(name: str, table: str, slots: dict[int, int], labels: list[str
                  f"return {name}{{p.{table}.rounding{loads}}}; }}" if slots else
                  f"  __device__ static {name} at(const kgen::RegionParams& p, int64_t) {{ "
                  f"return {name}{{p.{table}.rounding}}; }}")
-    return lines + _at4(name, table, sorted(slots.values()))
-
-
-def _at4(name: str, table: str, slots: list[int]) -> list[str]:
-    """`at4`: the functors of channels c .. c + 3, each parameter's four values in one load where it can."""
-    lines = [f"  __device__ static void at4(const kgen::RegionParams& p, int64_t c, {name} (&f)[4]) {{"]
-    if slots:
-        lines.append("    float " + ", ".join(f"q{slot}[4]" for slot in slots) + ";")
-        lines += [f"    p.{table}.at4({slot}, c, q{slot});" for slot in slots]
-    values = "".join(f", q{slot}[e]" for slot in slots)
-    lines += [f"    for (int e = 0; e < 4; ++e) f[e] = {name}{{p.{table}.rounding{values}}};", "  }"]
     return lines
 
 

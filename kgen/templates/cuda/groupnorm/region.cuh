@@ -18,7 +18,6 @@
 //   struct Prologue {
 //     static constexpr int kParams;                 // per-channel parameters it reads (0..kMaxParams)
 //     __device__ static Prologue at(const RegionParams& p, int64_t c);   // loads channel c's values
-//     __device__ static void at4(const RegionParams& p, int64_t c, Prologue (&f)[4]);  // channels c .. c + 3
 //     __device__ float value(float x) const;                            // z
 //     // dz: gradient of z. Returns dx; adds dz * dz/dparam_k into dparam[k] (+=, k < kParams).
 //     __device__ float backward(float x, float dz, float (&dparam)[kMaxParams]) const;
@@ -26,7 +25,6 @@
 //   struct Epilogue {
 //     static constexpr int kParams;
 //     __device__ static Epilogue at(const RegionParams& p, int64_t c);
-//     __device__ static void at4(const RegionParams& p, int64_t c, Epilogue (&f)[4]);
 //     __device__ float value(float y, float z, float x) const;          // v (before the reduction)
 //     // dv: gradient of v. Sets dy; ADDS the direct gradients of z and x (a residual of z or x), and
 //     // dv * dv/dparam_k into dparam[k].
@@ -53,18 +51,6 @@ struct ParamTable {
   int rounding;  // the reference's rounding points (kExact, kStoredBf16, kStoredFp16: core/common.cuh), for `at`
 
   __device__ __forceinline__ float at(int k, int64_t c) const { return __ldg(ptr[k] + c * stride[k]); }
-  // Parameter k at channels c .. c + 3 (the rows kernels' lanes take 4 consecutive channels): one 16-byte load
-  // where they lie contiguous and aligned, else four loads; the same values as at().
-  __device__ __forceinline__ void at4(int k, int64_t c, float (&v)[4]) const {
-    const float* p = ptr[k] + c * stride[k];
-    if (stride[k] == 1 && (reinterpret_cast<uintptr_t>(p) & 15) == 0) {
-      const float4 q = __ldg(reinterpret_cast<const float4*>(p));
-      v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = __ldg(p + e * stride[k]);
-    }
-  }
 };
 
 struct RegionParams {
@@ -199,7 +185,6 @@ struct RegionShape {
 struct NoPrologue {
   static constexpr int kParams = 0;
   __device__ static NoPrologue at(const RegionParams&, int64_t) { return {}; }
-  __device__ static void at4(const RegionParams&, int64_t, NoPrologue (&)[4]) {}
   __device__ __forceinline__ float value(float x) const { return x; }
   __device__ __forceinline__ float backward(float, float dz, float (&)[kMaxParams]) const { return dz; }
 };
@@ -210,10 +195,6 @@ struct NoEpilogue {
   static constexpr bool kDirectGrads = false;
   int rounding;  // y as the reference stores it before a reduction reads it (kgen::stored)
   __device__ static NoEpilogue at(const RegionParams& p, int64_t) { return {p.epilogue.rounding}; }
-  __device__ static void at4(const RegionParams& p, int64_t, NoEpilogue (&f)[4]) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) f[e] = {p.epilogue.rounding};
-  }
   __device__ __forceinline__ float value(float y, float, float) const { return stored(y, rounding); }
   __device__ __forceinline__ void backward(float, float, float, float dv, float& dy, float&, float&,
                                            float (&)[kMaxParams]) const {

@@ -78,8 +78,11 @@ region_rows_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
   for (int k = 0; k < kPacks; ++k) {
     load_affine4(gamma, cbase + 4 * (k * L + lane), plan.affine_vec, 1.f, gm[k]);
     load_affine4(beta, cbase + 4 * (k * L + lane), plan.affine_vec, 0.f, bt[k]);
-    Pro::at4(params, cbase + 4 * (k * L + lane), pros[k]);
-    Epi::at4(params, cbase + 4 * (k * L + lane), epis[k]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      pros[k][e] = Pro::at(params, cbase + 4 * (k * L + lane) + e);
+      epis[k][e] = Epi::at(params, cbase + 4 * (k * L + lane) + e);
+    }
   }
   float acc[K][kPacks][4];
 #pragma unroll

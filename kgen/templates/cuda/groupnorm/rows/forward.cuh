@@ -115,10 +115,10 @@ struct RowsSlice {
     double sum = 0.0;
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
-      Pro pro[4];
-      Pro::at4(params, cbase + 4 * (k * lanes + lane), pro);  // the pack's 4 channels, a vector load a parameter
 #pragma unroll
-      for (int e = 0; e < 4; ++e) z[k][e] = kHasPro ? pro[e].value(x[k][e]) : x[k][e];
+      for (int e = 0; e < 4; ++e) {
+        z[k][e] = kHasPro ? Pro::at(params, cbase + 4 * (k * lanes + lane) + e).value(x[k][e]) : x[k][e];
+      }
       sum += (double(z[k][0]) + double(z[k][1])) + (double(z[k][2]) + double(z[k][3]));
     }
     for (int o = lanes / 2; o > 0; o /= 2) sum += shfl_xor(sum, o);
@@ -161,12 +161,10 @@ struct RowsSlice {
     float g[4], b[4];
     load_affine4(gamma, c0, affine_vec, 1.f, g);
     load_affine4(beta, c0, affine_vec, 0.f, b);
-    Epi epi[4];
-    Epi::at4(params, c0, epi);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float y = __fmaf_rn(d[k][e], rstd * g[e], b[e]);  // kCentred (AffineForm)
-      v[e] = epi[e].value(y, z[k][e], x[e]);
+      v[e] = Epi::at(params, c0 + e).value(y, z[k][e], x[e]);
     }
   }
 };
