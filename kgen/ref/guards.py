@@ -1,10 +1,11 @@
 """What a traced graph does not show, and kgen must refuse rather than plan as if it were not there.
 
-- Autograd switched off inside forward (`with torch.no_grad():`, `torch.inference_mode()`,
-  `torch.set_grad_enabled(False)`, a decorated helper), or autocast switched on (`with torch.autocast(...)`): the
-  context manager runs while fx traces but leaves no node, so the graph reads as if gradients flowed through
-  those ops (ModelNew's backward would differ) or as if they ran in float32 (its values would). `GuardTracer`
-  notes on each node whether autograd and autocast were in the modes the trace began in.
+- Autocast switched on inside forward (`with torch.autocast(...)`): the context manager runs while fx traces but
+  leaves no node, so the graph reads as if those ops ran in float32 (ModelNew's values would differ). Autograd
+  switched off (`with torch.no_grad():`, `torch.inference_mode()`, `torch.set_grad_enabled(False)`, a decorated
+  helper) is no refusal: `GuardTracer` marks the nodes made while it was off (`grad_disabled`), and
+  rewrite.detach_grad_disabled detaches their values where ops outside read them, as the reference's carry no
+  gradient (a teacher branch, a target computed without autograd).
 - An in-place op whose operand is a model input or a parameter / buffer (`x.mul_(0.5)` on forward's argument,
   `self.buf.add_(1)`), directly or through ops that may return their operand itself: the reference writes a
   tensor its caller (or the next call) sees. kgen's plan computes values, not writes, so ModelNew would leave the
@@ -124,8 +125,11 @@ class GuardTracer(ConcreteValues, torch.fx.Tracer):
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)
-        if self._modes() != self._grad_mode:
+        (grad, cast), (began_grad, began_cast) = self._modes(), self._grad_mode
+        if cast != began_cast or (grad and not began_grad):
             node.meta["grad_mode_changed"] = True
+        elif began_grad and not grad:
+            node.meta["grad_disabled"] = True
         return node
 
 
@@ -142,12 +146,12 @@ def _state(root) -> dict:
 
 
 def refusal(graph: torch.fx.Graph, tracer: GuardTracer) -> tuple:
-    """Why kgen cannot plan the traced forward although fx traced it: (the first op traced with autograd or autocast
-    switched, or None; the reason, '' when it can), for the caller to say where."""
+    """Why kgen cannot plan the traced forward although fx traced it: (the first op traced with autocast switched, or
+    None; the reason, '' when it can), for the caller to say where."""
     switched = next((n for n in graph.nodes if n.meta.get("grad_mode_changed")), None)
     if switched is not None:
-        return switched, ("runs with autograd or autocast switched (torch.no_grad, inference_mode, set_grad_enabled, "
-                          "autocast), which fx does not record: kgen cannot plan it; compute it without the switch")
+        return switched, ("runs with autocast switched (torch.autocast), which fx does not record: kgen cannot plan "
+                          "it; compute it without the switch")
     if tracer.state_writes:
         return None, (f"Model.forward writes {', '.join(f'`{n}`' for n in tracer.state_writes)}, state of the model "
                       "that fx reads once while tracing: kgen cannot plan a forward that changes the model; keep such "

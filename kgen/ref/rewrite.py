@@ -20,6 +20,14 @@ to one form, so that the planner sees one op where the reference may have writte
   op's of it, which has the same elements): the sum (mean)
   over all but the batch first, which the region fuses, then PyTorch's over the N values left (the mean of
   equal-sized means is the mean). A max / min is not split: its gradient at ties across samples would differ.
+- A tensor forward made with autograd off (`with torch.no_grad():`, guards.GuardTracer marks its node
+  `grad_disabled`) is detached where an op made with autograd on reads it (or forward returns it): the same values,
+  and no gradient through it, as in the reference (detach_grad_disabled).
+- An add, sub, mul, div, minimum or maximum that reads a broadcast made explicit (`t.expand(...)`, `expand_as`,
+  `torch.broadcast_to`, or a `repeat` that only repeats size-1 dims) reads `t` itself where broadcasting `t` with
+  its other operands gives the same output shape: the same values and, through broadcasting's backward, the same
+  gradients (an expand's backward sums over the expanded dims, as broadcasting's does). The op then sees, say, a
+  per-(sample, channel) time embedding, which a region reads in its prologue, instead of a full-size tensor.
 """
 from __future__ import annotations
 
@@ -28,7 +36,7 @@ import operator
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.fx.passes.shape_prop import _extract_tensor_metadata
+from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from kgen.ref import ops
 
@@ -320,10 +328,91 @@ def full_reductions_per_sample(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
+EXPAND_METHODS = {"expand", "expand_as", "broadcast_to"}
+BROADCASTING_OPS = {"add", "sub", "mul", "div", "minimum", "maximum"}   # symmetric in their operands' shapes
+
+
+def _shape(node) -> tuple | None:
+    meta = node.meta.get("tensor_meta") if isinstance(node, torch.fx.Node) else None
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
+def _expanded_source(node):
+    """The tensor an explicit broadcast node repeats without changing a value (expand, expand_as, broadcast_to, or a
+    repeat of size-1 dims only), else None."""
+    if not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return None
+    source = node.args[0]
+    if (node.op == "call_method" and node.target in EXPAND_METHODS) or \
+            (node.op == "call_function" and node.target is torch.broadcast_to):
+        return source
+    if node.op == "call_method" and node.target == "repeat" and not node.kwargs:
+        shape, sizes = _shape(source), node.args[1:]
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        if shape is None or not all(isinstance(k, int) for k in sizes) or len(sizes) < len(shape):
+            return None
+        padded = (1,) * (len(sizes) - len(shape)) + shape
+        return source if all(k == 1 or d == 1 for k, d in zip(sizes, padded)) else None
+    return None
+
+
+def _reads_broadcast(user, expand, source, gm) -> bool:
+    """Whether `user` is a broadcasting element-wise op whose output keeps its shape with `source` in place of
+    `expand`."""
+    found = ops.recognise(user, _module_of(user, gm))
+    if found is None or found.op not in BROADCASTING_OPS or expand not in found.operands or \
+            (user.op == "call_method" and user.target.endswith("_")):
+        return False
+    shapes = [_shape(source if o is expand else o) for o in found.operands if isinstance(o, torch.fx.Node)]
+    if any(shape is None for shape in shapes) or _shape(user) is None:
+        return False
+    try:
+        return tuple(torch.broadcast_shapes(*shapes)) == _shape(user)
+    except RuntimeError:
+        return False
+
+
+def broadcast_operands(gm: torch.fx.GraphModule) -> None:
+    """op(expand(t), y) -> op(t, y) (see the module docstring); an expand nothing else reads is dropped."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        source = _expanded_source(node)
+        if source is None or _shape(source) is None or _dtype_of(source) != _dtype_of(node):
+            continue
+        for user in list(node.users):
+            if _reads_broadcast(user, node, source, gm):
+                user.replace_input_with(node, source)
+        if not node.users:
+            graph.erase_node(node)
+    gm.recompile()
+
+
+def detach_grad_disabled(gm: torch.fx.GraphModule) -> None:
+    """x made with autograd off and read where it is on -> x.detach() there (see the module docstring). Parameters and
+    inputs (get_attr, placeholder) are leaves whatever the mode they were first read in: never detached."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        if not node.meta.get("grad_disabled") or node.op in ("get_attr", "placeholder") or \
+                not isinstance(node.meta.get("tensor_meta"), TensorMetadata):
+            continue
+        outside = [user for user in node.users if not user.meta.get("grad_disabled")]
+        if not outside:
+            continue
+        with graph.inserting_after(node):
+            detached = graph.call_method("detach", (node,))
+        detached.meta = {key: value for key, value in node.meta.items() if key != "grad_disabled"}
+        for user in outside:
+            user.replace_input_with(node, detached)
+    gm.recompile()
+
+
 def after_shapes(gm: torch.fx.GraphModule) -> None:
     """The rewrites that read the propagated shapes and dtypes, in order."""
+    detach_grad_disabled(gm)
     drop_same_value_ops(gm)
     drop_unused_items(gm)
+    broadcast_operands(gm)
     elementwise_before_layout(gm)
     full_reductions_per_sample(gm)
 

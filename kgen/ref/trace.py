@@ -408,6 +408,9 @@ def resolve_inplace(gm: torch.fx.GraphModule, path: Path, augmented: bool = Fals
         if outside := writes_caller(operand, gm, _is_view):
             raise RefError(f"{where}: in-place `{what}` writes {outside}, which the caller sees: kgen cannot plan "
                            f"writes outside forward; write it out of place")
+        if node.meta.get("grad_disabled") and not operand.meta.get("grad_disabled"):
+            raise RefError(f"{where}: in-place `{what}` with autograd off on a tensor made with it on: its gradient "
+                           f"passes the write as if nothing changed, which kgen cannot plan; write it out of place")
         # An op that may return its operand itself (x.contiguous(), nn.Identity, a cast to its own dtype): the
         # write reaches the other name too wherever that name is read after it.
         def read_later(value) -> bool:

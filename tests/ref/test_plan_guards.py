@@ -1,12 +1,13 @@
 """`kgen emit --ref`: what the traced graph does not show is refused with a one-line error (kgen/ref/guards.py):
-autograd switched off inside forward, in-place writes to a model input or a parameter / buffer (CPU only)."""
+autocast switched on inside forward, in-place writes to a model input or a parameter / buffer; autograd switched off
+inside forward is planned, what it made read detached (CPU only)."""
 import re
 
 import pytest
 
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import RefError, load_reference
-from tests.ref.test_plan import FLATTENED, regions
+from tests.ref.test_plan import FLATTENED, pytorch_ops, regions
 
 
 def plan_of(tmp_path, source):
@@ -16,16 +17,38 @@ def plan_of(tmp_path, source):
 
 
 @pytest.mark.parametrize("body", [
-    "with torch.no_grad():\n            g = torch.sigmoid(x) * 2\n        return x * g",
-    "with torch.inference_mode():\n            g = torch.sigmoid(x)\n        return x * g.clone()",
-    "with torch.set_grad_enabled(False):\n            g = torch.sigmoid(x)\n        return x * g",
     "with torch.autocast('cpu', dtype=torch.bfloat16):\n            g = x @ x\n        return g.float()",
     "with torch.autocast('cuda', dtype=torch.float16):\n            g = x @ x\n        return g.float()",
 ])
-def test_autograd_switched_inside_forward_is_refused(tmp_path, body):
-    """fx runs the context manager while tracing but records nothing: planned as traced, ModelNew's backward would
-    send gradients through ops the reference keeps out of autograd."""
-    with pytest.raises(RefError, match=r"runs with autograd or autocast switched .*: kgen cannot plan it"):
+def test_autocast_switched_inside_forward_is_refused(tmp_path, body):
+    """fx runs the context manager while tracing but records nothing: planned as traced, ModelNew would compute those
+    ops in float32 where the reference casts them."""
+    with pytest.raises(RefError, match=r"runs with autocast switched .*: kgen cannot plan it"):
+        plan_of(tmp_path, FLATTENED.format(tail="x").replace("return x", body))
+
+
+@pytest.mark.parametrize("body", [
+    "with torch.no_grad():\n            g = torch.sigmoid(x) * 2\n        return x * g",
+    "with torch.inference_mode():\n            g = torch.sigmoid(x)\n        return x * g.clone()",
+    "with torch.set_grad_enabled(False):\n            g = torch.sigmoid(x)\n        return x * g",
+    "with torch.no_grad():\n            g = torch.sigmoid(x)\n        return g",
+])
+def test_autograd_switched_off_inside_forward_detaches_what_it_made(tmp_path, body):
+    """What forward computes with autograd off carries no gradient in the reference: the plan reads it detached where
+    ops made with autograd on read it (or forward returns it), and computes the reference's value."""
+    path = tmp_path / "guarded.py"
+    path.write_text(FLATTENED.format(tail="x").replace("return x", body))
+    plan = make_plan(load_reference(path))
+    assert any(s.node.op == "call_method" and s.node.target == "detach" for s in pytorch_ops(plan))
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)
+
+
+def test_an_in_place_write_with_autograd_off_on_a_tensor_made_with_it_on_is_refused(tmp_path):
+    """The reference's gradient passes such a write as the identity (autograd never saw it): no plan of values gives
+    that."""
+    body = "y = x * 2\n        with torch.no_grad():\n            y.clamp_(0, 1)\n        return x * y"
+    with pytest.raises(RefError, match=r"in-place `clamp_` with autograd off on a tensor made with it on"):
         plan_of(tmp_path, FLATTENED.format(tail="x").replace("return x", body))
 
 

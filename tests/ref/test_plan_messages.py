@@ -107,9 +107,9 @@ def test_trace_errors_carry_the_line_number(name, start):
     assert not GRAPH_WORDS.search(str(info.value))
 
 
-def test_autograd_switched_names_the_line_and_what_to_do(tmp_path):
-    message = refusal(tmp_path, "with torch.no_grad():\n            z = y * 2\n        return z")
-    assert re.search(r"model\.py:14: `z = y \* 2`: runs with autograd or autocast switched .*compute it without",
+def test_autocast_switched_names_the_line_and_what_to_do(tmp_path):
+    message = refusal(tmp_path, "with torch.autocast('cpu', dtype=torch.bfloat16):\n            z = y * 2\n        return z")
+    assert re.search(r"model\.py:14: `z = y \* 2`: runs with autocast switched .*compute it without",
                      message), message
 
 

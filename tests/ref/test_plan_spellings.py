@@ -122,20 +122,33 @@ def test_parameters_read_through_order_keeping_views_are_region_parameters():
     assert not [s for s in plan.steps if isinstance(s, PointwiseStep)]
 
 
-@pytest.mark.parametrize("view", ["self.w.view(1, 1, 1, -1)", "self.w.view(1, -1, 1, 1).expand(4, 14, 14, 14)",
-                                  "self.w.flip(0).view(1, -1, 1, 1)"])
-def test_views_that_move_or_reorder_a_parameter_are_not_per_channel(tmp_path, view):
-    """A view that puts the parameter on the last dim (14 wide, as the channels), an expand and a flip are not read
-    as the region's per-channel parameter: the product runs elsewhere."""
+def _scaled_by_w(tmp_path, view):
     source = FLATTENED.format(tail=f"x * {view}").replace(
         "self.max = nn.AdaptiveMaxPool2d((1, 1))", "self.max = nn.AdaptiveMaxPool2d((1, 1))\n"
         "        self.w = nn.Parameter(torch.linspace(0.1, 0.9, 14))").replace("nn.Conv2d(3, 16, 3)", "nn.Conv2d(3, 14, 3)")
     path = tmp_path / "moved.py"
     path.write_text(source.replace("nn.GroupNorm(4, 16)", "nn.GroupNorm(7, 14)"))
-    (region,) = regions(make_plan(load_reference(path)))
+    return path
+
+
+@pytest.mark.parametrize("view", ["self.w.view(1, 1, 1, -1)", "self.w.flip(0).view(1, -1, 1, 1)"])
+def test_views_that_move_or_reorder_a_parameter_are_not_per_channel(tmp_path, view):
+    """A view that puts the parameter on the last dim (14 wide, as the channels) and a flip are not read as the
+    region's per-channel parameter: the product runs elsewhere."""
+    (region,) = regions(make_plan(load_reference(_scaled_by_w(tmp_path, view))))
     # the product runs elsewhere, or reads what PyTorch computed (the flipped copy: a per-channel tensor of its own)
     assert region.epilogue == [] or [p.value for p in region.params if p.value] == ["view"]
     assert "w" not in [p.label for p in region.params]
+
+
+def test_a_per_channel_view_expanded_over_the_tensor_is_per_channel(tmp_path):
+    """`w.view(1, -1, 1, 1).expand(N, C, H, W)` holds w's value at channel c wherever it is read: the region's
+    per-channel parameter (rewrite.broadcast_operands), and the plan computes the reference's value."""
+    path = _scaled_by_w(tmp_path, "self.w.view(1, -1, 1, 1).expand(4, 14, 14, 14)")
+    (region,) = regions(make_plan(load_reference(path)))
+    assert [n.op for n in region.epilogue] == ["mul"] and "w" in [p.label for p in region.params]
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)
 
 
 @pytest.mark.parametrize("value, ok", [("0.5", True), ("3", True), ("True", True), ("'mean'", False),
@@ -464,3 +477,58 @@ def test_a_reduction_over_every_element_is_fused_per_sample(tmp_path, tail, op):
         assert region.reduce_op == op
         (after,) = [s.node for s in pytorch_ops(plan) if s.node.op == "call_function"]
         assert after.args[0].name == region.output and len(after.args) == 1
+
+
+EXPANDED = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 12)
+        self.norm = nn.GroupNorm(4, 12)
+
+    def forward(self, z, x):
+        t = self.proj(z)[:, :, None, None]
+        return torch.sigmoid(self.norm({operand}))
+
+
+def get_inputs():
+    return [torch.randn(2, 8), torch.randn(2, 12, 5, 7)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("operand", [
+    "x + t.expand(-1, -1, 5, 7)", "t.expand_as(x) + x", "x * torch.broadcast_to(t, x.shape)",
+    "x - t.repeat(1, 1, 5, 7)", "torch.maximum(t.expand(2, 12, 5, 7), x)",
+])
+def test_an_explicit_broadcast_is_read_as_the_tensor_it_repeats(tmp_path, operand):
+    """`x + t.expand(...)` (a time embedding expanded over the plane by hand) is `x + t`: the region's prologue reads
+    the per-(sample, channel) t, no full-size operand made first."""
+    path = tmp_path / "expanded.py"
+    path.write_text(EXPANDED.format(operand=operand))
+    plan = make_plan(load_reference(path))
+    (region,) = regions(plan)
+    assert len(region.prologue) == 1 and region.prologue[0].op in ("add", "sub", "mul", "maximum")
+    assert not any(s.node.op == "call_method" and s.node.target in ("expand", "expand_as", "repeat")
+                   for s in pytorch_ops(plan))
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)
+
+
+@pytest.mark.parametrize("operand", [
+    "t.expand(-1, -1, 5, 7) * t.expand(-1, -1, 5, 7) + x",   # the broadcast alone sets the product's shape
+    "x + t.repeat(1, 2, 5, 7)[:, :12]",                      # a repeat of a dim of size 12: other values
+])
+def test_a_broadcast_that_sets_the_shape_stays(tmp_path, operand):
+    path = tmp_path / "expanded.py"
+    path.write_text(EXPANDED.format(operand=operand))
+    from tests.ref.plan_interpreter import assert_plan_computes_the_references_value
+    assert_plan_computes_the_references_value(path)
+    assert any(s.node.op == "call_method" and s.node.target in ("expand", "repeat") for s in pytorch_ops(make_plan(
+        load_reference(path))))
