@@ -378,7 +378,8 @@ def broadcast_operands(gm: torch.fx.GraphModule) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
         source = _expanded_source(node)
-        if source is None or _shape(source) is None or _dtype_of(source) != _dtype_of(node):
+        # a 0-dim source would not widen its operands' dtype where the expanded tensor does (type promotion)
+        if source is None or not _shape(source) or _dtype_of(source) != _dtype_of(node):
             continue
         for user in list(node.users):
             if _reads_broadcast(user, node, source, gm):

@@ -524,6 +524,7 @@ def test_an_explicit_broadcast_is_read_as_the_tensor_it_repeats(tmp_path, operan
 @pytest.mark.parametrize("operand", [
     "t.expand(-1, -1, 5, 7) * t.expand(-1, -1, 5, 7) + x",   # the broadcast alone sets the product's shape
     "x + t.repeat(1, 2, 5, 7)[:, :12]",                      # a repeat of a dim of size 12: other values
+    "x.half() + t.sum().expand(2, 12, 5, 7)",                # a 0-dim float32 expanded widens x to float32
 ])
 def test_a_broadcast_that_sets_the_shape_stays(tmp_path, operand):
     path = tmp_path / "expanded.py"
@@ -532,3 +533,5 @@ def test_a_broadcast_that_sets_the_shape_stays(tmp_path, operand):
     assert_plan_computes_the_references_value(path)
     assert any(s.node.op == "call_method" and s.node.target in ("expand", "repeat") for s in pytorch_ops(make_plan(
         load_reference(path))))
+    if "half" in operand:   # the sum the region reads is float32, as the reference's
+        assert load_reference(path).gm.graph.find_nodes(op="call_method", target="expand")
