@@ -235,3 +235,62 @@ def test_a_reference_that_draws_and_returns_a_view_passes_its_faithful_solution(
     assert exit_code(result.checks, result.ran) == EXIT_PASS, failed
     names = [c.name for c in result.checks]
     assert "trial 1 (rand) forward" in names and "trial 1 (rand) output contiguous" in names
+
+
+ARGMAX_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(2, 6)
+
+    def forward(self, x):
+        values, indices = torch.max(torch.relu(self.gn(x)), dim=1)
+        return values, indices
+
+
+def get_inputs():
+    return [torch.randn(3, 6, 5, 5)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+# the forward's value, and twice its gradient: a backward no forward check sees
+DOUBLED_GRADIENT = '''
+
+class _Twice(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad
+
+
+class ModelNew(Model):
+    def forward(self, x):
+        values, indices = super().forward(x)
+        return _Twice.apply(values), indices
+'''
+
+
+@pytest.mark.parametrize("solution, code", [("\nModelNew = Model\n", EXIT_PASS), (DOUBLED_GRADIENT, EXIT_FAIL)])
+def test_a_reference_with_an_integer_output_has_its_gradients_judged(tmp_path, solution, code):
+    """torch.max(y, dim)'s indices are an output without a gradient: the upstream gradients skip it (no random draw
+    of an integer dtype, which raised), and every gradient check runs, in the trials and against float64."""
+    reference = tmp_path / "argmax_reference.py"
+    reference.write_text(ARGMAX_REFERENCE)
+    path = tmp_path / "argmax_solution.py"
+    path.write_text(ARGMAX_REFERENCE + solution)
+    result = run_child({**SMALL, "init_args": None, "input_shapes": None, "solution": str(path),
+                        "reference": str(reference)}, 120)
+    names = [c.name for c in result.checks]
+    assert exit_code(result.checks, result.ran) == code, [(c.name, c.detail[:200]) for c in result.checks if not c.ok]
+    assert "trial 1 (rand) grad input[0]" in names and any(n.startswith("fp64") and "grad gn.weight" in n for n in names)
+    failed = [c.name for c in result.checks if c.ok is False]
+    assert all("grad" in n for n in failed) and (code == EXIT_PASS) == (not failed), failed

@@ -121,8 +121,10 @@ def float64_chunks(ref64, inputs: list, leaves: list[int], full_out: list, chunk
             if f.dim() == 0 and not whole:   # one number of the whole batch (a full sum): no slice of it
                 raise NotSeparable
             part_of_f = f if whole else f[start:stop]   # all of f when the chunk is the batch (whatever its dims)
-            if o.shape != part_of_f.shape or not torch.allclose(o, part_of_f.double(), atol=tol, rtol=tol):
+            if o.shape != part_of_f.shape:
                 raise NotSeparable
+            if o.is_floating_point() and not torch.allclose(o, part_of_f.double(), atol=tol, rtol=tol):
+                raise NotSeparable   # (an integer output, an argmax, may move at a float64 tie: not a chunk's doing)
         yield start, stop, part, outs
 
 
@@ -176,7 +178,8 @@ def _gradient_distances(ctx: Context, inputs: list, leaves: list[int], full_out:
         whole = (start, stop) == (0, batch)
         wrt = [params[k] for k in param_keys] + [part[i] for i in input_keys.values()]
         upstream64 = [(g if whole else g[start:stop]).double() for g in grads_out]
-        gs = torch.autograd.grad(outs, wrt, upstream64, allow_unused=True)
+        pairs = [(o, g) for o, g in zip(outs, upstream64) if o.requires_grad]   # not an integer output (argmax)
+        gs = torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
         for key, g in zip(param_keys, gs):
             if g is not None:
                 sums[key] += g

@@ -25,12 +25,13 @@ def trial_label(trial: int) -> str:
 
 def upstream_for(ctx: Context, seed: int, draw_dtype: torch.dtype | None = None) -> Callable[[list], list]:
     """A function giving the same random upstream gradients for outputs of the same shapes: drawn in
-    `draw_dtype` (default: each output's own dtype), then cast to the output's dtype."""
+    `draw_dtype` (default: each output's own dtype), then cast to the output's dtype. An integer or bool output
+    (an argmax's indices) has no gradient: zeros of its dtype stand in its place, and draw nothing."""
     def upstream(outs: list) -> list:
         generator = torch.Generator(device=ctx.device)
         generator.manual_seed(seed)
         return [torch.randn(o.shape, generator=generator, device=o.device, dtype=draw_dtype or o.dtype).to(o.dtype)
-                for o in outs]
+                if o.is_floating_point() else torch.zeros_like(o) for o in outs]
     return upstream
 
 
