@@ -294,3 +294,39 @@ def test_a_reference_with_an_integer_output_has_its_gradients_judged(tmp_path, s
     assert "trial 1 (rand) grad input[0]" in names and any(n.startswith("fp64") and "grad gn.weight" in n for n in names)
     failed = [c.name for c in result.checks if c.ok is False]
     assert all("grad" in n for n in failed) and (code == EXIT_PASS) == (not failed), failed
+
+
+FIXED_BATCH_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        return torch.relu(self.gn(x)).reshape(3, 4, -1).amax(-1)
+
+
+def get_inputs():
+    return [torch.randn(3, 8, 5, 5)]
+
+
+def get_init_inputs():
+    return []
+
+ModelNew = Model
+'''
+
+
+def test_a_reference_that_refuses_a_slice_of_its_batch_is_checked_on_the_whole_batch(tmp_path):
+    """Its forward reads the batch size as a constant (reshape(3, 4, -1)): the float64 cross-check, which runs on a
+    slice of the batch, runs on all of it, as the trials did, instead of calling the solution broken."""
+    path = tmp_path / "fixed_batch.py"
+    path.write_text(FIXED_BATCH_REFERENCE)
+    result = run_child({**SMALL, "init_args": None, "input_shapes": None, "solution": str(path),
+                        "reference": str(path)}, 120)
+    assert exit_code(result.checks, result.ran) == EXIT_PASS, [(c.name, c.detail[:300]) for c in result.checks
+                                                                 if not c.ok]
+    assert any(c.name.startswith("fp64 (3 of 3 samples) grad") for c in result.checks)
