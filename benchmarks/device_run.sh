@@ -190,7 +190,7 @@ for step in "$@"; do
     host-profile)
       name=$(basename "$rest" .py)
       python3 -m kgen.cli emit --ref "$rest" -o ".build/host_$name.py"
-      python3 benchmarks/host_profile.py ".build/host_$name.py" --reference "$rest" --json "$OUT/host_$name.json" \
+      python3 benchmarks/host_profile.py ".build/host_$name.py" --reference "$rest" --api --json "$OUT/host_$name.json" \
         2>&1 | grep -v Warn | tee "$OUT/host_$name.log" ;;
     kernel-rates)  # KERNEL_RATES_ONLY picks problems (default all 17); one problem at a time on the GPU
       R=$OUT/kernel_rates; mkdir -p "$R"

@@ -5,7 +5,10 @@ planning, allocation, launches); the rest is Python (autograd Functions, the fil
 ops. The reference eager runs the same way beside it. Before the profile, unprofiled: the host time a call, and the
 extension's entry points that call runs, each replayed alone with its arguments (their host time a call).
 
-    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--json OUT]
+    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--api] [--json OUT]
+
+--api adds a census of each contender's CUDA runtime / driver calls and ATen ops a call (torch.profiler), the counts
+that say where a C++ entry point's host time goes (launches, attribute queries, allocations, a synchronisation).
 
 Needs a CUDA device. The GPU work runs too: a model whose kernels outlast its host time a call is not host-bound,
 and its calls queue up (the wall time a call is then the GPU's); this script says which (`gpu_bound`).
@@ -82,6 +85,34 @@ def host_profile(model, inputs, backward: bool, calls: int, top: int) -> dict:
     rows.sort(key=lambda r: -r["own_us"])
     return {"issue_ms_profiled": round(issue_ms, 4), "wall_ms_synchronised": round(synchronised_ms, 4),
             "gpu_bound": synchronised_ms > 1.2 * issue_ms, "top": rows[:top]}
+
+
+def api_census(model, inputs, backward: bool, calls: int) -> dict:
+    """What one call asks of PyTorch's dispatcher and of the CUDA runtime and driver (torch.profiler's CPU and CUDA
+    activities over `calls` calls): each runtime / driver call (cudaLaunchKernel, cudaFuncSetAttribute,
+    cudaOccupancy..., a cudaStreamSynchronize that would stall the host) and each ATen op, as counts and host us a
+    call. The profiler's own cost inflates the times; the counts are exact."""
+    from torch.profiler import ProfilerActivity, profile
+    grads = upstream(model, inputs, backward)
+    for _ in range(3):
+        call(model, inputs, grads, backward)
+    synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call(model, inputs, grads, backward)
+        synchronize()
+    runtime, aten = [], []
+    for avg in prof.key_averages():
+        row = {"name": avg.key, "per_call": round(avg.count / calls, 2),
+               "us_per_call": round(avg.self_cpu_time_total / calls, 2)}
+        if avg.key.startswith(("cuda", "cu")) and not avg.key.startswith("cudnn"):
+            runtime.append(row)
+        elif avg.key.startswith("aten::"):
+            aten.append(row)
+    runtime.sort(key=lambda r: -r["us_per_call"])
+    aten.sort(key=lambda r: -r["per_call"])
+    return {"runtime": runtime, "aten": aten,
+            "aten_ops_per_call": round(sum(r["per_call"] for r in aten), 1)}
 
 
 def issue_ms(model, inputs, grads, backward: bool, calls: int) -> float:
@@ -170,6 +201,8 @@ def main() -> int:
                         help="calls of the unprofiled timings (few: their launches stay below the queue's depth)")
     parser.add_argument("--rounds", type=int, default=7,
                         help="unprofiled rounds, the contenders alternating (the median is reported)")
+    parser.add_argument("--api", action="store_true",
+                        help="also count each contender's CUDA runtime / driver calls and ATen ops a call (torch.profiler)")
     parser.add_argument("--json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -222,6 +255,17 @@ def main() -> int:
             for row in result["top"]:
                 print(f"  {row['own_us']:9.2f} us own  {row['cumulative_us']:9.2f} us cum  "
                       f"x{row['calls_per_call']:<5}  {row['function'][:110]}")
+    for name, model in models.items():
+        for mode, backward in modes:
+            if not args.api:
+                continue
+            census = api_census(model, leaves(backward), backward, 20)
+            report[f"{name}_{mode}_api"] = census
+            print(f"== {name} {mode}: runtime and driver calls a call (profiled us), {census['aten_ops_per_call']} "
+                  f"ATen ops a call")
+            for row in census["runtime"]:
+                print(f"  {row['us_per_call']:9.2f} us  x{row['per_call']:<6}  {row['name']}")
+            print("  ATen ops by count: " + ", ".join(f"{r['name'][6:]} x{r['per_call']}" for r in census["aten"][:25]))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return 0
