@@ -60,6 +60,7 @@ WINDOW_CASES = [
     ((2, 4, 3, 600), 2, True, False, (1, 4)),       # rows longer than a block: a thread's values in one row
     ((1, 2, 3000, 2), 1, True, False, (2, 2)),      # rows of 2: three blocks of 1000 rows a plane
     ((2, 4, 20000), 2, True, False, (2,)),          # 1D, rows of 20000 values, 10000 windows
+    ((2, 4, 11, 12), 2, True, False, (5, 5)),       # 25 values a window: the forward loads it in two chunks
 ]
 
 
