@@ -268,16 +268,11 @@ channel_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape
 }
 
 // kWindow: one thread per pooled output (flat over (n, c, pooled), fewer than 2^31), its window walked
-// in (d, h, w) order kChunk loads at a time (all of them in flight before the first is reduced); aux = the
-// extreme's flat index within the window, and where extreme_x is given (saves_extreme_x), x at that index there
-// (float32: x's value exactly). T: x's storage type. kChunk (window_chunk): 4 for windows of up to 4 values, else
-// kWindowChunk, so that a window of up to 16 values costs its thread one DRAM round trip, not one per 4 values.
+// in (d, h, w) order with 4 loads in flight; aux = the extreme's flat index within the window, and where
+// extreme_x is given (saves_extreme_x), x at that index there (float32: x's value exactly). T: x's storage type.
 // (Measured on the H100 at (128, 32, 254, 254), 2x2 windows: faster than 4 outputs per thread with 16 loads
 // in flight, 1.49 against 1.75 ms for the whole forward: that variant needs 100 registers.)
-constexpr int kWindowChunk = 16;
-inline int window_chunk(int64_t window_elems) { return window_elems <= 4 ? 4 : kWindowChunk; }
-
-template <class Pro, class Epi, ReduceOp O, int kBlock, class T, int kChunk>
+template <class Pro, class Epi, ReduceOp O, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
 window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape shape, Geometry geo,
                       const float2* __restrict__ mean, const float* __restrict__ rstd,
@@ -303,10 +298,10 @@ window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape 
   auto acc = Red::empty();
   float x_at_extreme = 0.f;
   int a = 0, bh = 0, e = 0;  // window coordinates of the next value to load
-  for (int w0 = 0; w0 < geo.window_elems; w0 += kChunk) {
-    float v[kChunk];
+  for (int w0 = 0; w0 < geo.window_elems; w0 += 4) {
+    float v[4];
 #pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
+    for (int u = 0; u < 4; ++u) {
       if (w0 + u < geo.window_elems) {
         v[u] = load1(base + (int64_t(a) * H + bh) * Wd + e);
         if (++e == kw) {
@@ -319,7 +314,7 @@ window_forward_kernel(const T* __restrict__ x, RegionParams params, RegionShape 
       }
     }
 #pragma unroll
-    for (int u = 0; u < kChunk; ++u) {
+    for (int u = 0; u < 4; ++u) {
       if (w0 + u < geo.window_elems) {
         Red::push(acc, ch.value(v[u]), w0 + u);
         if constexpr (kHasAux<O>) x_at_extreme = acc.pos == w0 + u ? v[u] : x_at_extreme;  // it just took the lead

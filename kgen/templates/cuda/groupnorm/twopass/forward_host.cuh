@@ -365,16 +365,9 @@ void forward_apply(const at::Tensor& x, const RegionParams& params, const Region
           saves_extreme_x<Epi, R, O>() && for_backward ? reinterpret_cast<float*>(aux_ptr + outs) : nullptr;
       dispatch_storage(x.scalar_type(), [&](auto storage) {
         using T = typename decltype(storage)::type;
-        const auto launch = [&](auto kernel) {
-          kernel<<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(data_as<const T>(x), params, shape, geo, mean_ptr,
-                                                                   rstd_ptr, gamma_ptr, beta_ptr,
-                                                                   out.data_ptr<float>(), aux_ptr, extreme_x, outs);
-        };
-        if (window_chunk(geo.window_elems) == 4) {
-          launch(window_forward_kernel<Pro, Epi, O, kBlock, T, 4>);
-        } else {
-          launch(window_forward_kernel<Pro, Epi, O, kBlock, T, kWindowChunk>);
-        }
+        window_forward_kernel<Pro, Epi, O, kBlock, T><<<blocks_for(outs, kBlock), kBlock, 0, stream>>>(
+            data_as<const T>(x), params, shape, geo, mean_ptr, rstd_ptr, gamma_ptr, beta_ptr, out.data_ptr<float>(),
+            aux_ptr, extreme_x, outs);
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
