@@ -6772,7 +6772,9 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 // The kernels are the same; only the host side merges and unmerges (bindings.cu.j2's region<i>_forward/_backward):
 //
 //   forward   x, the GroupNorm's weight and bias and the functors' parameters merged; out viewed back to (N, C, ...);
-//             mean, rstd and aux stay as the merged call made them (the backward merges again and reads them so)
+//             mean, rstd and aux stay as the merged call made them (the backward merges again and reads them so);
+//             the merged parameters come back after them, for the caller to hand to the backward, which takes a
+//             merged one as it is (no second copy: small models are host-bound, each copy a few ATen calls)
 //   backward  dout, x and out merged; dx viewed as x; dweight and dbias summed over the samples; the functors' rows
 //             stay one value per merged channel, (K, N * C), summed to each parameter's shape by the caller
 //             (the emitted _param_grad / kgen_add_param_grad, which know whether it varies along the channels)
@@ -6799,14 +6801,22 @@ inline at::Tensor unmerged(const at::Tensor& t, int64_t n, int64_t c) {
 }
 
 // A parameter as one value per merged channel (N * C, contiguous): `along_channels` says whether it varies along the
-// channels (C values, or N * C) or is one value per sample (N values). A one-value parameter stays one value.
+// channels (C values, or N * C) or is one value per sample (N values). A one-value parameter stays one value; an N * C
+// one, a per-(sample, channel) tensor or a parameter a merged call returned (merged::append_merged), is viewed as it
+// lies (a 1-D contiguous one taken as it is); the others are repeated by one broadcasting copy (three ATen calls; a
+// reshape-expand-reshape made seven).
 inline at::Tensor per_merged_channel(const at::Tensor& p, bool along_channels, int64_t n, int64_t c) {
   if (!p.defined() || p.numel() == 1) return p;
+  if (p.numel() == n * c) {
+    return p.dim() == 1 && p.is_contiguous() ? p : p.reshape({n * c});
+  }
   const int64_t per_row = along_channels ? c : 1;
   TORCH_CHECK(p.numel() == per_row || p.numel() == n * per_row, "kgen: a region parameter has ", str(p.numel()),
               " values; expected 1, ", str(per_row), " or ", str(n * per_row), " (one per ",
               along_channels ? "channel" : "sample", ", or per sample and channel)");
-  return p.reshape({-1, per_row}).expand({n, c}).reshape({n * c});
+  at::Tensor merged = at::empty({n * c}, p.options());
+  merged.view({n, c}).copy_(p.dim() == 1 && along_channels ? p : p.reshape({-1, per_row}));
+  return merged;
 }
 
 inline std::vector<at::Tensor> per_merged_channel(const std::vector<at::Tensor>& params, const std::vector<bool>& along,
@@ -6819,6 +6829,17 @@ inline std::vector<at::Tensor> per_merged_channel(const std::vector<at::Tensor>&
 
 inline c10::optional<at::Tensor> per_merged_channel(const c10::optional<at::Tensor>& p, int64_t n, int64_t c) {
   return p.has_value() ? c10::optional<at::Tensor>(per_merged_channel(*p, true, n, c)) : c10::nullopt;
+}
+
+// The merged call's parameters after its {out, mean, rstd, aux}: weight, bias (undefined where absent), then the
+// prologue's and the epilogue's, as the caller hands them to the backward.
+inline void append_merged(std::vector<at::Tensor>& result, const c10::optional<at::Tensor>& weight,
+                          const c10::optional<at::Tensor>& bias, const std::vector<at::Tensor>& prologue,
+                          const std::vector<at::Tensor>& epilogue) {
+  result.push_back(weight.value_or(at::Tensor()));
+  result.push_back(bias.value_or(at::Tensor()));
+  result.insert(result.end(), prologue.begin(), prologue.end());
+  result.insert(result.end(), epilogue.begin(), epilogue.end());
 }
 
 // The GroupNorm's weight or bias gradient of the merged call (N * C) summed over the samples (C).
@@ -7000,19 +7021,22 @@ static std::vector<at::Tensor> region0_backward_merged(at::Tensor dout, at::Tens
 static const std::vector<bool> kRegion0PrologueAlong{true};
 static const std::vector<bool> kRegion0EpilogueAlong{true, true};
 
-// Returns {out (N, C, ...), mean, rstd, aux} (the last three as the merged call made them).
+// Returns {out (N, C, ...), mean, rstd, aux} (the last three as the merged call made them), then the merged weight, bias,
+// prologue and epilogue parameters (merged::append_merged), which the backward takes as they are.
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
                                          std::vector<int64_t> window, bool for_backward, int64_t rounding) {
   namespace m = kgen::merged;
   const int64_t n = x.size(0), c = x.size(1);
+  const c10::optional<at::Tensor> w = m::per_merged_channel(weight, n, c), b = m::per_merged_channel(bias, n, c);
+  const std::vector<at::Tensor> pro = m::per_merged_channel(prologue, kRegion0PrologueAlong, n, c);
+  const std::vector<at::Tensor> epi = m::per_merged_channel(epilogue, kRegion0EpilogueAlong, n, c);
   std::vector<at::Tensor> result = region0_forward_merged(
-      m::samples_as_channels(x), m::per_merged_channel(weight, n, c), m::per_merged_channel(bias, n, c),
-      m::per_merged_channel(prologue, kRegion0PrologueAlong, n, c),
-      m::per_merged_channel(epilogue, kRegion0EpilogueAlong, n, c), n * groups, eps, window, for_backward,
+      m::samples_as_channels(x), w, b, pro, epi, n * groups, eps, window, for_backward,
       rounding);
   result[0] = m::unmerged(result[0], n, c);
+  m::append_merged(result, w, b, pro, epi);
   return result;
 }
 
@@ -7175,8 +7199,11 @@ class _Region0(torch.autograd.Function):
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dtype = _out_dtype(x, params, True)
         rounding = _ROUNDING.get(dtype, 0)
-        out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
+        out, mean, rstd, aux, *merged = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
                                                          list(window), for_backward, rounding)
+        # weight, bias and the functors' parameters as the merged call read them (one value per merged channel): the
+        # backward hands these to its entry point, which takes them as they are instead of copying them again
+        ctx.merged = merged
         ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
         ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
         return _as_dtype(out, dtype)
@@ -7184,8 +7211,8 @@ class _Region0(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout):
         x, weight, bias, mean, rstd, out, aux, *params = ctx.saved_tensors
-        prologue = [params[k] for k in _Region0.PROLOGUE]
-        epilogue = [params[k] for k in _Region0.EPILOGUE]
+        weight, bias, *merged = ctx.merged
+        prologue, epilogue = merged[:len(_Region0.PROLOGUE)], merged[len(_Region0.PROLOGUE):]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
             _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)

@@ -76,15 +76,21 @@ def _merged_entries(forward, backward, along_pro: list, along_epi: list):
         return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
     def per_channel(p, along, n, c):
-        return p if p is None or p.numel() == 1 else p.reshape(-1, c if along else 1).expand(n, c).reshape(n * c)
+        if p is None or p.numel() == 1:
+            return p
+        if p.numel() == n * c:   # per (sample, channel), or merged already (as the forward returns them)
+            return p.reshape(n * c)
+        return p.reshape(-1, c if along else 1).expand(n, c).reshape(n * c)
 
     def merged_forward(x, weight, bias, prologue, epilogue, groups, eps, window, *rest):
         n, c = x.shape[:2]
-        out, *others = forward(merged(x), per_channel(weight, True, n, c), per_channel(bias, True, n, c),
-                               [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)],
-                               [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], n * groups, eps,
-                               window, *rest)
-        return [out.reshape(n, c, *out.shape[2:])] + others
+        params = [per_channel(weight, True, n, c), per_channel(bias, True, n, c)]
+        params += [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)]
+        params += [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)]
+        pro, epi = params[2:2 + len(prologue)], params[2 + len(prologue):]
+        out, *others = forward(merged(x), params[0], params[1], pro, epi, n * groups, eps, window, *rest)
+        # then the merged parameters, which the backward takes as they are (merged::append_merged)
+        return [out.reshape(n, c, *out.shape[2:])] + others + params
 
     def merged_backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, *rest):
         n, c = x.shape[:2]
