@@ -1,6 +1,7 @@
 """Where the host time of one call of an emitted solution goes: kgen.bench.host_profile.
 
-    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--api] [--json OUT]
+    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--api]
+        [--also NAME=PATH ...] [--json OUT]
 """
 import sys
 
