@@ -5,7 +5,8 @@ planning, allocation, launches); the rest is Python (autograd Functions, the fil
 ops. The reference eager runs the same way beside it. Before the profile, unprofiled: the host time a call, and the
 extension's entry points that call runs, each replayed alone with its arguments (their host time a call).
 
-    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--api] [--json OUT]
+    python3 benchmarks/host_profile.py SOLUTION.py [--reference REF.py] [--calls 200] [--top 25] [--api]
+        [--also NAME=PATH ...] [--json OUT]
 
 --api adds a census of each contender's CUDA runtime / driver calls and ATen ops a call (torch.profiler), the counts
 that say where a C++ entry point's host time goes (launches, attribute queries, allocations, a synchronisation).
@@ -202,7 +203,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7,
                         help="unprofiled rounds, the contenders alternating (the median is reported)")
     parser.add_argument("--api", action="store_true",
-                        help="also count each contender's CUDA runtime / driver calls and ATen ops a call (torch.profiler)")
+                        help="also count each contender's CUDA runtime / driver calls and ATen ops a call "
+                             "(torch.profiler)")
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                        help="another solution file timed in the same process (the same reference emitted from another "
+                             "checkout, say): the host's drift between processes exceeds the differences sought")
     parser.add_argument("--json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -211,6 +216,13 @@ def main() -> int:
     solution = Path(args.solution).resolve()
     new_mod = load(solution, "host_profile_solution")
     contenders = {"kgen": new_mod.ModelNew}
+    modules = {"kgen": new_mod}
+    for spec in args.also:
+        name, sep, path = spec.partition("=")
+        if not sep or name in ("kgen", "eager"):
+            parser.error(f"--also takes NAME=PATH with a NAME other than kgen and eager, got {spec!r}")
+        modules[name] = load(Path(path).resolve(), f"host_profile_{name}")
+        contenders[name] = modules[name].ModelNew
     if args.reference:
         contenders["eager"] = load(Path(args.reference).resolve(), "host_profile_reference").Model
     torch.manual_seed(0)
@@ -238,8 +250,7 @@ def main() -> int:
         for name, model in models.items():
             plain = {"issue_ms": round(statistics.median(issued[(name, mode)]), 4),
                      "issue_ms_rounds": issued[(name, mode)],
-                     **entry_point_times(new_mod if name == "kgen" else None, model, leaves(backward), backward,
-                                         args.plain_calls)}
+                     **entry_point_times(modules.get(name), model, leaves(backward), backward, args.plain_calls)}
             report[f"{name}_{mode}_plain"] = plain
             print(f"== {name} {mode}: {plain['issue_ms']} ms a call issued (unprofiled, median of {args.rounds} "
                   f"rounds: {', '.join(f'{v:.3f}' for v in plain['issue_ms_rounds'])})" +
