@@ -7199,8 +7199,8 @@ class _Region0(torch.autograd.Function):
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dtype = _out_dtype(x, params, True)
         rounding = _ROUNDING.get(dtype, 0)
-        out, mean, rstd, aux, *merged = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
-                                                         list(window), for_backward, rounding)
+        out, mean, rstd, aux, *merged = _ext.region0_forward(
+            x, weight, bias, prologue, epilogue, groups, eps, list(window), for_backward, rounding)
         # weight, bias and the functors' parameters as the merged call read them (one value per merged channel): the
         # backward hands these to its entry point, which takes them as they are instead of copying them again
         ctx.merged = merged
