@@ -12,7 +12,6 @@ with unprofiled timings (benchmarks/host_profile.py). Needs a CUDA device.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import tempfile
@@ -21,13 +20,7 @@ from pathlib import Path
 
 import torch
 
-
-def load(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+from kgen.bench.host_profile import load
 
 
 def step(model, inputs, grads) -> None:
@@ -119,10 +112,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("host_timeline: no CUDA device", file=sys.stderr)
         return 3
-    solution = load(args.solution, "host_timeline_solution")
+    solution = load(Path(args.solution).resolve(), "host_timeline_solution")
     contenders = {"kgen": solution.ModelNew}
     if args.reference:
-        contenders["eager"] = load(args.reference, "host_timeline_reference").Model
+        contenders["eager"] = load(Path(args.reference).resolve(), "host_timeline_reference").Model
     torch.manual_seed(0)
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in solution.get_inputs()]
     inputs = [x.requires_grad_(True) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
