@@ -266,10 +266,8 @@ def main() -> int:
             for row in result["top"]:
                 print(f"  {row['own_us']:9.2f} us own  {row['cumulative_us']:9.2f} us cum  "
                       f"x{row['calls_per_call']:<5}  {row['function'][:110]}")
-    for name, model in models.items():
+    for name, model in (models.items() if args.api else ()):
         for mode, backward in modes:
-            if not args.api:
-                continue
             census = api_census(model, leaves(backward), backward, 20)
             report[f"{name}_{mode}_api"] = census
             print(f"== {name} {mode}: runtime and driver calls a call (profiled us), {census['aten_ops_per_call']} "
