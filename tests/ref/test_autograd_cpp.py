@@ -68,7 +68,7 @@ def test_a_cpp_autograd_file_replaces_each_region_function_by_one_node(ref):
     for name in regions:
         assert f'"{name}"' in functions and f'"{name}_forward"' not in functions
         assert f"class _Region{name[6:]}(" not in text
-        assert f"struct Region{name[6:]}Node : public torch::autograd::Function<Region{name[6:]}Node>" in text
+        assert f"struct Region{name[6:]}Backward : public torch::autograd::Node" in text
     assert parse_header(text).params.get("autograd") == "cpp"
     assert "--autograd cpp" in text.splitlines()[2]
 
@@ -121,4 +121,4 @@ def test_a_region_fed_by_kgens_conv_keeps_its_python_functions():
     text = emit_reference(str(ref), conv="fused", autograd="cpp")[0]
     assert static_rule_violation(text) is None
     assert "class _Region0(" in text and "class _Region0ConvT(" in text and "_ext.region0(" not in text
-    assert "Region0Node" not in text and '"region0_forward"' in text
+    assert "Region0Backward" not in text and '"region0_forward"' in text
