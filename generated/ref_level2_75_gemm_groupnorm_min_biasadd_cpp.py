@@ -6913,8 +6913,24 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 // ---- Each region as one C++ autograd node (kgen emit --autograd cpp) ----
 // ModelNew.forward calls region<i>(...) once a region: the output's dtype, the rounding code, the node, what the
 // backward saves and the parameters' gradients are all worked out here, in C++, where the Python autograd.Function
-// this replaces spent its host time on argument lists, a Python ctx and gradient assembly at every call.
+// this replaces spent its host time on argument lists, a Python ctx and gradient assembly at every call. The node is
+// made as PyTorch's generated ones are (a torch::autograd::Node with its saved variables as members), not through
+// torch::autograd::Function, whose apply and CppNode cost more host time a call than the Python Function did.
 #include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <type_traits>
+
+// A new node held as the engine's edges hold nodes (std::shared_ptr in some PyTorch releases, c10::intrusive_ptr in
+// others).
+template <class T>
+auto kgen_make_node() {
+  using Pointer = decltype(torch::autograd::Edge::function);
+  if constexpr (std::is_same_v<Pointer, std::shared_ptr<torch::autograd::Node>>) {
+    return std::shared_ptr<T>(new T());
+  } else {
+    return c10::make_intrusive<T>();
+  }
+}
 
 // The dtype the reference's ops give a region's output (its kernels compute in float32 whatever they read): float32
 // under CUDA autocast (autocast runs GroupNorm in float32), else x's dtype promoted with each parameter's that has
@@ -6945,47 +6961,42 @@ inline c10::optional<at::Tensor> kgen_optional(const at::Tensor& t) {
 }
 
 // Region 0: add -> GroupNorm -> min over channels
-struct Region0Node : public torch::autograd::Function<Region0Node> {
-  // The arguments after bias are not tensors (no gradient) but params: the region's parameters, in region order.
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, c10::optional<at::Tensor> weight,
-                            c10::optional<at::Tensor> bias, int64_t groups, double eps, std::vector<int64_t> window,
-                            bool for_backward, bool faithful, at::ScalarType dtype, at::TensorList params) {
-    const int64_t rounding = kgen_rounding_of(dtype);
-    std::vector<at::Tensor> prologue{params[0]};
-    std::vector<at::Tensor> epilogue{};
-    std::vector<at::Tensor> result = region0_forward(
-        x, weight, bias, prologue, epilogue, groups, eps, window, for_backward, rounding);
-    std::vector<at::Tensor> saved{x, weight.value_or(at::Tensor()), bias.value_or(at::Tensor()), result[1], result[2],
-                                  result[0], result[3]};
-    saved.insert(saved.end(), params.begin(), params.end());
-    ctx->save_for_backward(saved);
-    ctx->saved_data["groups"] = groups;
-    ctx->saved_data["window"] = window;
-    ctx->saved_data["rounding"] = rounding;
-    at::Tensor out = result[0];   // the reduction's output with the reduced dims kept (keepdim=True)
-    out = out.unsqueeze(1);
-    return out.scalar_type() == dtype ? out : out.to(dtype);
+// Its backward node. Edges, in order: x, weight, bias, then the region's parameters (region order).
+struct Region0Backward : public torch::autograd::Node {
+  torch::autograd::SavedVariable x_, weight_, bias_;
+  torch::autograd::SavedVariable mean_, rstd_;   // the forward's (N, G, 2) mean and (N, G) rstd
+  torch::autograd::SavedVariable out_;           // the kernels' output (its shape; read where the op needs it)
+  torch::autograd::SavedVariable aux_;           // a window max's positions, else undefined
+  std::vector<torch::autograd::SavedVariable> params_;   // the region's parameters, in region order
+  int64_t groups_ = 0;
+  std::vector<int64_t> window_;
+  int64_t rounding_ = 0;   // kgen::Rounding of the output's dtype
+  bool faithful_ = false;  // the forward reproduced native_group_norm to the bit
+
+  std::string name() const override { return "kgen::Region0Backward"; }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* saved : {&x_, &weight_, &bias_, &mean_, &rstd_, &out_, &aux_}) saved->reset_data();
+    for (auto& saved : params_) saved.reset_data();
   }
 
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grads) {
-    const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    const at::Tensor& x = saved[0];
-    const at::Tensor& weight = saved[1];
-    const at::Tensor& bias = saved[2];
-    const at::Tensor& out = saved[5];
-    const std::vector<at::Tensor> params(saved.begin() + 7, saved.end());
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<at::Tensor> params;
+    params.reserve(params_.size());
+    for (const auto& saved : params_) params.push_back(saved.unpack());
+    // no gradient reached the output: none flows on
+    if (!grads[0].defined()) return torch::autograd::variable_list(3 + params.size());
+    const at::Tensor x = x_.unpack(), weight = weight_.unpack(), bias = bias_.unpack(), out = out_.unpack();
+    const at::Tensor dout = grads[0].sizes() == out.sizes() ? grads[0] : grads[0].reshape(out.sizes());
     std::vector<at::Tensor> prologue{params[0]};
     std::vector<at::Tensor> epilogue{};
-    const at::Tensor dout = grads[0].sizes() == out.sizes() ? grads[0] : grads[0].reshape(out.sizes());
     std::vector<at::Tensor> d = region0_backward(
-        dout, x, kgen_optional(weight), kgen_optional(bias), prologue, epilogue, saved[3], saved[4], out,
-        kgen_optional(saved[6]), ctx->saved_data["groups"].toInt(), ctx->saved_data["window"].toIntVector(),
-        ctx->saved_data["rounding"].toInt());
-    // One gradient a forward argument: x, weight, bias, none for the six that are not tensors, each parameter's.
-    torch::autograd::variable_list result{
-        d[0], weight.defined() ? d[1] : at::Tensor(), bias.defined() ? d[2] : at::Tensor(),
-        at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+        dout, x, kgen_optional(weight), kgen_optional(bias), prologue, epilogue, mean_.unpack(), rstd_.unpack(), out,
+        kgen_optional(aux_.unpack()), groups_, window_, rounding_);
+    torch::autograd::variable_list result{d[0], weight.defined() ? d[1] : at::Tensor(),
+                                          bias.defined() ? d[2] : at::Tensor()};
     std::vector<at::Tensor> dparams(params.size());
     kgen_add_param_grad(dparams[0], d[3][0], params[0]);
     result.insert(result.end(), dparams.begin(), dparams.end());
@@ -6993,15 +7004,51 @@ struct Region0Node : public torch::autograd::Function<Region0Node> {
   }
 };
 
-// What ModelNew.forward calls: grad mode read here (inside the node's forward it is always off); without it the
-// kernels skip what only the backward reads.
+// What ModelNew.forward calls. Where grad mode is on and a tensor argument requires grad, the output gets a
+// Region0Backward and the kernels keep what only the backward reads; else the kernels alone run.
 at::Tensor region0(
     at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, int64_t groups, double eps,
     std::vector<int64_t> window, std::vector<at::Tensor> params) {
   const bool faithful = false;  // not read: this region's faithfulness is fixed at emit
-  return Region0Node::apply(
-      x, weight, bias, groups, eps, window, at::GradMode::is_enabled(), faithful, kgen_region_out_dtype(x, params),
-      at::TensorList(params));
+  const at::Tensor w = weight.value_or(at::Tensor()), b = bias.value_or(at::Tensor());
+  const bool grad = torch::autograd::compute_requires_grad(x, w, b, params);
+  const at::ScalarType dtype = kgen_region_out_dtype(x, params);
+  const int64_t rounding = kgen_rounding_of(dtype);
+  std::vector<at::Tensor> result;
+  {
+    const at::AutoGradMode no_grad(false);   // the kernels' own ATen calls record nothing
+    std::vector<at::Tensor> prologue{params[0]};
+    std::vector<at::Tensor> epilogue{};
+    result = region0_forward(x, weight, bias, prologue, epilogue, groups, eps, window, grad, rounding);
+  }
+  at::Tensor y = result[0];
+  // the reduction's output with the reduced dims kept (keepdim=True)
+  y = y.unsqueeze(1);
+  if (!grad) return y.scalar_type() == dtype ? y : y.to(dtype);
+  // The output is a tensor of its own (a detached alias where no cast is due: result[0] is saved, and an output the
+  // node saved would hold its own node), sharing result[0]'s version counter: an in-place change of the output
+  // before the backward is caught when out_ is unpacked, as the Python Function's saved output catches it.
+  {
+    const at::AutoGradMode no_grad(false);
+    y = y.scalar_type() == dtype ? y.detach() : y.to(dtype);
+  }
+  auto node = kgen_make_node<Region0Backward>();
+  node->set_next_edges(torch::autograd::collect_next_edges(x, w, b, params));
+  node->x_ = torch::autograd::SavedVariable(x, false);
+  node->weight_ = torch::autograd::SavedVariable(w, false);
+  node->bias_ = torch::autograd::SavedVariable(b, false);
+  node->mean_ = torch::autograd::SavedVariable(result[1], false);
+  node->rstd_ = torch::autograd::SavedVariable(result[2], false);
+  node->out_ = torch::autograd::SavedVariable(result[0], false);
+  node->aux_ = torch::autograd::SavedVariable(result[3], false);
+  node->params_.reserve(params.size());
+  for (const at::Tensor& p : params) node->params_.emplace_back(p, false);
+  node->groups_ = groups;
+  node->window_ = window;
+  node->rounding_ = rounding;
+  node->faithful_ = faithful;
+  torch::autograd::set_history(y, node);
+  return y;
 }
 """
 
