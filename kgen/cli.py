@@ -137,6 +137,10 @@ def emit_command(spec_name, output, reference, explain, choices, faithful, autog
         given["region_kernels"] = region_kernels
     if choices is not None:
         given = _with_choices(reference, choices, given)
+        if autograd is not None and given["autograd"] != "python":
+            raise click.UsageError("give --autograd or --choices' autograd, not both")
+        autograd = autograd or given["autograd"]
+        del given["autograd"]
     if reference is not None:
         _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC,
                         faithful=faithful or "auto", autograd=autograd or "python")
@@ -339,7 +343,7 @@ def validate_command(file, ref, trials, atol, rtol, no_backward, bench, json_pat
 @click.option("--no-cache", is_flag=True, help="measure again even where this tune was measured before")
 def tune_command(target, output, budget, precision, block_sizes, json_path, no_cache):
     """Emit a reference file's plan (or a preset's, at its defaults) once per candidate (block size, conv mode,
-    forward), validate and time each on this GPU, and write the fastest correct one: the report on stderr, the file
+    forward, region kernels, autograd), validate and time each on this GPU, and write the fastest correct one: the report on stderr, the file
     to stdout or -o."""
     from kgen.ref.trace import RefError
     from kgen.tune import GpuRunner, table, target_of, tune, winner, winner_text

@@ -464,3 +464,13 @@ def test_a_spec_files_get_inputs_draws_what_its_reference_does(name, monkeypatch
     exec(compile(ast.Module(body=constants + [function], type_ignores=[]), name, "exec"), namespace)
     reference = reference_module(get_spec(spec).reference_path(params))
     assert drawn(namespace["get_inputs"], monkeypatch) == drawn(reference.get_inputs, monkeypatch)
+
+
+def test_choices_carry_the_autograd_mode_and_a_second_mode_is_one_clear_error(no_cuda):
+    record = '{"autograd": "cpp", "block_size": 256}'
+    from_record = run_cli("emit", "--ref", REFERENCE, "--choices", record)
+    from_flag = run_cli("emit", "--ref", REFERENCE, "--autograd", "cpp")
+    assert from_record.exit_code == 0 and "_ext.region0(" in from_record.stdout
+    assert from_record.stdout.split("\n", 3)[3] == from_flag.stdout.split("\n", 3)[3]   # past the re-emit command
+    both = run_cli("emit", "--ref", REFERENCE, "--choices", record, "--autograd", "python")
+    assert both.exit_code == 2 and "give --autograd or --choices' autograd, not both" in both.stderr

@@ -26,8 +26,26 @@ def test_a_plan_without_convolutions_tries_block_sizes_and_the_one_pass_forward(
     found = candidates(load_reference(MLP))
     assert found[0] == Choices() and found[0].is_default()
     assert {c.conv for c in found} == {"exact"}
-    assert sorted((c.forward, c.block_size) for c in found if c.region_kernels == "auto") == \
-        sorted((f, b) for f in ("two-pass", "one-pass") for b in (128, 256, 512))
+    assert sorted((c.forward, c.block_size) for c in found if c.region_kernels == "auto" and c.autograd == "python") \
+        == sorted((f, b) for f in ("two-pass", "one-pass") for b in (128, 256, 512))
+
+
+@pytest.mark.parametrize("reference", [MLP, L2_92], ids=["mlp", "l2_92"])
+def test_the_default_is_tried_with_each_region_one_cpp_autograd_node(reference):
+    # the same kernels behind a C++ node: one candidate, the default's options with autograd cpp, last
+    found = candidates(load_reference(reference), block_sizes=(256,))
+    nodes = [c for c in found if c.autograd == "cpp"]
+    assert nodes == [Choices(autograd="cpp")] and found[-1] == nodes[0]
+    assert nodes[0].label() == "block 256, conv exact, two-pass, autograd cpp"
+    assert nodes[0].record() == '{"autograd": "cpp", "block_size": 256}'
+    assert not [c for c in candidates(load_reference(MLP), takes=("block_size", "forward")) if c.autograd != "python"]
+
+
+def test_a_region_fed_by_kgens_conv_takes_no_node():
+    # --conv fused's region keeps its Python Function (paired with the conv's): the node changes nothing there
+    fused = Choices(conv="fused")
+    assert not [c for c in candidates(load_reference(L2_19), block_sizes=(256,), takes=("autograd",), default=fused)
+                if c.autograd == "cpp"]
 
 
 def test_the_region_kernels_are_forced_each_way_at_the_default_block_size():
@@ -96,7 +114,8 @@ def test_the_record_round_trips_through_the_header_and_emit_choices(reference, t
 @pytest.mark.parametrize("record, message", [
     ("{\"block_size\": 500}", "power of two"),
     ("{\"conv\": \"fastest\"}", "conv must be one of"),
-    ("{\"block\": 256}", "takes block_size, conv, forward, region_kernels, not block"),
+    ("{\"block\": 256}", "takes block_size, conv, forward, region_kernels, autograd, not block"),
+    ("{\"autograd\": \"c++\"}", "autograd must be one of python, cpp"),
     ("{\"region_kernels\": \"cluster\"}", "region_kernels must be one of auto, resident, two-pass"),
     ("[256]", "a JSON object"),
     ("block_size=256", "JSON object such as"),
@@ -157,7 +176,7 @@ def test_the_fastest_passing_candidate_wins_and_a_second_tune_reads_the_cache(tm
     assert result.rows[result.winner]["label"] == fastest and not result.cached and result.complete
     assert rows[fastest_but_wrong]["verdict"] == "FAIL" and rows[fastest_but_wrong]["forward_ms"] is None
     assert rows["block 256, conv exact, one-pass"]["verdict"] == "BROKEN"
-    assert runner.calls == {"build": 1, "validate": 7, "time": 1}   # 8 candidates (two-pass not forced), 1 broken
+    assert runner.calls == {"build": 1, "validate": 8, "time": 1}   # 9 candidates (two-pass not forced), 1 broken
     assert list(cache_dir.glob("tune/*.json"))
     again = FakeRunner(verdicts={"anything": "FAIL"})
     cached = tune(target_of(str(MLP)), again, tmp_path / "work2")

@@ -5,7 +5,9 @@ native_group_norm's statistics and never runs the one-pass forward; the two-pass
 smaller than a warp, a cliff: two_pass_cliff).
 
 A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
-correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again.
+correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again. Besides
+the kernels' options, the regions' autograd: the default's kernels with each region one C++ autograd node
+(`--autograd cpp`), where a region takes it: the same kernels, less host time a call, which decides small models.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from kgen.ref.emit import REGION_KERNELS, check_block_size, onepass_applies
+from kgen.ref.emit import AUTOGRAD_MODES, REGION_KERNELS, check_block_size, onepass_applies
 from kgen.ref.ir import RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_layout import CONV_MODES
@@ -31,7 +33,8 @@ TWO_PASS_MIN_PLANE = 32
 # per block, the resident tiles' rows); 32, 64 and 1024 launch too few or too many threads per block for the
 # reductions' trees to pay, and take `--block-sizes` to try.
 DEFAULT_BLOCK_SIZES = (128, 256, 512)
-DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass", "region_kernels": "auto"}
+DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass", "region_kernels": "auto",
+           "autograd": "python"}
 KEYS = tuple(DEFAULT)
 
 
@@ -41,6 +44,7 @@ class Choices:
     conv: str = "exact"
     forward: str = "two-pass"
     region_kernels: str = "auto"
+    autograd: str = "python"
 
     def record(self) -> str:
         """The JSON `kgen emit --choices` takes (the options that differ from the defaults, as the header's
@@ -50,21 +54,22 @@ class Choices:
 
     def options(self) -> dict:
         return {"block_size": self.block_size, "conv": self.conv, "forward": self.forward,
-                "region_kernels": self.region_kernels}
+                "region_kernels": self.region_kernels, "autograd": self.autograd}
 
     def label(self) -> str:
         """Short, for tables and progress lines: `block 256, conv exact, two-pass` (`, region kernels resident` where
-        they are not kgen's rules)."""
+        they are not kgen's rules, `, autograd cpp` for C++ nodes)."""
         kernels = "" if self.region_kernels == "auto" else f", region kernels {self.region_kernels}"
-        return f"block {self.block_size}, conv {self.conv}, {self.forward}{kernels}"
+        autograd = "" if self.autograd == "python" else f", autograd {self.autograd}"
+        return f"block {self.block_size}, conv {self.conv}, {self.forward}{kernels}{autograd}"
 
     def is_default(self) -> bool:
         return self.options() == DEFAULT
 
 
 def parse_choices(text: str) -> Choices:
-    """A record (a JSON object of block_size, conv, forward; what a header's kgen-params holds, whose faithful key
-    and autograd keys are accepted and ignored here) as Choices; a clear error for anything else."""
+    """A record (a JSON object of block_size, conv, forward, region_kernels, autograd; what a header's kgen-params
+    holds, whose faithful key is accepted and ignored here) as Choices; a clear error for anything else."""
     try:
         given = json.loads(text)
     except json.JSONDecodeError as error:
@@ -72,7 +77,7 @@ def parse_choices(text: str) -> Choices:
                        f"not {text!r} ({error.msg})") from None
     if not isinstance(given, dict):
         raise RefError(f"--choices takes a JSON object, not {text!r}")
-    given = {k: v for k, v in given.items() if k not in ("faithful", "autograd")}
+    given = {k: v for k, v in given.items() if k != "faithful"}
     unknown = sorted(set(given) - set(KEYS))
     if unknown:
         raise RefError(f"--choices takes {', '.join(KEYS)}, not {', '.join(unknown)}")
@@ -87,6 +92,8 @@ def parse_choices(text: str) -> Choices:
     if choices.region_kernels not in REGION_KERNELS:
         raise RefError(f"--choices: region_kernels must be one of {', '.join(REGION_KERNELS)}, got "
                        f"{choices.region_kernels!r}")
+    if choices.autograd not in AUTOGRAD_MODES:
+        raise RefError(f"--choices: autograd must be one of {', '.join(AUTOGRAD_MODES)}, got {choices.autograd!r}")
     return choices
 
 
@@ -94,8 +101,8 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
     """Every combination worth a build for the traced reference `ref`, `default` first: each block size, with each
     conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that plan takes
     it; then, at the default block size, each of those with the region kernels forced (resident, two-pass) where a
-    region's kernels are kgen's choice (region_kernels_matter); an option not in `takes` (a preset's) stays the
-    default's."""
+    region's kernels are kgen's choice (region_kernels_matter); then the default with C++ autograd nodes where a region
+    takes one (node_takes_a_region); an option not in `takes` (a preset's) stays the default's."""
     for size in block_sizes:
         check_block_size(size)
     sizes = block_sizes if "block_size" in takes else (default.block_size,)
@@ -107,12 +114,21 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
             else (default.forward,)
         for forward in forwards:
             for size in sizes:
-                found.append(Choices(size, conv, forward, default.region_kernels))
+                found.append(Choices(size, conv, forward, default.region_kernels, default.autograd))
     if "region_kernels" in takes:
         forced = {conv: _forced_kernels(ref, conv) for conv in convs}   # each plan made once, not per candidate
-        found += [Choices(default.block_size, c.conv, c.forward, kernels) for c in list(found)
+        found += [Choices(default.block_size, c.conv, c.forward, kernels, c.autograd) for c in list(found)
                   if c.block_size == default.block_size for kernels in forced[c.conv] if kernels != c.region_kernels]
+    if "autograd" in takes and node_takes_a_region(ref, default.conv):
+        found += [Choices(**{**default.options(), "autograd": mode}) for mode in AUTOGRAD_MODES
+                  if mode != default.autograd]
     return [default] + [c for c in dict.fromkeys(found) if c != default]
+
+
+def node_takes_a_region(ref, conv: str) -> bool:
+    """Whether `--autograd cpp` changes the plan's file: a region not fed by kgen's own conv (that one keeps its
+    Python Function, paired with the conv's)."""
+    return any(isinstance(s, RegionStep) and not s.conv_fused for s in make_plan(ref, conv).steps)
 
 
 def _forced_kernels(ref, conv: str) -> tuple:
