@@ -66,7 +66,7 @@ def test_the_expressions_render_in_python_and_cpp():
     assert cpp_dtype(expr) == ("at::promote_types((at::autocast::is_autocast_enabled(x.device().type()) ? at::kFloat "
                                ": at::kFloat), params[1].scalar_type())")
     text = emit_reference(str(ROOT_PROBE), autograd="cpp")[0]
-    assert "faithful, at::kFloat," in text
+    assert "const at::ScalarType dtype = at::kFloat;" in text   # the region node's output dtype
 
 
 ROOT_PROBE = __import__("pathlib").Path(__file__).parent / "references" / "gn_shrinks_expit_same_value_ops.py"
