@@ -9748,11 +9748,12 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
       x, w, b, prologue, epilogue, groups, eps, window, for_backward);
 }
 
-// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}.
+// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}. out: the forward's output where the kernels read
+// it (a logsumexp's), else none.
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
-                                          at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
+                                          c10::optional<at::Tensor> out_in, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
   constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
@@ -9762,6 +9763,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
+  const at::Tensor out = kgen::or_undefined(out_in);
   // The family the forward ran: the two-pass kernels on x's dtype (on float32 copies where dout has another), else
   // float32.
   if (region0_half_sweeps(x, groups, rounding)) {
@@ -9829,7 +9831,7 @@ std::vector<at::Tensor> region0_convt_backward(at::Tensor dout, at::Tensor x, at
 
 CPP_SOURCE = r"""
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
+std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 std::string region0_convt_unsupported(at::Tensor x, at::Tensor conv_weight, int64_t groups, std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> output_padding, std::vector<int64_t> dilation, int64_t conv_groups);
 std::vector<at::Tensor> region0_convt_forward(at::Tensor x, at::Tensor conv_weight, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> padding);
 at::Tensor region0_convt_inference(at::Tensor x, at::Tensor conv_weight, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> padding);
@@ -10000,8 +10002,10 @@ class _Region0(torch.autograd.Function):
         rounding = _ROUNDING.get(dtype, 0)
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
                                                          list(window), for_backward, rounding)
-        ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
-        ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
+        # the output is not saved (its backward does not read it): an in-place change of it before the backward is
+        # allowed, as after PyTorch's GroupNorm and activations
+        ctx.save_for_backward(x, weight, bias, mean, rstd, None, aux, *params)
+        ctx.groups, ctx.window, ctx.rounding, ctx.out_shape = groups, list(window), rounding, out.shape
         return _as_dtype(out, dtype)
 
     @staticmethod
@@ -10010,7 +10014,7 @@ class _Region0(torch.autograd.Function):
         prologue = [params[k] for k in _Region0.PROLOGUE]
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
+            _as_shape(dout, ctx.out_shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):

@@ -6980,11 +6980,12 @@ static std::vector<at::Tensor> region0_forward_merged(at::Tensor x, c10::optiona
       x, w, b, prologue, epilogue, groups, eps, window, for_backward);
 }
 
-// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}.
+// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}. out: the forward's output where the kernels read
+// it (a logsumexp's), else none.
 static std::vector<at::Tensor> region0_backward_merged(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
-                                          at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
+                                          c10::optional<at::Tensor> out_in, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
   constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
@@ -6994,6 +6995,7 @@ static std::vector<at::Tensor> region0_backward_merged(at::Tensor dout, at::Tens
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
+  const at::Tensor out = kgen::or_undefined(out_in);
   // The family the forward ran: the two-pass kernels on x's dtype (on float32 copies where dout has another), else
   // float32.
   if (region0_half_sweeps(x, groups, rounding)) {
@@ -7044,14 +7046,16 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
-                                          at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
+                                          c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
   namespace m = kgen::merged;
   const int64_t n = x.size(0), c = x.size(1);
+  // dout has the kernels' output shape (the caller's reshape)
   std::vector<at::Tensor> d = region0_backward_merged(
-      m::samples_as_channels(dout.reshape(out.sizes())), m::samples_as_channels(x), m::per_merged_channel(weight, n, c),
+      m::samples_as_channels(dout), m::samples_as_channels(x), m::per_merged_channel(weight, n, c),
       m::per_merged_channel(bias, n, c), m::per_merged_channel(prologue, kRegion0PrologueAlong, n, c),
-      m::per_merged_channel(epilogue, kRegion0EpilogueAlong, n, c), mean, rstd, m::samples_as_channels(out),
+      m::per_merged_channel(epilogue, kRegion0EpilogueAlong, n, c), mean, rstd,
+      out.has_value() ? c10::optional<at::Tensor>(m::samples_as_channels(*out)) : c10::nullopt,
       aux, n * groups, window, rounding);
   d[0] = d[0].reshape(x.sizes());
   d[1] = m::summed_over_samples(d[1], n, c);
@@ -7062,7 +7066,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 
 CPP_SOURCE = r"""
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
+std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 """
 
 
@@ -7204,8 +7208,10 @@ class _Region0(torch.autograd.Function):
         # weight, bias and the functors' parameters as the merged call read them (one value per merged channel): the
         # backward hands these to its entry point, which takes them as they are instead of copying them again
         ctx.merged = merged
-        ctx.save_for_backward(x, weight, bias, mean, rstd, out, aux, *params)
-        ctx.groups, ctx.window, ctx.rounding = groups, list(window), rounding
+        # the output is not saved (its backward does not read it): an in-place change of it before the backward is
+        # allowed, as after PyTorch's GroupNorm and activations
+        ctx.save_for_backward(x, weight, bias, mean, rstd, None, aux, *params)
+        ctx.groups, ctx.window, ctx.rounding, ctx.out_shape = groups, list(window), rounding, out.shape
         return _as_dtype(out, dtype)
 
     @staticmethod
@@ -7214,7 +7220,7 @@ class _Region0(torch.autograd.Function):
         weight, bias, *merged = ctx.merged
         prologue, epilogue = merged[:len(_Region0.PROLOGUE)], merged[len(_Region0.PROLOGUE):]
         dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            _as_shape(dout, out.shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
+            _as_shape(dout, ctx.out_shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
             ctx.window, ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_Region0.PROLOGUE):

@@ -6859,11 +6859,12 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
       x, w, b, prologue, epilogue, groups, eps, window, for_backward);
 }
 
-// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}.
+// Returns {dx, dweight, dbias, dprologue (Kp, C), depilogue (Ke, C)}. out: the forward's output where the kernels read
+// it (a logsumexp's), else none.
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
-                                          at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups,
+                                          c10::optional<at::Tensor> out_in, c10::optional<at::Tensor> aux, int64_t groups,
                                           std::vector<int64_t> window, int64_t rounding) {
   constexpr bool faithful = kRegion0Faithful;
   const kgen::RoundingScope scope(rounding, kgen::statistics_rounding(rounding, kgen::or_undefined(weight)),
@@ -6873,6 +6874,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
   prologue = kgen::as_float(prologue, "prologue parameter");
   epilogue = kgen::as_float(epilogue, "epilogue parameter");
   const at::Tensor a = kgen::or_undefined(aux);
+  const at::Tensor out = kgen::or_undefined(out_in);
   // The rows kernels on x's own dtype wherever they apply: the same bits as on float32 copies, whichever the forward
   // ran (a faithful call's forward reads native_group_norm's statistics; its backward recomputes y in that form).
   std::vector<at::Tensor> rows;
@@ -6908,7 +6910,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 
 CPP_SOURCE = r"""
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, at::Tensor out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
+std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 
 // ---- Each region as one C++ autograd node (kgen emit --autograd cpp) ----
 // ModelNew.forward calls region<i>(...) once a region: the output's dtype, the rounding code, the node, what the
@@ -6965,7 +6967,8 @@ inline c10::optional<at::Tensor> kgen_optional(const at::Tensor& t) {
 struct Region0Backward : public torch::autograd::Node {
   torch::autograd::SavedVariable x_, weight_, bias_;
   torch::autograd::SavedVariable mean_, rstd_;   // the forward's (N, G, 2) mean and (N, G) rstd
-  torch::autograd::SavedVariable out_;           // the kernels' output (its shape; read where the op needs it)
+  torch::autograd::SavedVariable out_;           // the kernels' output where the backward reads it (a logsumexp's)
+  std::vector<int64_t> out_sizes_;               // the kernels' output shape
   torch::autograd::SavedVariable aux_;           // a window max's positions, else undefined
   std::vector<torch::autograd::SavedVariable> params_;   // the region's parameters, in region order
   int64_t groups_ = 0;
@@ -6988,12 +6991,13 @@ struct Region0Backward : public torch::autograd::Node {
     for (const auto& saved : params_) params.push_back(saved.unpack());
     // no gradient reached the output: none flows on
     if (!grads[0].defined()) return torch::autograd::variable_list(3 + params.size());
-    const at::Tensor x = x_.unpack(), weight = weight_.unpack(), bias = bias_.unpack(), out = out_.unpack();
-    const at::Tensor dout = grads[0].sizes() == out.sizes() ? grads[0] : grads[0].reshape(out.sizes());
+    const at::Tensor x = x_.unpack(), weight = weight_.unpack(), bias = bias_.unpack();
+    const at::Tensor dout = grads[0].sizes() == c10::IntArrayRef(out_sizes_) ? grads[0] : grads[0].reshape(out_sizes_);
     std::vector<at::Tensor> prologue{params[0]};
     std::vector<at::Tensor> epilogue{};
     std::vector<at::Tensor> d = region0_backward(
-        dout, x, kgen_optional(weight), kgen_optional(bias), prologue, epilogue, mean_.unpack(), rstd_.unpack(), out,
+        dout, x, kgen_optional(weight), kgen_optional(bias), prologue, epilogue, mean_.unpack(), rstd_.unpack(),
+        kgen_optional(out_.unpack()),
         kgen_optional(aux_.unpack()), groups_, window_, rounding_);
     torch::autograd::variable_list result{d[0], weight.defined() ? d[1] : at::Tensor(),
                                           bias.defined() ? d[2] : at::Tensor()};
@@ -7025,9 +7029,8 @@ at::Tensor region0(
   // the reduction's output with the reduced dims kept (keepdim=True)
   y = y.unsqueeze(1);
   if (!grad) return y.scalar_type() == dtype ? y : y.to(dtype);
-  // The output is a tensor of its own (a detached alias where no cast is due: result[0] is saved, and an output the
-  // node saved would hold its own node), sharing result[0]'s version counter: an in-place change of the output
-  // before the backward is caught when out_ is unpacked, as the Python Function's saved output catches it.
+  // The output a tensor of its own, a detached alias where no cast is due: not a view made without grad mode. It is
+  // not saved: an in-place change of it before the backward is allowed, as after PyTorch's GroupNorm and activations.
   {
     const at::AutoGradMode no_grad(false);
     y = y.scalar_type() == dtype ? y.detach() : y.to(dtype);
@@ -7039,7 +7042,7 @@ at::Tensor region0(
   node->bias_ = torch::autograd::SavedVariable(b, false);
   node->mean_ = torch::autograd::SavedVariable(result[1], false);
   node->rstd_ = torch::autograd::SavedVariable(result[2], false);
-  node->out_ = torch::autograd::SavedVariable(result[0], false);
+  node->out_sizes_ = result[0].sizes().vec();
   node->aux_ = torch::autograd::SavedVariable(result[3], false);
   node->params_.reserve(params.size());
   for (const at::Tensor& p : params) node->params_.emplace_back(p, false);

@@ -25,6 +25,8 @@ def region_context(step: RegionStep) -> dict:
         "index": step.index, "prologue": prologue, "epilogue": epilogue,
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,
         "reduce_rank": step.reduce_rank,
+        # the backward reads the forward's output (a logsumexp's): only then is it saved
+        "reads_out": reads_output(step),
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
         "faithful_switch": faithful_switch(step),
@@ -40,6 +42,13 @@ def region_context(step: RegionStep) -> dict:
         "epilogue_slots": [k for k, _ in sorted(epi_slots.items(), key=lambda kv: kv[1])],
         "summary": describe_region(step),
     }
+
+
+def reads_output(step: RegionStep) -> bool:
+    """Whether the region's backward kernels read its forward output (a logsumexp reduction's, in its derivative);
+    no other region saves it, so that an in-place change of the output before the backward is allowed, as it is
+    after PyTorch's GroupNorm and activations."""
+    return step.reduce_op is ReduceOp.LOGSUMEXP and step.reduce_kind is not ReduceKind.NONE
 
 
 def rows_half(step: RegionStep) -> bool:

@@ -18,6 +18,7 @@ import types
 import torch
 import torch.nn.functional as F
 
+from kgen.ref.codegen import reads_output
 from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from tests.ref.plan_interpreter import _reduced, run_dag
 
@@ -94,9 +95,10 @@ def _merged_entries(forward, backward, along_pro: list, along_epi: list):
 
     def merged_backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, *rest):
         n, c = x.shape[:2]
-        d = backward(merged(dout.reshape(out.shape)), merged(x), per_channel(weight, True, n, c),
+        d = backward(merged(dout), merged(x), per_channel(weight, True, n, c),
                      per_channel(bias, True, n, c), [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)],
-                     [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], mean, rstd, merged(out), aux,
+                     [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], mean, rstd,
+                     None if out is None else merged(out), aux,
                      n * groups, window, *rest)
         summed = [g if g is None else g.reshape(n, c).sum(0) for g in d[1:3]]
         return [d[0].reshape(x.shape)] + summed + d[3:]
@@ -137,6 +139,9 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
 
     def backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, rounding,
                  faithful=False):
+        # the forward's output, where the kernels read it (a logsumexp's: codegen.reads_output), else none
+        if reads_output(step):
+            assert out is not None and out.shape == dout.shape, "a logsumexp region's backward needs its output"
         channels = x.shape[1]
         x = x.detach().requires_grad_()
         w = weight.detach().requires_grad_() if weight is not None else None

@@ -224,3 +224,45 @@ def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
 def test_kgens_own_and_probe_references_emitted_python(path, monkeypatch):
     """tests/ref/references/ and probe/ (references written to find gaps), float64."""
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch)
+
+
+# A caller's in-place change of the output before the backward: allowed after PyTorch's GroupNorm and activations
+# (their backward reads their inputs), caught after its logsumexp (whose backward reads its output), and the same for
+# the file: a region saves its output only where its kernels read it (codegen.reads_output).
+IN_PLACE_AFTER = {
+    "silu": ("F.silu(self.gn(x))", True),
+    "mean_over_planes": ("F.silu(self.gn(x)).mean(dim=(2, 3))", True),
+    "logsumexp_over_channels": ("torch.logsumexp(F.silu(self.gn(x)), dim=1)", False),
+}
+
+
+@pytest.mark.parametrize("kind", list(IN_PLACE_AFTER))
+def test_an_in_place_change_of_the_output_before_the_backward_gets_the_references_verdict(kind, tmp_path, monkeypatch):
+    body, allowed = IN_PLACE_AFTER[kind]
+    path = tmp_path / f"inplace_{kind}.py"
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"
+                    "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.gn = nn.GroupNorm(2, 8)\n\n    def forward(self, x):\n"
+                    f"        return {body}\n\n\ndef get_inputs():\n    return [torch.randn(2, 8, 5, 5)]\n\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    solution._ext = emulated_ext(make_plan(load_reference(path), "exact"), solution)
+    reference = load_reference_module(path)
+    torch.manual_seed(0)
+    theirs = reference.Model().double()
+    ours = solution.ModelNew().double()
+    ours.load_state_dict(theirs.state_dict())
+    x = torch.randn(2, 8, 5, 5, dtype=torch.float64)
+    grads = []
+    for model in (theirs, ours):
+        leaf = x.clone().requires_grad_()
+        y = model(leaf)
+        y.mul_(2)
+        if not allowed:
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                y.sum().backward()
+            continue
+        y.sum().backward()
+        grads.append([leaf.grad] + [p.grad for p in model.parameters()])
+    for got, want in zip(*grads) if allowed else ():
+        torch.testing.assert_close(got, want, rtol=1e-7, atol=1e-9)
