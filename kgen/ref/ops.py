@@ -85,6 +85,8 @@ OPS = {o.name: o for o in [
     OpDef("softplus", 1, "kgen::softplusf({a}, {beta}, {threshold})",
           ("kgen::softplus_grad({a}, {beta}, {threshold})",), "softplus(a, {beta}, {threshold})"),
     OpDef("exp", 1, "expf({a})", ("{r}",), "exp(a)"),
+    # exp2 as PyTorch's CUDA kernel computes it (exp2f); autograd's derivative is result * ln 2
+    OpDef("exp2", 1, "exp2f({a})", ("0.6931471805599453f * {r}",), "exp2(a)"),
     OpDef("log", 1, "logf({a})", ("1.f / {a}",), "log(a)"),
     OpDef("abs", 1, "fabsf({a})", ("{a} > 0.f ? 1.f : ({a} < 0.f ? -1.f : 0.f)",), "abs(a)"),
     OpDef("sqrt", 1, "sqrtf({a})", ("0.5f / {r}",), "sqrt(a)"),
@@ -161,7 +163,8 @@ WHERE_OPS = frozenset(where_op(cmp) for cmp in COMPARISON_SYMBOLS)
 
 # Ops whose local derivative can be infinite at a finite operand (1 / b at b = 0, exp's overflow, log and the
 # roots at 0): behind them autograd's 0 * inf is NaN, so a zero upstream gradient does not give exact zeros.
-UNBOUNDED_GRAD_OPS = frozenset({"div", "log", "sqrt", "rsqrt", "reciprocal", "pow", "log1p", "exp", "expm1"})
+UNBOUNDED_GRAD_OPS = frozenset({"div", "log", "sqrt", "rsqrt", "reciprocal", "pow", "log1p", "exp", "exp2",
+                                "expm1"})
 
 INF = float("inf")
 
@@ -335,7 +338,8 @@ FUNCTIONS = {
     F.leaky_relu: _leaky, F.mish: _unary("mish"), F.softplus: _softplus,
     torch.clamp: _clamp, torch.clip: _clamp,
     torch.clamp_min: _clamp_min, torch.clamp_max: _clamp_max,
-    torch.exp: _unary("exp"), torch.log: _unary("log"), torch.abs: _unary("abs"), torch.sqrt: _unary("sqrt"),
+    torch.exp: _unary("exp"), torch.exp2: _unary("exp2"), torch.special.exp2: _unary("exp2"),
+    torch.log: _unary("log"), torch.abs: _unary("abs"), torch.sqrt: _unary("sqrt"),
     torch.square: _unary("square"), torch.neg: _unary("neg"),
     torch.add: _binary("add"), torch.sub: _binary("sub"), torch.mul: _binary("mul"), torch.div: _binary("div"),
     # PyTorch's aliases of the same kernels
@@ -360,7 +364,8 @@ FUNCTIONS = {
 
 METHODS = {
     "relu": _unary("relu"), "sigmoid": _unary("sigmoid"), "tanh": _unary("tanh"), "exp": _unary("exp"),
-    "log": _unary("log"), "abs": _unary("abs"), "sqrt": _unary("sqrt"), "square": _unary("square"),
+    "exp2": _unary("exp2"), "log": _unary("log"), "abs": _unary("abs"), "sqrt": _unary("sqrt"),
+    "square": _unary("square"),
     "neg": _unary("neg"), "clamp": _clamp, "clip": _clamp,
     "clamp_min": _clamp_min, "clamp_max": _clamp_max,
     "add": _binary("add"), "sub": _binary("sub"), "mul": _binary("mul"), "div": _binary("div"),

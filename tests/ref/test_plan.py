@@ -675,7 +675,7 @@ def test_epilogue_says_whether_a_zero_gradient_gives_exact_zeros():
 
     assert flag("mul", "tanh", "hardswish", "add")
     assert flag("sigmoid", "mish", "gelu_erf")
-    for unbounded in ("div", "log", "sqrt", "rsqrt", "reciprocal", "exp", "expm1", "log1p"):
+    for unbounded in ("div", "log", "sqrt", "rsqrt", "reciprocal", "exp", "exp2", "expm1", "log1p"):
         assert not flag("mul", unbounded), unbounded
     # L2-85's epilogue (a per-channel scale before the max pool) takes the extremes-only pass.
     text = emit_reference(str(KERNELBENCH / "level2_85_Conv2d_GroupNorm_Scale_MaxPool_Clamp.py"))[0] \
