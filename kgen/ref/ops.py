@@ -127,6 +127,14 @@ OPS = {o.name: o for o in [
     OpDef("hardshrink", 1, "(({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : {a})",
           ("({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : 1.f",), "hardshrink(a, {lambd})"),
     OpDef("cos", 1, "cosf({a})", ("-sinf({a})",), "cos(a)"),
+    # addcdiv and lerp as PyTorch's CUDA kernels compute them, where nvcc contracts a + w * q into one fma: addcdiv
+    # `a + value * (b / c)`, lerp `|w| < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w)` (ATen's lerp); autograd's
+    # derivatives (lerp's weight a constant or a tensor)
+    OpDef("addcdiv", 3, "fmaf({value}, __fdiv_rn({b}, {c}), {a})",
+          ("1.f", "{value} / {c}", "-({value}) * {b} / ({c} * {c})"), "a + {value} * (b / c)"),
+    OpDef("lerp", 3, "(fabsf({c}) < 0.5f ? fmaf({c}, __fsub_rn({b}, {a}), {a}) "
+                     ": fmaf(-__fsub_rn({b}, {a}), __fsub_rn(1.f, {c}), {b}))",
+          ("1.f - {c}", "{c}", "{b} - {a}"), "lerp(a, b, c)"),
 ]}
 
 @dataclass(frozen=True)
@@ -164,7 +172,7 @@ WHERE_OPS = frozenset(where_op(cmp) for cmp in COMPARISON_SYMBOLS)
 # Ops whose local derivative can be infinite at a finite operand (1 / b at b = 0, exp's overflow, log and the
 # roots at 0): behind them autograd's 0 * inf is NaN, so a zero upstream gradient does not give exact zeros.
 UNBOUNDED_GRAD_OPS = frozenset({"div", "log", "sqrt", "rsqrt", "reciprocal", "pow", "log1p", "exp", "exp2",
-                                "expm1"})
+                                "expm1", "addcdiv"})
 
 INF = float("inf")
 
@@ -237,6 +245,19 @@ def _shrink(name):
 def _prelu(args, kwargs):
     weight = kwargs.get("weight", args[1] if len(args) > 1 else None)
     return ElementwiseCall("prelu", [args[0], weight], {}) if weight is not None else None
+
+
+def _addcdiv(args, kwargs):
+    if len(args) != 3 or set(kwargs) - {"value"} or _scalar(kwargs.get("value", 1.0)) is None:
+        return None
+    return ElementwiseCall("addcdiv", list(args), {"value": kwargs.get("value", 1.0)})
+
+
+def _lerp(args, kwargs):
+    weight = kwargs.get("weight", args[2] if len(args) > 2 else None)
+    if len(args) < 2 or weight is None or set(kwargs) - {"weight"}:
+        return None
+    return ElementwiseCall("lerp", [args[0], args[1], weight], {})
 
 
 def _pow(args, kwargs):
@@ -358,7 +379,7 @@ FUNCTIONS = {
     torch.special.erfc: _unary("erfc"), torch.expm1: _unary("expm1"), torch.special.expm1: _unary("expm1"),
     torch.log1p: _unary("log1p"), torch.special.log1p: _unary("log1p"), torch.sin: _unary("sin"),
     torch.cos: _unary("cos"),
-    torch.special.expit: _unary("sigmoid"), torch.prelu: _prelu,
+    torch.special.expit: _unary("sigmoid"), torch.prelu: _prelu, torch.addcdiv: _addcdiv, torch.lerp: _lerp,
     F.softshrink: _shrink("softshrink"), F.hardshrink: _shrink("hardshrink"),  # F.hardshrink is torch.hardshrink
 }
 
@@ -375,6 +396,7 @@ METHODS = {
     "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
     "erf": _unary("erf"), "erfc": _unary("erfc"), "expm1": _unary("expm1"), "log1p": _unary("log1p"),
     "sin": _unary("sin"), "cos": _unary("cos"), "hardshrink": _shrink("hardshrink"), "prelu": _prelu,
+    "addcdiv": _addcdiv, "lerp": _lerp,
 }
 
 

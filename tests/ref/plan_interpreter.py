@@ -47,6 +47,9 @@ VALUES = {
     "erfc": lambda a, k: torch.erfc(a[0]), "expm1": lambda a, k: torch.expm1(a[0]),
     "log1p": lambda a, k: torch.log1p(a[0]), "sin": lambda a, k: torch.sin(a[0]), "cos": lambda a, k: torch.cos(a[0]),
     "prelu": lambda a, k: torch.where(a[0] > 0, a[0], a[1] * a[0]),
+    "addcdiv": lambda a, k: a[0] + k["value"] * (a[1] / a[2]),
+    "lerp": lambda a, k: torch.where(a[2].abs() < 0.5, a[0] + a[2] * (a[1] - a[0]),
+                                     a[1] - (a[1] - a[0]) * (1 - a[2])),
     "softshrink": lambda a, k: F.softshrink(a[0], k["lambd"]), "hardshrink": lambda a, k: F.hardshrink(a[0], k["lambd"]),
 }
 for _cmp, _fn in _COMPARE.items():
