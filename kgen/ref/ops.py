@@ -40,7 +40,8 @@ class OpDef:
 
 # Ops CUDA autocast runs in float32 whatever their input (its float32 list: exp, log, pow, softplus... and a scalar
 # divided by a tensor, __rtruediv__): under autocast a step that applies one gives a float32 output.
-AUTOCAST_FLOAT32 = frozenset({"exp", "expm1", "log", "log1p", "pow", "reciprocal", "rsqrt", "softplus"})
+AUTOCAST_FLOAT32 = frozenset({"exp", "expm1", "log", "log1p", "log2", "log10", "pow", "reciprocal", "rsqrt", "softplus",
+                              "tan", "sinh", "cosh"})
 
 
 def autocast_float32(nodes) -> bool:
@@ -127,9 +128,18 @@ OPS = {o.name: o for o in [
     OpDef("hardshrink", 1, "(({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : {a})",
           ("({a} >= -{lambd} && {a} <= {lambd}) ? 0.f : 1.f",), "hardshrink(a, {lambd})"),
     OpDef("cos", 1, "cosf({a})", ("-sinf({a})",), "cos(a)"),
-    # addcdiv and lerp as PyTorch's CUDA kernels compute them, where nvcc contracts a + w * q into one fma: addcdiv
-    # `a + value * (b / c)`, lerp `|w| < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w)` (ATen's lerp); autograd's
-    # derivatives (lerp's weight a constant or a tensor)
+    OpDef("tan", 1, "tanf({a})", ("1.f + {r} * {r}",), "tan(a)"),
+    OpDef("atan", 1, "atanf({a})", ("1.f / ({a} * {a} + 1.f)",), "atan(a)"),
+    OpDef("sinh", 1, "sinhf({a})", ("coshf({a})",), "sinh(a)"),
+    OpDef("cosh", 1, "coshf({a})", ("sinhf({a})",), "cosh(a)"),
+    OpDef("log2", 1, "log2f({a})", ("1.f / ({a} * 0.6931471805599453f)",), "log2(a)"),
+    OpDef("log10", 1, "log10f({a})", ("1.f / ({a} * 2.302585092994046f)",), "log10(a)"),
+    # addcmul, addcdiv and lerp as PyTorch's CUDA kernels compute them, each in one or two fmas: addcmul and addcdiv
+    # `fma(value, b * c, a)` and `fma(value, b / c, a)`, at value 1 `fma(b, c, a)` and `a + b / c` (ATen's
+    # pointwise_op_impl); lerp `|w| < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w)` (ATen's lerp, contracted by
+    # nvcc); autograd's derivatives (lerp's weight a constant or a tensor). value and a constant weight fold.
+    OpDef("addcmul", 3, "({value} == 1.f ? fmaf({b}, {c}, {a}) : fmaf({value}, __fmul_rn({b}, {c}), {a}))",
+          ("1.f", "{c} * {value}", "{b} * {value}"), "a + {value} * (b * c)"),
     OpDef("addcdiv", 3, "fmaf({value}, __fdiv_rn({b}, {c}), {a})",
           ("1.f", "{value} / {c}", "-({value}) * {b} / ({c} * {c})"), "a + {value} * (b / c)"),
     OpDef("lerp", 3, "(fabsf({c}) < 0.5f ? fmaf({c}, __fsub_rn({b}, {a}), {a}) "
@@ -172,7 +182,7 @@ WHERE_OPS = frozenset(where_op(cmp) for cmp in COMPARISON_SYMBOLS)
 # Ops whose local derivative can be infinite at a finite operand (1 / b at b = 0, exp's overflow, log and the
 # roots at 0): behind them autograd's 0 * inf is NaN, so a zero upstream gradient does not give exact zeros.
 UNBOUNDED_GRAD_OPS = frozenset({"div", "log", "sqrt", "rsqrt", "reciprocal", "pow", "log1p", "exp", "exp2",
-                                "expm1", "addcdiv"})
+                                "expm1", "addcdiv", "tan", "sinh", "cosh", "log2", "log10"})
 
 INF = float("inf")
 
@@ -247,10 +257,12 @@ def _prelu(args, kwargs):
     return ElementwiseCall("prelu", [args[0], weight], {}) if weight is not None else None
 
 
-def _addcdiv(args, kwargs):
-    if len(args) != 3 or set(kwargs) - {"value"} or _scalar(kwargs.get("value", 1.0)) is None:
-        return None
-    return ElementwiseCall("addcdiv", list(args), {"value": kwargs.get("value", 1.0)})
+def _addc(name):
+    def make(args, kwargs):
+        if len(args) != 3 or set(kwargs) - {"value"} or _scalar(kwargs.get("value", 1.0)) is None:
+            return None
+        return ElementwiseCall(name, list(args), {"value": kwargs.get("value", 1.0)})
+    return make
 
 
 def _lerp(args, kwargs):
@@ -379,7 +391,10 @@ FUNCTIONS = {
     torch.special.erfc: _unary("erfc"), torch.expm1: _unary("expm1"), torch.special.expm1: _unary("expm1"),
     torch.log1p: _unary("log1p"), torch.special.log1p: _unary("log1p"), torch.sin: _unary("sin"),
     torch.cos: _unary("cos"),
-    torch.special.expit: _unary("sigmoid"), torch.prelu: _prelu, torch.addcdiv: _addcdiv, torch.lerp: _lerp,
+    torch.special.expit: _unary("sigmoid"), torch.prelu: _prelu, torch.lerp: _lerp,
+    torch.addcdiv: _addc("addcdiv"), torch.addcmul: _addc("addcmul"), torch.tan: _unary("tan"),
+    torch.atan: _unary("atan"), torch.arctan: _unary("atan"), torch.sinh: _unary("sinh"), torch.cosh: _unary("cosh"),
+    torch.log2: _unary("log2"), torch.log10: _unary("log10"),
     F.softshrink: _shrink("softshrink"), F.hardshrink: _shrink("hardshrink"),  # F.hardshrink is torch.hardshrink
 }
 
@@ -396,7 +411,9 @@ METHODS = {
     "pow": _pow, "rsqrt": _unary("rsqrt"), "reciprocal": _unary("reciprocal"),
     "erf": _unary("erf"), "erfc": _unary("erfc"), "expm1": _unary("expm1"), "log1p": _unary("log1p"),
     "sin": _unary("sin"), "cos": _unary("cos"), "hardshrink": _shrink("hardshrink"), "prelu": _prelu,
-    "addcdiv": _addcdiv, "lerp": _lerp,
+    "addcdiv": _addc("addcdiv"), "addcmul": _addc("addcmul"), "lerp": _lerp, "tan": _unary("tan"),
+    "atan": _unary("atan"), "arctan": _unary("atan"), "sinh": _unary("sinh"), "cosh": _unary("cosh"),
+    "log2": _unary("log2"), "log10": _unary("log10"),
 }
 
 

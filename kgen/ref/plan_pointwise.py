@@ -22,12 +22,10 @@ from kgen.ref.trace import RefError, tensor_shape
 # Element-wise ops kgen has no formula for (no kernel of its own): PyTorch runs them as the reference does, between
 # kgen's kernels, instead of a refusal. Most have a zero or undefined gradient, which PyTorch's autograd keeps.
 ELEMENTWISE_IN_PYTORCH = {torch.sign, torch.sgn, torch.floor, torch.ceil, torch.round, torch.trunc, torch.frac,
-                          torch.fmod, torch.remainder, torch.floor_divide, torch.atan, torch.asin, torch.acos,
-                          torch.tan, torch.sinh, torch.cosh, torch.log2, torch.log10, torch.exp2, torch.logit,
+                          torch.fmod, torch.remainder, torch.floor_divide, torch.asin, torch.acos, torch.logit,
                           torch.nan_to_num, torch.float_power, operator.floordiv, operator.mod, operator.pow}
 ELEMENTWISE_METHODS_IN_PYTORCH = {"sign", "sgn", "floor", "ceil", "round", "trunc", "frac", "fmod", "remainder",
-                                  "atan", "asin", "acos", "tan", "sinh", "cosh", "log2", "log10", "exp2", "logit",
-                                  "nan_to_num", "float_power"}
+                                  "asin", "acos", "logit", "nan_to_num", "float_power"}
 LIBRARY_MODULES = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d,
                    nn.Linear, nn.Bilinear, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.InstanceNorm1d,
                    nn.InstanceNorm2d, nn.InstanceNorm3d, nn.LayerNorm, nn.Dropout, nn.Dropout1d, nn.Dropout2d,

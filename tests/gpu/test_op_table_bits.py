@@ -1,7 +1,8 @@
-"""The op table's forward formulas (kgen/ref/ops.py) that write out what PyTorch's CUDA kernel computes in one
-expression (addcdiv's `a + value * (b / c)`, lerp's two-sided formula, exp2), compiled as a region compiles them
-and compared with PyTorch's kernel bit for bit over random values: where nvcc contracts PyTorch's `a + w * q` into one
-fma, the table's fmaf must be that fma. Needs a CUDA device."""
+"""The op table's forward formulas (kgen/ref/ops.py) for ops PyTorch computes in one kernel each (addcmul's
+`a + value * (b * c)`, addcdiv's `a + value * (b / c)`, lerp's two-sided formula, exp2, log2, log10, tan, atan, sinh,
+cosh), compiled as a region compiles them and compared with PyTorch's kernel bit for bit over random values: where
+nvcc contracts PyTorch's `a + w * q` into one fma, the table's fmaf must be that fma, and a libdevice function must be
+the one PyTorch calls. Needs a CUDA device."""
 import hashlib
 import os
 
@@ -27,7 +28,12 @@ CASES = {
                           lambda a, b, c: torch.lerp(a, b, -0.7)),
     "lerp_tensor_weight": (ops.OPS["lerp"].value.format(a="a[i]", b="b[i]", c="c[i]"),
                            lambda a, b, c: torch.lerp(a, b, c)),
-    "exp2": (ops.OPS["exp2"].value.format(a="a[i]"), lambda a, b, c: torch.exp2(a)),
+    "addcmul_odd": (ops.OPS["addcmul"].value.format(a="a[i]", b="b[i]", c="c[i]", value="-0.37f"),
+                    lambda a, b, c: torch.addcmul(a, b, c, value=-0.37)),
+    "addcmul_one": (ops.OPS["addcmul"].value.format(a="a[i]", b="b[i]", c="c[i]", value="1.f"),
+                    lambda a, b, c: torch.addcmul(a, b, c)),
+    **{name: (ops.OPS[name].value.format(a="a[i]"), lambda a, b, c, f=getattr(torch, name): f(a))
+       for name in ("exp2", "log2", "log10", "tan", "atan", "sinh", "cosh")},
 }
 
 
