@@ -25,6 +25,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 from unittest import mock
 
@@ -91,6 +92,11 @@ for _name, _symbol in AUGMENTED.items():
     setattr(_AugmentedProxy, f"__i{_name.rstrip('_')}__", _augmented(_name, _symbol))
 
 
+# Factories whose size may be given as separate numbers (`torch.zeros(n, c, h, w)`), which the trace keeps as nodes
+# (GuardTracer._size_factory).
+SIZE_VARARG_FACTORIES = ("zeros", "ones", "empty", "rand", "randn")
+
+
 class GuardTracer(ConcreteValues, torch.fx.Tracer):
     """torch.fx's tracer that marks every node made while autograd was not in the mode the trace began in, records
     augmented assignments (`y += 1`) as such, and answers Python's questions about shapes (concrete.py)."""
@@ -117,11 +123,25 @@ class GuardTracer(ConcreteValues, torch.fx.Tracer):
             self._autocast -= 1
             return leave(context, *exc)
 
-        with mock.patch.object(autocast, "__enter__", entered), mock.patch.object(autocast, "__exit__", left):
+        with mock.patch.object(autocast, "__enter__", entered), mock.patch.object(autocast, "__exit__", left), \
+                contextlib.ExitStack() as factories:
+            for name in SIZE_VARARG_FACTORIES:
+                factories.enter_context(mock.patch.object(torch, name, self._size_factory(getattr(torch, name))))
             graph = super().trace(root, concrete_args)
         after = _state(root)
         self.state_writes = [n for n in before if after.get(n) is not before[n] and after.get(n) != before[n]]
         return graph
+
+    def _size_factory(self, factory):
+        """`factory` (torch.zeros...) as the trace calls it: a size given as separate numbers one of which is a traced
+        shape (`torch.zeros(x.shape[0], 4, device=x.device)`) becomes a node of the factory with the size as one tuple,
+        symbolic as the reference computes it; PyTorch's parser takes no proxy among those numbers."""
+        def call(*size, **kwargs):
+            if size and any(isinstance(s, torch.fx.Proxy) for s in size) and \
+                    all(isinstance(s, (int, torch.fx.Proxy)) for s in size):
+                return self.create_proxy("call_function", factory, (tuple(size),), kwargs)
+            return factory(*size, **kwargs)
+        return call
 
     def create_node(self, *args, **kwargs):
         node = super().create_node(*args, **kwargs)

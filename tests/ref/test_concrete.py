@@ -133,3 +133,15 @@ def test_a_guard_quotes_no_line_with_a_word_kernelbenchs_checker_rejects(tmp_pat
     text = emit_reference(str(path))[0]
     assert static_rule_violation(text) is None
     assert f"kgen: {path}:15 read a condition that is False" in text
+
+
+ZERO_PAD = HERE / "unseen" / "gn_zero_channel_pad_shortcut.py"
+
+
+def test_a_factory_sized_by_separate_traced_numbers_stays_symbolic(monkeypatch):
+    """`torch.zeros(n, extra, height, width)` with n, height, width read off x.shape: PyTorch's parser takes no proxy
+    among separate numbers (torch.fx alone fails there); the trace makes it a node of torch.zeros with the size as one
+    tuple, so the shortcut's zero channels follow the input's batch and plane, no guard."""
+    text, _, lines = emit_reference(str(ZERO_PAD))
+    assert "torch.zeros((" in text and not [g for g in lines if g.startswith("shape guard:")]
+    check_emitted_python(ZERO_PAD, text, monkeypatch, shapes=[(2, 16, 7, 9)])
