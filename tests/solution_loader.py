@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kgen.emit import emit
@@ -27,3 +29,13 @@ def import_file(path: Path):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def build_all(paths) -> None:
+    """Builds the extensions of solution files at once, each imported in a child process into TORCH_EXTENSIONS_DIR
+    (kgen.bench.prebuild.build_one), so that importing them afterwards only loads them; asserts that each one built."""
+    from kgen.bench.prebuild import build_one
+
+    with ThreadPoolExecutor(max(1, min(16, os.cpu_count() or 1))) as pool:
+        for path, code, _, output in pool.map(build_one, list(paths)):
+            assert code == 0, f"{path.name} did not build:\n{output[-3000:]}"

@@ -9,16 +9,14 @@ regions, a faithful switch (matmul, conv) and a static one."""
 from __future__ import annotations
 
 import importlib.util
-import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import torch
 
-from kgen.bench.prebuild import build_one
 from kgen.ref.emit import emit_reference
 from kgen.validate.stages.determinism import library_setting
+from tests.solution_loader import build_all
 
 pytestmark = pytest.mark.gpu
 
@@ -52,9 +50,7 @@ def pairs(tmp_path_factory):
         for mode in ("python", "cpp"):
             path = paths[ref, mode] = folder / f"{Path(ref).stem}_{mode}.py"
             path.write_text(emit_reference(str(ROOT / ref), output=path, autograd=mode)[0])
-    with ThreadPoolExecutor(max(1, min(16, os.cpu_count() or 1))) as pool:
-        for path, code, _, output in pool.map(build_one, paths.values()):
-            assert code == 0, f"{path.name} did not build:\n{output[-3000:]}"
+    build_all(paths.values())
     return {ref: (_load(ROOT / ref, f"autograd_ref_{k}"),
                   *(_load(paths[ref, mode], f"autograd_{mode}_{k}") for mode in ("python", "cpp")))
             for k, ref in enumerate(REFERENCES)}

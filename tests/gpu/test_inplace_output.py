@@ -5,15 +5,11 @@ reference's; where it does (a logsumexp's) both raise PyTorch's "modified by an 
 with the kernels emulated, is tests/ref/test_emitted_glue.py's test of the same name."""
 from __future__ import annotations
 
-import importlib.util
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 import torch
 
-from kgen.bench.prebuild import build_one
 from kgen.ref.emit import emit_reference
+from tests.solution_loader import build_all, import_file
 
 pytestmark = pytest.mark.gpu
 
@@ -36,13 +32,6 @@ def _reference_text(body: str) -> str:
             "def get_init_inputs():\n    return []\n")
 
 
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory):
     """(kind, mode) -> (reference module, solution module); the eight files built at once first."""
@@ -54,11 +43,8 @@ def modules(tmp_path_factory):
         for mode in MODES:
             path = paths[kind, mode] = folder / f"inplace_{kind}_{mode}_solution.py"
             path.write_text(emit_reference(str(ref), output=path, autograd=mode)[0])
-    with ThreadPoolExecutor(max(1, min(16, os.cpu_count() or 1))) as pool:
-        for path, code, _, output in pool.map(build_one, paths.values()):
-            assert code == 0, f"{path.name} did not build:\n{output[-3000:]}"
-    return {(kind, mode): (_load(folder / f"inplace_{kind}.py", f"inplace_ref_{kind}_{mode}"),
-                           _load(paths[kind, mode], f"inplace_sol_{kind}_{mode}"))
+    build_all(paths.values())
+    return {(kind, mode): (import_file(folder / f"inplace_{kind}.py"), import_file(paths[kind, mode]))
             for kind in BODIES for mode in MODES}
 
 
