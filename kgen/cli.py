@@ -186,8 +186,7 @@ def _with_choices(reference, choices: str, given: dict) -> dict:
 def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto",
                     autograd: str = "python") -> None:
     from kgen.announce import StageAnnouncer
-    from kgen.ref.emit import emit_reference, explain as explain_plan
-    from kgen.ref.plan import make_plan
+    from kgen.ref.emit import emit_reference, explain_plans, mode_plans, plan_notes
     from kgen.ref.plan_layout import CONV_MODES
     from kgen.ref.trace import RefError, load_reference
 
@@ -209,7 +208,7 @@ def _emit_reference(reference, output, explain, given, spec_given, faithful: str
                 stage(f"tracing {reference}")
                 ref = load_reference(reference)
                 stage("planning")
-                plan = make_plan(ref, conv, faithful)
+                plans = mode_plans(ref, conv, faithful)
             else:
                 text, notes, _ = emit_reference(reference, given.get("block_size", 256), conv=conv, output=output,
                                                 stage=stage, forward=given.get("forward", "two-pass"),
@@ -218,9 +217,9 @@ def _emit_reference(reference, output, explain, given, spec_given, faithful: str
     except RefError as error:
         raise CommandError(str(error)) from None
     if explain:
-        for line in explain_plan(plan):
+        for line in explain_plans(plans):
             click.echo(line)
-        for note in plan.notes:
+        for note in plan_notes(plans):
             click.echo(f"note: {note}")
         return
     for note in notes:

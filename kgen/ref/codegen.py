@@ -258,3 +258,28 @@ def solution_context(plan: Plan, autograd: str = "python") -> dict:
                             getattr(s.node.target, "__module__", None) == "math" for s in plan.steps),
     }
 
+
+
+def mode_solution_context(plans: list, autograd: str = "python") -> dict:
+    """The templates' context of a file's plans (emit.mode_plans): one plan's, or for a forward that branches on
+    self.training the two modes' merged: every step of both (numbered apart), and a forward that runs the model's
+    mode's statements."""
+    contexts = [solution_context(plan, autograd) for plan in plans]
+    if len(contexts) == 1:
+        return contexts[0]
+    first, second = contexts
+    merged = dict(first)
+    for key in ("regions", "pointwise", "batchnorms"):
+        merged[key] = first[key] + second[key]
+    merged["init_extra"] = list(dict.fromkeys(first["init_extra"] + second["init_extra"]))
+    merged["baked_constants"] = {**first["baked_constants"], **second["baked_constants"]}
+    for key in ("channels_last", "nhwc", "conv_fused", "peels_bias", "assigns", "imports_math"):
+        merged[key] = first[key] or second[key]
+    renamed = len(renamed_arguments(plans[0].ref))
+    test = "self.training" if plans[0].ref.training else "not self.training"
+    merged["forward_lines"] = (first["forward_lines"][:renamed] +
+                               ["# the reference computes something else in each mode: a plan each (kgen/ref/modes.py)",
+                                f"if {test}:"] +
+                               ["    " + line.replace("\n", "\n    ") for line in first["forward_lines"][renamed:]] +
+                               second["forward_lines"][renamed:])
+    return merged

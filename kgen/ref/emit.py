@@ -15,15 +15,15 @@ from pathlib import Path
 from kgen import __version__
 from kgen.emit import TEMPLATES, environment, static_rule_violation
 from kgen.header import render_header_fields
-from kgen.ref.codegen import solution_context
+from kgen.ref.codegen import mode_solution_context
 from kgen.ref.concrete import GUARD, GUARD_PART
 from kgen.ref.graph import is_metadata, param_view_root
-from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
+from kgen.ref.ir import BatchNormStep, ConvMode, LibraryStep, Plan, PointwiseStep, ReduceKind, RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.plan_faithful import FAITHFUL_MODES
 from kgen.ref.rewrite import assigned
 from kgen.ref.tf32 import tf32_source
-from kgen.ref.trace import RefError, load_reference
+from kgen.ref.trace import Reference, RefError, load_reference
 from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/): every region, element-wise and batch
@@ -134,6 +134,22 @@ def explain(plan: Plan) -> list[str]:
     return lines
 
 
+def explain_plans(plans: list) -> list[str]:
+    """explain() of a file's plans: one plan's lines, or each mode's under a line naming it (mode_plans)."""
+    if len(plans) == 1:
+        return explain(plans[0])
+    lines = []
+    for plan in plans:
+        lines.append(f"in {'training' if plan.ref.training else 'eval'} mode (the forward branches on self.training):")
+        lines += ["  " + line for line in explain(plan)]
+    return lines
+
+
+def plan_notes(plans: list) -> list[str]:
+    """The notes of a file's plans, each once."""
+    return list(dict.fromkeys(note for plan in plans for note in plan.notes))
+
+
 def _batchnorm_parameters(step: BatchNormStep, plan: Plan) -> list[str]:
     """What a batch norm step reads besides its input: the module's own weight and bias (affine), the peeled bias
     of the conv before it, the element-wise chain's parameters."""
@@ -188,8 +204,9 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
             raise RefError(f"{path}: get_inputs() returns {type(value).__name__} {value!r}: kgen plans tensors and "
                            "finite Python numbers among the inputs; pass anything else in get_init_inputs()")
     stage("planning")
-    plan, context = _planned(ref, conv, faithful, autograd)
-    for region, step in zip(context["regions"], [s for s in plan.steps if isinstance(s, RegionStep)]):
+    plans, context = _planned(ref, conv, faithful, autograd)
+    region_steps = [s for plan in plans for s in plan.steps if isinstance(s, RegionStep)]
+    for region, step in zip(context["regions"], region_steps):
         region["groups"] = _groups_of(ref, step)
         region["onepass"] = forward == "one-pass" and onepass_applies(step)
     stage("rendering")
@@ -232,8 +249,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     parts.append(env.get_template("ref/bindings.cu.j2").render(
         block_size=block_size, region_kernels=region_kernels, onepass_threads=ONEPASS_THREADS, onepass_blocks_per_sm=ONEPASS_BLOCKS_PER_SM,
         **context))
-    plan_lines = explain(plan)
-    notes: list[str] = list(plan.notes)
+    plan_lines = explain_plans(plans)
+    notes = plan_notes(plans)
     text = env.get_template("ref/solution.py.j2").render(
         version=__version__, command=command, reference=shown, preset=preset,
         reference_name=Path(path).name, plan_lines=plan_lines,
@@ -272,17 +289,28 @@ def _check_carried_code(text: str, path) -> None:
 
 
 def _planned(ref, conv: str, faithful: str = "auto", autograd: str = "python"):
-    """The plan and its template context. A failure that is not a RefError is kgen's own bug: it still ends as
-    one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
+    """The plans (mode_plans) and the file's template context. A failure that is not a RefError is kgen's own bug: it
+    still ends as one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
     try:
-        plan = make_plan(ref, conv, faithful)
-        return plan, solution_context(plan, autograd)
+        plans = mode_plans(ref, conv, faithful)
+        return plans, mode_solution_context(plans, autograd)
     except RefError:
         raise
     except Exception as error:  # noqa: BLE001 (turned into the one-line error users get)
         first = (str(error).strip().splitlines() or [""])[0]
         raise RefError(f"{ref.path}: kgen could not plan this reference (an internal error, please report it): "
                        f"{type(error).__name__}: {first}") from error
+
+
+def mode_plans(ref: Reference, conv: ConvMode | str = ConvMode.EXACT, faithful: str = "auto") -> list:
+    """The plans of one file: the reference's, or, for a forward that branches on self.training (modes.py), the
+    plan of each mode's graph, the first mode's first, the second's steps numbered after it."""
+    plans = [make_plan(ref, conv, faithful)]
+    if ref.other_mode is not None:
+        counts = tuple(sum(isinstance(s, kind) for s in plans[0].steps)
+                       for kind in (RegionStep, PointwiseStep, BatchNormStep))
+        plans.append(make_plan(ref.other_mode, conv, faithful, first=counts))
+    return plans
 
 
 def onepass_applies(step: RegionStep) -> bool:

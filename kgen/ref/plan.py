@@ -41,8 +41,11 @@ MAX_FUNCTOR_PARAMS = 4
 
 
 class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlanning):
-    def __init__(self, ref: Reference):
+    def __init__(self, ref: Reference, first: tuple = (0, 0, 0)):
         self.ref = ref
+        # the numbers of this plan's first region, element-wise and batch norm steps: the eval-mode plan of a forward
+        # that branches on self.training numbers its steps after the training plan's (modes.py), in one file
+        self.first_region, self.first_pointwise, self.first_batchnorm = first
         self.nodes = list(ref.graph.nodes)
         self.order = {n.name: i for i, n in enumerate(self.nodes)}
         self.modules = dict(ref.gm.named_modules())
@@ -267,7 +270,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
             prologue.insert(0, biased)
         gn_module = gn.target if gn.op == "call_module" else None
         affine, gn_args = self.gn_arguments(gn)
-        step = RegionStep(index=len([s for s in self.steps if isinstance(s, RegionStep)]), input=x.name, gn=gn.name,
+        number = self.first_region + sum(isinstance(s, RegionStep) for s in self.steps)
+        step = RegionStep(index=number, input=x.name, gn=gn.name,
                           gn_module=gn_module, gn_args=gn_args, affine=affine, shape=full, prologue=prologue,
                           epilogue=epilogue, params=params, result=result, gn_params=self.gn_parameters(gn))
         output_node = self.fold_after_extreme(step, self.apply_reduction(step, reduce, full))
@@ -479,8 +483,10 @@ def _epilogue_params(prologue, epilogue) -> int:
     return len(param_slots([n for n in nodes if n.name in read]))
 
 
-def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT, faithful: str = "auto") -> Plan:
+def make_plan(ref: Reference, conv: ConvMode | str = ConvMode.EXACT, faithful: str = "auto",
+              first: tuple = (0, 0, 0)) -> Plan:
     """The reference's plan; `conv` FAST (or the command line's "fast") runs the 2-D and 3-D convolutions that feed a
     region channels-last (plan_layout.py); `faithful`: which regions are PyTorch's GroupNorm to the bit
-    (plan_faithful.py)."""
-    return apply_conv_mode(mark_faithful(Planner(ref).plan(), faithful), conv)
+    (plan_faithful.py); `first`: the numbers its first region, element-wise and batch norm steps take."""
+    return apply_conv_mode(mark_faithful(Planner(ref, first).plan(), faithful), conv)
+

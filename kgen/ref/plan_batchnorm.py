@@ -51,8 +51,8 @@ class BatchNormPlanning:
         peel = (peelable(xmod) and len(x.args) == 1 and not x.kwargs and
                 all(u is bn or is_metadata(u) for u in x.users) and (not isinstance(xmod, nn.Linear) or len(full) == 2))
         output = pool.defined if pool is not None else last
-        step = BatchNormStep(index=len([s for s in self.steps if isinstance(s, BatchNormStep)]), input=x.name,
-                             bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__,
+        number = self.first_batchnorm + sum(isinstance(s, BatchNormStep) for s in self.steps)
+        step = BatchNormStep(index=number, input=x.name, bn=bn.name, bn_module=bn.target, bn_type=type(module).__name__,
                              ranks=BATCH_NORM_RANKS[library_class(module, BATCH_NORM_RANKS)], nodes=chain,
                              params=params, shape=full, conv_bias=f"{self.attr(x.target)}.bias" if peel else "",
                              output=output.name, out_shape=tensor_shape(output) or [])

@@ -186,7 +186,7 @@ class PointwisePlanning:
         # numbered in graph order, as plan() sorts the steps
         pointwise = sorted((s for s in self.steps if isinstance(s, PointwiseStep)), key=lambda s: self.order[s.output])
         for index, step in enumerate(pointwise):
-            step.index = index
+            step.index = self.first_pointwise + index
 
     def in_place(self, node) -> bool:
         """Whether `node` writes its input: a module built with inplace=True (nn.ReLU(inplace=True)), which

@@ -17,7 +17,7 @@ import operator
 import re
 import traceback
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -32,6 +32,7 @@ from kgen.ref.errors import RefError
 from kgen.ref.errors import first_line as _short
 from kgen.ref.graph import copied, meta_device, op_text
 from kgen.ref.concrete import UntraceablePython, guard_none_arguments, none_arguments
+from kgen.ref.modes import mark_training_flags, training_flags
 from kgen.ref.guards import (GuardTracer, dtype_mismatch, out_of_place_function, read_through_a_view_later,
                              refusal, writes_caller)
 from kgen.ref.rewrite import after_shapes, assigned, may_return_operand, prelu_as_function
@@ -55,6 +56,10 @@ class Reference:
     constants: dict = field(default_factory=dict)       # fx's tensor constants (torch.tensor(0.5) in forward)
     input_values: list = field(default_factory=list)   # get_inputs()'s non-tensor values (None for a tensor)
     input_source: str = ""                 # get_inputs and get_init_inputs as the reference defines them
+    # A forward that branches on self.training (modes.py): the mode this graph was traced in, and the Reference of
+    # the other mode's graph (the same model, namespace and carried code). None, None: one graph serves both modes.
+    training: bool | None = None
+    other_mode: "Reference | None" = None
 
 
 def load_reference(path: str | Path, init_args: list | None = None) -> Reference:
@@ -101,25 +106,68 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     own_attributes = set(vars(model)) | set(model._parameters) | set(model._buffers) | set(model._modules)
     try:
         absent = none_arguments(model, inputs)   # forward's `cond=None` that get_inputs() leaves out
-        tracer = shape_aware(GuardTracer(), inputs, path)
-        tracer.record_stack_traces = True
-        gm = torch.fx.GraphModule(model, tracer.trace(model, concrete_args=absent or None))
-        guard_none_arguments(gm.graph, absent, path)
         mode = model.training
+        traced = _traced(model, inputs, absent, path)
         model.train(not mode)
-        other_graph = shape_aware(GuardTracer(), inputs, path).trace(model, concrete_args=absent or None)
-        guard_none_arguments(other_graph, absent, path)
+        other = _traced(model, inputs, absent, path)
         model.train(mode)
     except UntraceablePython as error:
         raise RefError(str(error)) from None
     except Exception as error:
         raise RefError(f"{_traced_line(error, path)}: torch.fx cannot trace Model.forward: {type(error).__name__}: "
                        f"{_short(error)}{_trace_hint(error)}") from None
+    # one graph for both modes where only `self.training` arguments differ, else one a mode (modes.py)
+    flags = training_flags(traced[0].graph, other[0].graph, mode)
+    graphs = [(*traced, flags or [], mode)] + ([(*other, [], not mode)] if flags is None else [])
+    for gm, tracer, mode_flags, graph_mode in graphs:
+        _prepare(gm, tracer, mode_flags, graph_mode, inputs, path)
+    functions = input_functions(tree)
+    if given_init:
+        functions = [f for f in functions if f.name != "get_init_inputs"] + [returning("get_init_inputs", init_args)]
+    called = set().union(*(own_functions_called(gm) for gm, *_ in graphs))
+    prelude = prelude_source(tree, set().union(*(free_names(f) for f in functions)) | called)
+    input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
+    check_carried_inputs(prelude, input_source, inputs, path)
+    names = set().union(*(bound_names(s) for s in tree.body))
+    for gm, *_ in graphs:
+        after_shapes(gm)   # after the flags: `training=self.training` is no constant False
+        rename_shadowing(gm, names)
+    gm = graphs[0][0]
+    ref = Reference(
+        path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
+        init_args=init_args,
+        input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
+        input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
+        graph=gm.graph, gm=gm, init_source=init_source(tree, path),
+        forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
+        prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
+        training=None if flags is not None else mode,
+    )
+    if flags is None:
+        other_gm = graphs[1][0]
+        ref.other_mode = replace(ref, graph=other_gm.graph, gm=other_gm, training=not mode,
+                                 forward_lines=_forward_lines(other_gm, path),
+                                 forward_line_numbers=_forward_line_numbers(other_gm, path),
+                                 constants=_tensor_constants(other_gm, own_attributes))
+    return ref
+
+
+def _traced(model: torch.nn.Module, inputs: list, absent: dict, path: Path) -> tuple:
+    """(GraphModule, its GuardTracer) of forward in the model's current mode."""
+    tracer = shape_aware(GuardTracer(), inputs, path)
+    tracer.record_stack_traces = True
+    gm = torch.fx.GraphModule(model, tracer.trace(model, concrete_args=absent or None))
+    guard_none_arguments(gm.graph, absent, path)
+    return gm, tracer
+
+
+def _prepare(gm: torch.fx.GraphModule, tracer: GuardTracer, flags: list, mode: bool, inputs: list,
+             path: Path) -> None:
+    """One traced graph made plannable: refusals, in-place ops out of place, shapes (node.meta), the flags."""
     refuse_custom_functions(gm.graph, path)   # its forward runs without autograd: named as what it is
     node, why = refusal(gm.graph, tracer)
     if why:
         raise RefError(f"{located(node, path) if node is not None else path}: {why}")
-    flags = training_flags(gm.graph, other_graph, mode, path)
     normalize_tensor_keywords(gm.graph)
     resolve_inplace(gm, path)
     prelu_as_function(gm)
@@ -139,23 +187,6 @@ def load_reference(path: str | Path, init_args: list | None = None) -> Reference
     refuse_dtype_mismatch(gm, meta_gm, path)
     resolve_inplace(gm, path, augmented=True)   # `y += 1` where the shapes show y is a tensor
     mark_training_flags(gm.graph, flags, mode)   # after the shapes: PyTorch's ops take only a real bool
-    functions = input_functions(tree)
-    if given_init:
-        functions = [f for f in functions if f.name != "get_init_inputs"] + [returning("get_init_inputs", init_args)]
-    prelude = prelude_source(tree, set().union(*(free_names(f) for f in functions)) | own_functions_called(gm))
-    input_source = "\n\n\n".join(ast.unparse(f) for f in functions)
-    check_carried_inputs(prelude, input_source, inputs, path)
-    after_shapes(gm)   # after the flags: `training=self.training` is no constant False
-    rename_shadowing(gm, set().union(*(bound_names(s) for s in tree.body)))
-    return Reference(
-        path=path, text=text, sha256=hashlib.sha256(text.encode()).hexdigest(), namespace=ns, model=model,
-        init_args=init_args,
-        input_shapes=[list(t.shape) if isinstance(t, torch.Tensor) else None for t in inputs],
-        input_values=[None if isinstance(t, torch.Tensor) else t for t in inputs],
-        graph=gm.graph, gm=gm, init_source=init_source(tree, path),
-        forward_lines=_forward_lines(gm, path), forward_line_numbers=_forward_line_numbers(gm, path),
-        prelude=prelude, input_source=input_source, constants=_tensor_constants(gm, own_attributes),
-    )
 
 
 def _traced_line(error: BaseException, path: Path) -> str:
@@ -265,64 +296,6 @@ def refuse_custom_functions(graph: torch.fx.Graph, path: Path) -> None:
                     raise RefError(f"{located(node, path)}: a custom torch.autograd.Function (`{name}`): fx traces its "
                                    "forward but not its backward, so kgen cannot plan it; kgen plans references whose "
                                    "gradients are autograd's own")
-
-
-# ---- self.training -----------------------------------------------------------------------------------
-# fx evaluates `self.training` while tracing: `F.dropout(x, 0.3, training=self.training)` would be baked in as
-# training=True. The model is traced again in the other mode; an argument that is the mode in the first graph
-# and its negation in the second is the flag, and the emitted call reads `self.training` there. A forward whose
-# graph differs in any other way between the modes (it branches on self.training) is refused: kgen plans one graph.
-
-class TrainingFlag:
-    """`self.training` in an argument of the traced graph: the mode it was traced in, written `self.training`."""
-
-    def __init__(self, traced: bool):
-        self.traced = traced
-
-    def __bool__(self) -> bool:
-        return self.traced
-
-    def __repr__(self) -> str:
-        return "self.training"
-
-
-def training_flags(graph: torch.fx.Graph, other_graph: torch.fx.Graph, mode: bool, path: Path) -> list:
-    """(node name, "args" or "kwargs", position or keyword) of every argument that is `self.training`: `mode` in
-    `graph` (traced in that mode), its negation in `other_graph`."""
-    train_nodes, eval_nodes = list(graph.nodes), list(other_graph.nodes)
-
-    def same_op(a, b) -> bool:
-        constants = a.op == b.op == "get_attr" and all(str(n.target).startswith("_tensor_constant") for n in (a, b))
-        return a.op == b.op and (a.target == b.target or constants)
-
-    if len(train_nodes) != len(eval_nodes) or not all(same_op(a, b) for a, b in zip(train_nodes, eval_nodes)):
-        raise RefError(f"{path}: Model.forward runs other ops in eval mode than in training mode (it branches on "
-                       "self.training): kgen plans one graph for both")
-    found = []
-    for a, b in zip(train_nodes, eval_nodes):
-        if a.op == "placeholder":
-            continue
-        pairs = [("args", i, x, y) for i, (x, y) in enumerate(zip(a.args, b.args))]
-        pairs += [("kwargs", k, a.kwargs[k], b.kwargs.get(k)) for k in a.kwargs]
-        for where, key, x, y in pairs:
-            if x is mode and y is (not mode):
-                found.append((a.name, where, key))
-            elif not isinstance(x, (torch.fx.Node, list, tuple, dict)) and (type(x) is not type(y) or x != y):
-                raise RefError(f"{located(a, path)}: an argument differs between training and eval mode: kgen plans "
-                               "one graph for both; pass `self.training` itself (F.dropout(x, p, "
-                               "training=self.training)) or one value for both modes")
-    return found
-
-
-def mark_training_flags(graph: torch.fx.Graph, flags: list, mode: bool) -> None:
-    nodes = {n.name: n for n in graph.nodes}
-    flag = TrainingFlag(mode)
-    for name, where, key in flags:
-        node = nodes[name]
-        if where == "args":
-            node.args = tuple(flag if i == key else v for i, v in enumerate(node.args))
-        else:
-            node.kwargs = {**node.kwargs, key: flag}
 
 
 # ---- tensors passed by keyword -------------------------------------------------------------------------

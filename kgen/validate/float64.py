@@ -58,9 +58,10 @@ class KeepFloat64(TorchFunctionMode):
 
 
 def float64_reference(ctx) -> torch.nn.Module:
-    """A float64 copy of ctx's reference (same construction, its state loaded), its forward under KeepFloat64."""
+    """A float64 copy of ctx's reference (same construction, its state and mode), its forward under KeepFloat64."""
     ref64 = ctx.construct(ctx.ref_mod.Model).double()
     ref64.load_state_dict(ctx.ref_model.state_dict())
+    ref64.train(ctx.ref_model.training)
     forward = ref64.forward
 
     def forward_in_float64(*args, **kwargs):

@@ -40,13 +40,14 @@ import torch
 from kgen.validate.arguments import default_tolerance
 from kgen.validate.context import (Context, InputSpec, Results, StageError, describe_inputs,  # noqa: F401
                                    import_file, make_inputs, progress, run_dtypes)
-from kgen.validate.stages.calls import trial_label
+from kgen.validate.stages.calls import EVAL_TRIAL, trial_label
 from kgen.validate.stages.dependence import stage_dependence
 from kgen.validate.stages.fp64 import stage_fp64
 from kgen.validate.stages.kernelbench import stage_kernelbench
 from kgen.validate.stages.kernels import stage_kernels
 from kgen.validate.stages.setup import (stage_arguments, stage_environment, stage_import_reference,
                                         stage_import_solution, stage_parameters)
+from kgen.validate.stages.modes import stage_eval_backward, stage_eval_forward
 from kgen.validate.stages.trials import stage_backward, stage_forward
 
 TAIL_LINES = 40
@@ -73,6 +74,9 @@ def stages(config: dict) -> list[tuple[str, Callable[[Context], None]]]:
         plan.append((f"{trial_label(trial)} forward", lambda ctx, t=trial: stage_forward(ctx, t)))
         if config.get("backward", True):
             plan.append((f"{trial_label(trial)} backward", lambda ctx, t=trial: stage_backward(ctx, t)))
+    plan.append((f"{trial_label(EVAL_TRIAL)} forward", stage_eval_forward))
+    if config.get("backward", True):
+        plan.append((f"{trial_label(EVAL_TRIAL)} backward", stage_eval_backward))
     plan.append(("output follows its input", stage_dependence))
     plan.append(("fp64", stage_fp64))
     if config.get("kernels", True):

@@ -27,11 +27,12 @@ class NotEmulated(Exception):
     """The file has a step this emulation does not take."""
 
 
-def emulated_ext(plan, module) -> types.SimpleNamespace:
-    """The stand-in for `module._ext`: entry points for every region and element-wise step of `plan` (the plan the
-    file was emitted from), with the functors' parameter slots read from the file's own Function classes."""
+def emulated_ext(plans, module) -> types.SimpleNamespace:
+    """The stand-in for `module._ext`: entry points for every region and element-wise step of `plans` (the plan the
+    file was emitted from, or a list: each mode's, emit.mode_plans), with the functors' parameter slots read from the
+    file's own Function classes."""
     ext = types.SimpleNamespace()
-    for step in plan.steps:
+    for step in [s for plan in (plans if isinstance(plans, list) else [plans]) for s in plan.steps]:
         if isinstance(step, RegionStep):
             if step.conv_fused:
                 raise NotEmulated("kgen's conv")

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.fx.interpreter import Interpreter
 
 from kgen.ref.ir import BatchNormStep, LibraryStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
-from kgen.ref.trace import TrainingFlag
+from kgen.ref.modes import TrainingFlag
 
 _COMPARE = {"gt": torch.gt, "lt": torch.lt, "ge": torch.ge, "le": torch.le, "eq": torch.eq, "ne": torch.ne}
 
@@ -176,20 +176,29 @@ def run_plan(plan, model, inputs: list):
 
 def assert_plan_computes_the_references_value(path) -> None:
     """The reference at `path` planned, its plan run step by step (run_plan) equal to the reference's forward in eval
-    mode on its own get_inputs() (skipped where the plan has a batch norm step, which is not interpreted)."""
+    mode on its own get_inputs() (skipped where the plan has a batch norm step, which is not interpreted); a forward
+    that branches on self.training: each mode's plan against the forward in that mode, the same random draws."""
     import pytest
 
-    from kgen.ref.plan import make_plan
+    from kgen.ref.emit import mode_plans
     from kgen.ref.trace import load_reference
     ref = load_reference(path)
-    plan = make_plan(ref)
-    if any(isinstance(s, BatchNormStep) for s in plan.steps):
+    plans = mode_plans(ref)
+    if any(isinstance(s, BatchNormStep) for plan in plans for s in plan.steps):
         pytest.skip("batch norm steps are not interpreted")
-    model = ref.model.eval()
+    for plan in plans:
+        _assert_plan_computes(plan, ref, training=bool(plan.ref.training))
+
+
+def _assert_plan_computes(plan, ref, training: bool) -> None:
+    model = ref.model.train(training)
     torch.manual_seed(1)
     inputs = list(ref.namespace["get_inputs"]())
     with torch.no_grad():
-        expected, got = model(*inputs), run_plan(plan, model, inputs)
+        torch.manual_seed(2)
+        expected = model(*inputs)
+        torch.manual_seed(2)
+        got = run_plan(plan, model, inputs)
     flat = lambda v: list(v.values()) if isinstance(v, dict) else list(v) if isinstance(v, (list, tuple)) else [v]
     for want, have in zip(flat(expected), flat(got)):
         if isinstance(want, torch.Tensor) and want.dtype in (torch.float16, torch.bfloat16):

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kgen.ref.emit import emit_reference
+from kgen.ref.emit import emit_reference, mode_plans
 from kgen.ref.ir import RegionStep
 from kgen.ref.plan import make_plan
 from kgen.ref.trace import load_reference
@@ -55,6 +55,22 @@ def test_the_emitted_python_on_channels_last_tensors_computes_the_references_out
     check_emitted_python(path, emit_reference(str(path))[0], monkeypatch, channels_last=True)
 
 
+MODE_BRANCHING = [HERE / "unseen" / f"{name}.py" for name in ("gn_training_branch", "gn_training_number",
+                                                              "gn_eval_pooled_head", "gn_block_with_training_noise")]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16], ids=["float64", "bfloat16"])
+@pytest.mark.parametrize("path", MODE_BRANCHING, ids=lambda p: p.stem)
+def test_a_forward_that_branches_on_self_training_computes_the_references_values_in_both_modes(path, dtype,
+                                                                                             monkeypatch):
+    """A plan for each mode (emit.mode_plans): in training mode and in eval mode, the outputs and every gradient are
+    the reference's in that mode."""
+    assert load_reference(path).other_mode is not None
+    text = emit_reference(str(path))[0]
+    for training in (True, False):
+        check_emitted_python(path, text, monkeypatch, dtype=dtype, training=training)
+
+
 BUNDLED = sorted((HERE.parents[1] / "kgen" / "specs" / "references").glob("*.py"))
 
 
@@ -98,28 +114,29 @@ def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, monkeypatch):
 
 
 def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", dtype=torch.float64,
-                         channels_last: bool = False, shapes: list | None = None) -> None:
+                         channels_last: bool = False, shapes: list | None = None, training: bool = False) -> None:
     """In float64 every output and gradient equals the reference's (1e-7; 1e-5 where a region holds a float32
     cast); in a half precision each is, as a whole,
     no further from the reference's float64 value (same rounded parameters, inputs and upstream gradients) than four
     times the reference's own error at that precision, plus 1% (sums rounded to 8 bits in another order, and a max
-    whose winner ties, move single elements far where the tensor as a whole stays put)."""
+    whose winner ties, move single elements far where the tensor as a whole stays put). Both models in eval mode, or
+    with `training` in training mode."""
     solution = load_emitted(text, monkeypatch)
     if dtype != torch.float64:
         _bias_after_convolutions(monkeypatch)
-    plan = make_plan(load_reference(path), "exact", faithful)
+    plans = mode_plans(load_reference(path), "exact", faithful)
     try:
-        solution._ext = emulated_ext(plan, solution)
+        solution._ext = emulated_ext(plans, solution)
     except NotEmulated as why:
         pytest.skip(f"not emulated: {why}")
     reference = load_reference_module(path)
     init = reference.get_init_inputs()
     torch.manual_seed(0)
-    theirs = reference.Model(*init).to(dtype).eval()
+    theirs = reference.Model(*init).to(dtype).train(training)
     torch.manual_seed(0)
     ours = solution.ModelNew(*init)
     ours.load_state_dict(theirs.state_dict())
-    ours = ours.to(dtype).eval()
+    ours = ours.to(dtype).train(training)
     torch.manual_seed(1)
     inputs = [_as(x, dtype) for x in (reference.get_inputs() if shapes is None else
                                       [torch.randn(s) for s in shapes])]
@@ -134,6 +151,7 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     assert [k for k, _ in got] == [k for k, _ in want]
     for (what, g), (_, w) in zip(got, want):   # contiguous where the reference's is (kgen validate checks it too)
         assert not what.startswith("output") or g.is_contiguous() or not w.is_contiguous(), f"{what}: not contiguous"
+    torch.manual_seed(2)   # the draws _run's (dropout in training mode)
     with torch.no_grad():   # each step's forward alone (_call), nothing saved for a backward; a library op may
         plain = _flat(ours(*inputs))   # take another path there (MultiheadAttention's fast path): not bit for bit
     for i, o in enumerate(plain):
@@ -144,7 +162,7 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
     if dtype == torch.float64:
         # a float32 cast inside a region (plan_dtype.py): what is computed through float32 ops, which the fused
         # kernels round once and the reference after each, is as close as float32 allows
-        tol = 1e-5 if any(isinstance(s, RegionStep) and s.out_dtype for s in plan.steps) else 1e-7
+        tol = 1e-5 if any(isinstance(s, RegionStep) and s.out_dtype for plan in plans for s in plan.steps) else 1e-7
         for (what, g), (_, w) in zip(got, want):
             if w is None:
                 assert g is None or not g.any(), f"{what}: a gradient where the reference has none"
@@ -153,7 +171,7 @@ def check_emitted_python(path, text: str, monkeypatch, faithful: str = "auto", d
             assert g.shape == w.shape and g.dtype == w.dtype, what
             torch.testing.assert_close(g, w, atol=tol, rtol=tol, equal_nan=True, msg=lambda m: f"{what}: {m}")
         return
-    exact_model = reference.Model(*init).double().eval()
+    exact_model = reference.Model(*init).double().train(training)
     exact_model.load_state_dict({k: v.double() for k, v in theirs.state_dict().items()})
     exact = _run(exact_model, [_as(x, torch.float64) for x in inputs], seed=2, upstream_dtype=dtype)
     for (what, g), (_, w), (_, e) in zip(got, want, exact):
@@ -206,6 +224,7 @@ def _run(model, inputs: list, seed: int, upstream_dtype=None) -> list:
     `upstream_dtype` where given) every floating input's gradient and every parameter's."""
     leaves = [x.clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
               for x in inputs]
+    torch.manual_seed(seed)   # the same random draws in each model (dropout in training mode)
     outputs = _flat(model(*leaves))
     generator = torch.Generator().manual_seed(seed)
     upstream = [torch.randn(o.shape, generator=generator, dtype=upstream_dtype or o.dtype).to(o.dtype)

@@ -118,16 +118,25 @@ def test_the_training_flag_follows_the_model_and_functors_keep_four_parameters()
     assert "mul_2 = add_1 * p_4" in text and "_Pointwise" not in text
 
 
-def test_a_forward_that_branches_on_training_is_refused(tmp_path):
+BRANCHY = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(2, 4)\n{built}\n"
+           "    def forward(self, x):\n        y = self.gn(x)\n        if self.training:\n"
+           "            y = torch.relu(y) * 2\n        return y\n\n\n"
+           "def get_inputs():\n    return [torch.rand(2, 4, 3, 3)]\n\n\n"
+           "def get_init_inputs():\n    return []\n")
+
+
+@pytest.mark.parametrize("built", ["", "        self.eval()\n"], ids=["training", "eval"])
+def test_a_forward_that_branches_on_training_gets_a_plan_for_each_mode(tmp_path, built):
+    """The mode the model is built in is planned first, and the forward runs its statements under that test."""
     path = tmp_path / "branchy.py"
-    path.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
-                    "    def __init__(self):\n        super().__init__()\n        self.gn = nn.GroupNorm(2, 4)\n\n"
-                    "    def forward(self, x):\n        y = self.gn(x)\n        if self.training:\n"
-                    "            y = y * 2\n        return y\n\n\n"
-                    "def get_inputs():\n    return [torch.rand(2, 4, 3, 3)]\n\n\n"
-                    "def get_init_inputs():\n    return []\n")
-    with pytest.raises(RefError, match="branches on self.training"):
-        emit_reference(str(path))
+    path.write_text(BRANCHY.format(built=built))
+    text = emit_reference(str(path))[0]
+    forward = forward_source(text)
+    first, second = ("self.training", "relu -> mul") if not built else ("not self.training", "GroupNorm  [")
+    assert f"        if {first}:\n" in forward
+    assert forward.count("_call(_Region") == 2 and "_call(_Region0" in forward and "_call(_Region1" in forward
+    assert "(the forward branches on self.training)" in text and second in text
 
 
 def test_an_internal_planning_failure_is_one_line(monkeypatch):

@@ -120,7 +120,8 @@ def test_third_party_solution_kernelbench_pass_kgen_fail(cpu_runtime, tmp_path):
     kb, kg = data["verdicts"]["kernelbench"], data["verdicts"]["kgen"]
     assert kb["verdict"] == "PASS" and kb["correct"] is True and kb["static_violations"] == []
     assert kg["verdict"] == "FAIL" and set(kg["failed"]) == {"state_dict", "gradients"}
-    assert kg["failed"]["gradients"] == ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward"]
+    assert kg["failed"]["gradients"] == ["trial 1 (rand) backward", "trial 2 (3+2*randn) backward",
+                                         "eval mode (rand) backward"]
     assert "load_state_dict(Model().state_dict(), strict=True)" in kg["failed"]["state_dict"]
     assert data["kernelbench"]["num_correct_trials"] == 5 and len(data["kernelbench"]["trials"]) == 5
     kb_line = next(l for l in text.splitlines() if l.startswith("KernelBench verdict:"))

@@ -9,18 +9,19 @@ import torch
 from kgen.validate.context import Context, tensors_of
 
 INPUT_KINDS = ("rand", "3+2*randn")   # the reference's distribution, then a shifted and scaled one
+EVAL_TRIAL = -1   # the trial run with both models in eval mode (stages/modes.py), on the reference's distribution
 
 
 def trial_kind(trial: int) -> str:
-    return INPUT_KINDS[trial % len(INPUT_KINDS)]
+    return INPUT_KINDS[0] if trial == EVAL_TRIAL else INPUT_KINDS[trial % len(INPUT_KINDS)]
 
 
 def trial_seed(ctx: Context, trial: int) -> int:
-    return ctx.seed + 1000 * (trial + 1)
+    return ctx.seed + (999_000 if trial == EVAL_TRIAL else 1000 * (trial + 1))
 
 
 def trial_label(trial: int) -> str:
-    return f"trial {trial + 1} ({trial_kind(trial)})"
+    return f"eval mode ({trial_kind(trial)})" if trial == EVAL_TRIAL else f"trial {trial + 1} ({trial_kind(trial)})"
 
 
 def upstream_for(ctx: Context, seed: int, draw_dtype: torch.dtype | None = None) -> Callable[[list], list]:
