@@ -7383,28 +7383,13 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
 // takes F of the window's largest y alone for a monotone F.
 namespace kgen {
 
-// Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
-// IntDivider): for numerators below 2^31. The window index of a pooled output splits into (od, oh, ow)
-// with two of these instead of 64-bit divisions, which cost more than the element's arithmetic.
-struct FastDiv {
-  uint32_t d, m, s;
-  static FastDiv make(int64_t divisor) {
-    const uint32_t d = uint32_t(divisor);
-    uint32_t s = 0;
-    while ((uint64_t(1) << s) < d) ++s;
-    const uint64_t m = ((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1;
-    return FastDiv{d, uint32_t(m), s};
-  }
-  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
-};
-
 // The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
 // ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
 struct BnShape {
   int64_t n, c, d, h, w;        // input
   int kd, kh, kw;               // window
   int64_t od, oh, ow;           // output (floor(d / kd) ...)
-  FastDiv by_ow, by_oh;
+  resident_detail::FastDiv by_ow, by_oh;   // the pooled index split into (od, oh, ow) by a multiply
   __host__ __device__ int64_t plane() const { return d * h * w; }
   __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
   __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
@@ -7557,7 +7542,7 @@ struct BnWindow {
   const BnShape& s;
   int base;         // plane offset of the window's first element
   __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
-    const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
+    const uint32_t t = s.by_ow.div(int(j)), od = s.by_oh.div(int(t));
     const int ow = int(j) - int(t) * int(s.ow), oh = int(t) - int(od) * int(s.oh);
     base = (int(od) * s.kd * int(s.h) + oh * s.kh) * int(s.w) + ow * s.kw;
   }
@@ -7958,11 +7943,11 @@ inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window)
     TORCH_CHECK(dims[k] >= win[k], "kgen: input of shape ", str(x.sizes()), " is smaller than the pooling window");
   }
   BnShape s{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
-            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], FastDiv{}, FastDiv{}};
+            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], {}, {}};
   TORCH_CHECK(s.plane() < (int64_t(1) << 31), "kgen: batch norm plane of ", str(s.plane()),
               " values: at most 2^31 - 1");
-  s.by_ow = FastDiv::make(s.ow);
-  s.by_oh = FastDiv::make(s.oh);
+  s.by_ow = resident_detail::FastDiv(s.ow);
+  s.by_oh = resident_detail::FastDiv(s.oh);
   return s;
 }
 

@@ -25,7 +25,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
 # the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
 # run time, with native_group_norm's statistics and the flat apply; a region that reads tensors computed per sample,
-# on samples merged into channels; with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a
+# on samples merged into channels; a batch norm step beside the rows kernels of a Linear's region (their names share
+# one translation unit); with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a
 # region as one C++ autograd node)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
@@ -43,6 +44,7 @@ GOLDEN_REF: dict[str, str] = {
     "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py":
         "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
     "ref_audio_film_conv1d_merged.py": "tests/ref/unseen/audio_film_conv1d.py",
+    "ref_linear_bn1d_noaffine_relu_gn.py": "tests/ref/references/linear_bn1d_noaffine_relu_gn.py",
 }
 # file name -> options of `kgen emit --ref` beyond the defaults
 GOLDEN_REF_OPTIONS: dict[str, dict] = {

@@ -38,11 +38,11 @@ inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window)
     TORCH_CHECK(dims[k] >= win[k], "kgen: input of shape ", str(x.sizes()), " is smaller than the pooling window");
   }
   BnShape s{x.size(0), x.size(1), dims[0], dims[1], dims[2], win[0], win[1], win[2],
-            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], FastDiv{}, FastDiv{}};
+            dims[0] / win[0], dims[1] / win[1], dims[2] / win[2], {}, {}};
   TORCH_CHECK(s.plane() < (int64_t(1) << 31), "kgen: batch norm plane of ", str(s.plane()),
               " values: at most 2^31 - 1");
-  s.by_ow = FastDiv::make(s.ow);
-  s.by_oh = FastDiv::make(s.oh);
+  s.by_ow = resident_detail::FastDiv(s.ow);
+  s.by_oh = resident_detail::FastDiv(s.oh);
   return s;
 }
 

@@ -33,28 +33,13 @@
 // takes F of the window's largest y alone for a monotone F.
 namespace kgen {
 
-// Division by a divisor fixed at launch, as a multiply-high and a shift (Granlund-Montgomery; PyTorch's
-// IntDivider): for numerators below 2^31. The window index of a pooled output splits into (od, oh, ow)
-// with two of these instead of 64-bit divisions, which cost more than the element's arithmetic.
-struct FastDiv {
-  uint32_t d, m, s;
-  static FastDiv make(int64_t divisor) {
-    const uint32_t d = uint32_t(divisor);
-    uint32_t s = 0;
-    while ((uint64_t(1) << s) < d) ++s;
-    const uint64_t m = ((uint64_t(1) << 32) * ((uint64_t(1) << s) - d)) / d + 1;
-    return FastDiv{d, uint32_t(m), s};
-  }
-  __device__ __forceinline__ uint32_t div(uint32_t n) const { return (__umulhi(n, m) + n) >> s; }
-};
-
 // The pooling window (kernel == stride, no padding) over the last three dims of (N, C, D, H, W); lower
 // ranks use D = H = 1 (and window 1 there). Without pooling the window is 1 x 1 x 1.
 struct BnShape {
   int64_t n, c, d, h, w;        // input
   int kd, kh, kw;               // window
   int64_t od, oh, ow;           // output (floor(d / kd) ...)
-  FastDiv by_ow, by_oh;
+  resident_detail::FastDiv by_ow, by_oh;   // the pooled index split into (od, oh, ow) by a multiply
   __host__ __device__ int64_t plane() const { return d * h * w; }
   __host__ __device__ int64_t out_plane() const { return od * oh * ow; }
   __host__ __device__ bool covers_input() const { return od * kd == d && oh * kh == h && ow * kw == w; }
@@ -207,7 +192,7 @@ struct BnWindow {
   const BnShape& s;
   int base;         // plane offset of the window's first element
   __device__ __forceinline__ BnWindow(const BnShape& shape, int64_t j) : s(shape) {
-    const uint32_t t = s.by_ow.div(uint32_t(j)), od = s.by_oh.div(t);
+    const uint32_t t = s.by_ow.div(int(j)), od = s.by_oh.div(int(t));
     const int ow = int(j) - int(t) * int(s.ow), oh = int(t) - int(od) * int(s.oh);
     base = (int(od) * s.kd * int(s.h) + oh * s.kh) * int(s.w) + ow * s.kw;
   }
