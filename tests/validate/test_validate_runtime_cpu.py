@@ -338,3 +338,12 @@ def test_a_reference_that_refuses_a_slice_of_its_batch_is_checked_on_the_whole_b
     assert exit_code(result.checks, result.ran) == EXIT_PASS, [(c.name, c.detail[:300]) for c in result.checks
                                                                  if not c.ok]
     assert any(c.name.startswith("fp64 (3 of 3 samples) grad") for c in result.checks)
+
+
+def test_a_reference_that_cannot_run_in_eval_mode_skips_the_eval_trial():
+    """Nothing to hold the solution to in eval mode: the trial says so, and a correct solution passes."""
+    result = run("eval_refused_ok", reference=str(RUNTIME_FILES / "eval_refused_reference.py.txt"))
+    assert exit_code(result.checks, result.ran) == EXIT_PASS, [c.name for c in result.checks if c.ok is False]
+    skipped = {c.name: c.detail for c in result.checks if c.ok is None}
+    assert "this model only trains" in skipped["eval mode (rand) forward"]
+    assert "eval mode (rand) backward" in skipped
