@@ -15,9 +15,8 @@ import json
 import math
 from dataclasses import dataclass
 
-from kgen.ref.emit import AUTOGRAD_MODES, REGION_KERNELS, check_block_size, onepass_applies
+from kgen.ref.emit import AUTOGRAD_MODES, REGION_KERNELS, check_block_size, mode_plans, onepass_applies
 from kgen.ref.ir import RegionStep
-from kgen.ref.plan import make_plan
 from kgen.ref.plan_layout import CONV_MODES
 from kgen.ref.tf32 import faithful_now
 from kgen.ref.trace import RefError
@@ -128,7 +127,7 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
 def node_takes_a_region(ref, conv: str) -> bool:
     """Whether `--autograd cpp` changes the plan's file: a region not fed by kgen's own conv (that one keeps its
     Python Function, paired with the conv's)."""
-    return any(isinstance(s, RegionStep) and not s.conv_fused for s in make_plan(ref, conv).steps)
+    return any(isinstance(s, RegionStep) and not s.conv_fused for s in _steps(ref, conv))
 
 
 def _forced_kernels(ref, conv: str) -> tuple:
@@ -142,14 +141,14 @@ def _forced_kernels(ref, conv: str) -> tuple:
 def region_kernels_matter(ref, conv: str) -> bool:
     """Whether forcing the region kernels can change a call: a region of the plan reads a channels-first input (a
     channels-last one runs its NHWC kernels whatever the choice) and is not fed by kgen's own conv."""
-    return any(_region_forced(s) for s in make_plan(ref, conv).steps)
+    return any(_region_forced(s) for s in _steps(ref, conv))
 
 
 def two_pass_cliff(ref, conv: str) -> bool:
     """Whether forcing the two-pass kernels would put a region of the plan on planes smaller than a warp
     (TWO_PASS_MIN_PLANE), where the planner gives it other kernels: what `kgen tune` says it did not try."""
     return any(_region_forced(s) and math.prod(int(n) for n in s.shape[2:]) < TWO_PASS_MIN_PLANE
-               for s in make_plan(ref, conv).steps)
+               for s in _steps(ref, conv))
 
 
 def _region_forced(step) -> bool:
@@ -159,8 +158,7 @@ def _region_forced(step) -> bool:
 
 def _conv_moves_something(ref, conv: str) -> bool:
     """Whether `--conv conv` changes the plan: a region reads a channels-last convolution or kgen's own."""
-    plan = make_plan(ref, conv)
-    return any(isinstance(s, RegionStep) and (s.channels_last or s.conv_fused) for s in plan.steps)
+    return any(isinstance(s, RegionStep) and (s.channels_last or s.conv_fused) for s in _steps(ref, conv))
 
 
 def onepass_pruned(ref, takes=KEYS) -> bool:
@@ -168,7 +166,7 @@ def onepass_pruned(ref, takes=KEYS) -> bool:
     faithful at this process's TF32 settings (what `kgen tune` says it did not try, and why)."""
     if "forward" not in takes:
         return False
-    applies = [s for s in make_plan(ref, "exact").steps if isinstance(s, RegionStep) and onepass_applies(s)]
+    applies = [s for s in _steps(ref, "exact") if isinstance(s, RegionStep) and onepass_applies(s)]
     return bool(applies) and all(faithful_now(s) for s in applies)
 
 
@@ -176,5 +174,9 @@ def _onepass_takes_a_region(ref, conv: str) -> bool:
     """Whether a region of the plan takes the one-pass forward at a call made now: one it applies to that is not
     faithful at this process's TF32 settings (a faithful call keeps native_group_norm's statistics, whatever the
     forward option; the candidates are timed at these settings)."""
-    plan = make_plan(ref, conv)
-    return any(isinstance(s, RegionStep) and onepass_applies(s) and not faithful_now(s) for s in plan.steps)
+    return any(isinstance(s, RegionStep) and onepass_applies(s) and not faithful_now(s) for s in _steps(ref, conv))
+
+
+def _steps(ref, conv: str) -> list:
+    """The steps of the file's plans (emit.mode_plans: each mode's, for a forward that branches on self.training)."""
+    return [s for plan in mode_plans(ref, conv) for s in plan.steps]
