@@ -5,7 +5,7 @@ training=True. trace.py traces the model in both modes. Where the two graphs run
 arguments that are the mode in one and its negation in the other, those arguments are the flag: one graph serves both
 modes, the emitted call reading `self.training` there. Where they differ in anything else (the forward branches on
 `self.training`, or passes another number in each mode), each mode gets its own graph and plan, and the emitted
-forward runs the one of the model's mode (emit.py, codegen.merge_mode_contexts).
+forward runs the one of the model's mode (emit.mode_plans, codegen.mode_solution_context).
 """
 from __future__ import annotations
 
