@@ -4,7 +4,7 @@ KernelBench's own evaluator (fp32, 5 trials), and with `--bench` kgen / eager / 
 forward+backward timed in one process per problem (kgen.bench.timing). Writes one Markdown table and one JSON.
 
     python3 benchmarks/family.py PROBLEMS_DIR KB_DIR OUT_DIR [--bench] [--only 19,92] [--jobs 8] [--glob "*_*.py"]
-                                 [--workers 4] [--skip-checks] [--budget S] [--resume]
+                                 [--workers 4] [--skip-checks] [--skip-kernelbench] [--budget S] [--resume]
                                  [--emit-args "--conv fast"] [--precisions fp32,bf16,fp16] [--channels-last]
 
 --precisions runs each problem's checks and timings at each of those precisions, as KernelBench's --precision
@@ -137,6 +137,8 @@ def main() -> None:
     parser.add_argument("--min-run-time", type=float, default=0.5, help="seconds of timing per contender and mode")
     parser.add_argument("--skip-checks", action="store_true",
                         help="no kgen validate and no KernelBench run: emit, build and (with --bench) time only")
+    parser.add_argument("--skip-kernelbench", action="store_true",
+                        help="kgen validate without KernelBench's evaluator (its verdicts kept from a run that had it)")
     parser.add_argument("--workers", type=int, default=1,
                         help="problems judged at once (>1 for correctness only: timings then share the GPU)")
     parser.add_argument("--budget", type=float, default=0,
@@ -223,7 +225,9 @@ def main() -> None:
             (out / f"validate_{log_name(row)}.log").write_text(text)
             if vjson.is_file():
                 row["validate"]["json"] = json.loads(vjson.read_text())
-        if "kernelbench" not in row and time.time() < deadline:
+            if args.skip_kernelbench:
+                print(f"{row_name(row)}: validate exit {code} ({secs:.0f} s)", flush=True)
+        if "kernelbench" not in row and not args.skip_kernelbench and time.time() < deadline:
             code, text, secs = run([sys.executable, str(Path(args.kb) / "kb_eval.py"), str(sol), str(ref),
                                     "--trials", "5", "--precision", row["precision"]], left(args.timeout))
             if code == 124 and time.time() >= deadline:
