@@ -86,6 +86,15 @@ def test_resume_does_only_what_is_missing(monkeypatch, tmp_path):
 
 
 @needs_problems
+def test_skip_kernelbench_validates_and_times_without_the_evaluator(monkeypatch, tmp_path):
+    calls = []
+    rows = run_family(monkeypatch, tmp_path, calls, "--workers", "2", "--skip-kernelbench")
+    assert not any("kb_eval" in c for c in calls)
+    assert sum("kgen.cli validate" in c for c in calls) == 3
+    assert all(row["validate"]["exit"] == 0 and "kernelbench" not in row and "bench" in row for row in rows.values())
+
+
+@needs_problems
 def test_resume_of_some_problems_keeps_the_other_rows(monkeypatch, tmp_path):
     rows = run_family(monkeypatch, tmp_path, [], "--workers", "2")
     del rows["L2-37"]["bench"]
