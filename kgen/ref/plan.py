@@ -18,8 +18,9 @@ from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import ConvMode, Operand, Param, Plan, PwNode, RegionStep, rename_value, shift_params
 from kgen.ref.graph import (attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, op_text,
-                             param_view_root, peelable, self_attr, static_int)
+                             param_view_root, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
+from kgen.ref.plan_bias import BiasPlanning
 from kgen.ref.plan_dtype import region_out_dtype
 from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
@@ -40,7 +41,7 @@ LIKE_FILLS = {torch.zeros_like: lambda args: 0.0 if len(args) == 1 else None,
 MAX_FUNCTOR_PARAMS = 4
 
 
-class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlanning):
+class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlanning, BiasPlanning):
     def __init__(self, ref: Reference, first: tuple = (0, 0, 0)):
         self.ref = ref
         # the numbers of this plan's first region, element-wise and batch norm steps: the eval-mode plan of a forward
@@ -52,6 +53,8 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         self.prelu_weights = prelu_weights(ref.graph)   # (C,) tensors that apply to dim 1, not the last dim
         self.claimed: dict[str, object] = {}     # node name -> the step that computes it
         self.bias_takers: dict[str, object] = {}   # conv / linear node name -> the step that takes over its bias
+        # (a list of steps: regions that each add a slice of it to a channel piece of its output, plan_bias.py)
+        self.split_bias_takers: dict[str, dict] = {}   # conv node name -> {piece node name: the region taking its slice}
         self.steps: list = []
         # While a region absorbs its element-wise ops: the values a tensor it reads per (sample, channel) must not
         # depend on (its own but its input x, computed before it; value_operand). None: no such tensor is taken
@@ -191,6 +194,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
             raise RefError(f"{self.where(gns[0])}: no GroupNorm of a float32, float16 or bfloat16 tensor in "
                            f"Model.forward (this one is {tensor_dtype(gns[0])}): kgen's kernels read those three; build "
                            "the model in one of them and have get_inputs() return tensors of it")
+        self.settle_split_biases()
         for node in self.nodes:
             if isinstance(self.module(node), BATCH_NORMS) and node.name not in self.claimed:
                 self.batch_norm(node)
@@ -218,7 +222,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         if reduce is not None and reduce.defined.name != output_node.name:
             self.claimed[reduce.defined.name] = step
         if peel is not None:
-            self.bias_takers.setdefault(peel.name, step)
+            self.take_bias(*peel, step)
         self.steps.append(step)
 
     def region_step(self, gn, full: list, take_values: bool):
@@ -248,24 +252,18 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         # a parameter: the region does not take it (its own kernel does).
         params[:] = used_params(prologue + epilogue, params)
         result, reduce = self.region_output(gn, prologue, epilogue, x, full)
-        # Peel the bias of a conv / linear whose output only this region reads: the kernels add it on the fly.
-        xmod = self.module(x)
-        # (Only a plain call: `up(x, output_size=...)` keeps its arguments and its bias in PyTorch; and only while
-        # the prologue functor has a parameter slot left for the bias.)
-        peel = x if (peelable(xmod) and x.users
-                     and all(u.name in region_values or is_metadata(u) for u in x.users)
-                     and len(x.args) == 1 and not x.kwargs
-                     and len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS
-                     and _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS
-                     and (not isinstance(xmod, nn.Linear) or len(full) == 2)) else None
+        # Peel the bias of a conv / linear whose output (or a channel piece of it) only this region reads: the
+        # kernels add it on the fly (plan_bias.py), while the prologue functor has a parameter slot left for it.
+        peel = self.peel_bias(x, region_values) if (
+            len(param_slots(prologue)) < MAX_FUNCTOR_PARAMS and
+            _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS) else None
         if peel is not None:
-            bias_param = Param(expr=f"{self.attr(peel.target)}.bias", shape=tuple(self.module(peel).bias.shape),
-                               label=f"{peel.target}.bias")
+            peel, bias_param, words = peel
             params.insert(0, bias_param)
             shift_params(prologue + epilogue, 1)
             biased = PwNode(name=f"{x.name}_biased", op="add",
                             operands=[Operand.of_value(x.name), Operand.of_param(0)], consts={},
-                            line=f"{peel.target} bias, added by the region")
+                            line=f"{words}, added by the region")
             rename_value(prologue + epilogue, x.name, biased.name)
             prologue.insert(0, biased)
         gn_module = gn.target if gn.op == "call_module" else None
@@ -278,7 +276,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         step.output = output_node.name
         step.out_dtype = region_out_dtype(step, {n.name: n for n in self.ref.graph.nodes})
         step.out_shape = tensor_shape(output_node) or []
-        return step, output_node, reduce, peel
+        return step, output_node, reduce, (peel, x) if peel is not None else None
 
     def gn_arguments(self, gn):
         if gn.op == "call_module":

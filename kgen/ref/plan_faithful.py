@@ -28,7 +28,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from kgen.ref.errors import RefError
-from kgen.ref.ir import LibraryStep, Operand, Plan, RegionStep, rename_value, shift_params
+from kgen.ref.ir import LibraryStep, Operand, Plan, RegionStep
+from kgen.ref.plan_bias import give_bias_back
 
 # The ops that round float32 inputs to TF32, by the setting that rules it, read at each call: cuDNN's
 # (torch.backends.cudnn) and cuBLAS's (torch.backends.cuda.matmul); an attention (its kernels' own choice) by neither,
@@ -87,12 +88,7 @@ def _keep_linear_bias(plan: Plan, step: RegionStep, modules: dict) -> None:
         raise RefError(f"kgen: region {step.index} takes {taker.node.target}'s bias in a form it cannot give back to "
                        f"the Linear (please report)")
     taker.drop_bias, taker.bias_to = False, ""
-    step.prologue.pop(0)
-    step.params.pop(0)
-    shift_params(step.prologue + step.epilogue, -1)
-    rename_value(step.prologue + step.epilogue, first.name, step.input)
-    if step.result == first.name:
-        step.result = step.input
+    give_bias_back(step)
 
 
 def _tf32_readers(start, modules: dict) -> list[tuple[str, str]]:

@@ -243,8 +243,10 @@ class PointwisePlanning:
         if why:
             raise RefError(f"{self.where(node)}: kgen cannot plan {op_text(node, self.modules)}: {why}")
         taker = self.bias_takers.get(node.name)
-        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
-                           bias_to="the batch norm" if isinstance(taker, BatchNormStep) else "the next region")
+        bias_to = "the batch norm" if isinstance(taker, BatchNormStep) else \
+            "regions " + " and ".join(str(s.index) for s in sorted(taker, key=lambda s: s.index)) + ", a slice each" if isinstance(taker, list) else \
+            "the next region"
+        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback, bias_to=bias_to)
         self.claimed[node.name] = step
         self.steps.append(step)
 

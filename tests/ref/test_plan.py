@@ -113,6 +113,29 @@ def test_two_groupnorms_two_regions_and_residual_through_z():
     assert not second.epilogue[0].consts and second.epilogue[0].op == "tanh"
 
 
+def test_regions_of_a_convs_channel_pieces_take_a_slice_of_its_bias_each():
+    """conv(x).split([48, 16], dim=1), each piece a region's input: each region adds its slice of the conv's bias
+    (its first parameter, its prologue's first op), and the conv runs without it."""
+    plan = make_plan(load_reference(HERE / "references" / "conv_split_two_groupnorms_gate.py"), faithful="none")
+    library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
+    assert library["conv"].drop_bias and library["conv"].bias_to == "regions 0 and 1, a slice each"
+    slices = {r.input: r.params[0].expr for r in regions(plan)}
+    assert slices == {"getitem": "self.conv.bias[0:48]", "getitem_1": "self.conv.bias[48:64]"}
+    for region in regions(plan):
+        assert region.prologue[0].op == "add" and region.prologue[0].operands[1].is_param
+
+
+def test_a_convs_channel_piece_read_outside_a_region_keeps_the_bias_in_the_conv():
+    """torch.chunk(conv(x), 2, dim=-2): one half a region's input, the other read by a mul: the conv keeps its bias
+    and the region gives its slice back (no parameter, no prologue)."""
+    plan = make_plan(load_reference(HERE / "references" / "conv1d_chunk_gate_one_norm.py"), faithful="none")
+    library = {s.node.name: s for s in plan.steps if isinstance(s, LibraryStep)}
+    (region,) = regions(plan)
+    assert not library["conv"].drop_bias
+    assert region.prologue == [] and region.params == []
+    assert [n.op for n in region.epilogue] == ["tanh"] and region.epilogue[0].operands[0].ref == region.gn
+
+
 def test_a_faithful_region_leaves_the_linear_its_bias():
     """fc2 (a Linear: TF32 under "high") reads gn1's region: faithful, so fc1 keeps its bias (one rounding in the GEMM,
     as the reference) and the region neither adds it nor takes it as a parameter; the residual reads fc1's output.
