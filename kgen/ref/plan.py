@@ -16,11 +16,11 @@ import torch.nn.functional as F
 from kgen.ref import ops
 from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
-from kgen.ref.ir import ConvMode, Operand, Param, Plan, PwNode, RegionStep, rename_value, shift_params
+from kgen.ref.ir import ConvMode, Operand, Param, Plan, PwNode, RegionStep
 from kgen.ref.graph import (attribute_arguments, get_attribute, is_metadata, is_parameter, names_of, op_text,
                              param_view_root, self_attr, static_int)
 from kgen.ref.plan_batchnorm import BATCH_NORMS, BatchNormPlanning, used_params
-from kgen.ref.plan_bias import BiasPlanning
+from kgen.ref.plan_bias import BiasPlanning, add_bias
 from kgen.ref.plan_dtype import region_out_dtype
 from kgen.ref.plan_faithful import mark_faithful
 from kgen.ref.plan_layout import apply_conv_mode
@@ -54,7 +54,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         self.claimed: dict[str, object] = {}     # node name -> the step that computes it
         self.bias_takers: dict[str, object] = {}   # conv / linear node name -> the step that takes over its bias
         # (a list of steps: regions that each add a slice of it to a channel piece of its output, plan_bias.py)
-        self.split_bias_takers: dict[str, dict] = {}   # conv node name -> {piece node name: the region taking its slice}
+        self.split_bias_takers: dict = {}   # conv node -> {piece node name: the region taking its slice}
         self.steps: list = []
         # While a region absorbs its element-wise ops: the values a tensor it reads per (sample, channel) must not
         # depend on (its own but its input x, computed before it; value_operand). None: no such tensor is taken
@@ -222,7 +222,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         if reduce is not None and reduce.defined.name != output_node.name:
             self.claimed[reduce.defined.name] = step
         if peel is not None:
-            self.take_bias(*peel, step)
+            self.take_bias(peel, step)
         self.steps.append(step)
 
     def region_step(self, gn, full: list, take_values: bool):
@@ -259,13 +259,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
             _epilogue_params(prologue, epilogue) < MAX_FUNCTOR_PARAMS) else None
         if peel is not None:
             peel, bias_param, words = peel
-            params.insert(0, bias_param)
-            shift_params(prologue + epilogue, 1)
-            biased = PwNode(name=f"{x.name}_biased", op="add",
-                            operands=[Operand.of_value(x.name), Operand.of_param(0)], consts={},
-                            line=f"{words}, added by the region")
-            rename_value(prologue + epilogue, x.name, biased.name)
-            prologue.insert(0, biased)
+            add_bias(prologue, epilogue, params, x, bias_param, words)
         gn_module = gn.target if gn.op == "call_module" else None
         affine, gn_args = self.gn_arguments(gn)
         number = self.first_region + sum(isinstance(s, RegionStep) for s in self.steps)
@@ -276,7 +270,7 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
         step.output = output_node.name
         step.out_dtype = region_out_dtype(step, {n.name: n for n in self.ref.graph.nodes})
         step.out_shape = tensor_shape(output_node) or []
-        return step, output_node, reduce, (peel, x) if peel is not None else None
+        return step, output_node, reduce, peel
 
     def gn_arguments(self, gn):
         if gn.op == "call_module":

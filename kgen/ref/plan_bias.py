@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from kgen.ref.graph import is_metadata, peelable
-from kgen.ref.ir import Param, RegionStep, rename_value, shift_params
+from kgen.ref.ir import Operand, Param, PwNode, RegionStep, rename_value, shift_params
 from kgen.ref.trace import tensor_shape
 
 SPLITS = {"chunk", "split"}                        # tensor methods that cut a tensor into pieces along a dim
@@ -27,9 +27,10 @@ class BiasPlanning:
     """A mixin of the Planner (plan.py): self.module, self.attr, self.bias_takers, self.split_bias_takers."""
 
     def peel_bias(self, x, region_values: set) -> tuple | None:
-        """(the conv / linear node, its bias as a Param of the region, the words the functor's comment gives it) where the region that reads `x` may add the
-        bias of the conv / linear that made x, or that made the tensor x is a channel piece of; else None. Only a
-        plain call (`up(x, output_size=...)` keeps its arguments and its bias in PyTorch)."""
+        """(the conv / linear node, its bias as a Param of the region, the words the functor's comment gives it)
+        where the region that reads `x` may add the bias of the conv / linear that made x, or that made the tensor x
+        is a channel piece of; else None. Only a plain call (`up(x, output_size=...)` keeps its arguments and its
+        bias in PyTorch)."""
         if peelable(self.module(x)) and _read_only_by(x, region_values) and _plain(x) and \
                 (not isinstance(self.module(x), nn.Linear) or len(tensor_shape(x) or []) == 2):
             return x, Param(expr=f"{self.attr(x.target)}.bias", shape=tuple(self.module(x).bias.shape),
@@ -45,21 +46,20 @@ class BiasPlanning:
         return conv, Param(expr=f"{self.attr(conv.target)}.bias[{lo}:{hi}]", shape=(hi - lo,),
                            label=f"{conv.target}.bias[{lo}:{hi}]"), f"{conv.target} bias[{lo}:{hi}]"
 
-    def take_bias(self, peeled, x, step: RegionStep) -> None:
-        """Records that `step` adds the bias of `peeled` (the node peel_bias gave) to its input x."""
-        if peeled is x:
+    def take_bias(self, peeled, step: RegionStep) -> None:
+        """Records that `step` adds the bias of `peeled` (the node peel_bias gave) to its input."""
+        if peeled.name == step.input:
             self.bias_takers.setdefault(peeled.name, step)
         else:
-            self.split_bias_takers.setdefault(peeled.name, {})[x.name] = step
+            self.split_bias_takers.setdefault(peeled, {})[step.input] = step
 
     def settle_split_biases(self) -> None:
         """Each conv whose pieces' regions took slices of its bias: it drops its bias where every piece is a region's
         input that took its slice, and the regions take their slices back otherwise."""
-        for conv_name, takers in self.split_bias_takers.items():
-            conv = next(n for n in self.nodes if n.name == conv_name)
+        for conv, takers in self.split_bias_takers.items():
             pieces = [u for split in conv.users for u in split.users]
             if len(conv.users) == 1 and pieces and all(p.name in takers for p in pieces):
-                self.bias_takers[conv_name] = [takers[p.name] for p in pieces]
+                self.bias_takers[conv.name] = [takers[p.name] for p in pieces]
             else:
                 for step in takers.values():
                     give_bias_back(step)
@@ -99,6 +99,17 @@ def channel_piece(x) -> tuple | None:
         return None
     lo = sum(sizes[:index])
     return source, lo, lo + sizes[index]
+
+
+def add_bias(prologue: list, epilogue: list, params: list, x, bias: Param, words: str) -> None:
+    """The peel in a region being planned: `bias` becomes its parameter 0 and the prologue's first op x plus it,
+    which the region's ops read in x's place (give_bias_back undoes it)."""
+    params.insert(0, bias)
+    shift_params(prologue + epilogue, 1)
+    biased = PwNode(name=f"{x.name}_biased", op="add", operands=[Operand.of_value(x.name), Operand.of_param(0)],
+                    consts={}, line=f"{words}, added by the region")
+    rename_value(prologue + epilogue, x.name, biased.name)
+    prologue.insert(0, biased)
 
 
 def give_bias_back(step: RegionStep) -> None:
