@@ -7881,6 +7881,15 @@ constexpr int kBlock = 256;
 constexpr int kOnePassThreads = 512;
 constexpr int kOnePassBlocksPerSM = 1;
 
+// What a region's kernels read of an input that is not NCHW-contiguous (a channel piece of a chunk or split, a
+// permuted view): the input itself where it lies channels-last and the region reads it so (`channels_last`), else its
+// NCHW-contiguous copy, the one the kernels would make. The caller makes it once and keeps it for the backward, which
+// then reads it as it is instead of copying the input a second time.
+at::Tensor region_input(at::Tensor x, bool channels_last) {
+  if (channels_last && kgen::region_nhwc::is_channels_last(x)) return x;
+  return x.contiguous();
+}
+
 // ---- region 0: add -> gelu_erf -> GroupNorm
 // Parameters (region order): 0: conv_transpose.bias [64]
 struct Region0Prologue {
@@ -8026,6 +8035,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 CPP_SOURCE = r"""
+at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 """
@@ -8056,7 +8066,7 @@ def _build_extension():
         name="kgen_ref_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["region0_forward", "region0_backward"],
+        functions=["region_input", "region0_forward", "region0_backward"],
         extra_cuda_cflags=["-O3"] + _own_statics_flags() + _clamp_gradient_flags(),
         verbose=False,
     )
@@ -8158,6 +8168,8 @@ class _Region0(torch.autograd.Function):
         epilogue = [params[k] for k in _Region0.EPILOGUE]
         dtype = _out_dtype(x, params, True)
         rounding = _ROUNDING.get(dtype, 0)
+        if not x.is_contiguous():   # the kernels' copy made once, here, and saved: the backward reads it as it is
+            x = _ext.region_input(x, True)
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
                                                          list(window), for_backward, rounding)
         # the output is not saved (its backward does not read it): an in-place change of it before the backward is

@@ -6773,6 +6773,14 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 // GroupNorm and epilogue on the fly, and store only the output (and, for max/min, the winning position).
 constexpr int kBlock = 256;
 
+// What a region's kernels read of an input that is not NCHW-contiguous (a channel piece of a chunk or split, a
+// permuted view): the input itself where it lies channels-last and the region reads it so (`channels_last`), else its
+// NCHW-contiguous copy, the one the kernels would make. The caller makes it once and keeps it for the backward, which
+// then reads it as it is instead of copying the input a second time.
+at::Tensor region_input(at::Tensor x, bool channels_last) {
+  return x.contiguous();
+}
+
 // ---- region 0: add -> GroupNorm -> min over channels
 // Parameters (region order): 0: gemm.bias [8192]
 struct Region0Prologue {
@@ -6909,6 +6917,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 CPP_SOURCE = r"""
+at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 
@@ -7019,11 +7028,13 @@ at::Tensor region0(
   const at::ScalarType dtype = kgen_region_out_dtype(x, params);
   const int64_t rounding = kgen_rounding_of(dtype);
   std::vector<at::Tensor> result;
+  at::Tensor read = x;   // what the kernels read: x, or the copy they would make of it, kept for the backward
   {
     const at::AutoGradMode no_grad(false);   // the kernels' own ATen calls record nothing
+    if (!x.is_contiguous()) read = region_input(x, false);
     std::vector<at::Tensor> prologue{params[0]};
     std::vector<at::Tensor> epilogue{};
-    result = region0_forward(x, weight, bias, prologue, epilogue, groups, eps, window, grad, rounding);
+    result = region0_forward(read, weight, bias, prologue, epilogue, groups, eps, window, grad, rounding);
   }
   at::Tensor y = result[0];
   // the reduction's output with the reduced dims kept (keepdim=True)
@@ -7037,7 +7048,7 @@ at::Tensor region0(
   }
   auto node = kgen_make_node<Region0Backward>();
   node->set_next_edges(torch::autograd::collect_next_edges(x, w, b, params));
-  node->x_ = torch::autograd::SavedVariable(x, false);
+  node->x_ = torch::autograd::SavedVariable(read, false);
   node->weight_ = torch::autograd::SavedVariable(w, false);
   node->bias_ = torch::autograd::SavedVariable(b, false);
   node->mean_ = torch::autograd::SavedVariable(result[1], false);

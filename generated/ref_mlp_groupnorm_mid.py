@@ -6829,6 +6829,37 @@ inline int torch_moments_parts(int64_t rows, int64_t slice, int device) {
   return parts;
 }
 
+// A chain's prologue functor at its value j of a (sample, group) slice: the channel's functor, reloaded only where j
+// passes the end of the channel it holds. A chain's positions only grow, so a comparison a value finds the crossing and
+// the division runs once a channel, not once a value (H200, two_norm_gate_large's chains with a bias prologue: a
+// division a value halved their rate). Without prologue parameters it is the one functor.
+template <class Pro>
+struct ChannelCursor {
+  const RegionParams& params;
+  int64_t first_channel;  // the slice's first channel
+  uint32_t plane, end;    // values a channel; the end of the held channel's values in the slice
+  Pro pro;
+
+  __device__ __forceinline__ ChannelCursor(const RegionParams& p, int64_t first, int64_t channels, int64_t plane_values,
+                                           uint32_t j)
+      : params(p), first_channel(first), plane(static_cast<uint32_t>(plane_values)) {
+    const uint32_t k = j / plane;
+    end = (k + 1) * plane;
+    pro = Pro::at(params, first_channel + (k < channels ? k : 0));
+  }
+
+  __device__ __forceinline__ const Pro& at(uint32_t j) {
+    if constexpr (Pro::kParams > 0) {
+      if (j >= end) {
+        const uint32_t k = j / plane;
+        end = (k + 1) * plane;
+        pro = Pro::at(params, first_channel + k);
+      }
+    }
+    return pro;
+  }
+};
+
 constexpr int kTorchChainsAhead = 4;  // loads of a chain in flight before they are folded, in order
 
 // Block (row, part): chains part * blockDim.x + threadIdx.x of the row; chain t folds values t, t + chains, ... by
@@ -6843,19 +6874,12 @@ torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups
   const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const T* in = x + row * slice;
   // 32-bit positions: the host keeps a faithful slice under 2^31 values. A value's channel within the group gives its
-  // prologue, reloaded where it changes.
-  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  // prologue, reloaded where it changes (ChannelCursor: a chain's positions only grow).
+  const uint32_t step = static_cast<uint32_t>(chains);
   const uint32_t count = static_cast<uint32_t>(slice);
-  uint32_t k = chain / plane32;
-  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   auto fold = [&](TorchWelford& v, uint32_t j, float value) {
-    if constexpr (Pro::kParams > 0) {
-      if (j / plane32 != k) {
-        k = j / plane32;
-        pro = Pro::at(params, first_channel + k);
-      }
-    }
-    v = torch_welford_add(v, pro.value(value));
+    v = torch_welford_add(v, cursor.at(j).value(value));
   };
   TorchWelford v{0.f, 0.f, 0.f, 0};
   uint32_t j = chain;
@@ -6887,7 +6911,7 @@ torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64
   const int64_t first_channel = (row % groups) * channels_per_group;
   const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const float* in = x + row * slice;
-  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  const uint32_t step = static_cast<uint32_t>(chains);
   const uint32_t count = static_cast<uint32_t>(slice);
   const uint32_t steps = chain < count ? (count - chain - 1) / step + 1 : 0;  // values of this chain
   float* mine = torch_ring + threadIdx.x;
@@ -6897,19 +6921,12 @@ torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64
   };
 #pragma unroll
   for (int s = 0; s < kRing; ++s) fetch(s);
-  uint32_t k = chain / plane32;
-  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   TorchWelford v{0.f, 0.f, 0.f, 0};
   for (uint32_t s = 0; s < steps; ++s) {
     copies_wait<kRing - 1>();
     const uint32_t j = chain + s * step;
-    if constexpr (Pro::kParams > 0) {
-      if (j / plane32 != k) {
-        k = j / plane32;
-        pro = Pro::at(params, first_channel + k);
-      }
-    }
-    v = torch_welford_add(v, pro.value(mine[(s % kRing) * blockDim.x]));
+    v = torch_welford_add(v, cursor.at(j).value(mine[(s % kRing) * blockDim.x]));
     fetch(s + kRing);
   }
   copies_done();
@@ -6991,6 +7008,14 @@ void torch_statistics(const at::Tensor& x, const RegionParams& params, const Reg
 // apply sweep, for slices too large for one block or so large that few blocks fit on an SM. Both read x, recompute the prologue,
 // GroupNorm and epilogue on the fly, and store only the output (and, for max/min, the winning position).
 constexpr int kBlock = 256;
+
+// What a region's kernels read of an input that is not NCHW-contiguous (a channel piece of a chunk or split, a
+// permuted view): the input itself where it lies channels-last and the region reads it so (`channels_last`), else its
+// NCHW-contiguous copy, the one the kernels would make. The caller makes it once and keeps it for the backward, which
+// then reads it as it is instead of copying the input a second time.
+at::Tensor region_input(at::Tensor x, bool channels_last) {
+  return x.contiguous();
+}
 
 // ---- region 0: GroupNorm -> silu
 // Parameters (region order): none
@@ -7131,6 +7156,7 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
 """
 
 CPP_SOURCE = r"""
+at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding, bool faithful);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding, bool faithful);
 """
@@ -7161,7 +7187,7 @@ def _build_extension():
         name="kgen_ref_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["region0_forward", "region0_backward"],
+        functions=["region_input", "region0_forward", "region0_backward"],
         extra_cuda_cflags=["-O3"] + _own_statics_flags() + _clamp_gradient_flags(),
         verbose=False,
     )
@@ -7283,6 +7309,8 @@ class _Region0(torch.autograd.Function):
         dtype = _out_dtype(x, params, True)
         rounding = _ROUNDING.get(dtype, 0)
         faithful = _tf32("matmul")   # self.fc2 (Linear) rounds to TF32 at this call: PyTorch's GroupNorm to the bit
+        if not x.is_contiguous():   # the kernels' copy made once, here, and saved: the backward reads it as it is
+            x = _ext.region_input(x, False)
         out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
                                                          list(window), for_backward, rounding, faithful)
         ctx.faithful = faithful

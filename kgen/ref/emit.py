@@ -235,6 +235,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if preset is not None:
         spec_name, header_params, command = preset.name, preset.params, preset.command
     functions = ["to_channels_last", "to_contiguous_nchw"] if context["channels_last"] else []
+    if any(not r["cpp"] for r in context["regions"]):
+        functions += ["region_input"]
     for r in context["regions"]:
         functions += [f"region{r['index']}"] if r["cpp"] else [f"region{r['index']}_forward",
                                                                 f"region{r['index']}_backward"]

@@ -31,7 +31,7 @@ def emulated_ext(plans, module) -> types.SimpleNamespace:
     """The stand-in for `module._ext`: entry points for every region and element-wise step of `plans` (the plan the
     file was emitted from, or a list: each mode's, emit.mode_plans), with the functors' parameter slots read from the
     file's own Function classes."""
-    ext = types.SimpleNamespace()
+    ext = types.SimpleNamespace(region_input=_region_input)
     for step in [s for plan in (plans if isinstance(plans, list) else [plans]) for s in plan.steps]:
         if isinstance(step, RegionStep):
             if step.conv_fused:
@@ -57,6 +57,26 @@ def emulated_ext(plans, module) -> types.SimpleNamespace:
             setattr(ext, f"pointwise{step.index}_forward", forward)
             setattr(ext, f"pointwise{step.index}_backward", backward)
     return ext
+
+
+def _region_input(x, channels_last: bool):
+    """bindings.cu.j2's region_input: x where it lies channels-last and the region reads it so, else its NCHW copy."""
+    return x if channels_last and _is_channels_last(x) else x.contiguous()
+
+
+def _is_channels_last(x) -> bool:
+    """groupnorm/nhwc/host.cuh's is_channels_last: (N, C, *spatial) with channel stride 1, the spatial dims dense
+    outside it, the batch outside those; an NCHW-contiguous x is not."""
+    if not 3 <= x.dim() <= 5 or x.is_contiguous():
+        return False
+    expected = x.size(1)
+    if x.size(1) != 1 and x.stride(1) != 1:
+        return False
+    for d in range(x.dim() - 1, 1, -1):
+        if x.size(d) != 1 and x.stride(d) != expected:
+            return False
+        expected *= x.size(d)
+    return x.size(0) == 1 or x.stride(0) == expected
 
 
 def _per_channel(t, rank: int):

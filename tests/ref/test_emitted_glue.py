@@ -285,3 +285,38 @@ def test_an_in_place_change_of_the_output_before_the_backward_gets_the_reference
         grads.append([leaf.grad] + [p.grad for p in model.parameters()])
     for got, want in zip(*grads) if allowed else ():
         torch.testing.assert_close(got, want, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("stem", ["conv_split_two_groupnorms_gate", "conv1d_chunk_gate_one_norm"])
+def test_a_region_reading_a_channel_piece_copies_it_once_for_forward_and_backward(stem, monkeypatch):
+    """A region whose input is a piece of a chunk (not contiguous) gets what its kernels read once, in the forward
+    (region_input), and its backward reads that saved copy: the kernels' entry points see contiguous inputs both ways,
+    and the outputs and gradients are still the reference's."""
+    path = HERE / "references" / f"{stem}.py"
+    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    ext = emulated_ext(make_plan(load_reference(path)), solution)
+    seen, copies = [], []
+    for name in [n for n in vars(ext) if n.startswith("region") and n[6].isdigit()]:
+        def recording(*args, _entry=getattr(ext, name), _name=name):
+            x = args[0] if _name.endswith("_forward") else args[1]
+            seen.append((_name, x.is_contiguous()))
+            return _entry(*args)
+        setattr(ext, name, recording)
+    ext.region_input = lambda x, channels_last, _copy=ext.region_input: copies.append(x.shape) or _copy(x, channels_last)
+    solution._ext = ext
+    reference = load_reference_module(path)
+    torch.manual_seed(0)
+    theirs = reference.Model(*reference.get_init_inputs()).double()
+    ours = solution.ModelNew(*reference.get_init_inputs())
+    ours.load_state_dict(theirs.state_dict())
+    ours = ours.double()
+    torch.manual_seed(1)
+    inputs = [_as(x, torch.float64) for x in reference.get_inputs()]
+    got, want = _run(ours, inputs, seed=2), _run(theirs, inputs, seed=2)
+    regions = sum(1 for name, _ in seen if name.endswith("_forward"))
+    assert regions and len(copies) == regions, f"{len(copies)} copies for {regions} region calls"
+    assert all(contiguous for _, contiguous in seen), seen
+    assert sum(1 for name, _ in seen if name.endswith("_backward")) == regions
+    for (what, g), (_, w) in zip(got, want):
+        if w is not None:
+            torch.testing.assert_close(g, w, atol=1e-7, rtol=1e-7, msg=lambda m: f"{what}: {m}")

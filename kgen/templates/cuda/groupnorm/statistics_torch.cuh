@@ -62,6 +62,37 @@ inline int torch_moments_parts(int64_t rows, int64_t slice, int device) {
   return parts;
 }
 
+// A chain's prologue functor at its value j of a (sample, group) slice: the channel's functor, reloaded only where j
+// passes the end of the channel it holds. A chain's positions only grow, so a comparison a value finds the crossing and
+// the division runs once a channel, not once a value (H200, two_norm_gate_large's chains with a bias prologue: a
+// division a value halved their rate). Without prologue parameters it is the one functor.
+template <class Pro>
+struct ChannelCursor {
+  const RegionParams& params;
+  int64_t first_channel;  // the slice's first channel
+  uint32_t plane, end;    // values a channel; the end of the held channel's values in the slice
+  Pro pro;
+
+  __device__ __forceinline__ ChannelCursor(const RegionParams& p, int64_t first, int64_t channels, int64_t plane_values,
+                                           uint32_t j)
+      : params(p), first_channel(first), plane(static_cast<uint32_t>(plane_values)) {
+    const uint32_t k = j / plane;
+    end = (k + 1) * plane;
+    pro = Pro::at(params, first_channel + (k < channels ? k : 0));
+  }
+
+  __device__ __forceinline__ const Pro& at(uint32_t j) {
+    if constexpr (Pro::kParams > 0) {
+      if (j >= end) {
+        const uint32_t k = j / plane;
+        end = (k + 1) * plane;
+        pro = Pro::at(params, first_channel + k);
+      }
+    }
+    return pro;
+  }
+};
+
 constexpr int kTorchChainsAhead = 4;  // loads of a chain in flight before they are folded, in order
 
 // Block (row, part): chains part * blockDim.x + threadIdx.x of the row; chain t folds values t, t + chains, ... by
@@ -76,19 +107,12 @@ torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups
   const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const T* in = x + row * slice;
   // 32-bit positions: the host keeps a faithful slice under 2^31 values. A value's channel within the group gives its
-  // prologue, reloaded where it changes.
-  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  // prologue, reloaded where it changes (ChannelCursor: a chain's positions only grow).
+  const uint32_t step = static_cast<uint32_t>(chains);
   const uint32_t count = static_cast<uint32_t>(slice);
-  uint32_t k = chain / plane32;
-  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   auto fold = [&](TorchWelford& v, uint32_t j, float value) {
-    if constexpr (Pro::kParams > 0) {
-      if (j / plane32 != k) {
-        k = j / plane32;
-        pro = Pro::at(params, first_channel + k);
-      }
-    }
-    v = torch_welford_add(v, pro.value(value));
+    v = torch_welford_add(v, cursor.at(j).value(value));
   };
   TorchWelford v{0.f, 0.f, 0.f, 0};
   uint32_t j = chain;
@@ -120,7 +144,7 @@ torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64
   const int64_t first_channel = (row % groups) * channels_per_group;
   const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const float* in = x + row * slice;
-  const uint32_t plane32 = static_cast<uint32_t>(plane), step = static_cast<uint32_t>(chains);
+  const uint32_t step = static_cast<uint32_t>(chains);
   const uint32_t count = static_cast<uint32_t>(slice);
   const uint32_t steps = chain < count ? (count - chain - 1) / step + 1 : 0;  // values of this chain
   float* mine = torch_ring + threadIdx.x;
@@ -130,19 +154,12 @@ torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64
   };
 #pragma unroll
   for (int s = 0; s < kRing; ++s) fetch(s);
-  uint32_t k = chain / plane32;
-  Pro pro = Pro::at(params, first_channel + (k < channels_per_group ? k : 0));
+  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   TorchWelford v{0.f, 0.f, 0.f, 0};
   for (uint32_t s = 0; s < steps; ++s) {
     copies_wait<kRing - 1>();
     const uint32_t j = chain + s * step;
-    if constexpr (Pro::kParams > 0) {
-      if (j / plane32 != k) {
-        k = j / plane32;
-        pro = Pro::at(params, first_channel + k);
-      }
-    }
-    v = torch_welford_add(v, pro.value(mine[(s % kRing) * blockDim.x]));
+    v = torch_welford_add(v, cursor.at(j).value(mine[(s % kRing) * blockDim.x]));
     fetch(s + kRing);
   }
   copies_done();
