@@ -30,6 +30,7 @@ def region_context(step: RegionStep) -> dict:
         "rank": len(step.shape), "affine": step.affine, "channels_last": step.channels_last,
         "nhwc": reads_channels_last(step), "conv_fused": step.conv_fused, "faithful": step.faithful,
         "faithful_switch": faithful_switch(step),
+        "input_as_it_lies": input_as_it_lies(step),
         "rows_half": rows_half(step),
         # the output's dtype where a float32 cast lies inside the region (plan_dtype.py), else the common rule
         "out_dtype": python_dtype(step.out_dtype) if step.out_dtype else "_out_dtype(x, params, True)",
@@ -142,6 +143,15 @@ def reads_channels_last(step: RegionStep) -> bool:
     kgen's own conv feeds it (its output is kgen's layout)."""
     return step.channels_last or (step.reduce_kind is ReduceKind.NONE and len(step.shape) in (4, 5)
                                   and not step.conv_fused and not step.merged)
+
+
+def input_as_it_lies(step: RegionStep) -> str:
+    """When the region's entry points read a channels-last input as it lies rather than an NCHW copy, as their dispatch
+    in bindings.cu.j2 decides: "always", "unfaithful" (at the calls where a switch leaves the region unfaithful) or
+    "never". What region_input is told, so that the copy it makes once is the one the kernels would make."""
+    if step.channels_last or (reads_channels_last(step) and not step.faithful):
+        return "always"
+    return "unfaithful" if reads_channels_last(step) and step.faithful_switch else "never"
 
 
 def describe_region(step: RegionStep) -> str:
