@@ -6834,13 +6834,13 @@ inline int torch_moments_parts(int64_t rows, int64_t slice, int device) {
 // the division runs once a channel, not once a value (H200, two_norm_gate_large's chains with a bias prologue: a
 // division a value halved their rate). Without prologue parameters it is the one functor.
 template <class Pro>
-struct ChannelCursor {
+struct ChainPrologue {
   const RegionParams& params;
   int64_t first_channel;  // the slice's first channel
   uint32_t plane, end;    // values a channel; the end of the held channel's values in the slice
   Pro pro;
 
-  __device__ __forceinline__ ChannelCursor(const RegionParams& p, int64_t first, int64_t channels, int64_t plane_values,
+  __device__ __forceinline__ ChainPrologue(const RegionParams& p, int64_t first, int64_t channels, int64_t plane_values,
                                            uint32_t j)
       : params(p), first_channel(first), plane(static_cast<uint32_t>(plane_values)) {
     const uint32_t k = j / plane;
@@ -6874,10 +6874,10 @@ torch_chains_kernel(const T* __restrict__ x, RegionParams params, int64_t groups
   const uint32_t chain = blockIdx.y * blockDim.x + threadIdx.x;
   const T* in = x + row * slice;
   // 32-bit positions: the host keeps a faithful slice under 2^31 values. A value's channel within the group gives its
-  // prologue, reloaded where it changes (ChannelCursor: a chain's positions only grow).
+  // prologue, reloaded where it changes (ChainPrologue: a chain's positions only grow).
   const uint32_t step = static_cast<uint32_t>(chains);
   const uint32_t count = static_cast<uint32_t>(slice);
-  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
+  ChainPrologue<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   auto fold = [&](TorchWelford& v, uint32_t j, float value) {
     v = torch_welford_add(v, cursor.at(j).value(value));
   };
@@ -6921,7 +6921,7 @@ torch_chains_ring_kernel(const float* __restrict__ x, RegionParams params, int64
   };
 #pragma unroll
   for (int s = 0; s < kRing; ++s) fetch(s);
-  ChannelCursor<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
+  ChainPrologue<Pro> cursor(params, first_channel, channels_per_group, plane, chain);
   TorchWelford v{0.f, 0.f, 0.f, 0};
   for (uint32_t s = 0; s < steps; ++s) {
     copies_wait<kRing - 1>();
