@@ -9,21 +9,30 @@ import inspect
 import torch
 
 
+def _precision_keys():
+    """The keys of PyTorch's float32 precision settings that a float32 conv / matmul obeys, its own first, then its
+    backend's, then the global one (what torch.backends.cudnn.conv, .cudnn, .cuda.matmul and torch.backends read); None
+    where this PyTorch has no such settings (allow_tf32 decides)."""
+    if getattr(torch.backends.cudnn, "conv", None) is None or not hasattr(torch._C, "_get_fp32_precision_getter"):
+        return None
+    return {"conv": (("cuda", "conv"), ("cuda", "all"), ("generic", "all")),
+            "matmul": (("cuda", "matmul"), ("generic", "all"))}
+
+
+_PRECISION_KEYS = _precision_keys()
+
+
 def _tf32(op):
     """Whether float32 `op`s ("matmul": cuBLAS, "conv": cuDNN) round their inputs now (TF32, or bfloat16 under
-    "medium"): a region that only such ops read is PyTorch's GroupNorm to the bit at such calls alone. Read from the
-    precision settings where this PyTorch has them (the op's own, else its backend's, else the global one, whichever
-    spelling set them: allow_tf32, set_float32_matmul_precision, fp32_precision; all "none": off), else from
-    allow_tf32 (PyTorch refuses to read that legacy flag once both spellings were used)."""
-    if op == "conv":
-        owners = (getattr(torch.backends.cudnn, "conv", None), torch.backends.cudnn, torch.backends)
-    else:
-        owners = (torch.backends.cuda.matmul, torch.backends)
-    precisions = [getattr(owner, "fp32_precision", None) for owner in owners]
-    if precisions[0] is None:
+    "medium"): a region that only such ops read is PyTorch's GroupNorm to the bit at such calls alone. Read at each call
+    from the precision settings where this PyTorch has them (the first that is not "none", whichever spelling set it:
+    allow_tf32, set_float32_matmul_precision, fp32_precision; all "none": off), straight from PyTorch's C++ getter
+    (a call costs ~1 us, the modules' properties ~5), else from allow_tf32."""
+    if _PRECISION_KEYS is None:
         return torch.backends.cudnn.allow_tf32 if op == "conv" else torch.backends.cuda.matmul.allow_tf32
-    for precision in precisions:
-        if precision not in (None, "none"):
+    for backend, name in _PRECISION_KEYS[op]:
+        precision = torch._C._get_fp32_precision_getter(backend, name)
+        if precision != "none":
             return precision != "ieee"
     return False
 
@@ -32,8 +41,9 @@ tf32_now = _tf32
 
 
 def tf32_source() -> str:
-    """`_tf32` as the emitted files carry it."""
-    return inspect.getsource(_tf32).rstrip("\n")
+    """`_tf32` as the emitted files carry it, with the settings' keys it reads (found once, at import)."""
+    keys = inspect.getsource(_precision_keys).rstrip("\n")
+    return f"{keys}\n\n\n_PRECISION_KEYS = _precision_keys()\n\n\n{inspect.getsource(_tf32).rstrip(chr(10))}"
 
 
 def faithful_now(step) -> bool:

@@ -171,7 +171,7 @@ _SETTING = """
 import re, sys, torch
 source = open(sys.argv[1]).read()
 namespace = {"torch": torch}
-exec(re.search(r"^def _tf32\\(op\\):.*?(?=^\\S)", source, re.S | re.M).group(0), namespace)
+exec(re.search(r"^def _precision_keys\\(\\):.*?^def _tf32\\(op\\):.*?(?=^\\S)", source, re.S | re.M).group(0), namespace)
 before = namespace["_tf32"](sys.argv[3])
 exec(sys.argv[2])
 print(before, namespace["_tf32"](sys.argv[3]))
@@ -206,3 +206,39 @@ def test_the_tf32_settings_are_read_whichever_spelling_set_them(tmp_path, op, se
     done = subprocess.run([sys.executable, "-c", _SETTING, str(path), setting, op], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == [str(op == "conv"), str(on)]   # PyTorch's defaults: cuDNN's TF32 on, cuBLAS's off
+
+
+@pytest.fixture
+def precision_settings():
+    """Restores PyTorch's float32 precision settings after a test that sets them."""
+    keys = [("cuda", "conv"), ("cuda", "all"), ("generic", "all"), ("cuda", "matmul")]
+    if not hasattr(torch._C, "_get_fp32_precision_getter"):
+        pytest.skip("this PyTorch has no fp32_precision settings")
+    saved = [torch._C._get_fp32_precision_getter(*key) for key in keys]
+    yield
+    for key, value in zip(keys, saved):
+        torch._C._set_fp32_precision_setter(*key, value)
+
+
+def test_the_files_tf32_reading_is_the_public_settings_first_word(precision_settings):
+    """`_tf32` (which the emitted files carry) reads PyTorch's C++ getters directly; what it says at every mix of the
+    settings is what the public properties say: the op's own, its backend's, the global one, the first not "none"."""
+    import itertools
+    from kgen.ref.tf32 import _tf32
+
+    def public(op):
+        owners = ((torch.backends.cudnn.conv, torch.backends.cudnn, torch.backends) if op == "conv"
+                  else (torch.backends.cuda.matmul, torch.backends))
+        first = next((o.fp32_precision for o in owners if o.fp32_precision != "none"), "none")
+        return first not in ("none", "ieee")
+
+    seen = set()
+    for conv, cudnn, generic, matmul in itertools.product(("none", "ieee", "tf32"), repeat=4):
+        torch.backends.cudnn.conv.fp32_precision = conv
+        torch.backends.cudnn.fp32_precision = cudnn
+        torch.backends.fp32_precision = generic
+        torch.backends.cuda.matmul.fp32_precision = matmul
+        for op in ("conv", "matmul"):
+            assert _tf32(op) == public(op), (op, conv, cudnn, generic, matmul)
+            seen.add(_tf32(op))
+    assert seen == {True, False}
