@@ -1284,11 +1284,12 @@ __device__ __forceinline__ T block_reduce(T v) {
 
 // ---- core/ops.cuh: the element-wise ops of generated region functors, in PyTorch's formulas ----
 // Values and derivatives as PyTorch's CUDA kernels and autograd formulas compute them (NaN propagation
-// included where PyTorch propagates), so a fused op is the reference's op: its bits. A value must be: a library op
-// that rounds to TF32 after it (a convolution) turns a last-bit difference into ~1e-3 (ref/plan_faithful.py). The
-// derivatives of sigmoid, SiLU and mish take cheaper forms (below), which measured faster in issue-bound backward
-// kernels and stay within a few ulp of float64 (tests/gpu/test_region_ops.py holds each to PyTorch's own error
-// against float64).
+// included where PyTorch propagates), so a fused op is the reference's op: its bits. A value must be where a library
+// op rounds to TF32 after it (a convolution): there a last-bit difference turns into ~1e-3 (ref/plan_faithful.py), and
+// such a region is faithful. The derivatives of sigmoid, SiLU and mish take cheaper forms (below), which measured
+// faster in issue-bound backward kernels and stay within a few ulp of float64 (tests/gpu/test_region_ops.py holds
+// each to PyTorch's own error against float64); so do the forward values of a region that is not faithful, whose
+// normalisation is kgen's own and not PyTorch's bits (ref/functors.py, epilogue_functor's `cheap`).
 namespace kgen {
 
 __device__ __forceinline__ float reluf(float a) { return (a > 0.f || a != a) ? a : 0.f; }

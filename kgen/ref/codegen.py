@@ -20,7 +20,7 @@ def region_context(step: RegionStep) -> dict:
     prologue, pro_slots = functors.prologue_functor(f"Region{step.index}Prologue", step.prologue, x, z, labels,
                                                     moments=bool(step.conv_fused))
     epilogue, epi_slots = functors.epilogue_functor(f"Region{step.index}Epilogue", step.prologue, step.epilogue,
-                                                    x, z, step.gn, step.result, labels)
+                                                    x, z, step.gn, step.result, labels, cheap=not step.faithful)
     return {
         "index": step.index, "prologue": prologue, "epilogue": epilogue,
         "reduce_kind": step.reduce_kind.cpp, "reduce_op": step.reduce_op.cpp, "keepdim": step.keepdim,

@@ -34,7 +34,8 @@ class OpDef:
     # than `value` is close enough to steer the normalisation ("": `value` itself).
     moments: str = ""
     # The value as a backward recomputes it for the derivatives, where a cheaper form within a few ulp of `value`
-    # serves ("": `value` itself): a forward's value is PyTorch's to the bit (core/ops.cuh), a backward's need not be.
+    # serves ("": `value` itself): a faithful region's forward value is PyTorch's to the bit (core/ops.cuh), a
+    # backward's need not be, nor the forward's of a region that is not faithful (functors.epilogue_functor).
     recompute: str = ""
 
 

@@ -1,6 +1,7 @@
 """Element-wise ops of core/ops.cuh whose formula is not PyTorch's, the forms a backward recomputes and
 differentiates with (mish_fast: one exp and a division for PyTorch's exp, log1p and tanh; sigmoid_fast, silu_fast:
-their divisions as __fdividef; the forward's values are PyTorch's formulas, tests/gpu/test_faithful.py), against
+their divisions as __fdividef; also the forward values of a region that is not faithful; a faithful region's are
+PyTorch's formulas, tests/gpu/test_faithful.py), against
 float64 over their
 whole range: the kernel's error must stay within a few ulp and no larger than PyTorch's own float32
 formula's, and the special values (+-inf, NaN, the threshold past which mish is the identity) must come out

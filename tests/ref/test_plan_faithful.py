@@ -242,3 +242,21 @@ def test_the_files_tf32_reading_is_the_public_settings_first_word(precision_sett
             assert _tf32(op) == public(op), (op, conv, cudnn, generic, matmul)
             seen.add(_tf32(op))
     assert seen == {True, False}
+
+
+def _value_function(text: str, region: int) -> str:
+    """The body of Region<region>Epilogue::value in an emitted file."""
+    struct = text[text.index(f"struct Region{region}Epilogue {{"):]
+    body = struct[struct.index("float value(float y"):]
+    return body[:body.index("\n  }")]
+
+
+def test_the_forward_takes_the_cheaper_forms_only_where_the_region_is_not_faithful():
+    """A faithful region's epilogue computes PyTorch's formulas (its bits); one that is not normalises with kgen's own
+    statistics, so its epilogue takes the forms a backward recomputes with (mish: one exp and a division)."""
+    pooled = emit_reference(str(CORPUS / "odd_shapes_tiny.py"))[0]   # GroupNorm -> mish -> max pool, no conv after
+    assert "kgen::mish_fast(y)" in _value_function(pooled, 0) and "mishf" not in _value_function(pooled, 0)
+    read_by_conv = emit_reference(str(CORPUS / "diffusion_resblock_tiny.py"))[0]   # faithful: a conv reads it
+    assert "kgen::siluf(y)" in _value_function(read_by_conv, 0) and "silu_fast" not in _value_function(read_by_conv, 0)
+    everywhere_own = emit_reference(str(CORPUS / "diffusion_resblock_tiny.py"), faithful="none")[0]
+    assert "kgen::silu_fast(y)" in _value_function(everywhere_own, 0)
