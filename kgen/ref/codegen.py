@@ -6,7 +6,7 @@ its forward is forward_writer.py's.
 """
 from __future__ import annotations
 
-from kgen.ref import functors, ops
+from kgen.ref import functors, op_calls, ops
 from kgen.ref.forward_writer import ForwardWriter, faithful_switch, forward_arguments, literal, renamed_arguments
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from kgen.ref.rewrite import assigned
@@ -188,7 +188,7 @@ def baked_constants(plan: Plan) -> dict:
         values |= {float(o.ref) for o in node.operands if o.is_scalar}
         if node.module:
             for key, value in node.consts.items():
-                attr = ops.MODULE_CONSTANT_ATTRS.get(key)
+                attr = op_calls.MODULE_CONSTANT_ATTRS.get(key)
                 if attr is not None:
                     found[f"{node.module}.{attr}"] = float(value)
     for name, value in sorted(vars(plan.ref.model).items()):

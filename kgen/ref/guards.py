@@ -34,7 +34,7 @@ import torch.fx
 import torch.nn.functional as F
 from torch.amp.autocast_mode import autocast
 
-from kgen.ref import ops
+from kgen.ref import op_calls
 from kgen.ref.concrete import ConcreteValues
 from kgen.ref.graph import op_text
 from kgen.ref.rewrite import may_return_operand
@@ -263,7 +263,7 @@ def out_of_place_function(target):
         return None
     for namespace in (F, torch):
         function = getattr(namespace, name[:-1], None)
-        if function is not None and function in ops.FUNCTIONS:
+        if function is not None and function in op_calls.FUNCTIONS:
             return function
     return None
 

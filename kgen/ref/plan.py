@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kgen.ref import ops
+from kgen.ref import op_calls, ops
 from kgen.ref.concrete import GUARD
 from kgen.ref.functors import needed, param_slots
 from kgen.ref.ir import ConvMode, Operand, Param, Plan, PwNode, RegionStep
@@ -121,19 +121,19 @@ class Planner(ReductionPlanning, BatchNormPlanning, PointwisePlanning, ValuePlan
             return None
         return param
 
-    def pw_node(self, node, call: ops.ElementwiseCall, operands: list) -> PwNode:
+    def pw_node(self, node, call: op_calls.ElementwiseCall, operands: list) -> PwNode:
         """The PwNode of `node`, which makes `call`, over its converted `operands` (Planner.operands)."""
-        folded = ops.folded_condition(node).name if call.op in ops.WHERE_OPS else ""
+        folded = op_calls.folded_condition(node).name if call.op in ops.WHERE_OPS else ""
         return PwNode(node.name, call.op, operands, call.consts, self.ref.forward_lines.get(node.name, ""),
                       module=node.target if node.op == "call_module" else "", folded=folded)
 
     # ---------------------------------------------------------------- element-wise recognition
-    def elementwise(self, node, full: list) -> ops.ElementwiseCall | None:
+    def elementwise(self, node, full: list) -> op_calls.ElementwiseCall | None:
         """The element-wise call of a node producing `full`'s shape (its operands made like a number read as that
         number, like_as_number), or None."""
         if tensor_shape(node) != full:
             return None
-        found = ops.recognise(node, self.module(node))
+        found = op_calls.recognise(node, self.module(node))
         if found is None or not self.kernel_dtypes(node, found.operands):
             return None
         if ops.OPS[found.op].arity != len(found.operands):

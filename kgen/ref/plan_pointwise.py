@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kgen.ref import ops
+from kgen.ref import op_calls, ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
 from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
 from kgen.ref.rewrite import assigned
@@ -78,7 +78,7 @@ class PendingElementwise:
     the node, the call it makes, and the tensors it reads (fx nodes that are neither numbers nor parameters; the
     parameters themselves for an op on parameters alone)."""
     node: object
-    call: ops.ElementwiseCall
+    call: op_calls.ElementwiseCall
     tensors: list
 
 
@@ -91,12 +91,12 @@ class PointwisePlanning:
         for node in self.nodes:
             if node.op in ("placeholder", "output") or node.name in self.claimed:
                 continue
-            if ops.comparison(node) is not None:
+            if op_calls.comparison(node) is not None:
                 conditions.append(node)  # folded into the where that reads it, or PyTorch's: decided below
                 continue
             full = tensor_shape(node)
             found = self.elementwise(node, full) if full is not None else None
-            recognised = ops.recognise(node, self.module(node)) if full is not None else None
+            recognised = op_calls.recognise(node, self.module(node)) if full is not None else None
             if found is None and recognised is not None and not self.kernel_dtypes(node, recognised.operands):
                 self.library(node, fallback="an element-wise op on a tensor that is not float32, float16 or bfloat16")
                 continue
@@ -128,8 +128,8 @@ class PointwisePlanning:
         if node.op == "call_function" and node.target in LIBRARY_FUNCTIONS or \
                 node.op == "call_method" and node.target in LIBRARY_METHODS or self.size_arithmetic(node):
             return ""
-        if (node.op == "call_function" and node.target in ops.FUNCTIONS) or \
-                (node.op == "call_method" and node.target in ops.METHODS):
+        if (node.op == "call_function" and node.target in op_calls.FUNCTIONS) or \
+                (node.op == "call_method" and node.target in op_calls.METHODS):
             return "an element-wise op with arguments kgen's kernels do not take"
         if (node.op == "call_function" and node.target in ELEMENTWISE_IN_PYTORCH) or \
                 (node.op == "call_method" and node.target in ELEMENTWISE_METHODS_IN_PYTORCH):
@@ -202,7 +202,7 @@ class PointwisePlanning:
         grown = True
         while grown:
             grown = False
-            covered = members | {ops.folded_condition(by_name[m].node).name for m in members
+            covered = members | {op_calls.folded_condition(by_name[m].node).name for m in members
                                  if by_name[m].call.op in ops.WHERE_OPS}
             for member in [n for n in self.nodes if n.name in members]:
                 for tensor in by_name[member.name].tensors:

@@ -38,7 +38,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
-from kgen.ref import ops
+from kgen.ref import op_calls, ops
 
 DROPOUT_MODULES = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
 DROPOUT_FUNCTIONS = {F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout,
@@ -255,7 +255,7 @@ def _module_of(node, gm):
 
 def _number_operands_op(node, source, gm) -> bool:
     """Whether `node` is an element-wise op of `source` and numbers only, keeping `source`'s dtype."""
-    found = ops.recognise(node, _module_of(node, gm))
+    found = op_calls.recognise(node, _module_of(node, gm))
     if found is None or ops.OPS[found.op].arity != len(found.operands) or _dtype_of(node) != _dtype_of(source):
         return False
     read = []
@@ -272,7 +272,7 @@ def _region_value(node, gm) -> bool:
     if node.op == "call_function" and node.target is F.group_norm:
         return True
     return node.op in ("call_function", "call_method", "call_module") and \
-        ops.recognise(node, _module_of(node, gm)) is not None
+        op_calls.recognise(node, _module_of(node, gm)) is not None
 
 
 def elementwise_before_layout(gm: torch.fx.GraphModule) -> None:
@@ -360,7 +360,7 @@ def _expanded_source(node):
 def _reads_broadcast(user, expand, source, gm) -> bool:
     """Whether `user` is a broadcasting element-wise op whose output keeps its shape with `source` in place of
     `expand`."""
-    found = ops.recognise(user, _module_of(user, gm))
+    found = op_calls.recognise(user, _module_of(user, gm))
     if found is None or found.op not in BROADCASTING_OPS or expand not in found.operands or \
             (user.op == "call_method" and user.target.endswith("_")):
         return False

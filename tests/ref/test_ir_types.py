@@ -8,7 +8,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from kgen.ref import ops
+from kgen.ref import op_calls, ops
 from kgen.ref.forward_writer import Statement, live_statements
 from kgen.ref.functors import DagWriter
 from kgen.ref.ir import ConvMode, Operand, OperandKind, PwNode, RegionStep
@@ -47,13 +47,13 @@ def _node(function, *args, **kwargs):
 
 def test_recognise_gives_an_elementwise_call():
     node, x = _node(F.leaky_relu, 0.2)
-    call = ops.recognise(node)
-    assert call == ops.ElementwiseCall("leaky_relu", (x,), {"slope": 0.2})
+    call = op_calls.recognise(node)
+    assert call == op_calls.ElementwiseCall("leaky_relu", (x,), {"slope": 0.2})
     assert isinstance(call.operands, tuple) and isinstance(call.consts["slope"], float)
     node, x = _node(torch.clamp_min, 1)
-    assert ops.recognise(node) == ops.ElementwiseCall("clamp", (x,), {"lo": 1.0, "hi": ops.INF})
+    assert op_calls.recognise(node) == op_calls.ElementwiseCall("clamp", (x,), {"lo": 1.0, "hi": op_calls.INF})
     node, _ = _node(torch.clamp, torch.fx.Graph().placeholder("lo"))   # a tensor bound: no constant
-    assert ops.recognise(node) is None
+    assert op_calls.recognise(node) is None
 
 
 def test_every_op_template_names_its_operands_result_and_constants_only():
