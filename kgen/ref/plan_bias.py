@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from kgen.ref.graph import is_metadata, peelable
-from kgen.ref.ir import Operand, Param, PwNode, RegionStep, rename_value, shift_params
+from kgen.ref.ir import BatchNormStep, Operand, Param, PwNode, RegionStep, rename_value, shift_params
 from kgen.ref.trace import tensor_shape
 
 SPLITS = {"chunk", "split"}                        # tensor methods that cut a tensor into pieces along a dim
@@ -99,6 +99,16 @@ def channel_piece(x) -> tuple | None:
         return None
     lo = sum(sizes[:index])
     return source, lo, lo + sizes[index]
+
+
+def bias_taker_words(taker) -> str:
+    """Who adds a library step's dropped bias, as --explain says it: a batch norm (a BatchNormStep), the regions of a
+    split output (a list of RegionSteps, a slice each), or the next region (any other taker); "" for none."""
+    if taker is None:
+        return ""
+    if isinstance(taker, list):
+        return "regions " + " and ".join(str(s.index) for s in sorted(taker, key=lambda s: s.index)) + ", a slice each"
+    return "the batch norm" if isinstance(taker, BatchNormStep) else "the next region"
 
 
 def add_bias(prologue: list, epilogue: list, params: list, x, bias: Param, words: str) -> None:

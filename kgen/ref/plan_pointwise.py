@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from kgen.ref import op_calls, ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
-from kgen.ref.ir import BatchNormStep, LibraryStep, Param, PointwiseStep
+from kgen.ref.plan_bias import bias_taker_words
+from kgen.ref.ir import LibraryStep, Param, PointwiseStep
 from kgen.ref.rewrite import assigned
 from kgen.ref.carried import own_function
 from kgen.ref.trace import RefError, tensor_shape
@@ -243,10 +244,8 @@ class PointwisePlanning:
         if why:
             raise RefError(f"{self.where(node)}: kgen cannot plan {op_text(node, self.modules)}: {why}")
         taker = self.bias_takers.get(node.name)
-        bias_to = "the batch norm" if isinstance(taker, BatchNormStep) else \
-            "regions " + " and ".join(str(s.index) for s in sorted(taker, key=lambda s: s.index)) + ", a slice each" if isinstance(taker, list) else \
-            "the next region"
-        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback, bias_to=bias_to)
+        step = LibraryStep(node=node, drop_bias=taker is not None, elementwise_fallback=fallback,
+                           bias_to=bias_taker_words(taker))
         self.claimed[node.name] = step
         self.steps.append(step)
 
