@@ -24,10 +24,10 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
 # the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
-# run time, with native_group_norm's statistics and the flat apply; a region that reads tensors computed per sample,
-# on samples merged into channels; a batch norm step beside the rows kernels of a Linear's region (their names share
-# one translation unit); with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a
-# region as one C++ autograd node)
+# run time, with native_group_norm's statistics and the one-pass forward for the calls where it is not faithful (both
+# statistics families in one translation unit); a region that reads tensors computed per sample, on samples merged
+# into channels; a batch norm step beside the rows kernels of a Linear's region (their names share one translation
+# unit); with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a region as one C++ autograd node)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -38,7 +38,7 @@ GOLDEN_REF: dict[str, str] = {
         "kgen/specs/references/level2_11_convtranspose2d_batchnorm_tanh_maxpool_groupnorm.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
-    "ref_mlp_groupnorm_mid.py": "tests/corpus/mlp_groupnorm_mid.py",
+    "ref_mlp_groupnorm_mid_onepass.py": "tests/corpus/mlp_groupnorm_mid.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
     "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py":
@@ -50,6 +50,7 @@ GOLDEN_REF: dict[str, str] = {
 GOLDEN_REF_OPTIONS: dict[str, dict] = {
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py": {"conv": "fast"},
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py": {"forward": "one-pass"},
+    "ref_mlp_groupnorm_mid_onepass.py": {"forward": "one-pass"},
     "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py": {"autograd": "cpp"},
 }
 
