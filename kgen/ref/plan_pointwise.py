@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 from kgen.ref import op_calls, ops
 from kgen.ref.graph import LIKE_FUNCTIONS, names_of, op_text
-from kgen.ref.plan_bias import bias_taker_words
 from kgen.ref.ir import LibraryStep, Param, PointwiseStep
+from kgen.ref.plan_bias import bias_taker_words
 from kgen.ref.rewrite import assigned
 from kgen.ref.carried import own_function
 from kgen.ref.trace import RefError, tensor_shape
