@@ -24,6 +24,8 @@ from __future__ import annotations
 import copy
 import importlib.util
 import sys
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -31,6 +33,17 @@ from kgen.specs import get_spec
 
 SHAPE = (2, 64, 24, 24)
 INIT = [64, 64, 3, 1, 8, 8]
+
+
+def python_functions_file() -> str:
+    """The --conv fast file of the preset's reference with each region a Python autograd Function (`--autograd
+    python`): the same kernels as generated/convt_gelu_groupnorm_fast.py, their entry points exported."""
+    from kgen.ref.emit import emit_reference
+
+    path = Path(tempfile.mkdtemp(prefix="kgen_fast_")) / "convt_gelu_groupnorm_fast_python.py"
+    reference = str(get_spec("convt-gelu-groupnorm").reference_path({}))
+    path.write_text(emit_reference(reference, conv="fast", autograd="python", output=path)[0])
+    return str(path)
 
 
 def load(path: str, name: str):
@@ -81,7 +94,7 @@ def initcheck() -> None:
 
 
 def kernels() -> None:
-    ext = load("generated/convt_gelu_groupnorm_fast.py", "fast")._ext
+    ext = load(python_functions_file(), "fast_python")._ext
     gen = torch.Generator(device="cuda").manual_seed(0)
     x_nchw = torch.randn(SHAPE, device="cuda", generator=gen)
     x = ext.to_channels_last(x_nchw)                       # our layout copy, of a PyTorch-written tensor

@@ -8039,6 +8039,150 @@ CPP_SOURCE = r"""
 at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
+
+// ---- Each region as one C++ autograd node (kgen emit --autograd cpp) ----
+// ModelNew.forward calls region<i>(...) once a region: the output's dtype, the rounding code, the node, what the
+// backward saves and the parameters' gradients are all worked out here, in C++, where the Python autograd.Function
+// this replaces spent its host time on argument lists, a Python ctx and gradient assembly at every call. The node is
+// made as PyTorch's generated ones are (a torch::autograd::Node with its saved variables as members), not through
+// torch::autograd::Function, whose apply and CppNode cost more host time a call than the Python Function did.
+#include <ATen/autocast_mode.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <type_traits>
+
+// A new node held as the engine's edges hold nodes (std::shared_ptr in some PyTorch releases, c10::intrusive_ptr in
+// others).
+template <class T>
+auto kgen_make_node() {
+  using Pointer = decltype(torch::autograd::Edge::function);
+  if constexpr (std::is_same_v<Pointer, std::shared_ptr<torch::autograd::Node>>) {
+    return std::shared_ptr<T>(new T());
+  } else {
+    return c10::make_intrusive<T>();
+  }
+}
+
+// The dtype the reference's ops give a region's output (its kernels compute in float32 whatever they read): float32
+// under CUDA autocast (autocast runs GroupNorm in float32), else x's dtype promoted with each parameter's that has
+// dims, as PyTorch's type promotion does.
+inline at::ScalarType kgen_region_out_dtype(const at::Tensor& x, const std::vector<at::Tensor>& params) {
+  if (at::autocast::is_autocast_enabled(x.device().type())) return at::kFloat;
+  at::ScalarType dtype = x.scalar_type();
+  for (const at::Tensor& t : params) {
+    if (t.scalar_type() != dtype && t.dim() > 0) dtype = at::promote_types(dtype, t.scalar_type());
+  }
+  return dtype;
+}
+
+// kgen::Rounding's code of an output dtype: the reference's rounding points at that dtype, float32 exactly.
+inline int64_t kgen_rounding_of(at::ScalarType dtype) {
+  return dtype == at::kBFloat16 ? 1 : dtype == at::kHalf ? 2 : 0;
+}
+
+// A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter; added to what another
+// functor of the region gave it.
+inline void kgen_add_param_grad(at::Tensor& grad, const at::Tensor& row, const at::Tensor& param) {
+  const at::Tensor g = param.numel() == 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
+  grad = grad.defined() ? grad + g : g;
+}
+
+inline c10::optional<at::Tensor> kgen_optional(const at::Tensor& t) {
+  return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt;
+}
+
+// Region 0: add -> gelu_erf -> GroupNorm
+// Its backward node. Edges, in order: x, weight, bias, then the region's parameters (region order).
+struct Region0Backward : public torch::autograd::Node {
+  torch::autograd::SavedVariable x_, weight_, bias_;
+  torch::autograd::SavedVariable mean_, rstd_;   // the forward's (N, G, 2) mean and (N, G) rstd
+  torch::autograd::SavedVariable out_;           // the kernels' output where the backward reads it (a logsumexp's)
+  std::vector<int64_t> out_sizes_;               // the kernels' output shape
+  torch::autograd::SavedVariable aux_;           // a window max's positions, else undefined
+  std::vector<torch::autograd::SavedVariable> params_;   // the region's parameters, in region order
+  int64_t groups_ = 0;
+  std::vector<int64_t> window_;
+  int64_t rounding_ = 0;   // kgen::Rounding of the output's dtype
+  bool faithful_ = false;  // the forward reproduced native_group_norm to the bit
+
+  std::string name() const override { return "kgen::Region0Backward"; }
+
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto* saved : {&x_, &weight_, &bias_, &mean_, &rstd_, &out_, &aux_}) saved->reset_data();
+    for (auto& saved : params_) saved.reset_data();
+  }
+
+  torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<at::Tensor> params;
+    params.reserve(params_.size());
+    for (const auto& saved : params_) params.push_back(saved.unpack());
+    // no gradient reached the output: none flows on
+    if (!grads[0].defined()) return torch::autograd::variable_list(3 + params.size());
+    const at::Tensor x = x_.unpack(), weight = weight_.unpack(), bias = bias_.unpack();
+    const at::Tensor dout = grads[0].sizes() == c10::IntArrayRef(out_sizes_) ? grads[0] : grads[0].reshape(out_sizes_);
+    std::vector<at::Tensor> prologue{params[0]};
+    std::vector<at::Tensor> epilogue{};
+    std::vector<at::Tensor> d = region0_backward(
+        dout, x, kgen_optional(weight), kgen_optional(bias), prologue, epilogue, mean_.unpack(), rstd_.unpack(),
+        kgen_optional(out_.unpack()),
+        kgen_optional(aux_.unpack()), groups_, window_, rounding_);
+    torch::autograd::variable_list result{d[0], weight.defined() ? d[1] : at::Tensor(),
+                                          bias.defined() ? d[2] : at::Tensor()};
+    std::vector<at::Tensor> dparams(params.size());
+    kgen_add_param_grad(dparams[0], d[3][0], params[0]);
+    result.insert(result.end(), dparams.begin(), dparams.end());
+    return result;
+  }
+};
+
+// What ModelNew.forward calls. Where grad mode is on and a tensor argument requires grad, the output gets a
+// Region0Backward and the kernels keep what only the backward reads; else the kernels alone run.
+at::Tensor region0(
+    at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, int64_t groups, double eps,
+    std::vector<int64_t> window, std::vector<at::Tensor> params) {
+  const bool faithful = false;  // not read: this region's faithfulness is fixed at emit
+  TORCH_CHECK(params.size() == 1, "kgen: region0 takes 1 parameter tensor(s), got ",
+              params.size());
+  const at::Tensor w = weight.value_or(at::Tensor()), b = bias.value_or(at::Tensor());
+  const bool grad = torch::autograd::compute_requires_grad(x, w, b, params);
+  const at::ScalarType dtype = kgen_region_out_dtype(x, params);
+  const int64_t rounding = kgen_rounding_of(dtype);
+  std::vector<at::Tensor> result;
+  at::Tensor read = x;   // what the kernels read: x, or the copy they would make of it, kept for the backward
+  {
+    const at::AutoGradMode no_grad(false);   // the kernels' own ATen calls record nothing
+    if (!x.is_contiguous()) read = region_input(x, true);
+    std::vector<at::Tensor> prologue{params[0]};
+    std::vector<at::Tensor> epilogue{};
+    result = region0_forward(read, weight, bias, prologue, epilogue, groups, eps, window, grad, rounding);
+  }
+  at::Tensor y = result[0];
+  if (!grad) return y.scalar_type() == dtype ? y : y.to(dtype);
+  // The output is not saved: an in-place change of it before the backward is allowed, as after PyTorch's GroupNorm
+  // and activations.
+  if (y.scalar_type() != dtype) {
+    const at::AutoGradMode no_grad(false);
+    y = y.to(dtype);
+  }
+  auto node = kgen_make_node<Region0Backward>();
+  node->set_next_edges(torch::autograd::collect_next_edges(x, w, b, params));
+  node->x_ = torch::autograd::SavedVariable(read, false);
+  node->weight_ = torch::autograd::SavedVariable(w, false);
+  node->bias_ = torch::autograd::SavedVariable(b, false);
+  node->mean_ = torch::autograd::SavedVariable(result[1], false);
+  node->rstd_ = torch::autograd::SavedVariable(result[2], false);
+  node->out_sizes_ = result[0].sizes().vec();
+  node->aux_ = torch::autograd::SavedVariable(result[3], false);
+  node->params_.reserve(params.size());
+  for (const at::Tensor& p : params) node->params_.emplace_back(p, false);
+  node->groups_ = groups;
+  node->window_ = window;
+  node->rounding_ = rounding;
+  node->faithful_ = faithful;
+  torch::autograd::set_history(y, node);
+  return y;
+}
 """
 
 
@@ -8067,7 +8211,7 @@ def _build_extension():
         name="kgen_ref_" + digest,
         cpp_sources=CPP_SOURCE,
         cuda_sources=CUDA_SOURCE,
-        functions=["region_input", "region0_forward", "region0_backward"],
+        functions=["region0"],
         extra_cuda_cflags=["-O3"] + _own_statics_flags() + _clamp_gradient_flags(),
         verbose=False,
     )
@@ -8078,61 +8222,6 @@ _ext = _build_extension()
 
 def _window(kernel_size, dims):
     return list(kernel_size) if isinstance(kernel_size, (tuple, list)) else [kernel_size] * dims
-
-
-def _param_grad(row, param):
-    """A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter."""
-    if param.numel() == 1:
-        return row.sum().reshape(param.shape)
-    return row.reshape(param.shape)
-
-
-def _out_dtype(x, tensors, float32_under_autocast):
-    """The dtype the reference's ops give a step's output. Its kernels compute in float32 whatever they read
-    (float32, float16, bfloat16) and the output is rounded once to this: float32 under CUDA autocast where the step
-    applies an op autocast runs in float32 (GroupNorm, exp, log...); else x's dtype promoted with each tensor's, as
-    PyTorch's type promotion does (a 0-dim one does not widen a floating x)."""
-    if float32_under_autocast and torch.is_autocast_enabled(x.device.type):
-        return torch.float32
-    dtype = x.dtype
-    for t in tensors:
-        if t.dtype != dtype and t.dim() > 0:
-            dtype = torch.promote_types(dtype, t.dtype)
-    return dtype
-
-
-# The kernels' rounding codes (kgen::Rounding): an output of this dtype is computed with the reference's rounding points
-# at that dtype (each op's result rounded as the reference stores it), float32 exactly.
-_ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
-
-
-class _WithoutAutograd:
-    """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
-
-    def save_for_backward(self, *tensors):
-        return None
-
-
-def _call(step, *args):
-    """A step through autograd where grad mode is on, else its forward alone: Function.apply's host time a call
-    (argument checks, a graph node, functorch's wrappers) buys nothing without a backward."""
-    if torch.is_grad_enabled():
-        return step.apply(*args)
-    return step.forward(_WithoutAutograd(), *args)
-
-
-def _as_dtype(t, dtype):
-    """t in `dtype`: t itself where it is already (every PyTorch call costs host time; small models are host-bound)."""
-    return t if t.dtype == dtype else t.to(dtype)
-
-
-def _as_shape(t, shape):
-    """t viewed as `shape`: t itself where it has that shape already."""
-    return t if t.shape == shape else t.reshape(shape)
-
-
-def _accumulate(grads, index, value):
-    grads[index] = value if grads[index] is None else grads[index] + value
 
 
 def _check_baked_constants(model, expected):
@@ -8146,55 +8235,6 @@ def _check_baked_constants(model, expected):
                              f"constant); this model has {path} = {owner!r}: re-emit it with kgen emit --ref")
 
 
-def _keep_dims(out, kind, rank):
-    """The reduction's output with the reduced dims kept (keepdim=True)."""
-    if kind == "kChannel":
-        return out.unsqueeze(1)
-    if kind == "kPlane":
-        return out.reshape(list(out.shape) + [1] * (rank - 2))
-    return out.reshape([out.shape[0]] + [1] * (rank - 1))
-
-
-class _Region0(torch.autograd.Function):
-    """add -> gelu_erf -> GroupNorm"""
-
-    PROLOGUE = [0]   # which of the parameters the prologue functor reads, in its order
-    EPILOGUE = []
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, groups, eps, window, for_backward, *params):
-        # for_backward: grad mode at the call (inside forward it is always off). Without it the kernels skip
-        # what only the backward reads (a window max's x at each extreme).
-        prologue = [params[k] for k in _Region0.PROLOGUE]
-        epilogue = [params[k] for k in _Region0.EPILOGUE]
-        dtype = _out_dtype(x, params, True)
-        rounding = _ROUNDING.get(dtype, 0)
-        if not x.is_contiguous():   # the kernels' copy made once, here, and saved: the backward reads it as it is
-            x = _ext.region_input(x, True)
-        out, mean, rstd, aux = _ext.region0_forward(x, weight, bias, prologue, epilogue, groups, eps,
-                                                         list(window), for_backward, rounding)
-        # the output is not saved (its backward does not read it): an in-place change of it before the backward is
-        # allowed, as after PyTorch's GroupNorm and activations
-        ctx.save_for_backward(x, weight, bias, mean, rstd, None, aux, *params)
-        ctx.groups, ctx.window, ctx.rounding, ctx.out_shape = groups, list(window), rounding, out.shape
-        return _as_dtype(out, dtype)
-
-    @staticmethod
-    def backward(ctx, dout):
-        x, weight, bias, mean, rstd, out, aux, *params = ctx.saved_tensors
-        prologue = [params[k] for k in _Region0.PROLOGUE]
-        epilogue = [params[k] for k in _Region0.EPILOGUE]
-        dx, dweight, dbias, dprologue, depilogue = _ext.region0_backward(
-            _as_shape(dout, ctx.out_shape), x, weight, bias, prologue, epilogue, mean, rstd, out, aux, ctx.groups,
-            ctx.window, ctx.rounding)
-        grads = [None] * len(params)
-        for slot, k in enumerate(_Region0.PROLOGUE):
-            _accumulate(grads, k, _param_grad(dprologue[slot], params[k]))
-        for slot, k in enumerate(_Region0.EPILOGUE):
-            _accumulate(grads, k, _param_grad(depilogue[slot], params[k]))
-        return (dx, dweight, dbias, None, None, None, None, *grads)
-
-
 class ModelNew(nn.Module):
     """Drop-in for the reference Model: its own __init__ (same modules and parameters, same names, same
     random draws), its forward through the kernels above."""
@@ -8206,7 +8246,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, None, self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        group_norm = _call(_Region0, conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), torch.is_grad_enabled(), self.conv_transpose.bias)
+        group_norm = _ext.region0(conv_transpose, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), [self.conv_transpose.bias])
         return group_norm
 
 

@@ -17,6 +17,7 @@ warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 from kgen import __version__
 from kgen.params import ParamError
 from kgen.specs import DEFAULT_SPEC, REGISTRY, UnknownSpec
+from kgen.specs.base import DEFAULT_AUTOGRAD
 
 
 def _all_params():
@@ -117,9 +118,9 @@ def list_specs():
               help="with --ref: which GroupNorm regions reproduce PyTorch's forward bit for bit: auto (those a "
                    "convolution or matmul reads, which round float32 to TF32; the default), all, or none (kgen's own "
                    "statistics and fastest kernels everywhere)")
-@click.option("--autograd", type=click.Choice(["python", "cpp"]), default=None,
-              help="with --ref: each region's autograd as a torch.autograd.Function in the file (python, the "
-                   "default) or as one C++ autograd node (cpp: less host time a call)")
+@click.option("--autograd", type=click.Choice(["cpp", "python"]), default=None,
+              help="with --ref: each region's autograd as one C++ autograd node (cpp, the default: less host time a "
+                   "call) or as a torch.autograd.Function in the file (python)")
 @click.option("--region-kernels", "region_kernels", type=click.Choice(["auto", "resident", "two-pass"]), default=None,
               help="with --ref: which kernels a GroupNorm region may take: auto (kgen's rules, the default), resident "
                    "(held on chip wherever a slice fits) or two-pass (statistics, then apply, for every shape); "
@@ -137,13 +138,13 @@ def emit_command(spec_name, output, reference, explain, choices, faithful, autog
         given["region_kernels"] = region_kernels
     if choices is not None:
         given = _with_choices(reference, choices, given)
-        if autograd is not None and given["autograd"] != "python":
+        if autograd is not None and given["autograd"] != DEFAULT_AUTOGRAD:
             raise click.UsageError("give --autograd or --choices' autograd, not both")
         autograd = autograd or given["autograd"]
         del given["autograd"]
     if reference is not None:
         _emit_reference(reference, output, explain, given, spec_given=spec_name != DEFAULT_SPEC,
-                        faithful=faithful or "auto", autograd=autograd or "python")
+                        faithful=faithful or "auto", autograd=autograd or DEFAULT_AUTOGRAD)
         return
     if faithful is not None:
         raise click.UsageError("--faithful is --ref's (a preset's regions are its reference's plan)")
@@ -184,7 +185,7 @@ def _with_choices(reference, choices: str, given: dict) -> dict:
 
 
 def _emit_reference(reference, output, explain, given, spec_given, faithful: str = "auto",
-                    autograd: str = "python") -> None:
+                    autograd: str = DEFAULT_AUTOGRAD) -> None:
     from kgen.announce import StageAnnouncer
     from kgen.ref.emit import emit_reference, explain_plans, mode_plans, plan_notes
     from kgen.ref.plan_layout import CONV_MODES

@@ -27,7 +27,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 # run time, with native_group_norm's statistics and the one-pass forward for the calls where it is not faithful (both
 # statistics families in one translation unit); a region that reads tensors computed per sample, on samples merged
 # into channels; a batch norm step beside the rows kernels of a Linear's region (their names share one translation
-# unit); with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a region as one C++ autograd node)
+# unit); with GOLDEN_REF_OPTIONS, the channels-last region, the one-pass forward and a region as a Python autograd
+# Function, its kernels' entry points exported, where the default makes each region one C++ autograd node)
 GOLDEN_REF: dict[str, str] = {
     "ref_level2_85_conv2d_groupnorm_scale_maxpool_clamp.py":
         "kgen/specs/references/level2_85_conv2d_groupnorm_scale_maxpool_clamp.py",
@@ -41,7 +42,7 @@ GOLDEN_REF: dict[str, str] = {
     "ref_mlp_groupnorm_mid_onepass.py": "tests/corpus/mlp_groupnorm_mid.py",
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py":
         "kgen/specs/references/level2_19_convtranspose2d_gelu_groupnorm.py",
-    "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py":
+    "ref_level2_75_gemm_groupnorm_min_biasadd_python.py":
         "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
     "ref_audio_film_conv1d_merged.py": "tests/ref/unseen/audio_film_conv1d.py",
     "ref_linear_bn1d_noaffine_relu_gn.py": "tests/ref/references/linear_bn1d_noaffine_relu_gn.py",
@@ -51,7 +52,7 @@ GOLDEN_REF_OPTIONS: dict[str, dict] = {
     "ref_level2_19_convtranspose2d_gelu_groupnorm_fast.py": {"conv": "fast"},
     "ref_level2_19_convtranspose2d_gelu_groupnorm_onepass.py": {"forward": "one-pass"},
     "ref_mlp_groupnorm_mid_onepass.py": {"forward": "one-pass"},
-    "ref_level2_75_gemm_groupnorm_min_biasadd_cpp.py": {"autograd": "cpp"},
+    "ref_level2_75_gemm_groupnorm_min_biasadd_python.py": {"autograd": "python"},
 }
 
 

@@ -26,26 +26,28 @@ def test_a_plan_without_convolutions_tries_block_sizes_and_the_one_pass_forward(
     found = candidates(load_reference(MLP))
     assert found[0] == Choices() and found[0].is_default()
     assert {c.conv for c in found} == {"exact"}
-    assert sorted((c.forward, c.block_size) for c in found if c.region_kernels == "auto" and c.autograd == "python") \
+    assert sorted((c.forward, c.block_size) for c in found if c.region_kernels == "auto" and c.autograd == "cpp") \
         == sorted((f, b) for f in ("two-pass", "one-pass") for b in (128, 256, 512))
 
 
 @pytest.mark.parametrize("reference", [MLP, L2_92], ids=["mlp", "l2_92"])
-def test_the_default_is_tried_with_each_region_one_cpp_autograd_node(reference):
-    # the same kernels behind a C++ node: one candidate, the default's options with autograd cpp, last
+def test_the_default_is_tried_with_each_region_a_python_function(reference):
+    # the same kernels behind a Python autograd Function, not the default's C++ node: one candidate, the default's
+    # options with autograd python, last
     found = candidates(load_reference(reference), block_sizes=(256,))
-    nodes = [c for c in found if c.autograd == "cpp"]
-    assert nodes == [Choices(autograd="cpp")] and found[-1] == nodes[0]
-    assert nodes[0].label() == "block 256, conv exact, two-pass, autograd cpp"
-    assert nodes[0].record() == '{"autograd": "cpp", "block_size": 256}'
-    assert not [c for c in candidates(load_reference(MLP), takes=("block_size", "forward")) if c.autograd != "python"]
+    assert found[0].autograd == "cpp"
+    functions = [c for c in found if c.autograd == "python"]
+    assert functions == [Choices(autograd="python")] and found[-1] == functions[0]
+    assert functions[0].label() == "block 256, conv exact, two-pass, autograd python"
+    assert functions[0].record() == '{"autograd": "python", "block_size": 256}'
+    assert not [c for c in candidates(load_reference(MLP), takes=("block_size", "forward")) if c.autograd != "cpp"]
 
 
 def test_a_region_fed_by_kgens_conv_takes_no_node():
-    # --conv fused's region keeps its Python Function (paired with the conv's): the node changes nothing there
+    # --conv fused's region keeps its Python Function (paired with the conv's): the option changes nothing there
     fused = Choices(conv="fused")
-    assert not [c for c in candidates(load_reference(L2_19), block_sizes=(256,), takes=("autograd",), default=fused)
-                if c.autograd == "cpp"]
+    assert [c.autograd for c in candidates(load_reference(L2_19), block_sizes=(256,), takes=("autograd",),
+                                           default=fused)] == ["cpp"]
 
 
 def test_the_region_kernels_are_forced_each_way_at_the_default_block_size():
@@ -115,7 +117,7 @@ def test_the_record_round_trips_through_the_header_and_emit_choices(reference, t
     ("{\"block_size\": 500}", "power of two"),
     ("{\"conv\": \"fastest\"}", "conv must be one of"),
     ("{\"block\": 256}", "takes block_size, conv, forward, region_kernels, autograd, not block"),
-    ("{\"autograd\": \"c++\"}", "autograd must be one of python, cpp"),
+    ("{\"autograd\": \"c++\"}", "autograd must be one of cpp, python"),
     ("{\"region_kernels\": \"cluster\"}", "region_kernels must be one of auto, resident, two-pass"),
     ("[256]", "a JSON object"),
     ("block_size=256", "JSON object such as"),

@@ -11,6 +11,7 @@ from kgen.ref.forward_writer import ForwardWriter, faithful_switch, forward_argu
 from kgen.ref.ir import BatchNormStep, LibraryStep, Plan, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from kgen.ref.rewrite import assigned
 from kgen.ref.plan_dtype import cpp_dtype, python_dtype
+from kgen.specs.base import DEFAULT_AUTOGRAD
 
 
 def region_context(step: RegionStep) -> dict:
@@ -237,9 +238,9 @@ def init_extra(plan: Plan) -> list[str]:
     return lines
 
 
-def solution_context(plan: Plan, autograd: str = "python") -> dict:
-    """The templates' context; `autograd`: "python" (each step an autograd.Function in the file) or "cpp" (each
-    region, but one kgen's wgmma conv feeds, one C++ autograd node: ref/autograd.cpp.j2)."""
+def solution_context(plan: Plan, autograd: str = DEFAULT_AUTOGRAD) -> dict:
+    """The templates' context; `autograd`: "cpp" (each region, but one kgen's wgmma conv feeds, one C++ autograd
+    node: ref/autograd.cpp.j2) or "python" (each step an autograd.Function in the file)."""
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     for region in regions:
@@ -270,7 +271,7 @@ def solution_context(plan: Plan, autograd: str = "python") -> dict:
 
 
 
-def mode_solution_context(plans: list, autograd: str = "python") -> dict:
+def mode_solution_context(plans: list, autograd: str = DEFAULT_AUTOGRAD) -> dict:
     """The templates' context of a file's plans (emit.mode_plans): one plan's, or for a forward that branches on
     self.training the two modes' merged: every step of both (numbered apart), and a forward that runs the model's
     mode's statements."""

@@ -24,7 +24,7 @@ from kgen.ref.plan_faithful import FAITHFUL_MODES
 from kgen.ref.rewrite import assigned
 from kgen.ref.tf32 import tf32_source
 from kgen.ref.trace import Reference, RefError, load_reference
-from kgen.specs.base import FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
+from kgen.specs.base import AUTOGRAD_MODES, DEFAULT_AUTOGRAD, FORWARDS, ONEPASS_BLOCKS_PER_SM, ONEPASS_THREADS
 
 # The building blocks of an emitted --ref file, in order (kgen/templates/cuda/): every region, element-wise and batch
 # norm kernel builds on the core, the GroupNorm arithmetic and the region families (the element-wise and batch norm
@@ -43,9 +43,6 @@ CUDA_PARTS = REGION_BASE_PARTS + ("core/ops.cuh",) + RESIDENT_PARTS + TWOPASS_PA
 # (--forward one-pass), the layout copy (--conv fast), a region that reads a channels-last input as it lies (its NHWC
 # kernels: a region without a reduction over 4-d or 5-d tensors, codegen.reads_channels_last),
 # element-wise kernels, batch norms, kgen's conv.
-# How a region's autograd runs: "python", a torch.autograd.Function in the file; "cpp", one C++ autograd node
-# (ref/autograd.cpp.j2).
-AUTOGRAD_MODES = ("python", "cpp")
 # Which region kernels a call may take (ref/bindings.cu.j2): "auto", the rules of groupnorm/resident/plan.cuh
 # (region_resident_pays); "resident", the resident (and rows) kernels wherever they fit; "two-pass", the two-pass
 # kernels for every shape. kgen tune measures them against each other; the rules stay the default.
@@ -174,15 +171,16 @@ class PresetCall:
 def emit_reference(path: str, block_size: int = 256, display: str | None = None, conv: str = "exact",
                    output: str | Path | None = None, stage=None, forward: str = "two-pass",
                    preset: PresetCall | None = None, faithful: str = "auto",
-                   autograd: str = "python", region_kernels: str = "auto") -> tuple[str, list[str], list[str]]:
+                   autograd: str = DEFAULT_AUTOGRAD, region_kernels: str = "auto") -> tuple[str, list[str], list[str]]:
     """Returns (file text, notes, plan lines). Raises RefError. `display`: how the file's comments name its reference
     (default: `path` as given); `conv`: "exact" (every library op as the reference calls it), "fast" (2-D and
     3-D convolutions feeding a region run channels-last) or "fused" (a ConvTranspose2d feeding a region is kgen's
     wgmma conv), plan_layout.py; `forward`: "two-pass" or "one-pass" (a
     region without a reduction whose epilogue reads y alone runs groupnorm/onepass/onepass.cuh where a slice fits on
     chip, on sm_90 and newer; its backward is unchanged); `faithful`: "auto", "all" or "none", which regions are
-    PyTorch's GroupNorm to the bit (plan_faithful.py); `autograd`: "python" (each step a torch.autograd.Function
-    in the file) or "cpp" (each region one C++ autograd node, ref/autograd.cpp.j2: less host time a call);
+    PyTorch's GroupNorm to the bit (plan_faithful.py); `autograd`: "cpp" (each region one C++ autograd node,
+    ref/autograd.cpp.j2: less host time a call; the default) or "python" (each step a torch.autograd.Function in the
+    file);
     `region_kernels`: one of REGION_KERNELS, which kernels a region may take; `output`: the file the text is for (None:
     stdout), which the header names the reference relative to (reference_fields); `stage`: called with each stage's
     description as it starts (kgen.announce); `preset`: the file is a preset's (kgen emit SPEC), planned from its
@@ -225,7 +223,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if faithful != "auto":
         params["faithful"] = faithful
         options += f" --faithful {faithful}"
-    if autograd != "python":
+    if autograd != DEFAULT_AUTOGRAD:
         params["autograd"] = autograd
         options += f" --autograd {autograd}"
     shown = display or str(path)
@@ -290,7 +288,7 @@ def _check_carried_code(text: str, path) -> None:
                        "without it")
 
 
-def _planned(ref, conv: str, faithful: str = "auto", autograd: str = "python"):
+def _planned(ref, conv: str, faithful: str = "auto", autograd: str = DEFAULT_AUTOGRAD):
     """The plans (mode_plans) and the file's template context. A failure that is not a RefError is kgen's own bug: it
     still ends as one line naming the reference (and exit 2 at the command line), never a traceback or a file."""
     try:

@@ -50,7 +50,7 @@ class ForwardWriter:
     Statement that knows the variables it reads (every node's variable goes through `read`), so the steps whose
     values nothing reads are left out before any text is joined (live_statements)."""
 
-    def __init__(self, plan: Plan, autograd: str = "python"):
+    def __init__(self, plan: Plan, autograd: str):
         self.plan = plan
         self.autograd = autograd      # "cpp": each region one C++ autograd node (ref/autograd.cpp.j2)
         self.modules = dict(plan.ref.gm.named_modules())

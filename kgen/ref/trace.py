@@ -25,7 +25,6 @@ import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 from torch.nn.modules.lazy import LazyModuleMixin
 
-from kgen.ref import ops
 from kgen.ref.carried import (REFERENCE_MODULE, bound_names, check_carried_inputs, free_names, init_source,
                               input_functions, own_functions_called, prelude_source, rename_shadowing, returning)
 from kgen.ref.errors import RefError

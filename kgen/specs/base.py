@@ -58,6 +58,11 @@ ONEPASS_BLOCKS_PER_SM = 1
 # The forward's modes, for the presets' --forward and kgen emit --ref's alike.
 FORWARDS = ("two-pass", "one-pass")
 
+# How a region's autograd runs: "cpp", one C++ autograd node (ref/autograd.cpp.j2), the default (decision 39: the same
+# kernels, less host time a call); "python", a torch.autograd.Function in the file.
+AUTOGRAD_MODES = ("cpp", "python")
+DEFAULT_AUTOGRAD = "cpp"
+
 
 def forward_param(default: str) -> Param:
     return Param("forward", str, default,

@@ -6,8 +6,9 @@ smaller than a warp, a cliff: two_pass_cliff).
 
 A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
 correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again. Besides
-the kernels' options, the regions' autograd: the default's kernels with each region one C++ autograd node
-(`--autograd cpp`), where a region takes it: the same kernels, less host time a call, which decides small models.
+the kernels' options, the regions' autograd: the default's kernels with each region a Python autograd Function
+(`--autograd python`) beside the default's C++ nodes, where a region takes one: the same kernels, and host time a
+call, which decides small models.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from kgen.ref.emit import AUTOGRAD_MODES, REGION_KERNELS, check_block_size, mode_plans, onepass_applies
+from kgen.ref.emit import AUTOGRAD_MODES, DEFAULT_AUTOGRAD, REGION_KERNELS, check_block_size, mode_plans, onepass_applies
 from kgen.ref.ir import RegionStep
 from kgen.ref.plan_layout import CONV_MODES
 from kgen.ref.tf32 import faithful_now
@@ -33,7 +34,7 @@ TWO_PASS_MIN_PLANE = 32
 # reductions' trees to pay, and take `--block-sizes` to try.
 DEFAULT_BLOCK_SIZES = (128, 256, 512)
 DEFAULT = {"block_size": 256, "conv": "exact", "forward": "two-pass", "region_kernels": "auto",
-           "autograd": "python"}
+           "autograd": DEFAULT_AUTOGRAD}
 KEYS = tuple(DEFAULT)
 
 
@@ -43,7 +44,7 @@ class Choices:
     conv: str = "exact"
     forward: str = "two-pass"
     region_kernels: str = "auto"
-    autograd: str = "python"
+    autograd: str = DEFAULT_AUTOGRAD
 
     def record(self) -> str:
         """The JSON `kgen emit --choices` takes (the options that differ from the defaults, as the header's
@@ -57,9 +58,9 @@ class Choices:
 
     def label(self) -> str:
         """Short, for tables and progress lines: `block 256, conv exact, two-pass` (`, region kernels resident` where
-        they are not kgen's rules, `, autograd cpp` for C++ nodes)."""
+        they are not kgen's rules, `, autograd python` for Python Functions)."""
         kernels = "" if self.region_kernels == "auto" else f", region kernels {self.region_kernels}"
-        autograd = "" if self.autograd == "python" else f", autograd {self.autograd}"
+        autograd = "" if self.autograd == DEFAULT_AUTOGRAD else f", autograd {self.autograd}"
         return f"block {self.block_size}, conv {self.conv}, {self.forward}{kernels}{autograd}"
 
     def is_default(self) -> bool:
@@ -100,8 +101,8 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
     """Every combination worth a build for the traced reference `ref`, `default` first: each block size, with each
     conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that plan takes
     it; then, at the default block size, each of those with the region kernels forced (resident, two-pass) where a
-    region's kernels are kgen's choice (region_kernels_matter); then the default with C++ autograd nodes where a region
-    takes one (node_takes_a_region); an option not in `takes` (a preset's) stays the default's."""
+    region's kernels are kgen's choice (region_kernels_matter); then the default with the other autograd (a region a Python
+    Function, not a C++ node) where a region takes a node (node_takes_a_region); an option not in `takes` (a preset's) stays the default's."""
     for size in block_sizes:
         check_block_size(size)
     sizes = block_sizes if "block_size" in takes else (default.block_size,)
@@ -125,8 +126,8 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
 
 
 def node_takes_a_region(ref, conv: str) -> bool:
-    """Whether `--autograd cpp` changes the plan's file: a region not fed by kgen's own conv (that one keeps its
-    Python Function, paired with the conv's)."""
+    """Whether `--autograd` changes the plan's file: a region not fed by kgen's own conv (that one keeps its Python
+    Function, paired with the conv's)."""
     return any(isinstance(s, RegionStep) and not s.conv_fused for s in _steps(ref, conv))
 
 

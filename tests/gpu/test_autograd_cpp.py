@@ -1,5 +1,5 @@
-"""`kgen emit --ref REF --autograd cpp` against the same file's default (each region a torch.autograd.Function in
-Python): the same kernels behind another autograd node, so outputs and every gradient (inputs, GroupNorm weight and
+"""`kgen emit --ref REF` (each region one C++ autograd node, the default) against `--autograd python` (each region a
+torch.autograd.Function in the file): the same kernels behind another autograd node, so outputs and every gradient (inputs, GroupNorm weight and
 bias, the prologue's and epilogue's parameters, one-value parameters summed, a parameter both functors read) must be
 the same to the bit, with grad mode on and off, in float32 and bfloat16.
 
@@ -42,7 +42,7 @@ def _load(path: Path, name: str):
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    """reference -> (reference module, default file's module, --autograd cpp file's module). The sixteen files are
+    """reference -> (reference module, --autograd python file's module, the default C++ node file's module). The sixteen files are
     built at once first (each in a child process, into TORCH_EXTENSIONS_DIR), then imported."""
     folder = tmp_path_factory.mktemp("autograd_cpp")
     paths = {}

@@ -187,15 +187,16 @@ def test_bad_model_input_is_the_references_error_or_a_clear_one(solution, refere
         (lambda a: {**a, "x": a["x"].double()}, "must be float32, float16 or bfloat16"),
         (lambda a: {**a, "weight": a["weight"][:32]}, "GroupNorm weight/bias must have shape"),
         (lambda a: {**a, "groups": 12}, "not divisible"),
-        (lambda a: {**a, "prologue": [a["prologue"][0][:8]]}, "a prologue parameter has 8 values"),
-        (lambda a: {**a, "prologue": []}, "the prologue takes 1"),
+        (lambda a: {**a, "params": [a["params"][0][:8]]}, "a prologue parameter has 8 values"),
+        (lambda a: {**a, "params": []}, "region0 takes 1 parameter tensor"),
     ],
     ids=["rank", "cpu", "float64", "weight", "groups", "parameter", "parameters"],
 )
 def test_bad_region_input_is_a_clear_error(solution, change, message):
-    # The region's entry point checks what it is given before any kernel runs: kgen's one-line errors.
+    # The region's entry point (its C++ autograd node's) checks what it is given before any kernel runs: kgen's
+    # one-line errors.
     p = torch.rand(64, device="cuda")
-    args = dict(x=torch.rand(2, 64, 8, 8, device="cuda"), weight=p, bias=p, prologue=[p], epilogue=[], groups=16,
-                eps=1e-5, window=[], for_backward=False, rounding=0)
+    args = dict(x=torch.rand(2, 64, 8, 8, device="cuda"), weight=p, bias=p, groups=16, eps=1e-5, window=[],
+                params=[p])
     with pytest.raises(RuntimeError, match="kgen: .*" + message):
-        solution._ext.region0_forward(*change(args).values())
+        solution._ext.region0(*change(args).values())

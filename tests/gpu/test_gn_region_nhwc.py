@@ -73,7 +73,9 @@ def exact_fp32_convolutions():
 def solution(name: str, tmp_path_factory, block_size: int = 256):
     if (name, block_size) not in _SOLUTIONS:
         path = tmp_path_factory.mktemp("nhwc") / f"{name}_fast_{block_size}.py"
-        path.write_text(emit_reference(str(REFERENCES[name]), block_size=block_size, conv="fast")[0])
+        # the region a Python Function (run_region applies it alone), its kernels the default file's
+        path.write_text(emit_reference(str(REFERENCES[name]), block_size=block_size, conv="fast",
+                                       autograd="python")[0])
         _SOLUTIONS[name, block_size] = (import_file(path), path)
     return _SOLUTIONS[name, block_size]
 

@@ -8,7 +8,9 @@ depilogue (Ke, C)); each element-wise step's forward and backward likewise (ref/
 values come from the plan's own step (tests/ref/plan_interpreter.py's DAG evaluation), the gradients from autograd
 through it, so the file's glue is checked against the reference, not the kernels' arithmetic (the GPU tests do
 that). A batch norm step's entry points likewise (the statistics of the batch or the running ones, which a
-training call updates in place). Files with kgen's conv or C++ autograd nodes are not emulated (NotEmulated).
+training call updates in place). A file's regions made as C++ autograd nodes (ref/autograd.cpp.j2, the default) get
+`region<i>` too: the node's own work (its output dtype, the kept dims, what it saves, the parameters' gradients from
+the kernels' rows) done in Python around those entry points. Files with kgen's conv are not emulated (NotEmulated).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from kgen.ref.codegen import reads_output
+from kgen.ref.codegen import reads_output, region_context
 from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from tests.ref.plan_interpreter import _reduced, run_dag
 
@@ -37,15 +39,17 @@ def emulated_ext(plans, module) -> types.SimpleNamespace:
             if step.conv_fused:
                 raise NotEmulated("kgen's conv")
             cls = getattr(module, f"_Region{step.index}", None)
-            if cls is None:
-                raise NotEmulated("a C++ autograd node")
-            forward, backward = _region_entries(step, cls.PROLOGUE, cls.EPILOGUE)
+            context = region_context(step)
+            pro = cls.PROLOGUE if cls is not None else context["prologue_slots"]
+            epi = cls.EPILOGUE if cls is not None else context["epilogue_slots"]
+            forward, backward = _region_entries(step, pro, epi)
             if step.merged:
-                forward, backward = _merged_entries(forward, backward, [step.params[k].along_channels for k in
-                                                                        cls.PROLOGUE],
-                                                    [step.params[k].along_channels for k in cls.EPILOGUE])
+                forward, backward = _merged_entries(forward, backward, [step.params[k].along_channels for k in pro],
+                                                    [step.params[k].along_channels for k in epi])
             setattr(ext, f"region{step.index}_forward", forward)
             setattr(ext, f"region{step.index}_backward", backward)
+            if cls is None:   # the region is a C++ autograd node
+                setattr(ext, f"region{step.index}", _node_entry(ext, step, context))
         elif isinstance(step, BatchNormStep):
             cls = getattr(module, f"_BatchNorm{step.index}")
             forward, backward = _batchnorm_entries(step, cls.SLOTS)
@@ -125,6 +129,121 @@ def _merged_entries(forward, backward, along_pro: list, along_epi: list):
         return [d[0].reshape(x.shape)] + summed + d[3:]
 
     return merged_forward, merged_backward
+
+
+_ROUNDING = {torch.bfloat16: 1, torch.float16: 2}   # kgen_rounding_of: any other dtype 0
+
+
+def _node_dtype(expr, x, params):
+    """The node's output dtype: plan_dtype.cpp_dtype's expression (a float32 cast inside the region), else
+    kgen_region_out_dtype (float32 under autocast; x's dtype promoted with each parameter's that has dims)."""
+    if expr is None:
+        if torch.is_autocast_enabled(x.device.type):
+            return torch.float32
+        dtype = x.dtype
+        for p in params:
+            if p.dtype != dtype and p.dim() > 0:
+                dtype = torch.promote_types(dtype, p.dtype)
+        return dtype
+    kind = expr[0]
+    if kind == "x":
+        return x.dtype
+    if kind == "float32":
+        return torch.float32
+    if kind == "param":
+        return params[expr[1]].dtype
+    if kind == "gn":
+        return torch.float32 if torch.is_autocast_enabled(x.device.type) else _node_dtype(expr[1], x, params)
+    return torch.promote_types(_node_dtype(expr[1], x, params), _node_dtype(expr[2], x, params))
+
+
+def _kept_dims(y, context: dict, rank: int):
+    """The C++ node's keepdim reshape (ref/autograd.cpp.j2)."""
+    rank = context["reduce_rank"] or rank
+    if context["reduce_kind"] == "kChannel":
+        return y.unsqueeze(1)
+    if context["reduce_kind"] == "kPlane":
+        return y.reshape(list(y.shape) + [1] * (rank - y.dim()))
+    return y.reshape([y.shape[0]] + [1] * (rank - 1))
+
+
+def _node_param_grad(row, param, merged: bool, along: bool):
+    """kgen_add_param_grad: a merged region's row summed over the samples (or the channels, a per-sample
+    parameter), then summed for a one-value parameter."""
+    k = param.numel()
+    if merged and k != 1 and row.numel() != k:
+        row = row.reshape(-1, k).sum(0) if along else row.reshape(k, -1).sum(1)
+    return row.sum().reshape(param.shape) if k == 1 else row.reshape(param.shape)
+
+
+def _node_entry(ext, step: RegionStep, context: dict):
+    """`region<i>(x, weight, bias, groups, eps, window, [faithful,] params)` of ref/autograd.cpp.j2: the region's
+    entry points (looked up on `ext` at each call, so that a test may wrap them) run without autograd, and where grad
+    mode is on and a tensor requires grad, the output gets a node whose backward calls the backward entry point and
+    sums the parameters' rows into their gradients."""
+    index, switch = step.index, bool(context["faithful_switch"])
+    pro, epi = context["prologue_slots"], context["epilogue_slots"]
+
+    def run(x, weight, bias, groups, eps, window, faithful, grad, params):
+        read = x
+        if not x.is_contiguous():
+            read = ext.region_input(x, {"always": True, "unfaithful": not faithful,
+                                        "never": False}[context["input_as_it_lies"]])
+        dtype = _node_dtype(step.out_dtype, x, params)
+        rounding = _ROUNDING.get(dtype, 0)
+        with torch.no_grad():
+            result = getattr(ext, f"region{index}_forward")(
+                read, weight, bias, [params[k] for k in pro], [params[k] for k in epi], groups, eps, list(window),
+                grad, rounding, *([faithful] if switch else []))
+        y = result[0]
+        if context["keepdim"]:
+            y = _kept_dims(y, context, x.dim())
+        return read, result, (y if y.dtype == dtype else y.to(dtype)), rounding
+
+    class Node(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias, groups, eps, window, faithful, *params):
+            read, result, y, rounding = run(x, weight, bias, groups, eps, window, faithful, True, params)
+            ctx.faithful, ctx.groups, ctx.window, ctx.rounding = faithful, groups, list(window), rounding
+            ctx.out_shape, ctx.merged, ctx.with_wb = result[0].shape, result[4:], (weight, bias)
+            # the node saves the kernels' output only where its backward reads it (a logsumexp's): y itself where no
+            # cast is due, so that an in-place change of y before the backward is caught, as in the node
+            out = y if y.dtype == result[0].dtype else result[0]
+            ctx.save_for_backward(read, result[1], result[2], result[3], *params,
+                                  *([out] if context["reads_out"] else []))
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            read, mean, rstd, aux, *params = ctx.saved_tensors
+            out = params.pop() if context["reads_out"] else None
+            weight, bias = ctx.with_wb
+            if step.merged:
+                weight, bias, *merged = ctx.merged
+                prologue, epilogue = merged[:len(pro)], merged[len(pro):]
+            else:
+                prologue, epilogue = [params[k] for k in pro], [params[k] for k in epi]
+            d = getattr(ext, f"region{index}_backward")(
+                grad.reshape(ctx.out_shape), read, weight, bias, prologue, epilogue, mean, rstd,
+                None if out is None else out.reshape(ctx.out_shape), aux, ctx.groups, ctx.window, ctx.rounding,
+                *([ctx.faithful] if switch else []))
+            grads = [None] * len(params)
+            for rows, slots in ((d[3], pro), (d[4], epi)):
+                for slot, k in enumerate(slots):
+                    g = _node_param_grad(rows[slot], params[k], step.merged, context["along_channels"][k])
+                    grads[k] = g if grads[k] is None else grads[k] + g
+            return (d[0], d[1], d[2], None, None, None, None, *grads)
+
+    def region(x, weight, bias, groups, eps, window, *rest):
+        faithful, params = (rest[0], rest[1]) if switch else (False, rest[0])
+        if len(params) != len(step.params):   # the node's TORCH_CHECK
+            raise RuntimeError(f"kgen: region{index} takes {len(step.params)} parameter tensor(s), got {len(params)}")
+        tensors = [t for t in (x, weight, bias, *params) if t is not None]
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            return Node.apply(x, weight, bias, groups, eps, window, faithful, *params)
+        return run(x, weight, bias, groups, eps, window, faithful, False, params)[2]
+
+    return region
 
 
 def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list):

@@ -1,6 +1,6 @@
-"""`kgen emit --ref REF --autograd cpp` on the CPU: each region one C++ autograd node (ref/autograd.cpp.j2). The file
+"""`kgen emit --ref REF` on the CPU: each region one C++ autograd node (ref/autograd.cpp.j2, the default). The file
 keeps KernelBench's static rules, carries no Python Function for those regions, exports the node's entry point
-instead of the kernels' own, records the option in its header; and ModelNew.forward, run with the extension stubbed,
+instead of the kernels' own, records `--autograd python` (not the default) in its header; and ModelNew.forward, run with the extension stubbed,
 calls each entry point with arguments pybind11 takes for the C++ signature the file declares. The node itself runs on
 the GPU: tests/gpu/test_autograd_cpp.py (bitwise the Python Function's outputs and gradients)."""
 from __future__ import annotations
@@ -69,14 +69,16 @@ def test_a_cpp_autograd_file_replaces_each_region_function_by_one_node(ref):
         assert f'"{name}"' in functions and f'"{name}_forward"' not in functions
         assert f"class _Region{name[6:]}(" not in text
         assert f"struct Region{name[6:]}Backward : public torch::autograd::Node" in text
-    assert parse_header(text).params.get("autograd") == "cpp"
-    assert "--autograd cpp" in text.splitlines()[2]
+    assert "autograd" not in parse_header(text).params   # the default, not recorded
+    assert "--autograd" not in text.splitlines()[2]
 
 
-def test_the_default_file_is_unchanged_by_the_option():
+def test_the_node_is_the_default_and_the_python_function_is_recorded():
     ref = REFERENCES[0]
-    assert emitted(ref, "python") == emit_reference(str(ROOT / ref))[0]
-    assert "autograd" not in parse_header(emitted(ref, "python")).params
+    assert emitted(ref, "cpp") == emit_reference(str(ROOT / ref))[0]
+    python = emitted(ref, "python")
+    assert parse_header(python).params.get("autograd") == "python" and "--autograd python" in python.splitlines()[2]
+    assert "class _Region0(torch.autograd.Function)" in python and "struct Region0Backward" not in python
 
 
 # references whose every kgen step is a region keeping its input's shape (what the stub below returns): a peeled bias
@@ -109,7 +111,7 @@ def test_forward_calls_each_node_with_what_its_cpp_signature_takes(ref, monkeypa
 
 
 def test_a_bad_autograd_mode_is_one_clear_error():
-    with pytest.raises(RefError, match="--autograd must be one of python, cpp"):
+    with pytest.raises(RefError, match="--autograd must be one of cpp, python"):
         emit_reference(str(ROOT / REFERENCES[0]), autograd="jit")
     result = CliRunner().invoke(main, ["emit", "groupnorm", "--autograd", "cpp"])
     assert result.exit_code == 2 and "--autograd is --ref's" in result.output

@@ -35,11 +35,13 @@ def _flat(value) -> list:
     return []
 
 
-@pytest.mark.parametrize("faithful", ["auto", "none"])
+@pytest.mark.parametrize("faithful, autograd", [("auto", "cpp"), ("none", "cpp"), ("auto", "python")])
 @pytest.mark.parametrize("path", [p for p in REFERENCES if p.name != "__init__.py"], ids=lambda p: p.stem)
-def test_the_emitted_python_computes_the_references_outputs_and_gradients(path, faithful, monkeypatch):
-    """--faithful none too: the regions then take the biases of the convolutions and Linears before them."""
-    check_emitted_python(path, emit_reference(str(path), faithful=faithful)[0], monkeypatch, faithful)
+def test_the_emitted_python_computes_the_references_outputs_and_gradients(path, faithful, autograd, monkeypatch):
+    """--faithful none too: the regions then take the biases of the convolutions and Linears before them. And with
+    --autograd python: each region a Python Function, whose gradient assembly is the file's own."""
+    text = emit_reference(str(path), faithful=faithful, autograd=autograd)[0]
+    check_emitted_python(path, text, monkeypatch, faithful)
 
 
 @pytest.mark.parametrize("path", [p for p in REFERENCES if p.name != "__init__.py"], ids=lambda p: p.stem)
@@ -88,25 +90,27 @@ def _small(shape) -> list:
     return [min(shape[0], 2), *shape[1:2], *(min(d, 12) for d in shape[2:])]
 
 
-# Defects in a file's glue this check must find: a parameter's gradient row not summed where it is one value,
-# a prologue row doubled, the bias peeled from a Linear and not added back, and in bfloat16 that bias dropped from
-# the library call as well.
+# Defects in a file's glue this check must find: with Python Functions, a parameter's gradient row not summed where
+# it is one value, a prologue row doubled; with either autograd, the bias peeled from a Linear and not added back, in
+# bfloat16 that bias dropped from the library call as well, and a region called with another eps.
 DEFECTS = [
     ("gn_scalar_gate", "return row.sum().reshape(param.shape)", "return (row.sum() * 0.5).reshape(param.shape)",
-     torch.float64),
+     torch.float64, "python"),
     ("gn_1d_no_spatial", "_accumulate(grads, k, _param_grad(dprologue[slot], params[k]))",
-     "_accumulate(grads, k, _param_grad(dprologue[slot] * 2, params[k]))", torch.float64),
+     "_accumulate(grads, k, _param_grad(dprologue[slot] * 2, params[k]))", torch.float64, "python"),
     ("gn_1d_no_spatial", "def _peeled_bias(bias, x):\n", "def _peeled_bias(bias, x):\n    return bias * 0\n",
-     torch.float64),
+     torch.float64, "cpp"),
     ("gn_1d_no_spatial", "return bias if bias is not None and _stores_half(x) else None", "return None",
-     torch.bfloat16),
+     torch.bfloat16, "cpp"),
+    ("gn_1d_no_spatial", "self.gn.eps, (), [", "self.gn.eps * 1e3, (), [", torch.float64, "cpp"),
 ]
 
 
-@pytest.mark.parametrize("stem, right, wrong, dtype", DEFECTS, ids=[d[0] + "-" + str(i) for i, d in enumerate(DEFECTS)])
-def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, monkeypatch):
+@pytest.mark.parametrize("stem, right, wrong, dtype, autograd", DEFECTS,
+                         ids=[d[0] + "-" + str(i) for i, d in enumerate(DEFECTS)])
+def test_a_defect_in_the_glue_is_found(stem, right, wrong, dtype, autograd, monkeypatch):
     path = next(p for p in REFERENCES if p.stem == stem)
-    text = emit_reference(str(path))[0]
+    text = emit_reference(str(path), autograd=autograd)[0]
     assert right in text
     check_emitted_python(path, text, monkeypatch, dtype=dtype)
     with pytest.raises(AssertionError):

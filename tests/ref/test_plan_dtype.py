@@ -49,14 +49,16 @@ def test_the_output_dtype_follows_the_cast(tmp_path, name):
     forward, want = CASES[name]
     step = region(reference(tmp_path, name, forward))
     assert step.out_dtype == want
-    text = emit_reference(str(reference(tmp_path, name, forward)))[0]
-    assert f"dtype = {python_dtype(want)}\n" in text
+    path = reference(tmp_path, name, forward)
+    assert f"dtype = {python_dtype(want)}\n" in emit_reference(str(path), autograd="python")[0]
+    assert f"const at::ScalarType dtype = {cpp_dtype(want)};\n" in emit_reference(str(path))[0]
 
 
 def test_without_a_cast_the_file_keeps_the_common_rule(tmp_path):
     path = reference(tmp_path, "no_cast", "return F.silu(self.gn(x)) * self.scale")
     assert region(path).out_dtype is None
-    assert "dtype = _out_dtype(x, params, True)\n" in emit_reference(str(path))[0]
+    assert "dtype = _out_dtype(x, params, True)\n" in emit_reference(str(path), autograd="python")[0]
+    assert "const at::ScalarType dtype = kgen_region_out_dtype(x, params);\n" in emit_reference(str(path))[0]
 
 
 def test_the_expressions_render_in_python_and_cpp():
@@ -88,7 +90,8 @@ def test_groupnorm32s_cast_back_joins_the_region_and_gives_the_inputs_dtype():
     # autocast, where the GroupNorm runs in float32), the GroupNorm reading x as float32
     step = region(GN32)
     assert [n.op for n in step.epilogue] == ["silu"] and step.out_dtype == X
-    assert "        dtype = x.dtype\n" in emit_reference(str(GN32))[0]
+    assert "        dtype = x.dtype\n" in emit_reference(str(GN32), autograd="python")[0]
+    assert "const at::ScalarType dtype = x.scalar_type();\n" in emit_reference(str(GN32))[0]
 
 
 def test_groupnorm32_read_after_its_region_gives_the_inputs_dtype():
