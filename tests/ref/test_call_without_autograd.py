@@ -1,4 +1,4 @@
-"""Each kgen step of an emitted forward goes through `_call`: its autograd Function where grad mode is on, its forward
+"""Each kgen step of an emitted forward (with `--autograd python`: each region a Python Function too) goes through `_call`: its autograd Function where grad mode is on, its forward
 alone where it is off (inference pays no Function.apply). On the CPU, the extension stubbed by one that records what
 it is asked: the same entry points run either way, the outputs are the same, and only the grad-mode call makes a graph
 whose backward reaches the kernels' backward entry points."""
@@ -61,7 +61,7 @@ class RecordingExtension:
 def test_steps_run_their_forward_alone_without_grad_and_through_autograd_with_it(tmp_path, monkeypatch):
     path = tmp_path / "ref_call.py"
     path.write_text(REFERENCE)
-    text, _, _ = emit_reference(str(path))
+    text, _, _ = emit_reference(str(path), autograd="python")
     assert "_call(_Region0, " in text and ".apply(" not in text.split("class ModelNew")[1]
     ext = RecordingExtension()
     monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: ext)

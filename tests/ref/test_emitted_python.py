@@ -92,7 +92,7 @@ def test_a_tensor_made_in_forward_is_a_buffer_and_keywords_are_read(monkeypatch)
     model = load_emitted(text, monkeypatch).ModelNew(6, 2)
     assert "_tensor_constant0" not in model.state_dict() and model._tensor_constant0.item() == pytest.approx(0.1)
     # every op, the keyword-passed ones included, is in the one region
-    assert forward_source(text).count("_call(_Region0, ") == 1 and "torch." not in forward_source(text).replace(
+    assert forward_source(text).count("_ext.region0(") == 1 and "torch." not in forward_source(text).replace(
         "torch.is_grad_enabled", "")
 
 
@@ -113,7 +113,7 @@ def test_a_convolution_called_with_more_than_its_input_keeps_its_bias_and_argume
 def test_the_training_flag_follows_the_model_and_functors_keep_four_parameters():
     text = emitted("training_flag_many_params")
     assert "training=self.training" in text
-    assert "_call(_Region0, x, self.w, self.b, 2, 1e-05" in text
+    assert "_ext.region0(x, self.w, self.b, 2, 1e-05" in text
     # the fifth parameter's multiply: outside the region, alone, so the reference's own op
     assert "mul_2 = add_1 * p_4" in text and "_Pointwise" not in text
 
@@ -135,7 +135,7 @@ def test_a_forward_that_branches_on_training_gets_a_plan_for_each_mode(tmp_path,
     forward = forward_source(text)
     first, second = ("self.training", "relu -> mul") if not built else ("not self.training", "GroupNorm  [")
     assert f"        if {first}:\n" in forward
-    assert forward.count("_call(_Region") == 2 and "_call(_Region0" in forward and "_call(_Region1" in forward
+    assert forward.count("_ext.region") == 2 and "_ext.region0(" in forward and "_ext.region1(" in forward
     assert "(the forward branches on self.training)" in text and second in text
 
 
@@ -222,8 +222,8 @@ def test_functional_groupnorm_reads_groups_and_eps_from_the_model(tmp_path, monk
                     "def get_inputs():\n    return [torch.rand(2, 8, 5, 5)]\n\n\n"
                     "def get_init_inputs():\n    return [8, 4, 1e-3]\n")
     text = emit_reference(str(path))[0]
-    assert "_call(_Region0, x, self.w, self.b, self.groups, self.eps, ()" in text
-    assert "_call(_Region1, relu, None, None, 2, 0.0001, ()" in text
+    assert "_ext.region0(x, self.w, self.b, self.groups, self.eps, ()" in text
+    assert "_ext.region1(relu, None, None, 2, 0.0001, ()" in text
     assert "constexpr int kRegion0Groups = 4;" in text
 
 
@@ -264,4 +264,4 @@ def test_a_functional_pools_window_held_by_the_model_is_read_from_it(tmp_path, c
                     f"        return {call}\n\n\n"
                     "def get_inputs():\n    return [torch.rand(2, 4, 8, 8)]\n\n\ndef get_init_inputs():\n    return [2]\n")
     forward = forward_source(emit_reference(str(path))[0])
-    assert f"self.gn.eps, {window}, torch.is_grad_enabled())" in forward
+    assert f"self.gn.eps, {window}, [])" in forward

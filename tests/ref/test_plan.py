@@ -368,7 +368,7 @@ def test_functional_pools_are_windows_where_kernel_equals_stride(tmp_path):
     assert (region.reduce_kind, region.reduce_op, tuple(region.window)) == ("kWindow", "kMean", (2, 2))
     assert "(2, 2)" in region.window_expr
     text = emit_reference(str(HERE / "references" / "conv2d_gn_functional_pool.py"))[0]
-    assert "avg_pool2d = _call(_Region0, " in text and ", (2, 2), " in text
+    assert "avg_pool2d = _ext.region0(" in text and ", (2, 2), " in text
     overlapping = tmp_path / "overlapping_max_pool.py"
     overlapping.write_text(source.replace("F.avg_pool2d(x, 2)", "F.max_pool2d(x, 3, stride=2)"))
     plan = make_plan(load_reference(overlapping))
@@ -389,7 +389,7 @@ def test_clamp_like_ops_after_a_max_or_min_move_before_it(tmp_path):
     assert region.notes == ["hardtanh (act) moved before the max, which it commutes with",
                             "relu moved before the max, which it commutes with"]
     text = emit_reference(str(own))[0]
-    assert "relu = _call(_Region0, " in text and "_Pointwise" not in text
+    assert "relu = _ext.region0(" in text and "_Pointwise" not in text
     (region,) = regions(make_plan(load_reference(HERE / "references" / "gn_channel_min_clamp.py")))
     assert [n.op for n in region.epilogue] == ["silu", "clamp"] and region.reduce_op == "kMin"
     assert region.output == "clamp" and region.epilogue[-1].consts == {"lo": -0.2, "hi": 0.1}

@@ -159,11 +159,13 @@ def test_a_region_is_faithful_at_the_calls_where_a_reader_rounds_to_tf32(tmp_pat
 
 def test_the_switched_file_reads_the_matmul_setting_at_each_call():
     text, _, lines = emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"))
-    assert 'faithful = _tf32("matmul")' in text and "ctx.rounding, ctx.faithful)" in text
+    assert 'self.norm.eps, (), _tf32("matmul"), [])' in text and "node->faithful_ = faithful;" in text
     assert "int64_t rounding,\n                                         bool faithful) {" in text
     assert any("to the bit while matmul TF32 is on" in line for line in lines)
+    python = emit_reference(str(CORPUS / "mlp_groupnorm_tiny.py"), autograd="python")[0]
+    assert 'faithful = _tf32("matmul")' in python and "ctx.rounding, ctx.faithful)" in python
     resnet = emit_reference(str(CORPUS / "resnet_gn_bottleneck_tiny.py"))[0]
-    assert resnet.count('faithful = _tf32("conv")') == 2 and "constexpr bool faithful = kRegion2Faithful;" in resnet
+    assert resnet.count('(), _tf32("conv"), [])') == 2 and "constexpr bool faithful = kRegion2Faithful;" in resnet
     assert "_tf32" not in emit_reference(str(CORPUS / "resnet_gn_bottleneck_tiny.py"), faithful="all")[0]
 
 

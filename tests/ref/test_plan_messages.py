@@ -185,7 +185,7 @@ def test_a_group_count_forward_works_out_from_shapes_is_passed_at_each_call(tmp_
     text = emit_reference(str(path))[0]
     forward = text[text.index("    def forward(self, x):"):]
     assert f"constexpr int kRegion0Groups = {value};" in text
-    region_line = next(line for line in forward.splitlines() if "_Region0" in line)
+    region_line = next(line for line in forward.splitlines() if "_ext.region0(" in line)
     assert f", None, None, {name}, " in region_line, region_line
     assert f"    {name} = " in forward.split(region_line)[0]
 

@@ -31,7 +31,7 @@ def test_prelu_weights_are_per_channel_parameters():
                                                            ("act.weight", (12,))]
     assert [s.node.op for s in pytorch_ops(plan)] == ["call_module"]   # the conv alone
     text = emit_reference(str(path))[0]
-    assert "self.act.weight)" in text and "__fmul_rn(p0, y)" in text
+    assert "self.act.weight])" in text and "__fmul_rn(p0, y)" in text
 
 
 def test_a_tensor_read_by_prelu_and_by_broadcasting_is_read_each_way(tmp_path):
