@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -60,8 +61,10 @@ def tune(target: Target, runner, work: Path, precision: str = "fp32", budget: fl
     if not gpu:
         raise RefError("kgen tune needs a CUDA device: it times the candidates on it")
     import torch
+    # each candidate by all its options, not its record (the options that differ from the defaults), so that a
+    # result measured under other defaults is never read for these
     key = cache.cache_key(ref.sha256, ref.input_shapes, gpu, torch.__version__, __version__, precision,
-                          [c.record() for c in found],
+                          [json.dumps(c.options(), sort_keys=True) for c in found],
                           {**target.key_fields(), "tf32": {op: bool(tf32_now(op)) for op in ("conv", "matmul")}})
     known = cache.load(key) if use_cache else None
     if known is not None:
