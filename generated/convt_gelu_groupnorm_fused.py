@@ -269,7 +269,7 @@ struct RoundingScope {
   int saved, saved_statistics, saved_faithful;
   explicit RoundingScope(int64_t rounding, int64_t statistics = kExact, bool faithful = false)
       : saved(call_rounding()), saved_statistics(call_statistics_rounding()), saved_faithful(call_faithful()) {
-    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
+    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", str(rounding));
     call_rounding() = static_cast<int>(rounding);
     call_statistics_rounding() = static_cast<int>(statistics);
     call_faithful() = faithful ? 1 : 0;

@@ -268,7 +268,7 @@ struct RoundingScope {
   int saved, saved_statistics, saved_faithful;
   explicit RoundingScope(int64_t rounding, int64_t statistics = kExact, bool faithful = false)
       : saved(call_rounding()), saved_statistics(call_statistics_rounding()), saved_faithful(call_faithful()) {
-    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", rounding);
+    TORCH_CHECK(rounding >= kExact && rounding <= kStoredFp16, "kgen: rounding must be 0, 1 or 2, got ", str(rounding));
     call_rounding() = static_cast<int>(rounding);
     call_statistics_rounding() = static_cast<int>(statistics);
     call_faithful() = faithful ? 1 : 0;
@@ -7498,12 +7498,13 @@ at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 
-// ---- Each region as one C++ autograd node (kgen emit --autograd cpp) ----
-// ModelNew.forward calls region<i>(...) once a region: the output's dtype, the rounding code, the node, what the
-// backward saves and the parameters' gradients are all worked out here, in C++, where the Python autograd.Function
-// this replaces spent its host time on argument lists, a Python ctx and gradient assembly at every call. The node is
-// made as PyTorch's generated ones are (a torch::autograd::Node with its saved variables as members), not through
-// torch::autograd::Function, whose apply and CppNode cost more host time a call than the Python Function did.
+// ---- Each region and element-wise step as one C++ autograd node (kgen emit --autograd cpp, the default) ----
+// ModelNew.forward calls region<i>(...) once a region and pointwise<i>(...) once an element-wise step: the output's
+// dtype, the rounding code, the node, what the backward saves and the parameters' gradients are all worked out here,
+// in C++, where the Python autograd.Function this replaces spent its host time on argument lists, a Python ctx and
+// gradient assembly at every call. The node is made as PyTorch's generated ones are (a torch::autograd::Node with its
+// saved variables as members), not through torch::autograd::Function, whose apply and CppNode cost more host time a
+// call than the Python Function did.
 #include <ATen/autocast_mode.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <type_traits>
@@ -7520,17 +7521,27 @@ auto kgen_make_node() {
   }
 }
 
-// The dtype the reference's ops give a region's output (its kernels compute in float32 whatever they read): float32
-// under CUDA autocast (autocast runs GroupNorm in float32), else x's dtype promoted with each parameter's that has
-// dims, as PyTorch's type promotion does.
-inline at::ScalarType kgen_region_out_dtype(const at::Tensor& x, const std::vector<at::Tensor>& params) {
-  if (at::autocast::is_autocast_enabled(x.device().type())) return at::kFloat;
+// The dtype the reference's ops give a step's output (its kernels compute in float32 whatever they read): float32
+// under CUDA autocast where the step applies an op autocast runs in float32 (GroupNorm, exp, log...), else x's dtype
+// promoted with each other tensor's that has dims, as PyTorch's type promotion does.
+inline at::ScalarType kgen_out_dtype(const at::Tensor& x, const std::vector<at::Tensor>& others,
+                                     bool float32_under_autocast) {
+  if (float32_under_autocast && at::autocast::is_autocast_enabled(x.device().type())) return at::kFloat;
   at::ScalarType dtype = x.scalar_type();
-  for (const at::Tensor& t : params) {
+  for (const at::Tensor& t : others) {
     if (t.scalar_type() != dtype && t.dim() > 0) dtype = at::promote_types(dtype, t.scalar_type());
   }
   return dtype;
 }
+
+// A region's output dtype: GroupNorm is one of autocast's float32 ops.
+inline at::ScalarType kgen_region_out_dtype(const at::Tensor& x, const std::vector<at::Tensor>& params) {
+  return kgen_out_dtype(x, params, true);
+}
+
+// Error messages format numbers with std::to_string, never by streaming an integer into TORCH_CHECK: an extension
+// whose host compiler differs from PyTorch's can crash inside libstdc++'s numeric ostream formatting (kgen::str in
+// the CUDA source, core/common.cuh, says the same).
 
 // kgen::Rounding's code of an output dtype: the reference's rounding points at that dtype, float32 exactly.
 inline int64_t kgen_rounding_of(at::ScalarType dtype) {
@@ -7538,7 +7549,7 @@ inline int64_t kgen_rounding_of(at::ScalarType dtype) {
 }
 
 // A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter; added to what another
-// functor of the region gave it.
+// functor of the step gave it.
 inline void kgen_add_param_grad(at::Tensor& grad, const at::Tensor& row, const at::Tensor& param) {
   const at::Tensor g = param.numel() == 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
   grad = grad.defined() ? grad + g : g;
@@ -7601,7 +7612,7 @@ at::Tensor region0(
     std::vector<int64_t> window, std::vector<at::Tensor> params) {
   const bool faithful = false;  // not read: this region's faithfulness is fixed at emit
   TORCH_CHECK(params.size() == 1, "kgen: region0 takes 1 parameter tensor(s), got ",
-              params.size());
+              std::to_string(params.size()));
   const at::Tensor w = weight.value_or(at::Tensor()), b = bias.value_or(at::Tensor());
   const bool grad = torch::autograd::compute_requires_grad(x, w, b, params);
   const at::ScalarType dtype = kgen_region_out_dtype(x, params);

@@ -239,13 +239,15 @@ def init_extra(plan: Plan) -> list[str]:
 
 
 def solution_context(plan: Plan, autograd: str = DEFAULT_AUTOGRAD) -> dict:
-    """The templates' context; `autograd`: "cpp" (each region, but one kgen's wgmma conv feeds, one C++ autograd
-    node: ref/autograd.cpp.j2) or "python" (each step an autograd.Function in the file)."""
+    """The templates' context; `autograd`: "cpp" (each region, but one kgen's wgmma conv feeds, and each element-wise
+    step one C++ autograd node: ref/autograd.cpp.j2) or "python" (each step an autograd.Function in the file)."""
     ref = plan.ref
     regions = [region_context(s) for s in plan.steps if isinstance(s, RegionStep)]
     for region in regions:
         region["cpp"] = autograd == "cpp" and not region["conv_fused"]
     pointwise = [pointwise_context(s) for s in plan.steps if isinstance(s, PointwiseStep)]
+    for step in pointwise:
+        step["cpp"] = autograd == "cpp"
     batchnorms = [batchnorm_context(s) for s in plan.steps if isinstance(s, BatchNormStep)]
     writer = ForwardWriter(plan, autograd)
     placeholders = forward_arguments(ref, writer)

@@ -241,8 +241,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
         if r["conv_fused"]:
             functions += [f"region{r['index']}_convt_{f}" for f in ("unsupported", "forward", "inference", "backward")]
     for p in context["pointwise"]:   # a signed sum's backward is PyTorch's (no kernel: solution.py.j2)
-        functions += [f"pointwise{p['index']}_forward"] + ([f"pointwise{p['index']}_backward"] if p["linear"] is None
-                                                           else [])
+        functions += [f"pointwise{p['index']}"] if p["cpp"] else (
+            [f"pointwise{p['index']}_forward"] + ([f"pointwise{p['index']}_backward"] if p["linear"] is None else []))
     for b in context["batchnorms"]:
         functions += [f"batchnorm{b['index']}_forward", f"batchnorm{b['index']}_backward"]
     parts = [(TEMPLATES / "cuda" / name).read_text() for name in cuda_parts(context)]

@@ -1,6 +1,6 @@
 """ModelNew.forward's statements from a Plan (part of the third room of `kgen emit --ref`): one statement a step in
 the reference's order (a library step: the PyTorch call the reference makes, its bias dropped where a region adds it;
-a kgen step: its Function, or with --autograd cpp a region's C++ node), then only the statements the return needs
+a kgen step: its C++ autograd node (a region's, an element-wise step's), or with --autograd python its Function), then only the statements the return needs
 (live_statements), and forward's own arguments as the reference declares them.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class ForwardWriter:
 
     def __init__(self, plan: Plan, autograd: str):
         self.plan = plan
-        self.autograd = autograd      # "cpp": each region one C++ autograd node (ref/autograd.cpp.j2)
+        self.autograd = autograd      # "cpp": each region and element-wise step one C++ node (ref/autograd.cpp.j2)
         self.modules = dict(plan.ref.gm.named_modules())
         self.alias: dict[str, str] = {}   # region-internal value -> the variable that stands for it (x.device)
         self.reads: set[str] = set()      # the variables the statement being written reads (statement)
@@ -246,8 +246,11 @@ class ForwardWriter:
                 f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")
 
     def pointwise(self, step: PointwiseStep) -> str:
-        operands = ", ".join([self.value_of(name) for name in step.inputs] + [p.expr for p in step.params])
-        return f"{var(step.output)} = _call(_Pointwise{step.index}, {operands})"
+        inputs = ", ".join(self.value_of(name) for name in step.inputs)
+        params = ", ".join(p.expr for p in step.params)
+        if self.autograd == "cpp":
+            return f"{var(step.output)} = _ext.pointwise{step.index}([{inputs}], [{params}])"
+        return f"{var(step.output)} = _call(_Pointwise{step.index}, {inputs}{', ' if params else ''}{params})"
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,13 @@
-"""`kgen emit --ref REF` (each region one C++ autograd node, the default) against `--autograd python` (each region a
-torch.autograd.Function in the file): the same kernels behind another autograd node, so outputs and every gradient (inputs, GroupNorm weight and
-bias, the prologue's and epilogue's parameters, one-value parameters summed, a parameter both functors read) must be
-the same to the bit, with grad mode on and off, in float32 and bfloat16.
+"""`kgen emit --ref REF` (each region and element-wise step one C++ autograd node, the default) against `--autograd
+python` (each step a torch.autograd.Function in the file): the same kernels behind another autograd node, so outputs
+and every gradient (inputs, GroupNorm weight and bias, the prologue's and epilogue's parameters, one-value parameters
+summed, a parameter both functors read, inputs an element-wise step broadcasts) must be the same to the bit, with grad
+mode on and off, in float32 and bfloat16.
 
-The references cover what the C++ node does itself: no affine (weight and bias None), a peeled bias in the prologue,
-parameters in both functors, a window max (its aux saved), reductions with keepdim (channel, plane, sample), two
-regions, a faithful switch (matmul, conv) and a static one."""
+The references cover what the C++ nodes do themselves: no affine (weight and bias None), a peeled bias in the
+prologue, parameters in both functors, a window max (its aux saved), reductions with keepdim (channel, plane, sample),
+two regions, a faithful switch (matmul, conv) and a static one; element-wise steps with and without a backward kernel
+(a signed sum has none), with parameters, with inputs of rank 1 and inputs broadcast to the output."""
 from __future__ import annotations
 
 import importlib.util
@@ -30,6 +32,11 @@ REFERENCES = [
     "tests/ref/references/conv3d_gn_swish_global_avgpool.py",   # a plane / sample mean
     "tests/ref/references/conv2d_prelu_gn_prelu_channels.py",  # per-channel parameters in both functors
     "tests/ref/references/two_groupnorms.py",                   # two regions
+    "tests/corpus/resnet_gn_bottleneck_tiny.py",                # element-wise add -> relu of two tensors
+    "tests/corpus/poolformer_block_tiny.py",                    # element-wise signed sum of three tensors
+    "tests/ref/references/conv2d_gn_input_residual_gate.py",    # element-wise steps, one with a parameter
+    "tests/ref/references/linear_gn_input_gate_rank1.py",       # element-wise steps on rank-1 inputs
+    "tests/ref/references/linear_gn_max_broadcast_transpose.py",   # two parameters, an input broadcast
 ]
 
 
@@ -42,8 +49,8 @@ def _load(path: Path, name: str):
 
 @pytest.fixture(scope="module")
 def pairs(tmp_path_factory):
-    """reference -> (reference module, --autograd python file's module, the default C++ node file's module). The sixteen files are
-    built at once first (each in a child process, into TORCH_EXTENSIONS_DIR), then imported."""
+    """reference -> (reference module, --autograd python file's module, the default C++ node file's module). The files
+    are built at once first (each in a child process, into TORCH_EXTENSIONS_DIR), then imported."""
     folder = tmp_path_factory.mktemp("autograd_cpp")
     paths = {}
     for ref in REFERENCES:
@@ -113,3 +120,21 @@ def _compare(pair, dtype):
     _same(outs[0], outs[1], "output")
     for k, (a, b) in enumerate(zip(*leaves)):
         _same(a, b, f"gradient {k}")
+
+
+@pytest.fixture(scope="module")
+def add_relu_file(tmp_path_factory):
+    """The default file of a reference whose one element-wise step is add -> relu of two tensors."""
+    ref = "tests/corpus/resnet_gn_bottleneck_tiny.py"
+    path = tmp_path_factory.mktemp("autograd_cpp_counts") / "add_relu.py"
+    path.write_text(emit_reference(str(ROOT / ref), output=path)[0])
+    return _load(path, "autograd_cpp_add_relu")
+
+
+def test_an_element_wise_node_checks_its_arguments(add_relu_file):
+    x = torch.rand(2, 8, 4, 4, device="cuda")
+    cpp_mod = add_relu_file
+    with pytest.raises(RuntimeError, match=r"kgen: pointwise0 takes 2 input\(s\) and 0 parameter\(s\), got 1 and 0"):
+        cpp_mod._ext.pointwise0([x], [])
+    with pytest.raises(RuntimeError, match="kgen: shapes .* do not broadcast together"):
+        cpp_mod._ext.pointwise0([x, torch.rand(2, 3, 4, 4, device="cuda")], [])

@@ -8,9 +8,10 @@ depilogue (Ke, C)); each element-wise step's forward and backward likewise (ref/
 values come from the plan's own step (tests/ref/plan_interpreter.py's DAG evaluation), the gradients from autograd
 through it, so the file's glue is checked against the reference, not the kernels' arithmetic (the GPU tests do
 that). A batch norm step's entry points likewise (the statistics of the batch or the running ones, which a
-training call updates in place). A file's regions made as C++ autograd nodes (ref/autograd.cpp.j2, the default) get
-`region<i>` too: the node's own work (its output dtype, the kept dims, what it saves, the parameters' gradients from
-the kernels' rows) done in Python around those entry points. Files with kgen's conv are not emulated (NotEmulated).
+training call updates in place). A file's regions and element-wise steps made as C++ autograd nodes (ref/autograd.cpp.j2, the
+default) get `region<i>` and `pointwise<i>` too: the node's own work (its output's shape and dtype, the kept dims, what
+it saves, the inputs' gradients summed back where they broadcast, the parameters' gradients from the kernels' rows)
+done in Python around those entry points. Files with kgen's conv are not emulated (NotEmulated).
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import types
 import torch
 import torch.nn.functional as F
 
-from kgen.ref.codegen import reads_output, region_context
+from kgen.ref.codegen import pointwise_context, reads_output, region_context
 from kgen.ref.ir import BatchNormStep, PointwiseStep, ReduceKind, ReduceOp, RegionStep
 from tests.ref.plan_interpreter import _reduced, run_dag
 
@@ -56,10 +57,13 @@ def emulated_ext(plans, module) -> types.SimpleNamespace:
             setattr(ext, f"batchnorm{step.index}_forward", forward)
             setattr(ext, f"batchnorm{step.index}_backward", backward)
         elif isinstance(step, PointwiseStep):
-            cls = getattr(module, f"_Pointwise{step.index}")
-            forward, backward = _pointwise_entries(step, cls.SLOTS)
+            cls = getattr(module, f"_Pointwise{step.index}", None)
+            context = pointwise_context(step)
+            forward, backward = _pointwise_entries(step, cls.SLOTS if cls is not None else context["slots"])
             setattr(ext, f"pointwise{step.index}_forward", forward)
             setattr(ext, f"pointwise{step.index}_backward", backward)
+            if cls is None:   # the step is a C++ autograd node
+                setattr(ext, f"pointwise{step.index}", _pointwise_node_entry(ext, step, context))
     return ext
 
 
@@ -138,13 +142,7 @@ def _node_dtype(expr, x, params):
     """The node's output dtype: plan_dtype.cpp_dtype's expression (a float32 cast inside the region), else
     kgen_region_out_dtype (float32 under autocast; x's dtype promoted with each parameter's that has dims)."""
     if expr is None:
-        if torch.is_autocast_enabled(x.device.type):
-            return torch.float32
-        dtype = x.dtype
-        for p in params:
-            if p.dtype != dtype and p.dim() > 0:
-                dtype = torch.promote_types(dtype, p.dtype)
-        return dtype
+        return _promoted(x, params, True)
     kind = expr[0]
     if kind == "x":
         return x.dtype
@@ -301,6 +299,93 @@ def _region_entries(step: RegionStep, prologue_slots: list, epilogue_slots: list
         return [dx, dw, db, _rows(dpro, channels, x.dtype), _rows(depi, channels, x.dtype)]
 
     return forward, backward
+
+
+def _pointwise_node_entry(ext, step: PointwiseStep, context: dict):
+    """`pointwise<i>(inputs, params)` of ref/autograd_pointwise.cpp.j2: the step's entry points (looked up on `ext` at
+    each call) run without autograd on the inputs broadcast to the output's shape, and where grad mode is on and a
+    tensor requires grad, the output gets a node whose backward calls the backward entry point (a signed sum's: the
+    output's gradient times each input's share) and sums the gradients back to each input's and parameter's shape."""
+    index, slots, linear = step.index, context["slots"], context["linear"]
+    count = len(step.inputs)
+
+    def planes(t, shape):   # kgen_as_planes
+        t = t if t.shape == shape else t.expand(shape)
+        return t if t.dim() >= 2 else t.reshape(-1, 1)
+
+    def summed_back(dx, shape, to):   # kgen_summed_back
+        dx = dx if dx.shape == shape else dx.view(shape)
+        return dx if dx.shape == to else dx.sum_to_size(to)
+
+    def run(inputs, params):
+        shape = torch.broadcast_shapes(*[t.shape for t in inputs],
+                                       *[_param_read_shape(p, r) for p, r in zip(params, context["param_ranks"])])
+        dtype = _promoted(inputs[0], list(inputs[1:]) + list(params), context["autocast_float32"])
+        with torch.no_grad():
+            y = getattr(ext, f"pointwise{index}_forward")([planes(t, shape) for t in inputs],
+                                                          [params[k] for k in slots], _ROUNDING.get(dtype, 0))
+            y = y if y.dtype == dtype else y.to(dtype)
+            return (y if y.shape == shape else y.view(shape)), dtype
+
+    class Node(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            y, dtype = run(args[:count], args[count:])
+            ctx.rounding, ctx.shapes = _ROUNDING.get(dtype, 0), [t.shape for t in args[:count]]
+            if linear is None:
+                ctx.save_for_backward(*args)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            result = [None] * len(ctx.needs_input_grad)
+            if linear is not None:
+                for k, share in enumerate(linear):
+                    if ctx.needs_input_grad[k]:
+                        result[k] = summed_back(grad if share == 1.0 else -grad if share == -1.0 else grad * share,
+                                                grad.shape, ctx.shapes[k])
+                return tuple(result)
+            inputs, params = ctx.saved_tensors[:count], ctx.saved_tensors[count:]
+            needed = list(ctx.needs_input_grad[:count])
+            d = getattr(ext, f"pointwise{index}_backward")(
+                planes(grad, grad.shape), [planes(t, grad.shape) for t in inputs], needed, [params[k] for k in slots],
+                ctx.rounding)
+            for k in range(count):
+                if needed[k]:
+                    result[k] = summed_back(d[k], grad.shape, inputs[k].shape)
+            for slot, k in enumerate(slots):
+                g = _node_param_grad(d[-1][slot], params[k], False, True)
+                result[count + k] = g if result[count + k] is None else result[count + k] + g
+            return tuple(result)
+
+    def pointwise(inputs, params):
+        if len(inputs) != count or len(params) != len(step.params):   # the node's TORCH_CHECK
+            raise RuntimeError(f"kgen: pointwise{index} takes {count} input(s) and {len(step.params)} parameter(s), "
+                               f"got {len(inputs)} and {len(params)}")
+        if torch.is_grad_enabled() and any(t.requires_grad for t in [*inputs, *params]):
+            return Node.apply(*inputs, *params)
+        return run(inputs, params)[0]
+
+    return pointwise
+
+
+def _param_read_shape(param, rank: int):
+    """kgen_read_shape: a parameter's own shape (rank 0), or (1, C, 1, ...) of `rank`."""
+    if rank == 0:
+        return param.shape
+    return (1, param.numel()) + (1,) * (rank - 2) if param.numel() > 1 else (1,) * rank
+
+
+def _promoted(x, others, float32_under_autocast: bool):
+    """kgen_out_dtype: float32 under autocast where the step runs an op autocast runs in float32, else x's dtype
+    promoted with each other tensor's that has dims."""
+    if float32_under_autocast and torch.is_autocast_enabled(x.device.type):
+        return torch.float32
+    dtype = x.dtype
+    for t in others:
+        if t.dtype != dtype and t.dim() > 0:
+            dtype = torch.promote_types(dtype, t.dtype)
+    return dtype
 
 
 def _pointwise_entries(step: PointwiseStep, slots: list):

@@ -482,7 +482,7 @@ def test_elementwise_of_values_from_different_kernels_is_a_kgen_kernel(tmp_path)
     defined = {line.split(" = ", 1)[0]: i for i, line in enumerate(lines)}
     for step in pointwise(plan):
         call = defined[step.output]
-        assert lines[call].startswith(f"{step.output} = _call(_Pointwise{step.index}, {', '.join(step.inputs)}")
+        assert lines[call].startswith(f"{step.output} = _ext.pointwise{step.index}([{', '.join(step.inputs)}], [")
         assert all(defined.get(name, -1) < call for name in step.inputs)
 
 

@@ -186,7 +186,7 @@ def test_an_element_wise_kernel_broadcasts_a_parameter_as_the_reference_reads_it
     (pointwise,) = [s for s in plan.steps if isinstance(s, PointwiseStep)]
     assert [n.op for n in pointwise.nodes] == ["mul", "prelu"]
     assert [(p.label, p.shape, p.read_rank) for p in pointwise.params] == [("w", (16,), 4), ("act.weight", (16,), 4)]
-    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    solution = load_emitted(emit_reference(str(path), autograd="python")[0], monkeypatch)
     seen = {}
 
     def forward(inputs, params, rounding):
@@ -206,8 +206,9 @@ KERNELBENCH = HERE.parent.parent.parent / "shared" / "kernelbench" / "problems"
 
 @pytest.mark.parametrize("path", OWN + PROBES + sorted(KERNELBENCH.glob("level2_75_*.py")), ids=lambda p: p.stem[:40])
 def test_every_element_wise_kernel_gives_the_traced_shape(path, monkeypatch):
-    """Each element-wise step's autograd Function, handed tensors of its inputs' traced shapes and its parameters
-    (the kernel stubbed), returns the output shape the reference traced: broadcast inputs, 0-d ones, parameters
+    """Each element-wise step's autograd Function (--autograd python; the C++ node's shapes are checked against it on
+    the GPU, tests/gpu/test_autograd_cpp.py), handed tensors of its inputs' traced shapes and its parameters (the
+    kernel stubbed), returns the output shape the reference traced: broadcast inputs, 0-d ones, parameters
     that raise the rank and parameters read through views."""
     check_element_wise_shapes(path, monkeypatch)
 
@@ -232,7 +233,7 @@ def check_element_wise_shapes(path, monkeypatch) -> int:
     steps = [s for s in plan.steps if isinstance(s, PointwiseStep)]
     if not steps:
         pytest.skip("no element-wise kernel in this plan")
-    solution = load_emitted(emit_reference(str(path))[0], monkeypatch)
+    solution = load_emitted(emit_reference(str(path), autograd="python")[0], monkeypatch)
     model = plan.ref.model
     stubs = {f"pointwise{s.index}_forward": (lambda inputs, params, rounding: torch.zeros(inputs[0].shape))
              for s in steps}
@@ -372,7 +373,7 @@ def test_an_element_wise_op_on_parameters_alone_is_a_kgen_kernel(tmp_path):
     first = next(s for s in plan.steps if isinstance(s, PointwiseStep))
     assert [n.op for n in first.nodes] == ["mul", "sigmoid"]
     assert first.inputs == ["gate"] and first.shape == [1, 16, 1, 1]
-    assert "sigmoid = _call(_Pointwise0, gate)" in emit_reference(str(path))[0]
+    assert "sigmoid = _ext.pointwise0([gate], [])" in emit_reference(str(path))[0]
 
 
 def test_a_groupnorm_of_a_float64_tensor_is_pytorchs(tmp_path):
