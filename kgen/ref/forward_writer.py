@@ -1,7 +1,8 @@
 """ModelNew.forward's statements from a Plan (part of the third room of `kgen emit --ref`): one statement a step in
 the reference's order (a library step: the PyTorch call the reference makes, its bias dropped where a region adds it;
-a kgen step: its C++ autograd node (a region's, an element-wise step's), or with --autograd python its Function), then only the statements the return needs
-(live_statements), and forward's own arguments as the reference declares them.
+a kgen step: its C++ autograd node, a region's or an element-wise step's, or with --autograd python its Function),
+then only the statements the return needs (live_statements), and forward's own arguments as the reference declares
+them.
 """
 from __future__ import annotations
 

@@ -4,14 +4,14 @@ from their rows, the peeled biases, the library calls between the steps) runs fo
 
 Each region's entry points take and return what the kernels do (ref/bindings.cu.j2): the forward
 (out, mean, rstd, aux) with the reduced dims dropped, the backward (dx, dweight, dbias, dprologue (Kp, C),
-depilogue (Ke, C)); each element-wise step's forward and backward likewise (ref/solution.py.j2's _Pointwise). The
+depilogue (Ke, C)); each element-wise step's forward and backward likewise (pointwise<i>_forward, _backward). The
 values come from the plan's own step (tests/ref/plan_interpreter.py's DAG evaluation), the gradients from autograd
 through it, so the file's glue is checked against the reference, not the kernels' arithmetic (the GPU tests do
 that). A batch norm step's entry points likewise (the statistics of the batch or the running ones, which a
-training call updates in place). A file's regions and element-wise steps made as C++ autograd nodes (ref/autograd.cpp.j2, the
-default) get `region<i>` and `pointwise<i>` too: the node's own work (its output's shape and dtype, the kept dims, what
-it saves, the inputs' gradients summed back where they broadcast, the parameters' gradients from the kernels' rows)
-done in Python around those entry points. Files with kgen's conv are not emulated (NotEmulated).
+training call updates in place). A file's regions and element-wise steps made as C++ autograd nodes
+(ref/autograd.cpp.j2, the default) get `region<i>` and `pointwise<i>` too: the node's own work (its output's shape and
+dtype, the kept dims, what it saves, the inputs' gradients summed back where they broadcast, the parameters' gradients
+from the kernels' rows) done in Python around those entry points. Files with kgen's conv are not emulated (NotEmulated).
 """
 from __future__ import annotations
 
