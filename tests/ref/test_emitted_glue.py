@@ -92,7 +92,8 @@ def _small(shape) -> list:
 
 # Defects in a file's glue this check must find: with Python Functions, a parameter's gradient row not summed where
 # it is one value, a prologue row doubled; with either autograd, the bias peeled from a Linear and not added back, in
-# bfloat16 that bias dropped from the library call as well, and a region called with another eps.
+# bfloat16 that bias dropped from the library call as well, a region called with another eps, and an element-wise
+# node handed its inputs in another order.
 DEFECTS = [
     ("gn_scalar_gate", "return row.sum().reshape(param.shape)", "return (row.sum() * 0.5).reshape(param.shape)",
      torch.float64, "python"),
@@ -103,6 +104,8 @@ DEFECTS = [
     ("gn_1d_no_spatial", "return bias if bias is not None and _stores_half(x) else None", "return None",
      torch.bfloat16, "cpp"),
     ("gn_1d_no_spatial", "self.gn.eps, (), [", "self.gn.eps * 1e3, (), [", torch.float64, "cpp"),
+    ("poolformer_block_tiny", "_ext.pointwise0([x, norm1, pool], [])", "_ext.pointwise0([x, pool, norm1], [])",
+     torch.float64, "cpp"),
 ]
 
 
