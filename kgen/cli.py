@@ -119,8 +119,8 @@ def list_specs():
                    "convolution or matmul reads, which round float32 to TF32; the default), all, or none (kgen's own "
                    "statistics and fastest kernels everywhere)")
 @click.option("--autograd", type=click.Choice(["cpp", "python"]), default=None,
-              help="with --ref: each region's autograd as one C++ autograd node (cpp, the default: less host time a "
-                   "call) or as a torch.autograd.Function in the file (python)")
+              help="with --ref: each region's and element-wise step's autograd as one C++ autograd node (cpp, the "
+                   "default: less host time a call) or as a torch.autograd.Function in the file (python)")
 @click.option("--region-kernels", "region_kernels", type=click.Choice(["auto", "resident", "two-pass"]), default=None,
               help="with --ref: which kernels a GroupNorm region may take: auto (kgen's rules, the default), resident "
                    "(held on chip wherever a slice fits) or two-pass (statistics, then apply, for every shape); "

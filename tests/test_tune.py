@@ -1,6 +1,7 @@
 """kgen tune on the CPU: the candidates it enumerates and prunes, the record a file's header keeps and `kgen emit
 --choices` takes back (same bytes), the choice of the winner, the budget, and the cache, with the GPU stages
 replaced by a runner that returns given verdicts and times."""
+import importlib
 import json
 import subprocess
 import sys
@@ -48,6 +49,22 @@ def test_a_region_fed_by_kgens_conv_takes_no_node():
     fused = Choices(conv="fused")
     assert [c.autograd for c in candidates(load_reference(L2_19), block_sizes=(256,), takes=("autograd",),
                                            default=fused)] == ["cpp"]
+
+
+def test_an_element_wise_step_takes_a_node_where_no_region_does(monkeypatch):
+    # --autograd python makes each element-wise step a Function too: a plan whose regions all keep their Functions
+    # (fed by kgen's conv) still gets the python candidate where it has an element-wise step
+    from kgen.ref.ir import PointwiseStep, RegionStep
+    module = importlib.import_module("kgen.tune.candidates")   # kgen.tune.candidates is also a function's name
+    ref = load_reference(ROOT / "tests" / "corpus" / "resnet_gn_bottleneck_tiny.py")
+    steps = module._steps(ref, "exact")
+    assert any(isinstance(s, PointwiseStep) for s in steps)
+    monkeypatch.setattr(module, "_steps", lambda ref, conv: [s for s in steps if not isinstance(s, RegionStep)])
+    assert module.node_takes_a_step(ref, "exact")
+    assert [c.autograd for c in candidates(ref, block_sizes=(256,), takes=("autograd",))] == ["cpp", "python"]
+    monkeypatch.setattr(module, "_steps", lambda ref, conv: [s for s in steps if not isinstance(s, PointwiseStep)
+                                                              and not isinstance(s, RegionStep)])
+    assert not module.node_takes_a_step(ref, "exact")
 
 
 def test_the_region_kernels_are_forced_each_way_at_the_default_block_size():

@@ -4,7 +4,7 @@
               [--json P] [--no-cache]
 
 1. candidates.py: every combination of block size, conv mode and forward that changes this plan's file (and the
-   region kernels forced, the regions as Python autograd Functions, at the default's other options), the
+   region kernels forced, the steps as Python autograd Functions, at the default's other options), the
    default first.
 2. Each candidate is emitted, all are built at once, each is `kgen validate`d (a candidate that fails is never
    timed, and never wins), and the passing ones are timed together in one process against eager and

@@ -6,9 +6,9 @@ smaller than a warp, a cliff: two_pass_cliff).
 
 A `Choices` is what the emitted file's header records as `kgen-params` (less the faithful mode, which decides
 correctness and is never tuned): `kgen emit --ref REF --choices '<that JSON>'` writes the same bytes again. Besides
-the kernels' options, the regions' autograd: the default's kernels with each region a Python autograd Function
-(`--autograd python`) beside the default's C++ nodes, where a region takes one: the same kernels, and host time a
-call, which decides small models.
+the kernels' options, the steps' autograd: the default's kernels with each region and element-wise step a Python
+autograd Function (`--autograd python`) beside the default's C++ nodes, where a step takes one: the same kernels, and
+host time a call, which decides small models.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from kgen.ref.emit import AUTOGRAD_MODES, DEFAULT_AUTOGRAD, REGION_KERNELS, check_block_size, mode_plans, onepass_applies
-from kgen.ref.ir import RegionStep
+from kgen.ref.ir import PointwiseStep, RegionStep
 from kgen.ref.plan_layout import CONV_MODES
 from kgen.ref.tf32 import faithful_now
 from kgen.ref.trace import RefError
@@ -101,8 +101,9 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
     """Every combination worth a build for the traced reference `ref`, `default` first: each block size, with each
     conv mode whose plan differs from the exact one, and with the one-pass forward where a region of that plan takes
     it; then, at the default block size, each of those with the region kernels forced (resident, two-pass) where a
-    region's kernels are kgen's choice (region_kernels_matter); then the default with the other autograd (a region a Python
-    Function, not a C++ node) where a region takes a node (node_takes_a_region); an option not in `takes` (a preset's) stays the default's."""
+    region's kernels are kgen's choice (region_kernels_matter); then the default with the other autograd (each step a
+    Python Function, not a C++ node) where a step takes a node (node_takes_a_step); an option not in `takes` (a
+    preset's) stays the default's."""
     for size in block_sizes:
         check_block_size(size)
     sizes = block_sizes if "block_size" in takes else (default.block_size,)
@@ -119,16 +120,17 @@ def candidates(ref, block_sizes=DEFAULT_BLOCK_SIZES, takes=KEYS, default: Choice
         forced = {conv: _forced_kernels(ref, conv) for conv in convs}   # each plan made once, not per candidate
         found += [Choices(default.block_size, c.conv, c.forward, kernels, c.autograd) for c in list(found)
                   if c.block_size == default.block_size for kernels in forced[c.conv] if kernels != c.region_kernels]
-    if "autograd" in takes and node_takes_a_region(ref, default.conv):
+    if "autograd" in takes and node_takes_a_step(ref, default.conv):
         found += [Choices(**{**default.options(), "autograd": mode}) for mode in AUTOGRAD_MODES
                   if mode != default.autograd]
     return [default] + [c for c in dict.fromkeys(found) if c != default]
 
 
-def node_takes_a_region(ref, conv: str) -> bool:
-    """Whether `--autograd` changes the plan's file: a region not fed by kgen's own conv (that one keeps its Python
-    Function, paired with the conv's)."""
-    return any(isinstance(s, RegionStep) and not s.conv_fused for s in _steps(ref, conv))
+def node_takes_a_step(ref, conv: str) -> bool:
+    """Whether `--autograd` changes the plan's file: an element-wise step, or a region not fed by kgen's own conv (that
+    one keeps its Python Function, paired with the conv's)."""
+    return any(isinstance(s, PointwiseStep) or isinstance(s, RegionStep) and not s.conv_fused
+               for s in _steps(ref, conv))
 
 
 def _forced_kernels(ref, conv: str) -> tuple:
