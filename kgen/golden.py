@@ -21,7 +21,8 @@ GOLDEN: dict[str, tuple[str, dict]] = {
 
 
 # file name -> a reference (relative to the repository), emitted with `kgen emit --ref` (one per kernel
-# family of the --ref path: two-pass regions with window pooling and an element-wise kernel; resident
+# family of the --ref path: two-pass regions with window pooling; element-wise kernels (one with a parameter) and
+# their C++ autograd nodes; a signed sum's node, which has no backward kernel; resident
 # regions with a channel reduction and an op PyTorch keeps; the rows forward of Linear outputs with short slices;
 # the batch norm step with its element-wise ops and pooling; a faithful region that only a Linear reads, switched at
 # run time, with native_group_norm's statistics and the one-pass forward for the calls where it is not faithful (both
@@ -46,6 +47,8 @@ GOLDEN_REF: dict[str, str] = {
         "kgen/specs/references/level2_75_gemm_groupnorm_min_biasadd.py",
     "ref_audio_film_conv1d_merged.py": "tests/ref/unseen/audio_film_conv1d.py",
     "ref_linear_bn1d_noaffine_relu_gn.py": "tests/ref/references/linear_bn1d_noaffine_relu_gn.py",
+    "ref_conv2d_gn_input_residual_gate.py": "tests/ref/references/conv2d_gn_input_residual_gate.py",
+    "ref_poolformer_block_tiny.py": "tests/corpus/poolformer_block_tiny.py",
 }
 # file name -> options of `kgen emit --ref` beyond the defaults
 GOLDEN_REF_OPTIONS: dict[str, dict] = {
