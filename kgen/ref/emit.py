@@ -240,7 +240,7 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
                                                                 f"region{r['index']}_backward"]
         if r["conv_fused"]:
             functions += [f"region{r['index']}_convt_{f}" for f in ("unsupported", "forward", "inference", "backward")]
-    for p in context["pointwise"]:   # a signed sum's backward is PyTorch's (no kernel: solution.py.j2)
+    for p in context["pointwise"]:   # the node, or the Function's entry points (a signed sum has no backward kernel)
         functions += [f"pointwise{p['index']}"] if p["cpp"] else (
             [f"pointwise{p['index']}_forward"] + ([f"pointwise{p['index']}_backward"] if p["linear"] is None else []))
     for b in context["batchnorms"]:
