@@ -966,7 +966,7 @@ constexpr int kTypeRounding<__nv_bfloat16> = kStoredBf16;
 template <class T, class F>
 inline void dispatch_rounding(int rounding, F&& f) {
   if constexpr (kTypeRounding<T> != kRuntimeRounding) {
-    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", rounding, ")");
+    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", str(rounding), ")");
     f(std::integral_constant<int, kTypeRounding<T>>{});
   } else if (rounding == kExact) {
     f(std::integral_constant<int, kExact>{});
@@ -1473,7 +1473,8 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 // Team sizes: the statistics passes read 16-byte packs, a team of tpg threads per slice (tpg a power of
 // two dividing the packs of a slice where that leaves no thread more than 8 packs: then the threads of a
 // warp touch distinct banks), or the whole block for slices of more than 1024 values; the per-channel
-// passes take tpc threads per channel (32 for planes of 64 values and more); Linear outputs (plane == 1,
+// passes take tpc threads per channel (32 for planes of 64 values and more; the backward's, the whole block where a
+// tile's channels would keep at most a quarter of its warps, on planes of a block's values or more); Linear outputs (plane == 1,
 // D % 4 == 0) take a flat path instead: 4 channels per thread at a time, 16-byte shared, gamma / beta and
 // output accesses, the loads of several such packs issued before the first is used.
 // Every reduction across threads is an xor-butterfly over a fixed width (and over the block's warps in
@@ -3070,6 +3071,13 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
     p.tpc = std::min(kWarpSize, lowest_bit(dims.plane));
     while (p.tpc < kWarpSize && p.tpc < dims.plane && tile_channels * p.tpc < block) p.tpc *= 2;
   }
+  // The backward's passes where a warp a channel would leave three quarters of the block idle (instance norm's one
+  // channel a slice; two): the whole block a channel, channel after channel. H200, GroupNorm then GELU, kgen's kernels
+  // a forward + backward, us, a warp a channel -> the block: (8, 128, 64, 64) in 128 groups 183.2 -> 93.4; (16, 256,
+  // 4096) in 256 groups 685.8 -> 323.1; (32, 128, 56, 56) in 64 groups 310.4 -> 194.4; (16, 256, 32, 32) in 128 groups
+  // 133.7 -> 105.1; but in 64 groups (4 channels a tile) 79.5 -> 85.9, so a tile of 4 keeps its warps
+  // (benchmarks/results/h200/cliffs/resident_backward_small/).
+  if (backward && tile_channels * kWarpSize * 4 <= block && dims.plane >= block) p.tpc = block;
   p.rounds_c = rounds_for(tile_channels, p.tpc, block);
   // spatial sizes and windows, leading 1s
   for (int k = 0; k < 3; ++k) {
@@ -6000,6 +6008,13 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
+// A backward's parameter gradient (dgamma, dbeta, dprologue, depilogue): every backward path writes each entry where x
+// has elements, so nothing is filled then (a fill is a launch: host time on a small model); an empty x's gradients
+// are zeros, the sum over nothing.
+inline at::Tensor param_grad_buffer(c10::IntArrayRef sizes, const at::TensorOptions& options, bool x_empty) {
+  return x_empty ? at::zeros(sizes, options) : at::empty(sizes, options);
+}
+
 // dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
@@ -6399,10 +6414,10 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
     const int64_t planes = shape.batch * shape.channels;
     const int64_t blocks = shape.batch * shape.groups * plan.cluster;
     if (blocks >= (int64_t(1) << 31)) return;
-    auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-    auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-    auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
-    auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+    auto dgamma = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+    auto dbeta = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+    auto dprologue = param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
+    auto depilogue = param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
     auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
     auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
@@ -6665,10 +6680,10 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const RegionShape& shape = in.shape;
   const auto options = in.x.options().dtype(at::kFloat);
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
-  auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+  auto dgamma = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+  auto dbeta = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
+  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
   const bool vec = rt::backward_vec<R>(in, dx);
   if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {

@@ -38,6 +38,8 @@ CASES = [
     ((3, 8, 3, 4, 5), 2, [2, 2, 2], True),  # 5D
     ((3, 8, 3, 4, 5), 8, [1, 3, 2], False),
     ((2, 128, 17, 17), 8, [2, 2], True),  # 4624-value slices (block teams); samples of 37 k values (> 48 KB)
+    ((2, 4, 48, 48), 4, [2, 2], True),   # one 2304-value channel a slice: the backward's passes a block a channel
+    ((2, 6, 33, 40), 3, [3, 4], False),  # two 1320-value channels a slice, windows: a block a channel
 ]
 
 

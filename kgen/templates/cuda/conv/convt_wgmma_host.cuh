@@ -145,7 +145,7 @@ std::vector<at::Tensor> convt_wgmma_moments(const at::Tensor& input, const at::T
                                            pitch_align, bulk, bulk_stages);
   TORCH_CHECK(why.empty(), "kgen: the wgmma ConvTranspose2d does not take this shape: ", why);
   g.l2_prefetch = l2_prefetch;
-  TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", chunks_in_flight);
+  TORCH_CHECK(chunks_in_flight == 2 || chunks_in_flight == 3, "kgen: 2 or 3 chunks in flight, not ", str(chunks_in_flight));
   g.chunks_in_flight = chunks_in_flight;
   auto z = at::empty({s.batch, s.out_channels, s.out_h, s.out_w}, x.options());
   auto mean = at::empty({s.batch, s.groups, 2}, x.options());

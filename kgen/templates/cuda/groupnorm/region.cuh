@@ -83,7 +83,7 @@ constexpr int kTypeRounding<__nv_bfloat16> = kStoredBf16;
 template <class T, class F>
 inline void dispatch_rounding(int rounding, F&& f) {
   if constexpr (kTypeRounding<T> != kRuntimeRounding) {
-    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", rounding, ")");
+    TORCH_CHECK(rounding == kTypeRounding<T>, "kgen: a 2-byte input read at another dtype's rounding (", str(rounding), ")");
     f(std::integral_constant<int, kTypeRounding<T>>{});
   } else if (rounding == kExact) {
     f(std::integral_constant<int, kExact>{});

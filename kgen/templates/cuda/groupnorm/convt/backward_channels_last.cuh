@@ -161,10 +161,10 @@ std::vector<at::Tensor> region_backward_channels_last(const at::Tensor& dout_in,
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::ChannelsLast);
-  auto dgamma = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dbeta = in.affine ? at::zeros({shape.channels}, options) : at::Tensor();
-  auto dprologue = at::zeros({int64_t(Pro::kParams), shape.channels}, options);
-  auto depilogue = at::zeros({int64_t(Epi::kParams), shape.channels}, options);
+  auto dgamma = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+  auto dbeta = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
+  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
+  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   // The sums sweep and the group coefficients, as the two-pass backward runs them.

@@ -98,6 +98,13 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
     p.tpc = std::min(kWarpSize, lowest_bit(dims.plane));
     while (p.tpc < kWarpSize && p.tpc < dims.plane && tile_channels * p.tpc < block) p.tpc *= 2;
   }
+  // The backward's passes where a warp a channel would leave three quarters of the block idle (instance norm's one
+  // channel a slice; two): the whole block a channel, channel after channel. H200, GroupNorm then GELU, kgen's kernels
+  // a forward + backward, us, a warp a channel -> the block: (8, 128, 64, 64) in 128 groups 183.2 -> 93.4; (16, 256,
+  // 4096) in 256 groups 685.8 -> 323.1; (32, 128, 56, 56) in 64 groups 310.4 -> 194.4; (16, 256, 32, 32) in 128 groups
+  // 133.7 -> 105.1; but in 64 groups (4 channels a tile) 79.5 -> 85.9, so a tile of 4 keeps its warps
+  // (benchmarks/results/h200/cliffs/resident_backward_small/).
+  if (backward && tile_channels * kWarpSize * 4 <= block && dims.plane >= block) p.tpc = block;
   p.rounds_c = rounds_for(tile_channels, p.tpc, block);
   // spatial sizes and windows, leading 1s
   for (int k = 0; k < 3; ++k) {

@@ -46,7 +46,8 @@
 // Team sizes: the statistics passes read 16-byte packs, a team of tpg threads per slice (tpg a power of
 // two dividing the packs of a slice where that leaves no thread more than 8 packs: then the threads of a
 // warp touch distinct banks), or the whole block for slices of more than 1024 values; the per-channel
-// passes take tpc threads per channel (32 for planes of 64 values and more); Linear outputs (plane == 1,
+// passes take tpc threads per channel (32 for planes of 64 values and more; the backward's, the whole block where a
+// tile's channels would keep at most a quarter of its warps, on planes of a block's values or more); Linear outputs (plane == 1,
 // D % 4 == 0) take a flat path instead: 4 channels per thread at a time, 16-byte shared, gamma / beta and
 // output accesses, the loads of several such packs issued before the first is used.
 // Every reduction across threads is an xor-butterfly over a fixed width (and over the block's warps in

@@ -180,6 +180,13 @@ inline void check_saved_statistics(const at::Tensor& mean, const at::Tensor& rst
               "kgen: saved statistics must be the forward's (N, G, 2) mean and (N, G) rstd");
 }
 
+// A backward's parameter gradient (dgamma, dbeta, dprologue, depilogue): every backward path writes each entry where x
+// has elements, so nothing is filled then (a fill is a launch: host time on a small model); an empty x's gradients
+// are zeros, the sum over nothing.
+inline at::Tensor param_grad_buffer(c10::IntArrayRef sizes, const at::TensorOptions& options, bool x_empty) {
+  return x_empty ? at::zeros(sizes, options) : at::empty(sizes, options);
+}
+
 // dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
