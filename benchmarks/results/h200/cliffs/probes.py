@@ -41,11 +41,15 @@ def get_init_inputs():
 '''
 
 
-def main() -> int:
-    out = Path(sys.argv[1])
+def write(out: Path, probes: dict) -> None:
+    """One reference file a probe, `name.py` in `out`."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, (shape, groups) in PROBES.items():
+    for name, (shape, groups) in probes.items():
         (out / f"{name}.py").write_text(REFERENCE.format(shape=shape, channels=shape[1], groups=groups))
+
+
+def main() -> int:
+    write(Path(sys.argv[1]), PROBES)
     return 0
 
 

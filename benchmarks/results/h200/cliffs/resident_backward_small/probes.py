@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from probes import REFERENCE  # noqa: E402  (../probes.py: GroupNorm then GELU)
+from probes import write  # noqa: E402  (../probes.py: GroupNorm then GELU)
 
 # name -> (input shape, groups); the slice (channels per group x plane) in the name
 PROBES = {
@@ -23,12 +23,8 @@ PROBES = {
 
 
 def main() -> int:
-    out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
-    for name, (shape, groups) in PROBES.items():
-        (out / f"{name}.py").write_text(REFERENCE.format(shape=shape, channels=shape[1], groups=groups))
+    write(Path(sys.argv[1]), PROBES)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
