@@ -3270,8 +3270,14 @@ bool region_resident_fits(const at::Tensor& x, int64_t groups) {
 // sweep at 2.5-2.8 TB/s there, reading x twice) is faster. The backward's tile is single-buffered and, without
 // a reduction after the region, holds dout beside x: twice the forward's bytes, so a slice of 9 k to 19 k
 // values fits 3 forward blocks on an SM and only 2 backward ones (H200, one 12.8 k-value channel a group:
-// the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/).
+// the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/). A backward tile with a channel or more for
+// every warp of the block is kept at kMinResidentBlocksFullTile: its per-channel passes keep every warp at work while
+// the SM's other block copies (H200, squeeze_excite_gn_large's 16 channels of 28 x 28 a slice, 100 KB a tile: the
+// backward kernels 69 us, against 101 for the pipelined kernel and 166 for the sweeps,
+// benchmarks/results/h200/cliffs/pipeline_teams/); a tile of 4 channels is not (cl_2d_12544 in the
+// first: 59.0 against 57.2).
 constexpr int kMinResidentBlocks = 3;
+constexpr int kMinResidentBlocksFullTile = 2;
 // The two-pass backward sweeps launch a block per (sample, channel) plane: on a plane of fewer values than a block's
 // threads most of them idle, and on 1-value planes the launch is the cost (H200, L2-75: 8.4 M blocks a sweep, 44 ms,
 // where its resident backward fits 2 tiles an SM; the H100 timed that backward at 0.065 ms). There the resident
@@ -3285,8 +3291,11 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups, bool backward = f
   if (x.numel() == 0) return true;
   if (backward && region_dims(x).plane < kSweepMinPlane) return true;
   std::vector<int64_t> window(x.dim() - 2, 1);
-  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, backward, smem_budget(x));
-  return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
+  constexpr int kBlock = 256;
+  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, kBlock, 1, backward, smem_budget(x));
+  const int64_t per_sm = sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem);
+  const bool full_tile = backward && plan.tpc == kWarpSize && int64_t(plan.tile_groups) * plan.cpg * kWarpSize >= kBlock;
+  return plan.stages == 2 || per_sm >= kMinResidentBlocks || (full_tile && per_sm >= kMinResidentBlocksFullTile);
 }
 
 }  // namespace kgen
@@ -3935,6 +3944,27 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
   if (warp == 0) {
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = warp_sum(lane < kWarps ? per_warp[k][lane] : 0.f);
+  }
+}
+
+// K sums over each team of `team` threads (whole warps dividing kBlock) at once (one shared round trip); the
+// results are valid in each team's first thread. A team of kBlock threads sums as block_sums does, to the bit.
+template <int kBlock, int K>
+__device__ __forceinline__ void team_sums(float (&v)[K], int team) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float per_warp[K][kWarps];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int team_warps = team / kWarpSize, first = warp - warp % team_warps;
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) per_warp[k][warp] = v[k];
+  }
+  __syncthreads();
+  if (warp == first) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = warp_sum(lane < team_warps ? per_warp[k][first + lane] : 0.f);
   }
 }
 
@@ -4955,8 +4985,10 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
 //   then, alternately       pass A of item lag + k, pass B of item k
 //   then                    pass B of the last lag items
 //
-// An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane: small,
-// so that what is read and written between an item's pass A and its pass B (about lag items of every stream
+// An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane, or, where
+// a plane is at most a round of a smaller team, TEAMS whole planes of one slice, one to each team of kBlock / teams
+// threads (as the sweeps' warp teams: on a 28 x 28 plane a block of 256 threads would keep a fifth of its loads in
+// flight, and every item pays the hand-over): small, so that what is read and written between an item's pass A and its pass B (about lag items of every stream
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
@@ -4988,10 +5020,13 @@ struct PipelineSync {
 };
 
 struct PipelinePlan {
-  SplitPlan split;     // an item is one (plane, chunk) of this split
-  unsigned items;      // planes * splits
-  unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits
+  SplitPlan split;     // a team's part of an item is one (plane, chunk) of this split
+  unsigned teams;      // parts of an item, one to each team of kBlock / teams threads; > 1 only where splits = 1
+  unsigned items;      // planes * splits / teams
+  unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits / teams
   unsigned lag;        // items from an item's pass A ticket to its pass B ticket, per_slice <= lag <= items
+  // The partials' (plane, chunk) slots: items * teams.
+  __host__ __device__ __forceinline__ unsigned parts() const { return items * teams; }
 };
 
 // What thread 0 hands the block at an item's end: its next ticket, and the slice to merge first (-1: none).
@@ -5019,8 +5054,8 @@ struct PipelineArgs {
   double2* plane_sums;
   float* dx;
   float2* gn_partial;
-  float* epi_partial;  // (Epi::kParams, items)
-  float* pro_partial;  // (Pro::kParams, items)
+  float* epi_partial;  // (Epi::kParams, parts)
+  float* pro_partial;  // (Pro::kParams, parts)
 };
 
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
@@ -5105,13 +5140,13 @@ __device__ __forceinline__ bool ticket_task(unsigned t, const PipelinePlan& pipe
   return true;
 }
 
-// One round of an item's loads: kUnroll packs of each stream, from pack `base` on (none past `packs`).
-template <int W, int kStreams, int kBlock>
+// One round of a team's loads: kUnroll packs of each stream `team` apart, from pack `base` on (none past `packs`).
+template <int W, int kStreams>
 __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], const float* const (&in)[kStreams],
-                                           int64_t base, int64_t packs, uint64_t policy) {
+                                           int64_t base, int64_t packs, int team, uint64_t policy) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int64_t i = base + int64_t(u) * kBlock;
+    const int64_t i = base + int64_t(u) * team;
 #pragma unroll
     for (int k = 0; k < kStreams; ++k) {
       if (i < packs) v[u][k] = load_pack_l2<W>(in[k], i, policy);
@@ -5161,7 +5196,7 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
   }
 }
 
-// Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
+// Pass A (kApply = false) or B of one item, each team its part. Thread 0 takes the block's next ticket while the item's first loads
 // are in flight and stores it to `next` at the item's end, with the slice this block completed (pass A) if
 // any; `coef_shared` hands the slice's coefficients to the block (pass B).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
@@ -5171,7 +5206,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
-  const PlaneChunk b(shape, pipe.split, item);
+  const int team = kBlock / static_cast<int>(pipe.teams);
+  const int tid = static_cast<int>(threadIdx.x) % team;         // the thread's place in its team
+  const unsigned part = item * pipe.teams + threadIdx.x / team;  // the team's (plane, chunk)
+  const PlaneChunk b(shape, pipe.split, part);  // every team's plane is in thread 0's slice
   const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
@@ -5188,8 +5226,8 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const int64_t packs = span.packs;
 
   Pack<W> v[kUnroll][kStreams];
-  int64_t base = threadIdx.x;
-  load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+  int64_t base = tid;
+  load_round<W, kStreams>(v, body, base, packs, team, policy);
   unsigned ticket = 0;
   if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
   float2 bc = make_float2(0.f, 0.f);
@@ -5208,7 +5246,7 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   while (base < packs) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
+      const int64_t i = base + int64_t(u) * team;
       if (i < packs) {
         Pack<W> r;
 #pragma unroll
@@ -5223,10 +5261,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
         if constexpr (kApply) store_pack_l2<W>(dst + span.head, i, r, policy);
       }
     }
-    base += int64_t(kBlock) * kUnroll;
-    if (base < packs) load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+    base += int64_t(team) * kUnroll;
+    if (base < packs) load_round<W, kStreams>(v, body, base, packs, team, policy);
   }
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+  for (int k = tid; k < span.ends(); k += team) {
     const int e = span.end_at(k);
     Pack<1> one[kStreams];
 #pragma unroll
@@ -5246,10 +5284,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
       float sums[Pro::kParams];
 #pragma unroll
       for (int k = 0; k < Pro::kParams; ++k) sums[k] = dparam[k];
-      block_sums<kBlock, Pro::kParams>(sums);
-      if (threadIdx.x == 0) {
+      team_sums<kBlock, Pro::kParams>(sums, team);
+      if (tid == 0) {
 #pragma unroll
-        for (int k = 0; k < Pro::kParams; ++k) a.pro_partial[int64_t(k) * pipe.items + item] = sums[k];
+        for (int k = 0; k < Pro::kParams; ++k) a.pro_partial[int64_t(k) * pipe.parts() + part] = sums[k];
       }
     }
   } else {
@@ -5259,11 +5297,17 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
     sums[1] = sum_dy_centered;
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
-    block_sums<kBlock, kSums>(sums);
-    if (threadIdx.x == 0) {
-      a.gn_partial[item] = make_float2(sums[0], sums[1]);
+    team_sums<kBlock, kSums>(sums, team);
+    if (tid == 0) {
+      a.gn_partial[part] = make_float2(sums[0], sums[1]);
 #pragma unroll
-      for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
+      for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.parts() + part] = sums[k];
+    }
+    if (pipe.teams > 1) {  // every team's partials before thread 0's release
+      if (tid == 0) __threadfence();
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
       const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
       next->merge_row = completes ? b.row : -1;
     }
@@ -6474,6 +6518,19 @@ inline std::atomic<int>& pipeline_mode() {
   return mode;
 }
 
+// Planes an item of the pipelined backward takes, one to a team (PipelinePlan::teams): on planes shorter than one pass
+// of a block's 16-byte packs (1,024 values), the most teams of whole warps whose round of kUnroll packs still covers a
+// plane and whose count divides a group's channels (an item stays within its slice); else 1, an item a (plane, chunk).
+inline int64_t pipeline_teams(int64_t plane, int64_t cpg, bool vec) {
+  const int64_t pack = vec ? 4 : 1;
+  int64_t teams = 1;
+  while (plane < int64_t(kPipelineThreads) * 4 && 2 * teams <= kPipelineThreads / kWarpSize && cpg % (2 * teams) == 0 &&
+         plane <= kPipelineThreads / (2 * teams) * pack * kUnroll * kPipelineRounds) {
+    teams *= 2;
+  }
+  return teams;
+}
+
 // Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
 inline int64_t resident_blocks(const void* kernel, int block, int device) {
   static std::mutex lock;
@@ -6495,29 +6552,37 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
-  // kernel 1416 us against the sweeps' 1687.) Not planes shorter than one pass of its block's 16-byte packs: an item is
-  // at most a plane, so most of the block idles while the per-item hand-over (tickets, barriers, a slice's wait) stays
-  // (H200, poolformer_block_large's 32 x 320 planes of 14 x 14, GroupNorm(1, 320): 994 us for 9.6 MB).
-  const bool planned = pipeline_takes<R>() && vec && in.shape.plane >= int64_t(kPipelineThreads) * 4;
-  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
   const RegionShape& shape = in.shape;
-  const int device = in.x.get_device();
-  const void* kernel =
-      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
-          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
-  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
   const int64_t target = int64_t(kPipelineThreads) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
   int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
   const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
   splits = (shape.plane + chunk - 1) / chunk;
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
-  const int64_t items = planes * splits;
-  const int64_t per_slice = shape.channels_per_group() * splits;
-  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
+  const int64_t teams = pipeline_teams(shape.plane, shape.channels_per_group(), vec);
   constexpr int kStreams = 1 + backward_streams<R, O>();
-  const double item_bytes = double(chunk) * sizeof(float) * (kStreams + 1);  // read by both passes, and dx
+  const int device = in.x.get_device();
   const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
+  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
+  // kernel 1416 us against the sweeps' 1687.) Not items shorter than one pass of a block's 16-byte packs: most of the
+  // block would idle while the per-item hand-over (tickets, barriers, a slice's wait) stays (H200,
+  // poolformer_block_large's 32 x 320 planes of 14 x 14, GroupNorm(1, 320), an item a plane: 994 us for 9.6 MB).
+  const bool long_items = teams * std::min(shape.plane, chunk) >= int64_t(kPipelineThreads) * 4;
+  // Items of several short planes only where the streams and dx overflow L2. Where they fit, the sweeps' second pass
+  // reads L2 as pass B would, and the hand-over only costs. H200, backward kernels: resnet_gn_bottleneck_large's
+  // (32, 1024, 28, 28) region, 308 MB, 183 us against the sweeps' 233; poolformer_block_large's (32, 320, 14, 14),
+  // 24 MB, 96 us against 20 (benchmarks/results/h200/cliffs/pipeline_teams/).
+  const bool overflows_l2 = double(kStreams + 1) * double(in.x.numel()) * sizeof(float) > l2;
+  const bool planned = pipeline_takes<R>() && vec && long_items && (teams == 1 || overflows_l2);
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
+  const void* kernel =
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
+  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t parts = planes * splits, items = parts / teams;
+  const int64_t per_slice = shape.channels_per_group() * splits / teams;
+  if (resident <= 0 || 2 * parts + resident >= (int64_t(1) << 31)) return false;
+  // read by both passes, and dx
+  const double item_bytes = double(teams) * double(std::min(shape.plane, chunk)) * sizeof(float) * (kStreams + 1);
   const int64_t fits = static_cast<int64_t>(kPipelineL2Share * l2 / item_bytes);
   int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kPipelineMaxExtraLag * double(resident)));
   if (mode < 0 && lag < per_slice + static_cast<int64_t>(kPipelineMinExtraLag * double(resident))) return false;
@@ -6527,15 +6592,15 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
 
   const auto options = in.x.options();
   auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
-  auto gn_partial = at::empty({items, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * items}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * items}, options);
+  auto gn_partial = at::empty({parts, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * parts}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * parts}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
   unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
   const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
-  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
-                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
+  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(teams),
+                          static_cast<unsigned>(items), static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
   double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   const PipelineArgs args{in.x.data_ptr<float>(),
                           in.dout.data_ptr<float>(),
@@ -6562,7 +6627,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma, dbeta);
-  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
+  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, parts, static_cast<int>(splits), shape, depilogue,
              dprologue);
   return true;
 }

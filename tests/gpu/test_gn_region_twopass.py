@@ -226,6 +226,11 @@ PIPELINE_CASES = [
     ("channel_lse", (16, 48, 60, 60), 6, ()),     # dout, out at (n, s): 3 streams
     ("window_max", (8, 32, 66, 66), 4, (3, 3)),   # plane 4356: the last item of a plane is short
     ("none_sig_hs", (12, 24, 45, 47), 3, ()),     # plane 2115 (odd): the scalar path, 3 items a plane
+    # items of several planes, one a team (PipelinePlan::teams)
+    ("none_sig_hs", (64, 64, 28, 28), 8, ()),     # plane 784: 4 planes an item, 64 threads a plane
+    ("none_plain_g4", (32, 256, 14, 14), 1, ()),  # plane 196: 8 planes an item, a warp a plane, 32 items a slice
+    ("none_sig_hs", (96, 48, 13, 15), 6, ()),     # plane 195 (odd): scalar ends per team
+    ("channel_lse", (64, 48, 20, 20), 12, ()),    # 4 channels a group: 4 planes an item where 8 would fit
 ]
 
 

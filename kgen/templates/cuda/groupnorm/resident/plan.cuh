@@ -297,8 +297,14 @@ bool region_resident_fits(const at::Tensor& x, int64_t groups) {
 // sweep at 2.5-2.8 TB/s there, reading x twice) is faster. The backward's tile is single-buffered and, without
 // a reduction after the region, holds dout beside x: twice the forward's bytes, so a slice of 9 k to 19 k
 // values fits 3 forward blocks on an SM and only 2 backward ones (H200, one 12.8 k-value channel a group:
-// the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/).
+// the resident backward at 0.53 TB/s; benchmarks/results/h200/cliffs/). A backward tile with a channel or more for
+// every warp of the block is kept at kMinResidentBlocksFullTile: its per-channel passes keep every warp at work while
+// the SM's other block copies (H200, squeeze_excite_gn_large's 16 channels of 28 x 28 a slice, 100 KB a tile: the
+// backward kernels 69 us, against 101 for the pipelined kernel and 166 for the sweeps,
+// benchmarks/results/h200/cliffs/pipeline_teams/); a tile of 4 channels is not (cl_2d_12544 in the
+// first: 59.0 against 57.2).
 constexpr int kMinResidentBlocks = 3;
+constexpr int kMinResidentBlocksFullTile = 2;
 // The two-pass backward sweeps launch a block per (sample, channel) plane: on a plane of fewer values than a block's
 // threads most of them idle, and on 1-value planes the launch is the cost (H200, L2-75: 8.4 M blocks a sweep, 44 ms,
 // where its resident backward fits 2 tiles an SM; the H100 timed that backward at 0.065 ms). There the resident
@@ -312,8 +318,11 @@ bool region_resident_pays(const at::Tensor& x, int64_t groups, bool backward = f
   if (x.numel() == 0) return true;
   if (backward && region_dims(x).plane < kSweepMinPlane) return true;
   std::vector<int64_t> window(x.dim() - 2, 1);
-  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, 256, 1, backward, smem_budget(x));
-  return plan.stages == 2 || sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem) >= kMinResidentBlocks;
+  constexpr int kBlock = 256;
+  const ResidentPlan plan = make_plan<R>(region_dims(x), groups, window, kBlock, 1, backward, smem_budget(x));
+  const int64_t per_sm = sm_smem(x.get_device()) / (plan.smem_bytes + kReservedSmem);
+  const bool full_tile = backward && plan.tpc == kWarpSize && int64_t(plan.tile_groups) * plan.cpg * kWarpSize >= kBlock;
+  return plan.stages == 2 || per_sm >= kMinResidentBlocks || (full_tile && per_sm >= kMinResidentBlocksFullTile);
 }
 
 }  // namespace kgen

@@ -156,6 +156,19 @@ inline std::atomic<int>& pipeline_mode() {
   return mode;
 }
 
+// Planes an item of the pipelined backward takes, one to a team (PipelinePlan::teams): on planes shorter than one pass
+// of a block's 16-byte packs (1,024 values), the most teams of whole warps whose round of kUnroll packs still covers a
+// plane and whose count divides a group's channels (an item stays within its slice); else 1, an item a (plane, chunk).
+inline int64_t pipeline_teams(int64_t plane, int64_t cpg, bool vec) {
+  const int64_t pack = vec ? 4 : 1;
+  int64_t teams = 1;
+  while (plane < int64_t(kPipelineThreads) * 4 && 2 * teams <= kPipelineThreads / kWarpSize && cpg % (2 * teams) == 0 &&
+         plane <= kPipelineThreads / (2 * teams) * pack * kUnroll * kPipelineRounds) {
+    teams *= 2;
+  }
+  return teams;
+}
+
 // Blocks of `kernel` the GPU keeps resident at `block` threads, asked once per kernel and device.
 inline int64_t resident_blocks(const void* kernel, int block, int device) {
   static std::mutex lock;
@@ -177,29 +190,37 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
                        at::Tensor& dx, at::Tensor& dgamma, at::Tensor& dbeta, at::Tensor& dprologue,
                        at::Tensor& depilogue) {
   const int mode = pipeline_mode().load();
-  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
-  // kernel 1416 us against the sweeps' 1687.) Not planes shorter than one pass of its block's 16-byte packs: an item is
-  // at most a plane, so most of the block idles while the per-item hand-over (tickets, barriers, a slice's wait) stays
-  // (H200, poolformer_block_large's 32 x 320 planes of 14 x 14, GroupNorm(1, 320): 994 us for 9.6 MB).
-  const bool planned = pipeline_takes<R>() && vec && in.shape.plane >= int64_t(kPipelineThreads) * 4;
-  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
   const RegionShape& shape = in.shape;
-  const int device = in.x.get_device();
-  const void* kernel =
-      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
-          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
-  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
   const int64_t target = int64_t(kPipelineThreads) * (vec ? 4 : 1) * kUnroll * kPipelineRounds;
   int64_t splits = std::max<int64_t>(1, (shape.plane + target - 1) / target);
   const int64_t chunk = ((shape.plane + splits - 1) / splits + 3) / 4 * 4;
   splits = (shape.plane + chunk - 1) / chunk;
-  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
-  const int64_t items = planes * splits;
-  const int64_t per_slice = shape.channels_per_group() * splits;
-  if (resident <= 0 || 2 * items + resident >= (int64_t(1) << 31)) return false;
+  const int64_t teams = pipeline_teams(shape.plane, shape.channels_per_group(), vec);
   constexpr int kStreams = 1 + backward_streams<R, O>();
-  const double item_bytes = double(chunk) * sizeof(float) * (kStreams + 1);  // read by both passes, and dx
+  const int device = in.x.get_device();
   const double l2 = double(cached_attribute<cudaDevAttrL2CacheSize>(device));
+  // Odd planes too (16-byte packs with scalar ends per item). (H100, L2-60's 31 x 63 x 63 planes: the pipelined
+  // kernel 1416 us against the sweeps' 1687.) Not items shorter than one pass of a block's 16-byte packs: most of the
+  // block would idle while the per-item hand-over (tickets, barriers, a slice's wait) stays (H200,
+  // poolformer_block_large's 32 x 320 planes of 14 x 14, GroupNorm(1, 320), an item a plane: 994 us for 9.6 MB).
+  const bool long_items = teams * std::min(shape.plane, chunk) >= int64_t(kPipelineThreads) * 4;
+  // Items of several short planes only where the streams and dx overflow L2. Where they fit, the sweeps' second pass
+  // reads L2 as pass B would, and the hand-over only costs. H200, backward kernels: resnet_gn_bottleneck_large's
+  // (32, 1024, 28, 28) region, 308 MB, 183 us against the sweeps' 233; poolformer_block_large's (32, 320, 14, 14),
+  // 24 MB, 96 us against 20 (benchmarks/results/h200/cliffs/pipeline_teams/).
+  const bool overflows_l2 = double(kStreams + 1) * double(in.x.numel()) * sizeof(float) > l2;
+  const bool planned = pipeline_takes<R>() && vec && long_items && (teams == 1 || overflows_l2);
+  if (!kPipelinedBackward || mode == 0 || (mode < 0 && !planned) || in.x.scalar_type() != at::kFloat) return false;
+  const void* kernel =
+      vec ? reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, true>)
+          : reinterpret_cast<const void*>(backward_pipeline_kernel<Pro, Epi, R, O, kPipelineThreads, false>);
+  const int64_t resident = resident_blocks(kernel, kPipelineThreads, device);
+  const int64_t planes = shape.batch * shape.channels, rows = shape.batch * shape.groups;
+  const int64_t parts = planes * splits, items = parts / teams;
+  const int64_t per_slice = shape.channels_per_group() * splits / teams;
+  if (resident <= 0 || 2 * parts + resident >= (int64_t(1) << 31)) return false;
+  // read by both passes, and dx
+  const double item_bytes = double(teams) * double(std::min(shape.plane, chunk)) * sizeof(float) * (kStreams + 1);
   const int64_t fits = static_cast<int64_t>(kPipelineL2Share * l2 / item_bytes);
   int64_t lag = std::min<int64_t>(fits, per_slice + static_cast<int64_t>(kPipelineMaxExtraLag * double(resident)));
   if (mode < 0 && lag < per_slice + static_cast<int64_t>(kPipelineMinExtraLag * double(resident))) return false;
@@ -209,15 +230,15 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
 
   const auto options = in.x.options();
   auto counters = at::zeros({1 + 2 * rows}, options.dtype(at::kInt));
-  auto gn_partial = at::empty({items, 2}, options);
-  auto epi_partial = at::empty({int64_t(Epi::kParams) * items}, options);
-  auto pro_partial = at::empty({int64_t(Pro::kParams) * items}, options);
+  auto gn_partial = at::empty({parts, 2}, options);
+  auto epi_partial = at::empty({int64_t(Epi::kParams) * parts}, options);
+  auto pro_partial = at::empty({int64_t(Pro::kParams) * parts}, options);
   auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
   auto coef = at::empty({rows, 2}, options);
   unsigned* counter_ptr = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
   const PipelineSync sync{counter_ptr, counter_ptr + 1, counter_ptr + 1 + rows};
-  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(items),
-                          static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
+  const PipelinePlan pipe{SplitPlan{static_cast<int>(splits), chunk}, static_cast<unsigned>(teams),
+                          static_cast<unsigned>(items), static_cast<unsigned>(per_slice), static_cast<unsigned>(lag)};
   double2* plane_sums_ptr = reinterpret_cast<double2*>(plane_sums.data_ptr<double>());
   const PipelineArgs args{in.x.data_ptr<float>(),
                           in.dout.data_ptr<float>(),
@@ -244,7 +265,7 @@ bool pipeline_backward(const BackwardInputs& in, const at::Tensor& mean, const a
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   affine_grads(plane_sums_ptr, rstd, GroupShape{shape.batch, shape.channels, shape.groups, shape.plane}, dgamma, dbeta);
-  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, items, static_cast<int>(splits), shape, depilogue,
+  param_sums(epi_partial, Epi::kParams, pro_partial, Pro::kParams, parts, static_cast<int>(splits), shape, depilogue,
              dprologue);
   return true;
 }

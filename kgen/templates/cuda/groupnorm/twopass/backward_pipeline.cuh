@@ -10,8 +10,10 @@
 //   then, alternately       pass A of item lag + k, pass B of item k
 //   then                    pass B of the last lag items
 //
-// An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane: small,
-// so that what is read and written between an item's pass A and its pass B (about lag items of every stream
+// An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane, or, where
+// a plane is at most a round of a smaller team, TEAMS whole planes of one slice, one to each team of kBlock / teams
+// threads (as the sweeps' warp teams: on a 28 x 28 plane a block of 256 threads would keep a fifth of its loads in
+// flight, and every item pays the hand-over): small, so that what is read and written between an item's pass A and its pass B (about lag items of every stream
 // and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
 // are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
 // ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
@@ -43,10 +45,13 @@ struct PipelineSync {
 };
 
 struct PipelinePlan {
-  SplitPlan split;     // an item is one (plane, chunk) of this split
-  unsigned items;      // planes * splits
-  unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits
+  SplitPlan split;     // a team's part of an item is one (plane, chunk) of this split
+  unsigned teams;      // parts of an item, one to each team of kBlock / teams threads; > 1 only where splits = 1
+  unsigned items;      // planes * splits / teams
+  unsigned per_slice;  // items of one (sample, group) slice: channels per group * splits / teams
   unsigned lag;        // items from an item's pass A ticket to its pass B ticket, per_slice <= lag <= items
+  // The partials' (plane, chunk) slots: items * teams.
+  __host__ __device__ __forceinline__ unsigned parts() const { return items * teams; }
 };
 
 // What thread 0 hands the block at an item's end: its next ticket, and the slice to merge first (-1: none).
@@ -74,8 +79,8 @@ struct PipelineArgs {
   double2* plane_sums;
   float* dx;
   float2* gn_partial;
-  float* epi_partial;  // (Epi::kParams, items)
-  float* pro_partial;  // (Pro::kParams, items)
+  float* epi_partial;  // (Epi::kParams, parts)
+  float* pro_partial;  // (Pro::kParams, parts)
 };
 
 // Pass A's loads keep their lines in L2 for pass B; pass B's loads and stores go first.
@@ -160,13 +165,13 @@ __device__ __forceinline__ bool ticket_task(unsigned t, const PipelinePlan& pipe
   return true;
 }
 
-// One round of an item's loads: kUnroll packs of each stream, from pack `base` on (none past `packs`).
-template <int W, int kStreams, int kBlock>
+// One round of a team's loads: kUnroll packs of each stream `team` apart, from pack `base` on (none past `packs`).
+template <int W, int kStreams>
 __device__ __forceinline__ void load_round(Pack<W> (&v)[kUnroll][kStreams], const float* const (&in)[kStreams],
-                                           int64_t base, int64_t packs, uint64_t policy) {
+                                           int64_t base, int64_t packs, int team, uint64_t policy) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
-    const int64_t i = base + int64_t(u) * kBlock;
+    const int64_t i = base + int64_t(u) * team;
 #pragma unroll
     for (int k = 0; k < kStreams; ++k) {
       if (i < packs) v[u][k] = load_pack_l2<W>(in[k], i, policy);
@@ -216,7 +221,7 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
   }
 }
 
-// Pass A (kApply = false) or B of one item. Thread 0 takes the block's next ticket while the item's first loads
+// Pass A (kApply = false) or B of one item, each team its part. Thread 0 takes the block's next ticket while the item's first loads
 // are in flight and stores it to `next` at the item's end, with the slice this block completed (pass A) if
 // any; `coef_shared` hands the slice's coefficients to the block (pass B).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
@@ -226,7 +231,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   constexpr int W = kVec ? 4 : 1;
   constexpr int kStreams = 1 + backward_streams<R, O>();
   const RegionShape& shape = a.shape;
-  const PlaneChunk b(shape, pipe.split, item);
+  const int team = kBlock / static_cast<int>(pipe.teams);
+  const int tid = static_cast<int>(threadIdx.x) % team;         // the thread's place in its team
+  const unsigned part = item * pipe.teams + threadIdx.x / team;  // the team's (plane, chunk)
+  const PlaneChunk b(shape, pipe.split, part);  // every team's plane is in thread 0's slice
   const auto ch = load_channel<Pro, Epi>(a.params, b.c, b.row, a.mean, a.rstd, a.gamma, a.beta);
   const Upstream<R, O> up(shape, a.geo, b.plane, b.n, b.c, a.dout, a.out, a.aux);
   const ValueBackward<Pro, Epi, R, O> value{ch, up, shape, a.geo, b.c, a.dout, a.out, a.aux};
@@ -243,8 +251,8 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   const int64_t packs = span.packs;
 
   Pack<W> v[kUnroll][kStreams];
-  int64_t base = threadIdx.x;
-  load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+  int64_t base = tid;
+  load_round<W, kStreams>(v, body, base, packs, team, policy);
   unsigned ticket = 0;
   if (threadIdx.x == 0) ticket = atomicAdd(sync.ticket, 1u);  // not waited for until the item's end
   float2 bc = make_float2(0.f, 0.f);
@@ -263,7 +271,7 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
   while (base < packs) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int64_t i = base + int64_t(u) * kBlock;
+      const int64_t i = base + int64_t(u) * team;
       if (i < packs) {
         Pack<W> r;
 #pragma unroll
@@ -278,10 +286,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
         if constexpr (kApply) store_pack_l2<W>(dst + span.head, i, r, policy);
       }
     }
-    base += int64_t(kBlock) * kUnroll;
-    if (base < packs) load_round<W, kStreams, kBlock>(v, body, base, packs, policy);
+    base += int64_t(team) * kUnroll;
+    if (base < packs) load_round<W, kStreams>(v, body, base, packs, team, policy);
   }
-  for (int k = threadIdx.x; k < span.ends(); k += kBlock) {
+  for (int k = tid; k < span.ends(); k += team) {
     const int e = span.end_at(k);
     Pack<1> one[kStreams];
 #pragma unroll
@@ -301,10 +309,10 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
       float sums[Pro::kParams];
 #pragma unroll
       for (int k = 0; k < Pro::kParams; ++k) sums[k] = dparam[k];
-      block_sums<kBlock, Pro::kParams>(sums);
-      if (threadIdx.x == 0) {
+      team_sums<kBlock, Pro::kParams>(sums, team);
+      if (tid == 0) {
 #pragma unroll
-        for (int k = 0; k < Pro::kParams; ++k) a.pro_partial[int64_t(k) * pipe.items + item] = sums[k];
+        for (int k = 0; k < Pro::kParams; ++k) a.pro_partial[int64_t(k) * pipe.parts() + part] = sums[k];
       }
     }
   } else {
@@ -314,11 +322,17 @@ __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const Pipel
     sums[1] = sum_dy_centered;
 #pragma unroll
     for (int k = 2; k < kSums; ++k) sums[k] = dparam[k - 2];
-    block_sums<kBlock, kSums>(sums);
-    if (threadIdx.x == 0) {
-      a.gn_partial[item] = make_float2(sums[0], sums[1]);
+    team_sums<kBlock, kSums>(sums, team);
+    if (tid == 0) {
+      a.gn_partial[part] = make_float2(sums[0], sums[1]);
 #pragma unroll
-      for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.items + item] = sums[k];
+      for (int k = 2; k < kSums; ++k) a.epi_partial[int64_t(k - 2) * pipe.parts() + part] = sums[k];
+    }
+    if (pipe.teams > 1) {  // every team's partials before thread 0's release
+      if (tid == 0) __threadfence();
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
       const bool completes = atomic_add_acq_rel(sync.arrived + b.row, 1u) + 1 == pipe.per_slice;
       next->merge_row = completes ? b.row : -1;
     }

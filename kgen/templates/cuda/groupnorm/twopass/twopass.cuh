@@ -154,6 +154,27 @@ __device__ __forceinline__ void block_sums(float (&v)[K]) {
   }
 }
 
+// K sums over each team of `team` threads (whole warps dividing kBlock) at once (one shared round trip); the
+// results are valid in each team's first thread. A team of kBlock threads sums as block_sums does, to the bit.
+template <int kBlock, int K>
+__device__ __forceinline__ void team_sums(float (&v)[K], int team) {
+  constexpr int kWarps = kBlock / kWarpSize;
+  __shared__ float per_warp[K][kWarps];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int team_warps = team / kWarpSize, first = warp - warp % team_warps;
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
+  if (lane == 0) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) per_warp[k][warp] = v[k];
+  }
+  __syncthreads();
+  if (warp == first) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) v[k] = warp_sum(lane < team_warps ? per_warp[k][first + lane] : 0.f);
+  }
+}
+
 // Channel::value forms y from z in the region's AffineForm (groupnorm/region.cuh), with the channel's terms computed
 // once: scale = rstd gamma and shift = beta (kCentred), torch = -scale mean + beta (kTorchAffine) or gamma
 // (kTorchRows). The backward kernels read scale and shift as rstd gamma and beta in every form (dz = scale dy + ...).
