@@ -6063,6 +6063,17 @@ inline at::Tensor param_grad_buffer(c10::IntArrayRef sizes, const at::TensorOpti
   return x_empty ? at::zeros(sizes, options) : at::empty(sizes, options);
 }
 
+// The four of a region's backward, as it returns them: dgamma (C) and dbeta (C), undefined without affine, dprologue
+// (Kp, C) and depilogue (Ke, C).
+template <class Pro, class Epi>
+inline std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> param_grad_buffers(
+    int64_t channels, bool affine, const at::TensorOptions& options, bool x_empty) {
+  return {affine ? param_grad_buffer({channels}, options, x_empty) : at::Tensor(),
+          affine ? param_grad_buffer({channels}, options, x_empty) : at::Tensor(),
+          param_grad_buffer({int64_t(Pro::kParams), channels}, options, x_empty),
+          param_grad_buffer({int64_t(Epi::kParams), channels}, options, x_empty)};
+}
+
 // dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
@@ -6462,10 +6473,9 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
     const int64_t planes = shape.batch * shape.channels;
     const int64_t blocks = shape.batch * shape.groups * plan.cluster;
     if (blocks >= (int64_t(1) << 31)) return;
-    auto dgamma = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-    auto dbeta = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-    auto dprologue = param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
-    auto depilogue = param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
+    at::Tensor dgamma, dbeta, dprologue, depilogue;
+    std::tie(dgamma, dbeta, dprologue, depilogue) =
+        param_grad_buffers<Pro, Epi>(shape.channels, in.affine, options, in.x.numel() == 0);
     auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
     auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
@@ -6749,10 +6759,9 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const RegionShape& shape = in.shape;
   const auto options = in.x.options().dtype(at::kFloat);
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  auto dgamma = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dbeta = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
-  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
+  at::Tensor dgamma, dbeta, dprologue, depilogue;
+  std::tie(dgamma, dbeta, dprologue, depilogue) =
+      rt::param_grad_buffers<Pro, Epi>(shape.channels, in.affine, options, in.x.numel() == 0);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
   const bool vec = rt::backward_vec<R>(in, dx);
   if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {

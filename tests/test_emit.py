@@ -15,6 +15,7 @@ from kgen.golden import GENERATED, GOLDEN, GOLDEN_REF, render_all
 from kgen.header import parse_header
 from kgen.params import ParamError
 from kgen.specs import REGISTRY, UnknownSpec, get_spec
+from tests.emitted_names import undefined_names
 
 
 def run_cli(*args):
@@ -107,6 +108,19 @@ def test_emitted_file_shape(name):
     top = {node.name for node in tree.body if isinstance(node, (ast.ClassDef, ast.FunctionDef))}
     assert {"ModelNew", "get_inputs", "get_init_inputs"} <= top
     assert "__global__" in text and "load_inline" in text
+
+
+def test_undefined_names_finds_a_helper_left_out():
+    """The check itself: a file that calls a helper the template did not emit (the channels-last copy's `_call`
+    where every step is a C++ node, as --conv fast files once were)."""
+    text = "import torch\n\nclass ModelNew:\n    def forward(self, x):\n        return _call(torch.relu, x)\n"
+    assert undefined_names(text) == {"_call"}
+    assert undefined_names(text.replace("import torch", "import torch\n\ndef _call(f, x):\n    return f(x)")) == set()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN) + sorted(GOLDEN_REF))
+def test_every_name_an_emitted_file_reads_is_defined(name):
+    assert undefined_names((GENERATED / name).read_text()) == set()
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import torch.utils.cpp_extension
 
 from kgen.ref.emit import emit_reference
 from kgen.ref.trace import RefError
+from tests.emitted_names import undefined_names
 
 HERE = Path(__file__).parent
 OWN = sorted((HERE / "references").glob("*.py"))
@@ -22,7 +23,9 @@ PROBE = sorted((HERE / "probe").glob("*.py"))
 
 
 def load_emitted(text: str, monkeypatch) -> types.ModuleType:
-    """The emitted module, executed with load_inline returning a stand-in (nothing is built)."""
+    """The emitted module, executed with load_inline returning a stand-in (nothing is built), once every global name
+    its code reads is defined (code paths a test does not run included)."""
+    assert undefined_names(text) == set(), "the emitted file reads names it does not define"
     monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: types.SimpleNamespace())
     module = types.ModuleType("emitted_solution")
     exec(compile(text, "emitted_solution.py", "exec"), module.__dict__)

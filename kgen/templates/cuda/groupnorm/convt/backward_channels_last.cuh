@@ -161,10 +161,9 @@ std::vector<at::Tensor> region_backward_channels_last(const at::Tensor& dout_in,
   const RegionShape& shape = in.shape;
   const auto options = in.x.options();
   auto dx = at::empty_like(in.x, at::MemoryFormat::ChannelsLast);
-  auto dgamma = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dbeta = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
-  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
+  at::Tensor dgamma, dbeta, dprologue, depilogue;
+  std::tie(dgamma, dbeta, dprologue, depilogue) =
+      rt::param_grad_buffers<Pro, Epi>(shape.channels, in.affine, options, in.x.numel() == 0);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   // The sums sweep and the group coefficients, as the two-pass backward runs them.

@@ -158,10 +158,9 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
   const at::Tensor beta = affine ? beta_in.contiguous() : at::Tensor();
   const auto options = x.options();
   auto dx = at::empty_like(x);  // x is dense: the same (channels-last) strides
-  auto dgamma = affine ? rt::param_grad_buffer({shape.channels}, options, x.numel() == 0) : at::Tensor();
-  auto dbeta = affine ? rt::param_grad_buffer({shape.channels}, options, x.numel() == 0) : at::Tensor();
-  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, x.numel() == 0);
-  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, x.numel() == 0);
+  at::Tensor dgamma, dbeta, dprologue, depilogue;
+  std::tie(dgamma, dbeta, dprologue, depilogue) =
+      rt::param_grad_buffers<Pro, Epi>(shape.channels, affine, options, x.numel() == 0);
   if (x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
 
   const auto stream = at::cuda::getCurrentCUDAStream();

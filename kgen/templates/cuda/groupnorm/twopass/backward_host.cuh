@@ -96,10 +96,9 @@ bool cluster_backward(const BackwardInputs& in, const at::Tensor& mean, const at
     const int64_t planes = shape.batch * shape.channels;
     const int64_t blocks = shape.batch * shape.groups * plan.cluster;
     if (blocks >= (int64_t(1) << 31)) return;
-    auto dgamma = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-    auto dbeta = in.affine ? param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-    auto dprologue = param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
-    auto depilogue = param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
+    at::Tensor dgamma, dbeta, dprologue, depilogue;
+    std::tie(dgamma, dbeta, dprologue, depilogue) =
+        param_grad_buffers<Pro, Epi>(shape.channels, in.affine, options, in.x.numel() == 0);
     auto plane_sums = at::empty({planes, 2}, options.dtype(at::kDouble));
     auto epi_grad = at::empty({int64_t(Epi::kParams) * planes}, options);
     auto pro_grad = at::empty({int64_t(Pro::kParams) * planes}, options);
@@ -383,10 +382,9 @@ std::vector<at::Tensor> region_backward_twopass(const at::Tensor& dout_in, const
   const RegionShape& shape = in.shape;
   const auto options = in.x.options().dtype(at::kFloat);
   auto dx = at::empty_like(in.x, at::MemoryFormat::Contiguous);
-  auto dgamma = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dbeta = in.affine ? rt::param_grad_buffer({shape.channels}, options, in.x.numel() == 0) : at::Tensor();
-  auto dprologue = rt::param_grad_buffer({int64_t(Pro::kParams), shape.channels}, options, in.x.numel() == 0);
-  auto depilogue = rt::param_grad_buffer({int64_t(Epi::kParams), shape.channels}, options, in.x.numel() == 0);
+  at::Tensor dgamma, dbeta, dprologue, depilogue;
+  std::tie(dgamma, dbeta, dprologue, depilogue) =
+      rt::param_grad_buffers<Pro, Epi>(shape.channels, in.affine, options, in.x.numel() == 0);
   if (in.x.numel() == 0) return {dx, dgamma, dbeta, dprologue, depilogue};
   const bool vec = rt::backward_vec<R>(in, dx);
   if (rt::pipeline_backward<Pro, Epi, R, O>(in, mean, rstd, vec, dx, dgamma, dbeta, dprologue, depilogue)) {

@@ -187,6 +187,17 @@ inline at::Tensor param_grad_buffer(c10::IntArrayRef sizes, const at::TensorOpti
   return x_empty ? at::zeros(sizes, options) : at::empty(sizes, options);
 }
 
+// The four of a region's backward, as it returns them: dgamma (C) and dbeta (C), undefined without affine, dprologue
+// (Kp, C) and depilogue (Ke, C).
+template <class Pro, class Epi>
+inline std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> param_grad_buffers(
+    int64_t channels, bool affine, const at::TensorOptions& options, bool x_empty) {
+  return {affine ? param_grad_buffer({channels}, options, x_empty) : at::Tensor(),
+          affine ? param_grad_buffer({channels}, options, x_empty) : at::Tensor(),
+          param_grad_buffer({int64_t(Pro::kParams), channels}, options, x_empty),
+          param_grad_buffer({int64_t(Epi::kParams), channels}, options, x_empty)};
+}
+
 // dgamma, dbeta from the per (sample, channel) sums of dy and dy (z - mean) (groupnorm/statistics.cuh's param_grad_kernel);
 // nothing when they are undefined (affine=False).
 inline void affine_grads(const double2* plane_sums, const at::Tensor& rstd, const GroupShape& gshape,
