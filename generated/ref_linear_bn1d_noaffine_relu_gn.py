@@ -3928,27 +3928,8 @@ struct Geometry {
   FastDiv div_pooled_plane, div_pw, div_ph, div_c, div_cpg;  // forward: output -> (plane, pd, ph, pw), c, group
 };
 
-// K sums over the block at once (one shared round trip); the results are valid in thread 0.
-template <int kBlock, int K>
-__device__ __forceinline__ void block_sums(float (&v)[K]) {
-  constexpr int kWarps = kBlock / kWarpSize;
-  __shared__ float per_warp[K][kWarps];
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-#pragma unroll
-  for (int k = 0; k < K; ++k) v[k] = warp_sum(v[k]);
-  if (lane == 0) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) per_warp[k][warp] = v[k];
-  }
-  __syncthreads();
-  if (warp == 0) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) v[k] = warp_sum(lane < kWarps ? per_warp[k][lane] : 0.f);
-  }
-}
-
 // K sums over each team of `team` threads (whole warps dividing kBlock) at once (one shared round trip); the
-// results are valid in each team's first thread. A team of kBlock threads sums as block_sums does, to the bit.
+// results are valid in each team's first thread.
 template <int kBlock, int K>
 __device__ __forceinline__ void team_sums(float (&v)[K], int team) {
   constexpr int kWarps = kBlock / kWarpSize;
@@ -3966,6 +3947,12 @@ __device__ __forceinline__ void team_sums(float (&v)[K], int team) {
 #pragma unroll
     for (int k = 0; k < K; ++k) v[k] = warp_sum(lane < team_warps ? per_warp[k][first + lane] : 0.f);
   }
+}
+
+// K sums over the block at once (one shared round trip); the results are valid in thread 0.
+template <int kBlock, int K>
+__device__ __forceinline__ void block_sums(float (&v)[K]) {
+  team_sums<kBlock, K>(v, kBlock);
 }
 
 // Channel::value forms y from z in the region's AffineForm (groupnorm/region.cuh), with the channel's terms computed
