@@ -4981,10 +4981,11 @@ window_extreme_sums_kernel(const float* __restrict__ dout, const float* __restri
 // An item is kPipelineRounds rounds (one) of a sweep (kBlock threads x kUnroll packs each) of one plane, or, where
 // a plane is at most a round of a smaller team, TEAMS whole planes of one slice, one to each team of kBlock / teams
 // threads (as the sweeps' warp teams: on a 28 x 28 plane a block of 256 threads would keep a fifth of its loads in
-// flight, and every item pays the hand-over): small, so that what is read and written between an item's pass A and its pass B (about lag items of every stream
-// and of dx) stays in L2, and pass B reads there rather than in DRAM. lag is at least a slice's items (a slice's sums
-// are whole before its first pass B) plus about the resident blocks (the tickets in flight). Pass A's loads
-// ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop theirs first (evict_first).
+// flight, and every item pays the hand-over): small, so that what is read and written between an item's pass A and
+// its pass B (about lag items of every stream and of dx) stays in L2, and pass B reads there rather than in DRAM. lag
+// is at least a slice's items (a slice's sums are whole before its first pass B) plus about the resident blocks (the
+// tickets in flight). Pass A's loads ask L2 to keep their lines (evict_last), pass B's loads and dx stores to drop
+// theirs first (evict_first).
 // Odd planes (S % 4 != 0) take 16-byte packs too, with a chunk's scalar ends (ChunkSpan) after its body.
 //
 // Hand-over, per slice (the counters zeroed before the launch):
@@ -5189,9 +5190,9 @@ __device__ __noinline__ void finish_slice(const float2* gn_partial, int splits, 
   }
 }
 
-// Pass A (kApply = false) or B of one item, each team its part. Thread 0 takes the block's next ticket while the item's first loads
-// are in flight and stores it to `next` at the item's end, with the slice this block completed (pass A) if
-// any; `coef_shared` hands the slice's coefficients to the block (pass B).
+// Pass A (kApply = false) or B of one item, each team its part. Thread 0 takes the block's next ticket while the
+// item's first loads are in flight and stores it to `next` at the item's end, with the slice this block completed
+// (pass A) if any; `coef_shared` hands the slice's coefficients to the block (pass B).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, bool kVec, bool kApply>
 __device__ __forceinline__ void pipeline_item(const PipelineArgs& a, const PipelinePlan& pipe,
                                               const PipelineSync& sync, unsigned item, PipelineSlot* next,
