@@ -68,6 +68,81 @@ inline c10::optional<at::Tensor> per_merged_channel(const c10::optional<at::Tens
   return p.has_value() ? c10::optional<at::Tensor>(per_merged_channel(*p, true, n, c)) : c10::nullopt;
 }
 
+// ---- every parameter that repeats, in one launch
+
+// The float32 parameters a merge repeats (a GroupNorm weight and bias, a functor's per-channel or per-sample ones):
+// each is read from `src` by its own row of blocks (blockIdx.y) into its row of one (count, N * C) buffer.
+constexpr int kMaxRepeats = 2 + 2 * kMaxParams;
+struct Repeats {
+  const float* src[kMaxRepeats];
+  bool along[kMaxRepeats];  // C values, the same for every sample; else N values, one per sample
+  int count;
+};
+
+__global__ void __launch_bounds__(256) repeat_kernel(Repeats r, int64_t n, int64_t c, float* out) {
+  const int k = blockIdx.y;
+  const int64_t per_row = n * c;
+  const float* src = r.src[k];
+  float* row = out + k * per_row;
+  for (int64_t m = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; m < per_row; m += gridDim.x * int64_t(blockDim.x)) {
+    row[m] = __ldg(src + (r.along[k] ? m % c : m / c));
+  }
+}
+
+// Whether a parameter is one value per merged channel only after a repeat, and one repeat_kernel reads it: float32,
+// contiguous, on x's device, with C values (along the channels) or N (one per sample).
+inline bool repeats_in_one_launch(const at::Tensor& p, bool along_channels, int64_t n, int64_t c,
+                                  const at::Device& device) {
+  return p.defined() && p.numel() != 1 && p.numel() != n * c && p.numel() == (along_channels ? c : n) &&
+         p.scalar_type() == at::kFloat && p.is_contiguous() && p.device() == device;
+}
+
+// A merged call's parameters, each one value per merged channel (per_merged_channel): weight, bias, the prologue's and
+// the epilogue's.
+struct MergedParams {
+  c10::optional<at::Tensor> weight, bias;
+  std::vector<at::Tensor> prologue, epilogue;
+};
+
+// The parameters of a merged call made at once: those that repeat (repeats_in_one_launch) by one repeat_kernel into
+// rows of one buffer, the others as per_merged_channel makes them. A repeat each costs an allocation, a view and a
+// copy (three ATen calls and a launch): diffusion_resblock's time-embedding region repeats three (docs/decisions.md).
+inline MergedParams merged_params(const c10::optional<at::Tensor>& weight, const c10::optional<at::Tensor>& bias,
+                                  const std::vector<at::Tensor>& prologue, const std::vector<at::Tensor>& epilogue,
+                                  const std::vector<bool>& prologue_along, const std::vector<bool>& epilogue_along,
+                                  const at::Tensor& x, int64_t n, int64_t c) {
+  MergedParams m{weight, bias, prologue, epilogue};
+  std::vector<std::pair<at::Tensor*, bool>> slots;   // every parameter, and whether it varies along the channels
+  at::Tensor w = weight.value_or(at::Tensor()), b = bias.value_or(at::Tensor());
+  slots.emplace_back(&w, true);
+  slots.emplace_back(&b, true);
+  for (size_t k = 0; k < m.prologue.size(); ++k) slots.emplace_back(&m.prologue[k], prologue_along[k]);
+  for (size_t k = 0; k < m.epilogue.size(); ++k) slots.emplace_back(&m.epilogue[k], epilogue_along[k]);
+  Repeats r{};
+  std::vector<at::Tensor*> repeated;
+  for (auto& [t, along] : slots) {
+    if (repeats_in_one_launch(*t, along, n, c, x.device()) && r.count < kMaxRepeats) {
+      r.src[r.count] = t->data_ptr<float>();
+      r.along[r.count] = along;
+      ++r.count;
+      repeated.push_back(t);
+    } else {
+      *t = per_merged_channel(*t, along, n, c);
+    }
+  }
+  if (r.count > 0) {
+    const at::Tensor rows = at::empty({int64_t(r.count), n * c}, x.options().dtype(at::kFloat));
+    const int64_t blocks = std::min<int64_t>(blocks_for(n * c, 256), 4096);
+    repeat_kernel<<<dim3(unsigned(blocks), unsigned(r.count)), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
+        r, n, c, rows.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    for (size_t k = 0; k < repeated.size(); ++k) *repeated[k] = rows[int64_t(k)];
+  }
+  if (weight.has_value()) m.weight = w;
+  if (bias.has_value()) m.bias = b;
+  return m;
+}
+
 // The merged call's parameters after its {out, mean, rstd, aux}: weight, bias (undefined where absent), then the
 // prologue's and the epilogue's, as the caller hands them to the backward.
 inline void append_merged(std::vector<at::Tensor>& result, const c10::optional<at::Tensor>& weight,
