@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A merged region's repeated parameters in one launch (groupnorm/merged.cuh merged_params) against the copy a
 # parameter: the files emitted before (old/) and after (new/) the change, carried in .build/merged_host; checked by
-# kgen validate, then timed on an otherwise idle host: each region entry point (kgen.bench.host_timeline, old and new
+# kgen validate, then timed on an otherwise idle host: each region entry point (kgen.bench.entry_timeline, old and new
 # alternating) and the whole call (kgen.bench.host_profile, kgen new / old / eager alternating in one process).
 # On the GPU machine from the repository root, .kb and .build/merged_host carried:
-#   bash benchmarks/results/h200/host_timeline/merged_repeats/call.sh
+#   bash benchmarks/results/h200/entry_timeline/merged_repeats/call.sh
 set -u; cd "$(dirname "$0")/../../../../.."; T0=$(date +%s)
 R=.build/merged_repeats; mkdir -p $R; trap 'tar czf $OUT/merged_repeats.tar.gz -C $R .' EXIT
 pip install --no-build-isolation --no-deps -e . -q > /dev/null 2>&1
@@ -24,7 +24,7 @@ $V generated/ref_audio_film_conv1d_merged.py > $R/validate_audio_film.log 2>&1; 
 echo "validated $(( $(date +%s) - T0 )) s"
 for round in 1 2; do
   for v in old new; do
-    timeout 60 python3 -m kgen.bench.host_timeline $B/$v/diffusion_resblock_mid.py --calls 40 \
+    timeout 60 python3 benchmarks/entry_timeline.py $B/$v/diffusion_resblock_mid.py --calls 40 \
       --json $R/timeline_${v}_$round.json > $R/timeline_${v}_$round.log 2>&1 || echo "timeline $v failed"
     echo "$v $round: $(grep '^== region1: ' $R/timeline_${v}_$round.log | cut -c1-120)"
   done

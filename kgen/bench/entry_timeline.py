@@ -1,12 +1,13 @@
-"""Inside each extension entry point of a solution, where the host time goes: the entry points one call of the model
-runs (forward under grad mode, as training calls them), each replayed under torch.profiler with a marker around every
-replay; what the profiler records inside a marker (ATen ops, CUDA runtime calls) as offsets from the entry's start,
-and the time nothing recorded covers: the entry's own C++ (argument conversion, checks, planning, the autograd node)
-and pybind11's. Each entry's backward node is replayed the same way (called with a fixed upstream gradient, grad mode off as
-the engine runs it: its C++ apply, the backward entry point and the gradients' assembly). Beside each region entry point, PyTorch's own
-group_norm on the same input and its backward node, the same way.
+"""Inside each extension entry point of a solution, where the host time goes (benchmarks/host_timeline.py follows a
+whole call instead). The entry points one call of the model runs (its forward under grad mode, as training calls
+them) are each replayed under torch.profiler, a marker around every replay. Reported: what the profiler records inside
+a marker (ATen ops, CUDA runtime calls), nested, as offsets from the entry's start; and the time nothing recorded
+covers, the entry's own C++ (argument conversion, checks, planning, the autograd node) and pybind11's. Each entry's
+backward node is replayed the same way: called with a fixed upstream gradient, grad mode off as the engine runs it
+(its C++ apply, the backward entry point, the gradients' assembly). Beside each region entry point: PyTorch's own
+group_norm on the same input, and its backward node.
 
-    python3 -m kgen.bench.host_timeline SOLUTION.py [--calls 40] [--json OUT]
+    python3 benchmarks/entry_timeline.py SOLUTION.py [--calls 40] [--json OUT]
 
 The profiler's own cost inflates every recorded call (a few us each); the unprofiled time a call of each entry point
 is printed beside it. Needs a CUDA device for a solution; the interval arithmetic (`timeline`) is plain Python.
@@ -25,7 +26,7 @@ import torch
 
 from kgen.bench.host_profile import Recorder, load, synchronize
 
-MARK = "kgen_host_timeline_entry"
+MARK = "kgen_entry_timeline_entry"
 PROFILER_OWN = ("Activity Buffer",)   # the profiler's own events (its first buffer's request), not the entry's
 ACTIVITIES_CUDA = True   # record CUDA runtime calls too (where a device is)
 
@@ -49,16 +50,23 @@ def outermost(spans: list[Span]) -> list[Span]:
     return top
 
 
-def timeline(mark: Span, events: list[Span]) -> dict:
+def timeline(mark: Span, events: list[Span], depth: int = 3) -> dict:
     """What happened inside `mark`: its outermost events as (offset from the mark's start, duration, name), their total,
-    and the mark's time outside all of them (`own_us`)."""
+    and the mark's time outside all of them (`own_us`); each event's own outermost events inside it the same way
+    (`inside`, `depth` levels down: an autograd node's ATen calls, a probe's scope)."""
     inside = [e for e in events if e is not mark and e.start >= mark.start and e.end <= mark.end]
     top = outermost(inside)
     covered = sum(e.end - e.start for e in top)
     total = mark.end - mark.start
-    return {"total_us": round(total, 2), "own_us": round(total - covered, 2),
-            "events": [{"at_us": round(e.start - mark.start, 2), "us": round(e.end - e.start, 2), "name": e.name}
-                       for e in top]}
+    rows = []
+    for e in top:
+        row = {"at_us": round(e.start - mark.start, 2), "us": round(e.end - e.start, 2), "name": e.name}
+        if depth > 1:
+            nested = timeline(e, [o for o in inside if o is not e], depth - 1)
+            if nested["events"]:
+                row["inside"] = nested
+        rows.append(row)
+    return {"total_us": round(total, 2), "own_us": round(total - covered, 2), "events": rows}
 
 
 def profiled_replays(fn, args: tuple, calls: int) -> list[dict]:
@@ -166,11 +174,21 @@ def backward_replay(out):
     return run
 
 
+def print_events(events: list[dict], indent: str) -> None:
+    """A timeline's events, each with the gap before it, and those inside it indented below it."""
+    end = 0.0
+    for event in events:
+        print(f"{indent}+{event['at_us']:7.2f} us (gap {event['at_us'] - end:6.2f})  {event['us']:7.2f} us  "
+              f"{event['name'][:120]}")
+        end = event["at_us"] + event["us"]
+        if "inside" in event:
+            print_events(event["inside"]["events"], indent + "    ")
+
+
 def print_timeline(label: str, unprofiled: float, result: dict) -> None:
     print(f"== {label}: {unprofiled:.1f} us a call unprofiled; profiled median {result['total_us_median']} us, of "
           f"which {result['own_us_median']} us in no recorded call")
-    for event in result["median_replay"]["events"]:
-        print(f"    +{event['at_us']:7.2f} us  {event['us']:7.2f} us  {event['name']}")
+    print_events(result["median_replay"]["events"], "    ")
     print("  by name (median us a call): " + ", ".join(f"{r['name']} {r['us']}" for r in result["by_name"][:12]))
 
 
@@ -181,9 +199,9 @@ def main() -> int:
     parser.add_argument("--json")
     args = parser.parse_args()
     if not torch.cuda.is_available():
-        print("host_timeline: no CUDA device", file=sys.stderr)
+        print("entry_timeline: no CUDA device", file=sys.stderr)
         return 3
-    module = load(Path(args.solution).resolve(), "host_timeline_solution")
+    module = load(Path(args.solution).resolve(), "entry_timeline_solution")
     torch.manual_seed(0)
     inputs = [x.cuda().requires_grad_(x.is_floating_point()) if isinstance(x, torch.Tensor) else x
               for x in module.get_inputs()]

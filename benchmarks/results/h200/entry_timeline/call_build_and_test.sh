@@ -2,9 +2,9 @@
 # First call: the GPU tests of main's untested changes (the `_call` of --conv fast files, block_sums as team_sums, the
 # NHWC entry points) beside the builds of the files whose entry points call_timeline.sh then times on a quiet host.
 # On the GPU machine from the repository root, .kb carried:
-#   bash benchmarks/results/h200/host_timeline/call_build_and_test.sh
+#   bash benchmarks/results/h200/entry_timeline/call_build_and_test.sh
 set -u; cd "$(dirname "$0")/../../../.."; T0=$(date +%s)
-R=.build/host_timeline; mkdir -p $R; trap 'tar czf $OUT/build_and_test.tar.gz -C $R .' EXIT
+R=.build/entry_timeline; mkdir -p $R; trap 'tar czf $OUT/build_and_test.tar.gz -C $R .' EXIT
 pip install --no-build-isolation --no-deps -e . -q > /dev/null 2>&1
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .kb/wheels/*.whl > /dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD TORCH_EXTENSIONS_DIR=$PWD/.build/ext PYTHONUNBUFFERED=1

@@ -1,10 +1,10 @@
-"""kgen.bench.host_timeline on the CPU: the interval arithmetic that splits an entry point's host time into the calls
+"""kgen.bench.entry_timeline on the CPU: the interval arithmetic that splits an entry point's host time into the calls
 recorded inside it and its own, and main() end to end on a stub solution (CUDA calls stubbed)."""
 import json
 
 import torch
 
-from kgen.bench.host_timeline import Span, outermost, timeline
+from kgen.bench.entry_timeline import Span, outermost, timeline
 
 
 def test_outermost_drops_what_another_span_contains():
@@ -23,7 +23,7 @@ def test_timeline_splits_recorded_calls_from_the_entry_own_time():
 
 
 def test_main_times_each_entry_point_its_backward_and_group_norm(tmp_path, monkeypatch, capsys):
-    from kgen.bench import host_timeline as ht
+    from kgen.bench import entry_timeline as ht
 
     solution = tmp_path / "solution.py"
     solution.write_text(
@@ -42,7 +42,7 @@ def test_main_times_each_entry_point_its_backward_and_group_norm(tmp_path, monke
     monkeypatch.setattr(torch.nn.Module, "cuda", lambda self, *a, **k: self)
     monkeypatch.setattr(ht, "ACTIVITIES_CUDA", False)
     out = tmp_path / "timeline.json"
-    monkeypatch.setattr("sys.argv", ["host_timeline", str(solution), "--calls", "5", "--json", str(out)])
+    monkeypatch.setattr("sys.argv", ["entry_timeline", str(solution), "--calls", "5", "--json", str(out)])
     assert ht.main() == 0
     report = json.loads(out.read_text())
     labels = [e["entry"] for e in report["entries"]]
@@ -54,3 +54,16 @@ def test_main_times_each_entry_point_its_backward_and_group_norm(tmp_path, monke
     backward = report["entries"][2]
     assert any("backward" in e["name"].lower() for e in backward["median_replay"]["events"]), backward
     assert "in no recorded call" in capsys.readouterr().out
+
+
+def test_timeline_nests_what_each_event_contains():
+    mark = Span("entry", 0, 100)
+    node = Span("kgen::Region0Backward", 10, 90)
+    events = [node, Span("aten::empty", 12, 14), Span("cudaLaunchKernel", 20, 30), Span("aten::sum", 40, 60),
+              Span("cudaLaunchKernel", 45, 50)]
+    result = timeline(mark, events)
+    assert [e["name"] for e in result["events"]] == ["kgen::Region0Backward"] and result["own_us"] == 20
+    inner = result["events"][0]["inside"]
+    assert [e["name"] for e in inner["events"]] == ["aten::empty", "cudaLaunchKernel", "aten::sum"]
+    assert inner["own_us"] == 80 - 2 - 10 - 20
+    assert [e["name"] for e in inner["events"][2]["inside"]["events"]] == ["cudaLaunchKernel"]
