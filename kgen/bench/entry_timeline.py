@@ -18,13 +18,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from kgen.bench.host_profile import Recorder, load, synchronize
+from kgen.bench.host_profile import Recorder, load, replay_us, synchronize
 
 MARK = "kgen_entry_timeline_entry"
 PROFILER_OWN = ("Activity Buffer",)   # the profiler's own events (its first buffer's request), not the entry's
@@ -87,17 +86,6 @@ def profiled_replays(fn, args: tuple, calls: int) -> list[dict]:
     marks = [s for s in spans if s.name == MARK]
     others = [s for s in spans if s.name != MARK]
     return [timeline(mark, others) for mark in marks]
-
-
-def unprofiled_us(fn, args: tuple, calls: int) -> float:
-    fn(*args)
-    synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn(*args)
-    elapsed = time.perf_counter() - start
-    synchronize()
-    return elapsed / calls * 1e6
 
 
 def summary(replays: list[dict]) -> dict:
@@ -222,7 +210,7 @@ def main() -> int:
                     contenders.append((f"{name} as torch.group_norm, its backward node",
                                        backward_replay(reference)))
         for label, run in contenders:
-            unprofiled = unprofiled_us(run, call_args, args.calls)
+            unprofiled = replay_us(run, call_args, args.calls)
             result = summary(profiled_replays(run, call_args, args.calls))
             print_timeline(label, unprofiled, result)
             report["entries"].append({"entry": label, "unprofiled_us": round(unprofiled, 2), **result})

@@ -155,18 +155,20 @@ def entry_points(module, model, inputs, grads, backward: bool, calls: int) -> li
         call(model, inputs, grads, backward)
     finally:
         module._ext = recorder.ext
-    rows = []
-    for name, args in recorder.calls:
-        fn = getattr(recorder.ext, name)
+    return [{"entry": name, "us": round(replay_us(getattr(recorder.ext, name), args, calls), 2)}
+            for name, args in recorder.calls]
+
+
+def replay_us(fn, args: tuple, calls: int) -> float:
+    """Host us a call of `fn(*args)`, unprofiled: one call, a synchronisation, then `calls` calls issued back to back."""
+    fn(*args)
+    synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
         fn(*args)
-        synchronize()
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn(*args)
-        elapsed = time.perf_counter() - start
-        synchronize()
-        rows.append({"entry": name, "us": round(elapsed / calls * 1e6, 2)})
-    return rows
+    elapsed = time.perf_counter() - start
+    synchronize()
+    return elapsed / calls * 1e6
 
 
 def upstream(model, inputs, backward: bool):
