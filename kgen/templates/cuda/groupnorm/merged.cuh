@@ -131,6 +131,7 @@ inline MergedParams merged_params(const c10::optional<at::Tensor>& weight, const
     }
   }
   if (r.count > 0) {
+    const c10::cuda::CUDAGuard device_guard(x.device());   // x's GPU, whichever is current
     const at::Tensor rows = at::empty({int64_t(r.count), n * c}, x.options().dtype(at::kFloat));
     const int64_t blocks = std::min<int64_t>(blocks_for(n * c, 256), 4096);
     repeat_kernel<<<dim3(unsigned(blocks), unsigned(r.count)), 256, 0, at::cuda::getCurrentCUDAStream()>>>(
