@@ -114,32 +114,12 @@ def group_norm_baseline(args: tuple):
     return run
 
 
-class OutputRecorder(Recorder):
-    """A Recorder that keeps each entry point's output too."""
-
-    def __init__(self, ext):
-        super().__init__(ext)
-        self.outputs = []
-
-    def __getattr__(self, name):
-        fn = getattr(self.ext, name)
-        if not callable(fn):
-            return fn
-
-        def recorded(*args):
-            out = fn(*args)
-            self.calls.append((name, args))
-            self.outputs.append(out)
-            return out
-        return recorded
-
-
 def entry_calls(module, inputs) -> list[tuple[str, tuple, object]]:
     """The extension entry points one forward of `module.ModelNew` runs, grad mode on: each one's name, arguments and
     output."""
     torch.manual_seed(0)
     model = module.ModelNew(*module.get_init_inputs()).cuda()
-    recorder = OutputRecorder(module._ext)
+    recorder = Recorder(module._ext)
     module._ext = recorder
     try:
         model(*inputs)

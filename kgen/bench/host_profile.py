@@ -130,10 +130,11 @@ def issue_ms(model, inputs, grads, backward: bool, calls: int) -> float:
 
 
 class Recorder:
-    """Stands in for a solution's `_ext`: passes every call on and keeps (entry point, arguments)."""
+    """Stands in for a solution's `_ext`: passes every call on and keeps (entry point, arguments), and each call's
+    output."""
 
     def __init__(self, ext):
-        self.ext, self.calls = ext, []
+        self.ext, self.calls, self.outputs = ext, [], []
 
     def __getattr__(self, name):
         fn = getattr(self.ext, name)
@@ -142,7 +143,9 @@ class Recorder:
 
         def recorded(*args):
             self.calls.append((name, args))
-            return fn(*args)
+            out = fn(*args)
+            self.outputs.append(out)
+            return out
         return recorded
 
 
