@@ -6855,7 +6855,8 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 //             merged one as it is (no second copy: small models are host-bound, each copy a few ATen calls)
 //   backward  dout, x and out merged; dx viewed as x; dweight and dbias summed over the samples; the functors' rows
 //             stay one value per merged channel, (K, N * C), summed to each parameter's shape by the caller
-//             (the emitted _param_grad / kgen_add_param_grad, which know whether it varies along the channels)
+//             (the emitted _param_grad / kgen_add_param_grad, which know whether it varies along the channels);
+//             the C++ node's backward (region<i>_backward_summed) makes all of these sums in one launch (param_grads)
 namespace kgen {
 namespace merged {
 
@@ -6999,6 +7000,124 @@ inline void append_merged(std::vector<at::Tensor>& result, const c10::optional<a
 // The GroupNorm's weight or bias gradient of the merged call (N * C) summed over the samples (C).
 inline at::Tensor summed_over_samples(const at::Tensor& g, int64_t n, int64_t c) {
   return g.defined() && g.numel() == n * c ? g.reshape({n, c}).sum(0) : g;
+}
+
+// ---- every parameter gradient the backward sums, in one launch
+
+// What a merged call's gradient row (N * C values, one per merged channel) sums to for its parameter.
+enum class RowSum : int {
+  kOverSamples = 0,   // C values: a per-channel parameter (the GroupNorm's weight and bias among them)
+  kOverChannels = 1,  // N values: a per-sample parameter
+  kWhole = 2,         // one value
+};
+
+// The rows summed by one sums_kernel: row k read from `src[k]`, its sums written at out + `dst[k]`.
+struct RowSums {
+  const float* src[kMaxRepeats];
+  int64_t dst[kMaxRepeats];
+  RowSum kind[kMaxRepeats];
+  int count;
+};
+
+constexpr int kSumsThreads = 256;
+
+// Each row's sums (blockIdx.y the row), every one in double and in a fixed order, so the gradients are bitwise
+// reproducible. Over the samples a thread a channel adds the N values down its column (the threads of a warp read
+// neighbouring channels); over the channels, or the whole row, a block an output adds its contiguous values, strided
+// over the threads, then a tree over the block.
+__global__ void __launch_bounds__(kSumsThreads) sums_kernel(RowSums r, int64_t n, int64_t c, float* out) {
+  __shared__ double per_warp[kSumsThreads / kWarpSize];
+  const int k = blockIdx.y;
+  const float* src = r.src[k];
+  float* dst = out + r.dst[k];
+  if (r.kind[k] == RowSum::kOverSamples) {
+    const int64_t step = gridDim.x * int64_t(kSumsThreads);
+    for (int64_t ch = blockIdx.x * int64_t(kSumsThreads) + threadIdx.x; ch < c; ch += step) {
+      double sum = 0.0;
+      for (int64_t s = 0; s < n; ++s) sum += __ldg(src + s * c + ch);
+      dst[ch] = float(sum);
+    }
+    return;
+  }
+  const bool whole = r.kind[k] == RowSum::kWhole;
+  const int64_t outputs = whole ? 1 : n, count = whole ? n * c : c;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {   // the same for every thread: the barriers agree
+    const float* values = src + o * count;
+    double sum = 0.0;
+    for (int64_t i = threadIdx.x; i < count; i += kSumsThreads) sum += __ldg(values + i);
+    sum = warp_sum(sum);
+    if (lane == 0) per_warp[warp] = sum;
+    __syncthreads();
+    if (warp == 0) {
+      sum = warp_sum(lane < kSumsThreads / kWarpSize ? per_warp[lane] : 0.0);
+      if (lane == 0) dst[o] = float(sum);
+    }
+    __syncthreads();
+  }
+}
+
+// The backward's parameter gradients from a merged call's rows: dweight and dbias (N * C each, or undefined) and the
+// prologue's and epilogue's rows ((K, N * C), float32, contiguous), each summed to its parameter's `numels` in ONE
+// launch (sums_kernel) where the unmerged call's kernels would have given it so. A parameter of N * C values takes its
+// row as it is. Returns {dweight (C), dbias (C), then one gradient per prologue and epilogue parameter, flat}. A
+// reshape and an at::sum a parameter cost three ATen calls and a launch each: diffusion_resblock's time-embedding
+// region sums three (docs/decisions.md).
+inline std::vector<at::Tensor> param_grads(const at::Tensor& dweight, const at::Tensor& dbias,
+                                           const at::Tensor& dprologue, const at::Tensor& depilogue,
+                                           const std::vector<int64_t>& prologue_numels,
+                                           const std::vector<int64_t>& epilogue_numels,
+                                           const std::vector<bool>& prologue_along,
+                                           const std::vector<bool>& epilogue_along, int64_t n, int64_t c) {
+  struct Row {
+    const at::Tensor* rows;  // the tensor the row lies in
+    int64_t index;           // its row there; -1: the tensor is the row
+    int64_t numel;           // the parameter's values
+    bool along;
+  };
+  std::vector<Row> wanted{{&dweight, -1, c, true}, {&dbias, -1, c, true}};
+  for (size_t k = 0; k < prologue_numels.size(); ++k)
+    wanted.push_back({&dprologue, int64_t(k), prologue_numels[k], prologue_along[k]});
+  for (size_t k = 0; k < epilogue_numels.size(); ++k)
+    wanted.push_back({&depilogue, int64_t(k), epilogue_numels[k], epilogue_along[k]});
+  std::vector<at::Tensor> grads(wanted.size());
+  RowSums r{};
+  std::vector<std::pair<size_t, int64_t>> summed;   // (gradient, its offset in the buffer)
+  int64_t total = 0;
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    const Row& w = wanted[k];
+    if (!w.rows->defined()) continue;
+    TORCH_CHECK(w.rows->scalar_type() == at::kFloat && w.rows->is_contiguous() &&
+                    w.rows->numel() == (w.index < 0 ? 1 : w.rows->size(0)) * n * c,
+                "kgen: a merged region's gradient rows are not float32 (K, ", str(n * c), ") contiguous");
+    const float* row = w.rows->data_ptr<float>() + (w.index < 0 ? 0 : w.index * n * c);
+    if (w.numel == n * c) {   // one value per (sample, channel): the row itself
+      grads[k] = w.index < 0 ? *w.rows : (*w.rows)[w.index];
+      continue;
+    }
+    const RowSum kind = w.numel == 1 ? RowSum::kWhole : w.along ? RowSum::kOverSamples : RowSum::kOverChannels;
+    TORCH_CHECK(w.numel == (kind == RowSum::kWhole ? 1 : kind == RowSum::kOverSamples ? c : n),
+                "kgen: a merged region's parameter of ", str(w.numel), " values; expected 1, ", str(w.along ? c : n),
+                " or ", str(n * c));
+    r.src[r.count] = row;
+    r.dst[r.count] = total;
+    r.kind[r.count] = kind;
+    ++r.count;
+    summed.emplace_back(k, total);
+    total += w.numel;
+  }
+  if (summed.empty()) return grads;
+  const at::Tensor& rows = *wanted[summed[0].first].rows;
+  const at::Tensor buffer = at::empty({total}, rows.options());
+  if (total > 0) {   // else sums of no values: the buffer's empty views
+    const c10::cuda::CUDAGuard device_guard(rows.device());   // the rows' GPU, whichever is current
+    const int64_t blocks = std::min<int64_t>(std::max<int64_t>({blocks_for(c, kSumsThreads), n, 1}), 1024);
+    sums_kernel<<<dim3(unsigned(blocks), unsigned(r.count)), kSumsThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
+        r, n, c, buffer.data_ptr<float>());
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+  for (const auto& [k, offset] : summed) grads[k] = buffer.narrow(0, offset, wanted[k].numel);
+  return grads;
 }
 
 }  // namespace merged
@@ -7203,8 +7322,9 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
   return result;
 }
 
-// Returns {dx, dweight, dbias, dprologue (Kp, N * C), depilogue (Ke, N * C)}: the rows one value per merged channel.
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
+// The merged call's backward: {dx (as x), dweight, dbias (N * C each), dprologue (Kp, N * C), depilogue (Ke, N * C)},
+// every gradient of a parameter one value per merged channel.
+static std::vector<at::Tensor> region0_backward_rows(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
                                           c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups,
@@ -7219,16 +7339,32 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
       out.has_value() ? c10::optional<at::Tensor>(m::samples_as_channels(*out)) : c10::nullopt,
       aux, n * groups, window, rounding);
   d[0] = d[0].reshape(x.sizes());
-  d[1] = m::summed_over_samples(d[1], n, c);
-  d[2] = m::summed_over_samples(d[2], n, c);
   return d;
+}
+
+// The node's backward (ref/autograd.cpp.j2): {dx, dweight, dbias (C each), then one gradient per prologue and epilogue
+// parameter, of its `numels` values}, every sum over the samples or the channels in one launch (merged::param_grads).
+std::vector<at::Tensor> region0_backward_summed(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
+                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
+                                          std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,
+                                          c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups,
+                                          std::vector<int64_t> window, int64_t rounding,
+                                          std::vector<int64_t> prologue_numels, std::vector<int64_t> epilogue_numels) {
+  const int64_t n = x.size(0), c = x.size(1);
+  const std::vector<at::Tensor> d = region0_backward_rows(
+      dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, rounding);
+  std::vector<at::Tensor> grads = kgen::merged::param_grads(d[1], d[2], d[3], d[4], prologue_numels, epilogue_numels,
+                                                            kRegion0PrologueAlong,
+                                                            kRegion0EpilogueAlong, n, c);
+  grads.insert(grads.begin(), d[0]);
+  return grads;
 }
 """
 
 CPP_SOURCE = r"""
 at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
-std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
+std::vector<at::Tensor> region0_backward_summed(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding, std::vector<int64_t> prologue_numels, std::vector<int64_t> epilogue_numels);
 
 // ---- Each region and element-wise step as one C++ autograd node (kgen emit --autograd cpp, the default) ----
 // ModelNew.forward calls region<i>(...) once a region and pointwise<i>(...) once an element-wise step: the output's
@@ -7280,16 +7416,11 @@ inline int64_t kgen_rounding_of(at::ScalarType dtype) {
   return dtype == at::kBFloat16 ? 1 : dtype == at::kHalf ? 2 : 0;
 }
 
-// A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter; added to what another
-// functor of the step gave it.
-inline void kgen_add_param_grad(at::Tensor& grad, const at::Tensor& merged_row, const at::Tensor& param,
-                                bool along_channels = true) {
-  // a merged region's row holds N * C values: summed over the samples (a per-channel parameter) or over the channels
-  // (a per-sample one, along_channels false)
-  const int64_t k = param.numel();
-  const at::Tensor row = k == 1 || merged_row.numel() == k ? merged_row
-                         : along_channels ? merged_row.reshape({-1, k}).sum(0) : merged_row.reshape({k, -1}).sum(1);
-  const at::Tensor g = param.numel() == 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
+// A parameter's gradient from the kernels' per-channel row (a merged region's: already of the parameter's values):
+// summed for a one-value parameter; added to what another functor of the step gave it.
+inline void kgen_add_param_grad(at::Tensor& grad, const at::Tensor& row, const at::Tensor& param) {
+  const at::Tensor g =
+      param.numel() == 1 && row.numel() != 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
   grad = grad.defined() ? grad + g : g;
 }
 
@@ -7335,16 +7466,20 @@ struct Region0Backward : public torch::autograd::Node {
     for (const auto& saved : merged_) merged.push_back(saved.unpack());
     const std::vector<at::Tensor> prologue(merged.begin() + 2, merged.begin() + 2 + 1);
     const std::vector<at::Tensor> epilogue(merged.begin() + 2 + 1, merged.end());
-    std::vector<at::Tensor> d = region0_backward(
+    // each parameter's gradient summed from the merged call's rows in one launch: weight and bias (C), then one per
+    // prologue and epilogue parameter, of its own values
+    std::vector<at::Tensor> d = region0_backward_summed(
         dout, x, kgen_optional(merged[0]), kgen_optional(merged[1]), prologue, epilogue, mean_.unpack(),
         rstd_.unpack(), kgen_optional(out_.unpack()),
-        kgen_optional(aux_.unpack()), groups_, window_, rounding_);
+        kgen_optional(aux_.unpack()), groups_, window_, rounding_,
+        {params[0].numel()},
+        {params[1].numel(), params[2].numel()});
     torch::autograd::variable_list result{d[0], weight.defined() ? d[1] : at::Tensor(),
                                           bias.defined() ? d[2] : at::Tensor()};
     std::vector<at::Tensor> dparams(params.size());
-    kgen_add_param_grad(dparams[0], d[3][0], params[0], true);
-    kgen_add_param_grad(dparams[1], d[4][0], params[1], true);
-    kgen_add_param_grad(dparams[2], d[4][1], params[2], true);
+    kgen_add_param_grad(dparams[0], d[3], params[0]);
+    kgen_add_param_grad(dparams[1], d[4], params[1]);
+    kgen_add_param_grad(dparams[2], d[5], params[2]);
     result.insert(result.end(), dparams.begin(), dparams.end());
     return result;
   }

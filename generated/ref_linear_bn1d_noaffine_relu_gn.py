@@ -7900,10 +7900,11 @@ inline int64_t kgen_rounding_of(at::ScalarType dtype) {
   return dtype == at::kBFloat16 ? 1 : dtype == at::kHalf ? 2 : 0;
 }
 
-// A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter; added to what another
-// functor of the step gave it.
+// A parameter's gradient from the kernels' per-channel row (a merged region's: already of the parameter's values):
+// summed for a one-value parameter; added to what another functor of the step gave it.
 inline void kgen_add_param_grad(at::Tensor& grad, const at::Tensor& row, const at::Tensor& param) {
-  const at::Tensor g = param.numel() == 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
+  const at::Tensor g =
+      param.numel() == 1 && row.numel() != 1 ? row.sum().reshape(param.sizes()) : row.reshape(param.sizes());
   grad = grad.defined() ? grad + g : g;
 }
 

@@ -32,6 +32,8 @@ MERGED = {
     UNSEEN / "audio_film_conv1d.py": (0, ["getitem", "getitem_1"], "kNone"),    # (N, C, 1) against (N, C, L)
     UNSEEN / "linear_gn_per_sample_bias.py": (0, ["getitem"], "kNone"),         # (N, 1) against (N, C)
     UNSEEN / "gn_per_sample_gate_3d.py": (0, ["view"], "kNone"),                # (N, 1, 1, 1, 1)
+    # per (sample, channel), one value, per channel and per sample: every sum of the merged backward (param_grads)
+    UNSEEN / "gn_conditioned_every_param_kind.py": (0, ["getitem", "getitem_1"], "kNone"),
 }
 
 
@@ -112,6 +114,7 @@ OTHER_SHAPES = {
     UNSEEN / "gn_time_embedding_then_avgpool.py": [(5, 48, 10, 6), (5, 64)],
     UNSEEN / "audio_film_conv1d.py": [(1, 16, 37), (1, 24)],
     UNSEEN / "linear_gn_per_sample_bias.py": [(2, 24), (2,)],
+    UNSEEN / "gn_conditioned_every_param_kind.py": [(1, 32, 6, 11), (1, 24)],   # one sample: N * C = C
     CORPUS / "diffusion_resblock_tiny.py": None,
 }
 
