@@ -1,6 +1,7 @@
 """A/B of template parameters inside one emitted solution: each variant is the file with text substitutions
-(a constant changed), built in parallel, then timed in one process on the same inputs: the median CUDA time
-of the kernels whose names match --kernel, under torch.profiler, and the output's distance to the base file's.
+(a constant changed), built in parallel, then timed in one process on the same inputs: the CUDA time a call of
+the kernels whose names match --kernel (each one's launches in a call summed), under torch.profiler, and the output's
+distance to the base file's.
 
     python3 benchmarks/kernel_variants.py SOLUTION.py --kernel rows_forward \\
         --variant "in_flight_4:kRowsPacksInFlight = 8;=>kRowsPacksInFlight = 4;" [--variant ...] [--json OUT]
@@ -8,8 +9,9 @@ of the kernels whose names match --kernel, under torch.profiler, and the output'
 
 A variant is NAME:OLD=>NEW[|||OLD=>NEW...]; every OLD must occur in the file (an error otherwise, before any
 build). --file NAME=PATH adds another whole file as a variant (the same reference emitted from another checkout, say),
-for changes no text substitution expresses. The base file runs as the variant `base`. --backward times forward and backward calls (the output's
-gradient fixed) and compares the input's and every parameter's gradient with the base file's as well;
+for changes no text substitution expresses. The base file runs as the variant `base`. --backward times forward and
+backward calls (the output's gradient fixed) and compares the input's and every parameter's gradient with the base
+file's as well;
 --rounds R times the variants in turn R times and reports each kernel's median over the rounds (drift
 between variants spread evenly).
 """
@@ -74,8 +76,9 @@ def run_call(model, inputs, grad) -> None:
         model(*inputs).backward(grad)
 
 
-def kernel_times(model, inputs, grad, pattern: re.Pattern, calls: int) -> dict[str, float]:
-    """Median us per call of each matching kernel over `calls` calls."""
+def kernel_times(model, inputs, grad, pattern: re.Pattern, calls: int) -> tuple[dict[str, float], dict[str, float]]:
+    """GPU us a call of each matching kernel (every launch of it in `calls` calls, over `calls`: a kernel launched
+    twice a call counts twice), and its launches a call."""
     for _ in range(3):
         run_call(model, inputs, grad)
     torch.cuda.synchronize()
@@ -83,11 +86,18 @@ def kernel_times(model, inputs, grad, pattern: re.Pattern, calls: int) -> dict[s
         for _ in range(calls):
             run_call(model, inputs, grad)
         torch.cuda.synchronize()
-    samples: dict[str, list[float]] = {}
+    times: dict[str, float] = {}
+    launches: dict[str, float] = {}
     for event in prof.events():
         if event.device_type == torch.autograd.DeviceType.CUDA and pattern.search(event.name):
-            samples.setdefault(event.name, []).append(event.time_range.elapsed_us())
-    return {name: statistics.median(t) for name, t in samples.items()}
+            times[event.name] = times.get(event.name, 0.0) + event.time_range.elapsed_us() / calls
+            launches[event.name] = launches.get(event.name, 0.0) + 1 / calls
+    return times, launches
+
+
+def launch_note(launches: float) -> str:
+    """" (N launches)" where a kernel runs other than once a call."""
+    return "" if round(launches, 2) == 1 else f" ({round(launches, 2):g} launches)"
 
 
 def results_of(model, inputs, grad) -> list[torch.Tensor]:
@@ -160,7 +170,9 @@ def main() -> None:
         results[name] = {"max_abs_diff_vs_base": diff, "rounds": []}
     for _ in range(args.rounds):
         for name, model in loaded.items():
-            results[name]["rounds"].append(kernel_times(model, inputs, grad, pattern, args.calls))
+            times, launches = kernel_times(model, inputs, grad, pattern, args.calls)
+            results[name]["rounds"].append(times)
+            results[name]["launches"] = launches
     for name in loaded:
         rounds = results[name]["rounds"]
         times = {k: statistics.median(r.get(k, 0.0) for r in rounds) for k in set().union(*rounds)}
@@ -169,7 +181,8 @@ def main() -> None:
         spread = [sum(r.values()) for r in rounds]
         print(f"{name:24s} {total:9.1f} us (rounds {min(spread):.1f}-{max(spread):.1f})  "
               f"(max|diff| vs base {results[name]['max_abs_diff_vs_base']:.2e})  "
-              + ", ".join(f"{k[:60]}: {v:.1f}" for k, v in sorted(times.items())), flush=True)
+              + ", ".join(f"{k[:60]}: {v:.1f}{launch_note(results[name]['launches'].get(k, 1.0))}"
+                          for k, v in sorted(times.items())), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"solution": str(args.solution), "kernel": args.kernel,
                                                "variants": args.variant, "files": args.file,
