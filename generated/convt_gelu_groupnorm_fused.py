@@ -9979,8 +9979,9 @@ def _window(kernel_size, dims):
 
 
 def _param_grad(row, param):
-    """A parameter's gradient from the kernels' per-channel row: summed for a one-value parameter."""
-    if param.numel() == 1:
+    """A parameter's gradient from the kernels' per-channel row (a merged region's: already of the parameter's
+    values): summed for a one-value parameter."""
+    if param.numel() == 1 and row.numel() != 1:
         return row.sum().reshape(param.shape)
     return row.reshape(param.shape)
 

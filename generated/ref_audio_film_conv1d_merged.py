@@ -6853,10 +6853,9 @@ bool region_backward_cluster(const at::Tensor& dout, const at::Tensor& input, co
 //             mean, rstd and aux stay as the merged call made them (the backward merges again and reads them so);
 //             the merged parameters come back after them, for the caller to hand to the backward, which takes a
 //             merged one as it is (no second copy: small models are host-bound, each copy a few ATen calls)
-//   backward  dout, x and out merged; dx viewed as x; dweight and dbias summed over the samples; the functors' rows
-//             stay one value per merged channel, (K, N * C), summed to each parameter's shape by the caller
-//             (the emitted _param_grad / kgen_add_param_grad, which know whether it varies along the channels);
-//             the C++ node's backward (region<i>_backward_summed) makes all of these sums in one launch (param_grads)
+//   backward  dout, x and out merged; dx viewed as x; dweight, dbias and the functors' rows (K, N * C) summed to
+//             each parameter's values, over the samples or the channels, all in one launch (param_grads, called by
+//             region<i>_backward_summed with the parameters' sizes, which the caller knows)
 namespace kgen {
 namespace merged {
 
@@ -6995,11 +6994,6 @@ inline void append_merged(std::vector<at::Tensor>& result, const c10::optional<a
   result.push_back(bias.value_or(at::Tensor()));
   result.insert(result.end(), prologue.begin(), prologue.end());
   result.insert(result.end(), epilogue.begin(), epilogue.end());
-}
-
-// The GroupNorm's weight or bias gradient of the merged call (N * C) summed over the samples (C).
-inline at::Tensor summed_over_samples(const at::Tensor& g, int64_t n, int64_t c) {
-  return g.defined() && g.numel() == n * c ? g.reshape({n, c}).sum(0) : g;
 }
 
 // ---- every parameter gradient the backward sums, in one launch
@@ -7342,8 +7336,9 @@ static std::vector<at::Tensor> region0_backward_rows(at::Tensor dout, at::Tensor
   return d;
 }
 
-// The node's backward (ref/autograd.cpp.j2): {dx, dweight, dbias (C each), then one gradient per prologue and epilogue
-// parameter, of its `numels` values}, every sum over the samples or the channels in one launch (merged::param_grads).
+// The backward the node (ref/autograd.cpp.j2) or the Function (--autograd python) calls: {dx, dweight, dbias (C each),
+// then one gradient per prologue and epilogue parameter, of its `numels` values}, every sum over the samples or the
+// channels in one launch (merged::param_grads).
 std::vector<at::Tensor> region0_backward_summed(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight,
                                           c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                           std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd,

@@ -236,8 +236,8 @@ def emit_reference(path: str, block_size: int = 256, display: str | None = None,
     if any(not r["cpp"] for r in context["regions"]):
         functions += ["region_input"]
     for r in context["regions"]:
-        functions += [f"region{r['index']}"] if r["cpp"] else [f"region{r['index']}_forward",
-                                                                f"region{r['index']}_backward"]
+        backward = f"region{r['index']}_backward" + ("_summed" if r["merged"] else "")
+        functions += [f"region{r['index']}"] if r["cpp"] else [f"region{r['index']}_forward", backward]
         if r["conv_fused"]:
             functions += [f"region{r['index']}_convt_{f}" for f in ("unsupported", "forward", "inference", "backward")]
     for p in context["pointwise"]:   # the node, or the Function's entry points (a signed sum has no backward kernel)

@@ -37,6 +37,8 @@ REFERENCES = [
     "tests/ref/references/conv2d_gn_input_residual_gate.py",    # element-wise steps, one with a parameter
     "tests/ref/references/linear_gn_input_gate_rank1.py",       # element-wise steps on rank-1 inputs
     "tests/ref/references/linear_gn_max_broadcast_transpose.py",   # two parameters, an input broadcast
+    "tests/corpus/diffusion_resblock_tiny.py",                  # merged samples: three gradients summed over them
+    "tests/ref/unseen/gn_conditioned_every_param_kind.py",      # merged: sums over samples, channels, whole
 ]
 
 

@@ -48,7 +48,7 @@ def emulated_ext(plans, module) -> types.SimpleNamespace:
                 forward, backward = _merged_entries(forward, backward, [step.params[k].along_channels for k in pro],
                                                     [step.params[k].along_channels for k in epi])
             setattr(ext, f"region{step.index}_forward", forward)
-            setattr(ext, f"region{step.index}_backward", backward)
+            setattr(ext, f"region{step.index}_backward" + ("_summed" if step.merged else ""), backward)
             if cls is None:   # the region is a C++ autograd node
                 setattr(ext, f"region{step.index}", _node_entry(ext, step, context))
         elif isinstance(step, BatchNormStep):
@@ -100,8 +100,9 @@ def _rows(grads, channels: int, dtype):
 
 def _merged_entries(forward, backward, along_pro: list, along_epi: list):
     """A merged region's entry points (groupnorm/merged.cuh, bindings.cu.j2): the kernels' on x's samples merged into
-    channels, every parameter one value per merged channel; out viewed back; dx as x; dweight, dbias summed over the
-    samples; the functors' rows left one value per merged channel."""
+    channels, every parameter one value per merged channel; out viewed back; the backward (region<i>_backward_summed)
+    dx as x, then dweight, dbias and each functor parameter's gradient summed from its row to the parameter's values
+    (merged::param_grads: over the samples, over the channels, or whole; a per-(sample, channel) one as it is)."""
     def merged(x):
         return x.reshape(1, x.shape[0] * x.shape[1], *x.shape[2:])
 
@@ -111,6 +112,13 @@ def _merged_entries(forward, backward, along_pro: list, along_epi: list):
         if p.numel() == n * c:   # per (sample, channel), or merged already (as the forward returns them)
             return p.reshape(n * c)
         return p.reshape(-1, c if along else 1).expand(n, c).reshape(n * c)
+
+    def summed(row, numel, along, n, c):
+        if row is None or numel == n * c:
+            return row
+        if numel == 1:
+            return row.sum().reshape(1)
+        return row.reshape(n, c).sum(0) if along else row.reshape(n, c).sum(1)
 
     def merged_forward(x, weight, bias, prologue, epilogue, groups, eps, window, *rest):
         n, c = x.shape[:2]
@@ -123,14 +131,17 @@ def _merged_entries(forward, backward, along_pro: list, along_epi: list):
         return [out.reshape(n, c, *out.shape[2:])] + others + params
 
     def merged_backward(dout, x, weight, bias, prologue, epilogue, mean, rstd, out, aux, groups, window, *rest):
+        *rest, pro_numels, epi_numels = rest
         n, c = x.shape[:2]
         d = backward(merged(dout), merged(x), per_channel(weight, True, n, c),
                      per_channel(bias, True, n, c), [per_channel(p, a, n, c) for p, a in zip(prologue, along_pro)],
                      [per_channel(p, a, n, c) for p, a in zip(epilogue, along_epi)], mean, rstd,
                      None if out is None else merged(out), aux,
                      n * groups, window, *rest)
-        summed = [g if g is None else g.reshape(n, c).sum(0) for g in d[1:3]]
-        return [d[0].reshape(x.shape)] + summed + d[3:]
+        rows = [(d[1], c, True), (d[2], c, True)]
+        rows += [(d[3][k], numel, a) for k, (numel, a) in enumerate(zip(pro_numels, along_pro))]
+        rows += [(d[4][k], numel, a) for k, (numel, a) in enumerate(zip(epi_numels, along_epi))]
+        return [d[0].reshape(x.shape)] + [summed(row, numel, a, n, c) for row, numel, a in rows]
 
     return merged_forward, merged_backward
 
@@ -165,13 +176,10 @@ def _kept_dims(y, context: dict, rank: int):
     return y.reshape([y.shape[0]] + [1] * (rank - 1))
 
 
-def _node_param_grad(row, param, merged: bool, along: bool):
-    """kgen_add_param_grad: a merged region's row summed over the samples (or the channels, a per-sample
-    parameter), then summed for a one-value parameter."""
-    k = param.numel()
-    if merged and k != 1 and row.numel() != k:
-        row = row.reshape(-1, k).sum(0) if along else row.reshape(k, -1).sum(1)
-    return row.sum().reshape(param.shape) if k == 1 else row.reshape(param.shape)
+def _node_param_grad(row, param):
+    """kgen_add_param_grad: a row summed for a one-value parameter (a merged region's rows come already of the
+    parameter's values)."""
+    return row.sum().reshape(param.shape) if param.numel() == 1 and row.numel() != 1 else row.reshape(param.shape)
 
 
 def _node_entry(ext, step: RegionStep, context: dict):
@@ -221,14 +229,17 @@ def _node_entry(ext, step: RegionStep, context: dict):
                 prologue, epilogue = merged[:len(pro)], merged[len(pro):]
             else:
                 prologue, epilogue = [params[k] for k in pro], [params[k] for k in epi]
-            d = getattr(ext, f"region{index}_backward")(
+            numels = ([[params[k].numel() for k in pro], [params[k].numel() for k in epi]] if step.merged else [])
+            d = getattr(ext, f"region{index}_backward" + ("_summed" if step.merged else ""))(
                 grad.reshape(ctx.out_shape), read, weight, bias, prologue, epilogue, mean, rstd,
                 None if out is None else out.reshape(ctx.out_shape), aux, ctx.groups, ctx.window, ctx.rounding,
-                *([ctx.faithful] if switch else []))
+                *([ctx.faithful] if switch else []), *numels)
+            # a merged call's gradients flat after dbias (one per prologue, then epilogue parameter), else rows
+            rows = [(d[3:3 + len(pro)], pro), (d[3 + len(pro):], epi)] if step.merged else [(d[3], pro), (d[4], epi)]
             grads = [None] * len(params)
-            for rows, slots in ((d[3], pro), (d[4], epi)):
+            for got, slots in rows:
                 for slot, k in enumerate(slots):
-                    g = _node_param_grad(rows[slot], params[k], step.merged, context["along_channels"][k])
+                    g = _node_param_grad(got[slot], params[k])
                     grads[k] = g if grads[k] is None else grads[k] + g
             return (d[0], d[1], d[2], None, None, None, None, *grads)
 
@@ -354,7 +365,7 @@ def _pointwise_node_entry(ext, step: PointwiseStep, context: dict):
                 if needed[k]:
                     result[k] = summed_back(d[k], grad.shape, inputs[k].shape)
             for slot, k in enumerate(slots):
-                g = _node_param_grad(d[-1][slot], params[k], False, True)
+                g = _node_param_grad(d[-1][slot], params[k])
                 result[count + k] = g if result[count + k] is None else result[count + k] + g
             return tuple(result)
 

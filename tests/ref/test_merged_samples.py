@@ -149,14 +149,17 @@ def test_merged_regions_read_nchw_and_keep_run_time_group_counts():
 
 def test_the_merge_is_the_entry_points_own():
     """ModelNew calls the region as any other; its C++ entry points merge and unmerge (groupnorm/merged.cuh), the
-    rows of its gradients summed to each parameter's shape along or across the channels."""
+    rows of its gradients summed to each parameter's values along or across the channels in one launch
+    (merged::param_grads), for the C++ node and the Python Function alike, the parameters' sizes handed in."""
     text = emit_reference(str(UNSEEN / "audio_film_conv1d.py"))[0]
     assert "static std::vector<at::Tensor> region0_forward_merged(" in text and "namespace merged {" in text
-    assert "kgen_add_param_grad(dparams[" in text and "d[3][0], params[" in text
+    assert "region0_backward_summed(" in text and "kgen::merged::param_grads(" in text
+    assert "kgen_add_param_grad(dparams[0], d[3], params[0]);" in text and "params[0].numel()" in text
     python = emit_reference(str(UNSEEN / "audio_film_conv1d.py"), autograd="python")[0]
-    assert "_param_grad(dprologue[slot], params[k], _Region0.ALONG[k])" in python
+    assert "_ext.region0_backward_summed(" in python and '"region0_backward_summed"]' in python
+    assert "_param_grad(dparams[slot], params[k])" in python and "region0_backward\"" not in python
     plain = emit_reference(str(UNSEEN / "gn_se_gate_mean.py"))[0]
-    assert "namespace merged {" not in plain and "along_channels" not in plain
+    assert "namespace merged {" not in plain and "_backward_summed" not in plain
     cpp = emit_reference(str(UNSEEN / "linear_gn_per_sample_bias.py"))[0]
-    assert "kgen_add_param_grad(dparams[1], d[3][1], params[1], false);" in cpp   # the (N, 1) value: per sample
+    assert "kRegion0PrologueAlong{true, false};" in cpp   # the (N, 1) value: per sample
 
