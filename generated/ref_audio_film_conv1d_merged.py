@@ -7216,7 +7216,8 @@ inline bool region0_half_sweeps(const at::Tensor& x, int64_t groups, int64_t rou
 }
 
 // Region 0 reads getitem, getitem_1, computed per sample: its calls run on x's samples merged into
-// channels (groupnorm/merged.cuh); region0_forward and _backward below merge and unmerge around these.
+// channels (groupnorm/merged.cuh); region0_forward and _backward_summed below merge and unmerge around
+// these.
 static std::vector<at::Tensor> region0_forward_merged(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
