@@ -1,12 +1,12 @@
 """Emit every solution file the slow GPU suites build (tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py,
-test_groupnorm.py, test_rows_half.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
+test_groupnorm.py, test_rows_half.py, test_bn_train.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
 the same sources give the same hash-named extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one
 after another inside the tests, their 24 extensions take longer than one device call (600 s); at -j 15 on the H200's
 16 cores, 260 s.
 
     python3 benchmarks/prebuild_gpu_tests.py DIR [SUITE ...] && python3 benchmarks/prebuild.py -j 15 DIR/*.py
 
-SUITE: nhwc, dtypes, groupnorm, rows_half (default: all).
+SUITE: nhwc, dtypes, groupnorm, rows_half, bn_train (default: all).
 """
 import sys
 import textwrap
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from kgen.emit import emit
 from kgen.ref.emit import emit_reference
-from tests.gpu import test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes, test_rows_half as rows_half
+from tests.gpu import test_bn_train as bn_train, test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes
+from tests.gpu import test_rows_half as rows_half
 
 
 def nhwc_files(out: Path) -> None:
@@ -52,7 +53,15 @@ def rows_half_files(out: Path) -> None:
         emitted_from_text(out, f"rows_half_{kind}", rows_half.REFERENCE.format(body=body))
 
 
-SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files}
+def bn_train_files(out: Path) -> None:
+    for name, edit in bn_train.EMITTED:
+        text = (bn_train.ROOT / "tests" / "ref" / "references" / f"{name}.py").read_text()
+        stem = f"bn_train_{name}" + (f"_{edit.__name__}" if edit else "")
+        emitted_from_text(out, stem, edit(text) if edit else text)
+
+
+SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files,
+          "bn_train": bn_train_files}
 
 
 def main() -> int:

@@ -7430,6 +7430,13 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
 // out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
 // (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
 //
+// Storage: x, out, a max pooling's extremes, dout and dx are of one type T (float, __half or __nv_bfloat16: the
+// model's dtype; core/sweeps.cuh's loads and stores), every value a float in registers; the statistics, the
+// parameters and the gradient sums are float32, merged in double. In float16 / bfloat16 the peeled convolution
+// bias is added here (`shift`, BnShift): the step normalises z = x + b rounded to T, the reference's conv output
+// (cuDNN convolves without the bias and PyTorch adds it after, a second rounding); in float32 the batch statistics
+// remove it and it only enters the running mean.
+//
 // Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
 // where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
 // units of a channel are numbered sample-major (unit q = sample q / P, unit q % P of its plane), so
@@ -7508,7 +7515,32 @@ inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t c
   return BnSplit{units_per_plane, units, chunk, int(blocks_for(units, chunk))};
 }
 
-// Per-channel scale and shift of the normalisation, y = x a + b, from the channel's statistics.
+// The value the step normalises, z: x, or in float16 / bfloat16 with a peeled convolution bias b (shift, one value a
+// channel) x + b rounded to T. A float32 step never gets a shift (bn_forward).
+template <class T>
+struct BnShift {
+  float b;
+  bool on;
+  __device__ __forceinline__ BnShift(const float* __restrict__ shift, int64_t c)
+      : b(shift != nullptr ? __ldg(shift + c) : 0.f), on(shift != nullptr) {}
+  __device__ __forceinline__ float operator()(float x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return x;
+    } else {
+      return on ? to_float(from_float<T>(x + b)) : x;
+    }
+  }
+};
+
+// Units a thread keeps in flight, for kFloat32 of them in float32: a 2-byte type's loads bring half the bytes, so
+// it keeps kBnHalfUnitsScale times as many (the kernels wait on memory latency, not on bandwidth, at these counts).
+constexpr int kBnHalfUnitsScale = 2;
+template <class T>
+constexpr int bn_units(int kFloat32) {
+  return sizeof(T) == 4 ? kFloat32 : kFloat32 * kBnHalfUnitsScale;
+}
+
+// Per-channel scale and shift of the normalisation, y = z a + b, from the channel's statistics.
 __device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
                                             const float* __restrict__ weight, const float* __restrict__ bias,
                                             int64_t c) {
@@ -7519,35 +7551,39 @@ __device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, cons
 
 // ---------------------------------------------------------------- forward
 
-template <int kBlock, bool kVec>
+template <int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Moments* __restrict__ partial) {
+bn_moments_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnShape shape, BnSplit split,
+                  Moments* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const int64_t plane = shape.plane();
-  const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
+  const BnShift<T> z(shift, c);
+  const float pilot = z(load1(x + c * plane));  // the channel's first value: moments are taken around it
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   Moments acc{0.f, 0.f, 0.f};
-  // kUnroll units' loads in flight per thread before the first is folded in.
+  // kUnits units' loads in flight per thread before the first is folded in.
+  constexpr int kUnits = bn_units<T>(kUnroll);
   constexpr int W = kVec ? 4 : 1;
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
-    float v[kUnroll][W];
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
+    float v[kUnits][W];
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) {
-        const float* p = x + (u.n * shape.c + c) * plane;
+        const T* p = x + (u.n * shape.c + c) * plane;
         if constexpr (kVec) {
-          const float4 t = __ldg(reinterpret_cast<const float4*>(p) + u.j);
-          v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+          const Pack<4> t = load_pack<4>(p, u.j);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[r][k] = z(t.v[k]);
         } else {
-          v[r][0] = __ldg(p + u.j);
+          v[r][0] = z(load1(p + u.j));
         }
       }
       u.advance();
     }
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) {
         if constexpr (kVec) {
           accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
@@ -7563,16 +7599,19 @@ bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Mom
 
 // One warp per channel. With running statistics given (factor > 0 or a cumulative average), updates them
 // as nn.BatchNorm does: running_mean <- (1 - f) running_mean + f mean (the peeled convolution bias added
-// back, as the reference's batch mean includes it), running_var <- (1 - f) running_var + f var * M/(M-1).
-__global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, const Moments* __restrict__ partial,
-                                   int splits, double eps, double factor, const float* __restrict__ conv_bias,
-                                   float* __restrict__ running_mean, float* __restrict__ running_var,
-                                   float* __restrict__ mean, float* __restrict__ rstd) {
+// back where the batch mean leaves it out, as the reference's includes it), running_var <- (1 - f) running_var +
+// f var * M/(M-1).
+template <class T>
+__global__ void bn_finalize_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnShape shape,
+                                   const Moments* __restrict__ partial, int splits, double eps, double factor,
+                                   const float* __restrict__ conv_bias, float* __restrict__ running_mean,
+                                   float* __restrict__ running_var, float* __restrict__ mean,
+                                   float* __restrict__ rstd) {
   const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
   if (c >= shape.c) return;  // warp-uniform
   const MomentsD m = warp_merge(splits, [&](int s) { return partial[c * splits + s]; });
   if (threadIdx.x % kWarpSize != 0) return;
-  const double mu = double(x[c * shape.plane()]) + m.mu;
+  const double mu = double(BnShift<T>(shift, c)(load1(x + c * shape.plane()))) + m.mu;  // the moments' pilot
   const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased: the normalisation's
   mean[c] = float(mu);
   rstd[c] = float(1.0 / sqrt(var + eps));
@@ -7637,13 +7676,13 @@ struct BnWindow {
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
   // The kWin elements of a window of exactly that size and their plane offsets, every load issued before any
   // is used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
-  template <int kWin>
-  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
+  template <int kWin, class T>
+  __device__ __forceinline__ void gather(const T* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
                                          int (&at)[kWin]) const {
 #pragma unroll
     for (int k = 0; k < kWin; ++k) {
       at[k] = base + w.off[k];
-      v[k] = __ldg(xp + at[k]);
+      v[k] = load1(xp + at[k]);
     }
   }
 };
@@ -7682,38 +7721,45 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
+// kUnroll units a thread in flight (float32; bn_units). (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
 // registers.) kSaveExtremes (a max pooling whose backward follows): each window's
 // winning x -> extremes.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock,
+          class T>
 __global__ void __launch_bounds__(kBlock)
-bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+bn_apply_kernel(const T* __restrict__ x, const float* __restrict__ shift, const float* __restrict__ mean,
+                const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
-                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
+                RegionParams params, T* __restrict__ out, T* __restrict__ extremes) {
   static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
   // element by element (kPool, kWin == 0) loads as it goes, in finish.
   constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kUnroll][kHeld];
+  constexpr int kUnits = bn_units<T>(kUnroll);
+  float v[kUnits][kHeld];
   const auto load = [&](int r, int64_t p, int64_t j) {
-    const float* xp = x + p * plane;
+    const T* xp = x + p * plane;
     if constexpr (kPool) {
       if constexpr (kWin > 0) {
         int at[kWin];
         BnWindow(shape, j).gather(xp, wo, v[r], at);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) v[r][k] = z(v[r][k]);
       }
     } else if constexpr (kVec) {
-      const float4 t = __ldg(reinterpret_cast<const float4*>(xp) + j);
-      v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+      const Pack<4> t = load_pack<4>(xp, j);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[r][k] = z(t.v[k]);
     } else {
-      v[r][0] = __ldg(xp + j);
+      v[r][0] = z(load1(xp + j));
     }
   };
   const auto finish = [&](int r, int64_t p, int64_t j) {
@@ -7723,7 +7769,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       // is F of its max y: one F per window instead of one per element, where no backward needs the winner
       // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
       constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
-      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
+      // kSaveExtremes: the winner's z, the window's first z until one wins (PyTorch's index where every F(y) is
       // -inf).
       float winner = 0.f;
       const auto take = [&](int k, float xv) {
@@ -7743,21 +7789,22 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 #pragma unroll
         for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
       } else {
-        const float* xp = x + p * plane;
-        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
+        const T* xp = x + p * plane;
+        BnWindow(shape, j).each([&](int k, int at) { take(k, z(load1(xp + at))); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
-      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
+      store1(out + p * out_plane + j, kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size)));
+      if constexpr (kSaveExtremes) store1(extremes + p * out_plane + j, winner);
     } else if constexpr (kVec) {
-      reinterpret_cast<float4*>(out + p * out_plane)[j] =
-          make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
-                      f.value(fmaf(v[r][2], ab.x, ab.y)), f.value(fmaf(v[r][3], ab.x, ab.y)));
+      Pack<4> y;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) y.v[k] = f.value(fmaf(v[r][k], ab.x, ab.y));
+      store_pack<4>(out + p * out_plane, j, y);
     } else {
-      out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
+      store1(out + p * out_plane + j, f.value(fmaf(v[r][0], ab.x, ab.y)));
     }
   };
-  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
+  for_block_units_unrolled<kBlock, kUnits>(shape, split, c, s, load, finish);
 }
 
 }  // namespace kgen
@@ -7769,7 +7816,7 @@ namespace kgen {
 // Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
 // run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
 // window's 16 bytes a unit, 280 / 300 / 332 / 296 us.)
-constexpr int kBnGradSumsUnits = 4;
+constexpr int kBnGradSumsUnits = 4;   // float32; a 2-byte type's: bn_units
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
@@ -7781,33 +7828,40 @@ constexpr int kBnGradApplyUnits = 1;
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
 struct BnUnitGradient {
   static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kHeld];               // x of the held elements
+  float v[kHeld];               // z of the held elements (BnShift)
   float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
   int base;                     // kPool: the window's first element
 
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
-                                       const BnShape& shape, const WindowOffsets& wo) {
+  template <class T>
+  __device__ __forceinline__ void load(const T* __restrict__ xp, const T* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo, const BnShift<T>& z) {
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       base = win.base;
-      g[0] = __ldg(dp + j);
+      g[0] = load1(dp + j);
       if constexpr (kWin > 0) {
         int at[kWin];
         win.gather(xp, wo, v, at);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) v[k] = z(v[k]);
       }
     } else if constexpr (kVec) {
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
+      const Pack<4> xv = load_pack<4>(xp, j), gv = load_pack<4>(dp, j);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        v[k] = z(xv.v[k]);
+        g[k] = gv.v[k];
+      }
     } else {
-      v[0] = __ldg(xp + j);
-      g[0] = __ldg(dp + j);
+      v[0] = z(load1(xp + j));
+      g[0] = load1(dp + j);
     }
   }
 
-  template <class Body>
-  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
-                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
-                                         float (&dparam)[kMaxParams], Body&& body) const {
+  template <class T, class Body>
+  __device__ __forceinline__ void finish(const T* __restrict__ xp, const BnShift<T>& z, int64_t j,
+                                         const BnShape& shape, const WindowOffsets& wo, float2 ab, float mean_c,
+                                         float rstd_c, const F& f, float (&dparam)[kMaxParams], Body&& body) const {
     if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
         float best = -INFINITY;
@@ -7840,21 +7894,21 @@ struct BnUnitGradient {
         float best = -INFINITY;
         int arg = 0;
         win.each([&](int k, int at) {
-          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          const float value = f.value(fmaf(z(load1(xp + at)), ab.x, ab.y));
           if (pool_takes<kOp>(value, best)) {
             best = value;
             arg = k;
           }
         });
         win.each([&](int k, int at) {
-          const float xi = __ldg(xp + at);
+          const float xi = z(load1(xp + at));
           const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
           body(at, gy, (xi - mean_c) * rstd_c);
         });
       } else {
         const float share = g[0] / float(win.size());
         win.each([&](int, int at) {
-          const float xi = __ldg(xp + at);
+          const float xi = z(load1(xp + at));
           body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
         });
       }
@@ -7868,29 +7922,31 @@ struct BnUnitGradient {
 };
 
 // partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
-// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+// units are its outputs: dout and the winning z, the only value of the window whose gy is not 0.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
-                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
-                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
-                    float* __restrict__ partial) {
+bn_grad_sums_kernel(const T* __restrict__ dout, const T* __restrict__ x, const float* __restrict__ shift,
+                    const T* __restrict__ extremes, const float* __restrict__ mean, const float* __restrict__ rstd,
+                    const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
+                    RegionParams params, float* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const float mean_c = mean[c], rstd_c = rstd[c];
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  constexpr int kUnits = bn_units<T>(kBnGradSumsUnits);
   if constexpr (kSavesExtremes<kPool, kOp>) {
-    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+    float g[kUnits], winner[kUnits];
+    for_block_units_unrolled<kBlock, kUnits>(
         shape, split, c, s,
         [&](int r, int64_t p, int64_t j) {
-          g[r] = __ldg(dout + p * out_plane + j);
-          winner[r] = __ldg(extremes + p * out_plane + j);
+          g[r] = load1(dout + p * out_plane + j);
+          winner[r] = load1(extremes + p * out_plane + j);
         },
         [&](int r, int64_t, int64_t) {
           const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
@@ -7898,12 +7954,12 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
           sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
         });
   } else {
-    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
+    for_block_units_unrolled<kBlock, kUnits>(
         shape, split, c, s,
-        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
         [&](int r, int64_t p, int64_t j) {
-          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
                          [&](int64_t, float gy, float xhat) {
                            sum_gy += gy;
                            sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
@@ -7935,31 +7991,45 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
   totals[i] = float(t);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+bn_grad_apply_kernel(const T* __restrict__ dout, const T* __restrict__ x, const float* __restrict__ shift,
+                     const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
                      const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
-                     RegionParams params, float* __restrict__ dx) {
+                     RegionParams params, T* __restrict__ dx) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const float mean_c = mean[c], rstd_c = rstd[c];
   const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
   const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
-  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
+  constexpr int kUnits = bn_units<T>(kBnGradApplyUnits);
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
+  for_block_units_unrolled<kBlock, kUnits>(
       shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
       [&](int r, int64_t p, int64_t j) {
-        float* dxp = dx + p * plane;
-        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
-          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
-        });
+        T* dxp = dx + p * plane;
+        if constexpr (kVec && !kPool) {
+          // A pack's four values stored as one 16-byte (float) or 8-byte (2-byte type) store.
+          Pack<4> d;
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, unused,
+                         [&](int64_t i, float gy, float xhat) {
+                           d.v[i - 4 * j] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+                         });
+          store_pack<4>(dxp, j, d);
+        } else {
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, unused,
+                         [&](int64_t i, float gy, float xhat) {
+                           store1(dxp + i, ab.x * (gy - mean_gy - xhat * mean_gy_xhat));
+                         });
+        }
       });
   if constexpr (kPool && kBatchStats) {
     // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
@@ -7971,8 +8041,8 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
         const int64_t iw = i % shape.w, t = i / shape.w, ih = t % shape.h, id = t / shape.h;
         if (id < shape.od * shape.kd && ih < shape.oh * shape.kh && iw < shape.ow * shape.kw) continue;
         const int64_t p = n * shape.c + c;
-        const float xhat = (__ldg(x + p * plane + i) - mean_c) * rstd_c;
-        dx[p * plane + i] = ab.x * (-mean_gy - xhat * mean_gy_xhat);
+        const float xhat = (z(load1(x + p * plane + i)) - mean_c) * rstd_c;
+        store1(dx + p * plane + i, ab.x * (-mean_gy - xhat * mean_gy_xhat));
       }
     }
   }
@@ -7982,8 +8052,8 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
 
 // ---- batchnorm/host.cuh: the batch norm step's host side (kernels: batchnorm/train.cuh, batchnorm/backward.cuh) ----
 // Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
-// the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
-// window size the file was emitted for), and the forward / backward sequences of launches.
+// the split of each channel's units between blocks, the choice of kernel variant (the storage type; 4-value
+// packs; the window size the file was emitted for), and the forward / backward sequences of launches.
 namespace kgen {
 
 struct BnTensors {
@@ -8002,8 +8072,22 @@ inline void check_channel_vector(const at::Tensor& t, int64_t channels, const at
               device.str());
 }
 
+// Whether the step's kernels read and write x's own float16 / bfloat16 storage: where the output is of x's dtype
+// (the call's rounding is that dtype's). Elsewhere (float32 x, or a half x whose ops promote the output to float32)
+// they take float32, a half x converted once.
+inline bool bn_reads_storage(const at::Tensor& x, int64_t rounding) {
+  const at::ScalarType type = x.scalar_type();
+  return (type == at::kHalf || type == at::kBFloat16) && rounding_type(rounding) == type;
+}
+
+// The peeled convolution bias the kernels add to a float16 / bfloat16 x (BnShift, batchnorm/train.cuh), or nullptr: a
+// float32 step's statistics drop it (the running mean adds it back).
+inline const float* bn_shift(const at::Tensor& x, const at::Tensor& conv_bias) {
+  return x.scalar_type() != at::kFloat && conv_bias.defined() ? conv_bias.data_ptr<float>() : nullptr;
+}
+
 inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
-  check_float_cuda(x, "input");
+  check_storage(x, "batch norm input");
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: batch norm input must have shape (N, C, *) of rank 2 to 5, got ",
               str(x.sizes()));
   int64_t dims[3] = {1, 1, 1};
@@ -8037,9 +8121,14 @@ inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, 
   return sizes;
 }
 
+// Whether t's data starts on a 4-value pack of its storage type (16 bytes of float32, 8 of a 2-byte type).
+inline bool pack_aligned(const at::Tensor& t) {
+  return (reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * t.element_size())) == 0;
+}
+
 // The units a channel's blocks walk: windows with pooling, else 4-value packs where the planes allow.
 inline bool bn_vec(const at::Tensor& x, const BnShape& s, bool pool) {
-  return !pool && s.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
+  return !pool && s.plane() % 4 == 0 && pack_aligned(x);
 }
 
 template <int kBlock>
@@ -8070,7 +8159,8 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
-// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined).
+// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined). out and
+// the extremes are of input's dtype (float32, float16 or bfloat16: bn_reads_storage), the statistics float32.
 template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, bool for_backward,
@@ -8093,28 +8183,35 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   at::Tensor extremes = save_extremes ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto floats = x.options().dtype(at::kFloat);
+  const float* shift = bn_shift(x, t.conv_bias);
   if (batch_stats) {
-    mean = at::empty({C}, x.options());
-    rstd = at::empty({C}, x.options());
+    mean = at::empty({C}, floats);
+    rstd = at::empty({C}, floats);
     if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_(), extremes};
     const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
     const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
-    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
+    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, floats);
     auto* moments = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-    dispatch_vec(vec, [&](auto v) {
-      constexpr bool kVec = decltype(v)::value;
-      bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), shape,
-                                                                                          split, moments);
+    dispatch_storage(x.scalar_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dispatch_vec(vec, [&](auto v) {
+        constexpr bool kVec = decltype(v)::value;
+        bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(data_as<const T>(x), shift, shape,
+                                                                                  split, moments);
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
+          data_as<const T>(x), shift, shape, moments, split.splits, eps, factor,
+          shift != nullptr ? nullptr : data_or_null(t.conv_bias),
+          mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
+          rstd.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
-        x.data_ptr<float>(), shape, moments, split.splits, eps, factor, data_or_null(t.conv_bias),
-        mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
-        rstd.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
-    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
-    mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
+    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd), unless the kernels
+    // add it (shift).
+    mean = t.conv_bias.defined() && shift == nullptr ? t.running_mean - t.conv_bias : t.running_mean.clone();
     rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
     if (x.numel() == 0) return {out, mean, rstd, extremes};
   }
@@ -8122,40 +8219,48 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
   const bool vec = bn_vec(x, shape, kPool);
   const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
-  dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-    constexpr bool kV = decltype(v)::value;
-    constexpr int kW = decltype(w)::value;
-    const auto launch = [&](auto kernel) {
-      kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
-                                                      rstd.data_ptr<float>(), data_or_null(t.weight),
-                                                      data_or_null(t.bias), shape, split, table, out.data_ptr<float>(),
-                                                      mutable_data_or_null(extremes));
-    };
-    if constexpr (kSavesExtremes<kPool, kOp>) {
-      if (save_extremes) {
-        launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock>);
-        return;
+  dispatch_storage(x.scalar_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+      constexpr bool kV = decltype(v)::value;
+      constexpr int kW = decltype(w)::value;
+      const auto launch = [&](auto kernel) {
+        kernel<<<C * split.splits, kBlock, 0, stream>>>(
+            data_as<const T>(x), shift, mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
+            data_or_null(t.bias), shape, split, table, data_as<T>(out),
+            extremes.defined() ? data_as<T>(extremes) : nullptr);
+      };
+      if constexpr (kSavesExtremes<kPool, kOp>) {
+        if (save_extremes) {
+          launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock, T>);
+          return;
+        }
       }
-    }
-    launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock>);
+      launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock, T>);
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, extremes};
 }
 
-// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
+// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}. grad, input, the extremes and dx are
+// of one storage type (the forward's), the rest float32.
 template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
                                     const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd,
-                                    const at::Tensor& extremes_in, bool batch_stats, const std::vector<int64_t>& window,
-                                    const std::vector<at::Tensor>& params) {
+                                    const at::Tensor& extremes_in, const at::Tensor& conv_bias, bool batch_stats,
+                                    const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
   check_channel_vector(weight, C, input.device(), "weight");
   check_channel_vector(bias, C, input.device(), "bias");
+  check_channel_vector(conv_bias, C, input.device(), "convolution bias");
   const at::Tensor x = input.contiguous();
-  check_float_cuda(grad, "gradient of the output");
+  const float* shift = bn_shift(x, conv_bias);
+  check_storage(grad, "gradient of the output");
+  TORCH_CHECK(grad.scalar_type() == x.scalar_type(), "kgen: batch norm output gradient of dtype ", grad.scalar_type(),
+              " for an input of ", x.scalar_type());
   const std::vector<int64_t> out_sizes = bn_out_sizes(x, shape, kPool);
   TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
               ", expected ", str(c10::IntArrayRef(out_sizes)));
@@ -8163,29 +8268,35 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor extremes;
   if constexpr (kSavesExtremes<kPool, kOp>) {
     TORCH_CHECK(extremes_in.defined(), "kgen: a max pooling's backward needs the forward's extremes");
-    check_float_cuda(extremes_in, "saved extremes");
-    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.sizes() == c10::IntArrayRef(out_sizes),
+    check_storage(extremes_in, "saved extremes");
+    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.scalar_type() == x.scalar_type() &&
+                    extremes_in.sizes() == c10::IntArrayRef(out_sizes),
                 "kgen: the saved extremes must be the forward's, of shape ", str(c10::IntArrayRef(out_sizes)), ", got ",
                 str(extremes_in.sizes()));
     extremes = extremes_in.contiguous();
   }
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   const int64_t rows = 2 + F::kParams;
-  at::Tensor totals = at::zeros({rows, C}, x.options());
+  const auto floats = x.options().dtype(at::kFloat);
+  at::Tensor totals = at::zeros({rows, C}, floats);
   if (x.numel() > 0) {
     const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
-    const bool vec = bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
+    const bool vec = bn_vec(x, shape, kPool) && pack_aligned(dout);
     const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
     const auto stream = at::cuda::getCurrentCUDAStream();
-    at::Tensor partial = at::empty({rows * C * split.splits}, x.options());
+    at::Tensor partial = at::empty({rows * C * split.splits}, floats);
     if (!kPool || shape.out_plane() > 0) {
-      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-        constexpr bool kV = decltype(v)::value;
-        constexpr int kW = decltype(w)::value;
-        bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-            dout.data_ptr<float>(), x.data_ptr<float>(), data_or_null(extremes), mean.data_ptr<float>(),
-            rstd.data_ptr<float>(),
-            data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
+      dispatch_storage(x.scalar_type(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+          constexpr bool kV = decltype(v)::value;
+          constexpr int kW = decltype(w)::value;
+          bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+              data_as<const T>(dout), data_as<const T>(x), shift,
+              extremes.defined() ? data_as<const T>(extremes) : nullptr,
+              mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(weight), data_or_null(bias), shape, split,
+              table, partial.data_ptr<float>());
+        });
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       bn_grad_totals_kernel<<<blocks_for(rows * C, 128), 128, 0, stream>>>(partial.data_ptr<float>(), rows, C,
@@ -8194,21 +8305,24 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
     }
     if (kPool && !shape.covers_input()) dx.zero_();  // the elements no window covers, where batch stats don't reach
     const double inv_count = 1.0 / double(shape.n * shape.plane());
-    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-      constexpr bool kV = decltype(v)::value;
-      constexpr int kW = decltype(w)::value;
-      const auto launch = [&](auto kernel) {
-        kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                                        data_or_null(weight), data_or_null(bias),
-                                                        totals.data_ptr<float>(), inv_count,
-                                                        shape, split, table, dx.data_ptr<float>());
-      };
-      if (batch_stats) {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock>);
-      } else {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock>);
-      }
+    dispatch_storage(x.scalar_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+        constexpr bool kV = decltype(v)::value;
+        constexpr int kW = decltype(w)::value;
+        const auto launch = [&](auto kernel) {
+          kernel<<<C * split.splits, kBlock, 0, stream>>>(data_as<const T>(dout), data_as<const T>(x), shift,
+                                                          mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                          data_or_null(weight), data_or_null(bias),
+                                                          totals.data_ptr<float>(), inv_count, shape, split, table,
+                                                          data_as<T>(dx));
+        };
+        if (batch_stats) {
+          launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock, T>);
+        } else {
+          launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock, T>);
+        }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
@@ -8217,7 +8331,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor dgamma = totals.select(0, 1).clone();  // sum gy xhat
   at::Tensor dbeta = totals.select(0, 0).clone();   // sum gy
   // The peeled convolution bias: with batch statistics the normalisation removes any per-channel shift, so
-  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
+  // its gradient is exactly zero (in float16 / bfloat16 too, where the kernels add it: the reference's is that zero
+  // plus the rounding of each dx summed); with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
   // sums and scale): NaN where a NaN or Inf reached the channel, as PyTorch's sum over dx is.
   at::Tensor a = weight.defined() ? rstd * weight : rstd;
   at::Tensor dconv_bias = batch_stats ? (dgamma + dbeta + a) * 0 : a * dbeta;
@@ -8385,8 +8500,9 @@ constexpr int kBatchNorm0Window = 4;
 // follow takes F of the window's max y.
 constexpr bool kBatchNorm0Monotone = true;
 
-// Returns {out, mean, rstd, extremes (for_backward and a max pooling: each window's winning x; else undefined)};
-// updates the running statistics in place when batch statistics are used.
+// Returns {out, mean, rstd, extremes (for_backward and a max pooling: each window's winning z, x with the peeled conv
+// bias the kernels add in float16 / bfloat16; else undefined)}; updates the running statistics in place when batch
+// statistics are used.
 std::vector<at::Tensor> batchnorm0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                             c10::optional<at::Tensor> bias, bool batch_stats,
                                             c10::optional<at::Tensor> running_mean,
@@ -8395,8 +8511,9 @@ std::vector<at::Tensor> batchnorm0_forward(at::Tensor x, c10::optional<at::Tenso
                                             std::vector<int64_t> window, bool for_backward,
                                             std::vector<at::Tensor> params, int64_t rounding) {
   const kgen::RoundingScope scope(rounding);
-  // float16 and bfloat16 tensors are read as float32; running statistics kept in another dtype are updated in a
-  // float32 copy and written back.
+  // x is read in its own float16 / bfloat16 where the output keeps that dtype (kgen::bn_reads_storage), else as
+  // float32; parameters are read as float32, and running statistics kept in another dtype are updated in a float32
+  // copy and written back.
   const at::Tensor mean_in = kgen::or_undefined(running_mean), var_in = kgen::or_undefined(running_var);
   const kgen::BnTensors t{kgen::as_float(kgen::or_undefined(weight), "batch norm weight"),
                           kgen::as_float(kgen::or_undefined(bias), "batch norm bias"),
@@ -8404,7 +8521,8 @@ std::vector<at::Tensor> batchnorm0_forward(at::Tensor x, c10::optional<at::Tenso
                           kgen::as_float(kgen::or_undefined(conv_bias), "convolution bias")};
   auto result = kgen::bn_forward<BatchNorm0Op, kgen::ReduceOp::kMax, true,
                                  kBatchNorm0Window, kBatchNorm0Monotone, kBlock>(
-      kgen::as_float(x, "batch norm input"), t, batch_stats, factor, eps, window, for_backward,
+      kgen::bn_reads_storage(x, rounding) ? x : kgen::as_float(x, "batch norm input"), t, batch_stats, factor, eps,
+      window, for_backward,
       kgen::as_float(params, "element-wise parameter"));
   if (mean_in.defined() && !mean_in.is_same(t.running_mean)) mean_in.copy_(t.running_mean);
   if (var_in.defined() && !var_in.is_same(t.running_var)) var_in.copy_(t.running_var);
@@ -8414,16 +8532,25 @@ std::vector<at::Tensor> batchnorm0_forward(at::Tensor x, c10::optional<at::Tenso
 // Returns {dx, dweight, dbias, dconv_bias, dparams (kParams, C)}.
 std::vector<at::Tensor> batchnorm0_backward(at::Tensor grad, at::Tensor x, c10::optional<at::Tensor> weight,
                                              c10::optional<at::Tensor> bias, at::Tensor mean, at::Tensor rstd,
-                                             c10::optional<at::Tensor> extremes, bool batch_stats,
+                                             c10::optional<at::Tensor> extremes,
+                                             c10::optional<at::Tensor> conv_bias, bool batch_stats,
                                              std::vector<int64_t> window, std::vector<at::Tensor> params,
                                              int64_t rounding) {
   const kgen::RoundingScope scope(rounding);
+  // The forward's storage: x, the output's gradient and the extremes in x's float16 / bfloat16 where the forward read
+  // it so, else float32.
+  const bool storage = kgen::bn_reads_storage(x, rounding);
+  const auto as_read = [&](const at::Tensor& t, const char* what) {
+    kgen::check_storage(t, what);
+    return storage && t.defined() ? t.to(x.scalar_type()) : kgen::as_float(t, what);
+  };
   return kgen::bn_backward<BatchNorm0Op, kgen::ReduceOp::kMax, true,
                            kBatchNorm0Window, kBlock>(
-      kgen::as_float(grad, "gradient of the output"), kgen::as_float(x, "batch norm input"),
+      as_read(grad, "gradient of the output"), as_read(x, "batch norm input"),
       kgen::as_float(kgen::or_undefined(weight), "batch norm weight"),
       kgen::as_float(kgen::or_undefined(bias), "batch norm bias"), mean, rstd,
-      kgen::as_float(kgen::or_undefined(extremes), "saved extremes"), batch_stats, window,
+      as_read(kgen::or_undefined(extremes), "saved extremes"),
+      kgen::as_float(kgen::or_undefined(conv_bias), "convolution bias"), batch_stats, window,
       kgen::as_float(params, "element-wise parameter"));
 }
 """
@@ -8433,7 +8560,7 @@ at::Tensor region_input(at::Tensor x, bool channels_last);
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, int64_t groups, double eps, std::vector<int64_t> window, bool for_backward, int64_t rounding);
 std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue, std::vector<at::Tensor> epilogue, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> out, c10::optional<at::Tensor> aux, int64_t groups, std::vector<int64_t> window, int64_t rounding);
 std::vector<at::Tensor> batchnorm0_forward(at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, bool batch_stats, c10::optional<at::Tensor> running_mean, c10::optional<at::Tensor> running_var, double factor, c10::optional<at::Tensor> conv_bias, double eps, std::vector<int64_t> window, bool for_backward, std::vector<at::Tensor> params, int64_t rounding);
-std::vector<at::Tensor> batchnorm0_backward(at::Tensor grad, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> extremes, bool batch_stats, std::vector<int64_t> window, std::vector<at::Tensor> params, int64_t rounding);
+std::vector<at::Tensor> batchnorm0_backward(at::Tensor grad, at::Tensor x, c10::optional<at::Tensor> weight, c10::optional<at::Tensor> bias, at::Tensor mean, at::Tensor rstd, c10::optional<at::Tensor> extremes, c10::optional<at::Tensor> conv_bias, bool batch_stats, std::vector<int64_t> window, std::vector<at::Tensor> params, int64_t rounding);
 
 // ---- Each region and element-wise step as one C++ autograd node (kgen emit --autograd cpp, the default) ----
 // ModelNew.forward calls region<i>(...) once a region and pointwise<i>(...) once an element-wise step: the output's
@@ -8657,32 +8784,6 @@ def _out_dtype(x, tensors, float32_under_autocast):
 _ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
-def _stores_half(x):
-    """Whether the reference computes x's step in float16 / bfloat16, storing each result (not under autocast)."""
-    return x.dtype in (torch.float16, torch.bfloat16) and not torch.is_autocast_enabled(x.device.type)
-
-
-def _library_bias(bias, x):
-    """The bias of a linear (or of a conv before a batch norm) whose bias a kgen step adds: None, but in float16 /
-    bfloat16, where the call keeps it (cuBLAS rounds the biased result once: the step's input is the reference's, bit
-    for bit)."""
-    return bias if bias is not None and _stores_half(x) else None
-
-
-# Zeros by (shape, dtype, device), made once: filling a fresh tensor each call costs a launch and host time.
-_ZEROS = {}
-
-
-def _peeled_bias(bias, x):
-    """The bias the kgen step after a conv / linear adds: zeros where the library op kept it (_library_bias)."""
-    if not _stores_half(x):
-        return bias
-    key = (bias.shape, bias.dtype, bias.device)
-    if key not in _ZEROS:
-        _ZEROS[key] = torch.zeros(bias.shape, dtype=bias.dtype, device=bias.device)
-    return _ZEROS[key]
-
-
 class _WithoutAutograd:
     """The context a step's forward writes to when it runs without autograd (_call): what it saves is dropped."""
 
@@ -8750,15 +8851,15 @@ class _BatchNorm0(torch.autograd.Function):
         out, mean, rstd, extremes = _ext.batchnorm0_forward(
             x, weight, bias, batch_stats, running_mean, running_var, factor, conv_bias, eps, list(window),
             for_backward, [params[k] for k in _BatchNorm0.SLOTS], ctx.rounding)
-        ctx.save_for_backward(x, weight, bias, mean, rstd, extremes, *params)
+        ctx.save_for_backward(x, weight, bias, mean, rstd, extremes, conv_bias, *params)
         ctx.batch_stats, ctx.window, ctx.has_conv_bias = batch_stats, list(window), conv_bias is not None
         return _as_dtype(out, dtype)
 
     @staticmethod
     def backward(ctx, dout):
-        x, weight, bias, mean, rstd, extremes, *params = ctx.saved_tensors
+        x, weight, bias, mean, rstd, extremes, conv_bias, *params = ctx.saved_tensors
         dx, dweight, dbias, dconv_bias, dparams = _ext.batchnorm0_backward(
-            dout, x, weight, bias, mean, rstd, extremes, ctx.batch_stats, ctx.window,
+            dout, x, weight, bias, mean, rstd, extremes, conv_bias, ctx.batch_stats, ctx.window,
             [params[k] for k in _BatchNorm0.SLOTS], ctx.rounding)
         grads = [None] * len(params)
         for slot, k in enumerate(_BatchNorm0.SLOTS):
@@ -8780,8 +8881,8 @@ class ModelNew(nn.Module):
         self.group_norm = nn.GroupNorm(num_groups=num_groups, num_channels=out_channels)
 
     def forward(self, x):
-        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, _library_bias(self.conv_transpose.bias, x), self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
-        max_pool = _call(_BatchNorm0, conv_transpose, self.batch_norm.weight, self.batch_norm.bias, *_batch_norm_mode(self.batch_norm), _peeled_bias(self.conv_transpose.bias, conv_transpose), self.batch_norm.eps, _window(self.max_pool.kernel_size, 2), torch.is_grad_enabled())
+        conv_transpose = F.conv_transpose2d(x, self.conv_transpose.weight, None, self.conv_transpose.stride, self.conv_transpose.padding, self.conv_transpose.output_padding, self.conv_transpose.groups, self.conv_transpose.dilation)
+        max_pool = _call(_BatchNorm0, conv_transpose, self.batch_norm.weight, self.batch_norm.bias, *_batch_norm_mode(self.batch_norm), self.conv_transpose.bias, self.batch_norm.eps, _window(self.max_pool.kernel_size, 2), torch.is_grad_enabled())
         group_norm = _ext.region0(max_pool, self.group_norm.weight, self.group_norm.bias, self.group_norm.num_groups, self.group_norm.eps, (), [])
         return group_norm
 

@@ -149,13 +149,12 @@ class ForwardWriter:
 
     def half_kept_biases(self) -> set:
         """The peeled biases the library call keeps in float16 / bfloat16, so that the step reads the reference's
-        rounded values: a linear's (cuBLAS adds it in the GEMM: the biased result is rounded once) and a conv's before
-        a batch norm (whose kernels add it unrounded). A conv's bias before a region is the region's in every dtype:
-        cuDNN convolves without it and PyTorch adds it after (the conv's result rounded, then the sum), as the
-        region's prologue does at the reference's rounding points (value_stored). (Before a faithful region the Linear
-        keeps its bias in every dtype: the plan leaves it there, plan_faithful._keep_linear_bias.)"""
-        return set(self._peeled_linear_biases().values()) | \
-            {s.conv_bias for s in self.plan.steps if isinstance(s, BatchNormStep) and s.conv_bias}
+        rounded values: a linear's (cuBLAS adds it in the GEMM: the biased result is rounded once). A conv's bias is
+        the step's in every dtype: cuDNN convolves without it and PyTorch adds it after (the conv's result rounded,
+        then the sum), as a region's prologue does at the reference's rounding points (value_stored) and a batch
+        norm's kernels do in half precision (BnShift). (Before a faithful region the Linear keeps its bias in every
+        dtype: the plan leaves it there, plan_faithful._keep_linear_bias.)"""
+        return set(self._peeled_linear_biases().values())
 
     def _peeled_linear_biases(self) -> dict:
         """Output node name -> bias expression of each nn.Linear whose bias a kgen step adds."""
@@ -241,7 +240,9 @@ class ForwardWriter:
         m = self.attr(step.bn_module)
         tail = "".join(f", {p.expr}" for p in step.params)
         x = self.read(var(step.input))
-        conv_bias = f"_peeled_bias({step.conv_bias}, {x})" if step.conv_bias else "None"
+        conv_bias = step.conv_bias or "None"
+        if step.conv_bias in self.half_kept_biases():
+            conv_bias = f"_peeled_bias({step.conv_bias}, {x})"
         return (f"{var(step.output)} = _call(_BatchNorm{step.index}, {x}, {m}.weight, "
                 f"{m}.bias, *_batch_norm_mode({m}), {conv_bias}, {m}.eps, "
                 f"{step.window_expr or '()'}, torch.is_grad_enabled(){tail})")

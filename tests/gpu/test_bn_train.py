@@ -137,12 +137,24 @@ def test_a_window_other_than_the_emitted_one_takes_the_generic_walk(tmp_path):
     assert_same_buffers(ref_model, exact_model, new_model, "3x3 windows")
 
 
+def no_running_stats(text):
+    assert "nn.BatchNorm3d(c_out, momentum=0.3)" in text
+    return text.replace("nn.BatchNorm3d(c_out, momentum=0.3)", "nn.BatchNorm3d(c_out, track_running_stats=False)")
+
+
+def no_pooling(text):
+    assert "return self.gn(self.pool(y))" in text
+    return text.replace("return self.gn(self.pool(y))", "return self.gn(y)")
+
+
+# (reference, edit of its text) of each file this suite emits: benchmarks/prebuild_gpu_tests.py builds them first.
+EMITTED = [(name, None) for name in REFERENCES] + [("conv3d_bn_silu_scale_avgpool_gn", no_running_stats),
+                                                  ("conv3d_bn_silu_scale_avgpool_gn", no_pooling)]
+
+
 def test_batch_statistics_without_running_ones(tmp_path):
     """track_running_stats=False: batch statistics in training and in eval mode alike, no buffers to update."""
-    def edit(text):
-        assert "nn.BatchNorm3d(c_out, momentum=0.3)" in text
-        return text.replace("nn.BatchNorm3d(c_out, momentum=0.3)", "nn.BatchNorm3d(c_out, track_running_stats=False)")
-    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, edit)
+    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, no_running_stats)
     init = ref.get_init_inputs()
     shape = list(ref.get_inputs()[0].shape)
     models = fresh_models(ref, sol, init)
@@ -158,10 +170,7 @@ def test_batch_statistics_without_running_ones(tmp_path):
 def test_no_pooling_with_planes_of_4_value_packs(tmp_path):
     """Without the pooling, the step's output is the full tensor and its kernels read and write 4-value packs
     (planes of 6 x 8 x 10 values): forward, backward and the running statistics."""
-    def edit(text):
-        assert "return self.gn(self.pool(y))" in text
-        return text.replace("return self.gn(self.pool(y))", "return self.gn(y)")
-    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, edit)
+    ref, sol = emitted("conv3d_bn_silu_scale_avgpool_gn", tmp_path, no_pooling)
     init = ref.get_init_inputs()
     shape = list(ref.get_inputs()[0].shape)
     models = fresh_models(ref, sol, init)
@@ -208,3 +217,77 @@ def test_max_pooling_ties_go_to_the_first_maximum(window, tmp_path):
     assert_close(new_dx, ref_dx, exact_dx, "ties: input gradient")
     for name, grad in ref_grads.items():
         assert_close(new_grads.get(name, torch.zeros_like(grad)), grad, exact_grads[name], f"ties: gradient of {name}")
+
+
+def within_half(new, half, exact, dtype, what):
+    """new no further from float64 than twice PyTorch's half-precision run, plus one rounding at the magnitude."""
+    exact = exact.double()
+    err_new = (new.double() - exact).abs().max().item()
+    err_half = (half.double() - exact).abs().max().item()
+    ulp = torch.finfo(dtype).eps * max(exact.abs().max().item(), 1e-6)
+    assert err_new <= 2 * err_half + ulp, f"{what}: kgen {err_new:.3g} from float64, PyTorch at {dtype} {err_half:.3g}"
+
+
+HALF_CASES = [(name, None) for name in REFERENCES] + [("conv3d_bn_silu_scale_avgpool_gn", no_pooling)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("name, edit", HALF_CASES, ids=REFERENCES + ["no_pooling"])
+def test_half_precision_steps_read_their_own_storage(name, edit, dtype, tmp_path):
+    """The model and its input moved to float16 / bfloat16 (KernelBench's --precision): the step's kernels read and
+    write that dtype (every bn_ kernel that reads x is the 2-byte instantiation), and the output, every gradient and
+    the running statistics stay within twice PyTorch's own half-precision error of float64, over two training steps
+    and one in eval mode; fresh inputs each step."""
+    ref, sol = emitted(name, tmp_path, edit)
+    init = ref.get_init_inputs()
+    shape = list(ref.get_inputs()[0].shape)
+    torch.manual_seed(0)
+    ref_model = ref.Model(*init).cuda()
+    with torch.no_grad():   # non-trivial affine parameters where the batch norm has them
+        for module in ref_model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm) and module.affine:
+                module.weight.normal_(1.0, 0.5)
+                module.bias.normal_(0.0, 0.5)
+    new_model = sol.ModelNew(*init).cuda()
+    new_model.load_state_dict(ref_model.state_dict())
+    half_model = copy.deepcopy(ref_model).to(dtype)
+    exact_model = copy.deepcopy(ref_model).double()
+    new_model = new_model.to(dtype)
+    generator = torch.Generator("cuda").manual_seed(13)
+    storage = "__nv_bfloat16" if dtype == torch.bfloat16 else "__half"
+    for label in ("training step 0", "training step 1", "eval"):
+        if label == "eval":
+            for m in (half_model, exact_model, new_model):
+                m.eval()
+        x = (torch.randn(*shape, device="cuda", generator=generator) * 2 + 0.5).to(dtype)
+        upstream = None
+        runs = {}
+        for key, model, cast in (("half", half_model, dtype), ("exact", exact_model, torch.float64)):
+            leaf = x.to(cast).clone().requires_grad_()
+            out = model(leaf)
+            if upstream is None:
+                upstream = torch.randn(out.shape, device="cuda", generator=generator)
+            out.backward(upstream.to(cast))
+            runs[key] = (out.detach(), leaf.grad, {n: p.grad.clone() for n, p in model.named_parameters()
+                                                   if p.grad is not None})
+            model.zero_grad(set_to_none=True)
+        leaf = x.clone().requires_grad_()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            out = new_model(leaf)
+            out.backward(upstream.to(dtype))
+            torch.cuda.synchronize()
+        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        bn_kernels = [k for k in kernels if "bn_" in k and "totals" not in k and "finalize" not in k]
+        assert bn_kernels and all(storage in k for k in bn_kernels), bn_kernels
+        grads = {n: p.grad.clone() if p.grad is not None else torch.zeros_like(p)
+                 for n, p in new_model.named_parameters()}
+        new_model.zero_grad(set_to_none=True)
+        assert out.dtype == dtype and leaf.grad.dtype == dtype
+        within_half(out.detach(), runs["half"][0], runs["exact"][0], dtype, f"{label}: output")
+        within_half(leaf.grad, runs["half"][1], runs["exact"][1], dtype, f"{label}: input gradient")
+        for n, g in runs["exact"][2].items():
+            within_half(grads[n], runs["half"][2][n], g, dtype, f"{label}: gradient of {n}")
+        buffers = dict(new_model.named_buffers())
+        for n, value in half_model.named_buffers():
+            if value.dtype != torch.long:
+                within_half(buffers[n], value, dict(exact_model.named_buffers())[n], dtype, f"{label}: buffer {n}")

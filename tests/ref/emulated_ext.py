@@ -430,13 +430,19 @@ def _pointwise_entries(step: PointwiseStep, slots: list):
 
 
 def _batchnorm_entries(step: BatchNormStep, slots: list):
-    saved = {}   # what the backward's entry point does not take: the statistics used, eps, the conv bias
+    saved = {}   # what the backward's entry point does not take: the statistics used, eps
+
+    def shifted(x, conv_bias):
+        """x + the peeled conv bias, rounded to x's dtype in float16 / bfloat16 (the kernels' BnShift)."""
+        if conv_bias is None:
+            return x
+        total = x + conv_bias.reshape([1, -1] + [1] * (x.dim() - 2))
+        return total if x.dtype == torch.float32 else total.to(x.dtype).to(total.dtype)
 
     def value(x, weight, bias, conv_bias, mean, var, eps, window, params):
         rank = x.dim()
         shape = [1, -1] + [1] * (rank - 2)
-        if conv_bias is not None:
-            x = x + conv_bias.reshape(shape)
+        x = shifted(x, conv_bias)
         y = (x - mean.reshape(shape)) / torch.sqrt(var.reshape(shape) + eps)
         if weight is not None:
             y = y * weight.reshape(shape)
@@ -459,8 +465,8 @@ def _batchnorm_entries(step: BatchNormStep, slots: list):
         if not batch_stats:
             return running_mean, running_var
         dims = [0] + list(range(2, x.dim()))
-        shifted = x if conv_bias is None else x + conv_bias.reshape([1, -1] + [1] * (x.dim() - 2))
-        return shifted.mean(dims), shifted.var(dims, unbiased=False)
+        z = shifted(x, conv_bias)
+        return z.mean(dims), z.var(dims, unbiased=False)
 
     def forward(x, weight, bias, batch_stats, running_mean, running_var, factor, conv_bias, eps, window,
                 for_backward, params, rounding):
@@ -470,14 +476,13 @@ def _batchnorm_entries(step: BatchNormStep, slots: list):
                 count = x.numel() // x.shape[1]
                 running_mean.mul_(1 - factor).add_(mean * factor)
                 running_var.mul_(1 - factor).add_(var * count / max(count - 1, 1) * factor)
-            saved.update(eps=eps, conv_bias=conv_bias, running=(running_mean, running_var))
+            saved.update(eps=eps, running=(running_mean, running_var))
             out = value(x, weight, bias, conv_bias, mean, var, eps, window, params)
         c = x.shape[1]
         return out, torch.zeros(c), torch.zeros(c), torch.zeros(0, dtype=torch.int32)
 
-    def backward(dout, x, weight, bias, mean, rstd, extremes, batch_stats, window, params, rounding):
+    def backward(dout, x, weight, bias, mean, rstd, extremes, conv_bias, batch_stats, window, params, rounding):
         channels = x.shape[1]
-        conv_bias = saved["conv_bias"]
         x = x.detach().requires_grad_()
         w = weight.detach().requires_grad_() if weight is not None else None
         b = bias.detach().requires_grad_() if bias is not None else None

@@ -5,7 +5,7 @@ namespace kgen {
 // Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
 // run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
 // window's 16 bytes a unit, 280 / 300 / 332 / 296 us.)
-constexpr int kBnGradSumsUnits = 4;
+constexpr int kBnGradSumsUnits = 4;   // float32; a 2-byte type's: bn_units
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
@@ -17,33 +17,40 @@ constexpr int kBnGradApplyUnits = 1;
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin>
 struct BnUnitGradient {
   static constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kHeld];               // x of the held elements
+  float v[kHeld];               // z of the held elements (BnShift)
   float g[kPool ? 1 : kHeld];   // dout: the window's output, or each element's
   int base;                     // kPool: the window's first element
 
-  __device__ __forceinline__ void load(const float* __restrict__ xp, const float* __restrict__ dp, int64_t j,
-                                       const BnShape& shape, const WindowOffsets& wo) {
+  template <class T>
+  __device__ __forceinline__ void load(const T* __restrict__ xp, const T* __restrict__ dp, int64_t j,
+                                       const BnShape& shape, const WindowOffsets& wo, const BnShift<T>& z) {
     if constexpr (kPool) {
       const BnWindow win(shape, j);
       base = win.base;
-      g[0] = __ldg(dp + j);
+      g[0] = load1(dp + j);
       if constexpr (kWin > 0) {
         int at[kWin];
         win.gather(xp, wo, v, at);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) v[k] = z(v[k]);
       }
     } else if constexpr (kVec) {
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(xp) + j), v);
-      resident_detail::split4(__ldg(reinterpret_cast<const float4*>(dp) + j), g);
+      const Pack<4> xv = load_pack<4>(xp, j), gv = load_pack<4>(dp, j);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        v[k] = z(xv.v[k]);
+        g[k] = gv.v[k];
+      }
     } else {
-      v[0] = __ldg(xp + j);
-      g[0] = __ldg(dp + j);
+      v[0] = z(load1(xp + j));
+      g[0] = load1(dp + j);
     }
   }
 
-  template <class Body>
-  __device__ __forceinline__ void finish(const float* __restrict__ xp, int64_t j, const BnShape& shape,
-                                         const WindowOffsets& wo, float2 ab, float mean_c, float rstd_c, const F& f,
-                                         float (&dparam)[kMaxParams], Body&& body) const {
+  template <class T, class Body>
+  __device__ __forceinline__ void finish(const T* __restrict__ xp, const BnShift<T>& z, int64_t j,
+                                         const BnShape& shape, const WindowOffsets& wo, float2 ab, float mean_c,
+                                         float rstd_c, const F& f, float (&dparam)[kMaxParams], Body&& body) const {
     if constexpr (kPool && kWin > 0) {
       if constexpr (kOp == ReduceOp::kMax) {
         float best = -INFINITY;
@@ -76,21 +83,21 @@ struct BnUnitGradient {
         float best = -INFINITY;
         int arg = 0;
         win.each([&](int k, int at) {
-          const float value = f.value(fmaf(__ldg(xp + at), ab.x, ab.y));
+          const float value = f.value(fmaf(z(load1(xp + at)), ab.x, ab.y));
           if (pool_takes<kOp>(value, best)) {
             best = value;
             arg = k;
           }
         });
         win.each([&](int k, int at) {
-          const float xi = __ldg(xp + at);
+          const float xi = z(load1(xp + at));
           const float gy = k == arg ? f.backward(fmaf(xi, ab.x, ab.y), g[0], dparam) : 0.f;
           body(at, gy, (xi - mean_c) * rstd_c);
         });
       } else {
         const float share = g[0] / float(win.size());
         win.each([&](int, int at) {
-          const float xi = __ldg(xp + at);
+          const float xi = z(load1(xp + at));
           body(at, f.backward(fmaf(xi, ab.x, ab.y), share, dparam), (xi - mean_c) * rstd_c);
         });
       }
@@ -104,29 +111,31 @@ struct BnUnitGradient {
 };
 
 // partial is (2 + kParams, C, splits): sum gy, sum gy xhat, then F's parameter gradients. A max pooling's
-// units are its outputs: dout and the winning x, the only value of the window whose gy is not 0.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock>
+// units are its outputs: dout and the winning z, the only value of the window whose gy is not 0.
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ extremes,
-                    const float* __restrict__ mean, const float* __restrict__ rstd, const float* __restrict__ weight,
-                    const float* __restrict__ bias, BnShape shape, BnSplit split, RegionParams params,
-                    float* __restrict__ partial) {
+bn_grad_sums_kernel(const T* __restrict__ dout, const T* __restrict__ x, const float* __restrict__ shift,
+                    const T* __restrict__ extremes, const float* __restrict__ mean, const float* __restrict__ rstd,
+                    const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
+                    RegionParams params, float* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const float mean_c = mean[c], rstd_c = rstd[c];
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
+  constexpr int kUnits = bn_units<T>(kBnGradSumsUnits);
   if constexpr (kSavesExtremes<kPool, kOp>) {
-    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+    float g[kUnits], winner[kUnits];
+    for_block_units_unrolled<kBlock, kUnits>(
         shape, split, c, s,
         [&](int r, int64_t p, int64_t j) {
-          g[r] = __ldg(dout + p * out_plane + j);
-          winner[r] = __ldg(extremes + p * out_plane + j);
+          g[r] = load1(dout + p * out_plane + j);
+          winner[r] = load1(extremes + p * out_plane + j);
         },
         [&](int r, int64_t, int64_t) {
           const float gy = f.backward(fmaf(winner[r], ab.x, ab.y), g[r], dparam);
@@ -134,12 +143,12 @@ bn_grad_sums_kernel(const float* __restrict__ dout, const float* __restrict__ x,
           sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
         });
   } else {
-    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
-    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
+    for_block_units_unrolled<kBlock, kUnits>(
         shape, split, c, s,
-        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+        [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
         [&](int r, int64_t p, int64_t j) {
-          unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, dparam,
                          [&](int64_t, float gy, float xhat) {
                            sum_gy += gy;
                            sum_gy_xhat = fmaf(gy, xhat, sum_gy_xhat);
@@ -171,31 +180,45 @@ __global__ void bn_grad_totals_kernel(const float* __restrict__ partial, int64_t
   totals[i] = float(t);
 }
 
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kBatchStats, int kBlock, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x, const float* __restrict__ mean,
+bn_grad_apply_kernel(const T* __restrict__ dout, const T* __restrict__ x, const float* __restrict__ shift,
+                     const float* __restrict__ mean,
                      const float* __restrict__ rstd, const float* __restrict__ weight, const float* __restrict__ bias,
                      const float* __restrict__ totals, double inv_count, BnShape shape, BnSplit split,
-                     RegionParams params, float* __restrict__ dx) {
+                     RegionParams params, T* __restrict__ dx) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
   const float mean_c = mean[c], rstd_c = rstd[c];
   const float mean_gy = kBatchStats ? float(double(totals[c]) * inv_count) : 0.f;
   const float mean_gy_xhat = kBatchStats ? float(double(totals[shape.c + c]) * inv_count) : 0.f;
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
-  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
+  constexpr int kUnits = bn_units<T>(kBnGradApplyUnits);
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
+  for_block_units_unrolled<kBlock, kUnits>(
       shape, split, c, s,
-      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo); },
+      [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
       [&](int r, int64_t p, int64_t j) {
-        float* dxp = dx + p * plane;
-        unit[r].finish(x + p * plane, j, shape, wo, ab, mean_c, rstd_c, f, unused, [&](int64_t i, float gy, float xhat) {
-          dxp[i] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
-        });
+        T* dxp = dx + p * plane;
+        if constexpr (kVec && !kPool) {
+          // A pack's four values stored as one 16-byte (float) or 8-byte (2-byte type) store.
+          Pack<4> d;
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, unused,
+                         [&](int64_t i, float gy, float xhat) {
+                           d.v[i - 4 * j] = ab.x * (gy - mean_gy - xhat * mean_gy_xhat);
+                         });
+          store_pack<4>(dxp, j, d);
+        } else {
+          unit[r].finish(x + p * plane, z, j, shape, wo, ab, mean_c, rstd_c, f, unused,
+                         [&](int64_t i, float gy, float xhat) {
+                           store1(dxp + i, ab.x * (gy - mean_gy - xhat * mean_gy_xhat));
+                         });
+        }
       });
   if constexpr (kPool && kBatchStats) {
     // Elements no window covers (a size not a multiple of the window) get no gradient from the output,
@@ -207,8 +230,8 @@ bn_grad_apply_kernel(const float* __restrict__ dout, const float* __restrict__ x
         const int64_t iw = i % shape.w, t = i / shape.w, ih = t % shape.h, id = t / shape.h;
         if (id < shape.od * shape.kd && ih < shape.oh * shape.kh && iw < shape.ow * shape.kw) continue;
         const int64_t p = n * shape.c + c;
-        const float xhat = (__ldg(x + p * plane + i) - mean_c) * rstd_c;
-        dx[p * plane + i] = ab.x * (-mean_gy - xhat * mean_gy_xhat);
+        const float xhat = (z(load1(x + p * plane + i)) - mean_c) * rstd_c;
+        store1(dx + p * plane + i, ab.x * (-mean_gy - xhat * mean_gy_xhat));
       }
     }
   }

@@ -1,7 +1,7 @@
 // ---- batchnorm/host.cuh: the batch norm step's host side (kernels: batchnorm/train.cuh, batchnorm/backward.cuh) ----
 // Argument checks (device, dtype, shapes of the per-channel vectors, the pooling window against the input),
-// the split of each channel's units between blocks, the choice of kernel variant (4-value packs; the
-// window size the file was emitted for), and the forward / backward sequences of launches.
+// the split of each channel's units between blocks, the choice of kernel variant (the storage type; 4-value
+// packs; the window size the file was emitted for), and the forward / backward sequences of launches.
 namespace kgen {
 
 struct BnTensors {
@@ -20,8 +20,22 @@ inline void check_channel_vector(const at::Tensor& t, int64_t channels, const at
               device.str());
 }
 
+// Whether the step's kernels read and write x's own float16 / bfloat16 storage: where the output is of x's dtype
+// (the call's rounding is that dtype's). Elsewhere (float32 x, or a half x whose ops promote the output to float32)
+// they take float32, a half x converted once.
+inline bool bn_reads_storage(const at::Tensor& x, int64_t rounding) {
+  const at::ScalarType type = x.scalar_type();
+  return (type == at::kHalf || type == at::kBFloat16) && rounding_type(rounding) == type;
+}
+
+// The peeled convolution bias the kernels add to a float16 / bfloat16 x (BnShift, batchnorm/train.cuh), or nullptr: a
+// float32 step's statistics drop it (the running mean adds it back).
+inline const float* bn_shift(const at::Tensor& x, const at::Tensor& conv_bias) {
+  return x.scalar_type() != at::kFloat && conv_bias.defined() ? conv_bias.data_ptr<float>() : nullptr;
+}
+
 inline BnShape bn_shape(const at::Tensor& x, const std::vector<int64_t>& window) {
-  check_float_cuda(x, "input");
+  check_storage(x, "batch norm input");
   TORCH_CHECK(x.dim() >= 2 && x.dim() <= 5, "kgen: batch norm input must have shape (N, C, *) of rank 2 to 5, got ",
               str(x.sizes()));
   int64_t dims[3] = {1, 1, 1};
@@ -55,9 +69,14 @@ inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, 
   return sizes;
 }
 
+// Whether t's data starts on a 4-value pack of its storage type (16 bytes of float32, 8 of a 2-byte type).
+inline bool pack_aligned(const at::Tensor& t) {
+  return (reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * t.element_size())) == 0;
+}
+
 // The units a channel's blocks walk: windows with pooling, else 4-value packs where the planes allow.
 inline bool bn_vec(const at::Tensor& x, const BnShape& s, bool pool) {
-  return !pool && s.plane() % 4 == 0 && is_16_byte_aligned(x.data_ptr());
+  return !pool && s.plane() % 4 == 0 && pack_aligned(x);
 }
 
 template <int kBlock>
@@ -88,7 +107,8 @@ inline void dispatch_bn_unit(bool vec, const BnShape& s, Fn&& fn) {
 }
 
 // Returns {out, mean, rstd, extremes}: the statistics the normalisation used (batch or running) and, for a max
-// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined).
+// pooling with a backward to follow (for_backward), each window's winning x (out's shape; else undefined). out and
+// the extremes are of input's dtype (float32, float16 or bfloat16: bn_reads_storage), the statistics float32.
 template <class F, ReduceOp kOp, bool kPool, int kWin, bool kMonotone, int kBlock>
 std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, bool batch_stats, double factor,
                                    double eps, const std::vector<int64_t>& window, bool for_backward,
@@ -111,28 +131,35 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   at::Tensor extremes = save_extremes ? at::empty_like(out) : at::Tensor();
   at::Tensor mean, rstd;
   const auto stream = at::cuda::getCurrentCUDAStream();
+  const auto floats = x.options().dtype(at::kFloat);
+  const float* shift = bn_shift(x, t.conv_bias);
   if (batch_stats) {
-    mean = at::empty({C}, x.options());
-    rstd = at::empty({C}, x.options());
+    mean = at::empty({C}, floats);
+    rstd = at::empty({C}, floats);
     if (x.numel() == 0) return {out, mean.zero_(), rstd.zero_(), extremes};
     const bool vec = bn_vec(x, shape, false);  // the statistics read the whole input, pooled or not
     const BnSplit split = bn_split<kBlock>(x, shape, false, vec);
-    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, x.options());
+    at::Tensor partial = at::empty({C * split.splits * int64_t(sizeof(Moments) / sizeof(float))}, floats);
     auto* moments = reinterpret_cast<Moments*>(partial.data_ptr<float>());
-    dispatch_vec(vec, [&](auto v) {
-      constexpr bool kVec = decltype(v)::value;
-      bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), shape,
-                                                                                          split, moments);
+    dispatch_storage(x.scalar_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dispatch_vec(vec, [&](auto v) {
+        constexpr bool kVec = decltype(v)::value;
+        bn_moments_kernel<kBlock, kVec><<<C * split.splits, kBlock, 0, stream>>>(data_as<const T>(x), shift, shape,
+                                                                                  split, moments);
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
+          data_as<const T>(x), shift, shape, moments, split.splits, eps, factor,
+          shift != nullptr ? nullptr : data_or_null(t.conv_bias),
+          mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
+          rstd.data_ptr<float>());
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
     });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    bn_finalize_kernel<<<blocks_for(C * kWarpSize, 128), 128, 0, stream>>>(
-        x.data_ptr<float>(), shape, moments, split.splits, eps, factor, data_or_null(t.conv_bias),
-        mutable_data_or_null(t.running_mean), mutable_data_or_null(t.running_var), mean.data_ptr<float>(),
-        rstd.data_ptr<float>());
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
-    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd).
-    mean = t.conv_bias.defined() ? t.running_mean - t.conv_bias : t.running_mean.clone();
+    // Running statistics: the peeled convolution bias moves into the mean (y = (x + b0 - rm) rstd), unless the kernels
+    // add it (shift).
+    mean = t.conv_bias.defined() && shift == nullptr ? t.running_mean - t.conv_bias : t.running_mean.clone();
     rstd = at::rsqrt(t.running_var.to(at::kDouble) + eps).to(at::kFloat);
     if (x.numel() == 0) return {out, mean, rstd, extremes};
   }
@@ -140,40 +167,48 @@ std::vector<at::Tensor> bn_forward(const at::Tensor& input, const BnTensors& t, 
   const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
   const bool vec = bn_vec(x, shape, kPool);
   const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
-  dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-    constexpr bool kV = decltype(v)::value;
-    constexpr int kW = decltype(w)::value;
-    const auto launch = [&](auto kernel) {
-      kernel<<<C * split.splits, kBlock, 0, stream>>>(x.data_ptr<float>(), mean.data_ptr<float>(),
-                                                      rstd.data_ptr<float>(), data_or_null(t.weight),
-                                                      data_or_null(t.bias), shape, split, table, out.data_ptr<float>(),
-                                                      mutable_data_or_null(extremes));
-    };
-    if constexpr (kSavesExtremes<kPool, kOp>) {
-      if (save_extremes) {
-        launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock>);
-        return;
+  dispatch_storage(x.scalar_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+      constexpr bool kV = decltype(v)::value;
+      constexpr int kW = decltype(w)::value;
+      const auto launch = [&](auto kernel) {
+        kernel<<<C * split.splits, kBlock, 0, stream>>>(
+            data_as<const T>(x), shift, mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(t.weight),
+            data_or_null(t.bias), shape, split, table, data_as<T>(out),
+            extremes.defined() ? data_as<T>(extremes) : nullptr);
+      };
+      if constexpr (kSavesExtremes<kPool, kOp>) {
+        if (save_extremes) {
+          launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, true, kBlock, T>);
+          return;
+        }
       }
-    }
-    launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock>);
+      launch(bn_apply_kernel<F, kOp, kPool, kV, kW, kMonotone, false, kBlock, T>);
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, extremes};
 }
 
-// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}.
+// Returns {dx, dweight (C), dbias (C), dconv_bias (C), dparams (kParams, C)}. grad, input, the extremes and dx are
+// of one storage type (the forward's), the rest float32.
 template <class F, ReduceOp kOp, bool kPool, int kWin, int kBlock>
 std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& input, const at::Tensor& weight,
                                     const at::Tensor& bias, const at::Tensor& mean, const at::Tensor& rstd,
-                                    const at::Tensor& extremes_in, bool batch_stats, const std::vector<int64_t>& window,
-                                    const std::vector<at::Tensor>& params) {
+                                    const at::Tensor& extremes_in, const at::Tensor& conv_bias, bool batch_stats,
+                                    const std::vector<int64_t>& window, const std::vector<at::Tensor>& params) {
   const BnShape shape = bn_shape(input, kPool ? window : std::vector<int64_t>{});
   const c10::cuda::CUDAGuard device_guard(input.device());
   const int64_t C = shape.c;
   check_channel_vector(weight, C, input.device(), "weight");
   check_channel_vector(bias, C, input.device(), "bias");
+  check_channel_vector(conv_bias, C, input.device(), "convolution bias");
   const at::Tensor x = input.contiguous();
-  check_float_cuda(grad, "gradient of the output");
+  const float* shift = bn_shift(x, conv_bias);
+  check_storage(grad, "gradient of the output");
+  TORCH_CHECK(grad.scalar_type() == x.scalar_type(), "kgen: batch norm output gradient of dtype ", grad.scalar_type(),
+              " for an input of ", x.scalar_type());
   const std::vector<int64_t> out_sizes = bn_out_sizes(x, shape, kPool);
   TORCH_CHECK(grad.sizes() == c10::IntArrayRef(out_sizes), "kgen: output gradient has shape ", str(grad.sizes()),
               ", expected ", str(c10::IntArrayRef(out_sizes)));
@@ -181,29 +216,35 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor extremes;
   if constexpr (kSavesExtremes<kPool, kOp>) {
     TORCH_CHECK(extremes_in.defined(), "kgen: a max pooling's backward needs the forward's extremes");
-    check_float_cuda(extremes_in, "saved extremes");
-    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.sizes() == c10::IntArrayRef(out_sizes),
+    check_storage(extremes_in, "saved extremes");
+    TORCH_CHECK(extremes_in.device() == x.device() && extremes_in.scalar_type() == x.scalar_type() &&
+                    extremes_in.sizes() == c10::IntArrayRef(out_sizes),
                 "kgen: the saved extremes must be the forward's, of shape ", str(c10::IntArrayRef(out_sizes)), ", got ",
                 str(extremes_in.sizes()));
     extremes = extremes_in.contiguous();
   }
   at::Tensor dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   const int64_t rows = 2 + F::kParams;
-  at::Tensor totals = at::zeros({rows, C}, x.options());
+  const auto floats = x.options().dtype(at::kFloat);
+  at::Tensor totals = at::zeros({rows, C}, floats);
   if (x.numel() > 0) {
     const RegionParams table{param_table(params, C, x.device(), "batch norm element-wise"), ParamTable{}};
-    const bool vec = bn_vec(x, shape, kPool) && is_16_byte_aligned(dout.data_ptr());
+    const bool vec = bn_vec(x, shape, kPool) && pack_aligned(dout);
     const BnSplit split = bn_split<kBlock>(x, shape, kPool, vec);
     const auto stream = at::cuda::getCurrentCUDAStream();
-    at::Tensor partial = at::empty({rows * C * split.splits}, x.options());
+    at::Tensor partial = at::empty({rows * C * split.splits}, floats);
     if (!kPool || shape.out_plane() > 0) {
-      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-        constexpr bool kV = decltype(v)::value;
-        constexpr int kW = decltype(w)::value;
-        bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
-            dout.data_ptr<float>(), x.data_ptr<float>(), data_or_null(extremes), mean.data_ptr<float>(),
-            rstd.data_ptr<float>(),
-            data_or_null(weight), data_or_null(bias), shape, split, table, partial.data_ptr<float>());
+      dispatch_storage(x.scalar_type(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+          constexpr bool kV = decltype(v)::value;
+          constexpr int kW = decltype(w)::value;
+          bn_grad_sums_kernel<F, kOp, kPool, kV, kW, kBlock><<<C * split.splits, kBlock, 0, stream>>>(
+              data_as<const T>(dout), data_as<const T>(x), shift,
+              extremes.defined() ? data_as<const T>(extremes) : nullptr,
+              mean.data_ptr<float>(), rstd.data_ptr<float>(), data_or_null(weight), data_or_null(bias), shape, split,
+              table, partial.data_ptr<float>());
+        });
       });
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       bn_grad_totals_kernel<<<blocks_for(rows * C, 128), 128, 0, stream>>>(partial.data_ptr<float>(), rows, C,
@@ -212,21 +253,24 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
     }
     if (kPool && !shape.covers_input()) dx.zero_();  // the elements no window covers, where batch stats don't reach
     const double inv_count = 1.0 / double(shape.n * shape.plane());
-    dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
-      constexpr bool kV = decltype(v)::value;
-      constexpr int kW = decltype(w)::value;
-      const auto launch = [&](auto kernel) {
-        kernel<<<C * split.splits, kBlock, 0, stream>>>(dout.data_ptr<float>(), x.data_ptr<float>(),
-                                                        mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                                        data_or_null(weight), data_or_null(bias),
-                                                        totals.data_ptr<float>(), inv_count,
-                                                        shape, split, table, dx.data_ptr<float>());
-      };
-      if (batch_stats) {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock>);
-      } else {
-        launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock>);
-      }
+    dispatch_storage(x.scalar_type(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      dispatch_bn_unit<kPool, kWin>(vec, shape, [&](auto v, auto w) {
+        constexpr bool kV = decltype(v)::value;
+        constexpr int kW = decltype(w)::value;
+        const auto launch = [&](auto kernel) {
+          kernel<<<C * split.splits, kBlock, 0, stream>>>(data_as<const T>(dout), data_as<const T>(x), shift,
+                                                          mean.data_ptr<float>(), rstd.data_ptr<float>(),
+                                                          data_or_null(weight), data_or_null(bias),
+                                                          totals.data_ptr<float>(), inv_count, shape, split, table,
+                                                          data_as<T>(dx));
+        };
+        if (batch_stats) {
+          launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, true, kBlock, T>);
+        } else {
+          launch(bn_grad_apply_kernel<F, kOp, kPool, kV, kW, false, kBlock, T>);
+        }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
@@ -235,7 +279,8 @@ std::vector<at::Tensor> bn_backward(const at::Tensor& grad, const at::Tensor& in
   at::Tensor dgamma = totals.select(0, 1).clone();  // sum gy xhat
   at::Tensor dbeta = totals.select(0, 0).clone();   // sum gy
   // The peeled convolution bias: with batch statistics the normalisation removes any per-channel shift, so
-  // its gradient is exactly zero; with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
+  // its gradient is exactly zero (in float16 / bfloat16 too, where the kernels add it: the reference's is that zero
+  // plus the rounding of each dx summed); with running ones it is sum(dx) = a_c sum(gy). The zero is 0 * (the channel's
   // sums and scale): NaN where a NaN or Inf reached the channel, as PyTorch's sum over dx is.
   at::Tensor a = weight.defined() ? rstd * weight : rstd;
   at::Tensor dconv_bias = batch_stats ? (dgamma + dbeta + a) * 0 : a * dbeta;

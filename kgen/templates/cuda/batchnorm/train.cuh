@@ -3,6 +3,13 @@
 // out = Pool(F(BN(x))) for x (N, C, *) contiguous, F a generated functor of the Prologue concept
 // (groupnorm/region.cuh) and Pool a max or mean over windows with kernel == stride (or none).
 //
+// Storage: x, out, a max pooling's extremes, dout and dx are of one type T (float, __half or __nv_bfloat16: the
+// model's dtype; core/sweeps.cuh's loads and stores), every value a float in registers; the statistics, the
+// parameters and the gradient sums are float32, merged in double. In float16 / bfloat16 the peeled convolution
+// bias is added here (`shift`, BnShift): the step normalises z = x + b rounded to T, the reference's conv output
+// (cuDNN convolves without the bias and PyTorch adds it after, a second rounding); in float32 the batch statistics
+// remove it and it only enters the running mean.
+//
 // Every kernel here is "per channel": a block owns one channel c and a range of that channel's units,
 // where a unit is a 4-value pack of a (sample, channel) plane (no pooling) or one pooling window. The
 // units of a channel are numbered sample-major (unit q = sample q / P, unit q % P of its plane), so
@@ -81,7 +88,32 @@ inline BnSplit plan_bn_split(int64_t units_per_plane, int64_t samples, int64_t c
   return BnSplit{units_per_plane, units, chunk, int(blocks_for(units, chunk))};
 }
 
-// Per-channel scale and shift of the normalisation, y = x a + b, from the channel's statistics.
+// The value the step normalises, z: x, or in float16 / bfloat16 with a peeled convolution bias b (shift, one value a
+// channel) x + b rounded to T. A float32 step never gets a shift (bn_forward).
+template <class T>
+struct BnShift {
+  float b;
+  bool on;
+  __device__ __forceinline__ BnShift(const float* __restrict__ shift, int64_t c)
+      : b(shift != nullptr ? __ldg(shift + c) : 0.f), on(shift != nullptr) {}
+  __device__ __forceinline__ float operator()(float x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return x;
+    } else {
+      return on ? to_float(from_float<T>(x + b)) : x;
+    }
+  }
+};
+
+// Units a thread keeps in flight, for kFloat32 of them in float32: a 2-byte type's loads bring half the bytes, so
+// it keeps kBnHalfUnitsScale times as many (the kernels wait on memory latency, not on bandwidth, at these counts).
+constexpr int kBnHalfUnitsScale = 2;
+template <class T>
+constexpr int bn_units(int kFloat32) {
+  return sizeof(T) == 4 ? kFloat32 : kFloat32 * kBnHalfUnitsScale;
+}
+
+// Per-channel scale and shift of the normalisation, y = z a + b, from the channel's statistics.
 __device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
                                             const float* __restrict__ weight, const float* __restrict__ bias,
                                             int64_t c) {
@@ -92,35 +124,39 @@ __device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, cons
 
 // ---------------------------------------------------------------- forward
 
-template <int kBlock, bool kVec>
+template <int kBlock, bool kVec, class T>
 __global__ void __launch_bounds__(kBlock)
-bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Moments* __restrict__ partial) {
+bn_moments_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnShape shape, BnSplit split,
+                  Moments* __restrict__ partial) {
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const int64_t plane = shape.plane();
-  const float pilot = x[c * plane];  // the channel's first value: moments are taken around it
+  const BnShift<T> z(shift, c);
+  const float pilot = z(load1(x + c * plane));  // the channel's first value: moments are taken around it
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   Moments acc{0.f, 0.f, 0.f};
-  // kUnroll units' loads in flight per thread before the first is folded in.
+  // kUnits units' loads in flight per thread before the first is folded in.
+  constexpr int kUnits = bn_units<T>(kUnroll);
   constexpr int W = kVec ? 4 : 1;
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
-    float v[kUnroll][W];
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
+    float v[kUnits][W];
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) {
-        const float* p = x + (u.n * shape.c + c) * plane;
+        const T* p = x + (u.n * shape.c + c) * plane;
         if constexpr (kVec) {
-          const float4 t = __ldg(reinterpret_cast<const float4*>(p) + u.j);
-          v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+          const Pack<4> t = load_pack<4>(p, u.j);
+#pragma unroll
+          for (int k = 0; k < 4; ++k) v[r][k] = z(t.v[k]);
         } else {
-          v[r][0] = __ldg(p + u.j);
+          v[r][0] = z(load1(p + u.j));
         }
       }
       u.advance();
     }
 #pragma unroll
-    for (int r = 0; r < kUnroll; ++r) {
+    for (int r = 0; r < kUnits; ++r) {
       if (q + r * kBlock < end) {
         if constexpr (kVec) {
           accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
@@ -136,16 +172,19 @@ bn_moments_kernel(const float* __restrict__ x, BnShape shape, BnSplit split, Mom
 
 // One warp per channel. With running statistics given (factor > 0 or a cumulative average), updates them
 // as nn.BatchNorm does: running_mean <- (1 - f) running_mean + f mean (the peeled convolution bias added
-// back, as the reference's batch mean includes it), running_var <- (1 - f) running_var + f var * M/(M-1).
-__global__ void bn_finalize_kernel(const float* __restrict__ x, BnShape shape, const Moments* __restrict__ partial,
-                                   int splits, double eps, double factor, const float* __restrict__ conv_bias,
-                                   float* __restrict__ running_mean, float* __restrict__ running_var,
-                                   float* __restrict__ mean, float* __restrict__ rstd) {
+// back where the batch mean leaves it out, as the reference's includes it), running_var <- (1 - f) running_var +
+// f var * M/(M-1).
+template <class T>
+__global__ void bn_finalize_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnShape shape,
+                                   const Moments* __restrict__ partial, int splits, double eps, double factor,
+                                   const float* __restrict__ conv_bias, float* __restrict__ running_mean,
+                                   float* __restrict__ running_var, float* __restrict__ mean,
+                                   float* __restrict__ rstd) {
   const int64_t c = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarpSize;
   if (c >= shape.c) return;  // warp-uniform
   const MomentsD m = warp_merge(splits, [&](int s) { return partial[c * splits + s]; });
   if (threadIdx.x % kWarpSize != 0) return;
-  const double mu = double(x[c * shape.plane()]) + m.mu;
+  const double mu = double(BnShift<T>(shift, c)(load1(x + c * shape.plane()))) + m.mu;  // the moments' pilot
   const double var = m.n > 0.0 ? fmax(m.m2 / m.n, 0.0) : 0.0;  // biased: the normalisation's
   mean[c] = float(mu);
   rstd[c] = float(1.0 / sqrt(var + eps));
@@ -210,13 +249,13 @@ struct BnWindow {
   __device__ __forceinline__ int size() const { return s.kd * s.kh * s.kw; }
   // The kWin elements of a window of exactly that size and their plane offsets, every load issued before any
   // is used (the element arithmetic after a load would otherwise wait out each load's latency in turn).
-  template <int kWin>
-  __device__ __forceinline__ void gather(const float* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
+  template <int kWin, class T>
+  __device__ __forceinline__ void gather(const T* __restrict__ xp, const WindowOffsets& w, float (&v)[kWin],
                                          int (&at)[kWin]) const {
 #pragma unroll
     for (int k = 0; k < kWin; ++k) {
       at[k] = base + w.off[k];
-      v[k] = __ldg(xp + at[k]);
+      v[k] = load1(xp + at[k]);
     }
   }
 };
@@ -255,38 +294,45 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-// kUnroll units a thread in flight. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
+// kUnroll units a thread in flight (float32; bn_units). (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
 // 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
 // registers.) kSaveExtremes (a max pooling whose backward follows): each window's
 // winning x -> extremes.
-template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock>
+template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock,
+          class T>
 __global__ void __launch_bounds__(kBlock)
-bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, const float* __restrict__ rstd,
+bn_apply_kernel(const T* __restrict__ x, const float* __restrict__ shift, const float* __restrict__ mean,
+                const float* __restrict__ rstd,
                 const float* __restrict__ weight, const float* __restrict__ bias, BnShape shape, BnSplit split,
-                RegionParams params, float* __restrict__ out, float* __restrict__ extremes) {
+                RegionParams params, T* __restrict__ out, T* __restrict__ extremes) {
   static_assert(!kSaveExtremes || kSavesExtremes<kPool, kOp>, "bn_apply_kernel: extremes of a max pooling only");
   const int64_t c = blockIdx.x / split.splits;
   const int s = blockIdx.x % split.splits;
   const float2 ab = bn_affine(mean, rstd, weight, bias, c);
+  const BnShift<T> z(shift, c);
   const F f = F::at(params, c);
   const WindowOffsets wo = window_offsets(shape);
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
   // element by element (kPool, kWin == 0) loads as it goes, in finish.
   constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  float v[kUnroll][kHeld];
+  constexpr int kUnits = bn_units<T>(kUnroll);
+  float v[kUnits][kHeld];
   const auto load = [&](int r, int64_t p, int64_t j) {
-    const float* xp = x + p * plane;
+    const T* xp = x + p * plane;
     if constexpr (kPool) {
       if constexpr (kWin > 0) {
         int at[kWin];
         BnWindow(shape, j).gather(xp, wo, v[r], at);
+#pragma unroll
+        for (int k = 0; k < kWin; ++k) v[r][k] = z(v[r][k]);
       }
     } else if constexpr (kVec) {
-      const float4 t = __ldg(reinterpret_cast<const float4*>(xp) + j);
-      v[r][0] = t.x, v[r][1] = t.y, v[r][2] = t.z, v[r][3] = t.w;
+      const Pack<4> t = load_pack<4>(xp, j);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) v[r][k] = z(t.v[k]);
     } else {
-      v[r][0] = __ldg(xp + j);
+      v[r][0] = z(load1(xp + j));
     }
   };
   const auto finish = [&](int r, int64_t p, int64_t j) {
@@ -296,7 +342,7 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
       // is F of its max y: one F per window instead of one per element, where no backward needs the winner
       // (which, after rounding, can be an earlier y than the max with the same F). A NaN y wins as it would in F(y).
       constexpr bool kMaxOfY = kOp == ReduceOp::kMax && kMonotone && !kSaveExtremes;
-      // kSaveExtremes: the winner's x, the window's first x until one wins (PyTorch's index where every F(y) is
+      // kSaveExtremes: the winner's z, the window's first z until one wins (PyTorch's index where every F(y) is
       // -inf).
       float winner = 0.f;
       const auto take = [&](int k, float xv) {
@@ -316,21 +362,22 @@ bn_apply_kernel(const float* __restrict__ x, const float* __restrict__ mean, con
 #pragma unroll
         for (int k = 0; k < kWin; ++k) take(k, v[r][k]);
       } else {
-        const float* xp = x + p * plane;
-        BnWindow(shape, j).each([&](int k, int at) { take(k, __ldg(xp + at)); });
+        const T* xp = x + p * plane;
+        BnWindow(shape, j).each([&](int k, int at) { take(k, z(load1(xp + at))); });
       }
       const int size = kWin > 0 ? kWin : shape.kd * shape.kh * shape.kw;
-      out[p * out_plane + j] = kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size));
-      if constexpr (kSaveExtremes) extremes[p * out_plane + j] = winner;
+      store1(out + p * out_plane + j, kMaxOfY ? f.value(acc) : (kOp == ReduceOp::kMax ? acc : acc / float(size)));
+      if constexpr (kSaveExtremes) store1(extremes + p * out_plane + j, winner);
     } else if constexpr (kVec) {
-      reinterpret_cast<float4*>(out + p * out_plane)[j] =
-          make_float4(f.value(fmaf(v[r][0], ab.x, ab.y)), f.value(fmaf(v[r][1], ab.x, ab.y)),
-                      f.value(fmaf(v[r][2], ab.x, ab.y)), f.value(fmaf(v[r][3], ab.x, ab.y)));
+      Pack<4> y;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) y.v[k] = f.value(fmaf(v[r][k], ab.x, ab.y));
+      store_pack<4>(out + p * out_plane, j, y);
     } else {
-      out[p * out_plane + j] = f.value(fmaf(v[r][0], ab.x, ab.y));
+      store1(out + p * out_plane + j, f.value(fmaf(v[r][0], ab.x, ab.y)));
     }
   };
-  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
+  for_block_units_unrolled<kBlock, kUnits>(shape, split, c, s, load, finish);
 }
 
 }  // namespace kgen
