@@ -3,6 +3,7 @@ each step's output the dtype the reference's ops give it (the rule the kernels' 
 The kernels themselves at each dtype are GPU tests (tests/gpu/test_region_dtypes.py)."""
 import textwrap
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -178,3 +179,16 @@ def test_a_linear_bias_stays_in_the_library_call_in_half_precision(tmp_path, mon
     assert half is not zeros and wide is not zeros and not zeros.any()
 
 
+
+
+def test_a_conv_bias_before_a_batch_norm_is_the_steps_in_every_dtype():
+    """A conv's bias before a batch norm goes to the step in every dtype (in half precision its kernels add it and
+    round as PyTorch's add after cuDNN's conv does, BnShift); a linear's stays in the GEMM at half, the step getting
+    zeros."""
+    root = Path(__file__).resolve().parent
+    conv = emit_reference(str(root / "references" / "convt_bn_tanh_maxpool_gn_odd.py"))[0]
+    assert "self.conv_transpose.weight, None," in conv
+    assert ", self.conv_transpose.bias, self.batch_norm.eps," in conv
+    assert "_library_bias" not in conv and "_peeled_bias" not in conv
+    linear = emit_reference(str(root / "references" / "linear_bn1d_noaffine_relu_gn.py"))[0]
+    assert "_library_bias(self.fc.bias, x)" in linear and "_peeled_bias(self.fc.bias, fc)" in linear

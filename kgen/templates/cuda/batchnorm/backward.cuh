@@ -5,7 +5,7 @@ namespace kgen {
 // Units a thread has in flight in the backward kernels. (H100, L2-11's 2x2 windows after tanh, 0.38 GB, one
 // run: bn_grad_sums 192 / 183 / 186 / 196 us at 1 / 4 / 2 / 8 units; bn_grad_apply, which also stores a
 // window's 16 bytes a unit, 280 / 300 / 332 / 296 us.)
-constexpr int kBnGradSumsUnits = 4;   // float32; a 2-byte type's: bn_units
+constexpr int kBnGradSumsUnits = 4;
 constexpr int kBnGradApplyUnits = 1;
 
 // One unit's backward in two steps, so that a thread can have kUnroll units' loads in flight (as bn_apply):
@@ -128,10 +128,9 @@ bn_grad_sums_kernel(const T* __restrict__ dout, const T* __restrict__ x, const f
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
   float sum_gy = 0.f, sum_gy_xhat = 0.f;
   float dparam[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
-  constexpr int kUnits = bn_units<T>(kBnGradSumsUnits);
   if constexpr (kSavesExtremes<kPool, kOp>) {
-    float g[kUnits], winner[kUnits];
-    for_block_units_unrolled<kBlock, kUnits>(
+    float g[kBnGradSumsUnits], winner[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
         shape, split, c, s,
         [&](int r, int64_t p, int64_t j) {
           g[r] = load1(dout + p * out_plane + j);
@@ -143,8 +142,8 @@ bn_grad_sums_kernel(const T* __restrict__ dout, const T* __restrict__ x, const f
           sum_gy_xhat = fmaf(gy, (winner[r] - mean_c) * rstd_c, sum_gy_xhat);
         });
   } else {
-    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
-    for_block_units_unrolled<kBlock, kUnits>(
+    BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradSumsUnits];
+    for_block_units_unrolled<kBlock, kBnGradSumsUnits>(
         shape, split, c, s,
         [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
         [&](int r, int64_t p, int64_t j) {
@@ -198,9 +197,8 @@ bn_grad_apply_kernel(const T* __restrict__ dout, const T* __restrict__ x, const 
   const WindowOffsets wo = window_offsets(shape);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   const int64_t plane = shape.plane(), out_plane = kPool ? shape.out_plane() : plane;
-  constexpr int kUnits = bn_units<T>(kBnGradApplyUnits);
-  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kUnits];
-  for_block_units_unrolled<kBlock, kUnits>(
+  BnUnitGradient<F, kOp, kPool, kVec, kWin> unit[kBnGradApplyUnits];
+  for_block_units_unrolled<kBlock, kBnGradApplyUnits>(
       shape, split, c, s,
       [&](int r, int64_t p, int64_t j) { unit[r].load(x + p * plane, dout + p * out_plane, j, shape, wo, z); },
       [&](int r, int64_t p, int64_t j) {

@@ -105,14 +105,6 @@ struct BnShift {
   }
 };
 
-// Units a thread keeps in flight, for kFloat32 of them in float32: a 2-byte type's loads bring half the bytes, so
-// it keeps kBnHalfUnitsScale times as many (the kernels wait on memory latency, not on bandwidth, at these counts).
-constexpr int kBnHalfUnitsScale = 2;
-template <class T>
-constexpr int bn_units(int kFloat32) {
-  return sizeof(T) == 4 ? kFloat32 : kFloat32 * kBnHalfUnitsScale;
-}
-
 // Per-channel scale and shift of the normalisation, y = z a + b, from the channel's statistics.
 __device__ __forceinline__ float2 bn_affine(const float* __restrict__ mean, const float* __restrict__ rstd,
                                             const float* __restrict__ weight, const float* __restrict__ bias,
@@ -135,14 +127,13 @@ bn_moments_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnSh
   const float pilot = z(load1(x + c * plane));  // the channel's first value: moments are taken around it
   const int64_t begin = s * split.chunk, end = min(begin + split.chunk, split.units);
   Moments acc{0.f, 0.f, 0.f};
-  // kUnits units' loads in flight per thread before the first is folded in.
-  constexpr int kUnits = bn_units<T>(kUnroll);
+  // kUnroll units' loads in flight per thread before the first is folded in.
   constexpr int W = kVec ? 4 : 1;
   UnitCursor u(begin + threadIdx.x, split.units_per_plane, kBlock);
-  for (int64_t q = begin + threadIdx.x; q < end; q += kUnits * kBlock) {
-    float v[kUnits][W];
+  for (int64_t q = begin + threadIdx.x; q < end; q += kUnroll * kBlock) {
+    float v[kUnroll][W];
 #pragma unroll
-    for (int r = 0; r < kUnits; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       if (q + r * kBlock < end) {
         const T* p = x + (u.n * shape.c + c) * plane;
         if constexpr (kVec) {
@@ -156,7 +147,7 @@ bn_moments_kernel(const T* __restrict__ x, const float* __restrict__ shift, BnSh
       u.advance();
     }
 #pragma unroll
-    for (int r = 0; r < kUnits; ++r) {
+    for (int r = 0; r < kUnroll; ++r) {
       if (q + r * kBlock < end) {
         if constexpr (kVec) {
           accumulate4(acc, v[r][0] - pilot, v[r][1] - pilot, v[r][2] - pilot, v[r][3] - pilot);
@@ -294,9 +285,10 @@ __device__ __forceinline__ void for_block_units_unrolled(const BnShape& shape, c
 template <bool kPool, ReduceOp kOp>
 constexpr bool kSavesExtremes = kPool && kOp == ReduceOp::kMax;
 
-// kUnroll units a thread in flight (float32; bn_units). (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread at a time takes
-// 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153 us at 64
-// registers.) kSaveExtremes (a max pooling whose backward follows): each window's
+// kUnroll units a thread in flight, in every storage type. (H100, L2-11's 2x2 windows, 0.38 GB: one window a thread
+// at a time takes 172 us, DRAM 62 % busy at 80 % occupancy with 16 bytes in flight a thread; four at a time 148-153
+// us at 64 registers. H200, L2-11 at bf16: twice as many units for a 2-byte type made the step's kernels 25% slower,
+// four times 89%: they are issue-bound there, benchmarks/results/h200/bn_half/.) kSaveExtremes (a max pooling whose backward follows): each window's
 // winning x -> extremes.
 template <class F, ReduceOp kOp, bool kPool, bool kVec, int kWin, bool kMonotone, bool kSaveExtremes, int kBlock,
           class T>
@@ -316,8 +308,7 @@ bn_apply_kernel(const T* __restrict__ x, const float* __restrict__ shift, const 
   // The values a unit loads ahead: a window held in registers (kWin), a pack, or one value; a window walked
   // element by element (kPool, kWin == 0) loads as it goes, in finish.
   constexpr int kHeld = kPool ? (kWin > 0 ? kWin : 1) : (kVec ? 4 : 1);
-  constexpr int kUnits = bn_units<T>(kUnroll);
-  float v[kUnits][kHeld];
+  float v[kUnroll][kHeld];
   const auto load = [&](int r, int64_t p, int64_t j) {
     const T* xp = x + p * plane;
     if constexpr (kPool) {
@@ -377,7 +368,7 @@ bn_apply_kernel(const T* __restrict__ x, const float* __restrict__ shift, const 
       store1(out + p * out_plane + j, f.value(fmaf(v[r][0], ab.x, ab.y)));
     }
   };
-  for_block_units_unrolled<kBlock, kUnits>(shape, split, c, s, load, finish);
+  for_block_units_unrolled<kBlock, kUnroll>(shape, split, c, s, load, finish);
 }
 
 }  // namespace kgen
