@@ -1,12 +1,12 @@
 """Emit every solution file the slow GPU suites build (tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py,
-test_groupnorm.py, test_rows_half.py, test_bn_train.py), so that `benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them:
-the same sources give the same hash-named extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one
-after another inside the tests, their 24 extensions take longer than one device call (600 s); at -j 15 on the H200's
-16 cores, 260 s.
+test_groupnorm.py, test_rows_half.py, test_bn_train.py, test_pointwise_dtypes.py), so that `benchmarks/prebuild.py`
+builds their extensions in parallel before pytest imports them: the same sources give the same hash-named
+extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one after another inside the tests, the first
+four suites' 24 extensions take longer than one device call (600 s); at -j 15 on the H200's 16 cores, 260 s.
 
     python3 benchmarks/prebuild_gpu_tests.py DIR [SUITE ...] && python3 benchmarks/prebuild.py -j 15 DIR/*.py
 
-SUITE: nhwc, dtypes, groupnorm, rows_half, bn_train (default: all).
+SUITE: nhwc, dtypes, groupnorm, rows_half, bn_train, pointwise_dtypes (default: all).
 """
 import sys
 import textwrap
@@ -15,7 +15,7 @@ from pathlib import Path
 from kgen.emit import emit
 from kgen.ref.emit import emit_reference
 from tests.gpu import test_bn_train as bn_train, test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes
-from tests.gpu import test_rows_half as rows_half
+from tests.gpu import test_pointwise_dtypes as pointwise_dtypes, test_rows_half as rows_half
 
 
 def nhwc_files(out: Path) -> None:
@@ -60,8 +60,14 @@ def bn_train_files(out: Path) -> None:
         emitted_from_text(out, stem, edit(text) if edit else text)
 
 
+def pointwise_dtype_files(out: Path) -> None:
+    for ref in pointwise_dtypes.REFERENCES:
+        path = out / f"pointwise_dtypes_{Path(ref).stem}.py"
+        path.write_text(emit_reference(str(pointwise_dtypes.ROOT / ref), output=path)[0])
+
+
 SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files,
-          "bn_train": bn_train_files}
+          "bn_train": bn_train_files, "pointwise_dtypes": pointwise_dtype_files}
 
 
 def main() -> int:

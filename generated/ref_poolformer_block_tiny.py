@@ -7673,6 +7673,10 @@ std::vector<at::Tensor> region_backward_nhwc(const at::Tensor& dout_in, const at
 // PER PLANE (a backward with parameters): blocks cut as the region's two-pass sweeps, (plane, chunk of
 // plan_split(S)), so each block sums F's parameter gradients of one channel, and those block sums are added
 // per channel in double and in a fixed order (column_sums): bitwise reproducible.
+//
+// Storage: the inputs, v, dv and the input gradients are of one type T (float, __half or __nv_bfloat16: the step's
+// dtype, pointwise_reads_storage; core/sweeps.cuh's loads and stores), every value a float in registers, the
+// parameter gradients summed in float and double.
 namespace kgen {
 
 enum : int { kMaxPointwiseInputs = 4 };  // tensors an element-wise kernel reads (plan.py: MAX_POINTWISE_INPUTS)
@@ -7721,9 +7725,9 @@ inline StridedInput strided_input(const at::Tensor& x) {
 
 // The kernels' K input tensors: each either dense (contiguous, v's shape: read at v's flat offset) or read
 // through its StridedInput.
-template <int K>
+template <int K, class T>
 struct PointwiseInputs {
-  const float* data[K];
+  const T* data[K];
   bool dense[K];
   StridedInput layout[K];
 };
@@ -7731,40 +7735,38 @@ struct PointwiseInputs {
 // The W values of every input at output positions f .. f + W - 1, which are (n, c, i .. i + W - 1) (W = 4:
 // within one plane and one run of each strided input's innermost dim, or all inputs dense, as pointwise_width
 // guarantees).
-template <int K, int W>
-__device__ __forceinline__ void load_inputs(const PointwiseInputs<K>& in, int64_t f, int64_t n, int64_t c,
+template <int W, class T>
+__device__ __forceinline__ void load_values(const T* __restrict__ p, float (&v)[W]) {
+  if constexpr (W == 4) {
+    const Pack<4> t = load_pack<4>(p, 0);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = t.v[e];
+  } else {
+    v[0] = load1(p);
+  }
+}
+
+template <int K, int W, class T>
+__device__ __forceinline__ void load_inputs(const PointwiseInputs<K, T>& in, int64_t f, int64_t n, int64_t c,
                                             int64_t i, float (&xv)[K][W]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (in.dense[k]) {
-      if constexpr (W == 4) {
-        resident_detail::split4(__ldg(reinterpret_cast<const float4*>(in.data[k] + f)), xv[k]);
-      } else {
-        xv[k][0] = __ldg(in.data[k] + f);
-      }
+      load_values<W>(in.data[k] + f, xv[k]);
     } else {
       const int64_t at = in.layout[k].offset(n, c, i);
 #pragma unroll
-      for (int e = 0; e < W; ++e) xv[k][e] = __ldg(in.data[k] + at + e * in.layout[k].stride[2]);
+      for (int e = 0; e < W; ++e) xv[k][e] = load1(in.data[k] + at + e * in.layout[k].stride[2]);
     }
   }
 }
 
-template <int W>
-__device__ __forceinline__ void load_values(const float* __restrict__ p, float (&v)[W]) {
+template <int W, class T>
+__device__ __forceinline__ void store_values(T* __restrict__ p, const float (&v)[W]) {
   if constexpr (W == 4) {
-    resident_detail::split4(__ldg(reinterpret_cast<const float4*>(p)), v);
+    store_pack<4>(p, 0, Pack<4>{{v[0], v[1], v[2], v[3]}});
   } else {
-    v[0] = __ldg(p);
-  }
-}
-
-template <int W>
-__device__ __forceinline__ void store_values(float* __restrict__ p, const float (&v)[W]) {
-  if constexpr (W == 4) {
-    reinterpret_cast<float4*>(p)[0] = resident_detail::join4(v);
-  } else {
-    p[0] = v[0];
+    store1(p, v[0]);
   }
 }
 
@@ -7789,13 +7791,13 @@ __device__ __forceinline__ void backward_at(const F& f, const float (&xv)[F::kIn
 }
 
 // The gradients the backward writes: dx[k] is null where autograd does not ask for input k's.
-template <int K>
+template <int K, class T>
 struct PointwiseGrads {
-  float* data[K];
+  T* data[K];
 };
 
-template <int K, int W>
-__device__ __forceinline__ void store_grads(const PointwiseGrads<K>& out, int64_t f, const float (&dx)[K][W]) {
+template <int K, int W, class T>
+__device__ __forceinline__ void store_grads(const PointwiseGrads<K, T>& out, int64_t f, const float (&dx)[K][W]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) {
     if (out.data[k] != nullptr) store_values<W>(out.data[k] + f, dx[k]);
@@ -7824,15 +7826,15 @@ struct PointwiseCursor {
   }
 };
 
-template <class F, int kBlock, int W>
+template <class F, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-pointwise_forward_kernel(PointwiseInputs<F::kInputs> in, float* __restrict__ v, int64_t numel, int64_t channels,
+pointwise_forward_kernel(PointwiseInputs<F::kInputs, T> in, T* __restrict__ v, int64_t numel, int64_t channels,
                          int64_t plane, RegionParams params) {
   const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
   for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
        at.f < numel; at.advance(step, channels, plane)) {
     float xv[F::kInputs][W], out[W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
+    load_inputs(in, at.f, at.n, at.c, at.i, xv);
     const F f = F::at(params, at.c);
 #pragma unroll
     for (int e = 0; e < W; ++e) out[e] = value_at<F, W>(f, xv, e);
@@ -7841,22 +7843,22 @@ pointwise_forward_kernel(PointwiseInputs<F::kInputs> in, float* __restrict__ v, 
 }
 
 // The backward of an F without parameters: the forward's flat loop.
-template <class F, int kBlock, int W>
+template <class F, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-pointwise_backward_flat_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                               PointwiseGrads<F::kInputs> dx, int64_t numel, int64_t channels, int64_t plane,
+pointwise_backward_flat_kernel(const T* __restrict__ dv, PointwiseInputs<F::kInputs, T> in,
+                               PointwiseGrads<F::kInputs, T> dx, int64_t numel, int64_t channels, int64_t plane,
                                RegionParams params) {
   const PointwiseCursor step(int64_t(W) * kBlock * gridDim.x, channels, plane);
   float unused[kMaxParams] = {0.f, 0.f, 0.f, 0.f};
   for (PointwiseCursor at(int64_t(W) * (int64_t(blockIdx.x) * kBlock + threadIdx.x), channels, plane);
        at.f < numel; at.advance(step, channels, plane)) {
     float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at.f, at.n, at.c, at.i, xv);
+    load_inputs(in, at.f, at.n, at.c, at.i, xv);
     load_values<W>(dv + at.f, g);
     const F f = F::at(params, at.c);
 #pragma unroll
     for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, unused);
-    store_grads<F::kInputs, W>(dx, at.f, d);
+    store_grads(dx, at.f, d);
   }
 }
 
@@ -7873,10 +7875,10 @@ struct PointwiseChunk {
 };
 
 // The backward of an F with parameters: one channel per block, so its parameter gradients sum per block.
-template <class F, int kBlock, int W>
+template <class F, int kBlock, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInputs> in,
-                          PointwiseGrads<F::kInputs> dx, int64_t channels, int64_t plane, SplitPlan plan,
+pointwise_backward_kernel(const T* __restrict__ dv, PointwiseInputs<F::kInputs, T> in,
+                          PointwiseGrads<F::kInputs, T> dx, int64_t channels, int64_t plane, SplitPlan plan,
                           RegionParams params, float* __restrict__ param_partial) {
   const PointwiseChunk b(channels, plane, plan);
   const F f = F::at(params, b.c);
@@ -7884,11 +7886,11 @@ pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInpu
   for (int64_t i = b.begin + W * threadIdx.x; i < b.end; i += W * kBlock) {
     const int64_t at = b.p * plane + i;
     float xv[F::kInputs][W], g[W], d[F::kInputs][W];
-    load_inputs<F::kInputs, W>(in, at, b.n, b.c, i, xv);
+    load_inputs(in, at, b.n, b.c, i, xv);
     load_values<W>(dv + at, g);
 #pragma unroll
     for (int e = 0; e < W; ++e) backward_at<F, W>(f, xv, g[e], e, d, dparam);
-    store_grads<F::kInputs, W>(dx, at, d);
+    store_grads(dx, at, d);
   }
   // partial is (kParams, N * splits, C): one row of C per (sample, split), as column_sums reads it.
   const int64_t rows = gridDim.x / channels;
@@ -7903,18 +7905,32 @@ pointwise_backward_kernel(const float* __restrict__ dv, PointwiseInputs<F::kInpu
 
 // ---- host side
 
-// The inputs as the kernels read them, checked: K float32 tensors of one shape (N, C, *) on one device (the
-// caller expands broadcast ones); each read where it lies when contiguous or a strided view the kernels can
-// index (rank <= 5, planes below 2^31 values), else from a contiguous copy kept alive in `held`.
-template <int K>
-PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& held) {
+// Whether the kernels read and write the inputs' own float16 / bfloat16: every input of that one dtype, and the
+// output of it too (the call's rounding is that dtype's). Elsewhere they take float32 copies.
+inline bool pointwise_reads_storage(const std::vector<at::Tensor>& inputs, int64_t rounding) {
+  if (inputs.empty()) return false;
+  const at::ScalarType type = inputs[0].scalar_type();
+  if ((type != at::kHalf && type != at::kBFloat16) || rounding_type(rounding) != type) return false;
+  for (const at::Tensor& t : inputs) {
+    if (t.scalar_type() != type) return false;
+  }
+  return true;
+}
+
+// The inputs as the kernels read them, checked: K tensors of one storage type T and one shape (N, C, *) on one
+// device (the caller expands broadcast ones); each read where it lies when contiguous or a strided view the kernels
+// can index (rank <= 5, planes below 2^31 values), else from a contiguous copy kept alive in `held`.
+template <int K, class T>
+PointwiseInputs<K, T> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::vector<at::Tensor>& held) {
   static_assert(K >= 1 && K <= kMaxPointwiseInputs, "kgen: an element-wise kernel reads 1 to 4 tensors");
   TORCH_CHECK(inputs.size() == size_t(K), "kgen: this element-wise kernel reads ", str(int64_t(K)),
               " tensors, got ", str(int64_t(inputs.size())));
-  PointwiseInputs<K> in{};
+  PointwiseInputs<K, T> in{};
   for (int k = 0; k < K; ++k) {
     const at::Tensor& x = inputs[k];
-    check_float_cuda(x, "element-wise input");
+    check_storage(x, "element-wise input");
+    TORCH_CHECK(x.scalar_type() == inputs[0].scalar_type(), "kgen: element-wise inputs of dtypes ",
+                inputs[0].scalar_type(), " and ", x.scalar_type(), " (expected one dtype)");
     TORCH_CHECK(x.dim() >= 2, "kgen: element-wise input must have shape (N, C, *), got ", str(x.sizes()));
     TORCH_CHECK(x.sizes() == inputs[0].sizes(), "kgen: element-wise inputs of shapes ", str(inputs[0].sizes()),
                 " and ", str(x.sizes()), " (expected one shape)");
@@ -7923,25 +7939,31 @@ PointwiseInputs<K> pointwise_inputs(const std::vector<at::Tensor>& inputs, std::
     const int64_t plane = x.numel() == 0 ? 0 : x.numel() / (x.size(0) * x.size(1));
     const bool strided = !x.is_contiguous() && x.dim() <= 5 && plane < (int64_t(1) << 31);
     held.push_back(strided || x.is_contiguous() ? x : x.contiguous());
-    in.data[k] = held.back().data_ptr<float>();
+    in.data[k] = data_as<const T>(held.back());
     in.dense[k] = !strided;
     if (strided) in.layout[k] = strided_input(held.back());
   }
   return in;
 }
 
-// 4 values a thread where the streams are 16-byte aligned and either the plane is whole packs and every
-// strided input's packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no
-// parameters, every input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.
-template <int K>
-int pointwise_width(const PointwiseInputs<K>& in, int64_t plane, int64_t numel, bool has_params,
-                    const std::vector<const float*>& streams) {
-  for (const float* p : streams) {
-    if (p != nullptr && !is_16_byte_aligned(p)) return 1;
+// Whether p starts on a pack of 4 values of T (16 bytes of float32, 8 of a 2-byte type).
+template <class T>
+inline bool pack_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+// 4 values a thread where the streams start on packs and either the plane is whole packs and every strided input's
+// packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no parameters, every
+// input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.
+template <int K, class T>
+int pointwise_width(const PointwiseInputs<K, T>& in, int64_t plane, int64_t numel, bool has_params,
+                    const std::vector<const T*>& streams) {
+  for (const T* p : streams) {
+    if (p != nullptr && !pack_aligned<T>(p)) return 1;
   }
   bool all_dense = true;
   for (int k = 0; k < K; ++k) {
-    if (in.dense[k] && !is_16_byte_aligned(in.data[k])) return 1;
+    if (in.dense[k] && !pack_aligned<T>(in.data[k])) return 1;
     if (!in.dense[k]) {
       all_dense = false;
       if (in.layout[k].size[2] % 4 != 0) return 1;
@@ -7960,81 +7982,94 @@ int64_t flat_blocks(int64_t numel, int width) {
   return std::max<int64_t>(1, std::min<int64_t>(wanted, 4 * resident));
 }
 
+// The output in the inputs' storage type.
 template <class F, int kBlock>
 at::Tensor pointwise_forward(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params) {
   TORCH_CHECK(!inputs.empty(), "kgen: element-wise kernel without inputs");
   const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  auto v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  if (x.numel() == 0) return v;
-  const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, {v.data_ptr<float>()});
-  const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-  dispatch_vec(width == 4, [&](auto kv) {
-    pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-        <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, v.data_ptr<float>(), x.numel(), channels, plane,
-                                                                  table);
+  check_storage(inputs[0], "element-wise input");
+  at::Tensor v;
+  dispatch_storage(inputs[0].scalar_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<at::Tensor> held;
+    const PointwiseInputs<F::kInputs, T> in = pointwise_inputs<F::kInputs, T>(inputs, held);
+    const at::Tensor& x = held[0];
+    v = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+    if (x.numel() == 0) return;
+    const int64_t channels = x.size(1), plane = x.numel() / (x.size(0) * channels);
+    const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
+    const int width = pointwise_width<F::kInputs, T>(in, plane, x.numel(), F::kParams > 0, {data_as<const T>(v)});
+    const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
+    dispatch_vec(width == 4, [&](auto kv) {
+      pointwise_forward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1, T>
+          <<<blocks, kBlock, 0, at::cuda::getCurrentCUDAStream()>>>(in, data_as<T>(v), x.numel(), channels, plane,
+                                                                    table);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   });
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return v;
 }
 
-// Returns {dx[0], ..., dx[K-1] (the output's shape, contiguous; empty where `needed` is false), dparams
-// (kParams, C)}.
+// Returns {dx[0], ..., dx[K-1] (the output's shape, contiguous, in the inputs' storage type; empty where `needed` is
+// false), dparams (kParams, C, float32)}. grad is of the inputs' storage type.
 template <class F, int kBlock>
 std::vector<at::Tensor> pointwise_backward(const at::Tensor& grad, const std::vector<at::Tensor>& inputs,
                                            const std::vector<bool>& needed, const std::vector<at::Tensor>& params) {
   TORCH_CHECK(!inputs.empty() && needed.size() == inputs.size(), "kgen: element-wise backward needs one flag per input");
-  check_float_cuda(grad, "gradient of the output");
+  check_storage(grad, "gradient of the output");
+  check_storage(inputs[0], "element-wise input");
+  TORCH_CHECK(grad.scalar_type() == inputs[0].scalar_type(), "kgen: element-wise output gradient of dtype ",
+              grad.scalar_type(), " for inputs of ", inputs[0].scalar_type());
   TORCH_CHECK(grad.sizes() == inputs[0].sizes(), "kgen: output gradient has shape ", str(grad.sizes()),
               ", expected ", str(inputs[0].sizes()));
   const c10::cuda::CUDAGuard device_guard(inputs[0].device());
-  std::vector<at::Tensor> held;
-  const PointwiseInputs<F::kInputs> in = pointwise_inputs<F::kInputs>(inputs, held);
-  const at::Tensor& x = held[0];
-  const auto dv = grad.contiguous();
   std::vector<at::Tensor> result;
-  PointwiseGrads<F::kInputs> dx{};
-  for (int k = 0; k < F::kInputs; ++k) {
-    result.push_back(needed[k] ? at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous))
-                               : at::empty({0}, x.options()));
-    dx.data[k] = needed[k] ? result.back().data_ptr<float>() : nullptr;
-  }
-  const int64_t channels = x.size(1);
-  at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, x.options());
-  result.push_back(dparams);
-  if (x.numel() == 0) return result;
-  const int64_t plane = x.numel() / (x.size(0) * channels);
-  const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
-  std::vector<const float*> streams = {dv.data_ptr<float>()};
-  for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
-  const int width = pointwise_width(in, plane, x.numel(), F::kParams > 0, streams);
-  const auto stream = at::cuda::getCurrentCUDAStream();
-  if constexpr (F::kParams == 0) {
-    const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1><<<blocks, kBlock, 0, stream>>>(
-          dv.data_ptr<float>(), in, dx, x.numel(), channels, plane, table);
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  } else {
-    const SplitPlan plan = plan_split<kBlock>(plane);
-    const int64_t rows = x.size(0) * plan.splits;
-    at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, x.options());
-    dispatch_vec(width == 4, [&](auto kv) {
-      pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1>
-          <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(dv.data_ptr<float>(), in, dx, channels, plane,
-                                                                       plan, table, partial.data_ptr<float>());
-    });
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    for (int k = 0; k < F::kParams; ++k) {
-      auto row = dparams.select(0, k);
-      column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
+  dispatch_storage(inputs[0].scalar_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::vector<at::Tensor> held;
+    const PointwiseInputs<F::kInputs, T> in = pointwise_inputs<F::kInputs, T>(inputs, held);
+    const at::Tensor& x = held[0];
+    const auto dv = grad.contiguous();
+    PointwiseGrads<F::kInputs, T> dx{};
+    for (int k = 0; k < F::kInputs; ++k) {
+      result.push_back(needed[k] ? at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous))
+                                 : at::empty({0}, x.options()));
+      dx.data[k] = needed[k] ? data_as<T>(result.back()) : nullptr;
     }
-  }
+    const int64_t channels = x.size(1);
+    const auto floats = x.options().dtype(at::kFloat);
+    at::Tensor dparams = at::zeros({int64_t(F::kParams), channels}, floats);
+    result.push_back(dparams);
+    if (x.numel() == 0) return;
+    const int64_t plane = x.numel() / (x.size(0) * channels);
+    const RegionParams table{param_table(params, channels, x.device(), "element-wise"), ParamTable{}};
+    std::vector<const T*> streams = {data_as<const T>(dv)};
+    for (int k = 0; k < F::kInputs; ++k) streams.push_back(dx.data[k]);
+    const int width = pointwise_width<F::kInputs, T>(in, plane, x.numel(), F::kParams > 0, streams);
+    const auto stream = at::cuda::getCurrentCUDAStream();
+    if constexpr (F::kParams == 0) {
+      const int64_t blocks = flat_blocks<kBlock>(x.numel(), width);
+      dispatch_vec(width == 4, [&](auto kv) {
+        pointwise_backward_flat_kernel<F, kBlock, decltype(kv)::value ? 4 : 1, T><<<blocks, kBlock, 0, stream>>>(
+            data_as<const T>(dv), in, dx, x.numel(), channels, plane, table);
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    } else {
+      const SplitPlan plan = plan_split<kBlock>(plane);
+      const int64_t rows = x.size(0) * plan.splits;
+      at::Tensor partial = at::empty({int64_t(F::kParams) * rows, channels}, floats);
+      dispatch_vec(width == 4, [&](auto kv) {
+        pointwise_backward_kernel<F, kBlock, decltype(kv)::value ? 4 : 1, T>
+            <<<x.size(0) * channels * plan.splits, kBlock, 0, stream>>>(data_as<const T>(dv), in, dx, channels, plane,
+                                                                         plan, table, partial.data_ptr<float>());
+      });
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      for (int k = 0; k < F::kParams; ++k) {
+        auto row = dparams.select(0, k);
+        column_sums<kBlock>(partial.narrow(0, k * rows, rows), row);
+      }
+    }
+  });
   return result;
 }
 
@@ -8302,8 +8337,10 @@ struct Pointwise0Op {
 
 at::Tensor pointwise0_forward(std::vector<at::Tensor> inputs, std::vector<at::Tensor> params, int64_t rounding) {
   const kgen::RoundingScope scope(rounding);
-  return kgen::pointwise_forward<Pointwise0Op, kBlock>(kgen::as_float(inputs, "element-wise input"),
-                                                           kgen::as_float(params, "element-wise parameter"));
+  // The inputs' own float16 / bfloat16 where the output keeps it (kgen::pointwise_reads_storage), else float32.
+  const bool storage = kgen::pointwise_reads_storage(inputs, rounding);
+  return kgen::pointwise_forward<Pointwise0Op, kBlock>(
+      storage ? inputs : kgen::as_float(inputs, "element-wise input"), kgen::as_float(params, "element-wise parameter"));
 }
 """
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.gpu.half_precision import assert_within_half_error as within_half
 from tests.solution_loader import import_file
 
 pytestmark = pytest.mark.gpu
@@ -217,15 +218,6 @@ def test_max_pooling_ties_go_to_the_first_maximum(window, tmp_path):
     assert_close(new_dx, ref_dx, exact_dx, "ties: input gradient")
     for name, grad in ref_grads.items():
         assert_close(new_grads.get(name, torch.zeros_like(grad)), grad, exact_grads[name], f"ties: gradient of {name}")
-
-
-def within_half(new, half, exact, dtype, what):
-    """new no further from float64 than twice PyTorch's half-precision run, plus one rounding at the magnitude."""
-    exact = exact.double()
-    err_new = (new.double() - exact).abs().max().item()
-    err_half = (half.double() - exact).abs().max().item()
-    ulp = torch.finfo(dtype).eps * max(exact.abs().max().item(), 1e-6)
-    assert err_new <= 2 * err_half + ulp, f"{what}: kgen {err_new:.3g} from float64, PyTorch at {dtype} {err_half:.3g}"
 
 
 HALF_CASES = [(name, None) for name in REFERENCES] + [("conv3d_bn_silu_scale_avgpool_gn", no_pooling)]

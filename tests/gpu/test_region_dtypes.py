@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from kgen.ref.emit import emit_reference
+from tests.gpu.half_precision import assert_within_half_error as within
 from tests.solution_loader import import_file
 
 pytestmark = pytest.mark.gpu
@@ -85,15 +86,6 @@ def run(model, x, dout_seed):
     grads = {"input": x.grad}
     grads.update({name: p.grad.detach().clone() for name, p in model.named_parameters()})
     return y.detach(), grads
-
-
-def within(new, half, exact, dtype, what):
-    """new no further from float64 than twice PyTorch's half-precision run, plus one rounding at the magnitude."""
-    exact = exact.double()
-    err_new = (new.double() - exact).abs().max().item()
-    err_half = (half.double() - exact).abs().max().item()
-    ulp = torch.finfo(dtype).eps * max(exact.abs().max().item(), 1e-6)
-    assert err_new <= 2 * err_half + ulp, f"{what}: kgen {err_new:.3g} from float64, PyTorch at {dtype} {err_half:.3g}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
