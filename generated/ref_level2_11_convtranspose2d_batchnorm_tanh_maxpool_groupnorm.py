@@ -8841,7 +8841,7 @@ class _BatchNorm0(torch.autograd.Function):
             x, weight, bias, batch_stats, running_mean, running_var, factor, conv_bias, eps, list(window),
             for_backward, [params[k] for k in _BatchNorm0.SLOTS], ctx.rounding)
         ctx.save_for_backward(x, weight, bias, mean, rstd, extremes, conv_bias, *params)
-        ctx.batch_stats, ctx.window, ctx.has_conv_bias = batch_stats, list(window), conv_bias is not None
+        ctx.batch_stats, ctx.window = batch_stats, list(window)
         return _as_dtype(out, dtype)
 
     @staticmethod
@@ -8854,7 +8854,7 @@ class _BatchNorm0(torch.autograd.Function):
         for slot, k in enumerate(_BatchNorm0.SLOTS):
             _accumulate(grads, k, _param_grad(dparams[slot], params[k]))
         return (dx, dweight if weight is not None else None, dbias if bias is not None else None, None, None, None,
-                None, dconv_bias if ctx.has_conv_bias else None, None, None, None, *grads)
+                None, dconv_bias if conv_bias is not None else None, None, None, None, *grads)
 
 
 class ModelNew(nn.Module):
