@@ -1,12 +1,12 @@
 """Emit every solution file the slow GPU suites build (tests/gpu/test_gn_region_nhwc.py, test_region_dtypes.py,
-test_groupnorm.py, test_rows_half.py, test_bn_train.py, test_pointwise_dtypes.py), so that `benchmarks/prebuild.py`
-builds their extensions in parallel before pytest imports them: the same sources give the same hash-named
+test_groupnorm.py, test_rows_half.py, test_resident_half.py, test_bn_train.py, test_pointwise_dtypes.py), so that
+`benchmarks/prebuild.py` builds their extensions in parallel before pytest imports them: the same sources give the same hash-named
 extensions, which pytest then loads from TORCH_EXTENSIONS_DIR. Built one after another inside the tests, the first
 four suites' 24 extensions take longer than one device call (600 s); at -j 15 on the H200's 16 cores, 260 s.
 
     python3 benchmarks/prebuild_gpu_tests.py DIR [SUITE ...] && python3 benchmarks/prebuild.py -j 15 DIR/*.py
 
-SUITE: nhwc, dtypes, groupnorm, rows_half, bn_train, pointwise_dtypes (default: all).
+SUITE: nhwc, dtypes, groupnorm, rows_half, resident_half, bn_train, pointwise_dtypes (default: all).
 """
 import sys
 import textwrap
@@ -15,7 +15,8 @@ from pathlib import Path
 from kgen.emit import emit
 from kgen.ref.emit import emit_reference
 from tests.gpu import test_bn_train as bn_train, test_gn_region_nhwc as nhwc, test_region_dtypes as dtypes
-from tests.gpu import test_pointwise_dtypes as pointwise_dtypes, test_rows_half as rows_half
+from tests.gpu import test_pointwise_dtypes as pointwise_dtypes, test_resident_half as resident_half, \
+    test_rows_half as rows_half
 
 
 def nhwc_files(out: Path) -> None:
@@ -53,6 +54,11 @@ def rows_half_files(out: Path) -> None:
         emitted_from_text(out, f"rows_half_{kind}", rows_half.REFERENCE.format(body=body))
 
 
+def resident_half_files(out: Path) -> None:
+    for kind, body in resident_half.KINDS.items():
+        emitted_from_text(out, f"resident_half_{kind}", resident_half.REFERENCE.format(body=body))
+
+
 def bn_train_files(out: Path) -> None:
     for name, edit in bn_train.EMITTED:
         text = (bn_train.ROOT / "tests" / "ref" / "references" / f"{name}.py").read_text()
@@ -67,7 +73,7 @@ def pointwise_dtype_files(out: Path) -> None:
 
 
 SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files,
-          "bn_train": bn_train_files, "pointwise_dtypes": pointwise_dtype_files}
+          "resident_half": resident_half_files, "bn_train": bn_train_files, "pointwise_dtypes": pointwise_dtype_files}
 
 
 def main() -> int:

@@ -202,6 +202,17 @@ inline SplitPlan plan_split(int64_t elems) {
 
 inline bool is_16_byte_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// Whether data starts on a pack of 4 values of its storage type (16 bytes of float32, 8 of a 2-byte type): what the
+// 4-wide kernels' loads and stores need.
+template <class T>
+inline bool pack_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+inline bool pack_aligned(const at::Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * t.element_size()) == 0;
+}
+
 // Error messages format numbers with std::to_string, never by streaming an integer into TORCH_CHECK:
 // an extension whose host compiler differs from PyTorch's can crash inside libstdc++'s numeric
 // ostream formatting (seen on the H100 machine: a segfault instead of the error message).
@@ -1451,6 +1462,11 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 // Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
 // (groupnorm/rows/forward.cuh; the same statistics and saved values); their backward is this one.
 //
+// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is read as it
+// lies: cp.async copies bytes as they lie, so its 8-byte packs pass through registers and are converted into the same
+// float tile (copy_tile). out without a reduction, dout and dx are in that dtype too. The tile and the arithmetic are
+// the float32 path's, so are the bits.
+//
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
@@ -1649,19 +1665,6 @@ __device__ __forceinline__ T team_allreduce(T v, int width, Op op, double2* scra
   return v;
 }
 
-// Starts the copy of `count` values (a multiple of W) into shared memory; copies_done + a barrier finish it.
-template <int kBlock, int W>
-__device__ __forceinline__ void copy_tile(float* smem, const float* __restrict__ gmem, int count) {
-  const int packs = count / W;
-  for (int i = threadIdx.x; i < packs; i += kBlock) {
-    if constexpr (W == 4) {
-      copy16(smem + 4 * i, gmem + 4 * int64_t(i));
-    } else {
-      copy4(smem + i, gmem + i);
-    }
-  }
-}
-
 template <int W>
 __device__ __forceinline__ void load_values(const float* smem, int pack, float (&v)[W]) {
   if constexpr (W == 4) {
@@ -1678,6 +1681,38 @@ __device__ __forceinline__ void store_values(float* smem, int pack, const float 
     reinterpret_cast<float4*>(smem)[pack] = make_float4(v[0], v[1], v[2], v[3]);
   } else {
     smem[pack] = v[0];
+  }
+}
+
+// Starts the copy of `count` values (a multiple of W) into the float tile; copies_done + a barrier finish it. float32
+// values go by cp.async (16-byte packs where W == 4); a 2-byte type's are converted on the way, so they pass through
+// registers: each thread issues the loads of kCopyBatch packs (8 bytes each where W == 4) before it stores the first,
+// and the block's other tiles and the SM's other blocks cover the wait.
+constexpr int kCopyBatch = 4;
+
+template <int kBlock, int W, class T>
+__device__ __forceinline__ void copy_tile(float* smem, const T* __restrict__ gmem, int count) {
+  const int packs = count / W;
+  if constexpr (std::is_same_v<T, float>) {
+    for (int i = threadIdx.x; i < packs; i += kBlock) {
+      if constexpr (W == 4) {
+        copy16(smem + 4 * i, gmem + 4 * int64_t(i));
+      } else {
+        copy4(smem + i, gmem + i);
+      }
+    }
+  } else {
+    for (int first = threadIdx.x; first < packs; first += kBlock * kCopyBatch) {
+      Pack<W> v[kCopyBatch];
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        if (first + u * kBlock < packs) v[u] = load_pack<W>(gmem, first + u * kBlock);
+      }
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        if (first + u * kBlock < packs) store_values<W>(smem, first + u * kBlock, v[u].v);
+      }
+    }
   }
 }
 
@@ -1790,14 +1825,20 @@ struct Team {
 // ---- groupnorm/resident/forward.cuh: the resident forward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
+// The resident forward's output storage: x's type T without a reduction, float32 after one (the caller rounds it).
+template <ReduceKind R, class T>
+using ResidentOut = std::conditional_t<R == ReduceKind::kNone, T, float>;
+
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+// T: x's storage type (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
                                              double* slice_mean, float2* slice_mean2, float* slice_rstd,
                                              double2* scratch,
-                                             const float* __restrict__ x, const float* __restrict__ gamma,
+                                             const T* __restrict__ x, const float* __restrict__ gamma,
                                              const float* __restrict__ beta, const RegionParams& params,
-                                             const ResidentPlan& plan, double eps, float* __restrict__ out,
+                                             const ResidentPlan& plan, double eps,
+                                             ResidentOut<R, T>* __restrict__ out,
                                              int* __restrict__ aux, float2* __restrict__ mean_out,
                                              float* __restrict__ rstd_out) {
   using namespace resident_detail;
@@ -1806,7 +1847,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
   const int S = plan.plane;
   const int slices = origin.slices;
   const int64_t offset = origin.u0 * D;
-  const float* xt = x + offset;
+  const T* xt = x + offset;
 
   // ---- mean of each slice (z = Pro(x) replaces x in the tile)
   {
@@ -1902,7 +1943,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           const float rs = slice_rstd[gl];
           float xv[4];
           if constexpr (kHasPro) {
-            split4(reinterpret_cast<const float4*>(xt)[p], xv);  // dropped unless the epilogue reads x
+            const Pack<4> px = load_pack<4>(xt, p);  // dropped unless the epilogue reads x
+#pragma unroll
+            for (int e = 0; e < 4; ++e) xv[e] = px.v[e];
           } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e) xv[e] = f.v[u][e];
@@ -1915,7 +1958,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
             v[e] = epi.value(y, f.v[u][e], xv[e]);
           }
           if constexpr (R == ReduceKind::kNone) {
-            reinterpret_cast<float4*>(out + offset)[p] = join4(v);
+            store_pack<4>(out + offset, p, Pack<4>{{v[0], v[1], v[2], v[3]}});
           } else {
             tile4[p] = join4(v);
           }
@@ -1940,11 +1983,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       for (int s = team.lane; s < S; s += plan.tpc) {
         const int i = base + s;
         const float z = tile[i];
-        const float xv = kHasPro ? xt[i] : z;  // dropped by the compiler unless the epilogue reads x
+        const float xv = kHasPro ? to_float(xt[i]) : z;  // dropped by the compiler unless the epilogue reads x
         const float y = __fmaf_rn(centered(z, mu), scale, shift);  // kCentred (AffineForm)
         const float v = epi.value(y, z, xv);
         if constexpr (R == ReduceKind::kNone) {
-          out[offset + i] = v;
+          out[offset + i] = from_float<ResidentOut<R, T>>(v);
         } else {
           tile[i] = v;
         }
@@ -2041,12 +2084,12 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
 
 // A persistent grid: block b takes tiles b, b + grid, ... With plan.stages == 2 the next tile's copy is in
 // flight (cp.async, its own commit group) while the current one is worked on.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-region_resident_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
                                const float* __restrict__ beta, RegionParams params, ResidentPlan plan, double eps,
-                               float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
-                               float* __restrict__ rstd_out) {
+                               ResidentOut<R, T>* __restrict__ out, int* __restrict__ aux,
+                               float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
@@ -2076,8 +2119,9 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
     }
     __syncthreads();
     const TileOrigin<kGroups> origin(plan, tile);
-    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch, x,
-                                                     gamma, beta, params, plan, eps, out, aux, mean_out, rstd_out);
+    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch,
+                                                        x, gamma, beta, params, plan, eps, out, aux, mean_out,
+                                                        rstd_out);
     __syncthreads();  // the tile's buffer and the statistics are free again
     if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
   }
@@ -2435,13 +2479,15 @@ region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gam
 // ---- groupnorm/resident/backward.cuh: the resident backward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies);
+// the tile holds them as float either way.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-region_resident_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
+region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
                                 const float* __restrict__ gamma, const float* __restrict__ beta,
                                 RegionParams params, ResidentPlan plan, const float2* __restrict__ mean,
                                 const float* __restrict__ rstd, const float* __restrict__ out,
-                                const int* __restrict__ aux, float* __restrict__ dx, float* __restrict__ partial) {
+                                const int* __restrict__ aux, T* __restrict__ dx, float* __restrict__ partial) {
   using namespace resident_detail;
   constexpr bool kNone = R == ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
@@ -2526,7 +2572,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         scale = 1.f / float(plan.window_elems);
       }
       if constexpr (!kNone) {
-        const float g = __ldg(dout + o);
+        const float g = load1(dout + o);
         if constexpr (O == ReduceOp::kSum) {
           return g;
         } else if constexpr (O == ReduceOp::kMean) {
@@ -2689,7 +2735,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 #pragma unroll
               for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
             }
-            reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
+            store_pack<4>(dx + offset, p, Pack<4>{{dxv[0], dxv[1], dxv[2], dxv[3]}});
 #pragma unroll
             for (int k = 0; k < kPro; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + k, ppv[k]);
           }
@@ -2726,7 +2772,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
           // rstd (gamma dy - A / D - xhat B / D): gamma dy rounded once, as the A it cancels against was formed,
           // so a one-value slice gives exactly 0
           const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gm, dy), ca)) + dzd;
-          dx[offset + i] = pro.backward(xv, dz, acc_pro) + dxd;
+          dx[offset + i] = from_float<T>(pro.backward(xv, dz, acc_pro) + dxd);
         }
       }
       if constexpr (kPro > 0) {
@@ -3449,9 +3495,40 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
 
 }  // namespace resident_detail
 
+// ---- the resident tiles on x's own float16 / bfloat16
+//
+// A 2-byte x of the output's dtype is read as it lies and converted on its way into the float tile (copy_tile); out
+// (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
+// so the same bits: x converts to float exactly, and every result is rounded once to the output's dtype, where the
+// float32 path's caller rounds it. Only the 4-wide kernels are built for 2-byte types.
+
+// Whether a call takes them: x float16 / bfloat16 of the output's dtype (`rounding`), contiguous and 8-byte aligned,
+// slices of a multiple of 4 values, and not a Linear output the rows kernels take (rows_half_applies). The caller
+// adds the float32 dispatch's choice of the resident kernels (region_resident_pays or _fits).
+inline bool resident_half_applies(const at::Tensor& x, int64_t groups, int64_t rounding) {
+  using namespace resident_detail;
+  const auto type = x.scalar_type();
+  if ((type != at::kHalf && type != at::kBFloat16) || rounding_type(rounding) != type) return false;
+  if (!x.is_cuda() || x.dim() < 2 || x.dim() > 5 || x.numel() == 0 || groups <= 0 || x.size(1) % groups != 0 ||
+      !x.is_contiguous() || !pack_aligned(x)) {
+    return false;
+  }
+  const RegionDims dims = region_dims(x);
+  return (dims.channels / groups * dims.plane) % 4 == 0 && rows_lanes(dims.channels, dims.plane, groups) == 0;
+}
+
+// Whether the resident backward takes dout as the caller has it where resident_half_applies to x: of x's dtype, and a
+// full-size dout contiguous on 8 bytes or copied (a copy is aligned). Else the caller reads both as float32.
+template <ReduceKind R>
+inline bool resident_half_takes(const at::Tensor& dout, const at::Tensor& x) {
+  return dout.scalar_type() == x.scalar_type() && dout.device() == x.device() &&
+         (R != ReduceKind::kNone || !dout.is_contiguous() || pack_aligned(dout));
+}
+
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
 // with short slices (rows_lanes) take the rows forward, with or without a reduction over each sample (kChannel,
-// kSample), everything else the resident tiles.
+// kSample), everything else the resident tiles. x float32, or float16 / bfloat16 where resident_half_applies: out
+// then in x's dtype without a reduction, float32 after one.
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -3463,7 +3540,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && (kBlock & (kBlock - 1)) == 0,
                 "kBlock: a power of two in 32..1024");
   constexpr bool kArg = O == ReduceOp::kMax || O == ReduceOp::kMin;
-  check_region_input(input, gamma_in, beta_in, groups);
+  const bool half = input.scalar_type() != at::kFloat;
+  check_region_input(input, gamma_in, beta_in, groups, /*half_ok=*/true);
   check_window<R>(input, window);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = region_params<Pro, Epi>(prologue_params, epilogue_params, input);
@@ -3472,10 +3550,11 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const int64_t batch = x.size(0);
   const std::vector<int64_t> out_shape = region_out_shape<R>(x, window);
-  at::Tensor out = at::empty(out_shape, x.options());
+  const auto f32 = x.options().dtype(at::kFloat);
+  at::Tensor out = at::empty(out_shape, R == ReduceKind::kNone ? x.options() : f32);
   at::Tensor aux = kArg ? at::empty(out_shape, x.options().dtype(at::kInt)) : at::Tensor();
-  at::Tensor mean = at::empty({batch, groups, 2}, x.options());
-  at::Tensor rstd = at::empty({batch, groups}, x.options());
+  at::Tensor mean = at::empty({batch, groups, 2}, f32);
+  at::Tensor rstd = at::empty({batch, groups}, f32);
   if (x.numel() == 0) {
     out.zero_(), mean.zero_(), rstd.zero_();
     if (kArg) aux.zero_();
@@ -3483,12 +3562,14 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   }
   const RegionDims dims = region_dims(x);
   const int64_t slice = dims.channels / groups * dims.plane;
-  const int width = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+  const int width = slice % 4 == 0 && pack_aligned(x) ? 4 : 1;
+  TORCH_CHECK(!half || (width == 4 && rows_lanes(dims.channels, dims.plane, groups) == 0),
+              "kgen: the resident kernels take a float16 / bfloat16 input only where resident_half_applies");
   const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                                is_16_byte_aligned(beta.data_ptr<float>()));
   if constexpr (R == ReduceKind::kNone) {
     const int lanes = rows_lanes(dims.channels, dims.plane, groups);
-    if (width == 4 && lanes > 0) {
+    if (width == 4 && lanes > 0) {  // float32 only (resident_half_applies)
       const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
                           lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
@@ -3508,47 +3589,56 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const float* x_ptr = x.data_ptr<float>();
   const float* gamma_ptr = optional_data(gamma);
   const float* beta_ptr = optional_data(beta);
-  float* out_ptr = out.data_ptr<float>();
   int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  dispatch_groups<kGroups>(groups, [&](auto kg) {
-    constexpr int kG = decltype(kg)::value;
-    auto launch = [&](auto kernel) {
-      auto per_sm_of = [&](const ResidentPlan& p) {
-        return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
+  dispatch_storage(x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const T* x_ptr = data_as<const T>(x);
+    ResidentOut<R, T>* out_ptr = data_as<ResidentOut<R, T>>(out);
+    dispatch_groups<kGroups>(groups, [&](auto kg) {
+      constexpr int kG = decltype(kg)::value;
+      auto launch = [&](auto kernel) {
+        auto per_sm_of = [&](const ResidentPlan& p) {
+          return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
+        };
+        auto in_flight = [](const ResidentPlan& p, int per_sm) {
+          return int64_t(per_sm) * p.tile_groups * p.slice * 4;
+        };
+        ResidentPlan launched = plan;
+        int per_sm = per_sm_of(launched);
+        for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
+             vpt *= 2) {
+          ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
+          if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
+          const int bigger_per_sm = per_sm_of(bigger);
+          if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
+          bigger.affine_vec = plan.affine_vec;
+          launched = bigger;
+          per_sm = bigger_per_sm;
+        }
+        launched.grid = std::min<int64_t>(launched.tiles, int64_t(per_sm) * multiprocessors(x.get_device()));
+        kernel<<<launched.grid, kBlock, launched.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched,
+                                                                       eps, out_ptr, aux_ptr, mean_ptr, rstd_ptr);
       };
-      auto in_flight = [](const ResidentPlan& p, int per_sm) { return int64_t(per_sm) * p.tile_groups * p.slice * 4; };
-      ResidentPlan launched = plan;
-      int per_sm = per_sm_of(launched);
-      for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
-           vpt *= 2) {
-        ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
-        if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
-        const int bigger_per_sm = per_sm_of(bigger);
-        if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
-        bigger.affine_vec = plan.affine_vec;
-        launched = bigger;
-        per_sm = bigger_per_sm;
+      if constexpr (!std::is_same_v<T, float>) {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);  // width 4 (checked above)
+      } else if (width == 4) {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);
+      } else {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 1, T>);
       }
-      launched.grid = std::min<int64_t>(launched.tiles, int64_t(per_sm) * multiprocessors(x.get_device()));
-      kernel<<<launched.grid, kBlock, launched.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched,
-                                                                     eps, out_ptr, aux_ptr, mean_ptr, rstd_ptr);
-    };
-    if (width == 4) {
-      launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
-    } else {
-      launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 1>);
-    }
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, aux};
 }
 
-// Backward: {dx, dgamma (C), dbeta (C) (undefined without affine), dprologue (Kp, C), depilogue (Ke, C)}.
+// Backward: {dx, dgamma (C), dbeta (C) (undefined without affine), dprologue (Kp, C), depilogue (Ke, C)}. x and dout
+// float32, or both of one float16 / bfloat16 where resident_half_applies (and dout full-size 8-byte aligned): dx then
+// in that dtype too.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, const at::Tensor& input,
                                                  const at::Tensor& gamma_in, const at::Tensor& beta_in,
@@ -3562,10 +3652,13 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   constexpr bool kLse = O == ReduceOp::kLogSumExp && R != ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
   constexpr int K = 2 + kPro + kEpi;
-  check_region_input(input, gamma_in, beta_in, groups);
+  const bool half = input.scalar_type() != at::kFloat;
+  check_region_input(input, gamma_in, beta_in, groups, /*half_ok=*/true);
   check_window<R>(input, window);
   const std::vector<int64_t> out_shape = region_out_shape<R>(input, window);
-  check_float_cuda(grad_out, "gradient of the region output");
+  check_storage(grad_out, "gradient of the region output");
+  TORCH_CHECK(grad_out.scalar_type() == input.scalar_type(), "kgen: the output gradient is ",
+              c10::toString(grad_out.scalar_type()), " but the region input is ", c10::toString(input.scalar_type()));
   TORCH_CHECK(grad_out.sizes() == c10::IntArrayRef(out_shape), "kgen: the output gradient has shape ",
               str(grad_out.sizes()), ", expected ", str(c10::IntArrayRef(out_shape)));
   TORCH_CHECK(grad_out.device() == input.device(), "kgen: the output gradient is on ", grad_out.device().str(),
@@ -3599,32 +3692,34 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   const int64_t channels = x.size(1);
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   // column_sums writes every entry (no fill launched for nothing); an empty x leaves zero gradients
-  auto sums = x.numel() > 0 ? at::empty({K, channels}, x.options()) : at::zeros({K, channels}, x.options());
+  const auto f32 = x.options().dtype(at::kFloat);
+  auto sums = x.numel() > 0 ? at::empty({K, channels}, f32) : at::zeros({K, channels}, f32);
   if (x.numel() > 0) {
     const RegionDims dims = region_dims(x);
     const int64_t slice = channels / groups * dims.plane;
-    const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
-                         (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
+    const bool aligned = pack_aligned(x) && (R != ReduceKind::kNone || pack_aligned(dout));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
+    TORCH_CHECK(!half || (width == 4 && rows_lanes(channels, dims.plane, groups) == 0),
+                "kgen: the resident kernels take a float16 / bfloat16 input only where resident_half_applies");
     const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                                  is_16_byte_aligned(beta.data_ptr<float>()));
     at::Tensor partial;   // (rows, K, C): one row per sample, per slab-mode row, or per rows-backward row
     const auto stream = at::cuda::getCurrentCUDAStream();
-    const float* dout_ptr = dout.data_ptr<float>();
-    const float* x_ptr = x.data_ptr<float>();
     const float* gamma_ptr = optional_data(gamma);
     const float* beta_ptr = optional_data(beta);
     const float2* mean_ptr = as_float2(mean);
     const float* rstd_ptr = rstd.data_ptr<float>();
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
-    float* dx_ptr = dx.data_ptr<float>();
     if constexpr (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample) {
       const int lanes = rows_backward_lanes(channels, dims.plane, groups, kBlock);
-      if (rows_backward_applies<R>(channels / groups, lanes, width)) {
+      if (rows_backward_applies<R>(channels / groups, lanes, width)) {  // float32 only (resident_half_applies)
+        const float* dout_ptr = dout.data_ptr<float>();
+        const float* x_ptr = x.data_ptr<float>();
+        float* dx_ptr = dx.data_ptr<float>();
         partial = launch_rows_backward<Pro, Epi, R, O, kBlock>(dims, groups, lanes, affine_vec, dout_ptr, x_ptr,
                                                                gamma_ptr, beta_ptr, params, mean_ptr, rstd_ptr,
-                                                               out_ptr, aux_ptr, dx_ptr, x.options());
+                                                               out_ptr, aux_ptr, dx_ptr, f32);
         auto flat = sums.view({K * channels});
         column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
         const bool affine = gamma.defined();
@@ -3638,28 +3733,36 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     plan.affine_vec = affine_vec;
     TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
                 " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    dispatch_groups<kGroups>(groups, [&](auto kg) {
-      constexpr int kG = decltype(kg)::value;
-      auto launch = [&](auto kernel) {
-        allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-        int64_t grid = plan.tiles;
-        if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
-          const int64_t resident =
-              int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
-              multiprocessors(x.get_device());
-          plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
-          grid = plan.rows * plan.parts;
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      const T* dout_ptr = data_as<const T>(dout);
+      const T* x_ptr = data_as<const T>(x);
+      T* dx_ptr = data_as<T>(dx);
+      dispatch_groups<kGroups>(groups, [&](auto kg) {
+        constexpr int kG = decltype(kg)::value;
+        auto launch = [&](auto kernel) {
+          allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
+          int64_t grid = plan.tiles;
+          if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
+            const int64_t resident =
+                int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
+                multiprocessors(x.get_device());
+            plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
+            grid = plan.rows * plan.parts;
+          }
+          partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, f32);
+          kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
+                                                           mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
+                                                           partial.data_ptr<float>());
+        };
+        if constexpr (!std::is_same_v<T, float>) {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);  // width 4 (checked above)
+        } else if (width == 4) {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);
+        } else {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 1, T>);
         }
-        partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, x.options());
-        kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
-                                                         mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
-                                                         partial.data_ptr<float>());
-      };
-      if (width == 4) {
-        launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
-      } else {
-        launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 1>);
-      }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     auto flat = sums.view({K * channels});
@@ -6143,7 +6246,8 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
 // kClusterOverResident values that the cluster forward takes (cluster_forward_plan: sm_90, planes of 512 values or
 // more). H200, GroupNorm then GELU, slices of 6,272 to 16,384 values: the cluster forward 1.16x to 3.7x the resident
 // one, and 1.95x on rows of 12,799 unaligned values (benchmarks/results/h200/cliffs/). Smaller slices keep the
-// resident forward, not measured against the cluster.
+// resident forward, not measured against the cluster. A float16 / bfloat16 x is judged as the float32 copy the cluster
+// kernel would read (a fresh tensor: aligned).
 constexpr int64_t kClusterOverResident = 6144;
 
 template <class Pro, class Epi, ReduceKind R>
@@ -6151,22 +6255,24 @@ bool cluster_forward_preferred(const at::Tensor& x, int64_t groups) {
   if constexpr (R != ReduceKind::kNone) {
     return false;
   } else {
-    if (!x.is_cuda() || x.scalar_type() != at::kFloat || x.dim() < 3 || x.numel() == 0 || groups <= 0 ||
-        x.size(1) % groups != 0) {
+    const auto type = x.scalar_type();
+    if (!x.is_cuda() || (type != at::kFloat && type != at::kHalf && type != at::kBFloat16) || x.dim() < 3 ||
+        x.numel() == 0 || groups <= 0 || x.size(1) % groups != 0) {
       return false;
     }
+    const bool x_aligned = type != at::kFloat || aligned(x);
     RegionShape shape{};
     shape.batch = x.size(0);
     shape.channels = x.size(1);
     shape.groups = groups;
     shape.plane = x.numel() / (x.size(0) * x.size(1));
     if (shape.slice_elems() < kClusterOverResident) return false;
-    const bool vec = shape.plane % 4 == 0 && aligned(x);
+    const bool vec = shape.plane % 4 == 0 && x_aligned;
     const void* kernel = vec ? reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
                                                                  region_cluster::kClusterThreads, 4>)
                              : reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
                                                                  region_cluster::kClusterThreads, 1>);
-    return region_cluster::cluster_forward_plan(shape, x, aligned(x), kernel).feasible;
+    return region_cluster::cluster_forward_plan(shape, x, x_aligned, kernel).feasible;
   }
 }
 
@@ -7648,6 +7754,14 @@ inline bool region0_half_sweeps(const at::Tensor& x, int64_t groups, int64_t rou
          !kgen::region_resident_pays<kRegion0Reduce>(x, groups) && !kgen::region_nhwc::is_channels_last(x);
 }
 
+// Whether a call runs the resident kernels on x's float16 / bfloat16 (resident_half_applies) where the float32 dispatch
+// below would take them: the same bits as on float32 copies, without the copies.
+inline bool region0_half_resident(const at::Tensor& x, int64_t groups, int64_t rounding, bool backward) {
+  return kgen::resident_half_applies(x, groups, rounding) &&
+kgen::region_resident_pays<kRegion0Reduce>(x, groups, backward) &&
+         !kgen::region_nhwc::is_channels_last(x);
+}
+
 std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> weight,
                                          c10::optional<at::Tensor> bias, std::vector<at::Tensor> prologue,
                                          std::vector<at::Tensor> epilogue, int64_t groups, double eps,
@@ -7670,6 +7784,13 @@ std::vector<at::Tensor> region0_forward(at::Tensor x, c10::optional<at::Tensor> 
                                         kRegion0Op, kBlock, kRegion0Groups,
                                         kRegion0Faithful>(
         x, w, b, prologue, epilogue, groups, eps, window, for_backward);
+  }
+  if (!faithful && region0_half_resident(x, groups, rounding, /*backward=*/false) &&
+      !kgen::region_twopass::cluster_forward_preferred<Region0Prologue, Region0Epilogue,
+                                                       kRegion0Reduce>(x, groups)) {
+    return kgen::region_forward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
+                                         kRegion0Op, kBlock, kRegion0Groups>(
+        x, w, b, prologue, epilogue, groups, eps, window);
   }
   x = kgen::as_float(x, "region input");
   if (kgen::region_nhwc::is_channels_last(x)) {  // the conv's channels-last output (--conv fast)
@@ -7716,6 +7837,12 @@ std::vector<at::Tensor> region0_backward(at::Tensor dout, at::Tensor x, c10::opt
     }
     return kgen::region_backward_twopass<Region0Prologue, Region0Epilogue, kRegion0Reduce,
                                          kRegion0Op, kBlock, kRegion0Groups>(
+        dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
+  }
+  if (region0_half_resident(x, groups, rounding, /*backward=*/true) &&
+      kgen::resident_half_takes<kRegion0Reduce>(dout, x)) {
+    return kgen::region_backward_resident<Region0Prologue, Region0Epilogue, kRegion0Reduce,
+                                          kRegion0Op, kBlock, kRegion0Groups>(
         dout, x, w, b, prologue, epilogue, mean, rstd, out, a, groups, window);
   }
   dout = kgen::as_float(dout, "gradient of the region output");

@@ -69,11 +69,6 @@ inline std::vector<int64_t> bn_out_sizes(const at::Tensor& x, const BnShape& s, 
   return sizes;
 }
 
-// Whether t's data starts on a 4-value pack of its storage type (16 bytes of float32, 8 of a 2-byte type).
-inline bool pack_aligned(const at::Tensor& t) {
-  return (reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * t.element_size())) == 0;
-}
-
 // The units a channel's blocks walk: windows with pooling, else 4-value packs where the planes allow.
 inline bool bn_vec(const at::Tensor& x, const BnShape& s, bool pool) {
   return !pool && s.plane() % 4 == 0 && pack_aligned(x);

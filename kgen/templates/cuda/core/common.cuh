@@ -160,6 +160,17 @@ inline SplitPlan plan_split(int64_t elems) {
 
 inline bool is_16_byte_aligned(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// Whether data starts on a pack of 4 values of its storage type (16 bytes of float32, 8 of a 2-byte type): what the
+// 4-wide kernels' loads and stores need.
+template <class T>
+inline bool pack_aligned(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+inline bool pack_aligned(const at::Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % (4 * t.element_size()) == 0;
+}
+
 // Error messages format numbers with std::to_string, never by streaming an integer into TORCH_CHECK:
 // an extension whose host compiler differs from PyTorch's can crash inside libstdc++'s numeric
 // ostream formatting (seen on the H100 machine: a segfault instead of the error message).

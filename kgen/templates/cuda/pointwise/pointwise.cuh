@@ -288,12 +288,6 @@ PointwiseInputs<K, T> pointwise_inputs(const std::vector<at::Tensor>& inputs, st
   return in;
 }
 
-// Whether p starts on a pack of 4 values of T (16 bytes of float32, 8 of a 2-byte type).
-template <class T>
-inline bool pack_aligned(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % (4 * sizeof(T)) == 0;
-}
-
 // 4 values a thread where the streams start on packs and either the plane is whole packs and every strided input's
 // packs lie within one run of its innermost dim, or nothing depends on where a pack lies (no parameters, every
 // input dense: L2-85's clamp on 31 x 31 planes) and the tensor is whole packs; else 1.

@@ -1,13 +1,15 @@
 // ---- groupnorm/resident/backward.cuh: the resident backward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies);
+// the tile holds them as float either way.
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-region_resident_backward_kernel(const float* __restrict__ dout, const float* __restrict__ x,
+region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
                                 const float* __restrict__ gamma, const float* __restrict__ beta,
                                 RegionParams params, ResidentPlan plan, const float2* __restrict__ mean,
                                 const float* __restrict__ rstd, const float* __restrict__ out,
-                                const int* __restrict__ aux, float* __restrict__ dx, float* __restrict__ partial) {
+                                const int* __restrict__ aux, T* __restrict__ dx, float* __restrict__ partial) {
   using namespace resident_detail;
   constexpr bool kNone = R == ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
@@ -92,7 +94,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
         scale = 1.f / float(plan.window_elems);
       }
       if constexpr (!kNone) {
-        const float g = __ldg(dout + o);
+        const float g = load1(dout + o);
         if constexpr (O == ReduceOp::kSum) {
           return g;
         } else if constexpr (O == ReduceOp::kMean) {
@@ -255,7 +257,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
 #pragma unroll
               for (int k = 0; k < kMaxParams; ++k) ppv[k][e] = pk[k];
             }
-            reinterpret_cast<float4*>(dx + offset)[p] = join4(dxv);
+            store_pack<4>(dx + offset, p, Pack<4>{{dxv[0], dxv[1], dxv[2], dxv[3]}});
 #pragma unroll
             for (int k = 0; k < kPro; ++k) put4(f.n[u], f.c[u], 4 * p, 2 + k, ppv[k]);
           }
@@ -292,7 +294,7 @@ region_resident_backward_kernel(const float* __restrict__ dout, const float* __r
           // rstd (gamma dy - A / D - xhat B / D): gamma dy rounded once, as the A it cancels against was formed,
           // so a one-value slice gives exactly 0
           const float dz = rs * fmaf(cb, xh, __fadd_rn(__fmul_rn(gm, dy), ca)) + dzd;
-          dx[offset + i] = pro.backward(xv, dz, acc_pro) + dxd;
+          dx[offset + i] = from_float<T>(pro.backward(xv, dz, acc_pro) + dxd);
         }
       }
       if constexpr (kPro > 0) {

@@ -1,14 +1,20 @@
 // ---- groupnorm/resident/forward.cuh: the resident forward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
+// The resident forward's output storage: x's type T without a reduction, float32 after one (the caller rounds it).
+template <ReduceKind R, class T>
+using ResidentOut = std::conditional_t<R == ReduceKind::kNone, T, float>;
+
 // One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+// T: x's storage type (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
                                              double* slice_mean, float2* slice_mean2, float* slice_rstd,
                                              double2* scratch,
-                                             const float* __restrict__ x, const float* __restrict__ gamma,
+                                             const T* __restrict__ x, const float* __restrict__ gamma,
                                              const float* __restrict__ beta, const RegionParams& params,
-                                             const ResidentPlan& plan, double eps, float* __restrict__ out,
+                                             const ResidentPlan& plan, double eps,
+                                             ResidentOut<R, T>* __restrict__ out,
                                              int* __restrict__ aux, float2* __restrict__ mean_out,
                                              float* __restrict__ rstd_out) {
   using namespace resident_detail;
@@ -17,7 +23,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
   const int S = plan.plane;
   const int slices = origin.slices;
   const int64_t offset = origin.u0 * D;
-  const float* xt = x + offset;
+  const T* xt = x + offset;
 
   // ---- mean of each slice (z = Pro(x) replaces x in the tile)
   {
@@ -113,7 +119,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           const float rs = slice_rstd[gl];
           float xv[4];
           if constexpr (kHasPro) {
-            split4(reinterpret_cast<const float4*>(xt)[p], xv);  // dropped unless the epilogue reads x
+            const Pack<4> px = load_pack<4>(xt, p);  // dropped unless the epilogue reads x
+#pragma unroll
+            for (int e = 0; e < 4; ++e) xv[e] = px.v[e];
           } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e) xv[e] = f.v[u][e];
@@ -126,7 +134,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
             v[e] = epi.value(y, f.v[u][e], xv[e]);
           }
           if constexpr (R == ReduceKind::kNone) {
-            reinterpret_cast<float4*>(out + offset)[p] = join4(v);
+            store_pack<4>(out + offset, p, Pack<4>{{v[0], v[1], v[2], v[3]}});
           } else {
             tile4[p] = join4(v);
           }
@@ -151,11 +159,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       for (int s = team.lane; s < S; s += plan.tpc) {
         const int i = base + s;
         const float z = tile[i];
-        const float xv = kHasPro ? xt[i] : z;  // dropped by the compiler unless the epilogue reads x
+        const float xv = kHasPro ? to_float(xt[i]) : z;  // dropped by the compiler unless the epilogue reads x
         const float y = __fmaf_rn(centered(z, mu), scale, shift);  // kCentred (AffineForm)
         const float v = epi.value(y, z, xv);
         if constexpr (R == ReduceKind::kNone) {
-          out[offset + i] = v;
+          out[offset + i] = from_float<ResidentOut<R, T>>(v);
         } else {
           tile[i] = v;
         }
@@ -252,12 +260,12 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
 
 // A persistent grid: block b takes tiles b, b + grid, ... With plan.stages == 2 the next tile's copy is in
 // flight (cp.async, its own commit group) while the current one is worked on.
-template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W>
+template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
-region_resident_forward_kernel(const float* __restrict__ x, const float* __restrict__ gamma,
+region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict__ gamma,
                                const float* __restrict__ beta, RegionParams params, ResidentPlan plan, double eps,
-                               float* __restrict__ out, int* __restrict__ aux, float2* __restrict__ mean_out,
-                               float* __restrict__ rstd_out) {
+                               ResidentOut<R, T>* __restrict__ out, int* __restrict__ aux,
+                               float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
@@ -287,8 +295,9 @@ region_resident_forward_kernel(const float* __restrict__ x, const float* __restr
     }
     __syncthreads();
     const TileOrigin<kGroups> origin(plan, tile);
-    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch, x,
-                                                     gamma, beta, params, plan, eps, out, aux, mean_out, rstd_out);
+    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch,
+                                                        x, gamma, beta, params, plan, eps, out, aux, mean_out,
+                                                        rstd_out);
     __syncthreads();  // the tile's buffer and the statistics are free again
     if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
   }

@@ -140,9 +140,40 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
 
 }  // namespace resident_detail
 
+// ---- the resident tiles on x's own float16 / bfloat16
+//
+// A 2-byte x of the output's dtype is read as it lies and converted on its way into the float tile (copy_tile); out
+// (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
+// so the same bits: x converts to float exactly, and every result is rounded once to the output's dtype, where the
+// float32 path's caller rounds it. Only the 4-wide kernels are built for 2-byte types.
+
+// Whether a call takes them: x float16 / bfloat16 of the output's dtype (`rounding`), contiguous and 8-byte aligned,
+// slices of a multiple of 4 values, and not a Linear output the rows kernels take (rows_half_applies). The caller
+// adds the float32 dispatch's choice of the resident kernels (region_resident_pays or _fits).
+inline bool resident_half_applies(const at::Tensor& x, int64_t groups, int64_t rounding) {
+  using namespace resident_detail;
+  const auto type = x.scalar_type();
+  if ((type != at::kHalf && type != at::kBFloat16) || rounding_type(rounding) != type) return false;
+  if (!x.is_cuda() || x.dim() < 2 || x.dim() > 5 || x.numel() == 0 || groups <= 0 || x.size(1) % groups != 0 ||
+      !x.is_contiguous() || !pack_aligned(x)) {
+    return false;
+  }
+  const RegionDims dims = region_dims(x);
+  return (dims.channels / groups * dims.plane) % 4 == 0 && rows_lanes(dims.channels, dims.plane, groups) == 0;
+}
+
+// Whether the resident backward takes dout as the caller has it where resident_half_applies to x: of x's dtype, and a
+// full-size dout contiguous on 8 bytes or copied (a copy is aligned). Else the caller reads both as float32.
+template <ReduceKind R>
+inline bool resident_half_takes(const at::Tensor& dout, const at::Tensor& x) {
+  return dout.scalar_type() == x.scalar_type() && dout.device() == x.device() &&
+         (R != ReduceKind::kNone || !dout.is_contiguous() || pack_aligned(dout));
+}
+
 // Forward: {out, mean (N, G, 2) as (hi, lo) pairs, rstd (N, G), aux (int32, kMax / kMin only)}. Linear outputs
 // with short slices (rows_lanes) take the rows forward, with or without a reduction over each sample (kChannel,
-// kSample), everything else the resident tiles.
+// kSample), everything else the resident tiles. x float32, or float16 / bfloat16 where resident_half_applies: out
+// then in x's dtype without a reduction, float32 after one.
 
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const at::Tensor& gamma_in,
@@ -154,7 +185,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   static_assert(kBlock >= kWarpSize && kBlock <= 1024 && (kBlock & (kBlock - 1)) == 0,
                 "kBlock: a power of two in 32..1024");
   constexpr bool kArg = O == ReduceOp::kMax || O == ReduceOp::kMin;
-  check_region_input(input, gamma_in, beta_in, groups);
+  const bool half = input.scalar_type() != at::kFloat;
+  check_region_input(input, gamma_in, beta_in, groups, /*half_ok=*/true);
   check_window<R>(input, window);
   const c10::cuda::CUDAGuard device_guard(input.device());
   const RegionParams params = region_params<Pro, Epi>(prologue_params, epilogue_params, input);
@@ -163,10 +195,11 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   const at::Tensor beta = beta_in.defined() ? beta_in.contiguous() : at::Tensor();
   const int64_t batch = x.size(0);
   const std::vector<int64_t> out_shape = region_out_shape<R>(x, window);
-  at::Tensor out = at::empty(out_shape, x.options());
+  const auto f32 = x.options().dtype(at::kFloat);
+  at::Tensor out = at::empty(out_shape, R == ReduceKind::kNone ? x.options() : f32);
   at::Tensor aux = kArg ? at::empty(out_shape, x.options().dtype(at::kInt)) : at::Tensor();
-  at::Tensor mean = at::empty({batch, groups, 2}, x.options());
-  at::Tensor rstd = at::empty({batch, groups}, x.options());
+  at::Tensor mean = at::empty({batch, groups, 2}, f32);
+  at::Tensor rstd = at::empty({batch, groups}, f32);
   if (x.numel() == 0) {
     out.zero_(), mean.zero_(), rstd.zero_();
     if (kArg) aux.zero_();
@@ -174,12 +207,14 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   }
   const RegionDims dims = region_dims(x);
   const int64_t slice = dims.channels / groups * dims.plane;
-  const int width = slice % 4 == 0 && is_16_byte_aligned(x.data_ptr<float>()) ? 4 : 1;
+  const int width = slice % 4 == 0 && pack_aligned(x) ? 4 : 1;
+  TORCH_CHECK(!half || (width == 4 && rows_lanes(dims.channels, dims.plane, groups) == 0),
+              "kgen: the resident kernels take a float16 / bfloat16 input only where resident_half_applies");
   const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                                is_16_byte_aligned(beta.data_ptr<float>()));
   if constexpr (R == ReduceKind::kNone) {
     const int lanes = rows_lanes(dims.channels, dims.plane, groups);
-    if (width == 4 && lanes > 0) {
+    if (width == 4 && lanes > 0) {  // float32 only (resident_half_applies)
       const RowsPlan rows{dims.batch * groups, static_cast<int>(groups), FastDiv(groups), static_cast<int>(slice),
                           lanes, affine_vec};
       launch_rows_forward<Pro, Epi, kBlock>(rows, x, gamma, beta, params, eps, out, mean, rstd);
@@ -199,47 +234,56 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();
-  const float* x_ptr = x.data_ptr<float>();
   const float* gamma_ptr = optional_data(gamma);
   const float* beta_ptr = optional_data(beta);
-  float* out_ptr = out.data_ptr<float>();
   int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
   float2* mean_ptr = as_float2(mean);
   float* rstd_ptr = rstd.data_ptr<float>();
-  dispatch_groups<kGroups>(groups, [&](auto kg) {
-    constexpr int kG = decltype(kg)::value;
-    auto launch = [&](auto kernel) {
-      auto per_sm_of = [&](const ResidentPlan& p) {
-        return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
+  dispatch_storage(x.scalar_type(), [&](auto storage) {
+    using T = typename decltype(storage)::type;
+    const T* x_ptr = data_as<const T>(x);
+    ResidentOut<R, T>* out_ptr = data_as<ResidentOut<R, T>>(out);
+    dispatch_groups<kGroups>(groups, [&](auto kg) {
+      constexpr int kG = decltype(kg)::value;
+      auto launch = [&](auto kernel) {
+        auto per_sm_of = [&](const ResidentPlan& p) {
+          return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
+        };
+        auto in_flight = [](const ResidentPlan& p, int per_sm) {
+          return int64_t(per_sm) * p.tile_groups * p.slice * 4;
+        };
+        ResidentPlan launched = plan;
+        int per_sm = per_sm_of(launched);
+        for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
+             vpt *= 2) {
+          ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
+          if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
+          const int bigger_per_sm = per_sm_of(bigger);
+          if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
+          bigger.affine_vec = plan.affine_vec;
+          launched = bigger;
+          per_sm = bigger_per_sm;
+        }
+        launched.grid = std::min<int64_t>(launched.tiles, int64_t(per_sm) * multiprocessors(x.get_device()));
+        kernel<<<launched.grid, kBlock, launched.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched,
+                                                                       eps, out_ptr, aux_ptr, mean_ptr, rstd_ptr);
       };
-      auto in_flight = [](const ResidentPlan& p, int per_sm) { return int64_t(per_sm) * p.tile_groups * p.slice * 4; };
-      ResidentPlan launched = plan;
-      int per_sm = per_sm_of(launched);
-      for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
-           vpt *= 2) {
-        ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
-        if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
-        const int bigger_per_sm = per_sm_of(bigger);
-        if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
-        bigger.affine_vec = plan.affine_vec;
-        launched = bigger;
-        per_sm = bigger_per_sm;
+      if constexpr (!std::is_same_v<T, float>) {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);  // width 4 (checked above)
+      } else if (width == 4) {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);
+      } else {
+        launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 1, T>);
       }
-      launched.grid = std::min<int64_t>(launched.tiles, int64_t(per_sm) * multiprocessors(x.get_device()));
-      kernel<<<launched.grid, kBlock, launched.smem_bytes, stream>>>(x_ptr, gamma_ptr, beta_ptr, params, launched,
-                                                                     eps, out_ptr, aux_ptr, mean_ptr, rstd_ptr);
-    };
-    if (width == 4) {
-      launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
-    } else {
-      launch(region_resident_forward_kernel<Pro, Epi, R, O, kBlock, kG, 1>);
-    }
+    });
   });
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {out, mean, rstd, aux};
 }
 
-// Backward: {dx, dgamma (C), dbeta (C) (undefined without affine), dprologue (Kp, C), depilogue (Ke, C)}.
+// Backward: {dx, dgamma (C), dbeta (C) (undefined without affine), dprologue (Kp, C), depilogue (Ke, C)}. x and dout
+// float32, or both of one float16 / bfloat16 where resident_half_applies (and dout full-size 8-byte aligned): dx then
+// in that dtype too.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups>
 std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, const at::Tensor& input,
                                                  const at::Tensor& gamma_in, const at::Tensor& beta_in,
@@ -253,10 +297,13 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   constexpr bool kLse = O == ReduceOp::kLogSumExp && R != ReduceKind::kNone;
   constexpr int kPro = Pro::kParams, kEpi = Epi::kParams;
   constexpr int K = 2 + kPro + kEpi;
-  check_region_input(input, gamma_in, beta_in, groups);
+  const bool half = input.scalar_type() != at::kFloat;
+  check_region_input(input, gamma_in, beta_in, groups, /*half_ok=*/true);
   check_window<R>(input, window);
   const std::vector<int64_t> out_shape = region_out_shape<R>(input, window);
-  check_float_cuda(grad_out, "gradient of the region output");
+  check_storage(grad_out, "gradient of the region output");
+  TORCH_CHECK(grad_out.scalar_type() == input.scalar_type(), "kgen: the output gradient is ",
+              c10::toString(grad_out.scalar_type()), " but the region input is ", c10::toString(input.scalar_type()));
   TORCH_CHECK(grad_out.sizes() == c10::IntArrayRef(out_shape), "kgen: the output gradient has shape ",
               str(grad_out.sizes()), ", expected ", str(c10::IntArrayRef(out_shape)));
   TORCH_CHECK(grad_out.device() == input.device(), "kgen: the output gradient is on ", grad_out.device().str(),
@@ -290,32 +337,34 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
   const int64_t channels = x.size(1);
   auto dx = at::empty_like(x, at::MemoryFormat::Contiguous);
   // column_sums writes every entry (no fill launched for nothing); an empty x leaves zero gradients
-  auto sums = x.numel() > 0 ? at::empty({K, channels}, x.options()) : at::zeros({K, channels}, x.options());
+  const auto f32 = x.options().dtype(at::kFloat);
+  auto sums = x.numel() > 0 ? at::empty({K, channels}, f32) : at::zeros({K, channels}, f32);
   if (x.numel() > 0) {
     const RegionDims dims = region_dims(x);
     const int64_t slice = channels / groups * dims.plane;
-    const bool aligned = is_16_byte_aligned(x.data_ptr<float>()) &&
-                         (R != ReduceKind::kNone || is_16_byte_aligned(dout.data_ptr<float>()));
+    const bool aligned = pack_aligned(x) && (R != ReduceKind::kNone || pack_aligned(dout));
     const int width = slice % 4 == 0 && aligned ? 4 : 1;
+    TORCH_CHECK(!half || (width == 4 && rows_lanes(channels, dims.plane, groups) == 0),
+                "kgen: the resident kernels take a float16 / bfloat16 input only where resident_half_applies");
     const bool affine_vec = !gamma.defined() || (is_16_byte_aligned(gamma.data_ptr<float>()) &&
                                                  is_16_byte_aligned(beta.data_ptr<float>()));
     at::Tensor partial;   // (rows, K, C): one row per sample, per slab-mode row, or per rows-backward row
     const auto stream = at::cuda::getCurrentCUDAStream();
-    const float* dout_ptr = dout.data_ptr<float>();
-    const float* x_ptr = x.data_ptr<float>();
     const float* gamma_ptr = optional_data(gamma);
     const float* beta_ptr = optional_data(beta);
     const float2* mean_ptr = as_float2(mean);
     const float* rstd_ptr = rstd.data_ptr<float>();
     const float* out_ptr = kLse ? out.data_ptr<float>() : nullptr;
     const int* aux_ptr = kArg ? aux.data_ptr<int>() : nullptr;
-    float* dx_ptr = dx.data_ptr<float>();
     if constexpr (R == ReduceKind::kNone || R == ReduceKind::kChannel || R == ReduceKind::kSample) {
       const int lanes = rows_backward_lanes(channels, dims.plane, groups, kBlock);
-      if (rows_backward_applies<R>(channels / groups, lanes, width)) {
+      if (rows_backward_applies<R>(channels / groups, lanes, width)) {  // float32 only (resident_half_applies)
+        const float* dout_ptr = dout.data_ptr<float>();
+        const float* x_ptr = x.data_ptr<float>();
+        float* dx_ptr = dx.data_ptr<float>();
         partial = launch_rows_backward<Pro, Epi, R, O, kBlock>(dims, groups, lanes, affine_vec, dout_ptr, x_ptr,
                                                                gamma_ptr, beta_ptr, params, mean_ptr, rstd_ptr,
-                                                               out_ptr, aux_ptr, dx_ptr, x.options());
+                                                               out_ptr, aux_ptr, dx_ptr, f32);
         auto flat = sums.view({K * channels});
         column_sums<kBlock>(partial.view({partial.size(0), K * channels}), flat);
         const bool affine = gamma.defined();
@@ -329,28 +378,36 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
     plan.affine_vec = affine_vec;
     TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
                 " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
-    dispatch_groups<kGroups>(groups, [&](auto kg) {
-      constexpr int kG = decltype(kg)::value;
-      auto launch = [&](auto kernel) {
-        allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
-        int64_t grid = plan.tiles;
-        if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
-          const int64_t resident =
-              int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
-              multiprocessors(x.get_device());
-          plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
-          grid = plan.rows * plan.parts;
+    dispatch_storage(x.scalar_type(), [&](auto storage) {
+      using T = typename decltype(storage)::type;
+      const T* dout_ptr = data_as<const T>(dout);
+      const T* x_ptr = data_as<const T>(x);
+      T* dx_ptr = data_as<T>(dx);
+      dispatch_groups<kGroups>(groups, [&](auto kg) {
+        constexpr int kG = decltype(kg)::value;
+        auto launch = [&](auto kernel) {
+          allow_smem(reinterpret_cast<const void*>(kernel), plan.smem_bytes);
+          int64_t grid = plan.tiles;
+          if (plan.parts > 0) {   // slab mode: as many rows as fill the GPU once
+            const int64_t resident =
+                int64_t(blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, plan.smem_bytes)) *
+                multiprocessors(x.get_device());
+            plan.rows = std::max<int64_t>(1, std::min<int64_t>(batch, resident / plan.parts));
+            grid = plan.rows * plan.parts;
+          }
+          partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, f32);
+          kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
+                                                           mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
+                                                           partial.data_ptr<float>());
+        };
+        if constexpr (!std::is_same_v<T, float>) {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);  // width 4 (checked above)
+        } else if (width == 4) {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4, T>);
+        } else {
+          launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 1, T>);
         }
-        partial = at::empty({plan.parts > 0 ? plan.rows : batch, K, channels}, x.options());
-        kernel<<<grid, kBlock, plan.smem_bytes, stream>>>(dout_ptr, x_ptr, gamma_ptr, beta_ptr, params, plan,
-                                                         mean_ptr, rstd_ptr, out_ptr, aux_ptr, dx_ptr,
-                                                         partial.data_ptr<float>());
-      };
-      if (width == 4) {
-        launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 4>);
-      } else {
-        launch(region_resident_backward_kernel<Pro, Epi, R, O, kBlock, kG, 1>);
-      }
+      });
     });
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     auto flat = sums.view({K * channels});

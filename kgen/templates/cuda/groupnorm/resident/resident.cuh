@@ -17,6 +17,11 @@
 // Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
 // (groupnorm/rows/forward.cuh; the same statistics and saved values); their backward is this one.
 //
+// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is read as it
+// lies: cp.async copies bytes as they lie, so its 8-byte packs pass through registers and are converted into the same
+// float tile (copy_tile). out without a reduction, dout and dx are in that dtype too. The tile and the arithmetic are
+// the float32 path's, so are the bits.
+//
 // Forward (1 read of x, 1 write of out):
 //   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
@@ -215,19 +220,6 @@ __device__ __forceinline__ T team_allreduce(T v, int width, Op op, double2* scra
   return v;
 }
 
-// Starts the copy of `count` values (a multiple of W) into shared memory; copies_done + a barrier finish it.
-template <int kBlock, int W>
-__device__ __forceinline__ void copy_tile(float* smem, const float* __restrict__ gmem, int count) {
-  const int packs = count / W;
-  for (int i = threadIdx.x; i < packs; i += kBlock) {
-    if constexpr (W == 4) {
-      copy16(smem + 4 * i, gmem + 4 * int64_t(i));
-    } else {
-      copy4(smem + i, gmem + i);
-    }
-  }
-}
-
 template <int W>
 __device__ __forceinline__ void load_values(const float* smem, int pack, float (&v)[W]) {
   if constexpr (W == 4) {
@@ -244,6 +236,38 @@ __device__ __forceinline__ void store_values(float* smem, int pack, const float 
     reinterpret_cast<float4*>(smem)[pack] = make_float4(v[0], v[1], v[2], v[3]);
   } else {
     smem[pack] = v[0];
+  }
+}
+
+// Starts the copy of `count` values (a multiple of W) into the float tile; copies_done + a barrier finish it. float32
+// values go by cp.async (16-byte packs where W == 4); a 2-byte type's are converted on the way, so they pass through
+// registers: each thread issues the loads of kCopyBatch packs (8 bytes each where W == 4) before it stores the first,
+// and the block's other tiles and the SM's other blocks cover the wait.
+constexpr int kCopyBatch = 4;
+
+template <int kBlock, int W, class T>
+__device__ __forceinline__ void copy_tile(float* smem, const T* __restrict__ gmem, int count) {
+  const int packs = count / W;
+  if constexpr (std::is_same_v<T, float>) {
+    for (int i = threadIdx.x; i < packs; i += kBlock) {
+      if constexpr (W == 4) {
+        copy16(smem + 4 * i, gmem + 4 * int64_t(i));
+      } else {
+        copy4(smem + i, gmem + i);
+      }
+    }
+  } else {
+    for (int first = threadIdx.x; first < packs; first += kBlock * kCopyBatch) {
+      Pack<W> v[kCopyBatch];
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        if (first + u * kBlock < packs) v[u] = load_pack<W>(gmem, first + u * kBlock);
+      }
+#pragma unroll
+      for (int u = 0; u < kCopyBatch; ++u) {
+        if (first + u * kBlock < packs) store_values<W>(smem, first + u * kBlock, v[u].v);
+      }
+    }
   }
 }
 

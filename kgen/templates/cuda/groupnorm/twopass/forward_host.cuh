@@ -276,7 +276,8 @@ bool cluster_forward(const at::Tensor& x, const RegionParams& params, const Regi
 // kClusterOverResident values that the cluster forward takes (cluster_forward_plan: sm_90, planes of 512 values or
 // more). H200, GroupNorm then GELU, slices of 6,272 to 16,384 values: the cluster forward 1.16x to 3.7x the resident
 // one, and 1.95x on rows of 12,799 unaligned values (benchmarks/results/h200/cliffs/). Smaller slices keep the
-// resident forward, not measured against the cluster.
+// resident forward, not measured against the cluster. A float16 / bfloat16 x is judged as the float32 copy the cluster
+// kernel would read (a fresh tensor: aligned).
 constexpr int64_t kClusterOverResident = 6144;
 
 template <class Pro, class Epi, ReduceKind R>
@@ -284,22 +285,24 @@ bool cluster_forward_preferred(const at::Tensor& x, int64_t groups) {
   if constexpr (R != ReduceKind::kNone) {
     return false;
   } else {
-    if (!x.is_cuda() || x.scalar_type() != at::kFloat || x.dim() < 3 || x.numel() == 0 || groups <= 0 ||
-        x.size(1) % groups != 0) {
+    const auto type = x.scalar_type();
+    if (!x.is_cuda() || (type != at::kFloat && type != at::kHalf && type != at::kBFloat16) || x.dim() < 3 ||
+        x.numel() == 0 || groups <= 0 || x.size(1) % groups != 0) {
       return false;
     }
+    const bool x_aligned = type != at::kFloat || aligned(x);
     RegionShape shape{};
     shape.batch = x.size(0);
     shape.channels = x.size(1);
     shape.groups = groups;
     shape.plane = x.numel() / (x.size(0) * x.size(1));
     if (shape.slice_elems() < kClusterOverResident) return false;
-    const bool vec = shape.plane % 4 == 0 && aligned(x);
+    const bool vec = shape.plane % 4 == 0 && x_aligned;
     const void* kernel = vec ? reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
                                                                  region_cluster::kClusterThreads, 4>)
                              : reinterpret_cast<const void*>(region_cluster::cluster_forward_kernel<Pro, Epi,
                                                                  region_cluster::kClusterThreads, 1>);
-    return region_cluster::cluster_forward_plan(shape, x, aligned(x), kernel).feasible;
+    return region_cluster::cluster_forward_plan(shape, x, x_aligned, kernel).feasible;
   }
 }
 
