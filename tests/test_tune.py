@@ -88,13 +88,15 @@ def test_the_two_pass_kernels_are_not_forced_on_planes_smaller_than_a_warp():
 
 
 @pytest.mark.parametrize("kernels, present, absent", [
-    ("auto", ["region_resident_pays<kRegion0Reduce>(x, groups, /*backward=*/true)", "rows_half_applies"],
+    ("auto", ["region_resident_pays<kRegion0Reduce>(x, groups, /*backward=*/true)", "rows_half_applies",
+              "region_resident_pays<kRegion0Reduce>(x, groups, backward)", "region0_half_resident(x, groups, rounding"],
      ["region_resident_fits<kRegion0Reduce>"]),
-    ("resident", ["region_resident_fits<kRegion0Reduce>(x, groups)) {", "rows_half_applies"],
+    ("resident", ["region_resident_fits<kRegion0Reduce>(x, groups)) {", "rows_half_applies",
+                  "region0_half_resident(x, groups, rounding"],
      ["region_resident_pays<kRegion0Reduce>", "cluster_forward_preferred<"]),
     ("two-pass", ["half_sweeps<kRegion0Reduce>(x, rounding);"],
      ["region_resident_pays<kRegion0Reduce>", "region_resident_fits<kRegion0Reduce>", "rows_half_applies<",
-      "region_forward_resident<Region0", "region_backward_resident<Region0"]),
+      "region_forward_resident<Region0", "region_backward_resident<Region0", "half_resident"]),
 ])
 def test_the_region_kernels_choice_is_the_bindings_dispatch(kernels, present, absent):
     text = emit_reference(str(MLP), region_kernels=kernels)[0]
