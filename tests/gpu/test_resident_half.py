@@ -11,8 +11,7 @@ import textwrap
 import pytest
 import torch
 
-from kgen.ref.emit import emit_reference
-from tests.solution_loader import import_file
+from tests.gpu.half_precision import emitted_modules, kernel_names, misaligned
 
 pytestmark = pytest.mark.gpu
 
@@ -59,32 +58,7 @@ DTYPES = [torch.bfloat16, torch.float16]
 
 @pytest.fixture(scope="module")
 def solutions(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("resident_half")
-    modules = {}
-    for kind, body in KINDS.items():
-        ref = folder / f"{kind}_ref.py"
-        ref.write_text(REFERENCE.format(body=body))
-        path = folder / f"{kind}.py"
-        path.write_text(emit_reference(str(ref), output=path)[0])
-        modules[kind] = import_file(path)
-    return modules
-
-
-def _misaligned(x: torch.Tensor) -> torch.Tensor:
-    """x's values in a contiguous tensor 2 bytes past an 8-byte boundary: the resident kernels' half path declines it."""
-    base = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
-    out = base[1:].view(x.shape)
-    out.copy_(x)
-    assert out.data_ptr() % 8 != 0 and out.is_contiguous()
-    return out
-
-
-def _kernels(fn):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return emitted_modules(tmp_path_factory.mktemp("resident_half"), REFERENCE, KINDS)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
@@ -108,7 +82,7 @@ def test_resident_kernels_in_half_precision_are_the_float32_paths_bits(solutions
         return out.detach(), inp.grad, [p.grad.clone() for p in model.parameters()]
 
     fast = step(x)
-    slow = step(_misaligned(x))
+    slow = step(misaligned(x))
     assert fast[0].dtype == dtype
     assert torch.equal(fast[0], slow[0]), f"output: max |diff| {(fast[0].float() - slow[0].float()).abs().max()}"
     assert torch.equal(fast[1], slow[1]), "input gradient"
@@ -116,8 +90,8 @@ def test_resident_kernels_in_half_precision_are_the_float32_paths_bits(solutions
         assert torch.equal(a, b), f"parameter gradient {k}: max |diff| {(a.float() - b.float()).abs().max()}"
     assert x.data_ptr() % 8 == 0
     storage = "__nv_bfloat16" if dtype == torch.bfloat16 else "__half"
-    fast_names = _kernels(lambda: step(x))
-    slow_names = _kernels(lambda: step(_misaligned(x)))
+    fast_names = kernel_names(lambda: step(x))
+    slow_names = kernel_names(lambda: step(misaligned(x)))
     assert any("region_resident_forward" in n for n in fast_names), fast_names
     for direction in ("forward", "backward"):   # each direction in x's dtype where the float32 path runs it resident
         fast_kernels = [n for n in fast_names if f"region_resident_{direction}" in n]

@@ -11,8 +11,7 @@ import textwrap
 import pytest
 import torch
 
-from kgen.ref.emit import emit_reference
-from tests.solution_loader import import_file
+from tests.gpu.half_precision import emitted_modules, kernel_names, misaligned
 
 pytestmark = pytest.mark.gpu
 
@@ -56,32 +55,7 @@ DTYPES = [torch.bfloat16, torch.float16]
 
 @pytest.fixture(scope="module")
 def solutions(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("rows_half")
-    modules = {}
-    for kind, body in KINDS.items():
-        ref = folder / f"{kind}_ref.py"
-        ref.write_text(REFERENCE.format(body=body))
-        path = folder / f"{kind}.py"
-        path.write_text(emit_reference(str(ref), output=path)[0])
-        modules[kind] = import_file(path)
-    return modules
-
-
-def _misaligned(x: torch.Tensor) -> torch.Tensor:
-    """x's values in a contiguous tensor 2 bytes past an 8-byte boundary: the rows kernels' half path declines it."""
-    base = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
-    out = base[1:].view(x.shape)
-    out.copy_(x)
-    assert out.data_ptr() % 8 != 0 and out.is_contiguous()
-    return out
-
-
-def _kernels(fn):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return emitted_modules(tmp_path_factory.mktemp("rows_half"), REFERENCE, KINDS)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
@@ -105,13 +79,13 @@ def test_rows_kernels_in_half_precision_are_the_float32_paths_bits(solutions, ki
         return out.detach(), inp.grad, [p.grad.clone() for p in model.parameters()]
 
     fast = step(x)
-    slow = step(_misaligned(x))
+    slow = step(misaligned(x))
     assert torch.equal(fast[0], slow[0]), f"output: max |diff| {(fast[0].float() - slow[0].float()).abs().max()}"
     assert torch.equal(fast[1], slow[1]), "input gradient"
     for k, (a, b) in enumerate(zip(fast[2], slow[2])):
         assert torch.equal(a, b), f"parameter gradient {k}: max |diff| {(a.float() - b.float()).abs().max()}"
     assert x.data_ptr() % 8 == 0
-    names = _kernels(lambda: step(x))
+    names = kernel_names(lambda: step(x))
     storage = "__nv_bfloat16" if dtype == torch.bfloat16 else "__half"
     rows = [n for n in names if "region_rows" in n]
     assert any(storage in n for n in rows if "forward" in n or "reduce" in n), rows
