@@ -49,14 +49,12 @@ def groupnorm_files(out: Path) -> None:
                                                                             forward=forward))[0])
 
 
-def rows_half_files(out: Path) -> None:
-    for kind, body in rows_half.KINDS.items():
-        emitted_from_text(out, f"rows_half_{kind}", rows_half.REFERENCE.format(body=body))
-
-
-def resident_half_files(out: Path) -> None:
-    for kind, body in resident_half.KINDS.items():
-        emitted_from_text(out, f"resident_half_{kind}", resident_half.REFERENCE.format(body=body))
+def kinds_files(suite, stem: str):
+    """The files of a suite that writes one reference, its REFERENCE with {body} each of its KINDS."""
+    def files(out: Path) -> None:
+        for kind, body in suite.KINDS.items():
+            emitted_from_text(out, f"{stem}_{kind}", suite.REFERENCE.format(body=body))
+    return files
 
 
 def bn_train_files(out: Path) -> None:
@@ -72,8 +70,9 @@ def pointwise_dtype_files(out: Path) -> None:
         path.write_text(emit_reference(str(pointwise_dtypes.ROOT / ref), output=path)[0])
 
 
-SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files, "rows_half": rows_half_files,
-          "resident_half": resident_half_files, "bn_train": bn_train_files, "pointwise_dtypes": pointwise_dtype_files}
+SUITES = {"nhwc": nhwc_files, "dtypes": dtype_files, "groupnorm": groupnorm_files,
+          "rows_half": kinds_files(rows_half, "rows_half"), "resident_half": kinds_files(resident_half, "resident_half"),
+          "bn_train": bn_train_files, "pointwise_dtypes": pointwise_dtype_files}
 
 
 def main() -> int:
