@@ -386,14 +386,30 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
 
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
-__device__ __forceinline__ void copy16(float* smem, const float* gmem) {
+// kBytes (4, 8 or 16) from global to shared memory: cp.async where there is one (16 bytes bypass L1), a plain copy
+// below sm_80. Both addresses on kBytes.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(void* smem, const void* gmem) {
+  static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(kBytes) : "memory");
+  }
 #else
-  *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+  if constexpr (kBytes == 16) {
+    *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+  } else if constexpr (kBytes == 8) {
+    *reinterpret_cast<float2*>(smem) = *reinterpret_cast<const float2*>(gmem);
+  } else {
+    *reinterpret_cast<float*>(smem) = *reinterpret_cast<const float*>(gmem);
+  }
 #endif
 }
+
+__device__ __forceinline__ void copy16(float* smem, const float* gmem) { copy_async<16>(smem, gmem); }
 
 // 4 bytes, or 0 written where !valid (gmem is then never read: it may point anywhere).
 __device__ __forceinline__ void copy4_or_zero(float* smem, const float* gmem, bool valid) {
@@ -1455,22 +1471,23 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 // Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
 // (groupnorm/rows/forward.cuh; the same statistics and saved values); their backward is this one.
 //
-// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is read as it
-// lies: cp.async copies bytes as they lie, so its 8-byte packs pass through registers and are converted into the same
-// float tile (copy_tile). out without a reduction, dout and dx are in that dtype too. The tile and the arithmetic are
-// the float32 path's, so are the bits.
+// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is copied as it
+// lies (cp.async, 8-byte packs) into a tile of its own type, half a float32 tile's bytes, and converted exactly where a
+// pass reads it. A forward that writes its tile (a prologue's z, the values a reduction reads) writes a float32 work
+// tile beside it (TileStorage); the backward only reads its tiles. out without a reduction, dout and dx are in that
+// dtype too. The arithmetic is the float32 path's on the same values, so are the bits.
 //
 // Forward (1 read of x, 1 write of out):
-//   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
+//   mean      per slice: sum of z = Pro(x) in double (z into the work tile: a float32 x's own), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
 //             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/statistics.cuh
 //   apply     per channel: y = (z - mean) rstd gamma + beta, v = Epi(y, z, x); kNone writes v out, the
 //             other kinds write v back in place and then reduce it (a team of tpo threads per output,
 //             natural order inside a thread, a fixed shuffle tree across threads: the FIRST extreme wins
 //             ties, as PyTorch's max/min with dim and MaxPool).
-// An epilogue that reads x itself (a residual of x) gets it from global memory (L2: the tile was just
-// read) when the prologue is not the identity, since the tile then holds z; the compiler drops that load
-// for every epilogue that does not use x.
+// An epilogue that reads x itself (a residual of x) behind a prologue gets it from a 2-byte x's tile, or from
+// global memory (L2: the tile was just read) for float32, whose tile then holds z; the compiler drops that
+// load for every epilogue that does not use x.
 //
 // Backward (1 read of x and of dout for kNone; dout, out, aux of the other kinds are gathered per output):
 //   pass A    per channel: recompute z, y, v; dv from the reduction's backward; Epi::backward -> dy, and
@@ -1498,7 +1515,7 @@ __device__ __forceinline__ float pow_grad(float a, float p) { return p == 0.f ? 
 //
 // region_resident_fits<R>(x, groups) says whether one unit (and a tile of it) fits in the shared memory a
 // block may opt in to on x's device (queried once per device), forward and backward. On an H100 (227 KB):
-// about 56 k values per unit forward; backward 4 bytes a value (x), + 4 for kNone (dout), + 8 per channel
+// about 56 k values per unit forward; backward 4 bytes a value (x; 2 for a 2-byte x), as many for kNone (dout), + 8 per channel
 // (sum dy, sum dy xhat): e.g. 28 k values for kNone with planes, 14 k for kNone with plane == 1.
 #include <atomic>
 #include <map>
@@ -1581,16 +1598,35 @@ constexpr int kReservedSmem = 1024;   // static shared memory of the kernels (re
 constexpr int64_t kDoubleBufferLimit = 96 * 1024;
 
 __host__ __device__ __forceinline__ int64_t align4(int64_t floats) { return (floats + 3) / 4 * 4; }
+__host__ __device__ __forceinline__ int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// Shared memory, in floats. Forward: `stages` tiles | mean (double) | mean (hi, lo) | rstd.
-__host__ __device__ __forceinline__ int64_t forward_smem_floats(int64_t groups_in_tile, int64_t slice, int stages = 1) {
-  return stages * align4(groups_in_tile * slice) + 4 * groups_in_tile + align4(groups_in_tile);
+// How a kernel's tiles lie in shared memory: x (and dout) as they lie in memory, `elem` bytes a value (cp.async
+// copies them without registers); `work`: a 2-byte forward that writes its tile (a prologue's z, the values a
+// reduction reads) writes a float32 work tile beside it. A float32 tile is its own work tile.
+struct TileStorage {
+  int elem = 4;
+  bool work = false;
+};
+
+// Shared memory, in bytes. Forward: `stages` tiles of x | the float32 work tile (TileStorage::work) | mean (double) |
+// mean (hi, lo) | rstd.
+__host__ __device__ __forceinline__ int64_t forward_tile_bytes(int64_t groups_in_tile, int64_t slice, TileStorage st) {
+  return align16(groups_in_tile * slice * st.elem);
 }
-// Backward: x tile | dout tile (kNone) | sum dy, sum dy xhat per tile channel | mean (hi, lo) | rstd | cA | cB.
-__host__ __device__ __forceinline__ int64_t backward_smem_floats(int64_t groups_in_tile, int64_t slice, int64_t cpg,
-                                                                 bool dout_tile) {
-  return align4(groups_in_tile * slice) * (dout_tile ? 2 : 1) + 2 * align4(groups_in_tile * cpg) +
-         5 * groups_in_tile;
+__host__ __device__ __forceinline__ int64_t forward_smem_bytes(int64_t groups_in_tile, int64_t slice, int stages,
+                                                               TileStorage st) {
+  return stages * forward_tile_bytes(groups_in_tile, slice, st) + (st.work ? align16(groups_in_tile * slice * 4) : 0) +
+         4 * (4 * groups_in_tile + align4(groups_in_tile));
+}
+// Backward: x tile | dout tile (kNone), both as they lie | sum dy, sum dy xhat per tile channel | mean (hi, lo) |
+// rstd | cA | cB.
+__host__ __device__ __forceinline__ int64_t backward_tile_bytes(int64_t groups_in_tile, int64_t slice, int elem) {
+  return align16(groups_in_tile * slice * elem);
+}
+__host__ __device__ __forceinline__ int64_t backward_smem_bytes(int64_t groups_in_tile, int64_t slice, int64_t cpg,
+                                                                bool dout_tile, int elem) {
+  return backward_tile_bytes(groups_in_tile, slice, elem) * (dout_tile ? 2 : 1) +
+         4 * (2 * align4(groups_in_tile * cpg) + 5 * groups_in_tile);
 }
 
 // ---- warp and block reductions over a team of `width` threads (a power of two up to 32, or kBlock)
@@ -1658,13 +1694,13 @@ __device__ __forceinline__ T team_allreduce(T v, int width, Op op, double2* scra
   return v;
 }
 
-template <int W>
-__device__ __forceinline__ void load_values(const float* smem, int pack, float (&v)[W]) {
+// Pack `pack` of W values of a tile, as floats: a float32 tile's 16 bytes, a 2-byte tile's 8 (converted exactly).
+template <int W, class S>
+__device__ __forceinline__ void load_values(const S* smem, int pack, float (&v)[W]) {
   if constexpr (W == 4) {
-    const float4 f = reinterpret_cast<const float4*>(smem)[pack];
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    unpack_bits<S>(reinterpret_cast<const PackBits<S>*>(smem)[pack], v);
   } else {
-    v[0] = smem[pack];
+    v[0] = to_float(smem[pack]);
   }
 }
 
@@ -1677,36 +1713,14 @@ __device__ __forceinline__ void store_values(float* smem, int pack, const float 
   }
 }
 
-// Starts the copy of `count` values (a multiple of W) into the float tile; copies_done + a barrier finish it. float32
-// values go by cp.async (16-byte packs where W == 4); a 2-byte type's are converted on the way, so they pass through
-// registers: each thread issues the loads of kCopyBatch packs (8 bytes each where W == 4) before it stores the first,
-// and the block's other tiles and the SM's other blocks cover the wait.
-constexpr int kCopyBatch = 4;
-
+// Starts the copy of `count` values (a multiple of W) into a tile of their own type, by cp.async: packs of W values
+// (16 bytes of float32, 8 of a 2-byte type where W == 4), in flight without registers. copies_done (or copies_wait)
+// and a barrier finish it.
 template <int kBlock, int W, class T>
-__device__ __forceinline__ void copy_tile(float* smem, const T* __restrict__ gmem, int count) {
+__device__ __forceinline__ void copy_tile(T* smem, const T* __restrict__ gmem, int count) {
+  static_assert(W * sizeof(T) >= 4, "cp.async copies 4, 8 or 16 bytes");
   const int packs = count / W;
-  if constexpr (std::is_same_v<T, float>) {
-    for (int i = threadIdx.x; i < packs; i += kBlock) {
-      if constexpr (W == 4) {
-        copy16(smem + 4 * i, gmem + 4 * int64_t(i));
-      } else {
-        copy4(smem + i, gmem + i);
-      }
-    }
-  } else {
-    for (int first = threadIdx.x; first < packs; first += kBlock * kCopyBatch) {
-      Pack<W> v[kCopyBatch];
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        if (first + u * kBlock < packs) v[u] = load_pack<W>(gmem, first + u * kBlock);
-      }
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        if (first + u * kBlock < packs) store_values<W>(smem, first + u * kBlock, v[u].v);
-      }
-    }
-  }
+  for (int i = threadIdx.x; i < packs; i += kBlock) copy_async<W * sizeof(T)>(smem + W * i, gmem + W * int64_t(i));
 }
 
 // Where a tile starts: its first slice u0 = n0 G + g0, and the (sample, channel) of its channels.
@@ -1766,9 +1780,6 @@ __device__ __forceinline__ void load_affine4(const float* __restrict__ p, int c,
   }
 }
 
-__device__ __forceinline__ void split4(const float4& f, float (&v)[4]) {
-  v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-}
 __device__ __forceinline__ float4 join4(const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
 
 // Packs of 4 channels a thread takes together in the flat (plane == 1) per-channel passes.
@@ -1783,16 +1794,16 @@ struct FlatPacks {
   int c[kN];
   int64_t n[kN];
 
-  template <int kBlock, int kGroups>
+  template <int kBlock, int kGroups, class S>
   __device__ __forceinline__ void load(const TileOrigin<kGroups>& origin, const ResidentPlan& plan,
-                                       const float* tile, const float* __restrict__ gamma_p,
+                                       const S* tile, const float* __restrict__ gamma_p,
                                        const float* __restrict__ beta_p, int base, int packs) {
 #pragma unroll
     for (int u = 0; u < kN; ++u) {
       const int p = base + u * kBlock;
       if (p < packs) {
         origin.channel(plan, 4 * p, n[u], c[u]);
-        split4(reinterpret_cast<const float4*>(tile)[p], v[u]);
+        load_values<4>(tile, p, v[u]);
         load_affine4(gamma_p, c[u], plan.affine_vec, 1.f, gamma[u]);
         load_affine4(beta_p, c[u], plan.affine_vec, 0.f, beta[u]);
       }
@@ -1822,10 +1833,21 @@ namespace kgen {
 template <ReduceKind R, class T>
 using ResidentOut = std::conditional_t<R == ReduceKind::kNone, T, float>;
 
-// One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
+// How the forward's tiles lie (TileStorage): x as it lies; a 2-byte x beside a float32 work tile where the kernel
+// writes one (a prologue's z, the values a reduction reads).
+template <class Pro, ReduceKind R, class T>
+constexpr resident_detail::TileStorage forward_storage() {
+  constexpr bool kWrites = !std::is_same<Pro, NoPrologue>::value || R != ReduceKind::kNone;
+  return resident_detail::TileStorage{static_cast<int>(sizeof(T)), !std::is_same_v<T, float> && kWrites};
+}
+
+// One tile, already in shared memory at `tile_x` as x lies: statistics, normalise, epilogue, reduction, out. `work`:
+// the float32 tile the kernel writes (z where there is a prologue, the values a reduction reads); tile_x itself for
+// float32 (in place), a tile of its own for a 2-byte x (forward_storage), unused where nothing is written.
 // T: x's storage type (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
-__device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
+__device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, const T* tile_x,
+                                             float* work,
                                              double* slice_mean, float2* slice_mean2, float* slice_rstd,
                                              double2* scratch,
                                              const T* __restrict__ x, const float* __restrict__ gamma,
@@ -1836,13 +1858,18 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
                                              float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+  constexpr bool kHalf = !std::is_same_v<T, float>;
+  // z = Pro(x) as the passes after the first read it: the work tile where there is a prologue, else x's tile
+  using Z = std::conditional_t<kHasPro, float, T>;
+  const Z* ztile =
+      reinterpret_cast<const Z*>(kHasPro ? static_cast<const void*>(work) : static_cast<const void*>(tile_x));
   const int D = plan.slice;
   const int S = plan.plane;
   const int slices = origin.slices;
   const int64_t offset = origin.u0 * D;
   const T* xt = x + offset;
 
-  // ---- mean of each slice (z = Pro(x) replaces x in the tile)
+  // ---- mean of each slice (z = Pro(x) written to the work tile)
   {
     const Team<kBlock> team(plan.tpg);
     const int packs = D / W;
@@ -1850,11 +1877,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       const int gl = r * team.count + team.index;
       double sum = 0.0;
       if (gl < slices) {
-        float* st = tile + gl * D;
+        const T* sx = tile_x + gl * D;
         const int cbase = origin.slice_channel(plan, gl);
         for (int q = team.lane; q < packs; q += plan.tpg) {
           float v[W];
-          load_values<W>(st, q, v);
+          load_values<W>(sx, q, v);
           if constexpr (kHasPro) {
             int ch = plan.div_plane.div(q * W);
             int rem = q * W - ch * S;
@@ -1867,7 +1894,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
               }
               v[e] = pro.value(v[e]);
             }
-            store_values<W>(st, q, v);
+            store_values<W>(work + gl * D, q, v);
           }
 #pragma unroll
           for (int e = 0; e < W; ++e) sum += double(v[e]);
@@ -1888,11 +1915,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       Sum2 s{0.0, 0.0};
       double mu = 0.0;
       if (gl < slices) {
-        const float* st = tile + gl * D;
+        const Z* sz = ztile + gl * D;
         mu = slice_mean[gl];
         for (int q = team.lane; q < packs; q += plan.tpg) {
           float v[W];
-          load_values<W>(st, q, v);
+          load_values<W>(sz, q, v);
 #pragma unroll
           for (int e = 0; e < W; ++e) {
             const double d = double(v[e]) - mu;
@@ -1923,10 +1950,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
     // thread takes 4 channels at a time (16-byte shared, gamma, beta and output accesses), and the loads of
     // kFlatBatch such packs are issued before the first is used.
     const int packs = slices * plan.cpg / 4;
-    float4* tile4 = reinterpret_cast<float4*>(tile);
     for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatch) {
       FlatPacks<kFlatBatch> f;
-      f.load<kBlock>(origin, plan, tile, gamma, beta, base, packs);
+      f.load<kBlock>(origin, plan, ztile, gamma, beta, base, packs);
 #pragma unroll
       for (int u = 0; u < kFlatBatch; ++u) {
         const int p = base + u * kBlock;
@@ -1934,9 +1960,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           const int gl = plan.div_cpg.div(4 * p);
           const float2 mu = slice_mean2[gl];
           const float rs = slice_rstd[gl];
-          float xv[4];
-          if constexpr (kHasPro) {
-            const Pack<4> px = load_pack<4>(xt, p);  // dropped unless the epilogue reads x
+          float xv[4];  // dropped by the compiler unless the epilogue reads x
+          if constexpr (kHasPro && kHalf) {
+            load_values<4>(tile_x, p, xv);
+          } else if constexpr (kHasPro) {  // the float32 tile holds z: x from global memory (L2)
+            const Pack<4> px = load_pack<4>(xt, p);
 #pragma unroll
             for (int e = 0; e < 4; ++e) xv[e] = px.v[e];
           } else {
@@ -1953,7 +1981,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           if constexpr (R == ReduceKind::kNone) {
             store_pack<4>(out + offset, p, Pack<4>{{v[0], v[1], v[2], v[3]}});
           } else {
-            tile4[p] = join4(v);
+            store_values<4>(work, p, v);
           }
         }
       }
@@ -1975,14 +2003,15 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       const int base = tc * S;
       for (int s = team.lane; s < S; s += plan.tpc) {
         const int i = base + s;
-        const float z = tile[i];
-        const float xv = kHasPro ? to_float(xt[i]) : z;  // dropped by the compiler unless the epilogue reads x
+        const float z = to_float(ztile[i]);
+        // x, dropped by the compiler unless the epilogue reads it: a 2-byte tile still holds it, a float32 one holds z
+        const float xv = kHasPro ? to_float(kHalf ? tile_x[i] : xt[i]) : z;
         const float y = __fmaf_rn(centered(z, mu), scale, shift);  // kCentred (AffineForm)
         const float v = epi.value(y, z, xv);
         if constexpr (R == ReduceKind::kNone) {
           out[offset + i] = from_float<ResidentOut<R, T>>(v);
         } else {
-          tile[i] = v;
+          work[i] = v;
         }
       }
     }
@@ -2038,7 +2067,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) {
         double sum = 0.0;
         if (valid) {
-          for (int e = team.lane; e < len; e += plan.tpo) sum += double(tile[pos(o, e)]);
+          for (int e = team.lane; e < len; e += plan.tpo) sum += double(work[pos(o, e)]);
         }
         sum = team_allreduce<kBlock>(sum, plan.tpo, AddOp{}, scratch);
         if (valid && team.lane == 0) {
@@ -2049,7 +2078,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
         Extreme best{kMax ? -INFINITY : INFINITY, 0x7fffffff};
         if (valid) {
           for (int e = team.lane; e < len; e += plan.tpo) {
-            const float v = tile[pos(o, e)];
+            const float v = work[pos(o, e)];
             if (wins<kMax>(v, e, best.v, best.i)) best = Extreme{v, e};
           }
         }
@@ -2061,12 +2090,12 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       } else {  // kLogSumExp: the maximum, then the sum of exp(v - max)
         float m = -INFINITY;
         if (valid) {
-          for (int e = team.lane; e < len; e += plan.tpo) m = MaxNanOp{}(m, tile[pos(o, e)]);
+          for (int e = team.lane; e < len; e += plan.tpo) m = MaxNanOp{}(m, work[pos(o, e)]);
         }
         m = team_allreduce<kBlock>(m, plan.tpo, MaxNanOp{}, scratch);
         double sum = 0.0;
         if (valid && isfinite(m)) {
-          for (int e = team.lane; e < len; e += plan.tpo) sum += double(expf(tile[pos(o, e)] - m));
+          for (int e = team.lane; e < len; e += plan.tpo) sum += double(expf(work[pos(o, e)] - m));
         }
         sum = team_allreduce<kBlock>(sum, plan.tpo, AddOp{}, scratch);
         if (valid && team.lane == 0) out[out_index(o)] = isfinite(m) ? m + static_cast<float>(log(sum)) : m;
@@ -2084,17 +2113,20 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
                                ResidentOut<R, T>* __restrict__ out, int* __restrict__ aux,
                                float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  constexpr TileStorage kStorage = forward_storage<Pro, R, T>();
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
+  char* smem = reinterpret_cast<char*>(resident_smem);
   const int M = plan.tile_groups;
-  const int64_t tile_floats = align4(int64_t(M) * plan.slice);
-  float* buffer[2] = {reinterpret_cast<float*>(resident_smem),
-                      reinterpret_cast<float*>(resident_smem) + (plan.stages == 2 ? tile_floats : 0)};
-  double* slice_mean = reinterpret_cast<double*>(reinterpret_cast<float*>(resident_smem) + plan.stages * tile_floats);
+  const int64_t tile_bytes = forward_tile_bytes(M, plan.slice, kStorage);
+  T* buffer[2] = {reinterpret_cast<T*>(smem), reinterpret_cast<T*>(smem + (plan.stages == 2 ? tile_bytes : 0))};
+  float* work_tile = reinterpret_cast<float*>(smem + plan.stages * tile_bytes);  // kStorage.work only
+  double* slice_mean = reinterpret_cast<double*>(smem + plan.stages * tile_bytes +
+                                                 (kStorage.work ? align16(int64_t(M) * plan.slice * 4) : 0));
   float2* slice_mean2 = reinterpret_cast<float2*>(slice_mean + M);
   float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
 
-  auto start_copy = [&](int64_t tile, float* dst) {
+  auto start_copy = [&](int64_t tile, T* dst) {
     const TileOrigin<kGroups> o(plan, tile);
     copy_tile<kBlock, W>(dst, x + o.u0 * plan.slice, o.slices * plan.slice);
     copies_commit();
@@ -2103,7 +2135,8 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
   if (tile < plan.tiles) start_copy(tile, buffer[0]);
   for (int k = 0; tile < plan.tiles; ++k, tile += gridDim.x) {
     const int64_t next = tile + gridDim.x;
-    float* current = buffer[plan.stages == 2 ? (k & 1) : 0];
+    T* current = buffer[plan.stages == 2 ? (k & 1) : 0];
+    float* work = std::is_same_v<T, float> ? reinterpret_cast<float*>(current) : work_tile;
     if (plan.stages == 2 && next < plan.tiles) {
       start_copy(next, buffer[(k + 1) & 1]);  // that buffer's last tile was finished before the barrier below
       copies_wait<1>();  // every committed copy but the next tile's
@@ -2112,9 +2145,9 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
     }
     __syncthreads();
     const TileOrigin<kGroups> origin(plan, tile);
-    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch,
-                                                        x, gamma, beta, params, plan, eps, out, aux, mean_out,
-                                                        rstd_out);
+    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, work, slice_mean, slice_mean2, slice_rstd,
+                                                        scratch, x, gamma, beta, params, plan, eps, out, aux,
+                                                        mean_out, rstd_out);
     __syncthreads();  // the tile's buffer and the statistics are free again
     if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
   }
@@ -2472,8 +2505,8 @@ region_rows_reduce_kernel(const X* __restrict__ x, const float* __restrict__ gam
 // ---- groupnorm/resident/backward.cuh: the resident backward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
-// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies);
-// the tile holds them as float either way.
+// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
+// The tiles hold x and dout as they lie (cp.async, no registers); the passes only read them, converting exactly.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
 region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
@@ -2491,8 +2524,10 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
   const int M = plan.tile_groups;
   const int slab = M * plan.cpg;  // channels of a tile (a whole slab in the slab mode)
   // Slab mode: this block's running parameter sums, K rows of its slab's channels, after the tile's arrays.
-  float* acc = plan.parts > 0 ? reinterpret_cast<float*>(resident_smem) +
-                                    align4(backward_smem_floats(M, plan.slice, plan.cpg, kNone))
+  char* smem = reinterpret_cast<char*>(resident_smem);
+  const int64_t tile_bytes = backward_tile_bytes(M, plan.slice, sizeof(T));
+  float* acc = plan.parts > 0 ? reinterpret_cast<float*>(
+                                    smem + align16(backward_smem_bytes(M, plan.slice, plan.cpg, kNone, sizeof(T))))
                               : nullptr;
   if (acc != nullptr) {
     for (int i = threadIdx.x; i < K * slab; i += kBlock) acc[i] = 0.f;  // ordered by the tile's first barrier
@@ -2522,9 +2557,9 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
     const int C = static_cast<int>(plan.channels);
     const int slices = origin.slices;
     const int tile_channels = slices * plan.cpg;
-    float* xs = reinterpret_cast<float*>(resident_smem);
-    float* ds = xs + align4(int64_t(M) * D);  // dout (kNone only)
-    float* chan_dy = ds + (kNone ? align4(int64_t(M) * D) : 0);
+    T* xs = reinterpret_cast<T*>(smem);
+    T* ds = reinterpret_cast<T*>(smem + tile_bytes);  // dout (kNone only)
+    float* chan_dy = reinterpret_cast<float*>(smem + tile_bytes * (kNone ? 2 : 1));
     float* chan_dyx = chan_dy + align4(int64_t(M) * plan.cpg);
     float2* slice_mean2 = reinterpret_cast<float2*>(chan_dyx + align4(int64_t(M) * plan.cpg));
     float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
@@ -2548,7 +2583,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
       int e;
       float scale = 1.f;
       if constexpr (kNone) {
-        return ds[i];
+        return to_float(ds[i]);
       } else if constexpr (R == ReduceKind::kPlane) {
         o = n * C + c, e = s, scale = 1.f / float(S);
       } else if constexpr (R == ReduceKind::kChannel) {
@@ -2640,7 +2675,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
           const Epi epi = Epi::at(params, c);
           for (int s = team.lane; s < S; s += plan.tpc) {
             const int i = tc * S + s;
-            const float xv = xs[i];
+            const float xv = to_float(xs[i]);
             const float z = pro.value(xv);
             const float xh = centered(z, mu) * rs;
             const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y
@@ -2753,7 +2788,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
         const Epi epi = Epi::at(params, c);
         for (int s = team.lane; s < S; s += plan.tpc) {
           const int i = tc * S + s;
-          const float xv = xs[i];
+          const float xv = to_float(xs[i]);
           const float z = pro.value(xv);
           const float xh = centered(z, mu) * rs;
           const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y
@@ -3056,11 +3091,13 @@ inline RegionDims region_dims(const at::Tensor& x) {
 }
 
 // The plan for one direction (backward: the tile also holds dout for kNone, and per-channel sums), for
-// blocks of `block` threads, values in packs of `width` (4: 16-byte copies, or 1), within `budget` bytes.
-// feasible == false where one unit does not fit.
+// blocks of `block` threads, values in packs of `width` (4, or 1), tiles as `storage` says, within `budget` bytes.
+// feasible == false where one unit does not fit. The checks (region_resident_fits, _pays) plan float32 tiles, the
+// largest: a 2-byte plan fits wherever they do.
 template <ReduceKind R>
 ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
-                       int width, bool backward, int64_t budget, int values_per_thread = kValuesPerThread) {
+                       int width, bool backward, int64_t budget, int values_per_thread = kValuesPerThread,
+                       TileStorage storage = {}) {
   ResidentPlan p{};
   p.feasible = false;
   p.batch = dims.batch;
@@ -3077,7 +3114,8 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   if (unit >= (int64_t(1) << 28)) return p;  // far beyond any shared memory
   const bool dout_tile = backward && R == ReduceKind::kNone;
   auto bytes = [&](int64_t m) {
-    return 4 * (backward ? backward_smem_floats(m, slice, cpg, dout_tile) : forward_smem_floats(m, slice));
+    return backward ? backward_smem_bytes(m, slice, cpg, dout_tile, storage.elem)
+                    : forward_smem_bytes(m, slice, 1, storage);
   };
   p.cpg = static_cast<int>(cpg);
   p.plane = static_cast<int>(dims.plane);
@@ -3166,9 +3204,9 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   p.div_pooled_plane = FastDiv(std::max(1, p.pooled_plane));
   p.stages = 1;
   p.smem_bytes = bytes(m);
-  if (!backward && 4 * forward_smem_floats(m, slice, 2) <= std::min<int64_t>(budget, kDoubleBufferLimit)) {
+  if (!backward && forward_smem_bytes(m, slice, 2, storage) <= std::min<int64_t>(budget, kDoubleBufferLimit)) {
     p.stages = 2;
-    p.smem_bytes = 4 * forward_smem_floats(m, slice, 2);
+    p.smem_bytes = forward_smem_bytes(m, slice, 2, storage);
   }
   p.grid = p.tiles;
   p.feasible = true;
@@ -3187,16 +3225,16 @@ constexpr int64_t kSlabBlockBytes = 72 * 1024;              // 3 blocks per H100
 
 template <ReduceKind R>
 ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
-                       int width, int K, int64_t budget) {
+                       int width, int K, int64_t budget, int elem = 4) {
   ResidentPlan none{};
   none.feasible = false;
   if (dims.plane != 1 || width != 4 || dims.batch * K * dims.channels * 4 < kSlabPartialBytes) return none;
   for (int vpt = kValuesPerThread; vpt >= 1; vpt /= 2) {
-    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt);
+    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt, TileStorage{elem, false});
     if (!p.feasible || groups % p.tile_groups != 0) continue;
     const int64_t slab = int64_t(p.tile_groups) * p.cpg;
     const int64_t bytes =
-        4 * (align4(backward_smem_floats(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone)) + K * slab);
+        align16(backward_smem_bytes(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone, elem)) + 4 * K * slab;
     if (bytes > std::min(budget, kSlabBlockBytes)) continue;
     p.parts = static_cast<int>(groups / p.tile_groups);
     p.smem_bytes = bytes;
@@ -3490,8 +3528,8 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
 
 // ---- the resident tiles on x's own float16 / bfloat16
 //
-// A 2-byte x of the output's dtype is read as it lies and converted on its way into the float tile (copy_tile); out
-// (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
+// A 2-byte x of the output's dtype is copied into shared memory as it lies (copy_tile) and converted where the passes
+// read it; out (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
 // so the same bits: x converts to float exactly, and every result is rounded once to the output's dtype, where the
 // float32 path's caller rounds it. Only the 4-wide kernels are built for 2-byte types.
 
@@ -3577,9 +3615,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
       return {out, mean, rstd, aux};
     }
   }
-  ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x));
-  plan.affine_vec = affine_vec;
-  TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+  TORCH_CHECK(make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x)).feasible,
+              "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();
   const float* gamma_ptr = optional_data(gamma);
@@ -3589,26 +3626,32 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   float* rstd_ptr = rstd.data_ptr<float>();
   dispatch_storage(x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
+    constexpr TileStorage kStorage = forward_storage<Pro, R, T>();
     const T* x_ptr = data_as<const T>(x);
     ResidentOut<R, T>* out_ptr = data_as<ResidentOut<R, T>>(out);
+    auto plan_for = [&](int values_per_thread) {
+      ResidentPlan p = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), values_per_thread,
+                                    kStorage);
+      p.affine_vec = affine_vec;
+      return p;
+    };
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {
         auto per_sm_of = [&](const ResidentPlan& p) {
           return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
         };
-        auto in_flight = [](const ResidentPlan& p, int per_sm) {
-          return int64_t(per_sm) * p.tile_groups * p.slice * 4;
+        auto in_flight = [](const ResidentPlan& p, int per_sm) {  // bytes of x an SM's copies move at once
+          return int64_t(per_sm) * p.tile_groups * p.slice * int64_t(sizeof(T));
         };
-        ResidentPlan launched = plan;
+        ResidentPlan launched = plan_for(kValuesPerThread);
         int per_sm = per_sm_of(launched);
         for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
              vpt *= 2) {
-          ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
+          const ResidentPlan bigger = plan_for(vpt);
           if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
           const int bigger_per_sm = per_sm_of(bigger);
           if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
-          bigger.affine_vec = plan.affine_vec;
           launched = bigger;
           per_sm = bigger_per_sm;
         }
@@ -3720,14 +3763,16 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
                 sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
       }
     }
-    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
-    ResidentPlan plan =
-        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
-    plan.affine_vec = affine_vec;
-    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
-                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
+      constexpr int kElem = sizeof(T);
+      const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x), kElem);
+      ResidentPlan plan = slabs.feasible ? slabs
+                                         : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x),
+                                                        kValuesPerThread, TileStorage{kElem, false});
+      plan.affine_vec = affine_vec;
+      TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+                  " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
       const T* dout_ptr = data_as<const T>(dout);
       const T* x_ptr = data_as<const T>(x);
       T* dx_ptr = data_as<T>(dx);

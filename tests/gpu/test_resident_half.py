@@ -1,11 +1,12 @@
 """The resident kernels on a float16 / bfloat16 region input as it lies (resident_half_applies,
-groupnorm/resident/host.cuh): the tile is converted to float on its way into shared memory and the arithmetic is the
-float32 path's, so outputs and every gradient must be the same bits as the float32 path's, which reads float32 copies.
-The float32 path is taken by the same file on an input 2 bytes off an 8-byte boundary (contiguous, so the only
-difference); the half run's kernels are checked to be the resident kernels in x's dtype. One reference per reduction
-kind (none, over channels, over the plane, over the sample, over windows), with parameters in the prologue and an
-epilogue that reads the prologue's input too, at shapes from 49-value planes to 4 k-value slices, odd planes among
-them. The region reads the model's input, so the input's alignment picks the path. Needs a CUDA device."""
+groupnorm/resident/host.cuh): the tiles hold x and dout as they lie, converted where a pass reads them, and the
+arithmetic is the float32 path's, so outputs and every gradient must be the same bits as the float32 path's, which
+reads float32 copies. The float32 path is taken by the same file on an input 2 bytes off an 8-byte boundary
+(contiguous, so the only difference); the half run's kernels are checked to be the resident kernels in x's dtype. One
+reference per reduction kind (none, over channels, over the plane, over the sample, over windows), with parameters in
+the prologue and an epilogue that reads the prologue's input too, and one without a prologue; at shapes from 49-value
+planes to 4 k-value slices, odd planes among them. The region reads the model's input, so the input's alignment picks
+the path. Needs a CUDA device."""
 import textwrap
 
 import pytest
@@ -29,9 +30,7 @@ REFERENCE = textwrap.dedent('''\
             self.shift = nn.Parameter(torch.randn(channels, 1, 1))
 
         def forward(self, x):
-            h = x * self.scale
-            y = torch.sigmoid(self.gn(h)) * h + self.shift + x
-            return {body}
+            {body}
 
 
     def get_inputs():
@@ -42,12 +41,22 @@ REFERENCE = textwrap.dedent('''\
         return [64, 8]
     ''')
 
+
+
+def _forward(result: str, prologue: str = "x * self.scale") -> str:
+    """The forward's lines (at REFERENCE's indentation): the region's input h, its output y, the result."""
+    lines = [f"h = {prologue}", "y = torch.sigmoid(self.gn(h)) * h * self.scale + self.shift + x", f"return {result}"]
+    return "\n        ".join(lines)
+
+
+# The reductions after the region; "none_plain" without a prologue, whose forward only reads x's tile, never writes one.
 KINDS = {
-    "none": "y",
-    "lse_channels": "torch.logsumexp(y, dim=1)",
-    "mean_plane": "y.mean(dim=(2, 3))",
-    "sum_sample": "y.sum(dim=(1, 2, 3))",
-    "max_window": "F.max_pool2d(y, 2)",
+    "none": _forward("y"),
+    "none_plain": _forward("y", prologue="x"),
+    "lse_channels": _forward("torch.logsumexp(y, dim=1)"),
+    "mean_plane": _forward("y.mean(dim=(2, 3))"),
+    "sum_sample": _forward("y.sum(dim=(1, 2, 3))"),
+    "max_window": _forward("F.max_pool2d(y, 2)"),
 }
 # (batch, channels, height, width, groups): 2 k-value slices, odd planes (17 x 13, 9 x 20), 49-value planes, 1 k-value
 # slices over a batch that fills the GPU. Every sample fits a resident tile (the unit of the reductions over channels

@@ -351,14 +351,30 @@ __device__ __forceinline__ unsigned atomic_add_acq_rel(unsigned* p, unsigned v) 
 
 // ---- global -> shared copies (cp.async on sm_80+: in flight without registers; plain copies below)
 
-__device__ __forceinline__ void copy16(float* smem, const float* gmem) {
+// kBytes (4, 8 or 16) from global to shared memory: cp.async where there is one (16 bytes bypass L1), a plain copy
+// below sm_80. Both addresses on kBytes.
+template <int kBytes>
+__device__ __forceinline__ void copy_async(void* smem, const void* gmem) {
+  static_assert(kBytes == 4 || kBytes == 8 || kBytes == 16, "cp.async copies 4, 8 or 16 bytes");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(gmem), "n"(kBytes) : "memory");
+  }
 #else
-  *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+  if constexpr (kBytes == 16) {
+    *reinterpret_cast<float4*>(smem) = *reinterpret_cast<const float4*>(gmem);
+  } else if constexpr (kBytes == 8) {
+    *reinterpret_cast<float2*>(smem) = *reinterpret_cast<const float2*>(gmem);
+  } else {
+    *reinterpret_cast<float*>(smem) = *reinterpret_cast<const float*>(gmem);
+  }
 #endif
 }
+
+__device__ __forceinline__ void copy16(float* smem, const float* gmem) { copy_async<16>(smem, gmem); }
 
 // 4 bytes, or 0 written where !valid (gmem is then never read: it may point anywhere).
 __device__ __forceinline__ void copy4_or_zero(float* smem, const float* gmem, bool valid) {

@@ -1,8 +1,8 @@
 // ---- groupnorm/resident/backward.cuh: the resident backward kernel (design: groupnorm/resident/resident.cuh) ----
 namespace kgen {
 
-// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies);
-// the tile holds them as float either way.
+// T: the storage type of dout, x and dx (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
+// The tiles hold x and dout as they lie (cp.async, no registers); the passes only read them, converting exactly.
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
 __global__ void __launch_bounds__(kBlock)
 region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict__ x,
@@ -20,8 +20,10 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
   const int M = plan.tile_groups;
   const int slab = M * plan.cpg;  // channels of a tile (a whole slab in the slab mode)
   // Slab mode: this block's running parameter sums, K rows of its slab's channels, after the tile's arrays.
-  float* acc = plan.parts > 0 ? reinterpret_cast<float*>(resident_smem) +
-                                    align4(backward_smem_floats(M, plan.slice, plan.cpg, kNone))
+  char* smem = reinterpret_cast<char*>(resident_smem);
+  const int64_t tile_bytes = backward_tile_bytes(M, plan.slice, sizeof(T));
+  float* acc = plan.parts > 0 ? reinterpret_cast<float*>(
+                                    smem + align16(backward_smem_bytes(M, plan.slice, plan.cpg, kNone, sizeof(T))))
                               : nullptr;
   if (acc != nullptr) {
     for (int i = threadIdx.x; i < K * slab; i += kBlock) acc[i] = 0.f;  // ordered by the tile's first barrier
@@ -51,9 +53,9 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
     const int C = static_cast<int>(plan.channels);
     const int slices = origin.slices;
     const int tile_channels = slices * plan.cpg;
-    float* xs = reinterpret_cast<float*>(resident_smem);
-    float* ds = xs + align4(int64_t(M) * D);  // dout (kNone only)
-    float* chan_dy = ds + (kNone ? align4(int64_t(M) * D) : 0);
+    T* xs = reinterpret_cast<T*>(smem);
+    T* ds = reinterpret_cast<T*>(smem + tile_bytes);  // dout (kNone only)
+    float* chan_dy = reinterpret_cast<float*>(smem + tile_bytes * (kNone ? 2 : 1));
     float* chan_dyx = chan_dy + align4(int64_t(M) * plan.cpg);
     float2* slice_mean2 = reinterpret_cast<float2*>(chan_dyx + align4(int64_t(M) * plan.cpg));
     float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
@@ -77,7 +79,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
       int e;
       float scale = 1.f;
       if constexpr (kNone) {
-        return ds[i];
+        return to_float(ds[i]);
       } else if constexpr (R == ReduceKind::kPlane) {
         o = n * C + c, e = s, scale = 1.f / float(S);
       } else if constexpr (R == ReduceKind::kChannel) {
@@ -169,7 +171,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
           const Epi epi = Epi::at(params, c);
           for (int s = team.lane; s < S; s += plan.tpc) {
             const int i = tc * S + s;
-            const float xv = xs[i];
+            const float xv = to_float(xs[i]);
             const float z = pro.value(xv);
             const float xh = centered(z, mu) * rs;
             const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y
@@ -282,7 +284,7 @@ region_resident_backward_kernel(const T* __restrict__ dout, const T* __restrict_
         const Epi epi = Epi::at(params, c);
         for (int s = team.lane; s < S; s += plan.tpc) {
           const int i = tc * S + s;
-          const float xv = xs[i];
+          const float xv = to_float(xs[i]);
           const float z = pro.value(xv);
           const float xh = centered(z, mu) * rs;
           const float y = affine_y(form, z, mu, rs, gm, bt);  // the forward's y

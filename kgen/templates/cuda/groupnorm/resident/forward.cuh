@@ -5,10 +5,21 @@ namespace kgen {
 template <ReduceKind R, class T>
 using ResidentOut = std::conditional_t<R == ReduceKind::kNone, T, float>;
 
-// One tile, already in shared memory at `tile`: statistics, normalise, epilogue, reduction, out.
+// How the forward's tiles lie (TileStorage): x as it lies; a 2-byte x beside a float32 work tile where the kernel
+// writes one (a prologue's z, the values a reduction reads).
+template <class Pro, ReduceKind R, class T>
+constexpr resident_detail::TileStorage forward_storage() {
+  constexpr bool kWrites = !std::is_same<Pro, NoPrologue>::value || R != ReduceKind::kNone;
+  return resident_detail::TileStorage{static_cast<int>(sizeof(T)), !std::is_same_v<T, float> && kWrites};
+}
+
+// One tile, already in shared memory at `tile_x` as x lies: statistics, normalise, epilogue, reduction, out. `work`:
+// the float32 tile the kernel writes (z where there is a prologue, the values a reduction reads); tile_x itself for
+// float32 (in place), a tile of its own for a 2-byte x (forward_storage), unused where nothing is written.
 // T: x's storage type (float, or float16 / bfloat16 of the output's dtype: resident_half_applies).
 template <class Pro, class Epi, ReduceKind R, ReduceOp O, int kBlock, int kGroups, int W, class T>
-__device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, float* tile,
+__device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<kGroups>& origin, const T* tile_x,
+                                             float* work,
                                              double* slice_mean, float2* slice_mean2, float* slice_rstd,
                                              double2* scratch,
                                              const T* __restrict__ x, const float* __restrict__ gamma,
@@ -19,13 +30,18 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
                                              float* __restrict__ rstd_out) {
   using namespace resident_detail;
   constexpr bool kHasPro = !std::is_same<Pro, NoPrologue>::value;
+  constexpr bool kHalf = !std::is_same_v<T, float>;
+  // z = Pro(x) as the passes after the first read it: the work tile where there is a prologue, else x's tile
+  using Z = std::conditional_t<kHasPro, float, T>;
+  const Z* ztile =
+      reinterpret_cast<const Z*>(kHasPro ? static_cast<const void*>(work) : static_cast<const void*>(tile_x));
   const int D = plan.slice;
   const int S = plan.plane;
   const int slices = origin.slices;
   const int64_t offset = origin.u0 * D;
   const T* xt = x + offset;
 
-  // ---- mean of each slice (z = Pro(x) replaces x in the tile)
+  // ---- mean of each slice (z = Pro(x) written to the work tile)
   {
     const Team<kBlock> team(plan.tpg);
     const int packs = D / W;
@@ -33,11 +49,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       const int gl = r * team.count + team.index;
       double sum = 0.0;
       if (gl < slices) {
-        float* st = tile + gl * D;
+        const T* sx = tile_x + gl * D;
         const int cbase = origin.slice_channel(plan, gl);
         for (int q = team.lane; q < packs; q += plan.tpg) {
           float v[W];
-          load_values<W>(st, q, v);
+          load_values<W>(sx, q, v);
           if constexpr (kHasPro) {
             int ch = plan.div_plane.div(q * W);
             int rem = q * W - ch * S;
@@ -50,7 +66,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
               }
               v[e] = pro.value(v[e]);
             }
-            store_values<W>(st, q, v);
+            store_values<W>(work + gl * D, q, v);
           }
 #pragma unroll
           for (int e = 0; e < W; ++e) sum += double(v[e]);
@@ -71,11 +87,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       Sum2 s{0.0, 0.0};
       double mu = 0.0;
       if (gl < slices) {
-        const float* st = tile + gl * D;
+        const Z* sz = ztile + gl * D;
         mu = slice_mean[gl];
         for (int q = team.lane; q < packs; q += plan.tpg) {
           float v[W];
-          load_values<W>(st, q, v);
+          load_values<W>(sz, q, v);
 #pragma unroll
           for (int e = 0; e < W; ++e) {
             const double d = double(v[e]) - mu;
@@ -106,10 +122,9 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
     // thread takes 4 channels at a time (16-byte shared, gamma, beta and output accesses), and the loads of
     // kFlatBatch such packs are issued before the first is used.
     const int packs = slices * plan.cpg / 4;
-    float4* tile4 = reinterpret_cast<float4*>(tile);
     for (int base = threadIdx.x; base < packs; base += kBlock * kFlatBatch) {
       FlatPacks<kFlatBatch> f;
-      f.load<kBlock>(origin, plan, tile, gamma, beta, base, packs);
+      f.load<kBlock>(origin, plan, ztile, gamma, beta, base, packs);
 #pragma unroll
       for (int u = 0; u < kFlatBatch; ++u) {
         const int p = base + u * kBlock;
@@ -117,9 +132,11 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           const int gl = plan.div_cpg.div(4 * p);
           const float2 mu = slice_mean2[gl];
           const float rs = slice_rstd[gl];
-          float xv[4];
-          if constexpr (kHasPro) {
-            const Pack<4> px = load_pack<4>(xt, p);  // dropped unless the epilogue reads x
+          float xv[4];  // dropped by the compiler unless the epilogue reads x
+          if constexpr (kHasPro && kHalf) {
+            load_values<4>(tile_x, p, xv);
+          } else if constexpr (kHasPro) {  // the float32 tile holds z: x from global memory (L2)
+            const Pack<4> px = load_pack<4>(xt, p);
 #pragma unroll
             for (int e = 0; e < 4; ++e) xv[e] = px.v[e];
           } else {
@@ -136,7 +153,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
           if constexpr (R == ReduceKind::kNone) {
             store_pack<4>(out + offset, p, Pack<4>{{v[0], v[1], v[2], v[3]}});
           } else {
-            tile4[p] = join4(v);
+            store_values<4>(work, p, v);
           }
         }
       }
@@ -158,14 +175,15 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       const int base = tc * S;
       for (int s = team.lane; s < S; s += plan.tpc) {
         const int i = base + s;
-        const float z = tile[i];
-        const float xv = kHasPro ? to_float(xt[i]) : z;  // dropped by the compiler unless the epilogue reads x
+        const float z = to_float(ztile[i]);
+        // x, dropped by the compiler unless the epilogue reads it: a 2-byte tile still holds it, a float32 one holds z
+        const float xv = kHasPro ? to_float(kHalf ? tile_x[i] : xt[i]) : z;
         const float y = __fmaf_rn(centered(z, mu), scale, shift);  // kCentred (AffineForm)
         const float v = epi.value(y, z, xv);
         if constexpr (R == ReduceKind::kNone) {
           out[offset + i] = from_float<ResidentOut<R, T>>(v);
         } else {
-          tile[i] = v;
+          work[i] = v;
         }
       }
     }
@@ -221,7 +239,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       if constexpr (O == ReduceOp::kSum || O == ReduceOp::kMean) {
         double sum = 0.0;
         if (valid) {
-          for (int e = team.lane; e < len; e += plan.tpo) sum += double(tile[pos(o, e)]);
+          for (int e = team.lane; e < len; e += plan.tpo) sum += double(work[pos(o, e)]);
         }
         sum = team_allreduce<kBlock>(sum, plan.tpo, AddOp{}, scratch);
         if (valid && team.lane == 0) {
@@ -232,7 +250,7 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
         Extreme best{kMax ? -INFINITY : INFINITY, 0x7fffffff};
         if (valid) {
           for (int e = team.lane; e < len; e += plan.tpo) {
-            const float v = tile[pos(o, e)];
+            const float v = work[pos(o, e)];
             if (wins<kMax>(v, e, best.v, best.i)) best = Extreme{v, e};
           }
         }
@@ -244,12 +262,12 @@ __device__ __forceinline__ void forward_tile(const resident_detail::TileOrigin<k
       } else {  // kLogSumExp: the maximum, then the sum of exp(v - max)
         float m = -INFINITY;
         if (valid) {
-          for (int e = team.lane; e < len; e += plan.tpo) m = MaxNanOp{}(m, tile[pos(o, e)]);
+          for (int e = team.lane; e < len; e += plan.tpo) m = MaxNanOp{}(m, work[pos(o, e)]);
         }
         m = team_allreduce<kBlock>(m, plan.tpo, MaxNanOp{}, scratch);
         double sum = 0.0;
         if (valid && isfinite(m)) {
-          for (int e = team.lane; e < len; e += plan.tpo) sum += double(expf(tile[pos(o, e)] - m));
+          for (int e = team.lane; e < len; e += plan.tpo) sum += double(expf(work[pos(o, e)] - m));
         }
         sum = team_allreduce<kBlock>(sum, plan.tpo, AddOp{}, scratch);
         if (valid && team.lane == 0) out[out_index(o)] = isfinite(m) ? m + static_cast<float>(log(sum)) : m;
@@ -267,17 +285,20 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
                                ResidentOut<R, T>* __restrict__ out, int* __restrict__ aux,
                                float2* __restrict__ mean_out, float* __restrict__ rstd_out) {
   using namespace resident_detail;
+  constexpr TileStorage kStorage = forward_storage<Pro, R, T>();
   extern __shared__ float4 resident_smem[];
   __shared__ double2 scratch[kBlock / kWarpSize];
+  char* smem = reinterpret_cast<char*>(resident_smem);
   const int M = plan.tile_groups;
-  const int64_t tile_floats = align4(int64_t(M) * plan.slice);
-  float* buffer[2] = {reinterpret_cast<float*>(resident_smem),
-                      reinterpret_cast<float*>(resident_smem) + (plan.stages == 2 ? tile_floats : 0)};
-  double* slice_mean = reinterpret_cast<double*>(reinterpret_cast<float*>(resident_smem) + plan.stages * tile_floats);
+  const int64_t tile_bytes = forward_tile_bytes(M, plan.slice, kStorage);
+  T* buffer[2] = {reinterpret_cast<T*>(smem), reinterpret_cast<T*>(smem + (plan.stages == 2 ? tile_bytes : 0))};
+  float* work_tile = reinterpret_cast<float*>(smem + plan.stages * tile_bytes);  // kStorage.work only
+  double* slice_mean = reinterpret_cast<double*>(smem + plan.stages * tile_bytes +
+                                                 (kStorage.work ? align16(int64_t(M) * plan.slice * 4) : 0));
   float2* slice_mean2 = reinterpret_cast<float2*>(slice_mean + M);
   float* slice_rstd = reinterpret_cast<float*>(slice_mean2 + M);
 
-  auto start_copy = [&](int64_t tile, float* dst) {
+  auto start_copy = [&](int64_t tile, T* dst) {
     const TileOrigin<kGroups> o(plan, tile);
     copy_tile<kBlock, W>(dst, x + o.u0 * plan.slice, o.slices * plan.slice);
     copies_commit();
@@ -286,7 +307,8 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
   if (tile < plan.tiles) start_copy(tile, buffer[0]);
   for (int k = 0; tile < plan.tiles; ++k, tile += gridDim.x) {
     const int64_t next = tile + gridDim.x;
-    float* current = buffer[plan.stages == 2 ? (k & 1) : 0];
+    T* current = buffer[plan.stages == 2 ? (k & 1) : 0];
+    float* work = std::is_same_v<T, float> ? reinterpret_cast<float*>(current) : work_tile;
     if (plan.stages == 2 && next < plan.tiles) {
       start_copy(next, buffer[(k + 1) & 1]);  // that buffer's last tile was finished before the barrier below
       copies_wait<1>();  // every committed copy but the next tile's
@@ -295,9 +317,9 @@ region_resident_forward_kernel(const T* __restrict__ x, const float* __restrict_
     }
     __syncthreads();
     const TileOrigin<kGroups> origin(plan, tile);
-    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, slice_mean, slice_mean2, slice_rstd, scratch,
-                                                        x, gamma, beta, params, plan, eps, out, aux, mean_out,
-                                                        rstd_out);
+    forward_tile<Pro, Epi, R, O, kBlock, kGroups, W, T>(origin, current, work, slice_mean, slice_mean2, slice_rstd,
+                                                        scratch, x, gamma, beta, params, plan, eps, out, aux,
+                                                        mean_out, rstd_out);
     __syncthreads();  // the tile's buffer and the statistics are free again
     if (plan.stages == 1 && next < plan.tiles) start_copy(next, buffer[0]);
   }

@@ -142,8 +142,8 @@ at::Tensor launch_rows_backward(const RegionDims& dims, int64_t groups, int lane
 
 // ---- the resident tiles on x's own float16 / bfloat16
 //
-// A 2-byte x of the output's dtype is read as it lies and converted on its way into the float tile (copy_tile); out
-// (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
+// A 2-byte x of the output's dtype is copied into shared memory as it lies (copy_tile) and converted where the passes
+// read it; out (without a reduction), dout and dx are in that dtype too. The arithmetic is the float32 path's on the same values,
 // so the same bits: x converts to float exactly, and every result is rounded once to the output's dtype, where the
 // float32 path's caller rounds it. Only the 4-wide kernels are built for 2-byte types.
 
@@ -229,9 +229,8 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
       return {out, mean, rstd, aux};
     }
   }
-  ResidentPlan plan = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x));
-  plan.affine_vec = affine_vec;
-  TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+  TORCH_CHECK(make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x)).feasible,
+              "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
               " groups does not fit in shared memory (resident path); region_resident_fits tells beforehand");
   const auto stream = at::cuda::getCurrentCUDAStream();
   const float* gamma_ptr = optional_data(gamma);
@@ -241,26 +240,32 @@ std::vector<at::Tensor> region_forward_resident(const at::Tensor& input, const a
   float* rstd_ptr = rstd.data_ptr<float>();
   dispatch_storage(x.scalar_type(), [&](auto storage) {
     using T = typename decltype(storage)::type;
+    constexpr TileStorage kStorage = forward_storage<Pro, R, T>();
     const T* x_ptr = data_as<const T>(x);
     ResidentOut<R, T>* out_ptr = data_as<ResidentOut<R, T>>(out);
+    auto plan_for = [&](int values_per_thread) {
+      ResidentPlan p = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), values_per_thread,
+                                    kStorage);
+      p.affine_vec = affine_vec;
+      return p;
+    };
     dispatch_groups<kGroups>(groups, [&](auto kg) {
       constexpr int kG = decltype(kg)::value;
       auto launch = [&](auto kernel) {
         auto per_sm_of = [&](const ResidentPlan& p) {
           return blocks_per_sm(reinterpret_cast<const void*>(kernel), kBlock, p.smem_bytes);
         };
-        auto in_flight = [](const ResidentPlan& p, int per_sm) {
-          return int64_t(per_sm) * p.tile_groups * p.slice * 4;
+        auto in_flight = [](const ResidentPlan& p, int per_sm) {  // bytes of x an SM's copies move at once
+          return int64_t(per_sm) * p.tile_groups * p.slice * int64_t(sizeof(T));
         };
-        ResidentPlan launched = plan;
+        ResidentPlan launched = plan_for(kValuesPerThread);
         int per_sm = per_sm_of(launched);
         for (int vpt = 2 * kValuesPerThread; vpt <= kMaxValuesPerThread && in_flight(launched, per_sm) < kBytesInFlight;
              vpt *= 2) {
-          ResidentPlan bigger = make_plan<R>(dims, groups, window, kBlock, width, false, smem_budget(x), vpt);
+          const ResidentPlan bigger = plan_for(vpt);
           if (!bigger.feasible || bigger.stages != 2 || bigger.tile_groups <= launched.tile_groups) break;
           const int bigger_per_sm = per_sm_of(bigger);
           if (in_flight(bigger, bigger_per_sm) <= in_flight(launched, per_sm)) break;
-          bigger.affine_vec = plan.affine_vec;
           launched = bigger;
           per_sm = bigger_per_sm;
         }
@@ -372,14 +377,16 @@ std::vector<at::Tensor> region_backward_resident(const at::Tensor& grad_out, con
                 sums.narrow(0, 2, kPro).contiguous(), sums.narrow(0, 2 + kPro, kEpi).contiguous()};
       }
     }
-    const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x));
-    ResidentPlan plan =
-        slabs.feasible ? slabs : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x));
-    plan.affine_vec = affine_vec;
-    TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
-                " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
     dispatch_storage(x.scalar_type(), [&](auto storage) {
       using T = typename decltype(storage)::type;
+      constexpr int kElem = sizeof(T);
+      const ResidentPlan slabs = slab_plan<R>(dims, groups, window, kBlock, width, K, smem_budget(x), kElem);
+      ResidentPlan plan = slabs.feasible ? slabs
+                                         : make_plan<R>(dims, groups, window, kBlock, width, true, smem_budget(x),
+                                                        kValuesPerThread, TileStorage{kElem, false});
+      plan.affine_vec = affine_vec;
+      TORCH_CHECK(plan.feasible, "kgen: a GroupNorm unit of input ", str(x.sizes()), " with ", str(groups),
+                  " groups does not fit in shared memory (resident backward); region_resident_fits tells beforehand");
       const T* dout_ptr = data_as<const T>(dout);
       const T* x_ptr = data_as<const T>(x);
       T* dx_ptr = data_as<T>(dx);

@@ -37,11 +37,13 @@ inline RegionDims region_dims(const at::Tensor& x) {
 }
 
 // The plan for one direction (backward: the tile also holds dout for kNone, and per-channel sums), for
-// blocks of `block` threads, values in packs of `width` (4: 16-byte copies, or 1), within `budget` bytes.
-// feasible == false where one unit does not fit.
+// blocks of `block` threads, values in packs of `width` (4, or 1), tiles as `storage` says, within `budget` bytes.
+// feasible == false where one unit does not fit. The checks (region_resident_fits, _pays) plan float32 tiles, the
+// largest: a 2-byte plan fits wherever they do.
 template <ReduceKind R>
 ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
-                       int width, bool backward, int64_t budget, int values_per_thread = kValuesPerThread) {
+                       int width, bool backward, int64_t budget, int values_per_thread = kValuesPerThread,
+                       TileStorage storage = {}) {
   ResidentPlan p{};
   p.feasible = false;
   p.batch = dims.batch;
@@ -58,7 +60,8 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   if (unit >= (int64_t(1) << 28)) return p;  // far beyond any shared memory
   const bool dout_tile = backward && R == ReduceKind::kNone;
   auto bytes = [&](int64_t m) {
-    return 4 * (backward ? backward_smem_floats(m, slice, cpg, dout_tile) : forward_smem_floats(m, slice));
+    return backward ? backward_smem_bytes(m, slice, cpg, dout_tile, storage.elem)
+                    : forward_smem_bytes(m, slice, 1, storage);
   };
   p.cpg = static_cast<int>(cpg);
   p.plane = static_cast<int>(dims.plane);
@@ -147,9 +150,9 @@ ResidentPlan make_plan(const RegionDims& dims, int64_t groups, const std::vector
   p.div_pooled_plane = FastDiv(std::max(1, p.pooled_plane));
   p.stages = 1;
   p.smem_bytes = bytes(m);
-  if (!backward && 4 * forward_smem_floats(m, slice, 2) <= std::min<int64_t>(budget, kDoubleBufferLimit)) {
+  if (!backward && forward_smem_bytes(m, slice, 2, storage) <= std::min<int64_t>(budget, kDoubleBufferLimit)) {
     p.stages = 2;
-    p.smem_bytes = 4 * forward_smem_floats(m, slice, 2);
+    p.smem_bytes = forward_smem_bytes(m, slice, 2, storage);
   }
   p.grid = p.tiles;
   p.feasible = true;
@@ -168,16 +171,16 @@ constexpr int64_t kSlabBlockBytes = 72 * 1024;              // 3 blocks per H100
 
 template <ReduceKind R>
 ResidentPlan slab_plan(const RegionDims& dims, int64_t groups, const std::vector<int64_t>& window, int block,
-                       int width, int K, int64_t budget) {
+                       int width, int K, int64_t budget, int elem = 4) {
   ResidentPlan none{};
   none.feasible = false;
   if (dims.plane != 1 || width != 4 || dims.batch * K * dims.channels * 4 < kSlabPartialBytes) return none;
   for (int vpt = kValuesPerThread; vpt >= 1; vpt /= 2) {
-    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt);
+    ResidentPlan p = make_plan<R>(dims, groups, window, block, width, true, budget, vpt, TileStorage{elem, false});
     if (!p.feasible || groups % p.tile_groups != 0) continue;
     const int64_t slab = int64_t(p.tile_groups) * p.cpg;
     const int64_t bytes =
-        4 * (align4(backward_smem_floats(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone)) + K * slab);
+        align16(backward_smem_bytes(p.tile_groups, p.slice, p.cpg, R == ReduceKind::kNone, elem)) + 4 * K * slab;
     if (bytes > std::min(budget, kSlabBlockBytes)) continue;
     p.parts = static_cast<int>(groups / p.tile_groups);
     p.smem_bytes = bytes;

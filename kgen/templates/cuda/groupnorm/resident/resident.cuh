@@ -17,22 +17,23 @@
 // Linear outputs (plane == 1) with short slices take another forward, from registers with no tile
 // (groupnorm/rows/forward.cuh; the same statistics and saved values); their backward is this one.
 //
-// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is read as it
-// lies: cp.async copies bytes as they lie, so its 8-byte packs pass through registers and are converted into the same
-// float tile (copy_tile). out without a reduction, dout and dx are in that dtype too. The tile and the arithmetic are
-// the float32 path's, so are the bits.
+// A float16 / bfloat16 x of the output's dtype (resident_half_applies, groupnorm/resident/host.cuh) is copied as it
+// lies (cp.async, 8-byte packs) into a tile of its own type, half a float32 tile's bytes, and converted exactly where a
+// pass reads it. A forward that writes its tile (a prologue's z, the values a reduction reads) writes a float32 work
+// tile beside it (TileStorage); the backward only reads its tiles. out without a reduction, dout and dx are in that
+// dtype too. The arithmetic is the float32 path's on the same values, so are the bits.
 //
 // Forward (1 read of x, 1 write of out):
-//   mean      per slice: sum of z = Pro(x) in double (z overwrites x in place), team of tpg threads
+//   mean      per slice: sum of z = Pro(x) in double (z into the work tile: a float32 x's own), team of tpg threads
 //   variance  per slice: sum of (z - mean)^2 and of (z - mean) in double, the corrected two-pass formula
 //             (exact statistics: the data is on chip); mean kept as a (hi, lo) float pair as groupnorm/statistics.cuh
 //   apply     per channel: y = (z - mean) rstd gamma + beta, v = Epi(y, z, x); kNone writes v out, the
 //             other kinds write v back in place and then reduce it (a team of tpo threads per output,
 //             natural order inside a thread, a fixed shuffle tree across threads: the FIRST extreme wins
 //             ties, as PyTorch's max/min with dim and MaxPool).
-// An epilogue that reads x itself (a residual of x) gets it from global memory (L2: the tile was just
-// read) when the prologue is not the identity, since the tile then holds z; the compiler drops that load
-// for every epilogue that does not use x.
+// An epilogue that reads x itself (a residual of x) behind a prologue gets it from a 2-byte x's tile, or from
+// global memory (L2: the tile was just read) for float32, whose tile then holds z; the compiler drops that
+// load for every epilogue that does not use x.
 //
 // Backward (1 read of x and of dout for kNone; dout, out, aux of the other kinds are gathered per output):
 //   pass A    per channel: recompute z, y, v; dv from the reduction's backward; Epi::backward -> dy, and
@@ -60,7 +61,7 @@
 //
 // region_resident_fits<R>(x, groups) says whether one unit (and a tile of it) fits in the shared memory a
 // block may opt in to on x's device (queried once per device), forward and backward. On an H100 (227 KB):
-// about 56 k values per unit forward; backward 4 bytes a value (x), + 4 for kNone (dout), + 8 per channel
+// about 56 k values per unit forward; backward 4 bytes a value (x; 2 for a 2-byte x), as many for kNone (dout), + 8 per channel
 // (sum dy, sum dy xhat): e.g. 28 k values for kNone with planes, 14 k for kNone with plane == 1.
 #include <atomic>
 #include <map>
@@ -143,16 +144,35 @@ constexpr int kReservedSmem = 1024;   // static shared memory of the kernels (re
 constexpr int64_t kDoubleBufferLimit = 96 * 1024;
 
 __host__ __device__ __forceinline__ int64_t align4(int64_t floats) { return (floats + 3) / 4 * 4; }
+__host__ __device__ __forceinline__ int64_t align16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// Shared memory, in floats. Forward: `stages` tiles | mean (double) | mean (hi, lo) | rstd.
-__host__ __device__ __forceinline__ int64_t forward_smem_floats(int64_t groups_in_tile, int64_t slice, int stages = 1) {
-  return stages * align4(groups_in_tile * slice) + 4 * groups_in_tile + align4(groups_in_tile);
+// How a kernel's tiles lie in shared memory: x (and dout) as they lie in memory, `elem` bytes a value (cp.async
+// copies them without registers); `work`: a 2-byte forward that writes its tile (a prologue's z, the values a
+// reduction reads) writes a float32 work tile beside it. A float32 tile is its own work tile.
+struct TileStorage {
+  int elem = 4;
+  bool work = false;
+};
+
+// Shared memory, in bytes. Forward: `stages` tiles of x | the float32 work tile (TileStorage::work) | mean (double) |
+// mean (hi, lo) | rstd.
+__host__ __device__ __forceinline__ int64_t forward_tile_bytes(int64_t groups_in_tile, int64_t slice, TileStorage st) {
+  return align16(groups_in_tile * slice * st.elem);
 }
-// Backward: x tile | dout tile (kNone) | sum dy, sum dy xhat per tile channel | mean (hi, lo) | rstd | cA | cB.
-__host__ __device__ __forceinline__ int64_t backward_smem_floats(int64_t groups_in_tile, int64_t slice, int64_t cpg,
-                                                                 bool dout_tile) {
-  return align4(groups_in_tile * slice) * (dout_tile ? 2 : 1) + 2 * align4(groups_in_tile * cpg) +
-         5 * groups_in_tile;
+__host__ __device__ __forceinline__ int64_t forward_smem_bytes(int64_t groups_in_tile, int64_t slice, int stages,
+                                                               TileStorage st) {
+  return stages * forward_tile_bytes(groups_in_tile, slice, st) + (st.work ? align16(groups_in_tile * slice * 4) : 0) +
+         4 * (4 * groups_in_tile + align4(groups_in_tile));
+}
+// Backward: x tile | dout tile (kNone), both as they lie | sum dy, sum dy xhat per tile channel | mean (hi, lo) |
+// rstd | cA | cB.
+__host__ __device__ __forceinline__ int64_t backward_tile_bytes(int64_t groups_in_tile, int64_t slice, int elem) {
+  return align16(groups_in_tile * slice * elem);
+}
+__host__ __device__ __forceinline__ int64_t backward_smem_bytes(int64_t groups_in_tile, int64_t slice, int64_t cpg,
+                                                                bool dout_tile, int elem) {
+  return backward_tile_bytes(groups_in_tile, slice, elem) * (dout_tile ? 2 : 1) +
+         4 * (2 * align4(groups_in_tile * cpg) + 5 * groups_in_tile);
 }
 
 // ---- warp and block reductions over a team of `width` threads (a power of two up to 32, or kBlock)
@@ -220,13 +240,13 @@ __device__ __forceinline__ T team_allreduce(T v, int width, Op op, double2* scra
   return v;
 }
 
-template <int W>
-__device__ __forceinline__ void load_values(const float* smem, int pack, float (&v)[W]) {
+// Pack `pack` of W values of a tile, as floats: a float32 tile's 16 bytes, a 2-byte tile's 8 (converted exactly).
+template <int W, class S>
+__device__ __forceinline__ void load_values(const S* smem, int pack, float (&v)[W]) {
   if constexpr (W == 4) {
-    const float4 f = reinterpret_cast<const float4*>(smem)[pack];
-    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    unpack_bits<S>(reinterpret_cast<const PackBits<S>*>(smem)[pack], v);
   } else {
-    v[0] = smem[pack];
+    v[0] = to_float(smem[pack]);
   }
 }
 
@@ -239,36 +259,14 @@ __device__ __forceinline__ void store_values(float* smem, int pack, const float 
   }
 }
 
-// Starts the copy of `count` values (a multiple of W) into the float tile; copies_done + a barrier finish it. float32
-// values go by cp.async (16-byte packs where W == 4); a 2-byte type's are converted on the way, so they pass through
-// registers: each thread issues the loads of kCopyBatch packs (8 bytes each where W == 4) before it stores the first,
-// and the block's other tiles and the SM's other blocks cover the wait.
-constexpr int kCopyBatch = 4;
-
+// Starts the copy of `count` values (a multiple of W) into a tile of their own type, by cp.async: packs of W values
+// (16 bytes of float32, 8 of a 2-byte type where W == 4), in flight without registers. copies_done (or copies_wait)
+// and a barrier finish it.
 template <int kBlock, int W, class T>
-__device__ __forceinline__ void copy_tile(float* smem, const T* __restrict__ gmem, int count) {
+__device__ __forceinline__ void copy_tile(T* smem, const T* __restrict__ gmem, int count) {
+  static_assert(W * sizeof(T) >= 4, "cp.async copies 4, 8 or 16 bytes");
   const int packs = count / W;
-  if constexpr (std::is_same_v<T, float>) {
-    for (int i = threadIdx.x; i < packs; i += kBlock) {
-      if constexpr (W == 4) {
-        copy16(smem + 4 * i, gmem + 4 * int64_t(i));
-      } else {
-        copy4(smem + i, gmem + i);
-      }
-    }
-  } else {
-    for (int first = threadIdx.x; first < packs; first += kBlock * kCopyBatch) {
-      Pack<W> v[kCopyBatch];
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        if (first + u * kBlock < packs) v[u] = load_pack<W>(gmem, first + u * kBlock);
-      }
-#pragma unroll
-      for (int u = 0; u < kCopyBatch; ++u) {
-        if (first + u * kBlock < packs) store_values<W>(smem, first + u * kBlock, v[u].v);
-      }
-    }
-  }
+  for (int i = threadIdx.x; i < packs; i += kBlock) copy_async<W * sizeof(T)>(smem + W * i, gmem + W * int64_t(i));
 }
 
 // Where a tile starts: its first slice u0 = n0 G + g0, and the (sample, channel) of its channels.
@@ -328,9 +326,6 @@ __device__ __forceinline__ void load_affine4(const float* __restrict__ p, int c,
   }
 }
 
-__device__ __forceinline__ void split4(const float4& f, float (&v)[4]) {
-  v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-}
 __device__ __forceinline__ float4 join4(const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
 
 // Packs of 4 channels a thread takes together in the flat (plane == 1) per-channel passes.
@@ -345,16 +340,16 @@ struct FlatPacks {
   int c[kN];
   int64_t n[kN];
 
-  template <int kBlock, int kGroups>
+  template <int kBlock, int kGroups, class S>
   __device__ __forceinline__ void load(const TileOrigin<kGroups>& origin, const ResidentPlan& plan,
-                                       const float* tile, const float* __restrict__ gamma_p,
+                                       const S* tile, const float* __restrict__ gamma_p,
                                        const float* __restrict__ beta_p, int base, int packs) {
 #pragma unroll
     for (int u = 0; u < kN; ++u) {
       const int p = base + u * kBlock;
       if (p < packs) {
         origin.channel(plan, 4 * p, n[u], c[u]);
-        split4(reinterpret_cast<const float4*>(tile)[p], v[u]);
+        load_values<4>(tile, p, v[u]);
         load_affine4(gamma_p, c[u], plan.affine_vec, 1.f, gamma[u]);
         load_affine4(beta_p, c[u], plan.affine_vec, 0.f, beta[u]);
       }
